@@ -1,0 +1,50 @@
+/**
+ * Europe/Paris civil days (DECISIONS.md "Time"): a target date covers
+ * [00:00 Paris, 00:00 Paris of the next day) in UTC, 92, 96 or 100 quarter-hours.
+ * Time-zone arithmetic is luxon's, never a hand-written offset.
+ * @module
+ */
+import { DateTime } from 'luxon'
+import type { Coverage } from '../host/contract.ts'
+import { formatUtcInstant } from './instants.ts'
+
+export const PARIS = 'Europe/Paris'
+export const QUARTER_HOUR_MS = 900_000
+
+const DATE = /^(\d{4})-(\d{2})-(\d{2})$/
+
+/** True when `text` is a real calendar date `YYYY-MM-DD`. */
+export function isCalendarDate (text: unknown): text is string {
+  if (typeof text !== 'string' || !DATE.test(text)) return false
+  return DateTime.fromISO(text, { zone: 'UTC' }).isValid
+}
+
+/** The UTC span of a Paris day. Throws on a date that is not a real calendar date. */
+export function coverageOf (targetDate: string): Coverage {
+  if (!isCalendarDate(targetDate)) throw new RangeError(`not a calendar date: ${targetDate}`)
+  const start = DateTime.fromISO(targetDate, { zone: PARIS }).startOf('day')
+  const end = start.plus({ days: 1 })
+  const startMs = start.toMillis()
+  const endMs = end.toMillis()
+  return {
+    targetDate,
+    startUtc: formatUtcInstant(startMs),
+    endUtc: formatUtcInstant(endMs),
+    slots: (endMs - startMs) / QUARTER_HOUR_MS,
+  }
+}
+
+/** The Paris date of an instant, `YYYY-MM-DD`. */
+export function parisDateOf (instant: Date): string {
+  return DateTime.fromJSDate(instant, { zone: PARIS }).toISODate()!
+}
+
+/** `date` shifted by whole Paris days. */
+export function addDays (date: string, days: number): string {
+  return DateTime.fromISO(date, { zone: PARIS }).plus({ days }).toISODate()!
+}
+
+/** ISO weekday of a Paris date: 1 = Monday … 7 = Sunday. */
+export function weekdayOf (date: string): number {
+  return DateTime.fromISO(date, { zone: PARIS }).weekday
+}

@@ -1,0 +1,74 @@
+/**
+ * The one error catalogue: each error is a code, a status and a message template.
+ * Doors render it: `http/render-error.ts` (wire bodies), `cli/main.ts` (exit codes).
+ * @module
+ */
+import { format } from 'node:util'
+
+interface Spec {
+  readonly status: number
+  readonly message: string
+  /** problem+json `type` slug and `title`, for the outbound door. */
+  readonly slug?: string
+  readonly title?: string
+}
+
+export const catalogue = {
+  // Wire codes: exactly the contract's and DECISIONS.md's.
+  INVALID_PROGRAMME_SOUTIRAGE_REQUEST: { status: 400, message: 'request validation failed: %s', slug: 'invalid-request', title: 'Bad Request' },
+  INVALID_QUERY: { status: 400, message: 'invalid query parameters: %s', slug: 'invalid-request', title: 'Bad Request' },
+  UNAUTHORIZED: { status: 401, message: '%s', slug: 'unauthorized', title: 'Unauthorized' },
+  MTLS_REQUIRED: { status: 403, message: '%s', slug: 'mtls-required', title: 'Forbidden' },
+  COMPANY_SUSPENDED: { status: 403, message: 'company %s is suspended', slug: 'company-suspended', title: 'Forbidden' },
+  SCOPE_DENIED: { status: 403, message: "token lacks scope '%s'", slug: 'scope-denied', title: 'Forbidden' },
+  NOT_FOUND: { status: 404, message: 'no resource at %s', slug: 'not-found', title: 'Not Found' },
+  NOT_PUBLISHED: { status: 404, message: 'no Besoins_Agreges is published for site %s on %s; retry in 5 minutes at the earliest', slug: 'not-found', title: 'Not Found' },
+  METHOD_NOT_ALLOWED: { status: 405, message: '%s is not allowed here; allowed: %s', slug: 'method-not-allowed', title: 'Method Not Allowed' },
+  PAYLOAD_TOO_LARGE: { status: 413, message: 'body exceeds the limit of %d bytes', slug: 'payload-too-large', title: 'Payload Too Large' },
+  UNSUPPORTED_MEDIA_TYPE: { status: 415, message: "Content-Type must be application/json, got '%s'", slug: 'unsupported-media-type', title: 'Unsupported Media Type' },
+  NO_STORE: { status: 503, message: 'storage unavailable; retry in a few seconds', slug: 'no-store', title: 'Service Unavailable' },
+  NOT_IMPLEMENTED: { status: 501, message: '%s is not implemented yet', slug: 'not-implemented', title: 'Not Implemented' },
+  INTERNAL: { status: 500, message: 'internal error; the request was not applied', slug: 'internal', title: 'Internal Server Error' },
+
+  // Operator-facing codes (host, CLI, configuration): never on the wire.
+  EPX_CONFIG_INVALID: { status: 500, message: 'invalid configuration: %s' },
+  EPX_HOST_API_MISMATCH: { status: 500, message: 'host API %s does not satisfy the plugin range %s' },
+  EPX_MANIFEST_INVALID: { status: 500, message: 'invalid plugin manifest %s: %s' },
+  EPX_STORE_OPEN_FAILED: { status: 500, message: 'cannot open the store at %s: %s' },
+  EPX_LISTEN_FAILED: { status: 500, message: 'cannot listen on %s:%d: %s' },
+  EPX_TLS_FILES: { status: 500, message: 'cannot read TLS file %s: %s (run `epx init`)' },
+  EPX_USAGE: { status: 2, message: '%s' },
+  EPX_NOT_FOUND: { status: 1, message: '%s' },
+  EPX_CONFLICT: { status: 1, message: '%s' },
+} as const satisfies Record<string, Spec>
+
+export type ErrorCode = keyof typeof catalogue
+
+export class EpxError extends Error {
+  readonly code: ErrorCode
+  readonly status: number
+  /** JSON Pointer → message (inbound 400) or name → reason (outbound 400). */
+  readonly details?: Readonly<Record<string, string>>
+  /** Extra response headers the door must send (Retry-After, Allow, WWW-Authenticate). */
+  readonly headers?: Readonly<Record<string, string>>
+
+  constructor (code: ErrorCode, args: readonly unknown[] = [], opts: {
+    details?: Record<string, string>
+    headers?: Record<string, string>
+    cause?: unknown
+  } = {}) {
+    super(format(catalogue[code].message, ...args), { cause: opts.cause })
+    this.name = 'EpxError'
+    this.code = code
+    this.status = catalogue[code].status
+    this.details = opts.details
+    this.headers = opts.headers
+  }
+}
+
+/** Match on the code, never on the class: host and plugin may hold different copies. */
+export function isEpxError (e: unknown): e is EpxError {
+  return typeof e === 'object' && e !== null &&
+    typeof (e as { code?: unknown }).code === 'string' &&
+    Object.hasOwn(catalogue, (e as { code: string }).code)
+}

@@ -1,0 +1,116 @@
+/**
+ * The host contract: what a solver daemon hands to the plugin, and what it gets back.
+ * Only `plugin.ts` and `host/` know the host's concrete shape.
+ * @module
+ */
+
+/** The host API version this build of the reference host implements. */
+export const HOST_API_VERSION = '1.0.0'
+
+/** Injected time source: every clock in epx is this one, so tests can stand on any day. */
+export interface Clock { now(): Date }
+
+/** A pino-compatible subset; the host passes a child logger. */
+export interface Logger {
+  debug(obj: object, msg?: string): void
+  info(obj: object, msg?: string): void
+  warn(obj: object, msg?: string): void
+  error(obj: object, msg?: string): void
+  child(bindings: Record<string, unknown>): Logger
+}
+
+/** A site the solver manages. */
+export interface Site {
+  readonly site_id: string
+  readonly site_name: string
+}
+
+/** The Paris day a publication or an instruction is about, as UTC instants. */
+export interface Coverage {
+  readonly targetDate: string   // YYYY-MM-DD, Europe/Paris civil day
+  readonly startUtc: string     // ISO 8601 UTC, inclusive
+  readonly endUtc: string       // ISO 8601 UTC, exclusive
+  readonly slots: number        // 92, 96 or 100 quarter-hours
+}
+
+/** What the solver needs for a site over a coverage: the material of a Besoins_Agreges. */
+export interface SiteNeeds {
+  readonly milestones: ReadonlyArray<{
+    readonly startUtc: string
+    readonly deadlineUtc: string
+    readonly energyKwh: number
+    readonly powerKw: number
+  }>
+  /** One entry per quarter-hour of the coverage, in order. */
+  readonly availablePowerKw: readonly number[]
+}
+
+/** One constrained slot: a floor (`minKw`) or a curtailment (`maxKw` = 0). */
+export interface Period {
+  readonly startUtc: string
+  readonly endUtc: string
+  readonly minKw?: number
+  readonly maxKw?: number
+}
+
+/** An instruction as the solver sees it: replaces any earlier one of the same site and day. */
+export interface SolverInput {
+  readonly instructionId: string
+  readonly siteId: string
+  readonly targetDate: string
+  readonly periods: readonly Period[]
+}
+
+/** Told by the solver after a cycle took inputs into account. */
+export interface CycleApplied {
+  readonly cycle: number
+  readonly at: string
+  readonly inputs: ReadonlyArray<{ readonly instructionId: string; readonly siteId: string }>
+}
+
+export interface SolverPort {
+  /** Sites the solver manages. */
+  sites(): Promise<readonly Site[]>
+  /** Needs of one site over a coverage. May reject for that site alone. */
+  needs(siteId: string, coverage: Coverage): Promise<SiteNeeds>
+  /** Inputs for the next solver cycle; the latest input of a (site, day) replaces earlier ones. */
+  enqueueNextCycle(inputs: readonly SolverInput[]): void
+  /** Listen for cycles that applied inputs; returns the unsubscribe function. */
+  onCycleApplied(listener: (report: CycleApplied) => void): () => void
+}
+
+export interface Host {
+  /** Checked against the manifest's `engines.host` range. */
+  readonly apiVersion: string
+  readonly logger: Logger
+  readonly clock: Clock
+  /** A folder the plugin owns: its LMDB store lives here. */
+  readonly dataDir: string
+  readonly solver: SolverPort
+}
+
+export interface PublishRequest {
+  /** Default: tomorrow (Europe/Paris) by the host clock. */
+  readonly targetDate?: string
+  /** Default: every site the solver manages. */
+  readonly siteIds?: readonly string[]
+}
+
+export interface PublishReport {
+  readonly targetDate: string
+  readonly published: ReadonlyArray<{ readonly siteId: string; readonly emittedAt: string; readonly etag: string }>
+  readonly failed: ReadonlyArray<{ readonly siteId: string; readonly reason: string }>
+}
+
+/** What `activate` returns. */
+export interface EpxHandle {
+  readonly version: string
+  /** Where the API listens, once activated. */
+  readonly apiUrl: URL
+  /** Publish Besoins_Agreges now (one target date, some or all sites). */
+  publish(request?: PublishRequest): Promise<PublishReport>
+  /** Idempotent: stops schedules and listeners, then closes the store. */
+  close(): Promise<void>
+}
+
+export type Activate = (host: Host, config: unknown) => Promise<EpxHandle>

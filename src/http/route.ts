@@ -1,0 +1,39 @@
+/**
+ * What the door hands to a route once the authentication chain has passed.
+ * @module
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http'
+import type { Scope } from '../auth/tokens.ts'
+import type { Logger } from '../host/contract.ts'
+
+/** The authenticated BSP behind a request. */
+export interface Caller {
+  readonly companyId: string
+  readonly tokenId: string
+  /** SHA-256 fingerprint of the client certificate, as node prints it (`AB:CD:…`). */
+  readonly certFingerprint256: string
+  readonly perimeter: 'all' | readonly string[]
+}
+
+export interface RequestContext {
+  readonly url: URL
+  readonly caller: Caller
+  readonly receivedAt: Date
+  readonly log: Logger
+}
+
+/** Writes the success response; throws an EpxError for anything else (the door renders it). */
+export type RouteHandler = (req: IncomingMessage, res: ServerResponse, ctx: RequestContext) => Promise<void> | void
+
+/** Inbound errors are `{error:{code,message,details}}`; outbound ones problem+json. */
+export type Door = 'inbound' | 'outbound'
+
+export interface Route {
+  readonly path: string
+  readonly door: Door
+  readonly scope: Scope
+  readonly methods: Readonly<Partial<Record<'GET' | 'HEAD' | 'POST', RouteHandler>>>
+}
+
+export const INBOUND_PATH = '/api/v0.5/energy-programs/programme-soutirage'
+export const OUTBOUND_PATH = '/api/v0.5/energy-programs/besoins-agreges'

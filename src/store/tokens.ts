@@ -1,0 +1,67 @@
+/**
+ * Token records, keyed by public id, with an index from SHA-256 hash to id.
+ * The secret itself is never stored.
+ * @module
+ */
+import type { Store } from './open-store.ts'
+import type { Scope } from '../auth/tokens.ts'
+import { EpxError } from '../errors.ts'
+
+export interface TokenRecord {
+  readonly id: string
+  readonly hash: string
+  readonly companyId: string
+  readonly scopes: readonly Scope[]
+  readonly createdAt: string
+  readonly expiresAt?: string
+  readonly revokedAt?: string
+  readonly lastUsedAt?: string
+}
+
+export function openTokens (store: Store) {
+  const byId = store.db<TokenRecord>('tokens')
+  const idByHash = store.db<string>('token-hashes')
+  return {
+    /** Sync read: the door calls it on every request. */
+    byHash (hash: string): TokenRecord | undefined {
+      store.guard()
+      const id = idByHash.get(hash)
+      return id === undefined ? undefined : byId.get(id)
+    },
+    get (id: string): TokenRecord | undefined {
+      store.guard()
+      return byId.get(id)
+    },
+    list (companyId?: string): TokenRecord[] {
+      store.guard()
+      return [...byId.getRange()].map(e => e.value).filter(t => !companyId || t.companyId === companyId)
+    },
+    async add (t: TokenRecord): Promise<void> {
+      await store.writeDurable(() => {
+        store.checkWrite()
+        byId.putSync(t.id, t)
+        idByHash.putSync(t.hash, t.id)
+      })
+    },
+    async revoke (id: string, at: string): Promise<TokenRecord> {
+      const t = await store.writeDurable(() => {
+        const t = byId.get(id)
+        if (!t) return undefined
+        const next = { ...t, revokedAt: t.revokedAt ?? at }
+        byId.putSync(id, next)
+        return next
+      })
+      if (!t) throw new EpxError('EPX_NOT_FOUND', [`no token ${id}`])
+      return t
+    },
+    /**
+     * Best effort, not awaited by the door: a lost last-used time is not worth a 503.
+     * At most one write a minute per token, so the request path stays read-only.
+     */
+    touch (t: TokenRecord, nowMs: number): void {
+      if (t.lastUsedAt && nowMs - Date.parse(t.lastUsedAt) < 60_000) return
+      byId.put(t.id, { ...t, lastUsedAt: new Date(nowMs).toISOString() }).catch(() => {})
+    },
+  }
+}
+export type Tokens = ReturnType<typeof openTokens>
