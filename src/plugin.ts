@@ -6,7 +6,7 @@
 import { createRequire } from 'node:module'
 import type { Activate, EpxHandle, Host } from './host/contract.ts'
 import { inDataDir, loadConfig } from './config.ts'
-import { openStore, type StoreFaults } from './store/open-store.ts'
+import { openStore, type Store, type StoreFaults } from './store/open-store.ts'
 import { openCompanies } from './store/companies.ts'
 import { openTokens } from './store/tokens.ts'
 import { listenApi } from './http/listener.ts'
@@ -19,6 +19,8 @@ const { version } = createRequire(import.meta.url)('../package.json') as { versi
 /** Seams for tests; not part of the public surface. */
 export interface Internals {
   readonly storeFaults?: StoreFaults
+  /** Hands the opened store to a test, so it can seed companies and tokens. */
+  readonly onStore?: (store: Store) => void
 }
 
 class Disposer {
@@ -43,6 +45,7 @@ export async function createEpx (host: Host, rawConfig: unknown, internals: Inte
       faults: internals.storeFaults,
     })
     bin.add(() => store.close())
+    internals.onStore?.(store)
     const companies = openCompanies(store)
     const tokens = openTokens(store)
 
