@@ -1,0 +1,21 @@
+/**
+ * Paris wall-clock hour of every quarter-hour of a day, for the simulated load
+ * profile; memoized per day because the simulation asks for it once per site.
+ * @module
+ */
+import { DateTime } from 'luxon'
+import type { Coverage } from './contract.ts'
+
+const cache = new Map<string, readonly number[]>()
+
+export function parisHoursOf (coverage: Coverage): readonly number[] {
+  let hours = cache.get(coverage.targetDate)
+  if (!hours) {
+    const start = Date.parse(coverage.startUtc)
+    hours = Array.from({ length: coverage.slots }, (_, i) =>
+      DateTime.fromMillis(start + i * 900_000, { zone: 'Europe/Paris' }).hour)
+    if (cache.size > 400) cache.clear()
+    cache.set(coverage.targetDate, hours)
+  }
+  return hours
+}

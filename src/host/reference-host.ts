@@ -1,0 +1,173 @@
+/**
+ * The reference host: a small, real stand-in for the solver daemon. It owns the
+ * simulated sites, runs a solver cycle every N seconds that drains the next-cycle
+ * input queue, computes each site's set-point for the current quarter-hour honouring
+ * floors and curtailments within the available power, and acknowledges what it applied.
+ * @module
+ */
+import pino from 'pino'
+import type {
+  Clock, Coverage, CycleApplied, Host, Logger, Period, Site, SiteNeeds, SolverInput, SolverPort,
+} from './contract.ts'
+import { HOST_API_VERSION } from './contract.ts'
+import { simulatedNeeds, simulatedSites } from './simulated-sites.ts'
+import { coverageOf, parisDateOf } from '../contract/paris-day.ts'
+
+/** A clock tests and demos can set; `now()` returns a fresh Date each call. */
+export class ManualClock implements Clock {
+  #ms: number
+  constructor (iso: string | Date) { this.#ms = new Date(iso).getTime() }
+  now (): Date { return new Date(this.#ms) }
+  set (iso: string | Date): void { this.#ms = new Date(iso).getTime() }
+  advance (ms: number): void { this.#ms += ms }
+}
+
+export const systemClock: Clock = { now: () => new Date() }
+
+export interface ReferenceHostOptions {
+  readonly dataDir: string
+  readonly clock?: Clock
+  readonly logger?: Logger
+  /** Number of simulated sites (default 5). */
+  readonly sites?: number
+  /** Seconds between solver cycles; 0 = only when `runCycle()` is called (default 0). */
+  readonly cycleSeconds?: number
+}
+
+/** A site's set-point for one quarter-hour, and what shaped it. */
+export interface Setpoint {
+  readonly slotStartUtc: string
+  readonly kw: number
+  readonly plannedKw: number
+  readonly availableKw: number
+  readonly floorKw?: number
+  readonly capKw?: number
+  readonly instructionId?: string
+}
+
+export interface ReferenceHost {
+  readonly host: Host
+  readonly sites: readonly Site[]
+  /** Drains the queue, computes set-points for the current slot, acknowledges. */
+  runCycle(): CycleApplied
+  /** Inputs waiting for the next cycle. */
+  pending(): readonly SolverInput[]
+  /** The instruction in force for a site and Paris day, if any. */
+  activeInput(siteId: string, targetDate: string): SolverInput | undefined
+  /** Set-points of the last cycle, by site. */
+  setpoints(): ReadonlyMap<string, Setpoint>
+  /** Starts the periodic cycle (no-op when cycleSeconds is 0). */
+  start(): void
+  close(): Promise<void>
+}
+
+export function createReferenceHost (opts: ReferenceHostOptions): ReferenceHost {
+  const clock = opts.clock ?? systemClock
+  const logger = opts.logger ?? (pino({ level: 'silent' }) as unknown as Logger)
+  const sites = simulatedSites(opts.sites ?? 5)
+  const siteIds = new Set(sites.map(s => s.site_id))
+  let queue: SolverInput[] = []
+  const active = new Map<string, SolverInput>()          // `${siteId}/${targetDate}` → input
+  const listeners = new Set<(r: CycleApplied) => void>()
+  let lastSetpoints = new Map<string, Setpoint>()
+  let cycle = 0
+  let timer: NodeJS.Timeout | undefined
+
+  const solver: SolverPort = {
+    async sites () { return sites },
+    async needs (siteId: string, coverage: Coverage): Promise<SiteNeeds> {
+      if (!siteIds.has(siteId)) throw new Error(`unknown site ${siteId}`)
+      return simulatedNeeds(siteId, coverage)
+    },
+    enqueueNextCycle (inputs) { queue.push(...inputs) },
+    onCycleApplied (listener) {
+      listeners.add(listener)
+      return () => { listeners.delete(listener) }
+    },
+  }
+
+  const host: Host = { apiVersion: HOST_API_VERSION, logger, clock, dataDir: opts.dataDir, solver }
+
+  function runCycle (): CycleApplied {
+    cycle++
+    const now = clock.now()
+    const drained = queue
+    queue = []
+    // The latest input of a (site, day) replaces earlier ones, in queue order.
+    for (const input of drained) active.set(`${input.siteId}/${input.targetDate}`, input)
+    lastSetpoints = computeSetpoints(now)
+    const report: CycleApplied = {
+      cycle,
+      at: now.toISOString(),
+      inputs: drained.map(i => ({ instructionId: i.instructionId, siteId: i.siteId })),
+    }
+    if (drained.length) logger.info({ cycle, applied: drained.length }, 'solver cycle applied inputs')
+    for (const l of listeners) {
+      try { l(report) } catch (err) { logger.error({ err }, 'cycle listener failed') }
+    }
+    return report
+  }
+
+  function computeSetpoints (now: Date): Map<string, Setpoint> {
+    const date = parisDateOf(now)
+    const coverage = coverageOf(date)
+    const slot = Math.floor((now.getTime() - Date.parse(coverage.startUtc)) / 900_000)
+    const slotStartMs = Date.parse(coverage.startUtc) + slot * 900_000
+    const out = new Map<string, Setpoint>()
+    for (const site of sites) {
+      const needs = simulatedNeeds(site.site_id, coverage)
+      const availableKw = needs.availablePowerKw[slot] ?? 0
+      const plannedKw = plannedPower(needs, now.getTime())
+      const input = active.get(`${site.site_id}/${date}`)
+      const period = input?.periods.find(p => Date.parse(p.startUtc) <= now.getTime() && now.getTime() < Date.parse(p.endUtc))
+      out.set(site.site_id, {
+        slotStartUtc: new Date(slotStartMs).toISOString(),
+        kw: honour(plannedKw, availableKw, period),
+        plannedKw,
+        availableKw,
+        floorKw: period?.minKw,
+        capKw: period?.maxKw,
+        instructionId: period ? input!.instructionId : undefined,
+      })
+    }
+    return out
+  }
+
+  return {
+    host,
+    sites,
+    runCycle,
+    pending: () => [...queue],
+    activeInput: (siteId, targetDate) => active.get(`${siteId}/${targetDate}`),
+    setpoints: () => lastSetpoints,
+    start () {
+      const seconds = opts.cycleSeconds ?? 0
+      if (seconds > 0 && !timer) timer = setInterval(runCycle, seconds * 1000)
+    },
+    async close () {
+      if (timer) clearInterval(timer)
+      timer = undefined
+      listeners.clear()
+    },
+  }
+}
+
+/** What the solver would do alone: charge each open milestone at its power. */
+function plannedPower (needs: SiteNeeds, nowMs: number): number {
+  let kw = 0
+  for (const m of needs.milestones) {
+    if (Date.parse(m.startUtc) <= nowMs && nowMs < Date.parse(m.deadlineUtc)) kw += m.powerKw
+  }
+  return kw
+}
+
+/**
+ * A floor is reached at minimum (overshoot is not credited, so no more than needed),
+ * a curtailment caps the load, and nothing exceeds the power physically available.
+ */
+export function honour (plannedKw: number, availableKw: number, period?: Period): number {
+  let kw = plannedKw
+  if (period?.minKw !== undefined) kw = Math.max(kw, period.minKw)
+  if (period?.maxKw !== undefined) kw = Math.min(kw, period.maxKw)
+  return Math.round(Math.min(kw, availableKw) * 1000) / 1000
+}

@@ -1,0 +1,67 @@
+/**
+ * Deterministic, EV-fleet-like sites for the reference host: the same site and day
+ * always give the same needs, so demos, tests and benchmarks are repeatable.
+ * @module
+ */
+import { createHash } from 'node:crypto'
+import type { Coverage, Site, SiteNeeds } from './contract.ts'
+import { parisHoursOf } from './paris-hours.ts'
+
+/** `count` sites with stable PRM ids: PRM30000000000001, PRM30000000000002, … */
+export function simulatedSites (count: number): Site[] {
+  return Array.from({ length: count }, (_, i) => ({
+    site_id: 'PRM' + String(30_000_000_000_001 + i),
+    site_name: `Depot ${i + 1}`,
+  }))
+}
+
+/** A small PRNG (mulberry32) seeded from the site and day. */
+function rng (seedText: string): () => number {
+  let a = createHash('sha256').update(seedText).digest().readUInt32LE(0)
+  return () => {
+    a = (a + 0x6D2B79F5) | 0
+    let t = Math.imul(a ^ (a >>> 15), 1 | a)
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
+  }
+}
+
+const round1 = (x: number) => Math.round(x * 10) / 10
+
+/** The site's connection limit in kW (stable for a site, whatever the day). */
+export function siteLimitKw (siteId: string): number {
+  return 100 + Math.floor(rng(siteId)() * 30) * 10
+}
+
+/**
+ * Needs of a simulated depot over a Paris day: vehicles plugged overnight must be
+ * charged by 07:00, a second wave by 22:00; the building's own load leaves less power
+ * available in working hours.
+ */
+export function simulatedNeeds (siteId: string, coverage: Coverage): SiteNeeds {
+  const r = rng(`${siteId}/${coverage.targetDate}`)
+  const limit = siteLimitKw(siteId)
+  const start = Date.parse(coverage.startUtc)
+  const hours = parisHoursOf(coverage)
+  const availablePowerKw: number[] = []
+  for (let i = 0; i < coverage.slots; i++) {
+    const hour = hours[i]!
+    const building = hour >= 8 && hour < 19 ? 0.35 : 0.1
+    availablePowerKw.push(round1(limit * (1 - building - r() * 0.05)))
+  }
+  // Paris wall-clock hour h of the day, as a wire instant (DST-safe: looked up, not added).
+  const at = (h: number) => {
+    const i = hours.indexOf(h)
+    return new Date(start + (i < 0 ? coverage.slots : i) * 900_000).toISOString().replace('.000Z', 'Z')
+  }
+  const vehicles = 4 + Math.floor(r() * 20)
+  const night = round1(vehicles * (20 + r() * 30))
+  const evening = round1(vehicles * 0.5 * (10 + r() * 20))
+  return {
+    milestones: [
+      { startUtc: at(0), deadlineUtc: at(7), energyKwh: night, powerKw: round1(Math.min(limit * 0.9, night / 7)) },
+      { startUtc: at(17), deadlineUtc: at(22), energyKwh: evening, powerKw: round1(Math.min(limit * 0.6, evening / 5)) },
+    ],
+    availablePowerKw,
+  }
+}
