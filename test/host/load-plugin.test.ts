@@ -1,4 +1,4 @@
-import t from 'tap'
+import t, { type Test } from 'tap'
 import { existsSync, readFileSync, writeFileSync, copyFileSync } from 'node:fs'
 import { join, resolve } from 'node:path'
 import { loadPlugin, readManifest } from '../../src/host/load-plugin.ts'
@@ -8,7 +8,7 @@ const root = resolve(import.meta.dirname, '../..')
 const realManifest = JSON.parse(readFileSync(join(root, 'plugin.manifest.json'), 'utf8'))
 
 /** A throwaway plugin folder: epx's manifest shape, an entry that records it was called. */
-function pluginDir (t: { testdir: (f: object) => string }, manifest: object) {
+function pluginDir (t: Test, manifest: object) {
   const dir = t.testdir({
     'plugin.manifest.json': JSON.stringify(manifest),
     'entry.mjs': `import { writeFileSync } from 'node:fs'
