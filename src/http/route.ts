@@ -5,15 +5,9 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { Scope } from '../auth/tokens.ts'
 import type { Logger } from '../host/contract.ts'
+import type { Caller } from '../auth/caller.ts'
 
-/** The authenticated BSP behind a request. */
-export interface Caller {
-  readonly companyId: string
-  readonly tokenId: string
-  /** SHA-256 fingerprint of the client certificate, as node prints it (`AB:CD:…`). */
-  readonly certFingerprint256: string
-  readonly perimeter: 'all' | readonly string[]
-}
+export type { Caller }
 
 export interface RequestContext {
   readonly url: URL

@@ -1,0 +1,48 @@
+import t from 'tap'
+import { readdirSync, readFileSync, statSync } from 'node:fs'
+import { join, relative, resolve, dirname } from 'node:path'
+
+// STYLE.md "A dependency direction you can test": doors may import domain and store,
+// domain may import contract/ and store/, nothing imports a door, and only plugin.ts
+// and host/ know the host's concrete shape.
+const src = resolve(import.meta.dirname, '../src')
+const DOORS = ['http', 'cli', 'console']
+const DOMAIN = ['contract', 'auth', 'publish', 'apply']
+
+function files (dir: string): string[] {
+  return readdirSync(dir).flatMap(f => {
+    const p = join(dir, f)
+    return statSync(p).isDirectory() ? files(p) : p.endsWith('.ts') ? [p] : []
+  })
+}
+
+const edges = files(src).flatMap(file => {
+  const text = readFileSync(file, 'utf8')
+  return [...text.matchAll(/^(?:import|export)[^'"]*from\s+['"](\.[^'"]+)['"]/gm)].map(m => ({
+    from: relative(src, file),
+    to: relative(src, resolve(dirname(file), m[1]!)),
+  }))
+})
+const area = (p: string) => p.includes('/') ? p.split('/')[0]! : p
+
+t.test('no module imports a door, except the composition root and the CLI itself', async t => {
+  const bad = edges.filter(e => DOORS.includes(area(e.to)) && area(e.from) !== area(e.to) &&
+    !['plugin.ts', 'index.ts'].includes(e.from) && !(area(e.from) === 'cli'))
+  t.same(bad, [], 'imports of a door from elsewhere')
+})
+
+t.test('the domain imports neither doors nor the reference host', async t => {
+  const bad = edges.filter(e => DOMAIN.includes(area(e.from)) &&
+    (DOORS.includes(area(e.to)) || (area(e.to) === 'host' && e.to !== 'host/contract.ts')))
+  t.same(bad, [])
+})
+
+t.test('the store imports no door and no domain logic beyond contract types', async t => {
+  const bad = edges.filter(e => area(e.from) === 'store' &&
+    (DOORS.includes(area(e.to)) || ['publish', 'apply'].includes(area(e.to))))
+  t.same(bad, [])
+})
+
+t.test('the edge scan itself sees the imports it should', async t => {
+  t.ok(edges.some(e => e.from === 'plugin.ts' && e.to === 'config.ts'), 'plugin.ts → config.ts found')
+})
