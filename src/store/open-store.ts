@@ -45,7 +45,8 @@ export function openStore (path: string, opts: OpenStoreOptions = {}): Store {
   let root: RootDatabase
   try {
     mkdirSync(path, { recursive: true })
-    root = open({ path, maxDbs: 32, mapSize: opts.mapSizeBytes, compression: false })
+    // lmdb-js treats a path with an extension (`epx.lmdb`) as a file unless told otherwise.
+    root = open({ path, noSubdir: false, maxDbs: 32, mapSize: opts.mapSizeBytes, compression: false })
   } catch (err) {
     throw new EpxError('EPX_STORE_OPEN_FAILED', [path, (err as Error).message], { cause: err })
   }
