@@ -1,0 +1,215 @@
+/**
+ * The mTLS HTTPS door of the API: one node:https server, its timeouts, the per-request
+ * pipeline (route → authenticate → handler → error rendering → one log line) and close().
+ * @module
+ */
+import { createServer, type Server } from 'node:https'
+import type { IncomingMessage, ServerResponse } from 'node:http'
+import type { AddressInfo, Socket } from 'node:net'
+import type { TLSSocket } from 'node:tls'
+import { constants } from 'node:crypto'
+import { readFileSync } from 'node:fs'
+import { performance } from 'node:perf_hooks'
+import { inDataDir, type EpxConfig } from '../config.ts'
+import { EpxError } from '../errors.ts'
+import type { Clock, Logger } from '../host/contract.ts'
+import type { Store } from '../store/open-store.ts'
+import type { Companies } from '../store/companies.ts'
+import type { Tokens } from '../store/tokens.ts'
+import { authorize } from '../auth/authorize.ts'
+import { clientCertVerdict } from '../auth/client-cert.ts'
+import type { Caller, Door, Route } from './route.ts'
+import { createRouter } from './router.ts'
+import { renderError, sendError } from './render-error.ts'
+
+export interface ListenApiOptions {
+  readonly config: Readonly<EpxConfig>
+  readonly dataDir: string
+  readonly log: Logger
+  readonly clock: Clock
+  readonly store: Store
+  readonly companies: Companies
+  readonly tokens: Tokens
+  readonly routes: readonly Route[]
+}
+
+export interface ApiListener {
+  /** `https://<host>:<actual port>`. */
+  readonly url: URL
+  /** Stops accepting, lets in-flight requests finish (short grace), then cuts. Idempotent. */
+  close(): Promise<void>
+}
+
+/** In-flight requests get this long after close() before their connections are cut. */
+const CLOSE_GRACE_MS = 1000
+/** Longest request target written to the log. */
+const MAX_LOGGED_PATH = 512
+
+export async function listenApi (opts: ListenApiOptions): Promise<ApiListener> {
+  const { api } = opts.config
+  const { log, clock } = opts
+  const server = createApiServer(opts.dataDir, api)
+
+  // Every TCP connection, handshaking or not, so close() can cut what the grace left.
+  const sockets = new Set<Socket>()
+  server.on('connection', (s: Socket) => {
+    sockets.add(s)
+    s.once('close', () => sockets.delete(s))
+  })
+  // The certificate verdict is cached per connection: no renegotiation may change it.
+  server.on('secureConnection', (s: TLSSocket) => s.disableRenegotiation())
+  server.on('tlsClientError', (err: Error & { code?: string }) => log.debug({ code: err.code, reason: err.message }, 'tls handshake failed'))
+
+  await listen(server, api.host, api.port)
+  const { port } = server.address() as AddressInfo
+  const url = new URL(`https://${api.host.includes(':') ? `[${api.host}]` : api.host}:${port}`)
+  const baseUrl = (api.publicBaseUrl ?? url.origin).replace(/\/+$/, '')
+  const router = createRouter(opts.routes, url.origin)
+  const deps = { tokens: opts.tokens, companies: opts.companies }
+  server.on('error', (err: Error) => log.error({ err }, 'api listener error'))
+
+  async function handle (req: IncomingMessage, res: ServerResponse, expectContinue: boolean): Promise<void> {
+    const started = performance.now()
+    const method = req.method ?? ''
+    const target = req.url ?? ''
+    let caller: Caller | undefined
+    let door: Door | undefined
+    let code: string | undefined
+    let failure: unknown
+    if (api.logRequests) {
+      // Exactly one line per request, written when the exchange ends (or is cut).
+      res.once('close', () => {
+        const line = {
+          method, path: loggablePath(target), status: res.headersSent ? res.statusCode : undefined,
+          durationMs: Math.round((performance.now() - started) * 10) / 10,
+          companyId: caller?.companyId, tokenId: caller?.tokenId, code,
+          ...(failure !== undefined ? { err: failure } : {}),
+          ...(res.writableFinished ? {} : { aborted: true }),
+        }
+        if (failure !== undefined) log.error(line, 'api request failed')
+        else log.info(line, 'api request')
+      })
+    }
+    try {
+      const m = router.match(method, target)
+      door = m.route.door
+      caller = authorize({
+        cert: clientCertVerdict(req.socket as TLSSocket),
+        authorization: req.headers.authorization,
+        scope: m.route.scope,
+        now: clock.now(),
+      }, deps)
+      // Expect: 100-continue is honoured only once the caller is known (RFC 9110 §10.1.1).
+      if (expectContinue) res.writeContinue()
+      await m.handler(req, res, {
+        url: m.url, caller, receivedAt: clock.now(),
+        log: log.child({ companyId: caller.companyId, tokenId: caller.tokenId }),
+      })
+    } catch (err) {
+      door ??= router.routeOf(target)?.door
+      const rendered = renderError(err, door, baseUrl)
+      code = rendered.code
+      if (rendered.unexpected !== undefined) {
+        failure = rendered.unexpected
+        if (!api.logRequests) log.error({ err: failure, method, path: loggablePath(target) }, 'api request failed')
+      }
+      sendError(res, rendered, { head: method === 'HEAD', bodyUnread: declaresUnreadBody(req) })
+    }
+  }
+
+  const onRequest = (req: IncomingMessage, res: ServerResponse, expectContinue: boolean) => {
+    handle(req, res, expectContinue).catch((err: unknown) => {
+      // Only a bug in the error path itself lands here; never let it reach the host.
+      log.error({ err }, 'api door failed to answer')
+      res.destroy()
+    })
+  }
+  server.on('request', (req: IncomingMessage, res: ServerResponse) => onRequest(req, res, false))
+  server.on('checkContinue', (req: IncomingMessage, res: ServerResponse) => onRequest(req, res, true))
+
+  let closing: Promise<void> | undefined
+  return {
+    url,
+    close () {
+      closing ??= new Promise<void>(resolve => {
+        const cut = setTimeout(() => { for (const s of sockets) s.destroy() }, CLOSE_GRACE_MS)
+        server.close(() => { clearTimeout(cut); resolve() })
+        server.closeIdleConnections()
+      })
+      return closing
+    },
+  }
+}
+
+/**
+ * DECISIONS.md "Robustness": the certificate check is ours (`rejectUnauthorized: false`
+ * so a missing certificate gets a 403, not a dropped handshake), session resumption is
+ * off, and every slow-client timeout is set on purpose.
+ */
+function createApiServer (dataDir: string, api: EpxConfig['api']): Server {
+  const files = {
+    cert: inDataDir(dataDir, api.tls.certFile),
+    key: inDataDir(dataDir, api.tls.keyFile),
+    ca: inDataDir(dataDir, api.tls.clientCaFile),
+  }
+  const pem: Record<keyof typeof files, Buffer> = {} as never
+  for (const [k, path] of Object.entries(files) as Array<[keyof typeof files, string]>) {
+    try {
+      pem[k] = readFileSync(path)
+    } catch (err) {
+      throw new EpxError('EPX_TLS_FILES', [path, (err as Error).message], { cause: err })
+    }
+  }
+  // node refuses headersTimeout > requestTimeout; the stricter value wins.
+  const headersTimeout = Math.min(api.headersTimeoutMs, api.requestTimeoutMs)
+  try {
+    return createServer({
+      cert: pem.cert,
+      key: pem.key,
+      ca: pem.ca,
+      requestCert: true,
+      rejectUnauthorized: false,
+      minVersion: 'TLSv1.2',
+      // No tickets; and with no 'newSession'/'resumeSession' listener node keeps no
+      // session cache, so the stateful TLS 1.3 tickets OpenSSL then issues never resume.
+      secureOptions: constants.SSL_OP_NO_TICKET,
+      handshakeTimeout: api.handshakeTimeoutMs,
+      headersTimeout,
+      requestTimeout: api.requestTimeoutMs,
+      keepAliveTimeout: api.keepAliveTimeoutMs,
+      // The default check runs every 30 s, which would make the two timeouts above lax.
+      connectionsCheckingInterval: Math.max(50, Math.min(1000, Math.floor(headersTimeout / 2))),
+      maxHeaderSize: api.maxHeaderSize,
+    })
+  } catch (err) {
+    throw new EpxError('EPX_TLS_FILES', [`${files.cert} / ${files.key} / ${files.ca}`, (err as Error).message], { cause: err })
+  }
+}
+
+function listen (server: Server, host: string, port: number): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const onError = (err: Error) => {
+      server.off('listening', onListening)
+      reject(new EpxError('EPX_LISTEN_FAILED', [host, port, err.message], { cause: err }))
+    }
+    const onListening = () => {
+      server.off('error', onError)
+      resolve()
+    }
+    server.once('error', onError)
+    server.once('listening', onListening)
+    server.listen(port, host)
+  })
+}
+
+/** A request body is left unread when one was announced and the request is not over. */
+function declaresUnreadBody (req: IncomingMessage): boolean {
+  if (req.complete) return false
+  const length = req.headers['content-length']
+  return req.headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0')
+}
+
+/** The request target for the log: query kept (site_id, target_date), token-shaped text masked. */
+function loggablePath (target: string): string {
+  return target.slice(0, MAX_LOGGED_PATH).replace(/epx_[A-Za-z0-9_-]+/g, 'epx_[redacted]')
+}

@@ -1,0 +1,67 @@
+/**
+ * The method + path table of the API door: an unknown path is a 404, a known path
+ * with another method a 405 with `Allow`. Both are answered before authentication.
+ * @module
+ */
+import { EpxError } from '../errors.ts'
+import type { Route, RouteHandler } from './route.ts'
+
+export interface RouteMatch {
+  readonly route: Route
+  readonly handler: RouteHandler
+  /** The request target as a URL on `origin` (query string kept for the handler). */
+  readonly url: URL
+}
+
+export interface Router {
+  /** The route for a method and request target; throws NOT_FOUND or METHOD_NOT_ALLOWED. */
+  match(method: string, target: string): RouteMatch
+  /** The door of a path, if a route serves it (to render errors in its format). */
+  routeOf(target: string): Route | undefined
+}
+
+/** Order of the `Allow` header, whatever order a route lists its methods in. */
+const METHOD_ORDER = ['GET', 'HEAD', 'POST'] as const
+
+/** Longest path echoed in a 404 message. */
+const MAX_ECHO = 200
+
+export function createRouter (routes: readonly Route[], origin: string): Router {
+  const byPath = new Map<string, { route: Route; allow: string }>()
+  for (const route of routes) {
+    if (byPath.has(route.path)) throw new TypeError(`two routes for ${route.path}`)
+    // HEAD is allowed only where the route lists it: no implicit GET-for-HEAD.
+    const allow = METHOD_ORDER.filter(m => route.methods[m]).join(', ')
+    byPath.set(route.path, { route, allow })
+  }
+
+  const parse = (target: string): URL | undefined => {
+    try {
+      // Origin-form (`/path?q`) is glued to the origin, so `//host/x` stays a path;
+      // absolute-form (`https://host/path`) is parsed as is (RFC 9112 §3.2.2).
+      return target.startsWith('/') ? new URL(origin + target) : new URL(target)
+    } catch {
+      return undefined
+    }
+  }
+
+  return {
+    match (method, target) {
+      const url = parse(target)
+      const entry = url && byPath.get(url.pathname)
+      if (!url || !entry) {
+        const path = (url?.pathname ?? target).slice(0, MAX_ECHO)
+        throw new EpxError('NOT_FOUND', [path])
+      }
+      const handler = (entry.route.methods as Record<string, RouteHandler | undefined>)[method]
+      if (!handler || !Object.hasOwn(entry.route.methods, method)) {
+        throw new EpxError('METHOD_NOT_ALLOWED', [method.slice(0, 20), entry.allow], { headers: { allow: entry.allow } })
+      }
+      return { route: entry.route, handler, url }
+    },
+    routeOf (target) {
+      const url = parse(target)
+      return url && byPath.get(url.pathname)?.route
+    },
+  }
+}

@@ -1,0 +1,193 @@
+/**
+ * Starts epx for a test, through the front door: real TLS with the test PKI, real LMDB
+ * in `t.testdir()`, the reference host on a ManualClock, real HTTP over undici.
+ *
+ *   const epx = await startEpx(t, { now?, config?, sites?, dataDir? })
+ *   const { cert } = await epx.addCompany('acme', { perimeter?, status?, certSubject?, certFingerprint256? })
+ *   const { id, secret } = await epx.addToken('acme', ['outbound:besoins-agreges'], { expiresAt?, revoked? })
+ *   const res = await epx.request({ method: 'GET', path: OUTBOUND_PATH, query: { site_id, target_date }, cert, token: secret })
+ *   res.status, res.headers (lower-case names), res.text, res.json()
+ *
+ * - `now` defaults to 2026-11-21T12:30:00Z; `sites` to 3; `config` is merged over
+ *   `{ api: { host: '127.0.0.1', port: 0 }, publish: { schedule: false } }`.
+ * - `cert: null` sends no client certificate; omitted, too. `token` becomes
+ *   `Authorization: Bearer <token>`; `headers.authorization` overrides it.
+ * - `faults` is the store's fault switch object (`faults.unavailable = true` → NO_STORE).
+ * - `logs()` returns every log line written so far (parsed pino objects), to assert
+ *   "one line per request" or "no secret in logs".
+ * - `restart()` closes epx and starts it again on the same data folder and reference
+ *   host (`{ solver: true }` also replaces the reference host), e.g. to test re-queueing.
+ * - Everything is closed by `t.teardown`; `close()` is idempotent.
+ * @module
+ */
+import type { Test } from 'tap'
+import pino from 'pino'
+import { Agent, request as undiciRequest } from 'undici'
+import { createEpx } from '../../src/plugin.ts'
+import { createReferenceHost, ManualClock, type ReferenceHost } from '../../src/host/reference-host.ts'
+import type { EpxHandle, Logger } from '../../src/host/contract.ts'
+import type { Store, StoreFaults } from '../../src/store/open-store.ts'
+import { openCompanies, type CompanyRecord, type Companies } from '../../src/store/companies.ts'
+import { openTokens, type Tokens } from '../../src/store/tokens.ts'
+import { hashToken, newTokenId, newTokenSecret, type Scope } from '../../src/auth/tokens.ts'
+import { clientCert, testPki, writePki, type KeyPairPem } from './certs.ts'
+
+export interface StartEpxOptions {
+  readonly now?: string
+  readonly config?: Record<string, any>
+  readonly sites?: number
+  readonly dataDir?: string
+}
+
+export interface TestRequest {
+  readonly method?: string
+  readonly path: string
+  readonly query?: Readonly<Record<string, string>>
+  readonly cert?: KeyPairPem | null
+  readonly token?: string
+  readonly headers?: Readonly<Record<string, string>>
+  readonly body?: string | Buffer | object
+}
+
+export interface TestResponse {
+  readonly status: number
+  readonly headers: Readonly<Record<string, string>>
+  readonly text: string
+  json(): any
+}
+
+export interface TestEpx {
+  readonly url: URL
+  readonly dataDir: string
+  readonly ref: ReferenceHost
+  readonly handle: EpxHandle
+  readonly clock: ManualClock
+  readonly faults: StoreFaults
+  readonly store: Store
+  readonly companies: Companies
+  readonly tokens: Tokens
+  addCompany(id: string, opts?: {
+    perimeter?: 'all' | readonly string[]
+    status?: 'active' | 'suspended'
+    certSubject?: string
+    certFingerprint256?: string
+  }): Promise<{ cert: KeyPairPem; record: CompanyRecord }>
+  addToken(companyId: string, scopes: readonly Scope[], opts?: { expiresAt?: string; revoked?: boolean }): Promise<{ id: string; secret: string }>
+  request(req: TestRequest): Promise<TestResponse>
+  logs(): any[]
+  restart(opts?: { solver?: boolean }): Promise<void>
+  close(): Promise<void>
+}
+
+export async function startEpx (t: Test, opts: StartEpxOptions = {}): Promise<TestEpx> {
+  const dataDir = opts.dataDir ?? t.testdir()
+  writePki(dataDir)
+  const clock = new ManualClock(opts.now ?? '2026-11-21T12:30:00Z')
+  const lines: string[] = []
+  const logger = pino({ level: 'debug' }, { write: (line: string) => { lines.push(line) } }) as unknown as Logger
+  const faults: StoreFaults = {}
+  const { api = {}, publish = {}, ...rest } = opts.config ?? {}
+  const config = { ...rest, api: { host: '127.0.0.1', port: 0, ...api }, publish: { schedule: false, ...publish } }
+  const newRef = () => createReferenceHost({ dataDir, clock, logger, sites: opts.sites ?? 3, cycleSeconds: 0 })
+
+  let ref = newRef()
+  let store!: Store
+  let companies!: Companies
+  let tokens!: Tokens
+  const open = async () => createEpx(ref.host, config, {
+    storeFaults: faults,
+    onStore: s => { store = s; companies = openCompanies(s); tokens = openTokens(s) },
+  })
+  let handle = await open()
+
+  const agents = new Map<string, Agent>()
+  const agentFor = (cert: KeyPairPem | null | undefined): Agent => {
+    const key = cert ? cert.certPem : 'none'
+    let a = agents.get(key)
+    if (!a) {
+      a = new Agent({ connect: { ca: testPki().serverCa.certPem, ...(cert ? { cert: cert.certPem, key: cert.keyPem } : {}) } })
+      agents.set(key, a)
+    }
+    return a
+  }
+
+  let closing: Promise<void> | undefined
+  const close = () => {
+    closing ??= (async () => {
+      await Promise.allSettled([...agents.values()].map(a => a.close()))
+      await handle.close()
+      await ref.close()
+    })()
+    return closing
+  }
+  t.teardown(close)
+
+  return {
+    get url () { return handle.apiUrl },
+    dataDir,
+    get ref () { return ref },
+    get handle () { return handle },
+    clock,
+    faults,
+    get store () { return store },
+    get companies () { return companies },
+    get tokens () { return tokens },
+
+    async addCompany (id, o = {}) {
+      const certSubject = o.certSubject ?? `CN=${id},O=${id}`
+      const record: CompanyRecord = {
+        id, name: id, status: o.status ?? 'active', certSubject,
+        ...(o.certFingerprint256 ? { certFingerprint256: o.certFingerprint256 } : {}),
+        perimeter: o.perimeter ?? 'all',
+        createdAt: clock.now().toISOString(),
+      }
+      await companies.add(record)
+      return { cert: clientCert(certSubject), record }
+    },
+
+    async addToken (companyId, scopes, o = {}) {
+      const secret = newTokenSecret()
+      const id = newTokenId()
+      const now = clock.now().toISOString()
+      await tokens.add({
+        id, hash: hashToken(secret), companyId, scopes: [...scopes], createdAt: now,
+        ...(o.expiresAt ? { expiresAt: o.expiresAt } : {}),
+        ...(o.revoked ? { revokedAt: now } : {}),
+      })
+      return { id, secret }
+    },
+
+    async request (r) {
+      const url = new URL(r.path, handle.apiUrl)
+      for (const [k, v] of Object.entries(r.query ?? {})) url.searchParams.set(k, v)
+      const headers: Record<string, string> = {}
+      if (r.token !== undefined) headers.authorization = `Bearer ${r.token}`
+      let body: string | Buffer | undefined
+      if (r.body !== undefined) {
+        body = typeof r.body === 'string' || Buffer.isBuffer(r.body) ? r.body : JSON.stringify(r.body)
+        if (typeof r.body === 'object' && !Buffer.isBuffer(r.body)) headers['content-type'] = 'application/json'
+      }
+      Object.assign(headers, r.headers)
+      const res = await undiciRequest(url, { method: (r.method ?? 'GET') as 'GET', headers, body, dispatcher: agentFor(r.cert) })
+      const text = await res.body.text()
+      const flat: Record<string, string> = {}
+      for (const [k, v] of Object.entries(res.headers)) if (v !== undefined) flat[k] = Array.isArray(v) ? v.join(', ') : v
+      return { status: res.statusCode, headers: flat, text, json: () => JSON.parse(text) }
+    },
+
+    logs: () => lines.map(l => JSON.parse(l)),
+
+    async restart (o = {}) {
+      await Promise.allSettled([...agents.values()].map(a => a.close()))
+      agents.clear()
+      await handle.close()
+      if (o.solver) {
+        await ref.close()
+        ref = newRef()
+      }
+      handle = await open()
+    },
+
+    close,
+  }
+}
