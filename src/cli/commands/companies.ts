@@ -1,0 +1,179 @@
+/**
+ * `epx company add|suspend|resume|show|list`: the BSP companies, their certificate
+ * binding and their perimeter (DECISIONS.md "Authentication and tenancy").
+ * @module
+ */
+import { canonicalSubject } from '../../auth/pki.ts'
+import { isPrm } from '../../contract/ids.ts'
+import { EpxError } from '../../errors.ts'
+import { COMPANY_ID, openCompanies, type CompanyRecord } from '../../store/companies.ts'
+import { openTokens } from '../../store/tokens.ts'
+import { commandGroup, parseCommand, required, usageError, type CommandSpec } from '../args.ts'
+import type { CliIo, Command } from '../io.ts'
+import { withStore } from '../settings.ts'
+import { formatTable } from '../table.ts'
+
+const addSpec: CommandSpec = {
+  usage: 'epx company add ID --name NAME [--cert-subject DN] [--sites all|PRM...]',
+  about: [
+    'Registers a BSP company. ID: 2 to 63 lowercase letters, digits or "-".',
+    'Its client certificate must carry the bound subject (default CN=<ID>,O=<NAME>);',
+    '`epx cert issue ID` makes one. Its perimeter is the sites it may read and program.',
+  ].join('\n'),
+  positionals: ['ID'],
+  options: {
+    name: { type: 'string', arg: 'NAME', help: 'display name of the company (required)' },
+    'cert-subject': { type: 'string', arg: 'DN', help: 'subject its client certificate must carry, e.g. CN=acme-bsp,O=ACME' },
+    sites: { type: 'string', multiple: true, arg: 'all|PRM,...', help: 'perimeter: "all" (default) or PRM ids, comma-separated' },
+  },
+}
+
+/** Checks an id given on the command line, naming the rule it breaks. */
+export function checkCompanyId (id: string, spec: CommandSpec): string {
+  if (!COMPANY_ID.test(id)) {
+    throw usageError(spec, `invalid company id '${id}': use 2 to 63 lowercase letters, digits or "-", starting with a letter or digit`)
+  }
+  return id
+}
+
+/** `--sites` values → perimeter; "all" alone, or PRM ids (deduplicated, in order). */
+export function parsePerimeter (values: readonly string[], spec: CommandSpec): CompanyRecord['perimeter'] {
+  const items = values.flatMap(v => v.split(/[\s,]+/)).filter(Boolean)
+  if (items.length === 0 && values.length === 0) return 'all'
+  if (items.length === 1 && items[0] === 'all') return 'all'
+  if (items.includes('all')) throw usageError(spec, '--sites takes either "all" or a list of PRM ids, not both')
+  if (items.length === 0) throw usageError(spec, '--sites needs "all" or at least one PRM id')
+  const bad = items.filter(s => !isPrm(s))
+  if (bad.length) throw usageError(spec, `invalid site id(s) ${bad.map(s => `'${s}'`).join(', ')}: a site id is PRM followed by 14 digits`)
+  return [...new Set(items)]
+}
+
+function describePerimeter (p: CompanyRecord['perimeter']): string {
+  return p === 'all' ? 'all sites' : `${p.length} site(s): ${p.join(', ')}`
+}
+
+const add: Command = {
+  name: 'add',
+  summary: 'register a company (certificate subject, perimeter)',
+  async run (argv, io) {
+    const args = parseCommand(argv, addSpec, io)
+    if (!args) return 0
+    const id = checkCompanyId(args.positionals[0]!, addSpec)
+    const name = required(args, addSpec, 'name').trim()
+    if (!name) throw usageError(addSpec, '--name must not be blank')
+    let certSubject: string
+    try {
+      certSubject = canonicalSubject(args.string('cert-subject') ?? `CN=${id},O=${name}`)
+    } catch (err) {
+      throw usageError(addSpec, `invalid --cert-subject: ${(err as Error).message}`)
+    }
+    const perimeter = parsePerimeter(args.strings('sites'), addSpec)
+    const record: CompanyRecord = { id, name, status: 'active', certSubject, perimeter, createdAt: new Date().toISOString() }
+    await withStore(io.dataDir, store => openCompanies(store).add(record))
+    io.out(`added company ${id} (${name})`)
+    io.out(`  certificate subject: ${certSubject}`)
+    io.out(`  perimeter: ${describePerimeter(perimeter)}`)
+    io.out(`next: epx cert issue ${id} --out DIR, then epx token create --company ${id} --scope SCOPE`)
+    return 0
+  },
+}
+
+function statusCommand (name: 'suspend' | 'resume', status: CompanyRecord['status']): Command {
+  const spec: CommandSpec = {
+    usage: `epx company ${name} ID`,
+    about: name === 'suspend'
+      ? 'Suspends a company: its calls get 403 COMPANY_SUSPENDED from the next request on. Its tokens are kept.'
+      : 'Resumes a suspended company: its valid tokens work again from the next request on.',
+    positionals: ['ID'],
+  }
+  return {
+    name,
+    summary: name === 'suspend' ? 'suspend a company (403 COMPANY_SUSPENDED)' : 'resume a suspended company',
+    async run (argv, io) {
+      const args = parseCommand(argv, spec, io)
+      if (!args) return 0
+      const id = checkCompanyId(args.positionals[0]!, spec)
+      const before = await withStore(io.dataDir, async store => {
+        let previous: CompanyRecord['status'] | undefined
+        await openCompanies(store).update(id, c => { previous = c.status; return { ...c, status } })
+        return previous
+      })
+      io.out(before === status ? `company ${id} was already ${status}` : `company ${id} is now ${status}`)
+      return 0
+    },
+  }
+}
+
+const showSpec: CommandSpec = {
+  usage: 'epx company show ID [--json]',
+  about: 'Shows a company: name, status, certificate binding, perimeter and a count of its tokens.',
+  positionals: ['ID'],
+  options: { json: { type: 'boolean', help: 'print the record as JSON' } },
+}
+
+const show: Command = {
+  name: 'show',
+  summary: 'show one company',
+  async run (argv, io) {
+    const args = parseCommand(argv, showSpec, io)
+    if (!args) return 0
+    const id = checkCompanyId(args.positionals[0]!, showSpec)
+    const { company, tokens } = await withStore(io.dataDir, store => ({
+      company: openCompanies(store).get(id),
+      tokens: openTokens(store).list(id),
+    }))
+    if (!company) throw new EpxError('EPX_NOT_FOUND', [`no company '${id}' (see 'epx company list')`])
+    if (args.flag('json')) {
+      io.out(JSON.stringify(company, null, 2))
+      return 0
+    }
+    const now = Date.now()
+    const live = tokens.filter(t => !t.revokedAt && !(t.expiresAt && Date.parse(t.expiresAt) <= now)).length
+    for (const line of formatTable([
+      ['id:', company.id],
+      ['name:', company.name],
+      ['status:', company.status],
+      ['certificate subject:', company.certSubject],
+      ['pinned fingerprint:', company.certFingerprint256 ?? '(none)'],
+      ['perimeter:', describePerimeter(company.perimeter)],
+      ['created:', company.createdAt],
+      ['tokens:', `${live} usable, ${tokens.length - live} revoked or expired`],
+    ])) io.out(line)
+    return 0
+  },
+}
+
+const listSpec: CommandSpec = {
+  usage: 'epx company list [--json]',
+  about: 'Lists every company with its status, perimeter and certificate subject.',
+  options: { json: { type: 'boolean', help: 'print a JSON array' } },
+}
+
+const list: Command = {
+  name: 'list',
+  summary: 'list the companies',
+  async run (argv, io) {
+    const args = parseCommand(argv, listSpec, io)
+    if (!args) return 0
+    const companies = await withStore(io.dataDir, store => openCompanies(store).list())
+    printCompanies(companies, args.flag('json'), io)
+    return 0
+  },
+}
+
+function printCompanies (companies: readonly CompanyRecord[], json: boolean, io: CliIo): void {
+  if (json) {
+    io.out(JSON.stringify(companies, null, 2))
+    return
+  }
+  if (companies.length === 0) {
+    io.out("no companies yet; add one with 'epx company add ID --name NAME'")
+    return
+  }
+  const rows = companies.map(c => [c.id, c.name, c.status, c.perimeter === 'all' ? 'all' : `${c.perimeter.length} site(s)`, c.certSubject])
+  for (const line of formatTable([['ID', 'NAME', 'STATUS', 'PERIMETER', 'CERTIFICATE SUBJECT'], ...rows])) io.out(line)
+}
+
+export const companyCommand: Command = commandGroup('company', 'BSP companies: certificate binding, perimeter, status', [
+  add, statusCommand('suspend', 'suspended'), statusCommand('resume', 'active'), show, list,
+])

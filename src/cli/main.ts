@@ -1,0 +1,135 @@
+/**
+ * `epx`, the operator's command line: global options, dispatch to a command, and the
+ * door's rendering of the error catalogue (`epx: <message>`, exit code = the
+ * catalogue status when below 100, else 1; never a stack for an expected error).
+ * @module
+ */
+import { realpathSync } from 'node:fs'
+import { resolve } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { parseArgs } from 'node:util'
+import { isEpxError } from '../errors.ts'
+import { DEFAULT_DATA_DIR, type CliIo, type Command } from './io.ts'
+import { initCommand } from './commands/init.ts'
+import { companyCommand } from './commands/companies.ts'
+import { sitesCommand } from './commands/sites.ts'
+import { certCommand } from './commands/certs.ts'
+import { tokenCommand } from './commands/tokens.ts'
+import { startCommand } from './commands/start.ts'
+import { demoCommand } from './commands/demo.ts'
+
+export const commands: readonly Command[] = [
+  initCommand, companyCommand, certCommand, tokenCommand, sitesCommand, startCommand, demoCommand,
+]
+
+function mainHelp (): string {
+  const width = Math.max(...commands.map(c => c.name.length)) + 2
+  return [
+    'Usage: epx [--data DIR] <command> [options]',
+    '',
+    'epx, the Energy Programs eXchange gateway: operate the BSP-facing API of the solver.',
+    '',
+    'Commands:',
+    ...commands.map(c => `  ${c.name.padEnd(width)}${c.summary}`),
+    '',
+    'Global options:',
+    `  --data DIR     data folder: configuration, PKI, store (default ${DEFAULT_DATA_DIR})`,
+    '  -h, --help     show this help; `epx <command> --help` for a command',
+    '  --version      print the version',
+  ].join('\n')
+}
+
+const USAGE_EXIT = 2
+
+/** Pulls `--data DIR` / `--data=DIR` out of argv wherever it is (before a `--`). */
+function takeDataOption (argv: readonly string[]): { data?: string; rest: string[]; problem?: string } {
+  const rest: string[] = []
+  let data: string | undefined
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i]!
+    if (a === '--') { rest.push(...argv.slice(i)); break }
+    if (a === '--data') {
+      const v = argv[i + 1]
+      if (v === undefined || v.startsWith('-')) return { rest, problem: "option '--data DIR' needs a folder" }
+      data = v
+      i++
+    } else if (a.startsWith('--data=')) {
+      data = a.slice('--data='.length)
+      if (!data) return { rest, problem: "option '--data DIR' needs a folder" }
+    } else {
+      rest.push(a)
+    }
+  }
+  return { data, rest }
+}
+
+/**
+ * Runs one `epx` invocation and resolves to its exit code. Tests call it in-process
+ * with their own `io`; `bin/epx.js` and `npm start` reach it through `main()`.
+ */
+export async function runCli (argv: readonly string[], given: Partial<CliIo> = {}): Promise<number> {
+  const out = given.out ?? ((line: string) => { process.stdout.write(line + '\n') })
+  const err = given.err ?? ((line: string) => { process.stderr.write(line + '\n') })
+  const { data, rest, problem } = takeDataOption(argv)
+  if (problem) { err(`epx: ${problem}`); return USAGE_EXIT }
+  const io: CliIo = { out, err, dataDir: resolve(data ?? given.dataDir ?? DEFAULT_DATA_DIR) }
+
+  // Global options come before the command name; parseArgs with tokens tells where it is.
+  const { tokens } = parseArgs({
+    args: rest, strict: false, allowPositionals: true, tokens: true,
+    options: { help: { type: 'boolean', short: 'h' }, version: { type: 'boolean' } },
+  })
+  const first = tokens.find(t => t.kind === 'positional' || t.kind === 'option-terminator')
+  const globals = tokens.filter(t => t.kind === 'option' && (!first || t.index < first.index))
+  for (const g of globals) {
+    if (g.kind !== 'option') continue
+    if (g.name === 'help') { out(mainHelp()); return 0 }
+    if (g.name === 'version') { out((await import('../../package.json', { with: { type: 'json' } })).default.version); return 0 }
+    err(`epx: unknown option '${g.rawName}' before the command; see 'epx --help'`)
+    return USAGE_EXIT
+  }
+  if (!first || first.kind !== 'positional') {
+    err(mainHelp())
+    return USAGE_EXIT
+  }
+  const name = first.value
+  const args = rest.slice(first.index + 1)
+  if (name === 'help') return args[0] ? runCli([args[0], '--help'], io) : (out(mainHelp()), 0)
+  const command = commands.find(c => c.name === name)
+  if (!command) {
+    err(`epx: unknown command '${name}'; the commands are: ${commands.map(c => c.name).join(', ')} (see 'epx --help')`)
+    return USAGE_EXIT
+  }
+  try {
+    return await command.run(args, io)
+  } catch (e) {
+    return renderError(e, err)
+  }
+}
+
+/** The CLI door of the catalogue: the message, and an exit code from its status. */
+function renderError (e: unknown, err: (line: string) => void): number {
+  if (isEpxError(e)) {
+    err(`epx: ${e.message}`)
+    return e.status < 100 ? e.status : 1
+  }
+  // Not in the catalogue: a bug or an environment failure; the stack helps to report it.
+  err(`epx: unexpected error: ${(e as Error)?.stack ?? String(e)}`)
+  return 1
+}
+
+/** Entry point: runs with the process's argv and sets its exit code. */
+export async function main (): Promise<void> {
+  process.exitCode = await runCli(process.argv.slice(2))
+}
+
+// Run when this file is the program (`node --import=tsx src/cli/main.ts`) or when
+// bin/epx.js imports it; not when a test imports `runCli`.
+const entry = process.argv[1] ? safeRealpath(process.argv[1]) : ''
+if (entry === fileURLToPath(import.meta.url) || entry === fileURLToPath(new URL('../../bin/epx.js', import.meta.url))) {
+  await main()
+}
+
+function safeRealpath (p: string): string {
+  try { return realpathSync(p) } catch { return resolve(p) }
+}
