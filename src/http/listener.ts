@@ -190,6 +190,7 @@ function listen (server: Server, host: string, port: number): Promise<void> {
   return new Promise((resolve, reject) => {
     const onError = (err: Error) => {
       server.off('listening', onListening)
+      server.close()   // a failed listen still holds a handle: a failed activation leaves nothing
       reject(new EpxError('EPX_LISTEN_FAILED', [host, port, err.message], { cause: err }))
     }
     const onListening = () => {

@@ -1,0 +1,95 @@
+import t from 'tap'
+import { resolve } from 'node:path'
+import { setFlagsFromString } from 'node:v8'
+import { runInNewContext } from 'node:vm'
+import { Agent, request } from 'undici'
+import { loadPlugin } from '../../src/host/load-plugin.ts'
+import { createReferenceHost } from '../../src/host/reference-host.ts'
+import { createEpx } from '../../src/plugin.ts'
+import { testPki, writePki } from '../helpers/certs.ts'
+
+const root = resolve(import.meta.dirname, '../..')
+setFlagsFromString('--expose-gc')
+const gc = runInNewContext('gc') as () => void
+
+/** Handles node keeps for the process itself, by kind; a leak shows up as a new entry. */
+function resources (): Record<string, number> {
+  const count: Record<string, number> = {}
+  // File-system requests in flight come and go with unrelated work (tap's own output).
+  for (const r of process.getActiveResourcesInfo()) if (!r.startsWith('FSReq')) count[r] = (count[r] ?? 0) + 1
+  return count
+}
+
+const config = { api: { host: '127.0.0.1', port: 0 }, publish: { schedule: true } }
+
+t.test('close() is idempotent and the second call waits for the same teardown', async t => {
+  const dataDir = t.testdir()
+  writePki(dataDir)
+  const ref = createReferenceHost({ dataDir })
+  const { handle } = await loadPlugin(root, ref.host, config)
+  const a = handle.close()
+  const b = handle.close()
+  t.equal(a, b, 'the same promise')
+  await a
+  await t.resolves(handle.close(), 'a third call after the end resolves too')
+})
+
+t.test('activating and closing many times in one process leaves handles and memory flat', async t => {
+  const dataDir = t.testdir()
+  writePki(dataDir)
+  const ref = createReferenceHost({ dataDir })
+  const agent = new Agent({ connect: { ca: testPki().serverCa.certPem } })
+  const cycle = async () => {
+    const { handle } = await loadPlugin(root, ref.host, config)
+    // A real connection each time, so sockets and TLS state are part of what must go.
+    const res = await request(new URL('/nope', handle.apiUrl), { dispatcher: agent })
+    await res.body.dump()
+    await handle.close()
+  }
+  for (let i = 0; i < 3; i++) await cycle()   // warm-up: module caches, lmdb env, TLS contexts
+  await agent.close()
+  await new Promise(r => setTimeout(r, 50))
+  gc()
+  const before = { handles: resources(), heap: process.memoryUsage().heapUsed }
+  const agentB = new Agent({ connect: { ca: testPki().serverCa.certPem } })
+  for (let i = 0; i < 25; i++) {
+    const { handle } = await loadPlugin(root, ref.host, config)
+    const res = await request(new URL('/nope', handle.apiUrl), { dispatcher: agentB })
+    await res.body.dump()
+    await handle.close()
+  }
+  await agentB.close()
+  await new Promise(r => setTimeout(r, 50))
+  gc()
+  const after = { handles: resources(), heap: process.memoryUsage().heapUsed }
+  t.same(after.handles, before.handles, 'no listener, timer, cron job or store handle left behind')
+  const growthMb = (after.heap - before.heap) / 1e6
+  t.ok(growthMb < 8, `heap growth after 25 activations: ${growthMb.toFixed(1)} MB (< 8 MB)`)
+})
+
+t.test('a failed activation rolls back what it started: the port and the store are free again', async t => {
+  const dataDir = t.testdir()
+  writePki(dataDir)
+  const ref = createReferenceHost({ dataDir })
+  const first = await createEpx(ref.host, config)
+  const port = Number(first.apiUrl.port)
+  const before = resources()
+  // Same port: the listener fails after the store was opened; nothing may stay open.
+  await t.rejects(createEpx(ref.host, { ...config, api: { host: '127.0.0.1', port } }), { code: 'EPX_LISTEN_FAILED' })
+  await new Promise(r => setTimeout(r, 20))   // closed handles leave the list on the next turn
+  t.same(resources(), before, 'no handle left by the failed activation')
+  await first.close()
+  const again = await createEpx(ref.host, { ...config, api: { host: '127.0.0.1', port } })
+  t.equal(Number(again.apiUrl.port), port, 'the port is usable once the first plugin closed')
+  await again.close()
+})
+
+t.test('missing TLS files stop activation with a message that says to run epx init', async t => {
+  const ref = createReferenceHost({ dataDir: t.testdir() })
+  await t.rejects(createEpx(ref.host, config), { code: 'EPX_TLS_FILES', message: /epx init/ })
+})
+
+t.test('an invalid configuration stops activation naming the field', async t => {
+  const ref = createReferenceHost({ dataDir: t.testdir() })
+  await t.rejects(createEpx(ref.host, { api: { port: -1 } }), { code: 'EPX_CONFIG_INVALID', message: /\/api\/port/ })
+})
