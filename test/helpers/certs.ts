@@ -6,12 +6,17 @@
  *   epx trusts for client certificates; `otherCa` is a CA epx does not trust.
  * - `clientCert(subject, ca = clientCa)` → a client certificate for a DN such as
  *   `CN=acme,O=acme`, memoized by subject and CA.
+ * - `selfSignedClientCert(subject)` → a self-signed client certificate (no CA at all).
+ *   Client certificates share one RSA key per process: certificates (and so their
+ *   fingerprints) differ, and a test file issues a dozen of them in milliseconds.
  * - `writePki(dataDir)` writes the files at epx's default config paths:
  *   `<dataDir>/pki/{ca.crt,server.crt,server.key,client-ca.crt,client-ca.key}`.
  * @module
  */
 import { mkdirSync, writeFileSync } from 'node:fs'
-import { createCa, issueCert, pkiPaths, type KeyPairPem } from '../../src/auth/pki.ts'
+import { randomBytes } from 'node:crypto'
+import forge from 'node-forge'
+import { createCa, issueCert, parseDn, pkiPaths, type KeyPairPem } from '../../src/auth/pki.ts'
 
 export type { KeyPairPem }
 
@@ -38,16 +43,48 @@ export function testPki (): TestPki {
 }
 
 const clients = new Map<string, KeyPairPem>()
+let leafKeys: forge.pki.rsa.KeyPair | undefined
 
 /** A client certificate with `subject`, issued by `ca` (default: the trusted client CA). */
 export function clientCert (subject: string, ca: KeyPairPem = testPki().clientCa): KeyPairPem {
   const key = `${subject}\n${ca.certPem}`
   let c = clients.get(key)
   if (!c) {
-    c = issueCert(ca, { subject })
+    c = signLeaf(subject, ca)
     clients.set(key, c)
   }
   return c
+}
+
+/** A client certificate signed by its own key: the right subject from no trusted issuer. */
+export function selfSignedClientCert (subject: string): KeyPairPem {
+  return clientCert(subject, SELF)
+}
+
+const SELF: KeyPairPem = { certPem: 'self-signed', keyPem: 'self-signed' }
+
+/** Like `issueCert` for a client, with the shared leaf key. */
+function signLeaf (subject: string, ca: KeyPairPem): KeyPairPem {
+  leafKeys ??= forge.pki.rsa.generateKeyPair({ bits: 2048 })
+  const cert = forge.pki.createCertificate()
+  cert.publicKey = leafKeys.publicKey
+  cert.serialNumber = '01' + randomBytes(15).toString('hex')
+  cert.validity.notBefore = new Date(Date.now() - 60_000)
+  cert.validity.notAfter = new Date(Date.now() + 30 * 86_400_000)
+  cert.setSubject(parseDn(subject).map(a => ({ shortName: a.shortName, value: a.value })))
+  cert.setExtensions([
+    { name: 'basicConstraints', cA: false },
+    { name: 'keyUsage', digitalSignature: true, keyEncipherment: true, critical: true },
+    { name: 'extKeyUsage', clientAuth: true },
+  ])
+  if (ca === SELF) {
+    cert.setIssuer(cert.subject.attributes)
+    cert.sign(leafKeys.privateKey, forge.md.sha256.create())
+  } else {
+    cert.setIssuer(forge.pki.certificateFromPem(ca.certPem).subject.attributes)
+    cert.sign(forge.pki.privateKeyFromPem(ca.keyPem), forge.md.sha256.create())
+  }
+  return { certPem: forge.pki.certificateToPem(cert), keyPem: forge.pki.privateKeyToPem(leafKeys.privateKey) }
 }
 
 /** Writes the test PKI where epx's default configuration looks for it. */
