@@ -1,0 +1,162 @@
+/**
+ * Figures → a table on stdout, `bench/results/latest.json` (every figure, every ratio per
+ * round, the machine, the `targets` array) and `bench/results/latest.svg` (measured / target
+ * per target, hand-written SVG, no dependency).
+ * @module
+ */
+import { mkdirSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { cpus } from 'node:os'
+
+export type ServerName = 'A' | 'B' | 'E'
+export const SCENARIOS = ['GET 200', 'GET 304', 'POST 1×96', 'POST 100×96'] as const
+export type Scenario = typeof SCENARIOS[number]
+
+/** One measurement window: one server, one scenario, one round. */
+export interface Sample {
+  readonly round: number
+  readonly server: ServerName
+  readonly scenario: Scenario
+  readonly requests: number
+  readonly rps: number
+  readonly p50Ms: number
+  readonly p99Ms: number
+  /** Server CPU time (user + system, all threads) per request served in the window. */
+  readonly cpuPerReqUs: number
+  readonly maxStallMs: number
+  readonly bytesPerResponse: number
+}
+
+export interface Spread { readonly median: number; readonly min: number; readonly max: number; readonly n: number }
+
+export interface Target {
+  readonly name: string
+  /** Human form of the target, e.g. "≤ 1.2 × A". */
+  readonly target: string
+  readonly limit: number
+  readonly unit: string
+  readonly measured: number | null
+  readonly met: boolean | null
+  readonly note?: string
+  readonly spread?: Spread
+}
+
+export function spread (values: readonly number[]): Spread | undefined {
+  const v = values.filter(Number.isFinite).sort((a, b) => a - b)
+  if (!v.length) return undefined
+  const mid = v.length >> 1
+  const median = v.length % 2 ? v[mid]! : (v[mid - 1]! + v[mid]!) / 2
+  return { median, min: v[0]!, max: v.at(-1)!, n: v.length }
+}
+
+export function fmt (s: Spread | undefined, digits = 1): string {
+  if (!s) return 'n/a'
+  const f = (x: number) => x.toFixed(digits)
+  return s.n > 1 ? `${f(s.median)} (${f(s.min)}–${f(s.max)})` : f(s.median)
+}
+
+/** Per round, E's CPU per request over the baseline's, for the same scenario. */
+export function ratios (samples: readonly Sample[], scenario: Scenario, base: ServerName): number[] {
+  const out: number[] = []
+  const rounds = new Set(samples.map(s => s.round))
+  for (const r of rounds) {
+    const e = samples.find(s => s.round === r && s.scenario === scenario && s.server === 'E')
+    const b = samples.find(s => s.round === r && s.scenario === scenario && s.server === base)
+    if (e && b && b.cpuPerReqUs > 0) out.push(e.cpuPerReqUs / b.cpuPerReqUs)
+  }
+  return out
+}
+
+export function verdict (t: Target): string {
+  if (t.measured === null || t.met === null) return `not measured${t.note ? ` (${t.note})` : ''}`
+  const pct = ((t.measured - t.limit) / t.limit) * 100
+  const by = `${Math.abs(pct).toFixed(0)}% ${pct > 0 ? 'over' : 'under'} the target`
+  return t.met ? `met (${by})` : `MISSED by ${(t.measured - t.limit).toFixed(2)} ${t.unit} (${by})`
+}
+
+const pad = (s: string, n: number) => s.length >= n ? s : s + ' '.repeat(n - s.length)
+
+export function printTable (out: {
+  samples: readonly Sample[]; servers: Record<ServerName, string>; failures: Readonly<Record<string, string>>
+  extra: string[]; targets: readonly Target[]
+}): void {
+  const lines: string[] = []
+  lines.push('')
+  lines.push(`${pad('scenario', 13)}${pad('server', 8)}${pad('req/s', 26)}${pad('p50 ms', 22)}${pad('p99 ms', 22)}${pad('CPU µs/req', 28)}ratio (E/A | E/B)`)
+  for (const sc of SCENARIOS) {
+    for (const sv of ['A', 'B', 'E'] as const) {
+      const mine = out.samples.filter(s => s.scenario === sc && s.server === sv)
+      if (!mine.length) {
+        const why = out.servers[sv] !== 'ok' ? out.servers[sv] : out.failures[`${sc}|${sv}`]
+        if (why) lines.push(`${pad(sc, 13)}${pad(sv, 8)}unavailable (${why})`)
+        continue
+      }
+      const ratio = sv === 'E'
+        ? `${fmt(spread(ratios(out.samples, sc, 'A')), 2)} | ${fmt(spread(ratios(out.samples, sc, 'B')), 2)}`
+        : ''
+      lines.push(pad(sc, 13) + pad(sv, 8) +
+        pad(fmt(spread(mine.map(s => s.rps)), 0), 26) +
+        pad(fmt(spread(mine.map(s => s.p50Ms)), 2), 22) +
+        pad(fmt(spread(mine.map(s => s.p99Ms)), 2), 22) +
+        pad(fmt(spread(mine.map(s => s.cpuPerReqUs)), 0), 28) + ratio)
+    }
+  }
+  lines.push('')
+  for (const e of out.extra) lines.push(e)
+  lines.push('')
+  lines.push('Targets:')
+  for (const t of out.targets) {
+    const m = t.measured === null ? 'n/a' : `${t.measured.toFixed(t.unit === '×' ? 2 : 0)} ${t.unit}`
+    lines.push(`  ${pad(t.name, 56)}${pad(t.target, 14)}${pad(m, 12)}${verdict(t)}`)
+  }
+  console.log(lines.join('\n'))
+}
+
+export function machine () {
+  const c = cpus()
+  return { node: process.version, platform: `${process.platform} ${process.arch}`, cpu: c[0]?.model ?? 'unknown', cores: c.length, date: new Date().toISOString() }
+}
+
+/** The chart: one row per target, a bar of measured ÷ target, the target at 1. */
+export function renderSvg (targets: readonly Target[], title: string): string {
+  const rowH = 34
+  const left = 330
+  const width = 820
+  const scaleMax = 2
+  const plotW = width - left - 120
+  const x = (v: number) => left + Math.min(v, scaleMax) / scaleMax * plotW
+  const esc = (s: string) => s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;')
+  const height = 70 + targets.length * rowH + 30
+  const rows = targets.map((t, i) => {
+    const y = 60 + i * rowH
+    const label = `<text x="${left - 10}" y="${y + 17}" text-anchor="end">${esc(t.name)}</text>`
+    if (t.measured === null) {
+      return `${label}<text x="${left + 4}" y="${y + 17}" fill="#777">not measured${t.note ? ' — ' + esc(t.note) : ''}</text>`
+    }
+    const r = t.measured / t.limit
+    const colour = t.met ? '#2e8b57' : '#c0392b'
+    const whisker = t.spread && t.spread.n > 1
+      ? `<line x1="${x(t.spread.min / t.limit)}" x2="${x(t.spread.max / t.limit)}" y1="${y + 12}" y2="${y + 12}" stroke="#222" stroke-width="1.5"/>`
+      : ''
+    const value = `${t.measured.toFixed(t.unit === '×' ? 2 : 0)} ${t.unit} (target ${t.target})`
+    return `${label}<rect x="${left}" y="${y + 3}" width="${(x(r) - left).toFixed(1)}" height="18" fill="${colour}"/>${whisker}` +
+      `<text x="${x(r) + 6}" y="${y + 17}">${esc(value)}</text>`
+  }).join('\n')
+  const axis = [0, 0.5, 1, 1.5, 2].map(v =>
+    `<line x1="${x(v)}" x2="${x(v)}" y1="52" y2="${height - 30}" stroke="${v === 1 ? '#000' : '#ddd'}" stroke-dasharray="${v === 1 ? '5,3' : ''}"/>` +
+    `<text x="${x(v)}" y="${height - 14}" text-anchor="middle" fill="#555">${v}${v === scaleMax ? '+' : ''}</text>`).join('\n')
+  return `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" font-family="sans-serif" font-size="13">
+<rect width="100%" height="100%" fill="#fff"/>
+<text x="16" y="24" font-size="15" font-weight="bold">${esc(title)}</text>
+<text x="16" y="42" fill="#555">bar = measured ÷ target (1 = the target, dashed); green met, red missed; whisker = min–max over rounds</text>
+${axis}
+${rows}
+</svg>
+`
+}
+
+export function writeResults (dir: string, json: object, svg: string): void {
+  mkdirSync(dir, { recursive: true })
+  writeFileSync(join(dir, 'latest.json'), JSON.stringify(json, null, 2) + '\n')
+  writeFileSync(join(dir, 'latest.svg'), svg)
+}

@@ -1,0 +1,227 @@
+/**
+ * `npm run bench [-- --quick]`: A (bare node:https), B (Fastify) and E (epx through the
+ * reference host) side by side in one run, each in its own process, loaded in alternation
+ * by a separate load process; then E alone for publication, a large programme and memory.
+ * Exit 0 whenever the bench itself worked (a missed target is a measurement), 1 if it broke.
+ * Options: --quick, --rounds N, --duration MS, --only "GET 200,POST 1×96", --no-special,
+ * --profile (E runs with --cpu-prof; profiles land in bench/results/profiles).
+ * @module
+ */
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { parseArgs } from 'node:util'
+import { request } from 'undici'
+import { ensureDevPki, issueCert, pkiPaths, readClientCa } from '../src/auth/pki.ts'
+import { INBOUND_PATH, OUTBOUND_PATH } from '../src/http/route.ts'
+import { besoinsAgreges, benchEmittedAt, benchTargetDate, programme, siteId } from './fixtures.ts'
+import { Child } from './child.ts'
+import { SCENARIOS, type Sample, type Scenario, type ServerName } from './report.ts'
+import { measureSpecials, type Specials } from './specials.ts'
+import { buildOutput } from './summary.ts'
+import type { RunSpec, LoadResult } from './load.ts'
+
+const here = fileURLToPath(new URL('.', import.meta.url))
+const { values: args } = parseArgs({
+  options: {
+    quick: { type: 'boolean', default: false },
+    rounds: { type: 'string' },
+    duration: { type: 'string' },
+    only: { type: 'string' },
+    'no-special': { type: 'boolean', default: false },
+    profile: { type: 'boolean', default: false },
+  },
+})
+const quick = args.quick!
+const plan = {
+  rounds: Number(args.rounds ?? (quick ? 2 : 5)),
+  durationMs: Number(args.duration ?? (quick ? 700 : 3000)),
+  warmupMs: quick ? 250 : 1000,
+  connections: 8,
+  eSites: 1000,
+  scenarios: args.only ? SCENARIOS.filter(s => args.only!.split(',').map(x => x.trim()).includes(s)) : [...SCENARIOS],
+}
+const maxRequests: Record<Scenario, number> = { 'GET 200': 300_000, 'GET 304': 300_000, 'POST 1×96': 100_000, 'POST 100×96': 5_000 }
+const CLIENT_SUBJECT = 'CN=bench-bsp,O=Bench'
+const children: Child[] = []
+const tmp = mkdtempSync(join(tmpdir(), 'epx-bench-'))
+
+// Never hang: the whole run has a deadline, and every child dies with it.
+const watchdog = setTimeout(() => {
+  console.error('bench: watchdog expired, killing every child')
+  for (const c of children) c.kill()
+  process.exit(1)
+}, quick ? 4 * 60_000 : 25 * 60_000)
+watchdog.unref()
+const childDeadline = String(quick ? 5 * 60_000 : 26 * 60_000)
+
+function startChild (name: string, file: string, env: Record<string, string>, execArgv: string[] = []): Child {
+  const c = new Child(name, join(here, file), { env: { BENCH_CHILD_DEADLINE_MS: childDeadline, ...env }, execArgv })
+  children.push(c)
+  return c
+}
+
+async function main (): Promise<void> {
+  // One PKI for every server: the same certificates, the same TLS work.
+  ensureDevPki(tmp)
+  const pki = pkiPaths(tmp)
+  const client = issueCert(readClientCa(tmp)!, { subject: CLIENT_SUBJECT })
+  const tls = { ca: readFileSync(pki.caCert, 'utf8'), cert: client.certPem, key: client.keyPem }
+  const tlsFiles = { serverCertFile: pki.serverCert, serverKeyFile: pki.serverKey, clientCaFile: pki.clientCaCert }
+
+  const targetDate = benchTargetDate()
+  const emittedAt = benchEmittedAt()
+  const bodies: Partial<Record<Scenario, string>> = {
+    'POST 1×96': programme(targetDate, 1, emittedAt).body,
+    'POST 100×96': programme(targetDate, 100, emittedAt).body,
+  }
+  const status: Record<ServerName, string> = { A: 'ok', B: 'ok', E: 'ok' }
+  const profileArgs = args.profile ? ['--cpu-prof', `--cpu-prof-dir=${join(here, 'results', 'profiles')}`] : []
+
+  // E first: A and B then serve the very bytes E publishes.
+  const eDir = join(tmp, 'e')
+  let e: Child | undefined = startChild('E', 'servers/epx.ts', {
+    BENCH_CONFIG: JSON.stringify({ ...tlsFiles, documentFile: '', etag: '', lastModified: '' }),
+    BENCH_E: JSON.stringify({ dataDir: eDir, sites: plan.eSites, clientSubject: CLIENT_SUBJECT, publishSiteIds: [siteId(0)], targetDate }),
+  }, profileArgs)
+  let eReady: Record<string, any> = {}
+  try {
+    eReady = await e.next('ready', 90_000)
+  } catch (err) {
+    status.E = firstLine((err as Error).message)
+    e.kill()
+    e = undefined
+  }
+  const secrets = e ? eReady.secrets as { outbound: string; inbound: string } : { outbound: 'epx_' + 'x'.repeat(43), inbound: 'epx_' + 'y'.repeat(43) }
+  const getPath = `${OUTBOUND_PATH}?site_id=${siteId(0)}&target_date=${targetDate}`
+
+  let docBytes = Buffer.from(JSON.stringify(besoinsAgreges(targetDate)))
+  let lastModified = new Date().toUTCString()
+  if (e) {
+    const got = await fetchDocument(`https://127.0.0.1:${eReady.port}`, getPath, secrets.outbound, tls)
+    // A failing GET does not stop E: its other scenarios still run; this one is reported.
+    if (got.status === 200) { docBytes = got.body; lastModified = got.lastModified ?? lastModified }
+  }
+  const docFile = join(tmp, 'document.json')
+  writeFileSync(docFile, docBytes)
+  const baseCfg = JSON.stringify({ ...tlsFiles, documentFile: docFile, etag: 'W/"bench-baseline"', lastModified })
+
+  const servers: Partial<Record<ServerName, { child: Child; port: number; etag: string }>> = {}
+  if (e) servers.E = { child: e, port: Number(eReady.port), etag: String(eReady.etag) }
+  for (const [name, file] of [['A', 'servers/bare.ts'], ['B', 'servers/fastify.ts']] as const) {
+    const c = startChild(name, file, { BENCH_CONFIG: baseCfg })
+    try {
+      const r = await c.next('ready', 60_000)
+      servers[name] = { child: c, port: Number(r.port), etag: 'W/"bench-baseline"' }
+    } catch (err) {
+      status[name] = firstLine((err as Error).message)
+      c.kill()
+    }
+  }
+  if (!servers.A && !servers.B && !servers.E) throw new Error(`no server started: ${JSON.stringify(status)}`)
+
+  const load = startChild('load', 'load.ts', {})
+  await load.next('ready', 30_000)
+
+  const samples: Sample[] = []
+  const failures: Record<string, string> = {}
+  const skip = new Set<string>()
+  if (servers.E && eReady.publishError) {
+    for (const sc of ['GET 200', 'GET 304'] as const) { failures[`${sc}|E`] = String(eReady.publishError); skip.add(`${sc}|E`) }
+  }
+  const order: ServerName[] = ['A', 'B', 'E']
+  for (let round = 1; round <= plan.rounds; round++) {
+    for (const scenario of plan.scenarios) {
+      // Rotate the order each round, so no server always runs first (or right after E).
+      const rotated = order.map((_, i) => order[(i + round - 1) % order.length]!)
+      for (const name of rotated) {
+        const s = servers[name]
+        if (!s || skip.has(`${scenario}|${name}`)) continue
+        const spec: RunSpec = {
+          type: 'run', origin: `https://127.0.0.1:${s.port}`, tls, connections: plan.connections,
+          method: scenario.startsWith('GET') ? 'GET' : 'POST',
+          path: scenario.startsWith('GET') ? getPath : INBOUND_PATH,
+          headers: scenario.startsWith('GET')
+            ? { authorization: `Bearer ${secrets.outbound}`, accept: 'application/json', ...(scenario === 'GET 304' ? { 'if-none-match': s.etag } : {}) }
+            : { authorization: `Bearer ${secrets.inbound}`, 'content-type': 'application/json' },
+          body: bodies[scenario],
+          expect: scenario === 'GET 200' ? 200 : scenario === 'GET 304' ? 304 : 202,
+          warmupMs: plan.warmupMs, durationMs: plan.durationMs, maxRequests: maxRequests[scenario],
+        }
+        const sample = await measure(load, s.child, spec, round, name, scenario).catch((err: Error) => {
+          failures[`${scenario}|${name}`] ??= `round ${round}: ${firstLine(err.message)}`
+          return undefined
+        })
+        if (sample) samples.push(sample)
+        process.stderr.write(sample
+          ? `  round ${round} ${pad(scenario, 12)} ${name}: ${sample.rps.toFixed(0)} req/s, ${sample.cpuPerReqUs.toFixed(0)} µs CPU/req\n`
+          : `  round ${round} ${pad(scenario, 12)} ${name}: failed\n`)
+      }
+    }
+  }
+  for (const name of ['A', 'B', 'E'] as const) await servers[name]?.child.stop()
+
+  let specials: Specials | undefined
+  if (!args['no-special'] && servers.E) {
+    specials = await measureSpecials({
+      start: (env) => startChild('E*', 'servers/epx.ts', env, ['--expose-gc', ...profileArgs]),
+      load, tls, quick, targetDate, emittedAt, clientSubject: CLIENT_SUBJECT,
+      dataDir: join(tmp, 'e-special'), baseConfig: { ...tlsFiles, documentFile: '', etag: '', lastModified: '' },
+    }).catch((err: Error) => ({ error: firstLine(err.message) }))
+  }
+  await load.stop()
+
+  const output = buildOutput({ samples, status, failures, specials, plan: { ...plan, quick }, documentBytes: docBytes.length, targetDate })
+  output.print()
+  output.write(join(here, 'results'))
+}
+
+/** One window: warm up, start the server's window, load, stop the window. */
+async function measure (load: Child, server: Child, spec: RunSpec, round: number, name: ServerName, scenario: Scenario): Promise<Sample> {
+  const budget = spec.durationMs + 60_000
+  try {
+    const warmed = await load.ask(spec, 'warmed', spec.warmupMs + 60_000)
+    if (warmed.errors || warmed.firstUnexpected) throw new Error(String(warmed.firstUnexpected ?? warmed.firstError))
+    await server.ask({ type: 'start' }, 'started', 10_000)
+    const r = await load.ask({ type: 'go' }, 'result', budget) as unknown as LoadResult
+    const w = await server.ask({ type: 'stop' }, 'window', 10_000)
+    if (r.errors || Object.keys(r.unexpected).length) throw new Error(r.firstUnexpected ?? r.firstError ?? 'errors')
+    const served = Number(w.requests)
+    return {
+      round, server: name, scenario,
+      requests: r.requests, rps: r.rps, p50Ms: r.p50Ms, p99Ms: r.p99Ms,
+      cpuPerReqUs: (Number(w.cpuUserUs) + Number(w.cpuSystemUs)) / Math.max(1, served),
+      maxStallMs: Number(w.maxStallMs), bytesPerResponse: r.bytesPerResponse,
+    }
+  } finally {
+    await load.ask({ type: 'close' }, 'closed', 15_000).catch(() => {})
+  }
+}
+
+async function fetchDocument (origin: string, path: string, token: string, tls: { ca: string; cert: string; key: string }) {
+  const { Agent } = await import('undici')
+  const dispatcher = new Agent({ connect: { ...tls, servername: 'localhost' } })
+  try {
+    const res = await request(origin + path, { dispatcher, headers: { authorization: `Bearer ${token}` } })
+    const body = Buffer.from(await res.body.arrayBuffer())
+    const lm = res.headers['last-modified']
+    return { status: res.statusCode, body, lastModified: typeof lm === 'string' ? lm : undefined }
+  } finally {
+    await dispatcher.close()
+  }
+}
+
+const firstLine = (s: string) => s.split('\n').find(l => l.trim())?.slice(0, 300) ?? s
+const pad = (s: string, n: number) => s.padEnd(n)
+
+main()
+  .catch(err => {
+    console.error(`bench: broken: ${(err as Error)?.stack ?? err}`)
+    process.exitCode = 1
+  })
+  .finally(() => {
+    for (const c of children) c.kill()
+    rmSync(tmp, { recursive: true, force: true })
+    clearTimeout(watchdog)
+  })

@@ -1,0 +1,124 @@
+/**
+ * Server E, epx itself, the way a solver runs it: the reference host loads the plugin
+ * through its manifest (`loadPlugin`), with a real LMDB store in a temporary data folder,
+ * a company bound to the bench's client certificate, real tokens, and a published
+ * revision for the GET scenarios. Default configuration (one log line per request,
+ * written by pino to a file, as a daemon would), schedules off so nothing runs unasked.
+ *
+ * Extra messages: `publish` (one publication, timed with the window tools: wall, CPU,
+ * longest stall) and `rss` (resident memory after a collection and a pause).
+ * @module
+ */
+import { join, resolve } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import pino from 'pino'
+import { createReferenceHost } from '../../src/host/reference-host.ts'
+import { loadPlugin } from '../../src/host/load-plugin.ts'
+import type { Host, Logger, SolverInput } from '../../src/host/contract.ts'
+import { openStore } from '../../src/store/open-store.ts'
+import { openCompanies } from '../../src/store/companies.ts'
+import { openTokens } from '../../src/store/tokens.ts'
+import { hashToken, newTokenId, newTokenSecret, type Scope } from '../../src/auth/tokens.ts'
+import { canonicalSubject } from '../../src/auth/pki.ts'
+import { failStart, send, serveControl, serverConfig, type ControlMessage } from './harness.ts'
+
+export interface EpxBenchOptions {
+  readonly dataDir: string
+  /** Simulated sites the reference host manages. */
+  readonly sites: number
+  /** Subject of the bench's client certificate, bound to the bench company. */
+  readonly clientSubject: string
+  /** Published at start for the GET scenarios (site 0), unless empty. */
+  readonly publishSiteIds: readonly string[]
+  readonly targetDate: string
+}
+
+const repoRoot = resolve(fileURLToPath(import.meta.url), '../../..')
+
+/** Company and tokens written before epx opens the store, as `epx companies add` would. */
+async function seed (o: EpxBenchOptions): Promise<Record<'outbound' | 'inbound', string>> {
+  const store = openStore(join(o.dataDir, 'epx.lmdb'))
+  try {
+    const now = new Date().toISOString()
+    await openCompanies(store).add({
+      id: 'bench-bsp', name: 'Bench BSP', status: 'active',
+      certSubject: canonicalSubject(o.clientSubject), perimeter: 'all', createdAt: now,
+    })
+    const tokens = openTokens(store)
+    const make = async (scope: Scope) => {
+      const secret = newTokenSecret()
+      await tokens.add({ id: newTokenId(), hash: hashToken(secret), companyId: 'bench-bsp', scopes: [scope], createdAt: now })
+      return secret
+    }
+    return { outbound: await make('outbound:besoins-agreges'), inbound: await make('inbound:programme-soutirage') }
+  } finally {
+    await store.close()
+  }
+}
+
+async function main (): Promise<void> {
+  const cfg = serverConfig()
+  const o = JSON.parse(process.env.BENCH_E ?? '{}') as EpxBenchOptions
+  const secrets = await seed(o)
+
+  const logger = pino({ level: 'info' }, pino.destination({ dest: join(o.dataDir, 'epx.log'), sync: false })) as unknown as Logger
+  const ref = createReferenceHost({ dataDir: o.dataDir, logger, sites: o.sites, cycleSeconds: 0 })
+  // The solver side of the queue: keep the latest input per (site, day), as a solver
+  // would, and drain it between windows (`runCycle` is the solver's cost, not epx's).
+  let queued = 0
+  const latest = new Map<string, SolverInput>()
+  const host: Host = {
+    ...ref.host,
+    solver: {
+      ...ref.host.solver,
+      enqueueNextCycle (inputs) {
+        queued += inputs.length
+        for (const i of inputs) latest.set(`${i.siteId}/${i.targetDate}`, i)
+      },
+    },
+  }
+  const config = {
+    api: {
+      host: '127.0.0.1', port: 0,
+      tls: { certFile: cfg.serverCertFile, keyFile: cfg.serverKeyFile, clientCaFile: cfg.clientCaFile },
+    },
+    publish: { schedule: false },
+  }
+  const { handle } = await loadPlugin(repoRoot, host, config)
+
+  const control = serveControl('E', async (msg: ControlMessage) => {
+    if (msg.type === 'publish') {
+      control.begin()
+      const report = await handle.publish({ targetDate: msg.targetDate as string })
+      const w = control.end()
+      send({
+        type: 'published', wallMs: w.wallMs, cpuUs: w.cpuUserUs + w.cpuSystemUs, maxStallMs: w.maxStallMs,
+        published: report.published.length, failed: report.failed.length, firstFailure: report.failed[0]?.reason,
+      })
+    } else if (msg.type === 'rss') {
+      const gc = (globalThis as { gc?: () => void }).gc
+      for (let i = 0; i < 3; i++) { gc?.(); await new Promise(r => setTimeout(r, 300)) }
+      send({ type: 'rss', ...process.memoryUsage(), gcExposed: Boolean(gc) })
+    } else if (msg.type === 'drain') {
+      latest.clear()
+      send({ type: 'drained', queued })
+    }
+  })
+  process.on('SIGTERM', () => { void handle.close().finally(() => process.exit(0)) })
+
+  // A failed publication does not stop E: the POST scenarios can still run.
+  let etag = ''
+  let publishError: string | undefined
+  if (o.publishSiteIds.length) {
+    try {
+      const report = await handle.publish({ targetDate: o.targetDate, siteIds: o.publishSiteIds })
+      if (report.failed.length || !report.published.length) throw new Error(report.failed[0]?.reason ?? 'nothing published')
+      etag = report.published[0]!.etag
+    } catch (err) {
+      publishError = `publication failed: ${(err as Error).message}`
+    }
+  }
+  send({ type: 'ready', port: Number(handle.apiUrl.port), secrets, etag, publishError })
+}
+
+main().catch(err => failStart('E', err))

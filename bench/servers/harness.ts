@@ -1,0 +1,127 @@
+/**
+ * What every bench server process shares: the measurement window driven over IPC. Between
+ * `start` and `stop` it counts responses finished (node's `http.server.response.finish`
+ * diagnostics channel, so A, B and E are counted the same way without touching their
+ * code), the process's own CPU time (`process.cpuUsage()`: every thread, user + system,
+ * so LMDB's writer and fsync are included) and the longest event-loop stall
+ * (`perf_hooks.monitorEventLoopDelay`). The process dies with its parent and on a deadline.
+ * @module
+ */
+import dc from 'node:diagnostics_channel'
+import { monitorEventLoopDelay } from 'node:perf_hooks'
+import type { ServerResponse } from 'node:http'
+
+export interface WindowReport {
+  readonly type: 'window'
+  readonly requests: number
+  readonly cpuUserUs: number
+  readonly cpuSystemUs: number
+  readonly wallMs: number
+  readonly maxStallMs: number
+  /** Responses by status code: a 401 is cheap, and must not pass for a 200. */
+  readonly statuses: Record<string, number>
+  readonly rssBytes: number
+}
+
+export type ControlMessage =
+  | { type: 'start' }
+  | { type: 'stop' }
+  | { type: 'exit' }
+  | { type: string; [k: string]: unknown }
+
+/** Resolution of the stall monitor: fine enough for a 50 ms target, cheap enough to leave on. */
+const STALL_RESOLUTION_MS = 5
+
+export function send (msg: object): void {
+  if (process.send) process.send(msg)
+}
+
+/** What the orchestrator hands every server: TLS files, the document, the validators. */
+export interface ServerConfig {
+  readonly serverCertFile: string
+  readonly serverKeyFile: string
+  readonly clientCaFile: string
+  /** The exact bytes the GET 200 scenario serves (E's own revision when E is up). */
+  readonly documentFile: string
+  readonly etag: string
+  readonly lastModified: string
+}
+
+export function serverConfig (): ServerConfig {
+  const raw = process.env.BENCH_CONFIG
+  if (!raw) throw new Error('BENCH_CONFIG is not set: servers are started by bench/run.ts')
+  return JSON.parse(raw) as ServerConfig
+}
+
+/**
+ * Wires the window protocol; `extra` handles server-specific messages and may answer.
+ * Returns `measure`, so a server can time its own work (publication) with the same tools.
+ */
+export function serveControl (name: string, extra?: (msg: ControlMessage) => Promise<void> | void) {
+  const deadlineMs = Number(process.env.BENCH_CHILD_DEADLINE_MS ?? 20 * 60_000)
+  setTimeout(() => { console.error(`${name}: deadline reached, exiting`); process.exit(3) }, deadlineMs).unref()
+  process.on('disconnect', () => process.exit(0))   // the orchestrator died: never linger
+
+  let counting = false
+  let requests = 0
+  let statuses: Record<string, number> = {}
+  dc.subscribe('http.server.response.finish', (m) => {
+    if (!counting) return
+    requests++
+    const code = String((m as { response: ServerResponse }).response.statusCode)
+    statuses[code] = (statuses[code] ?? 0) + 1
+  })
+
+  const stall = monitorEventLoopDelay({ resolution: STALL_RESOLUTION_MS })
+  stall.enable()
+  let cpu0 = process.cpuUsage()
+  let t0 = performance.now()
+
+  const begin = () => {
+    requests = 0
+    statuses = {}
+    stall.reset()
+    counting = true
+    cpu0 = process.cpuUsage()
+    t0 = performance.now()
+  }
+  const end = (): WindowReport => {
+    const cpu = process.cpuUsage(cpu0)
+    const wallMs = performance.now() - t0
+    counting = false
+    return {
+      type: 'window',
+      requests,
+      cpuUserUs: cpu.user,
+      cpuSystemUs: cpu.system,
+      wallMs,
+      // The histogram records delay beyond the timer's own resolution, in ns.
+      maxStallMs: stall.count > 0 ? stall.max / 1e6 : 0,
+      statuses,
+      rssBytes: process.memoryUsage.rss(),
+    }
+  }
+
+  process.on('message', (msg: ControlMessage) => {
+    void (async () => {
+      try {
+        if (msg.type === 'start') { begin(); send({ type: 'started' }) }
+        else if (msg.type === 'stop') send(end())
+        else if (msg.type === 'exit') process.exit(0)
+        else if (extra) await extra(msg)
+      } catch (err) {
+        send({ type: 'error', message: String((err as Error)?.stack ?? err) })
+      }
+    })()
+  })
+
+  return { begin, end }
+}
+
+/** Reports a failed start to the orchestrator, then exits non-zero. */
+export function failStart (name: string, err: unknown): void {
+  const message = (err as Error)?.stack ?? String(err)
+  if (!process.send) { console.error(message); process.exit(2) }
+  process.send({ type: 'failed', message: `${name}: ${message}` }, () => process.exit(2))
+  setTimeout(() => process.exit(2), 1000)
+}

@@ -1,0 +1,134 @@
+/**
+ * The figures that only concern epx, measured in a fresh E process managing 10,000 sites:
+ * a publication of every site for one day (wall time, CPU, longest event-loop stall, all
+ * measured inside the process around `handle.publish()`), the longest stall while a
+ * 1,000-site programme is received, and the resident memory once 10,000 sites × 30 days
+ * of revisions are stored (seeded by publishing 30 target dates).
+ * @module
+ */
+import { addDays } from '../src/contract/paris-day.ts'
+import { INBOUND_PATH } from '../src/http/route.ts'
+import type { Child } from './child.ts'
+import { programme } from './fixtures.ts'
+import type { LoadResult, RunSpec } from './load.ts'
+
+export const PUBLICATION_SITES = 10_000
+export const LARGE_PROGRAMME_SITES = 1_000
+export const HISTORY_DAYS = 30
+
+export interface PublicationRun {
+  readonly wallMs: number
+  readonly cpuMs: number
+  readonly maxStallMs: number
+  readonly published: number
+  readonly failed: number
+}
+
+export interface Specials {
+  readonly error?: string
+  readonly publication?: { readonly sites: number; readonly runs: PublicationRun[]; readonly firstFailure?: string }
+  readonly publicationError?: string
+  readonly largeProgramme?: {
+    readonly sites: number; readonly bodyBytes: number; readonly requests: number
+    readonly maxStallMs: number; readonly p50Ms: number; readonly cpuPerReqMs: number
+  }
+  readonly largeProgrammeError?: string
+  readonly rss?: {
+    readonly sites: number; readonly days: number; readonly seedWallMs: number; readonly gcExposed: boolean
+    readonly rssBytes: number; readonly heapUsedBytes: number; readonly externalBytes: number; readonly arrayBuffersBytes: number
+  }
+  readonly rssError?: string
+}
+
+export interface SpecialsInput {
+  readonly start: (env: Record<string, string>) => Child
+  readonly load: Child
+  readonly tls: { ca: string; cert: string; key: string }
+  readonly quick: boolean
+  readonly targetDate: string
+  readonly emittedAt: string
+  readonly clientSubject: string
+  readonly dataDir: string
+  readonly baseConfig: object
+}
+
+const msg = (err: unknown) => String((err as Error)?.message ?? err).split('\n')[0]!.slice(0, 300)
+
+export async function measureSpecials (i: SpecialsInput): Promise<Specials> {
+  const e = i.start({
+    BENCH_CONFIG: JSON.stringify(i.baseConfig),
+    BENCH_E: JSON.stringify({ dataDir: i.dataDir, sites: PUBLICATION_SITES, clientSubject: i.clientSubject, publishSiteIds: [], targetDate: i.targetDate }),
+  })
+  const out: { -readonly [K in keyof Specials]: Specials[K] } = {}
+  try {
+    const ready = await e.next('ready', 120_000)
+    const secrets = ready.secrets as { inbound: string }
+    const publish = async (targetDate: string): Promise<PublicationRun & { firstFailure?: string }> => {
+      const r = await e.ask({ type: 'publish', targetDate }, 'published', 300_000)
+      return {
+        wallMs: Number(r.wallMs), cpuMs: Number(r.cpuUs) / 1000, maxStallMs: Number(r.maxStallMs),
+        published: Number(r.published), failed: Number(r.failed),
+        firstFailure: r.firstFailure === undefined ? undefined : String(r.firstFailure),
+      }
+    }
+
+    // 1. Publication of every site for one day; republished a few times (each is a new revision).
+    try {
+      const runs: PublicationRun[] = []
+      let firstFailure: string | undefined
+      for (let n = 0; n < (i.quick ? 1 : 3); n++) {
+        const r = await publish(i.targetDate)
+        firstFailure ??= r.firstFailure
+        runs.push({ wallMs: r.wallMs, cpuMs: r.cpuMs, maxStallMs: r.maxStallMs, published: r.published, failed: r.failed })
+        process.stderr.write(`  publication of ${PUBLICATION_SITES} sites: ${r.wallMs.toFixed(0)} ms, longest stall ${r.maxStallMs.toFixed(1)} ms\n`)
+      }
+      out.publication = { sites: PUBLICATION_SITES, runs, firstFailure }
+    } catch (err) { out.publicationError = msg(err) }
+
+    // 2. A 1,000-site programme (~8.7 MB) received while the event loop is watched.
+    try {
+      const body = programme(i.targetDate, LARGE_PROGRAMME_SITES, i.emittedAt).body
+      const spec: RunSpec = {
+        type: 'run', origin: `https://127.0.0.1:${Number(ready.port)}`, tls: i.tls, connections: 1,
+        method: 'POST', path: INBOUND_PATH,
+        headers: { authorization: `Bearer ${secrets.inbound}`, 'content-type': 'application/json' },
+        body, expect: 202, warmupMs: 0, durationMs: 120_000, maxRequests: i.quick ? 1 : 3,
+      }
+      await i.load.ask(spec, 'warmed', 30_000)
+      await e.ask({ type: 'start' }, 'started', 10_000)
+      const r = await i.load.ask({ type: 'go' }, 'result', 200_000) as unknown as LoadResult
+      const w = await e.ask({ type: 'stop' }, 'window', 10_000)
+      await i.load.ask({ type: 'close' }, 'closed', 15_000).catch(() => {})
+      if (r.errors || Object.keys(r.unexpected).length) throw new Error(r.firstUnexpected ?? r.firstError ?? 'errors')
+      out.largeProgramme = {
+        sites: LARGE_PROGRAMME_SITES, bodyBytes: body.length, requests: r.requests,
+        maxStallMs: Number(w.maxStallMs), p50Ms: r.p50Ms,
+        cpuPerReqMs: (Number(w.cpuUserUs) + Number(w.cpuSystemUs)) / 1000 / Math.max(1, Number(w.requests)),
+      }
+      process.stderr.write(`  ${LARGE_PROGRAMME_SITES}-site programme: longest stall ${Number(w.maxStallMs).toFixed(1)} ms\n`)
+    } catch (err) { out.largeProgrammeError = msg(err) }
+
+    // 3. History: 30 target dates of every site, then resident memory after collections.
+    try {
+      const days = i.quick ? 3 : HISTORY_DAYS
+      const t0 = performance.now()
+      if (!out.publication) await publish(i.targetDate)
+      for (let d = 1; d < days; d++) {
+        const r = await publish(addDays(i.targetDate, d))
+        if (r.failed) throw new Error(`publication of day ${d + 1} failed for ${r.failed} sites: ${r.firstFailure}`)
+      }
+      const seedWallMs = performance.now() - t0
+      const m = await e.ask({ type: 'rss' }, 'rss', 30_000)
+      out.rss = {
+        sites: PUBLICATION_SITES, days, seedWallMs, gcExposed: Boolean(m.gcExposed),
+        rssBytes: Number(m.rss), heapUsedBytes: Number(m.heapUsed), externalBytes: Number(m.external), arrayBuffersBytes: Number(m.arrayBuffers),
+      }
+      process.stderr.write(`  RSS with ${PUBLICATION_SITES} sites × ${days} days: ${(Number(m.rss) / 2 ** 20).toFixed(0)} MB\n`)
+    } catch (err) { out.rssError = msg(err) }
+  } catch (err) {
+    out.error = msg(err)
+  } finally {
+    await e.stop()
+  }
+  return out
+}

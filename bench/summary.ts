@@ -1,0 +1,139 @@
+/**
+ * From raw samples and E's special figures to the issue's targets, the stdout table,
+ * and the machine-readable results (see bench/README.md for how to read them).
+ * @module
+ */
+import {
+  fmt, machine, printTable, ratios, renderSvg, SCENARIOS, spread, writeResults,
+  type Sample, type Scenario, type ServerName, type Spread, type Target,
+} from './report.ts'
+import { HISTORY_DAYS, LARGE_PROGRAMME_SITES, PUBLICATION_SITES, type Specials } from './specials.ts'
+
+export interface SummaryInput {
+  readonly samples: readonly Sample[]
+  readonly status: Record<ServerName, string>
+  /** `${scenario}|${server}` → why that cell has no figures. */
+  readonly failures: Readonly<Record<string, string>>
+  readonly specials?: Specials
+  readonly plan: object & { quick: boolean }
+  readonly documentBytes: number
+  readonly targetDate: string
+}
+
+const MB = 2 ** 20
+
+function ratioTarget (samples: readonly Sample[], scenario: Scenario, base: 'A' | 'B', limit: number, name: string): Target {
+  const s = spread(ratios(samples, scenario, base))
+  return {
+    name, target: `≤ ${limit} × ${base}`, limit, unit: '×',
+    measured: s ? s.median : null, met: s ? s.median <= limit : null, spread: s,
+    note: s ? undefined : 'E or the baseline did not run this scenario',
+  }
+}
+
+function valueTarget (name: string, limit: number, unit: string, measured: number | undefined, note?: string, sp?: Spread): Target {
+  return {
+    name, target: `≤ ${limit} ${unit}`, limit, unit,
+    measured: measured ?? null, met: measured === undefined ? null : measured <= limit, note, spread: sp,
+  }
+}
+
+export function targetsOf (i: SummaryInput): Target[] {
+  const sp = i.specials
+  const pubRuns = sp?.publication?.runs ?? []
+  const pubWall = spread(pubRuns.map(r => r.wallMs))
+  const pubStall = pubRuns.length ? Math.max(...pubRuns.map(r => r.maxStallMs)) : undefined
+  const pubFailed = pubRuns.some(r => r.failed > 0)
+  const why = (specific?: string) => specific ?? sp?.error ?? (sp ? undefined : 'E unavailable or --no-special')
+  const rssDays = sp?.rss?.days
+  return [
+    ratioTarget(i.samples, 'GET 200', 'A', 1.2, 'GET 200: CPU/request E ÷ A'),
+    ratioTarget(i.samples, 'GET 304', 'A', 1.25, 'GET 304: CPU/request E ÷ A'),
+    ratioTarget(i.samples, 'POST 1×96', 'B', 1.0, 'POST 1 site × 96, durable: CPU/req E ÷ B'),
+    ratioTarget(i.samples, 'POST 100×96', 'B', 1.15, 'POST 100 sites × 96, durable: E ÷ B'),
+    valueTarget(`Publication of ${PUBLICATION_SITES.toLocaleString('en')} sites: wall time (median)`, 1500, 'ms', pubWall?.median,
+      pubFailed ? `some sites failed: ${sp?.publication?.firstFailure}` : why(sp?.publicationError), pubWall),
+    valueTarget('Publication: longest event-loop stall', 50, 'ms', pubStall, why(sp?.publicationError)),
+    valueTarget(`${LARGE_PROGRAMME_SITES.toLocaleString('en')}-site programme: longest stall`, 50, 'ms', sp?.largeProgramme?.maxStallMs, why(sp?.largeProgrammeError)),
+    valueTarget(`RSS, ${PUBLICATION_SITES.toLocaleString('en')} sites × ${HISTORY_DAYS} days stored`, 150, 'MB',
+      sp?.rss ? sp.rss.rssBytes / MB : undefined,
+      sp?.rss && rssDays !== HISTORY_DAYS ? `--quick: ${rssDays} days stored, not ${HISTORY_DAYS}` : why(sp?.rssError)),
+  ]
+}
+
+function extraLines (i: SummaryInput): string[] {
+  const lines: string[] = []
+  const status = (['A', 'B', 'E'] as const).map(s => `${s}: ${i.status[s] === 'ok' ? 'ok' : `unavailable (${i.status[s]})`}`)
+  lines.push(`Servers: ${status.join('; ')}`)
+  lines.push(`GET document: ${i.documentBytes} bytes (${i.status.E === 'ok' ? "E's published revision, served by A and B too" : 'bench fixture'}), target date ${i.targetDate}`)
+  const eStalls = i.samples.filter(s => s.server === 'E')
+  if (eStalls.length) {
+    const per = SCENARIOS.map(sc => {
+      const m = eStalls.filter(s => s.scenario === sc).map(s => s.maxStallMs)
+      return m.length ? `${sc} ${Math.max(...m).toFixed(1)} ms` : undefined
+    }).filter(Boolean)
+    lines.push(`E longest event-loop stall under load: ${per.join(', ')}`)
+  }
+  const sp = i.specials
+  if (sp?.publication) {
+    const runs = sp.publication.runs
+    const wall = spread(runs.map(r => r.wallMs))
+    const perSite = spread(runs.map(r => r.wallMs * 1000 / PUBLICATION_SITES))
+    lines.push(`Publication of ${PUBLICATION_SITES} sites × 1 day: wall ${fmt(wall, 0)} ms, ${fmt(perSite, 1)} µs/site, ` +
+      `CPU ${fmt(spread(runs.map(r => r.cpuMs)), 0)} ms, longest stall ${fmt(spread(runs.map(r => r.maxStallMs)), 1)} ms, ` +
+      `published ${runs.map(r => r.published).join('/')}, failed ${runs.map(r => r.failed).join('/')}`)
+  }
+  if (sp?.largeProgramme) {
+    const l = sp.largeProgramme
+    lines.push(`${l.sites}-site programme (${(l.bodyBytes / MB).toFixed(1)} MB) ×${l.requests}: latency p50 ${l.p50Ms.toFixed(0)} ms, ` +
+      `CPU ${l.cpuPerReqMs.toFixed(0)} ms/request, longest stall ${l.maxStallMs.toFixed(1)} ms`)
+  }
+  if (sp?.rss) {
+    const r = sp.rss
+    lines.push(`Memory with ${r.sites} sites × ${r.days} days stored (seeded in ${(r.seedWallMs / 1000).toFixed(0)} s): RSS ${(r.rssBytes / MB).toFixed(0)} MB, ` +
+      `heap used ${(r.heapUsedBytes / MB).toFixed(0)} MB, external ${(r.externalBytes / MB).toFixed(0)} MB${r.gcExposed ? '' : ' (no gc exposed)'}`)
+  }
+  for (const [k, v] of Object.entries({ error: sp?.error, publication: sp?.publicationError, programme: sp?.largeProgrammeError, rss: sp?.rssError })) {
+    if (v) lines.push(`E special (${k}) failed: ${v}`)
+  }
+  return lines
+}
+
+export function buildOutput (i: SummaryInput) {
+  const targets = targetsOf(i)
+  const scenarios: Record<string, unknown> = {}
+  for (const sc of SCENARIOS) {
+    const perServer: Record<string, unknown> = {}
+    for (const sv of ['A', 'B', 'E'] as const) {
+      const mine = i.samples.filter(s => s.scenario === sc && s.server === sv)
+      if (!mine.length) continue
+      const of = (k: keyof Sample) => spread(mine.map(s => s[k] as number))
+      perServer[sv] = {
+        rps: of('rps'), p50Ms: of('p50Ms'), p99Ms: of('p99Ms'), cpuPerReqUs: of('cpuPerReqUs'),
+        maxStallMs: of('maxStallMs'), bytesPerResponse: of('bytesPerResponse'), requests: of('requests'),
+      }
+    }
+    const ea = ratios(i.samples, sc, 'A')
+    const eb = ratios(i.samples, sc, 'B')
+    scenarios[sc] = { servers: perServer, ratios: { 'E/A': { perRound: ea, ...spread(ea) }, 'E/B': { perRound: eb, ...spread(eb) } } }
+  }
+  const json = {
+    machine: machine(),
+    plan: i.plan,
+    servers: i.status,
+    documentBytes: i.documentBytes,
+    targetDate: i.targetDate,
+    scenarios,
+    specials: i.specials ?? null,
+    failures: i.failures,
+    samples: i.samples,
+    targets: targets.map(t => ({ name: t.name, target: t.target, measured: t.measured, met: t.met, unit: t.unit, ...(t.note ? { note: t.note } : {}) })),
+  }
+  const m = machine()
+  return {
+    targets,
+    print: () => printTable({ samples: i.samples, servers: i.status, failures: i.failures, extra: extraLines(i), targets }),
+    write: (dir: string) => writeResults(dir, json,
+      renderSvg(targets, `epx bench${i.plan.quick ? ' (quick)' : ''}: ${m.node}, ${m.cpu} ×${m.cores}, ${m.date.slice(0, 10)}`)),
+  }
+}
