@@ -109,8 +109,8 @@ export async function listenApi (opts: ListenApiOptions): Promise<ApiListener> {
       door ??= router.routeOf(target)?.door
       const rendered = renderError(err, door, baseUrl)
       code = rendered.code
-      if (rendered.unexpected !== undefined) {
-        failure = rendered.unexpected
+      if (rendered.code === 'INTERNAL') {
+        failure = rendered.unexpected ?? err
         if (!api.logRequests) log.error({ err: failure, method, path: loggablePath(target) }, 'api request failed')
       }
       sendError(res, rendered, { head: method === 'HEAD', bodyUnread: declaresUnreadBody(req) })
