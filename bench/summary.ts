@@ -17,6 +17,7 @@ export interface SummaryInput {
   readonly specials?: Specials
   readonly plan: object & { quick: boolean }
   readonly documentBytes: number
+  readonly documentSource: string
   readonly targetDate: string
 }
 
@@ -65,7 +66,7 @@ function extraLines (i: SummaryInput): string[] {
   const lines: string[] = []
   const status = (['A', 'B', 'E'] as const).map(s => `${s}: ${i.status[s] === 'ok' ? 'ok' : `unavailable (${i.status[s]})`}`)
   lines.push(`Servers: ${status.join('; ')}`)
-  lines.push(`GET document: ${i.documentBytes} bytes (${i.status.E === 'ok' ? "E's published revision, served by A and B too" : 'bench fixture'}), target date ${i.targetDate}`)
+  lines.push(`GET document: ${i.documentBytes} bytes (${i.documentSource}), target date ${i.targetDate}`)
   const eStalls = i.samples.filter(s => s.server === 'E')
   if (eStalls.length) {
     const per = SCENARIOS.map(sc => {
@@ -122,6 +123,7 @@ export function buildOutput (i: SummaryInput) {
     plan: i.plan,
     servers: i.status,
     documentBytes: i.documentBytes,
+    documentSource: i.documentSource,
     targetDate: i.targetDate,
     scenarios,
     specials: i.specials ?? null,
