@@ -7,6 +7,7 @@
  */
 import { createServer } from 'node:https'
 import { readFileSync } from 'node:fs'
+import { constants } from 'node:crypto'
 import type { AddressInfo } from 'node:net'
 import { failStart, send, serveControl, serverConfig } from './harness.ts'
 
@@ -33,6 +34,8 @@ function main (): void {
     ca: readFileSync(cfg.clientCaFile),
     requestCert: true,
     rejectUnauthorized: false,
+    minVersion: 'TLSv1.2',
+    secureOptions: constants.SSL_OP_NO_TICKET,   // as epx's listener: no session resumption
     keepAliveTimeout: 65_000,
   }, (req, res) => {
     if (req.method === 'POST') {

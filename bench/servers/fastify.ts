@@ -7,6 +7,7 @@
  * @module
  */
 import { readFileSync } from 'node:fs'
+import { constants } from 'node:crypto'
 import Fastify from 'fastify'
 import { failStart, send, serveControl, serverConfig } from './harness.ts'
 import { acceptedSchema, besoinsAgregesSchema, programmeSoutirageSchema, querystringSchema } from './schemas.ts'
@@ -35,6 +36,8 @@ async function main (): Promise<void> {
       ca: readFileSync(cfg.clientCaFile),
       requestCert: true,
       rejectUnauthorized: false,
+      minVersion: 'TLSv1.2',
+      secureOptions: constants.SSL_OP_NO_TICKET,   // as epx's listener: no session resumption
     },
   })
 

@@ -1,0 +1,58 @@
+/**
+ * Reads `.cpuprofile` files (from `npm run bench -- --profile`) and prints where the time
+ * went: self time by function and by area (epx's own files, each dependency, node
+ * internals, GC, idle). `node --import=tsx bench/profile-summary.ts <file.cpuprofile> [top]`
+ * @module
+ */
+import { readFileSync } from 'node:fs'
+
+interface ProfileNode {
+  id: number
+  callFrame: { functionName: string; url: string; lineNumber: number }
+  children?: number[]
+}
+interface Profile { nodes: ProfileNode[]; samples: number[]; timeDeltas: number[]; startTime: number; endTime: number }
+
+function areaOf (url: string, fn: string): string {
+  if (!url) return fn.startsWith('(') ? fn : '(native)'
+  const nm = /node_modules\/((?:@[^/]+\/)?[^/]+)/.exec(url)
+  if (nm) return nm[1]!
+  if (url.startsWith('node:')) return 'node:' + url.slice(5).split('/')[0]
+  const src = /\/(src|bench)\/(.*)$/.exec(url)
+  if (src) return `${src[1]}/${src[2]}`
+  return url
+}
+
+export function summarize (path: string, top = 25): string {
+  const p = JSON.parse(readFileSync(path, 'utf8')) as Profile
+  const byId = new Map(p.nodes.map(n => [n.id, n]))
+  const self = new Map<number, number>()
+  for (let i = 0; i < p.samples.length; i++) {
+    const dt = p.timeDeltas[i + 1] ?? 0
+    self.set(p.samples[i]!, (self.get(p.samples[i]!) ?? 0) + dt)
+  }
+  const total = [...self.values()].reduce((a, b) => a + b, 0)
+  const byFn = new Map<string, number>()
+  const byArea = new Map<string, number>()
+  for (const [id, us] of self) {
+    const n = byId.get(id)!
+    const f = n.callFrame
+    const area = areaOf(f.url, f.functionName)
+    const key = `${f.functionName || '(anonymous)'}  ${area}${f.url ? ':' + (f.lineNumber + 1) : ''}`
+    byFn.set(key, (byFn.get(key) ?? 0) + us)
+    byArea.set(area, (byArea.get(area) ?? 0) + us)
+  }
+  const busy = total - (byArea.get('(idle)') ?? 0)
+  const pct = (us: number) => `${(us / busy * 100).toFixed(1).padStart(5)}%`
+  const lines = [`${path}: ${(total / 1000).toFixed(0)} ms sampled, ${(busy / 1000).toFixed(0)} ms busy (percentages of busy)`, '', 'By area:']
+  for (const [k, us] of [...byArea].sort((a, b) => b[1] - a[1]).slice(0, 15)) if (k !== '(idle)') lines.push(`  ${pct(us)}  ${k}`)
+  lines.push('', 'By function (self time):')
+  for (const [k, us] of [...byFn].sort((a, b) => b[1] - a[1]).slice(0, top)) if (!k.startsWith('(idle)')) lines.push(`  ${pct(us)}  ${k}`)
+  return lines.join('\n')
+}
+
+if (process.argv[1] && import.meta.url.endsWith(process.argv[1].split('/').pop()!)) {
+  const [file, top] = process.argv.slice(2)
+  if (!file) { console.error('usage: bench/profile-summary.ts <file.cpuprofile> [top]'); process.exit(2) }
+  console.log(summarize(file, Number(top ?? 25)))
+}
