@@ -75,6 +75,7 @@ export async function listenApi (opts: ListenApiOptions): Promise<ApiListener> {
     let caller: Caller | undefined
     let door: Door | undefined
     let code: string | undefined
+    let failed = false
     let failure: unknown
     if (api.logRequests) {
       // Exactly one line per request, written when the exchange ends (or is cut).
@@ -83,10 +84,10 @@ export async function listenApi (opts: ListenApiOptions): Promise<ApiListener> {
           method, path: loggablePath(target), status: res.headersSent ? res.statusCode : undefined,
           durationMs: Math.round((performance.now() - started) * 10) / 10,
           companyId: caller?.companyId, tokenId: caller?.tokenId, code,
-          ...(failure !== undefined ? { err: failure } : {}),
+          ...(failed ? { err: failure } : {}),
           ...(res.writableFinished ? {} : { aborted: true }),
         }
-        if (failure !== undefined) log.error(line, 'api request failed')
+        if (failed) log.error(line, 'api request failed')
         else log.info(line, 'api request')
       })
     }
@@ -110,7 +111,8 @@ export async function listenApi (opts: ListenApiOptions): Promise<ApiListener> {
       const rendered = renderError(err, door, baseUrl)
       code = rendered.code
       if (rendered.code === 'INTERNAL') {
-        failure = rendered.unexpected ?? err
+        failed = true
+        failure = err
         if (!api.logRequests) log.error({ err: failure, method, path: loggablePath(target) }, 'api request failed')
       }
       sendError(res, rendered, { head: method === 'HEAD', bodyUnread: declaresUnreadBody(req) })

@@ -1,0 +1,36 @@
+import t from 'tap'
+import { certificateMismatch, inPerimeter, normalizeFingerprint } from '../../src/auth/tenancy.ts'
+import type { CompanyRecord } from '../../src/store/companies.ts'
+
+const company = (o: Partial<CompanyRecord> = {}): CompanyRecord => ({
+  id: 'acme', name: 'ACME', status: 'active', certSubject: 'CN=acme,O=ACME', perimeter: 'all', createdAt: '2026-11-01T00:00:00Z', ...o,
+})
+
+t.test('the bound subject matches whatever the order of its attributes', async t => {
+  t.equal(certificateMismatch(company({ certSubject: 'O=ACME, CN=acme' }), { subject: 'CN=acme,O=ACME', fingerprint256: 'AA' }), undefined)
+})
+
+t.test('another subject does not match, and the expected one is not revealed', async t => {
+  const why = certificateMismatch(company(), { subject: 'CN=beta,O=BETA', fingerprint256: 'AA' })
+  t.match(why, /CN=beta,O=BETA.*not the one bound to company acme/)
+  t.notMatch(why!, /O=ACME/)
+})
+
+t.test('an unusable subject on either side matches nothing', async t => {
+  t.ok(certificateMismatch(company(), { subject: null, fingerprint256: 'AA' }))
+  t.ok(certificateMismatch(company({ certSubject: 'garbage' }), { subject: 'CN=acme,O=ACME', fingerprint256: 'AA' }))
+})
+
+t.test('a pinned fingerprint must match too, in any spelling', async t => {
+  const pinned = company({ certFingerprint256: 'ab:cd:ef' })
+  t.equal(certificateMismatch(pinned, { subject: 'CN=acme,O=ACME', fingerprint256: 'AB:CD:EF' }), undefined)
+  t.match(certificateMismatch(pinned, { subject: 'CN=acme,O=ACME', fingerprint256: 'AB:CD:00' }), /fingerprint/)
+  t.equal(normalizeFingerprint('ab:Cd:EF'), 'ABCDEF')
+})
+
+t.test('the perimeter is every site, or the listed ones', async t => {
+  t.ok(inPerimeter({ perimeter: 'all' }, 'PRM30000000000001'))
+  t.ok(inPerimeter({ perimeter: ['PRM30000000000001'] }, 'PRM30000000000001'))
+  t.notOk(inPerimeter({ perimeter: ['PRM30000000000001'] }, 'PRM30000000000002'))
+  t.notOk(inPerimeter({ perimeter: [] }, 'PRM30000000000001'))
+})

@@ -1,0 +1,226 @@
+import t, { type Test } from 'tap'
+import net from 'node:net'
+import tls from 'node:tls'
+import pino from 'pino'
+import { Agent, request } from 'undici'
+import { loadConfig } from '../../src/config.ts'
+import { EpxError } from '../../src/errors.ts'
+import type { Logger } from '../../src/host/contract.ts'
+import { ManualClock } from '../../src/host/reference-host.ts'
+import { listenApi } from '../../src/http/listener.ts'
+import { OUTBOUND_PATH, type Route } from '../../src/http/route.ts'
+import { hashToken, newTokenSecret, SCOPES } from '../../src/auth/tokens.ts'
+import { openStore } from '../../src/store/open-store.ts'
+import { openCompanies } from '../../src/store/companies.ts'
+import { openTokens } from '../../src/store/tokens.ts'
+import { clientCert, testPki, writePki } from '../helpers/certs.ts'
+import { startEpx } from '../helpers/epx.ts'
+
+/** A bare listener over a real store, with routes of the test's choosing. */
+async function startListener (t: Test, opts: { api?: object; routes?: Route[] } = {}) {
+  const dataDir = t.testdir()
+  writePki(dataDir)
+  const lines: string[] = []
+  const log = pino({ level: 'debug' }, { write: (l: string) => { lines.push(l) } }) as unknown as Logger
+  const store = openStore(`${dataDir}/store`)
+  const companies = openCompanies(store)
+  const tokens = openTokens(store)
+  const clock = new ManualClock('2026-11-21T12:30:00Z')
+  await companies.add({ id: 'acme', name: 'acme', status: 'active', certSubject: 'CN=acme,O=acme', perimeter: 'all', createdAt: '2026-11-01T00:00:00Z' })
+  const secret = newTokenSecret()
+  await tokens.add({ id: 'tok_1', hash: hashToken(secret), companyId: 'acme', scopes: [...SCOPES], createdAt: '2026-11-01T00:00:00Z' })
+  const config = loadConfig({ api: { host: '127.0.0.1', port: 0, ...opts.api } })
+  const api = await listenApi({ config, dataDir, log, clock, store, companies, tokens, routes: opts.routes ?? [] })
+  t.teardown(async () => { await api.close(); await store.close() })
+  return { api, secret, cert: clientCert('CN=acme,O=acme'), logs: () => lines.map(l => JSON.parse(l)), dataDir, store, companies, tokens, clock, log }
+}
+
+const route = (methods: Route['methods']): Route => ({ path: OUTBOUND_PATH, door: 'outbound', scope: 'outbound:besoins-agreges', methods })
+
+/** A raw TLS connection with the acme certificate; resolves once the handshake is done. */
+function connectTls (url: URL, withCert = true): Promise<tls.TLSSocket> {
+  const cert = clientCert('CN=acme,O=acme')
+  return new Promise((resolve, reject) => {
+    const s = tls.connect({
+      host: url.hostname, port: Number(url.port), ca: testPki().serverCa.certPem,
+      ...(withCert ? { cert: cert.certPem, key: cert.keyPem } : {}),
+    }, () => resolve(s))
+    s.on('error', reject)
+  })
+}
+
+const closed = (s: net.Socket) => new Promise<string>(resolve => {
+  let data = ''
+  s.setEncoding('utf8')
+  s.on('data', d => { data += d })
+  s.on('error', () => {})
+  s.on('close', () => resolve(data))
+})
+
+t.test('close() is idempotent, closes idle keep-alive connections and leaves no server handle', async t => {
+  const servers = () => process.getActiveResourcesInfo().filter(r => r === 'TCPServerWrap').length
+  const before = servers()
+  const l = await startListener(t, { routes: [route({ GET: (_q, res) => { res.end('ok') } })] })
+  t.equal(servers(), before + 1)
+  const s = await connectTls(l.api.url)
+  const done = closed(s)
+  s.write(`GET ${OUTBOUND_PATH} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${l.secret}\r\n\r\n`)
+  await new Promise(r => s.once('data', r))   // answered; the connection stays open (keep-alive)
+  const a = l.api.close()
+  t.equal(l.api.close(), a, 'a second call returns the same promise')
+  await a
+  await done
+  t.pass('the idle keep-alive connection was closed')
+  t.equal(servers(), before, 'no server handle left')
+  await t.resolves(l.api.close(), 'a call after the end resolves')
+  const refused = await new Promise<string>(resolve => {
+    net.connect(Number(l.api.url.port), '127.0.0.1').on('error', (e: NodeJS.ErrnoException) => resolve(e.code ?? '')).on('connect', () => resolve('connected'))
+  })
+  t.equal(refused, 'ECONNREFUSED', 'no longer accepting')
+})
+
+t.test('the url is https://<host>:<actual port>', async t => {
+  const l = await startListener(t)
+  t.match(l.api.url.href, /^https:\/\/127\.0\.0\.1:\d+\/$/)
+  t.not(l.api.url.port, '0')
+})
+
+t.test('a slow client that never finishes its headers is cut by headersTimeout', async t => {
+  const l = await startListener(t, { api: { headersTimeoutMs: 200, requestTimeoutMs: 400 } })
+  const s = await connectTls(l.api.url)
+  const done = closed(s)
+  s.write(`GET ${OUTBOUND_PATH} HTTP/1.1\r\nHost: x\r\n`)   // and nothing more
+  const answer = await done
+  t.pass('the socket was closed by the server')
+  t.match(answer, /^(HTTP\/1\.1 408|)/, 'a 408 at most, nothing else')
+})
+
+t.test('a client that never completes the TLS handshake is cut by handshakeTimeout', async t => {
+  const l = await startListener(t, { api: { handshakeTimeoutMs: 200 } })
+  const s = net.connect(Number(l.api.url.port), '127.0.0.1')
+  await closed(s)
+  t.pass('the raw TCP connection was closed')
+  t.ok(l.logs().some(x => x.msg === 'tls handshake failed'), 'logged at debug')
+})
+
+t.test('Expect: 100-continue is answered only once the caller is authenticated', async t => {
+  const l = await startListener(t, { routes: [route({ GET: (_q, res) => { res.end('ok') } })] })
+  const s = await connectTls(l.api.url, false)
+  const done = closed(s)
+  s.write(`GET ${OUTBOUND_PATH} HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nExpect: 100-continue\r\n\r\n`)
+  const answer = await done
+  t.match(answer, /^HTTP\/1\.1 403 /, 'the first answer is the 403, not 100 Continue')
+  t.notMatch(answer, /100 Continue/)
+  t.match(answer, /connection: close/i, 'the unread body is not drained')
+})
+
+t.test('a handler that throws anything but an EpxError answers 500 INTERNAL, logged, and the server lives on', async t => {
+  const l = await startListener(t, {
+    routes: [route({
+      GET: () => { throw new TypeError('boom at line 1') },
+      HEAD: async () => { await Promise.resolve(); throw new EpxError('EPX_CONFIG_INVALID', ['operator-only']) },
+    })],
+  })
+  const agent = new Agent({ connect: { ca: testPki().serverCa.certPem, cert: l.cert.certPem, key: l.cert.keyPem } })
+  t.teardown(() => agent.close())
+  const headers = { authorization: `Bearer ${l.secret}` }
+  const res = await request(new URL(OUTBOUND_PATH, l.api.url), { dispatcher: agent, headers })
+  t.equal(res.statusCode, 500)
+  const p = await res.body.json() as Record<string, unknown>
+  t.match(p, { type: `${l.api.url.origin}/errors/internal`, status: 500 })
+  t.notOk(JSON.stringify(p).includes('boom'), 'no internals on the wire')
+  const head = await request(new URL(OUTBOUND_PATH, l.api.url), { dispatcher: agent, headers, method: 'HEAD' })
+  t.equal(head.statusCode, 500)
+  t.equal(await head.body.text(), '', 'HEAD has no body')
+  const failed = l.logs().filter(x => x.msg === 'api request failed')
+  t.equal(failed.length, 2)
+  t.match(failed[0], { level: 50, status: 500, code: 'INTERNAL', err: { type: 'TypeError', message: 'boom at line 1' } })
+})
+
+t.test('a handler that fails after it started answering gets its connection cut', async t => {
+  const l = await startListener(t, {
+    routes: [route({
+      GET: async (_q, res) => {
+        res.writeHead(200, { 'content-length': '100' })
+        res.write('part')
+        await new Promise(r => setImmediate(r))
+        throw new Error('late')
+      },
+    })],
+  })
+  const s = await connectTls(l.api.url)
+  const done = closed(s)
+  s.write(`GET ${OUTBOUND_PATH} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${l.secret}\r\n\r\n`)
+  const text = await done
+  t.match(text, /^HTTP\/1\.1 200/)
+  t.notMatch(text, /HTTP\/1\.1 500/, 'the connection was cut instead of a second status line')
+})
+
+t.test('keep-alive requests on one connection each pass the chain', async t => {
+  const l = await startListener(t, { routes: [route({ GET: (_q, res) => { res.end('ok') } })] })
+  const s = await connectTls(l.api.url)
+  const done = closed(s)
+  for (let i = 0; i < 3; i++) s.write(`GET ${OUTBOUND_PATH} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${l.secret}\r\n\r\n`)
+  s.write(`GET ${OUTBOUND_PATH} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`)
+  const text = await done
+  t.equal(text.match(/HTTP\/1\.1 200/g)?.length, 3, 'three answers on the same connection')
+  t.match(text, /HTTP\/1\.1 401/, 'and the token is still checked on each request')
+})
+
+t.test('unreadable TLS files are EPX_TLS_FILES naming the file', async t => {
+  const dataDir = t.testdir()
+  const store = openStore(`${dataDir}/store`)
+  t.teardown(() => store.close())
+  const config = loadConfig({ api: { host: '127.0.0.1', port: 0 } })
+  const log = pino({ level: 'silent' }) as unknown as Logger
+  await t.rejects(listenApi({
+    config, dataDir, log, clock: new ManualClock('2026-11-21T12:30:00Z'), store,
+    companies: openCompanies(store), tokens: openTokens(store), routes: [],
+  }), { code: 'EPX_TLS_FILES', message: /pki\/server\.crt/ })
+})
+
+t.test('a port in use is EPX_LISTEN_FAILED', async t => {
+  const first = await startListener(t)
+  const dataDir = t.testdir()
+  writePki(dataDir)
+  const config = loadConfig({ api: { host: '127.0.0.1', port: Number(first.api.url.port) } })
+  await t.rejects(listenApi({
+    config, dataDir, log: first.log, clock: first.clock, store: first.store,
+    companies: first.companies, tokens: first.tokens, routes: [],
+  }), { code: 'EPX_LISTEN_FAILED' })
+})
+
+t.test('the per-request log: one line per request, never a secret', async t => {
+  const epx = await startEpx(t, { config: { api: { publicBaseUrl: 'https://epx.example.net/' } } })
+  const { cert } = await epx.addCompany('acme')
+  const { id, secret } = await epx.addToken('acme', ['outbound:besoins-agreges'])
+  const query = { site_id: 'PRM30000000000001', target_date: '2026-11-22' }
+  const before = epx.logs().filter(x => x.msg === 'api request').length
+  const answers = [
+    await epx.request({ path: OUTBOUND_PATH, query, cert, token: secret }),
+    await epx.request({ path: OUTBOUND_PATH, query: { ...query, access_token: secret }, cert }),
+    await epx.request({ path: '/nope', token: secret }),
+    await epx.request({ method: 'POST', path: OUTBOUND_PATH, cert, token: secret, body: { a: 1 } }),
+  ]
+  const lines = epx.logs().filter(x => x.msg === 'api request').slice(before)
+  t.equal(lines.length, answers.length, 'exactly one line per request')
+  t.match(lines[0], {
+    level: 30, method: 'GET', path: `${OUTBOUND_PATH}?site_id=PRM30000000000001&target_date=2026-11-22`,
+    status: answers[0]!.status, durationMs: Number, companyId: 'acme', tokenId: id,
+  })
+  t.same(lines.map(l => l.status), answers.map(a => a.status))
+  t.equal(lines[1].companyId, undefined, 'no caller when the chain failed')
+  const all = JSON.stringify(epx.logs())
+  t.notOk(all.includes(secret.slice(4)), 'the secret never reaches the log, not even from a query string')
+  t.notOk(/authorization|bearer/i.test(all), 'no Authorization header in the log')
+
+  t.test('publicBaseUrl is the base of problem types', async t => {
+    t.equal(answers[2]!.json().type, 'https://epx.example.net/errors/not-found')
+  })
+})
+
+t.test('logRequests: false writes no request line', async t => {
+  const epx = await startEpx(t, { config: { api: { logRequests: false } } })
+  await epx.request({ path: '/nope' })
+  t.equal(epx.logs().filter(x => x.msg === 'api request').length, 0)
+})
