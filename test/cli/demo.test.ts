@@ -1,0 +1,83 @@
+import t from 'tap'
+import { execFile } from 'node:child_process'
+import { existsSync, readFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { promisify } from 'node:util'
+import { Agent, request } from 'undici'
+import { looksLikeToken } from '../../src/auth/tokens.ts'
+import { epx, startEpx } from '../helpers/cli.ts'
+
+const run = promisify(execFile)
+
+/** Splits a printed shell command into words (double and single quotes, as sh does for these lines). */
+function shellWords (line: string): string[] {
+  return [...line.matchAll(/"([^"]*)"|'([^']*)'|(\S+)/g)].map(m => m[1] ?? m[2] ?? m[3]!)
+}
+
+async function hasCurl (): Promise<boolean> {
+  try { await run('curl', ['--version']); return true } catch { return false }
+}
+
+/** The status a printed curl line gets: run as pasted when curl exists, else replayed with undici. */
+async function statusOf (line: string, cwd: string): Promise<number> {
+  if (await hasCurl()) {
+    const { stdout } = await run('sh', ['-c', `${line} -sS -o /dev/null -w '%{http_code}'`], { cwd })
+    return Number(stdout)
+  }
+  const words = shellWords(line)
+  const opt = (name: string) => words[words.indexOf(name) + 1]!
+  const file = (p: string) => readFileSync(join(cwd, p))
+  const headers: Record<string, string> = {}
+  words.forEach((w, i) => { if (w === '-H') { const [k, ...v] = words[i + 1]!.split(':'); headers[k!.toLowerCase()] = v.join(':').trim() } })
+  const data = words.includes('--data-binary') ? file(opt('--data-binary').slice(1)) : undefined
+  const agent = new Agent({ connect: { ca: file(opt('--cacert')), cert: file(opt('--cert')), key: file(opt('--key')) } })
+  try {
+    const res = await request(words.at(-1)!, { dispatcher: agent, method: data ? 'POST' : 'GET', headers, body: data })
+    await res.body.text()
+    return res.statusCode
+  } finally {
+    await agent.close()
+  }
+}
+
+t.test('epx demo (npm start) on a fresh folder: company, certificate, one token per scope, and curl lines that work as pasted', async t => {
+  const cwd = t.testdir()
+  const demo = await startEpx(['demo', '--port', '0'], /Ctrl\+C stops the service\.\n/, { cwd })
+  t.teardown(() => { demo.child.kill('SIGKILL') })
+  const out = demo.output()
+
+  t.match(out, /created .*var\/epx\/pki\/ca\.crt/, 'initialized ./var/epx, the default data folder')
+  t.match(out, /added company demo-bsp \(perimeter: all sites\)/)
+  for (const f of ['client.crt', 'client.key', 'ca.crt', 'programme.json']) t.ok(existsSync(join(cwd, 'var/epx/demo', f)), `var/epx/demo/${f}`)
+  const tokens = [...out.matchAll(/^ {2}(\S+)\s+(tok_[0-9a-f]+)\s+(epx_\S+)$/gm)]
+  t.same(tokens.map(m => m[1]).sort(), ['inbound:programme-soutirage', 'outbound:besoins-agreges'], 'one token per scope')
+  for (const m of tokens) t.ok(looksLikeToken(m[3]!))
+
+  const curls = out.split('\n').filter(l => l.startsWith('curl '))
+  t.equal(curls.length, 2)
+  const [get, post] = curls as [string, string]
+  t.match(get, /--cert \.\/var\/epx\/demo\/client\.crt --key \.\/var\/epx\/demo\/client\.key --cacert \.\/var\/epx\/demo\/ca\.crt/)
+  t.match(get, /"https:\/\/localhost:\d+\/api\/v0\.5\/energy-programs\/besoins-agreges\?site_id=PRM\d{14}&target_date=\d{4}-\d{2}-\d{2}"$/)
+  t.match(post, /--data-binary @\.\/var\/epx\/demo\/programme\.json "https:\/\/localhost:\d+\/api\/v0\.5\/energy-programs\/programme-soutirage"$/)
+  const programme = JSON.parse(readFileSync(join(cwd, 'var/epx/demo/programme.json'), 'utf8'))
+  t.match(programme, { schema_version: 'v0.2', type: 'programme_soutirage', slot_duration_secs: 900 })
+  t.equal(programme.sites[0].energie_programmee.length, 4)
+
+  const getStatus = await statusOf(get, cwd)
+  if (/published Besoins_Agreges for \S+: [1-9]/.test(out)) {
+    t.equal(getStatus, 200, 'GET answers 200 at once: the demo published tomorrow at start')
+  } else {
+    t.notOk([401, 403].includes(getStatus), `GET passes mTLS and the token (got ${getStatus}; publication not available yet)`)
+  }
+  const postStatus = await statusOf(post, cwd)
+  t.notOk([400, 401, 403, 415].includes(postStatus), `POST passes mTLS, the token and validation (got ${postStatus})`)
+  if (postStatus !== 501) t.equal(postStatus, 202, 'POST is accepted')
+
+  demo.child.kill('SIGINT')
+  t.equal(await demo.exited, 0, 'Ctrl+C stops it cleanly')
+  t.match(demo.output(), /\nepx stopped\n/)
+
+  const list = await epx(join(cwd, 'var/epx'), 'token', 'list', '--company', 'demo-bsp')
+  t.equal(list.lines.length, 3, 'the two demo tokens are in the store')
+  t.notOk(list.out.includes('epx_'), 'and token list does not show their secrets')
+})

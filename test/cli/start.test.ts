@@ -1,0 +1,67 @@
+import t from 'tap'
+import { readFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { Agent, request } from 'undici'
+import { OUTBOUND_PATH } from '../../src/http/route.ts'
+import { epx, initializedDataDir, startEpx } from '../helpers/cli.ts'
+
+t.test('epx start --port 0 listens with mTLS, answers a company with its certificate and token, and stops cleanly on SIGTERM', async t => {
+  const dir = await initializedDataDir(t)
+  await epx(dir, 'company', 'add', 'acme', '--name', 'ACME')
+  const bundle = join(dir, 'acme')
+  await epx(dir, 'cert', 'issue', 'acme', '--out', bundle)
+  const token = (await epx(dir, 'token', 'create', '--company', 'acme', '--scope', 'outbound:besoins-agreges')).lines.at(-1)!
+
+  const run = await startEpx(['--data', dir, 'start', '--port', '0', '--cycle', '1'], /epx API listening on (https:\/\/127\.0\.0\.1:\d+\/)/)
+  t.teardown(() => { run.child.kill('SIGKILL') })
+  const url = new URL(run.match[1]!)
+  t.not(url.port, '0', 'a real port was chosen')
+
+  const agent = new Agent({
+    connect: {
+      ca: readFileSync(join(bundle, 'ca.crt')),
+      cert: readFileSync(join(bundle, 'client.crt')),
+      key: readFileSync(join(bundle, 'client.key')),
+      servername: 'localhost',
+    },
+  })
+  t.teardown(() => agent.close())
+  const res = await request(new URL(`${OUTBOUND_PATH}?site_id=PRM30000000000001&target_date=2026-11-23`, url), {
+    dispatcher: agent, headers: { authorization: `Bearer ${token}` },
+  })
+  await res.body.text()
+  t.notOk([401, 403].includes(res.statusCode), `the certificate and token of epx cert issue / token create pass the door (got ${res.statusCode})`)
+
+  const noToken = await request(new URL(OUTBOUND_PATH, url), { dispatcher: agent })
+  await noToken.body.text()
+  t.equal(noToken.statusCode, 401, 'the door is really there')
+
+  run.child.kill('SIGTERM')
+  t.equal(await run.exited, 0, 'exits 0 after SIGTERM')
+  t.match(run.output(), /"msg":"epx closed"/, 'the plugin was closed')
+  t.match(run.output(), /\nepx stopped\n/)
+  t.notOk(run.output().includes(token), 'the token never reaches the logs')
+})
+
+t.test('epx start refuses a bad --port, --host or --cycle with exit 2', async t => {
+  const dir = await initializedDataDir(t)
+  for (const [argv, message] of [
+    [['--port', '70000'], /invalid --port '70000': use an integer from 0 to 65535/],
+    [['--port', 'http'], /invalid --port 'http'/],
+    [['--cycle', '0'], /invalid --cycle '0': use a number of seconds >= 1/],
+    [['--host', ''], /--host must not be empty/],
+  ] as Array<[string[], RegExp]>) {
+    const r = await epx(dir, 'start', ...argv)
+    t.equal(r.code, 2, argv.join(' '))
+    t.match(r.err, message)
+  }
+})
+
+t.test('epx start reports a catalogue error as "epx: <message>", exit 1, no stack', async t => {
+  const dir = await initializedDataDir(t)
+  const r = await epx(dir, 'start', '--port', '0', '--host', '192.0.2.1')   // TEST-NET: not an address of this machine
+  t.equal(r.code, 1)
+  t.match(r.err, /^epx: /)
+  t.notMatch(r.err, /\n\s+at /, 'no stack trace')
+})
+
