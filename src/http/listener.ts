@@ -68,8 +68,19 @@ export async function listenApi (opts: ListenApiOptions): Promise<ApiListener> {
   const deps = { tokens: opts.tokens, companies: opts.companies }
   server.on('error', (err: Error) => log.error({ err }, 'api listener error'))
 
+  // Responses in progress: close() asks them to end their connection when done.
+  const inflight = new Set<ServerResponse>()
+  let closing: Promise<void> | undefined
+  const closeWhenDone = (res: ServerResponse) => {
+    if (!res.headersSent) res.shouldKeepAlive = false   // sends Connection: close
+    res.once('finish', () => setImmediate(() => server.closeIdleConnections()))
+  }
+
   async function handle (req: IncomingMessage, res: ServerResponse, expectContinue: boolean): Promise<void> {
     const started = performance.now()
+    inflight.add(res)
+    res.once('close', () => inflight.delete(res))
+    if (closing) closeWhenDone(res)
     const method = req.method ?? ''
     const target = req.url ?? ''
     let caller: Caller | undefined
@@ -129,7 +140,6 @@ export async function listenApi (opts: ListenApiOptions): Promise<ApiListener> {
   server.on('request', (req: IncomingMessage, res: ServerResponse) => onRequest(req, res, false))
   server.on('checkContinue', (req: IncomingMessage, res: ServerResponse) => onRequest(req, res, true))
 
-  let closing: Promise<void> | undefined
   return {
     url,
     close () {
@@ -137,6 +147,7 @@ export async function listenApi (opts: ListenApiOptions): Promise<ApiListener> {
         const cut = setTimeout(() => { for (const s of sockets) s.destroy() }, CLOSE_GRACE_MS)
         server.close(() => { clearTimeout(cut); resolve() })
         server.closeIdleConnections()
+        for (const res of inflight) closeWhenDone(res)
       })
       return closing
     },

@@ -79,6 +79,22 @@ t.test('close() is idempotent, closes idle keep-alive connections and leaves no 
   t.equal(refused, 'ECONNREFUSED', 'no longer accepting')
 })
 
+t.test('close() lets an in-flight request finish before the server is gone', async t => {
+  let release!: () => void
+  const gate = new Promise<void>(r => { release = r })
+  let entered!: () => void
+  const inside = new Promise<void>(r => { entered = r })
+  const l = await startListener(t, { routes: [route({ GET: async (_q, res) => { entered(); await gate; res.end('late but whole') } })] })
+  const s = await connectTls(l.api.url)
+  const done = closed(s)
+  s.write(`GET ${OUTBOUND_PATH} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${l.secret}\r\n\r\n`)
+  await inside
+  const closing = l.api.close()
+  release()
+  await closing
+  t.match(await done, /^HTTP\/1\.1 200[\s\S]*late but whole$/)
+})
+
 t.test('the url is https://<host>:<actual port>', async t => {
   const l = await startListener(t)
   t.match(l.api.url.href, /^https:\/\/127\.0\.0\.1:\d+\/$/)
@@ -223,4 +239,18 @@ t.test('logRequests: false writes no request line', async t => {
   const epx = await startEpx(t, { config: { api: { logRequests: false } } })
   await epx.request({ path: '/nope' })
   t.equal(epx.logs().filter(x => x.msg === 'api request').length, 0)
+})
+
+t.test('startEpx restart(): same data folder, new listener, data kept', async t => {
+  const epx = await startEpx(t)
+  const { cert } = await epx.addCompany('acme')
+  const { secret } = await epx.addToken('acme', ['outbound:besoins-agreges'])
+  const first = epx.url.href
+  await epx.restart()
+  t.not(epx.url.href, first, 'a new port')
+  const res = await epx.request({ path: OUTBOUND_PATH, cert, token: secret })
+  t.notOk([401, 403, 503].includes(res.status), 'the company and token survived the restart')
+  const ref = epx.ref
+  await epx.restart({ solver: true })
+  t.not(epx.ref, ref, 'a new reference host')
 })
