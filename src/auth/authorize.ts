@@ -38,15 +38,15 @@ export function authorize (input: AuthorizeInput, deps: AuthorizeDeps): Caller {
   // 2. A live Bearer token.
   const secret = bearerSecret(input.authorization)
   const token = readStore(() => deps.tokens.byHash(hashToken(secret)))
-  if (!token) throw unauthorized('the Bearer token is unknown; create a token in the console and send it exactly as shown')
+  if (!token) throw unauthorized('the Bearer token is unknown; send it exactly as it was issued, or ask the service operator for a new one')
   const nowMs = input.now.getTime()
-  if (token.revokedAt) throw unauthorized(`token ${token.id} was revoked at ${token.revokedAt}; create a new token in the console`)
+  if (token.revokedAt) throw unauthorized(`token ${token.id} was revoked at ${token.revokedAt}; ask the service operator for a new token`)
   if (token.expiresAt && Date.parse(token.expiresAt) <= nowMs) {
-    throw unauthorized(`token ${token.id} expired at ${token.expiresAt}; create a new token in the console`)
+    throw unauthorized(`token ${token.id} expired at ${token.expiresAt}; ask the service operator for a new token`)
   }
   const company: CompanyRecord | undefined = readStore(() => deps.companies.get(token.companyId))
   // A token whose company is gone is as dead as a revoked one.
-  if (!company) throw unauthorized(`token ${token.id} belongs to no existing company; create a new token in the console`)
+  if (!company) throw unauthorized(`token ${token.id} belongs to no existing company; ask the service operator for a new token`)
 
   // 3. The certificate is the one bound to the token's company.
   const mismatch = certificateMismatch(company, cert)
