@@ -84,3 +84,14 @@ t.test('a command on a folder that was never initialized exits 1 and says to run
     t.match(r.err, /is not an epx data folder \(no epx\.config\.json\); run `epx init --data .*` first/)
   }
 })
+
+t.test('--data DIR works before or after the command, and as --data=DIR', async t => {
+  const { runCli } = await import('../../src/cli/main.ts')
+  const seen: string[] = []
+  const io = { out: (l: string) => seen.push(l), err: (l: string) => seen.push(l) }
+  for (const argv of [['--data', dir, 'company', 'list'], ['company', 'list', '--data', dir], [`--data=${dir}`, 'company', 'list']]) {
+    seen.length = 0
+    t.equal(await runCli(argv, io), 1, argv.join(' '))
+    t.match(seen.join('\n'), `${dir} is not an epx data folder`, 'the folder given is the one used')
+  }
+})
