@@ -1,0 +1,97 @@
+/**
+ * Host needs → Besoins_Agreges document: the one place where the solver's camelCase
+ * becomes the contract's wire names (STYLE.md §2, one file per direction).
+ * @module
+ */
+import type { Coverage, Site, SiteNeeds } from '../host/contract.ts'
+import {
+  BESOINS_SCHEMA_VERSION, BESOINS_SLOT_SECS, BESOINS_TYPE,
+  type BesoinsAgreges, type JalonBesoin, type PuissanceDisponible,
+} from '../contract/besoins-agreges.ts'
+import { formatUtcInstant, parseUtcInstant } from '../contract/instants.ts'
+import { QUARTER_HOUR_MS } from '../contract/paris-day.ts'
+
+/** A document without its emission time: `emitted_at` is the revision store's to decide. */
+export type BesoinsDraft = Omit<BesoinsAgreges, 'emitted_at'>
+
+/** Thrown for needs the contract cannot carry; the run reports the site as failed. */
+export class NeedsShapeError extends Error {
+  override name = 'NeedsShapeError'
+}
+
+/**
+ * Slot boundaries of a coverage, computed once per target date and shared by every
+ * site of a run (10,000 sites reuse the same 92/96/100 strings).
+ */
+export function slotBoundaries (coverage: Coverage): readonly string[] {
+  const start = parseUtcInstant(coverage.startUtc)!
+  const out = new Array<string>(coverage.slots + 1)
+  for (let i = 0; i <= coverage.slots; i++) out[i] = formatUtcInstant(start + i * QUARTER_HOUR_MS)
+  return out
+}
+
+/** One site's document for one Paris day (one site per document: the pair is the storage key). */
+export function buildBesoins (args: {
+  site: Site
+  needs: SiteNeeds
+  coverage: Coverage
+  emittedBy: string
+  boundaries?: readonly string[]
+}): BesoinsDraft {
+  const { site, needs, coverage } = args
+  const bounds = args.boundaries ?? slotBoundaries(coverage)
+  const power = needs.availablePowerKw
+  // DECISIONS.md "Besoins_Agreges publication": one slot per quarter-hour of the coverage.
+  if (!Array.isArray(power) || power.length !== coverage.slots) {
+    throw new NeedsShapeError(`solver gave ${Array.isArray(power) ? power.length : 'no'} available-power slots, the day has ${coverage.slots}`)
+  }
+  const puissance = new Array<PuissanceDisponible>(coverage.slots)
+  for (let i = 0; i < coverage.slots; i++) {
+    const kw = power[i]!
+    if (!Number.isFinite(kw)) throw new NeedsShapeError(`available power of slot ${i} is not a finite number`)
+    puissance[i] = { debut_utc: bounds[i]!, fin_utc: bounds[i + 1]!, p_max_kw: kw }
+  }
+  const jalons: JalonBesoin[] = needs.milestones.map((m, i) => ({
+    debut_utc: wireInstant(m.startUtc, `milestone ${i} start`),
+    deadline_utc: wireInstant(m.deadlineUtc, `milestone ${i} deadline`),
+    valeur_kwh: finite(m.energyKwh, `milestone ${i} energy`),
+    puissance_kW: finite(m.powerKw, `milestone ${i} power`),
+  }))
+  return {
+    schema_version: BESOINS_SCHEMA_VERSION,
+    type: BESOINS_TYPE,
+    emitted_by: args.emittedBy,
+    target_date: coverage.targetDate,
+    coverage_start_utc: coverage.startUtc,
+    coverage_end_utc: coverage.endUtc,
+    slot_duration_secs: BESOINS_SLOT_SECS,
+    sites: [{ site_id: site.site_id, site_name: site.site_name, jalons_besoin: jalons, puissance_disponible: puissance }],
+  }
+}
+
+/** The draft with its emission time, fields in contract order (the serializer orders them anyway). */
+export function withEmittedAt (draft: BesoinsDraft, emittedAt: string): BesoinsAgreges {
+  return {
+    schema_version: draft.schema_version,
+    type: draft.type,
+    emitted_by: draft.emitted_by,
+    emitted_at: emittedAt,
+    target_date: draft.target_date,
+    coverage_start_utc: draft.coverage_start_utc,
+    coverage_end_utc: draft.coverage_end_utc,
+    slot_duration_secs: draft.slot_duration_secs,
+    sites: draft.sites,
+  }
+}
+
+// DECISIONS.md "Time": every instant on the wire is UTC with `Z`; normalise the host's spelling.
+function wireInstant (text: string, what: string): string {
+  const ms = parseUtcInstant(text)
+  if (ms === undefined) throw new NeedsShapeError(`${what} is not an ISO 8601 UTC instant: ${String(text)}`)
+  return formatUtcInstant(ms)
+}
+
+function finite (n: number, what: string): number {
+  if (!Number.isFinite(n)) throw new NeedsShapeError(`${what} is not a finite number`)
+  return n
+}
