@@ -46,7 +46,12 @@ export function openStore (path: string, opts: OpenStoreOptions = {}): Store {
   try {
     mkdirSync(path, { recursive: true })
     // lmdb-js treats a path with an extension (`epx.lmdb`) as a file unless told otherwise.
-    root = open({ path, noSubdir: false, maxDbs: 32, mapSize: opts.mapSizeBytes, compression: false })
+    // eventTurnBatching off: with it on, a failed commit (disk full) rejects a promise
+    // lmdb-js creates for its batch start and drops, an unhandled rejection that ends a
+    // Node 20 host (DECISIONS.md "Robustness"). Writes of one turn still share a commit.
+    root = open({
+      path, noSubdir: false, maxDbs: 32, mapSize: opts.mapSizeBytes, compression: false, eventTurnBatching: false,
+    })
   } catch (err) {
     throw new EpxError('EPX_STORE_OPEN_FAILED', [path, (err as Error).message], { cause: err })
   }
@@ -84,10 +89,15 @@ export function openStore (path: string, opts: OpenStoreOptions = {}): Store {
     async writeDurable<T> (fn: () => T): Promise<T> {
       guard()
       try {
-        const result = await root.transaction(fn)
+        // childTransaction, not transaction: lmdb-js commits what a throwing
+        // `transaction` callback wrote before it threw; a child transaction is aborted.
+        const result = await root.childTransaction(fn)
         await root.flushed
         return result
       } catch (err) {
+        // A failed commit also rejects a promise shared by its writes (`commitError`);
+        // handle it here or it kills the host as an unhandled rejection.
+        ;(err as { commitError?: Promise<unknown> } | undefined)?.commitError?.catch(() => {})
         throw new EpxError('NO_STORE', [], { cause: err, headers: { 'retry-after': '5' } })
       }
     },
