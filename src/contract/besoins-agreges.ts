@@ -47,7 +47,13 @@ export interface BesoinsAgreges {
   sites: BesoinsSite[]
 }
 
-const instant = { type: 'string' } as const
+/**
+ * Instants and ids are written by epx itself (`formatUtcInstant`, checked PRM and
+ * dates), never free text, so they skip JSON escaping (`format: 'unsafe'`): escaping
+ * checks were a fifth of the serializer's time for 10,000 sites (issue 5).
+ * Free text (`emitted_by`, `site_name`) is always escaped.
+ */
+const instant = { type: 'string', format: 'unsafe' } as const
 
 /** The document schema; `properties` order IS the wire order (contract §2.1). */
 export const besoinsAgregesSchema = {
@@ -62,7 +68,7 @@ export const besoinsAgregesSchema = {
     type: { type: 'string', const: BESOINS_TYPE },
     emitted_by: { type: 'string', minLength: 1 },
     emitted_at: instant,
-    target_date: { type: 'string', pattern: '^[0-9]{4}-[0-9]{2}-[0-9]{2}$' },
+    target_date: { type: 'string', format: 'unsafe', pattern: '^[0-9]{4}-[0-9]{2}-[0-9]{2}$' },
     coverage_start_utc: instant,
     coverage_end_utc: instant,
     slot_duration_secs: { type: 'integer' },
@@ -73,7 +79,7 @@ export const besoinsAgregesSchema = {
         additionalProperties: false,
         required: ['site_id', 'site_name', 'jalons_besoin', 'puissance_disponible'],
         properties: {
-          site_id: { type: 'string', pattern: PRM_PATTERN },
+          site_id: { type: 'string', format: 'unsafe', pattern: PRM_PATTERN },
           site_name: { type: 'string' },
           jalons_besoin: {
             type: 'array',

@@ -9,6 +9,7 @@ import {
   type BesoinsAgreges, type JalonBesoin, type PuissanceDisponible,
 } from '../contract/besoins-agreges.ts'
 import { formatUtcInstant, parseUtcInstant } from '../contract/instants.ts'
+import { isPrm } from '../contract/ids.ts'
 import { QUARTER_HOUR_MS } from '../contract/paris-day.ts'
 
 /** A document without its emission time: `emitted_at` is the revision store's to decide. */
@@ -39,6 +40,9 @@ export function buildBesoins (args: {
   boundaries?: readonly string[]
 }): BesoinsDraft {
   const { site, needs, coverage } = args
+  // The serializer writes site_id unescaped: only a PRM id may reach it.
+  if (!isPrm(site.site_id)) throw new NeedsShapeError(`site id is not PRM followed by 14 digits: ${String(site.site_id).slice(0, 40)}`)
+  if (typeof site.site_name !== 'string') throw new NeedsShapeError('site name is not a string')
   const bounds = args.boundaries ?? slotBoundaries(coverage)
   const power = needs.availablePowerKw
   // DECISIONS.md "Besoins_Agreges publication": one slot per quarter-hour of the coverage.
@@ -87,7 +91,9 @@ export function withEmittedAt (draft: BesoinsDraft, emittedAt: string): BesoinsA
 // DECISIONS.md "Time": every instant on the wire is UTC with `Z`; normalise the host's spelling.
 function wireInstant (text: string, what: string): string {
   const ms = parseUtcInstant(text)
-  if (ms === undefined) throw new NeedsShapeError(`${what} is not an ISO 8601 UTC instant: ${String(text)}`)
+  if (ms === undefined) throw new NeedsShapeError(`${what} is not an ISO 8601 UTC instant: ${String(text).slice(0, 40)}`)
+  // Already canonical (`…:00Z`, or `….250Z` with non-zero milliseconds): keep the string.
+  if (text.length === 20 || (text.length === 24 && ms % 1000 !== 0)) return text
   return formatUtcInstant(ms)
 }
 

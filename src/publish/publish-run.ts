@@ -42,9 +42,9 @@ export interface Publisher {
   close(): Promise<void>
 }
 
-const DEFAULTS = { chunkSize: 200, retries: 2, retryDelayMs: 1000, needsTimeoutMs: 30_000 }
+const DEFAULTS = { chunkSize: 64, retries: 2, retryDelayMs: 1000, needsTimeoutMs: 30_000 }
 /** Chunks whose transaction may still be committing while the next chunk is built. */
-const MAX_WRITES_IN_FLIGHT = 3
+const MAX_WRITES_IN_FLIGHT = 8
 /** Failed sites logged one by one, then only counted (a dead solver must not flood the log). */
 const MAX_LOGGED_FAILURES = 20
 

@@ -4,7 +4,7 @@
  * 304 is answered from without reading the document, and retention.
  * @module
  */
-import { createHash } from 'node:crypto'
+import * as crypto from 'node:crypto'
 import type { Store } from './open-store.ts'
 import { formatUtcInstant, httpDate } from '../contract/instants.ts'
 
@@ -37,8 +37,13 @@ const PRUNE_CHUNK = 500
 
 /** `W/"` + 160 bits of the SHA-256 of the bytes in base64url + `"`. */
 export function etagOf (bytes: Uint8Array): string {
-  return `W/"${createHash('sha256').update(bytes).digest('base64url').slice(0, 27)}"`
+  return `W/"${sha256(bytes).slice(0, 27)}"`
 }
+
+// One-shot crypto.hash (node >= 20.12) is twice as fast as a Hash object for 9 KB.
+const sha256: (b: Uint8Array) => string = typeof crypto.hash === 'function'
+  ? b => crypto.hash('sha256', b, 'base64url')
+  : b => crypto.createHash('sha256').update(b).digest('base64url')
 
 /**
  * The emission time of the next revision of a pair: strictly later than the previous
@@ -59,13 +64,15 @@ export function openRevisions (store: Store, opts: { retentionDays: number }) {
   const expiry = store.db<number>('revision-expiry')
   const retentionMs = opts.retentionDays * 86_400_000
 
+  // A run publishes its sites at the same instant: format it once, not once per site.
+  let stamp = { ms: NaN, iso: '', http: '' }
   const prepare = (d: RevisionDraft, previousMs: number | undefined, nowMs: number) => {
     const emittedAtMs = nextEmittedAtMs(previousMs, nowMs)
-    const emittedAt = formatUtcInstant(emittedAtMs)
-    const bytes = Buffer.from(d.render(emittedAt), 'utf8')
+    if (stamp.ms !== emittedAtMs) stamp = { ms: emittedAtMs, iso: formatUtcInstant(emittedAtMs), http: httpDate(emittedAtMs) }
+    const bytes = Buffer.from(d.render(stamp.iso), 'utf8')
     const meta: RevisionMeta = {
-      siteId: d.siteId, targetDate: d.targetDate, emittedAt, emittedAtMs,
-      etag: etagOf(bytes), lastModified: httpDate(emittedAtMs), size: bytes.length,
+      siteId: d.siteId, targetDate: d.targetDate, emittedAt: stamp.iso, emittedAtMs,
+      etag: etagOf(bytes), lastModified: stamp.http, size: bytes.length,
     }
     return { meta, bytes }
   }
