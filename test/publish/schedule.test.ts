@@ -1,0 +1,152 @@
+import { join } from 'node:path'
+import t, { type Test } from 'tap'
+import cron from 'node-cron'
+import type { Logger, Site, SolverPort } from '../../src/host/contract.ts'
+import { openStore } from '../../src/store/open-store.ts'
+import { openRevisions } from '../../src/store/revisions.ts'
+import { createPublisher } from '../../src/publish/publish-run.ts'
+import { catchUp, firedEarlierToday, startSchedule, targetDatesFor } from '../../src/publish/schedule.ts'
+
+const PARIS = 'Europe/Paris'
+const at = (iso: string) => new Date(iso)
+
+t.test('across a week, the daily run publishes D+1 and the weekend run the coming weekend', async t => {
+  // Monday 2026-11-16 … Sunday 2026-11-22, each at 08:00 Paris (07:00Z in winter).
+  const week = [
+    ['2026-11-16', ['2026-11-17'], ['2026-11-21', '2026-11-22']],
+    ['2026-11-17', ['2026-11-18'], ['2026-11-21', '2026-11-22']],
+    ['2026-11-18', ['2026-11-19'], ['2026-11-21', '2026-11-22']],
+    ['2026-11-19', ['2026-11-20'], ['2026-11-21', '2026-11-22']],
+    ['2026-11-20', ['2026-11-21'], ['2026-11-21', '2026-11-22']],   // Friday: D+1 and D+2
+    ['2026-11-21', ['2026-11-22'], ['2026-11-22']],
+    ['2026-11-22', ['2026-11-23'], ['2026-11-28', '2026-11-29']],
+  ] as const
+  for (const [day, daily, weekend] of week) {
+    t.same(targetDatesFor('daily', at(`${day}T07:00:00Z`)), daily, `daily on ${day}`)
+    t.same(targetDatesFor('weekend', at(`${day}T07:00:00Z`)), weekend, `weekend run on ${day}`)
+  }
+})
+
+t.test('across the autumn DST change (Sunday 2026-10-25), target dates follow Paris days', async t => {
+  t.same(targetDatesFor('weekend', at('2026-10-23T06:00:00Z')), ['2026-10-24', '2026-10-25'], 'Friday 08:00 CEST: Saturday and the 25-hour Sunday')
+  t.same(targetDatesFor('daily', at('2026-10-23T06:00:00Z')), ['2026-10-24'])
+  t.same(targetDatesFor('daily', at('2026-10-24T06:00:00Z')), ['2026-10-25'], 'Saturday 08:00 CEST')
+  t.same(targetDatesFor('daily', at('2026-10-25T07:00:00Z')), ['2026-10-26'], 'Sunday 08:00 CET')
+  t.same(targetDatesFor('daily', at('2026-10-24T21:59:59Z')), ['2026-10-25'], '23:59:59 CEST on Saturday is still Saturday')
+  t.same(targetDatesFor('daily', at('2026-10-24T22:00:00Z')), ['2026-10-26'], '00:00 on Sunday is Sunday')
+  t.same(targetDatesFor('daily', at('2026-10-25T22:59:59Z')), ['2026-10-26'], '23:59:59 CET on Sunday is still Sunday')
+})
+
+t.test('across the spring DST change (Sunday 2027-03-28), target dates follow Paris days', async t => {
+  t.same(targetDatesFor('weekend', at('2027-03-26T07:00:00Z')), ['2027-03-27', '2027-03-28'], 'Friday 08:00 CET: Saturday and the 23-hour Sunday')
+  t.same(targetDatesFor('daily', at('2027-03-27T07:00:00Z')), ['2027-03-28'], 'Saturday 08:00 CET')
+  t.same(targetDatesFor('daily', at('2027-03-28T06:00:00Z')), ['2027-03-29'], 'Sunday 08:00 CEST')
+  t.same(targetDatesFor('daily', at('2027-03-27T23:00:00Z')), ['2027-03-29'], '00:00 CET on Sunday is Sunday')
+  t.same(targetDatesFor('daily', at('2027-03-28T21:59:59Z')), ['2027-03-29'], '23:59:59 CEST on Sunday is still Sunday')
+})
+
+t.test("a schedule's run of today is due once its Paris time has passed, DST days included", async t => {
+  const daily = '0 8 * * *'
+  t.notOk(firedEarlierToday(daily, PARIS, at('2026-11-20T06:59:59Z')), '07:59:59 Paris')
+  t.ok(firedEarlierToday(daily, PARIS, at('2026-11-20T07:00:00Z')), '08:00:00 Paris')
+  t.ok(firedEarlierToday(daily, PARIS, at('2026-11-20T22:59:59Z')), '23:59:59 Paris')
+  t.notOk(firedEarlierToday(daily, PARIS, at('2026-10-25T06:59:59Z')), 'autumn Sunday 07:59:59 CET')
+  t.ok(firedEarlierToday(daily, PARIS, at('2026-10-25T07:00:00Z')), 'autumn Sunday 08:00 CET')
+  t.notOk(firedEarlierToday(daily, PARIS, at('2027-03-28T05:59:59Z')), 'spring Sunday 07:59:59 CEST')
+  t.ok(firedEarlierToday(daily, PARIS, at('2027-03-28T06:00:00Z')), 'spring Sunday 08:00 CEST')
+  t.notOk(firedEarlierToday('0 8 * * 5', PARIS, at('2026-11-19T10:00:00Z')), 'the weekend run is not due on Thursday')
+  t.ok(firedEarlierToday('0 8 * * 5', PARIS, at('2026-11-20T10:00:00Z')), 'it is on Friday after 08:00')
+  t.ok(firedEarlierToday('30 7 * * 0', PARIS, at('2026-11-22T07:00:00Z')), 'Sunday as day 0')
+  t.ok(firedEarlierToday('30 7 * * 7', PARIS, at('2026-11-22T07:00:00Z')), 'Sunday as day 7')
+})
+
+const prm = (i: number) => `PRM${String(i).padStart(14, '0')}`
+const silent: Logger = { debug () {}, info () {}, warn () {}, error () {}, child: () => silent }
+
+function setup (t: Test, now: string) {
+  const store = openStore(join(t.testdir(), 'store'))
+  t.teardown(() => store.close())
+  const revisions = openRevisions(store, { retentionDays: 90 })
+  const sites: Site[] = [1, 2, 3].map(i => ({ site_id: prm(i), site_name: `S${i}` }))
+  const calls: string[] = []
+  const solver: SolverPort = {
+    async sites () { return sites },
+    async needs (siteId, c) { calls.push(`${siteId}/${c.targetDate}`); return { milestones: [], availablePowerKw: new Array(c.slots).fill(5) } },
+    enqueueNextCycle () {},
+    onCycleApplied () { return () => {} },
+  }
+  const clock = { now: () => new Date(now) }
+  const publisher = createPublisher({ solver, revisions, clock, log: silent, emittedBy: 'epx', retryDelayMs: 1 })
+  t.teardown(() => publisher.close())
+  const config = { dailyCron: '0 8 * * *', weekendCron: '0 8 * * 5', timezone: PARIS, emittedBy: 'epx', schedule: true, retentionDays: 90 }
+  return { revisions, solver, clock, publisher, calls, config, opts: { config, publisher, revisions, solver, clock, log: silent } }
+}
+
+t.test('catch-up after a missed run: on Friday at 09:00 with nothing published, Saturday and Sunday are published once each', async t => {
+  const { opts, revisions, calls } = setup(t, '2026-11-20T08:00:00Z')
+  await catchUp(opts)
+  for (const i of [1, 2, 3]) {
+    t.equal(revisions.list(prm(i), '2026-11-21').length, 1, `Saturday, site ${i}`)
+    t.equal(revisions.list(prm(i), '2026-11-22').length, 1, `Sunday, site ${i}`)
+  }
+  t.equal(calls.length, 6)
+})
+
+t.test('catch-up publishes D+1 only for the sites that have no revision of it', async t => {
+  const { opts, revisions, publisher, calls } = setup(t, '2026-11-18T12:00:00Z')
+  await publisher.publish({ targetDate: '2026-11-19', siteIds: [prm(2)] })
+  calls.length = 0
+  await catchUp(opts)
+  t.same(calls.sort(), [`${prm(1)}/2026-11-19`, `${prm(3)}/2026-11-19`])
+  t.equal(revisions.list(prm(2), '2026-11-19').length, 1, 'the published site got no new revision')
+  calls.length = 0
+  await catchUp(opts)
+  t.same(calls, [], 'a second start publishes nothing')
+})
+
+t.test('no catch-up before the day\'s run time: the schedule will publish', async t => {
+  const { opts, calls } = setup(t, '2026-11-18T06:59:00Z')
+  await catchUp(opts)
+  t.same(calls, [])
+})
+
+t.test('the schedule catches up on start and stop() leaves no cron task behind', async t => {
+  const { opts, revisions } = setup(t, '2026-11-18T12:00:00Z')
+  const before = cron.getTasks().size
+  const schedule = startSchedule(opts)
+  t.equal(cron.getTasks().size, before + 2, 'the daily and the weekend tasks')
+  const names = [...cron.getTasks().values()].map(task => task.name)
+  t.ok(names.includes('epx-publish-daily') && names.includes('epx-publish-weekend'))
+  t.ok([...cron.getTasks().values()].every(task => !task.name?.startsWith('epx-') || task.getNextRun()!.toISOString().endsWith(':00:00.000Z')), 'next runs are on the hour')
+  await schedule.caughtUp
+  t.ok(revisions.latest(prm(1), '2026-11-19'), 'D+1 was caught up')
+  await schedule.stop()
+  t.equal(cron.getTasks().size, before)
+  await schedule.stop()   // idempotent
+})
+
+t.test('an invalid cron expression refuses to start with EPX_CONFIG_INVALID', async t => {
+  const { opts } = setup(t, '2026-11-18T06:00:00Z')
+  const before = cron.getTasks().size
+  t.throws(() => startSchedule({ ...opts, config: { ...opts.config, weekendCron: '99 99 * * *' } }), { code: 'EPX_CONFIG_INVALID' })
+  t.equal(cron.getTasks().size, before, 'the daily task made before it was destroyed')
+})
+
+t.test('on Friday at 08:00 the daily and weekend runs fire together: Saturday and Sunday get one revision each', async t => {
+  const { opts, revisions, calls } = setup(t, '2026-11-20T07:00:00Z')
+  let now = new Date('2026-11-20T06:59:00Z')
+  const before = new Set(cron.getTasks().values())
+  const schedule = startSchedule({ ...opts, clock: { now: () => now } })
+  await schedule.caughtUp
+  t.same(calls, [], '07:59 Paris: nothing due yet')
+  // Fire both tasks as node-cron does at 08:00 Paris.
+  now = new Date('2026-11-20T07:00:00Z')
+  const tasks = [...cron.getTasks().values()].filter(task => !before.has(task))
+  t.equal(tasks.length, 2)
+  await Promise.all(tasks.map(task => task.execute()))
+  for (const i of [1, 2, 3]) {
+    t.equal(revisions.list(prm(i), '2026-11-21').length, 1, `Saturday, site ${i}: once`)
+    t.equal(revisions.list(prm(i), '2026-11-22').length, 1, `Sunday, site ${i}: once`)
+  }
+  await schedule.stop()
+})
