@@ -12,7 +12,10 @@ import { openTokens } from './store/tokens.ts'
 import { listenApi } from './http/listener.ts'
 import { inboundRoute } from './http/inbound-route.ts'
 import { outboundRoute } from './http/outbound-route.ts'
-import { EpxError } from './errors.ts'
+import { openRevisions } from './store/revisions.ts'
+import { createPublisher } from './publish/publish-run.ts'
+import { startSchedule } from './publish/schedule.ts'
+import { addDays, parisDateOf } from './contract/paris-day.ts'
 
 const { version } = createRequire(import.meta.url)('../package.json') as { version: string }
 
@@ -49,16 +52,30 @@ export async function createEpx (host: Host, rawConfig: unknown, internals: Inte
     const companies = openCompanies(store)
     const tokens = openTokens(store)
 
-    const routes = [inboundRoute(), outboundRoute()]
+    const revisions = openRevisions(store, { retentionDays: config.publish.retentionDays })
+    const publisher = createPublisher({
+      solver: host.solver, revisions, clock: host.clock, log: log.child({ area: 'publish' }), emittedBy: config.publish.emittedBy,
+    })
+    bin.add(() => publisher.close())
+
+    const routes = [inboundRoute(), outboundRoute({ revisions })]
     const api = await listenApi({ config, dataDir: host.dataDir, log, clock: host.clock, store, companies, tokens, routes })
     bin.add(() => api.close())
+    if (config.publish.schedule) {
+      const schedule = startSchedule({ config: config.publish, publisher, revisions, solver: host.solver, clock: host.clock, log: log.child({ area: 'schedule' }) })
+      bin.add(() => schedule.stop())
+    }
 
     log.info({ url: api.url.href, version }, 'epx activated')
     let closing: Promise<void> | undefined
     return {
       version,
       apiUrl: api.url,
-      async publish () { throw new EpxError('NOT_IMPLEMENTED', ['publish']) },
+      // Default target: tomorrow in Paris by the host clock; default sites: all of them.
+      publish: (request = {}) => publisher.publish({
+        targetDate: request.targetDate ?? addDays(parisDateOf(host.clock.now()), 1),
+        siteIds: request.siteIds,
+      }),
       close () {
         closing ??= bin.dispose().then(() => log.info({}, 'epx closed'))
         return closing

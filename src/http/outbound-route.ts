@@ -1,11 +1,95 @@
 /**
- * GET/HEAD besoins-agreges (placeholder until the outbound exchange lands).
+ * GET/HEAD besoins-agreges (contract §4.1, DECISIONS.md "Outbound"): the latest
+ * revision of a (site_id, target_date) pair, with conditional requests. The door has
+ * authenticated the caller. The bytes and the ETag were made at publication; a 304 is
+ * answered from the small `latest` index without reading the document (issue 5).
  * @module
  */
+import type { IncomingMessage, ServerResponse } from 'node:http'
 import { EpxError } from '../errors.ts'
-import { OUTBOUND_PATH, type Route } from './route.ts'
+import { isPrm } from '../contract/ids.ts'
+import { isCalendarDate } from '../contract/paris-day.ts'
+import type { Revisions } from '../store/revisions.ts'
+import { isNotModified } from './conditional.ts'
+import { OUTBOUND_PATH, type RequestContext, type Route } from './route.ts'
 
-export function outboundRoute (): Route {
-  const notYet = () => { throw new EpxError('NOT_IMPLEMENTED', ['GET besoins-agreges']) }
-  return { path: OUTBOUND_PATH, door: 'outbound', scope: 'outbound:besoins-agreges', methods: { GET: notYet, HEAD: notYet } }
+export interface OutboundDeps {
+  readonly revisions: Revisions
+}
+
+/** Contract §4.1 and §8: the cache lifetime the operator is told. */
+const CACHE_CONTROL = 'private, max-age=60, must-revalidate'
+
+export function outboundRoute (deps: OutboundDeps): Route {
+  const { revisions } = deps
+
+  const serve = (head: boolean) => (req: IncomingMessage, res: ServerResponse, ctx: RequestContext): void => {
+    const { siteId, targetDate } = readQuery(ctx.url)
+    // Read before the perimeter check, so a store outage answers 503 for every site alike.
+    const latest = revisions.latest(siteId, targetDate)
+    // DECISIONS.md "Outbound": outside the perimeter answers exactly as "not published".
+    if (!latest || !inPerimeter(ctx.caller.perimeter, siteId)) throw notPublished(siteId, targetDate)
+
+    const conditional = { ifNoneMatch: req.headers['if-none-match'], ifModifiedSince: req.headers['if-modified-since'] }
+    if (isNotModified(conditional, { etag: latest.etag, lastModifiedMs: latest.emittedAtMs })) {
+      // RFC 9110 §15.4.5: a 304 repeats the validators and Cache-Control, no body.
+      res.writeHead(304, { etag: latest.etag, 'last-modified': latest.lastModified, 'cache-control': CACHE_CONTROL })
+      res.end()
+      return
+    }
+    const bytes = head ? undefined : revisions.bytesOf(latest)
+    // Pruned between the two reads (retention): gone is gone.
+    if (!head && !bytes) throw notPublished(siteId, targetDate)
+    res.writeHead(200, {
+      'content-type': 'application/json',
+      'content-length': latest.size,
+      etag: latest.etag,
+      'last-modified': latest.lastModified,
+      'cache-control': CACHE_CONTROL,
+    })
+    res.end(bytes)
+  }
+
+  return {
+    path: OUTBOUND_PATH,
+    door: 'outbound',
+    scope: 'outbound:besoins-agreges',
+    methods: { GET: serve(false), HEAD: serve(true) },
+  }
+}
+
+/**
+ * Both parameters required, once each; `site_id` PRM + 14 digits, `target_date` a
+ * real date (DECISIONS.md "Outbound"). Every problem is reported at once, as
+ * `invalid_params` by the door.
+ */
+function readQuery (url: URL): { siteId: string; targetDate: string } {
+  const q = url.searchParams
+  const details: Record<string, string> = {}
+  const one = (name: string, valid: (v: string) => boolean, shape: string): string => {
+    const all = q.getAll(name)
+    if (all.length === 0) details[name] = 'required'
+    else if (all.length > 1) details[name] = 'must be given once'
+    else if (!valid(all[0]!)) details[name] = `must be ${shape}`
+    return all[0] ?? ''
+  }
+  const siteId = one('site_id', isPrm, 'PRM followed by 14 digits')
+  const targetDate = one('target_date', isCalendarDate, 'a calendar date YYYY-MM-DD')
+  const names = Object.keys(details)
+  if (names.length) throw new EpxError('INVALID_QUERY', [names.join(', ')], { details })
+  return { siteId, targetDate }
+}
+
+/** Perimeter lists can be long: one Set per list, kept as long as the list lives. */
+const perimeterSets = new WeakMap<readonly string[], Set<string>>()
+
+function inPerimeter (perimeter: 'all' | readonly string[], siteId: string): boolean {
+  if (perimeter === 'all') return true
+  let set = perimeterSets.get(perimeter)
+  if (!set) perimeterSets.set(perimeter, set = new Set(perimeter))
+  return set.has(siteId)
+}
+
+function notPublished (siteId: string, targetDate: string): EpxError {
+  return new EpxError('NOT_PUBLISHED', [siteId, targetDate], { headers: { 'retry-after': '300' } })
 }
