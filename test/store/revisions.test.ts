@@ -1,5 +1,5 @@
 import { join } from 'node:path'
-import t from 'tap'
+import t, { type Test } from 'tap'
 import { openStore } from '../../src/store/open-store.ts'
 import { etagOf, nextEmittedAtMs, openRevisions } from '../../src/store/revisions.ts'
 
@@ -7,7 +7,7 @@ const SITE = 'PRM00000000000001'
 const DAY = '2026-11-22'
 const T0 = Date.parse('2026-11-21T07:00:00.000Z')
 
-function setup (t: Parameters<Parameters<typeof t.test>[1]>[0], retentionDays = 90) {
+function setup (t: Test, retentionDays = 90) {
   const store = openStore(join(t.testdir(), 'store'))
   t.teardown(() => store.close())
   return { store, revisions: openRevisions(store, { retentionDays }) }
