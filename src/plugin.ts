@@ -16,6 +16,10 @@ import { openRevisions } from './store/revisions.ts'
 import { createPublisher } from './publish/publish-run.ts'
 import { startSchedule } from './publish/schedule.ts'
 import { addDays, parisDateOf } from './contract/paris-day.ts'
+import { openInstructions } from './store/instructions.ts'
+import { createEnqueuer } from './apply/enqueue.ts'
+import { receiveProgramme } from './apply/receive-programme.ts'
+import { createProgrammeReader } from './http/read-programme.ts'
 
 const { version } = createRequire(import.meta.url)('../package.json') as { version: string }
 
@@ -58,7 +62,20 @@ export async function createEpx (host: Host, rawConfig: unknown, internals: Inte
     })
     bin.add(() => publisher.close())
 
-    const routes = [inboundRoute(), outboundRoute({ revisions })]
+    const instructions = openInstructions(store)
+    const enqueuer = createEnqueuer({ solver: host.solver, instructions, clock: host.clock, log: log.child({ area: 'inbound' }) })
+    bin.add(() => enqueuer.close())
+    // Before the API listens, so no newer programme can be overtaken by an old one.
+    await enqueuer.requeueEffective()
+    const reader = createProgrammeReader(config.inbound)
+    bin.add(() => reader.close())
+    const inbound = inboundRoute({
+      maxBodyBytes: config.inbound.maxBodyBytes,
+      reader,
+      receive: (batch, at) => receiveProgramme(batch, at, { instructions, enqueuer }),
+    })
+
+    const routes = [inbound, outboundRoute({ revisions })]
     const api = await listenApi({ config, dataDir: host.dataDir, log, clock: host.clock, store, companies, tokens, routes })
     bin.add(() => api.close())
     if (config.publish.schedule) {

@@ -1,0 +1,104 @@
+/**
+ * Instructions → the solver (DECISIONS.md "Inbound"): effective instructions go into the
+ * host's next-cycle queue right after their commit (status `queued`); the cycle's
+ * acknowledgement makes them `applied` with its number; on activation every effective
+ * instruction whose day is not over is queued again, so a solver restart loses nothing.
+ * @module
+ */
+import type { Clock, Logger, SolverInput, SolverPort } from '../host/contract.ts'
+import type { InstructionBatch } from '../contract/instruction.ts'
+import { slotRange } from '../contract/instruction.ts'
+import { parisDateOf } from '../contract/paris-day.ts'
+import type { InstructionRef, Instructions } from '../store/instructions.ts'
+import { instructionPeriods, periodsOf } from './to-constraints.ts'
+
+/** Sites converted per event-loop turn: ~100 periods objects each; the solver shares the loop. */
+const SITES_PER_TURN = 64
+
+export interface EnqueueDeps {
+  readonly solver: SolverPort
+  readonly instructions: Instructions
+  readonly clock: Clock
+  readonly log: Logger
+}
+
+export interface Enqueuer {
+  /** Queues the sites of a saved batch that are (still) effective; resolves once all are queued. */
+  enqueueBatch(batch: InstructionBatch, effective: readonly boolean[]): Promise<void>
+  /** Queues again every effective instruction whose Paris day is not over; resolves to their count. */
+  requeueEffective(): Promise<number>
+  /** Stops listening to the solver's cycles. */
+  close(): void
+}
+
+export function createEnqueuer (deps: EnqueueDeps): Enqueuer {
+  const { solver, instructions, clock, log } = deps
+  const warn = (what: string) => (err: unknown) => log.warn({ err, code: (err as { code?: string })?.code }, what)
+
+  const unsubscribe = solver.onCycleApplied(report => {
+    if (report.inputs.length === 0) return
+    instructions.markApplied(report.inputs, report.cycle, report.at).catch(warn('could not mark instructions applied'))
+  })
+
+  /**
+   * Hands one turn's inputs to the solver and marks them queued in the same turn, so
+   * the write is ordered before any cycle's `applied` for them. The status write is not
+   * awaited: losing `queued` to a crash loses nothing, the restart queues them again.
+   */
+  const hand = (inputs: SolverInput[]): void => {
+    if (inputs.length === 0) return
+    solver.enqueueNextCycle(inputs)
+    const refs: InstructionRef[] = inputs.map(i => ({ instructionId: i.instructionId, siteId: i.siteId }))
+    instructions.markQueued(refs, clock.now().toISOString()).catch(warn('could not mark instructions queued'))
+  }
+
+  /** Still effective now? A newer programme may have committed while we yielded. */
+  const isEffective = (targetDate: string, siteId: string, instructionId: string): boolean =>
+    instructions.effectiveId(targetDate, siteId) === instructionId
+
+  return {
+    async enqueueBatch (batch, effective) {
+      for (let from = 0; from < batch.siteIds.length; from += SITES_PER_TURN) {
+        if (from > 0) await nextTurn()
+        const inputs: SolverInput[] = []
+        for (let i = from; i < Math.min(from + SITES_PER_TURN, batch.siteIds.length); i++) {
+          const siteId = batch.siteIds[i]!
+          if (!effective[i] || !isEffective(batch.targetDate, siteId, batch.instructionId)) continue
+          const [a, b] = slotRange(batch, i)
+          inputs.push({
+            instructionId: batch.instructionId,
+            siteId,
+            targetDate: batch.targetDate,
+            periods: periodsOf(batch.starts, batch.kwh, a, b, batch.slotDurationSecs),
+          })
+        }
+        hand(inputs)
+      }
+    },
+
+    async requeueEffective () {
+      // A day is over once its Paris date is past; collect first, the range is not held across turns.
+      const refs = [...instructions.effectiveFrom(parisDateOf(clock.now()))]
+      let count = 0
+      for (let from = 0; from < refs.length; from += SITES_PER_TURN) {
+        if (from > 0) await nextTurn()
+        const inputs: SolverInput[] = []
+        for (const ref of refs.slice(from, from + SITES_PER_TURN)) {
+          if (!isEffective(ref.targetDate, ref.siteId, ref.instructionId)) continue
+          const stored = instructions.get(ref.instructionId, ref.siteId)
+          if (!stored) continue
+          inputs.push({ instructionId: stored.instructionId, siteId: stored.siteId, targetDate: stored.targetDate, periods: instructionPeriods(stored) })
+        }
+        hand(inputs)
+        count += inputs.length
+      }
+      return count
+    },
+
+    close: unsubscribe,
+  }
+}
+
+function nextTurn (): Promise<void> {
+  return new Promise(resolve => setImmediate(resolve))
+}

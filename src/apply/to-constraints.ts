@@ -1,0 +1,35 @@
+/**
+ * Energy slots → the solver's kW constraints (DECISIONS.md "Inbound", contract §2.2):
+ * `power_kw = energie_kwh * 3600 / slot_duration_secs`; energy > 0 is a floor
+ * (`minKw`), energy = 0 a curtailment (`maxKw = 0`); no slot, no constraint.
+ * @module
+ */
+import type { Period } from '../host/contract.ts'
+import type { Instruction } from '../contract/instruction.ts'
+import { formatUtcInstant } from '../contract/instants.ts'
+
+/** The constant power that delivers `energyKwh` over a slot of `slotDurationSecs`. */
+export function powerKw (energyKwh: number, slotDurationSecs: number): number {
+  return energyKwh * 3600 / slotDurationSecs
+}
+
+/** One slot as a solver period. */
+export function toPeriod (startMs: number, energyKwh: number, slotDurationSecs: number): Period {
+  const startUtc = formatUtcInstant(startMs)
+  const endUtc = formatUtcInstant(startMs + slotDurationSecs * 1000)
+  return energyKwh > 0
+    ? { startUtc, endUtc, minKw: powerKw(energyKwh, slotDurationSecs) }
+    : { startUtc, endUtc, maxKw: 0 }
+}
+
+/** Slots `[from, to)` of parallel arrays (an instruction batch) as periods. */
+export function periodsOf (starts: Float64Array, kwh: Float64Array, from: number, to: number, slotDurationSecs: number): Period[] {
+  const out = new Array<Period>(to - from)
+  for (let k = from; k < to; k++) out[k - from] = toPeriod(starts[k]!, kwh[k]!, slotDurationSecs)
+  return out
+}
+
+/** The periods of a stored instruction. */
+export function instructionPeriods (i: Pick<Instruction, 'slots' | 'slotDurationSecs'>): Period[] {
+  return i.slots.map(([startMs, energyKwh]) => toPeriod(startMs, energyKwh, i.slotDurationSecs))
+}

@@ -1,0 +1,64 @@
+/**
+ * A validated Programme_Soutirage → its instructions, one per site, as a compact batch
+ * (wire names in, internal records out: the one place this direction is converted).
+ * @module
+ */
+import { deriveInstructionId } from '../contract/ids.ts'
+import { formatUtcInstant } from '../contract/instants.ts'
+import {
+  encodeInstruction, instructionHead, type InstructionBatch, type Provenance,
+} from '../contract/instruction.ts'
+import type { ProgrammeSoutirage } from '../contract/programme-soutirage.ts'
+import type { CheckedSlots } from '../contract/programme-rules.ts'
+
+/** Transferable buffers of a batch (for `postMessage`). */
+export function batchTransferList (b: InstructionBatch): ArrayBuffer[] {
+  return [b.records.buffer, b.recordEnds.buffer, b.starts.buffer, b.kwh.buffer, b.slotEnds.buffer] as ArrayBuffer[]
+}
+
+export function toInstructionBatch (p: ProgrammeSoutirage, slots: CheckedSlots, from: Provenance): InstructionBatch {
+  // DECISIONS.md "Inbound": the id derives from the parsed instant, so two spellings
+  // of the same emitted_at give the same instruction.
+  const instructionId = deriveInstructionId(p.target_date, slots.emittedAtMs)
+  const emittedAt = formatUtcInstant(slots.emittedAtMs)
+  const head = instructionHead({
+    instructionId,
+    targetDate: p.target_date,
+    emittedAt,
+    emittedBy: p.emitted_by,
+    receivedAt: from.receivedAt,
+    companyId: from.companyId,
+    tokenId: from.tokenId,
+    certFingerprint256: from.certFingerprint256,
+    slotDurationSecs: p.slot_duration_secs,
+  })
+  const n = p.sites.length
+  const texts = new Array<string>(n)
+  const recordEnds = new Uint32Array(n)
+  let bytes = 0
+  for (let i = 0; i < n; i++) {
+    const site = p.sites[i]!
+    const from = i === 0 ? 0 : slots.slotEnds[i - 1]!
+    const text = encodeInstruction(head, site.site_id, site.site_name ?? '', slots.starts, slots.kwh, from, slots.slotEnds[i]!)
+    texts[i] = text
+    bytes += Buffer.byteLength(text)
+    recordEnds[i] = bytes
+  }
+  // Its own ArrayBuffer (never a slice of node's pool), so it can be transferred.
+  const records = Buffer.allocUnsafeSlow(bytes)
+  let at = 0
+  for (const text of texts) at += records.write(text, at)
+  return {
+    instructionId,
+    targetDate: p.target_date,
+    emittedAt,
+    emittedAtMs: slots.emittedAtMs,
+    slotDurationSecs: p.slot_duration_secs,
+    siteIds: p.sites.map(s => s.site_id),
+    records,
+    recordEnds,
+    starts: slots.starts,
+    kwh: slots.kwh,
+    slotEnds: slots.slotEnds,
+  }
+}

@@ -1,0 +1,109 @@
+/**
+ * The inbound validator and the 202 serializer, compiled once (at activation, and once
+ * in the parsing worker): ajv with allErrors for the per-field schema, then the
+ * cross-field rules, every violation as `{ RFC 6901 pointer: message }`.
+ * @module
+ */
+import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv'
+import fastJson from 'fast-json-stringify'
+import {
+  programmeFormats, programmeSoutirageSchema, type ProgrammeSoutirage,
+} from './programme-soutirage.ts'
+import { checkProgrammeRules, Details, type CheckedSlots, type RuleOptions } from './programme-rules.ts'
+
+export interface ValidatorOptions {
+  readonly maxSites: number
+}
+
+export type Validated =
+  | { readonly ok: true; readonly programme: ProgrammeSoutirage; readonly slots: CheckedSlots }
+  | { readonly ok: false; readonly details: Record<string, string> }
+
+export type ProgrammeValidator = (body: unknown, rules: RuleOptions) => Validated
+
+export function compileProgrammeValidator (opts: ValidatorOptions): ProgrammeValidator {
+  // verbose: failing errors carry their schema, where the `fix` message is.
+  const ajv = new Ajv({ allErrors: true, strict: true, verbose: true })
+  ajv.addKeyword({ keyword: 'fix', schemaType: ['string', 'object'] })
+  for (const [name, f] of Object.entries(programmeFormats)) ajv.addFormat(name, { type: 'string', validate: f.validate })
+  const validate = ajv.compile(programmeSoutirageSchema({ maxSites: opts.maxSites }))
+
+  return (body, rules) => {
+    const details = new Details()
+    if (!validate(body)) addSchemaErrors(validate, details)
+    const slots = details.full ? undefined : checkProgrammeRules(body, rules, details)
+    if (details.size > 0 || !slots) return { ok: false, details: details.toObject() }
+    return { ok: true, programme: body as ProgrammeSoutirage, slots }
+  }
+}
+
+function addSchemaErrors (validate: ValidateFunction, details: Details): void {
+  for (const e of validate.errors ?? []) {
+    if (details.full) return
+    if (e.keyword === 'required') {
+      const missing = (e.params as { missingProperty: string }).missingProperty
+      const fix = fixOf((e.parentSchema as { properties?: Record<string, unknown> }).properties?.[missing], e)
+      details.add(`${e.instancePath}/${escapePointer(missing)}`, fix.startsWith('is required') ? fix : `is required; ${fix}`)
+    } else if (e.keyword === 'format') {
+      const f = programmeFormats[(e.params as { format: string }).format]!
+      details.add(e.instancePath, f.explain(String(e.data)))
+    } else {
+      details.add(e.instancePath, `${fixOf(e.parentSchema, e).replace(/^is required: /, 'must be ')}; got ${describe(e.data)}`)
+    }
+  }
+}
+
+/** The `fix` annotation of a schema for this error's keyword, or ajv's own text. */
+function fixOf (schema: unknown, e: ErrorObject): string {
+  const fix = (schema as { fix?: string | Record<string, string> } | undefined)?.fix
+  if (typeof fix === 'string') return fix
+  if (fix) return fix[e.keyword] ?? fix['*'] ?? e.message ?? 'is invalid'
+  return e.message ?? 'is invalid'
+}
+
+/** What the sender sent, short: a primitive as JSON, else its kind. */
+function describe (data: unknown): string {
+  if (data === null || typeof data !== 'object') {
+    // JSON.parse reads 1e400 as Infinity, which JSON.stringify would print as null.
+    const text = typeof data === 'number' ? String(data) : JSON.stringify(data) ?? String(data)
+    return text.length > 40 ? text.slice(0, 40) + '…' : text
+  }
+  if (!Array.isArray(data)) return 'an object'
+  return data.length === 0 ? 'an empty array' : `an array of ${data.length}`
+}
+
+/** RFC 6901 §3: `~` is `~0`, `/` is `~1`. */
+export function escapePointer (token: string): string {
+  return token.replace(/~/g, '~0').replace(/\//g, '~1')
+}
+
+/** The 202 body (contract §4.2), fields in the contract's order. */
+export interface Receipt {
+  status: 'received'
+  count: number
+  instructions: Array<{ instruction_id: string; site_id: string; periods_count: number }>
+  message: string
+}
+
+export const serializeReceipt: (r: Receipt) => string = fastJson({
+  title: 'Programme_Soutirage receipt',
+  type: 'object',
+  required: ['status', 'count', 'instructions', 'message'],
+  properties: {
+    status: { type: 'string' },
+    count: { type: 'integer' },
+    instructions: {
+      type: 'array',
+      items: {
+        type: 'object',
+        required: ['instruction_id', 'site_id', 'periods_count'],
+        properties: {
+          instruction_id: { type: 'string' },
+          site_id: { type: 'string' },
+          periods_count: { type: 'integer' },
+        },
+      },
+    },
+    message: { type: 'string' },
+  },
+})

@@ -1,0 +1,147 @@
+/**
+ * The rules of a Programme_Soutirage that a per-field schema cannot state (DECISIONS.md
+ * "Inbound"): unique sites, the caller's perimeter, slot length, the target day's
+ * Europe/Paris coverage, order without overlap, and (by configuration) no gaps. Each
+ * rule is stated once, below; violations are collected as `{ JSON Pointer: message }`.
+ * @module
+ */
+import { coverageOf, QUARTER_HOUR_MS } from './paris-day.ts'
+import { formatUtcInstant, parseUtcInstant } from './instants.ts'
+import { isPrm } from './ids.ts'
+
+/** DECISIONS.md "Inbound": at most 100 violations are reported. */
+export const MAX_DETAILS = 100
+
+/** Violations keyed by RFC 6901 JSON Pointer; the first message at a pointer wins. */
+export class Details {
+  readonly #map = new Map<string, string>()
+  get size (): number { return this.#map.size }
+  get full (): boolean { return this.#map.size >= MAX_DETAILS }
+  add (pointer: string, message: string): void {
+    if (!this.full && !this.#map.has(pointer)) this.#map.set(pointer, message)
+  }
+  toObject (): Record<string, string> {
+    // A null-prototype object: a pointer such as "/__proto__" stays a plain key.
+    const out: Record<string, string> = Object.create(null)
+    for (const [k, v] of this.#map) out[k] = v
+    return out
+  }
+}
+
+export interface RuleOptions {
+  /** Whether the caller may program this site (its perimeter). */
+  readonly allowed: (siteId: string) => boolean
+  /** `inbound.requireContiguous`: gaps between slots are rejected too. */
+  readonly requireContiguous: boolean
+}
+
+/** The slots of a programme read while checking it, for the instructions to be built from. */
+export interface CheckedSlots {
+  readonly emittedAtMs: number
+  /** All slots of all sites in body order: start instant (ms since the epoch), energy (kWh). */
+  readonly starts: Float64Array
+  readonly kwh: Float64Array
+  /** Site i's slots are `[slotEnds[i - 1] ?? 0, slotEnds[i])`. */
+  readonly slotEnds: Uint32Array
+}
+
+type Obj = Record<string, unknown>
+const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v)
+
+/**
+ * Adds every cross-field violation of `body` to `details`. It reads the body
+ * defensively: a field the schema refuses is skipped here, so each problem is
+ * reported once, where it is. Returns the slots (meaningful only when no violation).
+ */
+export function checkProgrammeRules (body: unknown, opts: RuleOptions, details: Details): CheckedSlots | undefined {
+  if (!isObj(body) || !Array.isArray(body.sites)) return undefined
+  const sites = body.sites as unknown[]
+  const duration = body.slot_duration_secs
+  const durationMs = Number.isInteger(duration) && (duration as number) > 0 && (duration as number) % 900 === 0
+    ? (duration as number) * 1000
+    : undefined
+  const day = dayOf(body.target_date)
+
+  let total = 0
+  for (const site of sites) if (isObj(site) && Array.isArray(site.energie_programmee)) total += site.energie_programmee.length
+  const starts = new Float64Array(total)
+  const kwh = new Float64Array(total)
+  const slotEnds = new Uint32Array(sites.length)
+  const firstIndexOf = new Map<string, number>()
+  let n = 0
+
+  for (let i = 0; i < sites.length && !details.full; i++) {
+    const site = sites[i]
+    slotEnds[i] = n
+    if (!isObj(site)) continue
+    const at = `/sites/${i}`
+    const id = site.site_id
+    if (isPrm(id)) {
+      const first = firstIndexOf.get(id)
+      if (first !== undefined) {
+        details.add(`${at}/site_id`, `site ${id} appears twice (also at /sites/${first}); send each site once per programme`)
+      } else {
+        firstIndexOf.set(id, i)
+        // 400, not 403: the contract's inbound codes stay those of §7.2 (DECISIONS.md).
+        if (!opts.allowed(id)) {
+          details.add(`${at}/site_id`, `site ${id} is outside your company's perimeter; remove it, or ask the service to add it to your perimeter`)
+        }
+      }
+    }
+    const slots = site.energie_programmee
+    if (!Array.isArray(slots)) continue
+    let prevEnd: number | undefined   // end of the previous slot that could be read
+    for (let j = 0; j < slots.length && !details.full; j++) {
+      const slot = slots[j]
+      if (!isObj(slot)) continue
+      const p = `${at}/energie_programmee/${j}`
+      const start = parseUtcInstant(slot.debut_utc)
+      const end = parseUtcInstant(slot.fin_utc)
+      if (typeof slot.energie_kwh === 'number') { starts[n] = start ?? NaN; kwh[n] = slot.energie_kwh }
+      n++
+      // Misaligned or unreadable instants are the schema's to report.
+      if (start === undefined || end === undefined || start % QUARTER_HOUR_MS !== 0 || end % QUARTER_HOUR_MS !== 0) continue
+      if (durationMs !== undefined && end - start !== durationMs) {
+        details.add(`${p}/fin_utc`, `must be debut_utc + slot_duration_secs (${durationMs / 1000} s), i.e. ${formatUtcInstant(start + durationMs)}; got ${slot.fin_utc as string}`)
+      }
+      if (day && (start < day.startMs || start >= day.endMs)) {
+        details.add(`${p}/debut_utc`, `slot outside the target day: ${day.text}; got ${slot.debut_utc as string}`)
+      } else if (day && end > day.endMs) {
+        details.add(`${p}/fin_utc`, `slot outside the target day: ${day.text}; got ${slot.fin_utc as string}`)
+      }
+      if (prevEnd !== undefined && start < prevEnd) {
+        details.add(`${p}/debut_utc`, `slots not contiguous: this slot starts at ${slot.debut_utc as string}, before the previous one ends (${formatUtcInstant(prevEnd)}); list slots in increasing order without overlap`)
+      } else if (opts.requireContiguous && prevEnd !== undefined && start > prevEnd) {
+        details.add(`${p}/debut_utc`, `slots not contiguous: gap from ${formatUtcInstant(prevEnd)} to ${slot.debut_utc as string}; this service requires contiguous slots (send energie_kwh for every slot in between)`)
+      }
+      prevEnd = Math.max(prevEnd ?? end, end)
+    }
+    slotEnds[i] = n
+  }
+  const emittedAtMs = parseUtcInstant(body.emitted_at)
+  return emittedAtMs === undefined ? undefined : { emittedAtMs, starts, kwh, slotEnds }
+}
+
+interface Day { readonly startMs: number; readonly endMs: number; readonly text: string }
+const days = new Map<string, Day | null>()
+
+/** The coverage of a target date (luxon, so cached: a programme names one day). */
+function dayOf (targetDate: unknown): Day | undefined {
+  if (typeof targetDate !== 'string') return undefined
+  let day = days.get(targetDate)
+  if (day === undefined) {
+    try {
+      const c = coverageOf(targetDate)
+      day = {
+        startMs: Date.parse(c.startUtc),
+        endMs: Date.parse(c.endUtc),
+        text: `${targetDate} (Europe/Paris) covers [${c.startUtc}, ${c.endUtc}), ${c.slots} quarter-hours`,
+      }
+    } catch {
+      day = null   // not a calendar date: the schema reports it
+    }
+    if (days.size >= 1000) days.clear()
+    days.set(targetDate, day)
+  }
+  return day ?? undefined
+}

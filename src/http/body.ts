@@ -1,0 +1,94 @@
+/**
+ * The inbound request body (DECISIONS.md "Inbound"): `Content-Type` must be
+ * application/json (415), the size limit holds while reading (413, and the rest is
+ * never read), and the JSON is parsed without letting `__proto__` or
+ * `constructor.prototype` reach an object; malformed JSON says where it broke (400).
+ * @module
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http'
+import sjson from 'secure-json-parse'
+import { EpxError } from '../errors.ts'
+import { describeJsonError } from './json-error.ts'
+
+/** Reads the whole body of a JSON request, at most `maxBytes` of it. */
+export function readJsonBody (req: IncomingMessage, res: ServerResponse, maxBytes: number): Promise<Buffer> {
+  const type = req.headers['content-type'] ?? ''
+  // Parameters are allowed (`; charset=utf-8`); the media type is case-insensitive (RFC 9110 §8.3.1).
+  const semi = type.indexOf(';')
+  if ((semi === -1 ? type : type.slice(0, semi)).trim().toLowerCase() !== 'application/json') {
+    return Promise.reject(new EpxError('UNSUPPORTED_MEDIA_TYPE', [type.slice(0, 100)]))
+  }
+  const declared = req.headers['content-length'] === undefined ? undefined : Number(req.headers['content-length'])
+  if (declared !== undefined && declared > maxBytes) return Promise.reject(tooLarge(req, res, maxBytes))
+
+  return new Promise((resolve, reject) => {
+    // A declared length gets one buffer of that size; a chunked body is gathered.
+    const whole = declared !== undefined ? Buffer.allocUnsafeSlow(declared) : undefined
+    const chunks: Buffer[] = []
+    let received = 0
+    const done = () => {
+      req.off('data', onData)
+      req.off('end', onEnd)
+      req.off('error', onAbort)
+      req.off('close', onAbort)
+    }
+    const onData = (chunk: Buffer) => {
+      if (received + chunk.length > maxBytes) {
+        done()
+        reject(tooLarge(req, res, maxBytes))
+        return
+      }
+      if (whole) chunk.copy(whole, received)
+      else chunks.push(chunk)
+      received += chunk.length
+    }
+    const onEnd = () => {
+      done()
+      if (whole) return resolve(received === whole.length ? whole : whole.subarray(0, received))
+      if (chunks.length === 1) return resolve(chunks[0]!)
+      const out = Buffer.allocUnsafeSlow(received)
+      let at = 0
+      for (const c of chunks) at += c.copy(out, at)
+      resolve(out)
+    }
+    const onAbort = () => {
+      if (req.complete) return
+      done()
+      reject(new EpxError('INVALID_PROGRAMME_SOUTIRAGE_REQUEST', ['the body ended early'], {
+        details: { '': `the body ended after ${received} bytes, before it was complete` },
+      }))
+    }
+    req.on('data', onData)
+    req.once('end', onEnd)
+    req.once('error', onAbort)
+    req.once('close', onAbort)
+  })
+}
+
+/**
+ * 413 without reading the rest: stop pulling from the socket, answer with
+ * `Connection: close`, then drop the connection once the answer is out.
+ */
+function tooLarge (req: IncomingMessage, res: ServerResponse, maxBytes: number): EpxError {
+  req.pause()
+  res.shouldKeepAlive = false
+  res.once('finish', () => req.socket?.destroy())
+  return new EpxError('PAYLOAD_TOO_LARGE', [maxBytes], { headers: { connection: 'close' } })
+}
+
+/**
+ * Parses a JSON body. Throws a 400 INVALID_PROGRAMME_SOUTIRAGE_REQUEST whose details
+ * `{"": why}` say where the text broke, or that a prototype key was refused.
+ */
+export function parseJson (bytes: Uint8Array): unknown {
+  const text = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('utf8')
+  try {
+    // 'error', not 'remove': a body built to poison prototypes is refused, not cleaned.
+    return sjson.parse(text, undefined, { protoAction: 'error', constructorAction: 'error' })
+  } catch (err) {
+    const why = /forbidden prototype property/.test((err as Error).message)
+      ? 'the keys "__proto__" and "constructor.prototype" are not allowed in the body'
+      : describeJsonError(text)
+    throw new EpxError('INVALID_PROGRAMME_SOUTIRAGE_REQUEST', ['the body is not a JSON document we accept'], { details: { '': why } })
+  }
+}

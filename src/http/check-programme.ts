@@ -1,0 +1,55 @@
+/**
+ * Body bytes → a validated instruction batch, or every violation: JSON parse, schema,
+ * rules, then the instructions. Pure and synchronous, so it runs as is on the
+ * request's thread for a small body and in the parsing worker for a big one.
+ * @module
+ */
+import { compileProgrammeValidator } from '../contract/compiled.ts'
+import type { InstructionBatch, Provenance } from '../contract/instruction.ts'
+import { toInstructionBatch } from '../apply/to-instructions.ts'
+import { inPerimeter } from '../auth/tenancy.ts'
+import { isEpxError } from '../errors.ts'
+import { parseJson } from './body.ts'
+
+export interface CheckOptions {
+  readonly maxSites: number
+  readonly requireContiguous: boolean
+}
+
+/** What the check needs to know of the request besides its body. */
+export interface CheckContext {
+  readonly perimeter: 'all' | readonly string[]
+  readonly provenance: Provenance
+}
+
+export type CheckResult =
+  | { readonly ok: true; readonly batch: InstructionBatch }
+  | { readonly ok: false; readonly message: string; readonly details: Record<string, string> }
+
+export type ProgrammeCheck = (bytes: Uint8Array, ctx: CheckContext) => CheckResult
+
+export function createProgrammeCheck (opts: CheckOptions): ProgrammeCheck {
+  const validate = compileProgrammeValidator({ maxSites: opts.maxSites })
+  return (bytes, ctx) => {
+    let body: unknown
+    try {
+      body = parseJson(bytes)
+    } catch (err) {
+      if (!isEpxError(err) || !err.details) throw err
+      return { ok: false, message: 'the body is not a JSON document we accept', details: { ...err.details } }
+    }
+    const v = validate(body, { allowed: perimeterCheck(ctx.perimeter), requireContiguous: opts.requireContiguous })
+    if (!v.ok) {
+      const n = Object.keys(v.details).length
+      return { ok: false, message: `${n}${n >= 100 ? ' (or more)' : ''} problem(s), see error.details`, details: v.details }
+    }
+    return { ok: true, batch: toInstructionBatch(v.programme, v.slots, ctx.provenance) }
+  }
+}
+
+/** `auth/tenancy.ts` decides; a large perimeter is indexed first (1,000 sites × 5,000). */
+function perimeterCheck (perimeter: 'all' | readonly string[]): (siteId: string) => boolean {
+  if (perimeter === 'all' || perimeter.length < 64) return siteId => inPerimeter({ perimeter }, siteId)
+  const indexed = new Set(perimeter)
+  return siteId => indexed.has(siteId)
+}

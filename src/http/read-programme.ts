@@ -1,0 +1,86 @@
+/**
+ * Reads a programme body into an instruction batch: inline for a small body, in a
+ * worker thread above `offThreadBytes` so that parsing and validating megabytes never
+ * stalls the event loop the solver shares (issue 5). One worker, started on first
+ * use, unref'd while idle, replaced if it dies.
+ * @module
+ */
+import { Worker } from 'node:worker_threads'
+import { EpxError } from '../errors.ts'
+import type { InstructionBatch } from '../contract/instruction.ts'
+import { createProgrammeCheck, type CheckContext, type CheckOptions, type CheckResult } from './check-programme.ts'
+import type { CheckJob } from './programme-worker.ts'
+
+/** Above this, a body is parsed off the request's thread (~28 sites of 96 slots). */
+export const OFF_THREAD_BYTES = 256 * 1024
+
+export interface ProgrammeReader {
+  /** The batch, or a 400 INVALID_PROGRAMME_SOUTIRAGE_REQUEST with every violation. */
+  read(bytes: Buffer, ctx: CheckContext): Promise<InstructionBatch>
+  close(): Promise<void>
+}
+
+type Reply = { id: number; result: CheckResult } | { id: number; crash: string }
+
+export function createProgrammeReader (opts: CheckOptions & { offThreadBytes?: number }): ProgrammeReader {
+  const check = createProgrammeCheck(opts)
+  const limit = opts.offThreadBytes ?? OFF_THREAD_BYTES
+  const pending = new Map<number, { resolve: (r: CheckResult) => void; reject: (e: unknown) => void }>()
+  let worker: Worker | undefined
+  let nextId = 0
+
+  const failAll = (why: string) => {
+    for (const p of pending.values()) p.reject(new EpxError('INTERNAL', [], { cause: new Error(why) }))
+    pending.clear()
+    worker = undefined
+  }
+
+  const start = (): Worker => {
+    // The worker is TypeScript too: register tsx inside it (hooks registered in this
+    // thread, e.g. by bin/epx.js, are not inherited by workers on Node 20).
+    const tsx = import.meta.resolve('tsx/esm/api')
+    const entry = new URL('./programme-worker.ts', import.meta.url).href
+    const w = new Worker(`import(${JSON.stringify(tsx)}).then(m => { m.register(); return import(${JSON.stringify(entry)}) })`, {
+      eval: true,
+      workerData: { maxSites: opts.maxSites, requireContiguous: opts.requireContiguous } satisfies CheckOptions,
+    })
+    w.on('message', (reply: Reply) => {
+      const p = pending.get(reply.id)
+      pending.delete(reply.id)
+      if (pending.size === 0) w.unref()
+      if (!p) return
+      if ('crash' in reply) p.reject(new EpxError('INTERNAL', [], { cause: new Error(reply.crash) }))
+      else p.resolve(reply.result)
+    })
+    w.on('error', err => { if (worker === w) failAll(`programme worker failed: ${err.message}`) })
+    w.on('exit', code => { if (worker === w) failAll(`programme worker exited with ${code}`) })
+    return w
+  }
+
+  const offThread = (bytes: Buffer, ctx: CheckContext): Promise<CheckResult> => {
+    worker ??= start()
+    worker.ref()
+    const id = nextId++
+    // Transfer, not copy; a body that shares its ArrayBuffer is copied out first.
+    const own = bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength ? bytes : new Uint8Array(bytes)
+    const job: CheckJob = { id, bytes: own, ctx }
+    return new Promise((resolve, reject) => {
+      pending.set(id, { resolve, reject })
+      worker!.postMessage(job, [own.buffer as ArrayBuffer])
+    })
+  }
+
+  return {
+    async read (bytes, ctx) {
+      const result = bytes.length > limit ? await offThread(bytes, ctx) : check(bytes, ctx)
+      if (!result.ok) throw new EpxError('INVALID_PROGRAMME_SOUTIRAGE_REQUEST', [result.message], { details: result.details })
+      return result.batch
+    },
+    async close () {
+      const w = worker
+      worker = undefined
+      failAll('epx is closing')
+      if (w) await w.terminate()
+    },
+  }
+}

@@ -1,0 +1,135 @@
+/**
+ * Instructions in LMDB (DECISIONS.md "Inbound"): a programme is saved atomically and
+ * durably (all its sites or none, on disk before the 202); the key is
+ * `(instruction_id, site_id)`; the effective instruction of a `(site_id, target_date)`
+ * is the one with the greatest `emitted_at`, older ones are kept as `superseded`.
+ * @module
+ */
+import type { Store } from './open-store.ts'
+import {
+  decodeInstruction, type Instruction, type InstructionBatch, type InstructionState,
+} from '../contract/instruction.ts'
+
+/** The effective instruction of a (target_date, site_id). */
+interface EffectiveRef {
+  readonly instructionId: string
+  readonly emittedAtMs: number
+}
+
+export interface InstructionRef {
+  readonly instructionId: string
+  readonly siteId: string
+}
+
+export interface StoredInstruction extends Instruction {
+  readonly state: InstructionState
+}
+
+export function openInstructions (store: Store) {
+  // Records are the batch's JSON bytes as received from the parser: no re-encoding.
+  const records = store.db<Uint8Array>('instructions', { binary: true })          // [instruction_id, site_id]
+  const states = store.db<InstructionState>('instruction-states')               // [instruction_id, site_id]
+  const effective = store.db<EffectiveRef>('instruction-effective')             // [target_date, site_id]
+
+  /** Sets a status unless the instruction is superseded (or unknown); inside a write. */
+  const advance = (ref: InstructionRef, next: InstructionState): void => {
+    const key = [ref.instructionId, ref.siteId]
+    const current = states.get(key)
+    if (!current || current.status === 'superseded') return
+    store.checkWrite()
+    states.putSync(key, next)
+  }
+
+  return {
+    /**
+     * Saves every site of a batch in one durable transaction. Resolves to, per site,
+     * whether the instruction is now the effective one (to be fed to the solver).
+     * Rejects with NO_STORE, having written nothing, when any put fails.
+     */
+    save (batch: InstructionBatch, at: string): Promise<boolean[]> {
+      return store.writeDurable(() => {
+        const fresh: InstructionState = { status: 'received', at }
+        const stale: InstructionState = { status: 'superseded', at }
+        const out = new Array<boolean>(batch.siteIds.length)
+        for (let i = 0; i < batch.siteIds.length; i++) {
+          const siteId = batch.siteIds[i]!
+          const key = [batch.instructionId, siteId]
+          const day = [batch.targetDate, siteId]
+          const current = effective.get(day)
+          // Same id = same (target_date, emitted_at): a re-send overwrites and stays effective.
+          const wins = !current || batch.emittedAtMs >= current.emittedAtMs
+          store.checkWrite()
+          records.putSync(key, batch.records.subarray(i === 0 ? 0 : batch.recordEnds[i - 1]!, batch.recordEnds[i]!))
+          store.checkWrite()
+          states.putSync(key, wins ? fresh : stale)
+          if (wins) {
+            if (current && current.instructionId !== batch.instructionId) {
+              store.checkWrite()
+              states.putSync([current.instructionId, siteId], stale)
+            }
+            store.checkWrite()
+            effective.putSync(day, { instructionId: batch.instructionId, emittedAtMs: batch.emittedAtMs })
+          }
+          out[i] = wins
+        }
+        return out
+      })
+    },
+
+    /** The effective instruction id of a site and day (sync read). */
+    effectiveId (targetDate: string, siteId: string): string | undefined {
+      store.guard()
+      return effective.get([targetDate, siteId])?.instructionId
+    },
+
+    /** Effective instructions of `fromDate` and later days, in (day, site) order. */
+    * effectiveFrom (fromDate: string): Generator<InstructionRef & { targetDate: string }> {
+      store.guard()
+      for (const { key, value } of effective.getRange({ start: [fromDate] })) {
+        const [targetDate, siteId] = key as [string, string]
+        yield { targetDate, siteId, instructionId: value.instructionId }
+      }
+    },
+
+    get (instructionId: string, siteId: string): StoredInstruction | undefined {
+      store.guard()
+      const bytes = records.get([instructionId, siteId])
+      const state = states.get([instructionId, siteId])
+      return bytes && state ? { ...decodeInstruction(bytes), state } : undefined
+    },
+
+    /** Instructions, optionally of some sites and one target date, in (id, site) order. */
+    list (filter: { siteIds?: readonly string[]; targetDate?: string } = {}): StoredInstruction[] {
+      store.guard()
+      // Ids start with the target date, so one day is one key range.
+      const prefix = filter.targetDate === undefined ? undefined : `ProgrammeSoutirage-${filter.targetDate}-rev-`
+      const range = prefix === undefined ? {} : { start: [prefix], end: [prefix + '~'] }
+      const sites = filter.siteIds?.length ? new Set(filter.siteIds) : undefined
+      const out: StoredInstruction[] = []
+      for (const { key, value } of records.getRange(range)) {
+        const [instructionId, siteId] = key as [string, string]
+        if (sites && !sites.has(siteId)) continue
+        const state = states.get([instructionId, siteId])
+        if (state) out.push({ ...decodeInstruction(value), state })
+      }
+      return out
+    },
+
+    /** `queued`, for instructions handed to the solver (not durable-critical: a restart re-queues). */
+    markQueued (refs: readonly InstructionRef[], at: string): Promise<void> {
+      return store.writeDurable(() => {
+        const next: InstructionState = { status: 'queued', at }
+        for (const r of refs) advance(r, next)
+      })
+    },
+
+    /** `applied`, with the solver cycle that applied them. */
+    markApplied (refs: readonly InstructionRef[], cycle: number, at: string): Promise<void> {
+      return store.writeDurable(() => {
+        const next: InstructionState = { status: 'applied', cycle, at }
+        for (const r of refs) advance(r, next)
+      })
+    },
+  }
+}
+export type Instructions = ReturnType<typeof openInstructions>
