@@ -17,9 +17,10 @@ import { certCommand } from './commands/certs.ts'
 import { tokenCommand } from './commands/tokens.ts'
 import { startCommand } from './commands/start.ts'
 import { demoCommand } from './commands/demo.ts'
+import { publishCommand, revisionsCommand } from './commands/publish.ts'
 
 export const commands: readonly Command[] = [
-  initCommand, companyCommand, certCommand, tokenCommand, sitesCommand, startCommand, demoCommand,
+  initCommand, companyCommand, certCommand, tokenCommand, sitesCommand, publishCommand, revisionsCommand, startCommand, demoCommand,
 ]
 
 function mainHelp (): string {

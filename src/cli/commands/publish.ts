@@ -1,0 +1,137 @@
+/**
+ * `epx publish` and `epx revisions list`: ask for a Besoins_Agreges publication from
+ * the command line (DECISIONS.md "Besoins_Agreges publication": solver, CLI or
+ * console), and show the kept revisions of a pair. LMDB is multi-process, so both
+ * work while `epx start` runs; the running API serves the new revision at once.
+ * @module
+ */
+import type { Logger, PublishReport } from '../../host/contract.ts'
+import { createReferenceHost, systemClock } from '../../host/reference-host.ts'
+import { isPrm } from '../../contract/ids.ts'
+import { isCalendarDate } from '../../contract/paris-day.ts'
+import { openRevisions } from '../../store/revisions.ts'
+import { createPublisher } from '../../publish/publish-run.ts'
+import { commandGroup, parseCommand, required, usageError, type CommandSpec } from '../args.ts'
+import type { CliIo, Command } from '../io.ts'
+import { withStore } from '../settings.ts'
+import { formatTable } from '../table.ts'
+
+const publishSpec: CommandSpec = {
+  usage: 'epx publish --date YYYY-MM-DD [--site PRM]... [--json]',
+  about: [
+    'Publishes a new Besoins_Agreges revision for a Paris day, for every site the solver',
+    'manages or only the given ones, from the needs of the configured reference host.',
+    'Sites that fail are retried, then reported; the exit code is 1 when any failed.',
+  ].join('\n'),
+  options: {
+    date: { type: 'string', arg: 'YYYY-MM-DD', help: 'target date, a Europe/Paris day (required)' },
+    site: { type: 'string', multiple: true, arg: 'PRM', help: 'publish only this site (default: every site)' },
+    json: { type: 'boolean', help: 'print the report { targetDate, published[], failed[] } as JSON' },
+  },
+}
+
+const listSpec: CommandSpec = {
+  usage: 'epx revisions list --site PRM --date YYYY-MM-DD [--json]',
+  about: 'Lists the kept revisions of a site and day, oldest first; the last one is what GET serves.',
+  options: {
+    site: { type: 'string', arg: 'PRM', help: 'site id, PRM followed by 14 digits (required)' },
+    date: { type: 'string', arg: 'YYYY-MM-DD', help: 'target date (required)' },
+    json: { type: 'boolean', help: 'print a JSON array of { siteId, targetDate, emittedAt, etag, lastModified, size, latest }' },
+  },
+}
+
+function checkDate (date: string, spec: CommandSpec): string {
+  if (!isCalendarDate(date)) throw usageError(spec, `invalid --date '${date}': a calendar date YYYY-MM-DD is expected`)
+  return date
+}
+
+function checkSite (site: string, spec: CommandSpec): string {
+  if (!isPrm(site)) throw usageError(spec, `invalid --site '${site}': PRM followed by 14 digits is expected`)
+  return site
+}
+
+/** Progress the publisher logs (retries, failures) goes to stderr; the rest stays quiet. */
+function cliLogger (io: CliIo): Logger {
+  const log: Logger = {
+    debug () {},
+    info () {},
+    warn: (obj, msg) => io.err(`epx: ${msg ?? ''} ${JSON.stringify(obj)}`.trimEnd()),
+    error: () => {},   // failed sites are printed from the report
+    child: () => log,
+  }
+  return log
+}
+
+export const publishCommand: Command = {
+  name: 'publish',
+  summary: 'publish Besoins_Agreges for a day now (all sites or --site)',
+  async run (argv, io) {
+    const args = parseCommand(argv, publishSpec, io)
+    if (!args) return 0
+    const targetDate = checkDate(required(args, publishSpec, 'date'), publishSpec)
+    const sites = args.strings('site').flatMap(s => s.split(',')).map(s => s.trim()).filter(Boolean)
+    for (const s of sites) checkSite(s, publishSpec)
+    const report: PublishReport = await withStore(io.dataDir, async (store, settings) => {
+      const ref = createReferenceHost({ dataDir: io.dataDir, sites: settings.host.sites, cycleSeconds: 0 })
+      try {
+        const publisher = createPublisher({
+          solver: ref.host.solver,
+          revisions: openRevisions(store, { retentionDays: settings.config.publish.retentionDays }),
+          clock: systemClock,
+          log: cliLogger(io),
+          emittedBy: settings.config.publish.emittedBy,
+        })
+        try {
+          return await publisher.publish({ targetDate, siteIds: sites.length ? sites : undefined })
+        } finally {
+          await publisher.close()
+        }
+      } finally {
+        await ref.close()
+      }
+    })
+    if (args.flag('json')) {
+      io.out(JSON.stringify(report, null, 2))
+    } else {
+      if (report.published.length) {
+        for (const line of formatTable([['SITE_ID', 'EMITTED_AT', 'ETAG'], ...report.published.map(p => [p.siteId, p.emittedAt, p.etag])])) io.out(line)
+      }
+      io.out(`published ${report.published.length} site(s) for ${targetDate}; ${report.failed.length} failed`)
+    }
+    for (const f of report.failed) io.err(`epx: site ${f.siteId} not published for ${targetDate}: ${f.reason}`)
+    return report.failed.length ? 1 : 0
+  },
+}
+
+const list: Command = {
+  name: 'list',
+  summary: 'list the kept revisions of a site and day',
+  async run (argv, io) {
+    const args = parseCommand(argv, listSpec, io)
+    if (!args) return 0
+    const siteId = checkSite(required(args, listSpec, 'site'), listSpec)
+    const targetDate = checkDate(required(args, listSpec, 'date'), listSpec)
+    const rows = await withStore(io.dataDir, (store, settings) => {
+      const revisions = openRevisions(store, { retentionDays: settings.config.publish.retentionDays })
+      const latest = revisions.latest(siteId, targetDate)
+      return revisions.list(siteId, targetDate).map(r => ({
+        siteId: r.siteId, targetDate: r.targetDate, emittedAt: r.emittedAt, etag: r.etag,
+        lastModified: r.lastModified, size: r.size, latest: r.emittedAtMs === latest?.emittedAtMs,
+      }))
+    })
+    if (args.flag('json')) {
+      io.out(JSON.stringify(rows, null, 2))
+      return 0
+    }
+    if (!rows.length) {
+      io.out(`no revision of ${siteId} for ${targetDate}`)
+      return 0
+    }
+    const table = [['EMITTED_AT', 'ETAG', 'LAST_MODIFIED', 'BYTES', 'LATEST'],
+      ...rows.map(r => [r.emittedAt, r.etag, r.lastModified, String(r.size), r.latest ? 'yes' : ''])]
+    for (const line of formatTable(table)) io.out(line)
+    return 0
+  },
+}
+
+export const revisionsCommand: Command = commandGroup('revisions', 'the kept Besoins_Agreges revisions', [list])
