@@ -60,7 +60,9 @@ export function openTokens (store: Store) {
      */
     touch (t: TokenRecord, nowMs: number): void {
       if (t.lastUsedAt && nowMs - Date.parse(t.lastUsedAt) < 60_000) return
-      byId.put(t.id, { ...t, lastUsedAt: new Date(nowMs).toISOString() }).catch(() => {})
+      // A failed commit also rejects its shared `commitError`: left unhandled, it would end the host.
+      byId.put(t.id, { ...t, lastUsedAt: new Date(nowMs).toISOString() })
+        .catch((err: { commitError?: Promise<unknown> } | undefined) => { err?.commitError?.catch(() => {}) })
     },
   }
 }
