@@ -1,0 +1,139 @@
+import t from 'tap'
+import { openStore, type Store } from '../../src/store/open-store.ts'
+import { openInstructions } from '../../src/store/instructions.ts'
+import { createProgrammeCheck } from '../../src/http/check-programme.ts'
+import type { InstructionBatch } from '../../src/contract/instruction.ts'
+import { programme, siteId, type ProgrammeOptions } from '../helpers/programme.ts'
+
+const check = createProgrammeCheck({ maxSites: 5000, requireContiguous: false })
+const AT = '2026-11-21T12:30:00.000Z'
+
+function batch (o: ProgrammeOptions = {}): InstructionBatch {
+  const r = check(Buffer.from(JSON.stringify(programme({ slots: 4, ...o }))), {
+    perimeter: 'all',
+    provenance: { receivedAt: AT, companyId: 'acme', tokenId: 'tok_1', certFingerprint256: 'AB:CD:EF' },
+  })
+  if (!r.ok) throw new Error(JSON.stringify(r.details))
+  return r.batch
+}
+
+function open (t: Tap, path = t.testdir()): { store: Store; instructions: ReturnType<typeof openInstructions> } {
+  const store = openStore(path)
+  t.teardown(() => store.close())
+  return { store, instructions: openInstructions(store) }
+}
+type Tap = Parameters<Parameters<typeof t.test>[1]>[0]
+
+const OLD = '2026-11-21T10:00:00Z'
+const NEW = '2026-11-21T11:00:00Z'
+const idOf = (emittedAt: string) => `ProgrammeSoutirage-2026-11-22-rev-${emittedAt.replace(/[-:]/g, '')}`
+
+t.test('a programme is stored one instruction per site, with everything DECISIONS.md lists, status received', async t => {
+  const { instructions } = open(t)
+  t.same(await instructions.save(batch({ sites: 2, kwh: j => j }), AT), [true, true])
+  const got = instructions.get(idOf('2026-11-21T12:00:00Z'), siteId(2))
+  t.match(got, {
+    instructionId: 'ProgrammeSoutirage-2026-11-22-rev-20261121T120000Z',
+    siteId: siteId(2),
+    siteName: 'Site 2',
+    targetDate: '2026-11-22',
+    emittedAt: '2026-11-21T12:00:00Z',
+    emittedBy: 'bsp-acme',
+    receivedAt: AT,
+    companyId: 'acme',
+    tokenId: 'tok_1',
+    certFingerprint256: 'AB:CD:EF',
+    slotDurationSecs: 900,
+    state: { status: 'received', at: AT },
+  })
+  t.same(got!.slots.map(s => s[1]), [0, 1, 2, 3])
+  t.equal(got!.slots[0]![0], Date.parse('2026-11-21T23:00:00Z'))
+})
+
+t.test('what save() resolved is on disk: a fresh open of the folder sees it', async t => {
+  const dir = t.testdir()
+  const first = openStore(dir)
+  await openInstructions(first).save(batch(), AT)
+  await first.close()
+  const { instructions } = open(t, dir)
+  t.equal(instructions.list().length, 1)
+})
+
+t.test('re-sending the same (target_date, emitted_at, site_id) overwrites the instruction', async t => {
+  const { instructions } = open(t)
+  await instructions.save(batch({ kwh: () => 1 }), AT)
+  t.same(await instructions.save(batch({ kwh: () => 7 }), '2026-11-21T12:31:00.000Z'), [true])
+  const all = instructions.list()
+  t.equal(all.length, 1)
+  t.same(all[0]!.slots.map(s => s[1]), [7, 7, 7, 7])
+  t.equal(all[0]!.state.status, 'received')
+  t.equal(instructions.effectiveId('2026-11-22', siteId(1)), all[0]!.instructionId)
+})
+
+t.test('a newer emitted_at supersedes the effective instruction of the site and day', async t => {
+  const { instructions } = open(t)
+  await instructions.save(batch({ emittedAt: OLD }), AT)
+  t.same(await instructions.save(batch({ emittedAt: NEW }), AT), [true], 'the newer one is effective')
+  t.equal(instructions.get(idOf(OLD), siteId(1))!.state.status, 'superseded')
+  t.equal(instructions.get(idOf(NEW), siteId(1))!.state.status, 'received')
+  t.equal(instructions.effectiveId('2026-11-22', siteId(1)), idOf(NEW))
+})
+
+t.test('an older emitted_at arriving after a newer one is stored as superseded and not effective', async t => {
+  const { instructions } = open(t)
+  await instructions.save(batch({ emittedAt: NEW }), AT)
+  t.same(await instructions.save(batch({ emittedAt: OLD }), AT), [false], 'not to be fed to the solver')
+  t.equal(instructions.get(idOf(OLD), siteId(1))!.state.status, 'superseded', 'kept for audit')
+  t.equal(instructions.get(idOf(NEW), siteId(1))!.state.status, 'received')
+  t.equal(instructions.effectiveId('2026-11-22', siteId(1)), idOf(NEW))
+})
+
+t.test('supersession is per site: a programme may win for one site and lose for another', async t => {
+  const { instructions } = open(t)
+  await instructions.save(batch({ emittedAt: NEW, sites: [siteId(2)] }), AT)
+  t.same(await instructions.save(batch({ emittedAt: OLD, sites: [siteId(1), siteId(2)] }), AT), [true, false])
+})
+
+t.test('a write failing in the middle of a multi-site programme stores nothing and answers NO_STORE', async t => {
+  const { store, instructions } = open(t)
+  await instructions.save(batch({ emittedAt: OLD, sites: 3 }), AT)
+  store.faults.failWriteAfter = 6   // the 3rd site of the next programme
+  const err = await instructions.save(batch({ emittedAt: NEW, sites: 3 }), AT).catch(e => e)
+  t.equal(err.code, 'NO_STORE')
+  t.equal(err.status, 503)
+  t.equal(err.headers['retry-after'], '5')
+  t.same(instructions.list().map(i => i.instructionId), Array(3).fill(idOf(OLD)), 'none of the new programme')
+  for (let n = 1; n <= 3; n++) {
+    t.equal(instructions.get(idOf(OLD), siteId(n))!.state.status, 'received', 'the old one is not superseded')
+    t.equal(instructions.effectiveId('2026-11-22', siteId(n)), idOf(OLD))
+  }
+})
+
+t.test('an unavailable store answers NO_STORE before writing', async t => {
+  const { store, instructions } = open(t)
+  store.faults.unavailable = true
+  t.equal((await instructions.save(batch(), AT).catch(e => e)).code, 'NO_STORE')
+  t.throws(() => instructions.list(), { code: 'NO_STORE' })
+})
+
+t.test('queued and applied (with the cycle) advance the status, never a superseded one', async t => {
+  const { instructions } = open(t)
+  await instructions.save(batch({ emittedAt: OLD }), AT)
+  await instructions.save(batch({ emittedAt: NEW }), AT)
+  const refs = [{ instructionId: idOf(OLD), siteId: siteId(1) }, { instructionId: idOf(NEW), siteId: siteId(1) }]
+  await instructions.markQueued(refs, '2026-11-21T12:30:01.000Z')
+  t.same(instructions.get(idOf(NEW), siteId(1))!.state, { status: 'queued', at: '2026-11-21T12:30:01.000Z' })
+  await instructions.markApplied(refs, 7, '2026-11-21T12:35:00.000Z')
+  t.same(instructions.get(idOf(NEW), siteId(1))!.state, { status: 'applied', cycle: 7, at: '2026-11-21T12:35:00.000Z' })
+  t.equal(instructions.get(idOf(OLD), siteId(1))!.state.status, 'superseded')
+})
+
+t.test('list filters by site and by target date; effectiveFrom starts at a day', async t => {
+  const { instructions } = open(t)
+  await instructions.save(batch({ targetDate: '2026-11-22', sites: 2 }), AT)
+  await instructions.save(batch({ targetDate: '2026-11-23', sites: 2 }), AT)
+  t.equal(instructions.list().length, 4)
+  t.same(instructions.list({ targetDate: '2026-11-23' }).map(i => [i.targetDate, i.siteId]), [['2026-11-23', siteId(1)], ['2026-11-23', siteId(2)]])
+  t.same(instructions.list({ siteIds: [siteId(2)] }).map(i => i.targetDate), ['2026-11-22', '2026-11-23'])
+  t.same([...instructions.effectiveFrom('2026-11-23')].map(r => [r.targetDate, r.siteId]), [['2026-11-23', siteId(1)], ['2026-11-23', siteId(2)]])
+})
