@@ -65,18 +65,22 @@ export function outboundRoute (deps: OutboundDeps): Route {
 function readQuery (url: URL): { siteId: string; targetDate: string } {
   const q = url.searchParams
   const details: Record<string, string> = {}
-  const one = (name: string, valid: (v: string) => boolean, shape: string): string => {
-    const all = q.getAll(name)
-    if (all.length === 0) details[name] = 'required'
-    else if (all.length > 1) details[name] = 'must be given once'
-    else if (!valid(all[0]!)) details[name] = `must be ${shape}`
-    return all[0] ?? ''
+  const siteId = readParam(q, details, 'site_id', isPrm, 'PRM followed by 14 digits')
+  const targetDate = readParam(q, details, 'target_date', isQueryDate, 'a calendar date YYYY-MM-DD')
+  if (siteId === undefined || targetDate === undefined) {
+    throw new EpxError('INVALID_QUERY', [Object.keys(details).join(', ')], { details })
   }
-  const siteId = one('site_id', isPrm, 'PRM followed by 14 digits')
-  const targetDate = one('target_date', isQueryDate, 'a calendar date YYYY-MM-DD')
-  const names = Object.keys(details)
-  if (names.length) throw new EpxError('INVALID_QUERY', [names.join(', ')], { details })
   return { siteId, targetDate }
+}
+
+// Module-level, not a closure per request: under tsx every nested function costs a
+// `__name` call per creation, which showed in the GET profile.
+function readParam (q: URLSearchParams, details: Record<string, string>, name: string,
+  valid: (v: string) => boolean, shape: string): string | undefined {
+  const all = q.getAll(name)
+  if (all.length === 1 && valid(all[0]!)) return all[0]
+  details[name] = all.length === 0 ? 'required' : all.length > 1 ? 'must be given once' : `must be ${shape}`
+  return undefined
 }
 
 const DATE = /^(\d{4})-(\d{2})-(\d{2})$/
