@@ -1,21 +1,175 @@
 import t from 'tap'
 import { startEpx } from '../helpers/epx.ts'
-import { INBOUND_PATH, programme, siteId } from '../helpers/programme.ts'
+import { INBOUND_PATH, programme, siteId, type ProgrammeOptions } from '../helpers/programme.ts'
+import { openInstructions } from '../../src/store/instructions.ts'
 
-t.test('a valid programme is answered 202 with the contract receipt', async t => {
-  const epx = await startEpx(t)
-  const { cert } = await epx.addCompany('acme')
-  const { secret } = await epx.addToken('acme', ['inbound:programme-soutirage'])
-  const res = await epx.request({ method: 'POST', path: INBOUND_PATH, cert, token: secret, body: programme({ sites: 2 }) })
+// Through the front door: mTLS, a real token, LMDB, the reference host's solver.
+
+type Tap = Parameters<Parameters<typeof t.test>[1]>[0]
+
+async function setup (t: Tap, o: { now?: string; config?: Record<string, any>; perimeter?: 'all' | string[] } = {}) {
+  const epx = await startEpx(t, { now: o.now, config: o.config })
+  const { cert } = await epx.addCompany('acme', { perimeter: o.perimeter ?? 'all' })
+  const { secret, id: tokenId } = await epx.addToken('acme', ['inbound:programme-soutirage'])
+  const post = (body: string | object) => epx.request({ method: 'POST', path: INBOUND_PATH, cert, token: secret, body, headers: { 'content-type': 'application/json' } })
+  const send = (o: ProgrammeOptions = {}) => post(programme(o))
+  const instructions = () => openInstructions(epx.store)
+  return { epx, cert, secret, tokenId, post, send, instructions }
+}
+
+/** Status writes after the 202 are not awaited by the request: wait for them. */
+async function eventually<T> (read: () => T, ok: (v: T) => boolean): Promise<T> {
+  let v = read()
+  for (let i = 0; i < 300 && !ok(v); i++) {
+    await new Promise(r => setTimeout(r, 10))
+    v = read()
+  }
+  return v
+}
+
+const ID = 'ProgrammeSoutirage-2026-11-22-rev-20261121T120000Z'
+
+t.test('a valid programme is answered 202 with the contract receipt, exactly', async t => {
+  const { send } = await setup(t)
+  const res = await send({ sites: 2 })
   t.equal(res.status, 202, res.text)
+  t.match(res.headers['content-type'], /^application\/json/)
   t.equal(res.text, JSON.stringify({
     status: 'received',
     count: 2,
     instructions: [
-      { instruction_id: 'ProgrammeSoutirage-2026-11-22-rev-20261121T120000Z', site_id: siteId(1), periods_count: 96 },
-      { instruction_id: 'ProgrammeSoutirage-2026-11-22-rev-20261121T120000Z', site_id: siteId(2), periods_count: 96 },
+      { instruction_id: ID, site_id: siteId(1), periods_count: 96 },
+      { instruction_id: ID, site_id: siteId(2), periods_count: 96 },
     ],
     message: '2 instruction(s) persisted; they will be applied at the next solver cycle',
   }))
-  t.equal(epx.ref.pending().length, 2)
+})
+
+t.test('the stored instruction keeps the sender, the token, the certificate and the received time', async t => {
+  const { send, instructions, tokenId, epx } = await setup(t)
+  await send()
+  t.match(instructions().get(ID, siteId(1)), {
+    emittedBy: 'bsp-acme', companyId: 'acme', tokenId, receivedAt: epx.clock.now().toISOString(),
+    certFingerprint256: /^([0-9A-F]{2}:){31}[0-9A-F]{2}$/,
+  })
+})
+
+t.test('a programme is followed from 202 to applied: queued for the next cycle, honoured, acknowledged', async t => {
+  // Today's programme, so the reference solver's current slot (12:30Z) is constrained.
+  const { send, epx, instructions } = await setup(t)
+  const res = await send({ targetDate: '2026-11-21', emittedAt: '2026-11-21T11:00:00Z', kwh: () => 25 })
+  t.equal(res.status, 202)
+  const id = 'ProgrammeSoutirage-2026-11-21-rev-20261121T110000Z'
+  const [input] = epx.ref.pending()
+  t.match(input, { instructionId: id, siteId: siteId(1), targetDate: '2026-11-21' })
+  t.equal(input!.periods.length, 96)
+  t.same(input!.periods.find(p => p.startUtc === '2026-11-21T12:30:00Z'), { startUtc: '2026-11-21T12:30:00Z', endUtc: '2026-11-21T12:45:00Z', minKw: 100 })
+  t.equal((await eventually(() => instructions().get(id, siteId(1))!.state.status, s => s === 'queued')), 'queued')
+
+  const cycle = epx.ref.runCycle()
+  t.same(cycle.inputs, [{ instructionId: id, siteId: siteId(1) }])
+  const sp = epx.ref.setpoints().get(siteId(1))!
+  t.equal(sp.floorKw, 100, 'the solver sees the floor')
+  t.equal(sp.kw, Math.min(Math.max(sp.plannedKw, 100), sp.availableKw), 'and honours it within the available power')
+  const state = await eventually(() => instructions().get(id, siteId(1))!.state, s => s.status === 'applied')
+  t.same({ status: state.status, cycle: state.cycle }, { status: 'applied', cycle: cycle.cycle })
+})
+
+t.test('energy 0 reaches the solver as a curtailment (max_kw 0)', async t => {
+  const { send, epx } = await setup(t)
+  await send({ targetDate: '2026-11-21', kwh: () => 0 })
+  epx.ref.runCycle()
+  t.equal(epx.ref.setpoints().get(siteId(1))!.capKw, 0)
+  t.equal(epx.ref.setpoints().get(siteId(1))!.kw, 0)
+})
+
+t.test('an older programme arriving after a newer one is answered 202, stored superseded, never fed', async t => {
+  const { send, epx, instructions } = await setup(t)
+  t.equal((await send({ emittedAt: '2026-11-21T11:00:00Z' })).status, 202)
+  epx.ref.runCycle()
+  t.equal((await send({ emittedAt: '2026-11-21T10:00:00Z' })).status, 202)
+  t.same(epx.ref.pending(), [], 'nothing queued for the older one')
+  t.equal(instructions().get('ProgrammeSoutirage-2026-11-22-rev-20261121T100000Z', siteId(1))!.state.status, 'superseded')
+})
+
+t.test('a newer programme supersedes the effective one and replaces it in the queue', async t => {
+  const { send, epx, instructions } = await setup(t)
+  await send({ emittedAt: '2026-11-21T10:00:00Z' })
+  await send({ emittedAt: '2026-11-21T11:00:00Z' })
+  t.same(epx.ref.pending().map(i => i.instructionId), [
+    'ProgrammeSoutirage-2026-11-22-rev-20261121T100000Z', 'ProgrammeSoutirage-2026-11-22-rev-20261121T110000Z',
+  ], 'the latest input of a (site, day) wins in the host queue')
+  t.equal(instructions().get('ProgrammeSoutirage-2026-11-22-rev-20261121T100000Z', siteId(1))!.state.status, 'superseded')
+  epx.ref.runCycle()
+  t.equal(epx.ref.activeInput(siteId(1), '2026-11-22')!.instructionId, 'ProgrammeSoutirage-2026-11-22-rev-20261121T110000Z')
+})
+
+t.test('after a restart every effective instruction whose day is not over is queued again', async t => {
+  const { send, epx, instructions } = await setup(t)
+  await send({ targetDate: '2026-11-20', emittedAt: '2026-11-19T12:00:00Z' })   // a day already over
+  await send({ targetDate: '2026-11-21', emittedAt: '2026-11-20T12:00:00Z' })   // today
+  await send({ targetDate: '2026-11-22', emittedAt: '2026-11-21T10:00:00Z', sites: 2 })
+  await send({ targetDate: '2026-11-22', emittedAt: '2026-11-21T11:00:00Z' })   // supersedes site 1
+  epx.ref.runCycle()
+  await eventually(() => instructions().get('ProgrammeSoutirage-2026-11-21-rev-20261120T120000Z', siteId(1))!.state.status, s => s === 'applied')
+
+  await epx.restart({ solver: true })   // a new solver process: its queue is empty
+  t.same(epx.ref.pending().map(i => [i.targetDate, i.siteId, i.instructionId]).sort(), [
+    ['2026-11-21', siteId(1), 'ProgrammeSoutirage-2026-11-21-rev-20261120T120000Z'],
+    ['2026-11-22', siteId(1), 'ProgrammeSoutirage-2026-11-22-rev-20261121T110000Z'],
+    ['2026-11-22', siteId(2), 'ProgrammeSoutirage-2026-11-22-rev-20261121T100000Z'],
+  ])
+  t.equal(epx.ref.pending()[0]!.periods.length, 96, 'with their periods')
+  const state = await eventually(() => instructions().get('ProgrammeSoutirage-2026-11-21-rev-20261120T120000Z', siteId(1))!.state, s => s.status === 'queued')
+  t.equal(state.status, 'queued', 'applied by the old solver, queued for the new one')
+  const cycle = epx.ref.runCycle()
+  t.equal(cycle.inputs.length, 3)
+})
+
+t.test('a store failure in the middle of a programme is 503 NO_STORE with Retry-After, nothing stored or queued', async t => {
+  const { send, epx, instructions } = await setup(t)
+  epx.faults.failWriteAfter = 5
+  const res = await send({ sites: 3 })
+  t.equal(res.status, 503)
+  t.equal(res.headers['retry-after'], '5')
+  t.equal(res.json().error.code, 'NO_STORE')
+  t.same(instructions().list(), [])
+  t.same(epx.ref.pending(), [])
+  t.equal((await send({ sites: 3 })).status, 202, 'the next attempt succeeds')
+})
+
+t.test('validation failures through the door: 400 with the pointer to the faulty field', async t => {
+  const { post, epx } = await setup(t, { perimeter: [siteId(1)] })
+  const b = programme({ sites: 2, slots: 4 })
+  b.sites[0]!.energie_programmee[2]!.debut_utc = '2026-11-21T23:31:00Z'
+  const res = await post(b)
+  t.equal(res.status, 400)
+  const { error } = res.json()
+  t.equal(error.code, 'INVALID_PROGRAMME_SOUTIRAGE_REQUEST')
+  t.match(error.message, /^request validation failed: 2 problem\(s\)/)
+  t.same(Object.keys(error.details), ['/sites/0/energie_programmee/2/debut_utc', '/sites/1/site_id'])
+  t.match(error.details['/sites/1/site_id'], /outside your company's perimeter/)
+  t.same(epx.ref.pending(), [])
+})
+
+t.test('a big programme is parsed off the request thread and stored like a small one', async t => {
+  const { send, post, instructions } = await setup(t)
+  const res = await send({ sites: 40 })   // ~360 KB: over the inline threshold
+  t.equal(res.status, 202)
+  t.equal(res.json().count, 40)
+  t.equal(instructions().list().length, 40)
+  t.same(instructions().get(ID, siteId(40))!.slots.length, 96)
+  const bad = programme({ sites: 40 })
+  bad.sites[39]!.energie_programmee[95]!.energie_kwh = -1
+  const refused = await post(bad)
+  t.equal(refused.status, 400)
+  t.same(Object.keys(refused.json().error.details), ['/sites/39/energie_programmee/95/energie_kwh'])
+})
+
+t.test('a token without the inbound scope is refused by the door before the body is read', async t => {
+  const { epx, cert } = await setup(t)
+  const { secret } = await epx.addToken('acme', ['outbound:besoins-agreges'])
+  const res = await epx.request({ method: 'POST', path: INBOUND_PATH, cert, token: secret, body: programme() })
+  t.equal(res.status, 403)
+  t.equal(res.json().error.code, 'SCOPE_DENIED')
 })
