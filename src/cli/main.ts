@@ -18,9 +18,10 @@ import { tokenCommand } from './commands/tokens.ts'
 import { startCommand } from './commands/start.ts'
 import { demoCommand } from './commands/demo.ts'
 import { publishCommand, revisionsCommand } from './commands/publish.ts'
+import { instructionsCommand } from './commands/instructions.ts'
 
 export const commands: readonly Command[] = [
-  initCommand, companyCommand, certCommand, tokenCommand, sitesCommand, publishCommand, revisionsCommand, startCommand, demoCommand,
+  initCommand, companyCommand, certCommand, tokenCommand, sitesCommand, publishCommand, revisionsCommand, instructionsCommand, startCommand, demoCommand,
 ]
 
 function mainHelp (): string {

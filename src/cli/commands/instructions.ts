@@ -1,0 +1,139 @@
+/**
+ * `epx instructions list|show`: the instructions BSPs sent (one per site of a
+ * Programme_Soutirage), their status (received, queued, applied with the solver cycle,
+ * superseded) and the kW periods the solver gets from them.
+ * @module
+ */
+import { EpxError } from '../../errors.ts'
+import { isPrm } from '../../contract/ids.ts'
+import { isCalendarDate } from '../../contract/paris-day.ts'
+import { openInstructions, type StoredInstruction } from '../../store/instructions.ts'
+import { instructionPeriods } from '../../apply/to-constraints.ts'
+import { commandGroup, parseCommand, usageError, type Args, type CommandSpec } from '../args.ts'
+import type { Command } from '../io.ts'
+import { withStore } from '../settings.ts'
+import { formatTable } from '../table.ts'
+
+const site = { type: 'string', multiple: true, arg: 'PRM', help: 'only this site (PRM + 14 digits)' } as const
+const json = { type: 'boolean', help: 'print JSON instead of a table' } as const
+
+const listSpec: CommandSpec = {
+  usage: 'epx instructions list [--site PRM...] [--date YYYY-MM-DD] [--json]',
+  about: 'Lists received instructions, one per programme and site, with their status.',
+  options: { site, date: { type: 'string', arg: 'YYYY-MM-DD', help: 'only this target date (Europe/Paris day)' }, json },
+}
+
+const showSpec: CommandSpec = {
+  usage: 'epx instructions show INSTRUCTION_ID [--site PRM...] [--json]',
+  about: 'Shows an instruction: who sent it, its status, and each period as the solver gets it (min_kw floor or max_kw 0).',
+  options: { site, json },
+  positionals: ['INSTRUCTION_ID'],
+}
+
+function sitesOf (args: Args, spec: CommandSpec): string[] {
+  const sites = args.strings('site')
+  const bad = sites.find(s => !isPrm(s))
+  if (bad !== undefined) throw usageError(spec, `--site ${bad} is not a site id (PRM followed by 14 digits)`)
+  return sites
+}
+
+/** The wire-style summary of an instruction (snake_case, like the API). */
+function summary (i: StoredInstruction) {
+  return {
+    instruction_id: i.instructionId,
+    site_id: i.siteId,
+    site_name: i.siteName,
+    target_date: i.targetDate,
+    emitted_at: i.emittedAt,
+    emitted_by: i.emittedBy,
+    received_at: i.receivedAt,
+    company_id: i.companyId,
+    token_id: i.tokenId,
+    cert_fingerprint256: i.certFingerprint256,
+    status: i.state.status,
+    ...(i.state.cycle === undefined ? {} : { cycle: i.state.cycle }),
+    status_at: i.state.at,
+    slot_duration_secs: i.slotDurationSecs,
+    periods_count: i.slots.length,
+  }
+}
+
+const list: Command = {
+  name: 'list',
+  summary: 'list received instructions and their status',
+  async run (argv, io) {
+    const args = parseCommand(argv, listSpec, io)
+    if (!args) return 0
+    const siteIds = sitesOf(args, listSpec)
+    const targetDate = args.string('date')
+    if (targetDate !== undefined && !isCalendarDate(targetDate)) throw usageError(listSpec, `--date ${targetDate} is not a date YYYY-MM-DD`)
+    const found = await withStore(io.dataDir, store => openInstructions(store).list({ siteIds, targetDate }))
+    if (args.flag('json')) {
+      io.out(JSON.stringify(found.map(summary), null, 2))
+      return 0
+    }
+    if (found.length === 0) {
+      io.out('no instructions')
+      return 0
+    }
+    const rows = found.map(i => [
+      i.instructionId, i.siteId, i.targetDate, i.state.status, i.state.cycle === undefined ? '-' : String(i.state.cycle),
+      String(i.slots.length), i.companyId, i.receivedAt,
+    ])
+    for (const line of formatTable([['INSTRUCTION_ID', 'SITE_ID', 'TARGET_DATE', 'STATUS', 'CYCLE', 'PERIODS', 'COMPANY', 'RECEIVED_AT'], ...rows])) io.out(line)
+    return 0
+  },
+}
+
+const show: Command = {
+  name: 'show',
+  summary: 'show an instruction: status and kW periods',
+  async run (argv, io) {
+    const args = parseCommand(argv, showSpec, io)
+    if (!args) return 0
+    const [id] = args.positionals as [string]
+    const siteIds = sitesOf(args, showSpec)
+    const found = await withStore(io.dataDir, store => openInstructions(store).list({ siteIds })
+      .filter(i => i.instructionId === id))
+    if (found.length === 0) {
+      const where = siteIds.length ? ` for site ${siteIds.join(', ')}` : ''
+      throw new EpxError('EPX_NOT_FOUND', [`no instruction ${id}${where}; see 'epx instructions list'`])
+    }
+    if (args.flag('json')) {
+      io.out(JSON.stringify(found.map(i => ({ ...summary(i), periods: instructionPeriods(i) })), null, 2))
+      return 0
+    }
+    found.forEach((i, n) => {
+      if (n > 0) io.out('')
+      const status = i.state.status + (i.state.cycle === undefined ? '' : ` (solver cycle ${i.state.cycle})`) + ` since ${i.state.at}`
+      for (const line of formatTable([
+        ['instruction', i.instructionId],
+        ['site', `${i.siteId}${i.siteName ? ` (${i.siteName})` : ''}`],
+        ['target date', i.targetDate],
+        ['emitted', `${i.emittedAt} by ${i.emittedBy}`],
+        ['received', `${i.receivedAt} from company ${i.companyId}, token ${i.tokenId}`],
+        ['certificate', i.certFingerprint256],
+        ['status', status],
+        ['periods', `${i.slots.length} of ${i.slotDurationSecs} s`],
+      ])) io.out(line)
+      if (i.slots.length === 0) {
+        io.out('(no periods: this instruction clears the site\'s constraints for the day)')
+        return
+      }
+      io.out('')
+      const periods = instructionPeriods(i)
+      const rows = periods.map((p, k) => [
+        p.startUtc, p.endUtc, String(i.slots[k]![1]),
+        p.minKw !== undefined ? `min_kw ${round(p.minKw)}` : `max_kw ${p.maxKw}`,
+      ])
+      for (const line of formatTable([['START_UTC', 'END_UTC', 'ENERGY_KWH', 'CONSTRAINT'], ...rows])) io.out(line)
+    })
+    return 0
+  },
+}
+
+function round (kw: number): string {
+  return String(Math.round(kw * 1000) / 1000)
+}
+
+export const instructionsCommand: Command = commandGroup('instructions', 'instructions received from BSPs, their status and kW periods', [list, show])
