@@ -6,7 +6,8 @@
  */
 import type { Period } from '../host/contract.ts'
 import type { Instruction } from '../contract/instruction.ts'
-import { formatUtcInstant } from '../contract/instants.ts'
+import { parseUtcInstant } from '../contract/instants.ts'
+import { instantText } from '../contract/instant-text.ts'
 
 /** The constant power that delivers `energyKwh` over a slot of `slotDurationSecs`. */
 export function powerKw (energyKwh: number, slotDurationSecs: number): number {
@@ -15,8 +16,8 @@ export function powerKw (energyKwh: number, slotDurationSecs: number): number {
 
 /** One slot as a solver period. */
 export function toPeriod (startMs: number, energyKwh: number, slotDurationSecs: number): Period {
-  const startUtc = formatUtcInstant(startMs)
-  const endUtc = formatUtcInstant(startMs + slotDurationSecs * 1000)
+  const startUtc = instantText(startMs)
+  const endUtc = instantText(startMs + slotDurationSecs * 1000)
   return energyKwh > 0
     ? { startUtc, endUtc, minKw: powerKw(energyKwh, slotDurationSecs) }
     : { startUtc, endUtc, maxKw: 0 }
@@ -31,5 +32,6 @@ export function periodsOf (starts: Float64Array, kwh: Float64Array, from: number
 
 /** The periods of a stored instruction. */
 export function instructionPeriods (i: Pick<Instruction, 'slots' | 'slotDurationSecs'>): Period[] {
-  return i.slots.map(([startMs, energyKwh]) => toPeriod(startMs, energyKwh, i.slotDurationSecs))
+  return i.slots.map(([startUtc, energyKwh]) => toPeriod(parseUtcInstant(startUtc)!, energyKwh, i.slotDurationSecs))
 }
+

@@ -4,6 +4,7 @@
  * batch a programme becomes before it is stored, and the record's byte form.
  * @module
  */
+import { instantText } from './instant-text.ts'
 
 /** `received` → `queued` → `applied` (with the cycle), or `superseded` by a later emitted_at. */
 export type InstructionStatus = 'received' | 'queued' | 'applied' | 'superseded'
@@ -24,10 +25,10 @@ export interface Instruction {
   readonly certFingerprint256: string
   readonly slotDurationSecs: number
   /**
-   * The periods as programmed: `[start (ms since the epoch), energie_kwh]`, in order;
-   * each lasts `slotDurationSecs`. kW constraints come from `apply/to-constraints.ts`.
+   * The periods as programmed: `[debut_utc, energie_kwh]`, in order, each lasting
+   * `slotDurationSecs`; the kW constraints come from `apply/to-constraints.ts`.
    */
-  readonly slots: ReadonlyArray<readonly [startMs: number, energyKwh: number]>
+  readonly slots: ReadonlyArray<readonly [startUtc: string, energyKwh: number]>
 }
 
 /** The mutable part, stored beside the record so a status change rewrites a few bytes. */
@@ -80,7 +81,8 @@ export function slotRange (batch: InstructionBatch, i: number): [from: number, t
 export function encodeInstruction (head: string, siteId: string, siteName: string,
   starts: Float64Array, kwh: Float64Array, from: number, to: number): string {
   let slots = ''
-  for (let k = from; k < to; k++) slots += (k === from ? '[' : ',[') + starts[k] + ',' + kwh[k] + ']'
+  // Canonical instants need no JSON escaping: digits, '-', ':', '.', 'T' and 'Z'.
+  for (let k = from; k < to; k++) slots += (k === from ? '["' : ',["') + instantText(starts[k]!) + '",' + kwh[k] + ']'
   return `{${head},"siteId":${JSON.stringify(siteId)},"siteName":${JSON.stringify(siteName)},"slots":[${slots}]}`
 }
 

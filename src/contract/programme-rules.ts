@@ -1,13 +1,16 @@
 /**
- * The rules of a Programme_Soutirage that a per-field schema cannot state (DECISIONS.md
- * "Inbound"): unique sites, the caller's perimeter, slot length, the target day's
- * Europe/Paris coverage, order without overlap, and (by configuration) no gaps. Each
+ * The rules of a Programme_Soutirage beyond its per-field schema (DECISIONS.md
+ * "Inbound"): unique sites, the caller's perimeter, slot instants on the 900 s grid,
+ * slot length, the target day's Europe/Paris coverage, order without overlap, and (by
+ * configuration) no gaps. Each
  * rule is stated once, below; violations are collected as `{ JSON Pointer: message }`.
  * @module
  */
 import { coverageOf, QUARTER_HOUR_MS } from './paris-day.ts'
 import { formatUtcInstant, parseUtcInstant } from './instants.ts'
+import { instantText } from './instant-text.ts'
 import { isPrm } from './ids.ts'
+import { INSTANT_SHAPE } from './programme-soutirage.ts'
 
 /** DECISIONS.md "Inbound": at most 100 violations are reported. */
 export const MAX_DETAILS = 100
@@ -90,36 +93,65 @@ export function checkProgrammeRules (body: unknown, opts: RuleOptions, details: 
     }
     const slots = site.energie_programmee
     if (!Array.isArray(slots)) continue
-    let prevEnd: number | undefined   // end of the previous slot that could be read
+    let prevEnd: number | undefined   // latest end among the slots read so far
+    let prevEndText: unknown          // … as the sender spelled it
+    // Pointers are built only for a violation: a valid slot costs two instant reads.
+    const p = (j: number, field: string) => `${at}/energie_programmee/${j}/${field}`
     for (let j = 0; j < slots.length && !details.full; j++) {
       const slot = slots[j]
       if (!isObj(slot)) continue
-      const p = `${at}/energie_programmee/${j}`
-      const start = parseUtcInstant(slot.debut_utc)
-      const end = parseUtcInstant(slot.fin_utc)
+      // Fast paths, same answers: a slot usually starts where the previous one ended,
+      // and ends slot_duration_secs later, spelled canonically; then nothing is parsed.
+      const start = prevEnd !== undefined && slot.debut_utc === prevEndText
+        ? prevEnd
+        : slotInstant(slot.debut_utc, at, j, 'debut_utc', details)
+      const end = start !== undefined && durationMs !== undefined && slot.fin_utc === instantText(start + durationMs)
+        ? start + durationMs
+        : slotInstant(slot.fin_utc, at, j, 'fin_utc', details)
       if (typeof slot.energie_kwh === 'number') { starts[n] = start ?? NaN; kwh[n] = slot.energie_kwh }
       n++
-      // Misaligned or unreadable instants are the schema's to report.
-      if (start === undefined || end === undefined || start % QUARTER_HOUR_MS !== 0 || end % QUARTER_HOUR_MS !== 0) continue
+      if (start === undefined || end === undefined) continue
       if (durationMs !== undefined && end - start !== durationMs) {
-        details.add(`${p}/fin_utc`, `must be debut_utc + slot_duration_secs (${durationMs / 1000} s), i.e. ${formatUtcInstant(start + durationMs)}; got ${slot.fin_utc as string}`)
+        details.add(p(j, 'fin_utc'), `must be debut_utc + slot_duration_secs (${durationMs / 1000} s), i.e. ${formatUtcInstant(start + durationMs)}; got ${slot.fin_utc as string}`)
       }
       if (day && (start < day.startMs || start >= day.endMs)) {
-        details.add(`${p}/debut_utc`, `slot outside the target day: ${day.text}; got ${slot.debut_utc as string}`)
+        details.add(p(j, 'debut_utc'), `slot outside the target day: ${day.text}; got ${slot.debut_utc as string}`)
       } else if (day && end > day.endMs) {
-        details.add(`${p}/fin_utc`, `slot outside the target day: ${day.text}; got ${slot.fin_utc as string}`)
+        details.add(p(j, 'fin_utc'), `slot outside the target day: ${day.text}; got ${slot.fin_utc as string}`)
       }
       if (prevEnd !== undefined && start < prevEnd) {
-        details.add(`${p}/debut_utc`, `slots not contiguous: this slot starts at ${slot.debut_utc as string}, before the previous one ends (${formatUtcInstant(prevEnd)}); list slots in increasing order without overlap`)
+        details.add(p(j, 'debut_utc'), `slots not contiguous: this slot starts at ${slot.debut_utc as string}, before the previous one ends (${formatUtcInstant(prevEnd)}); list slots in increasing order without overlap`)
       } else if (opts.requireContiguous && prevEnd !== undefined && start > prevEnd) {
-        details.add(`${p}/debut_utc`, `slots not contiguous: gap from ${formatUtcInstant(prevEnd)} to ${slot.debut_utc as string}; this service requires contiguous slots (send energie_kwh for every slot in between)`)
+        details.add(p(j, 'debut_utc'), `slots not contiguous: gap from ${formatUtcInstant(prevEnd)} to ${slot.debut_utc as string}; this service requires contiguous slots (send energie_kwh for every slot in between)`)
       }
-      prevEnd = Math.max(prevEnd ?? end, end)
+      if (prevEnd === undefined || end >= prevEnd) {
+        prevEnd = end
+        prevEndText = slot.fin_utc as string
+      }
     }
     slotEnds[i] = n
   }
   const emittedAtMs = parseUtcInstant(body.emitted_at)
   return emittedAtMs === undefined ? undefined : { emittedAtMs, starts, kwh, slotEnds }
+}
+
+/**
+ * A slot's debut_utc or fin_utc (contract §2.2): a UTC instant on a 900 s boundary
+ * (HH:00, HH:15, HH:30 or HH:45). Undefined, reported, when it is not; a non-string is
+ * the schema's to report.
+ */
+function slotInstant (value: unknown, site: string, j: number, field: string, details: Details): number | undefined {
+  if (typeof value !== 'string') return undefined
+  const ms = parseUtcInstant(value)
+  if (ms === undefined) {
+    details.add(`${site}/energie_programmee/${j}/${field}`, `must be ${INSTANT_SHAPE}; got ${JSON.stringify(value.slice(0, 40))}`)
+    return undefined
+  }
+  if (ms % QUARTER_HOUR_MS !== 0) {
+    details.add(`${site}/energie_programmee/${j}/${field}`, `must be aligned to a 900 s boundary (HH:00, HH:15, HH:30 or HH:45, no seconds); got "${value}"`)
+    return undefined
+  }
+  return ms
 }
 
 interface Day { readonly startMs: number; readonly endMs: number; readonly text: string }

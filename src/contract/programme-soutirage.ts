@@ -1,13 +1,13 @@
 /**
  * Programme_Soutirage v0.2 (contract §2.2): the JSON Schema of each field taken alone,
- * its TS type, and the formats the schema names. Rules that relate fields to each
- * other (slot length, coverage, order, unique sites, perimeter) are in
- * `programme-rules.ts`. Every message says what to fix; `fix` sits next to the rule.
+ * its TS type, and the formats the schema names. Slot instants and the rules that
+ * relate fields to each other (alignment, slot length, coverage, order, unique sites,
+ * perimeter) are in `programme-rules.ts`. Every message says what to fix; `fix` sits next to the rule.
  * @module
  */
 import { PRM_PATTERN } from './ids.ts'
 import { parseUtcInstant } from './instants.ts'
-import { isCalendarDate, QUARTER_HOUR_MS } from './paris-day.ts'
+import { isCalendarDate } from './paris-day.ts'
 
 export const PROGRAMME_SCHEMA_VERSION = 'v0.2'
 /** DECISIONS.md "Inbound": the message for a wrong `schema_version` names these. */
@@ -44,26 +44,32 @@ interface Format {
   readonly explain: (text: string) => string
 }
 
-const INSTANT_SHAPE = 'an ISO 8601 UTC instant ending in Z, e.g. 2026-11-21T23:15:00Z (no offset such as +01:00)'
+/** How a wire instant must look (DECISIONS.md "Time"), for every message that asks for one. */
+export const INSTANT_SHAPE = 'an ISO 8601 UTC instant ending in Z, e.g. 2026-11-21T23:15:00Z (no offset such as +01:00)'
 
-/** The formats the schema uses (registered on the ajv instance in `compiled.ts`). */
+const calendarDates = new Map<string, boolean>()
+
+/**
+ * The formats the schema uses (registered on the ajv instance in `compiled.ts`). Slot
+ * instants have none: `programme-rules.ts` reads each of them once, for its checks
+ * and for the instructions, and reports the unreadable and the misaligned ones.
+ */
 export const programmeFormats: Readonly<Record<string, Format>> = {
   'utc-instant': {
     validate: text => parseUtcInstant(text) !== undefined,
     explain: text => `must be ${INSTANT_SHAPE}; got ${quote(text)}`,
   },
-  // Contract §2.2: slots are aligned on HH:00, HH:15, HH:30 or HH:45.
-  'quarter-hour-instant': {
-    validate: text => {
-      const ms = parseUtcInstant(text)
-      return ms !== undefined && ms % QUARTER_HOUR_MS === 0
-    },
-    explain: text => parseUtcInstant(text) === undefined
-      ? `must be ${INSTANT_SHAPE}; got ${quote(text)}`
-      : `must be aligned to a 900 s boundary (HH:00, HH:15, HH:30 or HH:45, no seconds); got ${quote(text)}`,
-  },
   'calendar-date': {
-    validate: isCalendarDate,
+    // luxon costs microseconds and a programme names one day: remember the answers.
+    validate: text => {
+      let ok = calendarDates.get(text)
+      if (ok === undefined) {
+        ok = isCalendarDate(text)
+        if (calendarDates.size >= 1000) calendarDates.clear()
+        calendarDates.set(text, ok)
+      }
+      return ok
+    },
     explain: text => `must be a real calendar date YYYY-MM-DD (the Europe/Paris target day), e.g. 2026-11-22; got ${quote(text)}`,
   },
 }
@@ -77,8 +83,8 @@ const slotSchema = {
   fix: 'each slot must be an object { debut_utc, fin_utc, energie_kwh }',
   required: ['debut_utc', 'fin_utc', 'energie_kwh'],
   properties: {
-    debut_utc: { type: 'string', format: 'quarter-hour-instant', fix: `is required: the slot start, ${INSTANT_SHAPE}, on a 900 s boundary` },
-    fin_utc: { type: 'string', format: 'quarter-hour-instant', fix: `is required: the slot end, ${INSTANT_SHAPE}, on a 900 s boundary` },
+    debut_utc: { type: 'string', fix: `is required: the slot start, ${INSTANT_SHAPE}, on a 900 s boundary` },
+    fin_utc: { type: 'string', fix: `is required: the slot end, ${INSTANT_SHAPE}, on a 900 s boundary` },
     // ajv's `number` refuses NaN and ±Infinity (strictNumbers), so this is "a finite number".
     energie_kwh: { type: 'number', minimum: 0, fix: 'is required: the energy of the slot in kWh, a finite number >= 0 (0 means curtailment)' },
   },

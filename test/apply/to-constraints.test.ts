@@ -19,7 +19,7 @@ t.test('energie_kwh = 0 is a curtailment: max_kw = 0 and no floor', async t => {
 })
 
 t.test('absent slots give no period: a gap stays unconstrained', async t => {
-  const periods = instructionPeriods({ slotDurationSecs: 900, slots: [[at, 1], [at + 1_800_000, 0]] })
+  const periods = instructionPeriods({ slotDurationSecs: 900, slots: [['2026-11-21T23:00:00Z', 1], ['2026-11-21T23:30:00Z', 0]] })
   t.same(periods.map(p => p.startUtc), ['2026-11-21T23:00:00Z', '2026-11-21T23:30:00Z'])
   t.same(periods.map(p => [p.minKw, p.maxKw]), [[4, undefined], [undefined, 0]])
 })

@@ -1,4 +1,4 @@
-import t from 'tap'
+import t, { type Test as Tap } from 'tap'
 import { createProgrammeReader } from '../../src/http/read-programme.ts'
 import type { CheckContext } from '../../src/http/check-programme.ts'
 import { programme, siteId, type Body } from '../helpers/programme.ts'
@@ -36,7 +36,6 @@ async function rejects (t: Tap, body: unknown, pointer: string, message: RegExp,
   t.same(Object.keys(err?.details ?? {}), [pointer])
   t.match(err?.details?.[pointer], message)
 }
-type Tap = Parameters<Parameters<typeof t.test>[1]>[0]
 
 const with_ = (patch: (b: Body) => void, base: Body = programme({ slots: 4 })): Body => {
   const b = structuredClone(base)

@@ -1,4 +1,4 @@
-import t from 'tap'
+import t, { type Test as Tap } from 'tap'
 import { connect, type TLSSocket } from 'node:tls'
 import { startEpx, type TestEpx } from '../helpers/epx.ts'
 import { testPki, type KeyPairPem } from '../helpers/certs.ts'
@@ -7,7 +7,7 @@ import { INBOUND_PATH, programme } from '../helpers/programme.ts'
 // DECISIONS.md "Inbound": Content-Type (415), body limit (413, the rest never read),
 // JSON parsed safely (400 saying where it broke; no prototype keys).
 
-async function setup (t: Parameters<Parameters<typeof t.test>[1]>[0], config: Record<string, any> = {}) {
+async function setup (t: Tap, config: Record<string, any> = {}) {
   const epx = await startEpx(t, { config })
   const { cert } = await epx.addCompany('acme')
   const { secret } = await epx.addToken('acme', ['inbound:programme-soutirage'])

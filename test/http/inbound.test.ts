@@ -1,11 +1,10 @@
-import t from 'tap'
+import t, { type Test as Tap } from 'tap'
 import { startEpx } from '../helpers/epx.ts'
 import { INBOUND_PATH, programme, siteId, type ProgrammeOptions } from '../helpers/programme.ts'
 import { openInstructions } from '../../src/store/instructions.ts'
 
 // Through the front door: mTLS, a real token, LMDB, the reference host's solver.
 
-type Tap = Parameters<Parameters<typeof t.test>[1]>[0]
 
 async function setup (t: Tap, o: { now?: string; config?: Record<string, any>; perimeter?: 'all' | string[] } = {}) {
   const epx = await startEpx(t, { now: o.now, config: o.config })

@@ -1,4 +1,4 @@
-import t from 'tap'
+import t, { type Test as Tap } from 'tap'
 import { openStore, type Store } from '../../src/store/open-store.ts'
 import { openInstructions } from '../../src/store/instructions.ts'
 import { createProgrammeCheck } from '../../src/http/check-programme.ts'
@@ -22,7 +22,6 @@ function open (t: Tap, path = t.testdir()): { store: Store; instructions: Return
   t.teardown(() => store.close())
   return { store, instructions: openInstructions(store) }
 }
-type Tap = Parameters<Parameters<typeof t.test>[1]>[0]
 
 const OLD = '2026-11-21T10:00:00Z'
 const NEW = '2026-11-21T11:00:00Z'
@@ -47,7 +46,7 @@ t.test('a programme is stored one instruction per site, with everything DECISION
     state: { status: 'received', at: AT },
   })
   t.same(got!.slots.map(s => s[1]), [0, 1, 2, 3])
-  t.equal(got!.slots[0]![0], Date.parse('2026-11-21T23:00:00Z'))
+  t.same(got!.slots[1], ['2026-11-21T23:15:00Z', 1])
 })
 
 t.test('what save() resolved is on disk: a fresh open of the folder sees it', async t => {
