@@ -5,9 +5,7 @@
  */
 import { deriveInstructionId } from '../contract/ids.ts'
 import { formatUtcInstant } from '../contract/instants.ts'
-import {
-  encodeInstruction, instructionHead, type InstructionBatch, type Provenance,
-} from '../contract/instruction.ts'
+import { encodeInstructionRecords, type InstructionBatch, type Provenance } from '../contract/instruction.ts'
 import type { ProgrammeSoutirage } from '../contract/programme-soutirage.ts'
 import type { CheckedSlots } from '../contract/programme-rules.ts'
 
@@ -21,7 +19,7 @@ export function toInstructionBatch (p: ProgrammeSoutirage, slots: CheckedSlots, 
   // of the same emitted_at give the same instruction.
   const instructionId = deriveInstructionId(p.target_date, slots.emittedAtMs)
   const emittedAt = formatUtcInstant(slots.emittedAtMs)
-  const head = instructionHead({
+  const { records, recordEnds } = encodeInstructionRecords({
     instructionId,
     targetDate: p.target_date,
     emittedAt,
@@ -31,23 +29,7 @@ export function toInstructionBatch (p: ProgrammeSoutirage, slots: CheckedSlots, 
     tokenId: from.tokenId,
     certFingerprint256: from.certFingerprint256,
     slotDurationSecs: p.slot_duration_secs,
-  })
-  const n = p.sites.length
-  const texts = new Array<string>(n)
-  const recordEnds = new Uint32Array(n)
-  let bytes = 0
-  for (let i = 0; i < n; i++) {
-    const site = p.sites[i]!
-    const from = i === 0 ? 0 : slots.slotEnds[i - 1]!
-    const text = encodeInstruction(head, site.site_id, site.site_name ?? '', slots.starts, slots.kwh, from, slots.slotEnds[i]!)
-    texts[i] = text
-    bytes += Buffer.byteLength(text)
-    recordEnds[i] = bytes
-  }
-  // Its own ArrayBuffer (never a slice of node's pool), so it can be transferred.
-  const records = Buffer.allocUnsafeSlow(bytes)
-  let at = 0
-  for (const text of texts) at += records.write(text, at)
+  }, p.sites.map(s => ({ siteId: s.site_id, siteName: s.site_name ?? '' })), slots.starts, slots.kwh, slots.slotEnds)
   return {
     instructionId,
     targetDate: p.target_date,

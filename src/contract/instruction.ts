@@ -61,7 +61,7 @@ export interface InstructionBatch {
   readonly emittedAtMs: number
   readonly slotDurationSecs: number
   readonly siteIds: readonly string[]
-  /** Each site's `Instruction`, UTF-8 JSON (`encodeInstruction`), back to back. */
+  /** Each site's stored record (`encodeInstructionRecords`), back to back. */
   readonly records: Uint8Array
   readonly recordEnds: Uint32Array
   readonly starts: Float64Array
@@ -74,23 +74,55 @@ export function slotRange (batch: InstructionBatch, i: number): [from: number, t
   return [i === 0 ? 0 : batch.slotEnds[i - 1]!, batch.slotEnds[i]!]
 }
 
-/**
- * The stored bytes of an instruction: JSON, written by hand because a programme of a
- * thousand sites writes a thousand of them (`head` is shared by all sites of a programme).
- */
-export function encodeInstruction (head: string, siteId: string, siteName: string,
-  starts: Float64Array, kwh: Float64Array, from: number, to: number): string {
-  let slots = ''
-  // Canonical instants need no JSON escaping: digits, '-', ':', '.', 'T' and 'Z'.
-  for (let k = from; k < to; k++) slots += (k === from ? '["' : ',["') + instantText(starts[k]!) + '",' + kwh[k] + ']'
-  return `{${head},"siteId":${JSON.stringify(siteId)},"siteName":${JSON.stringify(siteName)},"slots":[${slots}]}`
-}
+/** Record format version (first byte), so the layout can change without a migration. */
+const RECORD_V1 = 1
 
-/** The fields every site of a programme shares, as the start of a JSON object body. */
-export function instructionHead (h: Omit<Instruction, 'siteId' | 'siteName' | 'slots'>): string {
-  return JSON.stringify(h).slice(1, -1)
+/**
+ * The stored bytes of every site of a programme, back to back. One record is
+ * `[1][u32 LE length of the JSON][JSON of the instruction without slots][f64 starts][f64 energies]`:
+ * the slots are copied as the parser left them (two memcpy a site), not re-encoded.
+ */
+export function encodeInstructionRecords (
+  head: Omit<Instruction, 'siteId' | 'siteName' | 'slots'>,
+  sites: ReadonlyArray<{ readonly siteId: string; readonly siteName: string }>,
+  starts: Float64Array, kwh: Float64Array, slotEnds: Uint32Array,
+): { records: Uint8Array; recordEnds: Uint32Array } {
+  const shared = JSON.stringify(head).slice(0, -1)
+  const texts = sites.map(s => `${shared},"siteId":${JSON.stringify(s.siteId)},"siteName":${JSON.stringify(s.siteName)}}`)
+  const recordEnds = new Uint32Array(sites.length)
+  let size = 0
+  for (let i = 0; i < sites.length; i++) {
+    size += 5 + Buffer.byteLength(texts[i]!) + 16 * (slotEnds[i]! - (i === 0 ? 0 : slotEnds[i - 1]!))
+    recordEnds[i] = size
+  }
+  // Its own ArrayBuffer (never a slice of node's pool), so it can be transferred.
+  const records = Buffer.allocUnsafeSlow(size)
+  const startBytes = Buffer.from(starts.buffer, starts.byteOffset, starts.byteLength)
+  const kwhBytes = Buffer.from(kwh.buffer, kwh.byteOffset, kwh.byteLength)
+  let at = 0
+  for (let i = 0; i < sites.length; i++) {
+    const from = i === 0 ? 0 : slotEnds[i - 1]!
+    const to = slotEnds[i]!
+    records[at] = RECORD_V1
+    const length = records.write(texts[i]!, at + 5)
+    records.writeUInt32LE(length, at + 1)
+    at += 5 + length
+    at += startBytes.copy(records, at, from * 8, to * 8)
+    at += kwhBytes.copy(records, at, from * 8, to * 8)
+  }
+  return { records, recordEnds }
 }
 
 export function decodeInstruction (bytes: Uint8Array): Instruction {
-  return JSON.parse(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('utf8')) as Instruction
+  const buf = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength)
+  if (buf[0] !== RECORD_V1) throw new Error(`unknown instruction record format ${buf[0]}`)
+  const length = buf.readUInt32LE(1)
+  const head = JSON.parse(buf.toString('utf8', 5, 5 + length)) as Omit<Instruction, 'slots'>
+  const n = (buf.length - 5 - length) / 16
+  // Copied out: a stored value need not be 8-byte aligned for a Float64Array view.
+  const numbers = new Float64Array(2 * n)
+  buf.copy(Buffer.from(numbers.buffer), 0, 5 + length)
+  const slots = new Array<readonly [string, number]>(n)
+  for (let k = 0; k < n; k++) slots[k] = [instantText(numbers[k]!), numbers[n + k]!]
+  return { ...head, slots }
 }

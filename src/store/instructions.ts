@@ -26,7 +26,7 @@ export interface StoredInstruction extends Instruction {
 }
 
 export function openInstructions (store: Store) {
-  // Records are the batch's JSON bytes as received from the parser: no re-encoding.
+  // Records are the bytes the parser built (see encodeInstructionRecords): no re-encoding here.
   const records = store.db<Uint8Array>('instructions', { binary: true })          // [instruction_id, site_id]
   const states = store.db<InstructionState>('instruction-states')               // [instruction_id, site_id]
   const effective = store.db<EffectiveRef>('instruction-effective')             // [target_date, site_id]
