@@ -41,20 +41,43 @@ export function createEnqueuer (deps: EnqueueDeps): Enqueuer {
   })
 
   /**
-   * Hands one turn's inputs to the solver and marks them queued in the same turn, so
-   * the write is ordered before any cycle's `applied` for them. The status write is not
-   * awaited: losing `queued` to a crash loses nothing, the restart queues them again.
+   * Hands one turn's inputs to the solver and marks them queued before the turn ends,
+   * so the write is ordered before any cycle's `applied` for them. The status write is
+   * not awaited: losing `queued` to a crash loses nothing, the restart queues them again.
    */
   const hand = (inputs: SolverInput[]): void => {
     if (inputs.length === 0) return
-    solver.enqueueNextCycle(inputs)
-    const refs: InstructionRef[] = inputs.map(i => ({ instructionId: i.instructionId, siteId: i.siteId }))
+    try {
+      solver.enqueueNextCycle(inputs)
+    } catch (err) {
+      // The instructions are durable: answer 202 all the same; they stay `received`
+      // and the next activation queues them again.
+      log.error({ err, count: inputs.length }, 'the solver refused the next-cycle inputs')
+      return
+    }
+    for (const i of inputs) queued.push({ instructionId: i.instructionId, siteId: i.siteId })
+    // One status write for every programme handed over in this turn (concurrent
+    // requests resolved by the same commit), still issued before any later cycle.
+    if (queued.length === inputs.length) queueMicrotask(markQueued)
+  }
+  let queued: InstructionRef[] = []
+  const markQueued = () => {
+    const refs = queued
+    queued = []
     instructions.markQueued(refs, clock.now().toISOString()).catch(warn('could not mark instructions queued'))
   }
 
-  /** Still effective now? A newer programme may have committed while we yielded. */
-  const isEffective = (targetDate: string, siteId: string, instructionId: string): boolean =>
-    instructions.effectiveId(targetDate, siteId) === instructionId
+  /**
+   * Still effective now? A newer programme may have committed while we yielded. When
+   * the store cannot say, the caller's own answer (the commit's) stands.
+   */
+  const isEffective = (targetDate: string, siteId: string, instructionId: string, fallback: boolean): boolean => {
+    try {
+      return instructions.effectiveId(targetDate, siteId) === instructionId
+    } catch {
+      return fallback
+    }
+  }
 
   return {
     async enqueueBatch (batch, effective) {
@@ -63,7 +86,7 @@ export function createEnqueuer (deps: EnqueueDeps): Enqueuer {
         const inputs: SolverInput[] = []
         for (let i = from; i < Math.min(from + SITES_PER_TURN, batch.siteIds.length); i++) {
           const siteId = batch.siteIds[i]!
-          if (!effective[i] || !isEffective(batch.targetDate, siteId, batch.instructionId)) continue
+          if (!effective[i] || !isEffective(batch.targetDate, siteId, batch.instructionId, true)) continue
           const [a, b] = slotRange(batch, i)
           inputs.push({
             instructionId: batch.instructionId,
@@ -84,7 +107,7 @@ export function createEnqueuer (deps: EnqueueDeps): Enqueuer {
         if (from > 0) await nextTurn()
         const inputs: SolverInput[] = []
         for (const ref of refs.slice(from, from + SITES_PER_TURN)) {
-          if (!isEffective(ref.targetDate, ref.siteId, ref.instructionId)) continue
+          if (!isEffective(ref.targetDate, ref.siteId, ref.instructionId, true)) continue
           const stored = instructions.get(ref.instructionId, ref.siteId)
           if (!stored) continue
           inputs.push({ instructionId: stored.instructionId, siteId: stored.siteId, targetDate: stored.targetDate, periods: instructionPeriods(stored) })

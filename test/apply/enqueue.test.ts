@@ -1,0 +1,91 @@
+import t, { type Test } from 'tap'
+import pino from 'pino'
+import { openStore } from '../../src/store/open-store.ts'
+import { openInstructions } from '../../src/store/instructions.ts'
+import { createEnqueuer } from '../../src/apply/enqueue.ts'
+import { receiveProgramme } from '../../src/apply/receive-programme.ts'
+import { createProgrammeCheck } from '../../src/http/check-programme.ts'
+import type { CycleApplied, Logger, SolverInput, SolverPort } from '../../src/host/contract.ts'
+import { programme, siteId, type ProgrammeOptions } from '../helpers/programme.ts'
+
+const check = createProgrammeCheck({ maxSites: 5000, requireContiguous: false })
+const batch = (o: ProgrammeOptions) => {
+  const r = check(Buffer.from(JSON.stringify(programme({ slots: 2, ...o }))), {
+    perimeter: 'all', provenance: { receivedAt: '2026-11-21T12:30:00.000Z', companyId: 'acme', tokenId: 'tok', certFingerprint256: 'F' },
+  })
+  if (!r.ok) throw new Error(JSON.stringify(r.details))
+  return r.batch
+}
+
+function setup (t: Test, solverOverrides: Partial<SolverPort> = {}) {
+  const store = openStore(t.testdir())
+  t.teardown(() => store.close())
+  const instructions = openInstructions(store)
+  const queue: SolverInput[] = []
+  const listeners = new Set<(r: CycleApplied) => void>()
+  const solver: SolverPort = {
+    sites: async () => [],
+    needs: async () => { throw new Error('unused') },
+    enqueueNextCycle: inputs => { queue.push(...inputs) },
+    onCycleApplied: l => { listeners.add(l); return () => listeners.delete(l) },
+    ...solverOverrides,
+  }
+  const log = pino({ level: 'silent' }) as unknown as Logger
+  const clock = { now: () => new Date('2026-11-21T12:30:00Z') }
+  const enqueuer = createEnqueuer({ solver, instructions, clock, log })
+  t.teardown(() => enqueuer.close())
+  const cycle = (n: number) => { const r = { cycle: n, at: '2026-11-21T12:31:00.000Z', inputs: queue.splice(0).map(i => ({ instructionId: i.instructionId, siteId: i.siteId })) }; for (const l of listeners) l(r); return r }
+  const settle = () => store.writeDurable(() => {})   // writes are ordered: this one commits after the status writes
+  return { instructions, enqueuer, queue, cycle, settle, listeners }
+}
+
+t.test('a saved programme reaches the queue with its kW periods, then queued, then applied with the cycle', async t => {
+  const { instructions, enqueuer, queue, cycle, settle } = setup(t)
+  const receipt = await receiveProgramme(batch({ sites: 2, kwh: () => 1 }), '2026-11-21T12:30:00.000Z', { instructions, enqueuer })
+  t.equal(receipt.count, 2)
+  t.same(queue.map(i => [i.siteId, i.periods.map(p => p.minKw)]), [[siteId(1), [4, 4]], [siteId(2), [4, 4]]])
+  await settle()
+  t.equal(instructions.list()[0]!.state.status, 'queued')
+  cycle(12)
+  await settle()
+  t.same(instructions.list().map(i => [i.state.status, i.state.cycle]), [['applied', 12], ['applied', 12]])
+})
+
+t.test('a superseded instruction is not fed, and a cycle cannot make it applied', async t => {
+  const { instructions, enqueuer, queue, cycle, settle } = setup(t)
+  const newer = batch({ emittedAt: '2026-11-21T11:00:00Z' })
+  const older = batch({ emittedAt: '2026-11-21T10:00:00Z' })
+  await receiveProgramme(newer, 'x', { instructions, enqueuer })
+  await receiveProgramme(older, 'x', { instructions, enqueuer })
+  t.same(queue.map(i => i.instructionId), [newer.instructionId])
+  queue.push({ instructionId: older.instructionId, siteId: siteId(1), targetDate: '2026-11-22', periods: [] })
+  cycle(3)
+  await settle()
+  t.equal(instructions.get(older.instructionId, siteId(1))!.state.status, 'superseded')
+  t.equal(instructions.get(newer.instructionId, siteId(1))!.state.status, 'applied')
+})
+
+t.test('a solver that refuses the inputs does not turn a durable programme into an error', async t => {
+  const { instructions, enqueuer, settle } = setup(t, { enqueueNextCycle: () => { throw new Error('queue full') } })
+  const receipt = await receiveProgramme(batch({}), 'x', { instructions, enqueuer })
+  t.equal(receipt.count, 1)
+  await settle()
+  t.equal(instructions.list()[0]!.state.status, 'received', 'left for the next activation to queue')
+})
+
+t.test('requeue takes the effective instructions of today and later, not of past days', async t => {
+  const { instructions, enqueuer, queue } = setup(t)
+  await receiveProgramme(batch({ targetDate: '2026-11-20', emittedAt: '2026-11-19T10:00:00Z' }), 'x', { instructions, enqueuer })
+  await receiveProgramme(batch({ targetDate: '2026-11-21', emittedAt: '2026-11-20T10:00:00Z', sites: 70 }), 'x', { instructions, enqueuer })
+  queue.length = 0
+  t.equal(await enqueuer.requeueEffective(), 70, 'in several turns')
+  t.same(new Set(queue.map(i => i.targetDate)), new Set(['2026-11-21']))
+  t.same(queue[0]!.periods[0], { startUtc: '2026-11-20T23:00:00Z', endUtc: '2026-11-20T23:15:00Z', minKw: 10 })
+})
+
+t.test('close() stops listening to cycles', async t => {
+  const { enqueuer, listeners } = setup(t)
+  t.equal(listeners.size, 1)
+  enqueuer.close()
+  t.equal(listeners.size, 0)
+})
