@@ -14,6 +14,8 @@ import { instructionPeriods, periodsOf } from './to-constraints.ts'
 
 /** Sites converted per event-loop turn: ~100 periods objects each; the solver shares the loop. */
 const SITES_PER_TURN = 64
+/** How long `queued` statuses wait to share one write (a cycle's acknowledgement flushes them first). */
+const QUEUED_WRITE_DELAY_MS = 20
 
 export interface EnqueueDeps {
   readonly solver: SolverPort
@@ -27,7 +29,7 @@ export interface Enqueuer {
   enqueueBatch(batch: InstructionBatch, effective: readonly boolean[]): Promise<void>
   /** Queues again every effective instruction whose Paris day is not over; resolves to their count. */
   requeueEffective(): Promise<number>
-  /** Stops listening to the solver's cycles. */
+  /** Writes pending statuses and stops listening to the solver's cycles. */
   close(): void
 }
 
@@ -37,13 +39,14 @@ export function createEnqueuer (deps: EnqueueDeps): Enqueuer {
 
   const unsubscribe = solver.onCycleApplied(report => {
     if (report.inputs.length === 0) return
+    flushQueued()   // writes are ordered: `queued` lands before this `applied`
     instructions.markApplied(report.inputs, report.cycle, report.at).catch(warn('could not mark instructions applied'))
   })
 
   /**
-   * Hands one turn's inputs to the solver and marks them queued before the turn ends,
-   * so the write is ordered before any cycle's `applied` for them. The status write is
-   * not awaited: losing `queued` to a crash loses nothing, the restart queues them again.
+   * Hands one turn's inputs to the solver and marks them queued, soon and always before
+   * any cycle's `applied` for them. The status write is not awaited: losing `queued` to
+   * a crash loses nothing, the next activation queues them again.
    */
   const hand = (inputs: SolverInput[]): void => {
     if (inputs.length === 0) return
@@ -56,12 +59,16 @@ export function createEnqueuer (deps: EnqueueDeps): Enqueuer {
       return
     }
     for (const i of inputs) queued.push({ instructionId: i.instructionId, siteId: i.siteId })
-    // One status write for every programme handed over in this turn (concurrent
-    // requests resolved by the same commit), still issued before any later cycle.
-    if (queued.length === inputs.length) queueMicrotask(markQueued)
+    timer ??= setTimeout(flushQueued, QUEUED_WRITE_DELAY_MS).unref()
   }
+  // Every LMDB commit costs lmdb-js a native write job: the `queued` statuses of all the
+  // programmes handed over within a few milliseconds share one.
   let queued: InstructionRef[] = []
-  const markQueued = () => {
+  let timer: NodeJS.Timeout | undefined
+  const flushQueued = () => {
+    if (timer) clearTimeout(timer)
+    timer = undefined
+    if (queued.length === 0) return
     const refs = queued
     queued = []
     instructions.markQueued(refs, clock.now().toISOString()).catch(warn('could not mark instructions queued'))
@@ -118,7 +125,10 @@ export function createEnqueuer (deps: EnqueueDeps): Enqueuer {
       return count
     },
 
-    close: unsubscribe,
+    close () {
+      flushQueued()
+      unsubscribe()
+    },
   }
 }
 

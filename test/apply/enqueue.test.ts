@@ -44,7 +44,8 @@ t.test('a saved programme reaches the queue with its kW periods, then queued, th
   const receipt = await receiveProgramme(batch({ sites: 2, kwh: () => 1 }), '2026-11-21T12:30:00.000Z', { instructions, enqueuer })
   t.equal(receipt.count, 2)
   t.same(queue.map(i => [i.siteId, i.periods.map(p => p.minKw)]), [[siteId(1), [4, 4]], [siteId(2), [4, 4]]])
-  await settle()
+  // `queued` is written a few milliseconds later, in one write with its neighbours.
+  for (let i = 0; i < 300 && instructions.list()[0]!.state.status !== 'queued'; i++) await new Promise(r => setTimeout(r, 10))
   t.equal(instructions.list()[0]!.state.status, 'queued')
   cycle(12)
   await settle()
@@ -81,6 +82,14 @@ t.test('requeue takes the effective instructions of today and later, not of past
   t.equal(await enqueuer.requeueEffective(), 70, 'in several turns')
   t.same(new Set(queue.map(i => i.targetDate)), new Set(['2026-11-21']))
   t.same(queue[0]!.periods[0], { startUtc: '2026-11-20T23:00:00Z', endUtc: '2026-11-20T23:15:00Z', minKw: 10 })
+})
+
+t.test('a cycle acknowledged before the queued statuses are written still ends applied', async t => {
+  const { instructions, enqueuer, cycle, settle } = setup(t)
+  await receiveProgramme(batch({}), 'x', { instructions, enqueuer })
+  cycle(5)   // within the delay: the pending `queued` write goes first
+  await settle()
+  t.same(instructions.list()[0]!.state, { status: 'applied', cycle: 5, at: '2026-11-21T12:31:00.000Z' })
 })
 
 t.test('close() stops listening to cycles', async t => {
