@@ -42,6 +42,9 @@ export function createProgrammeReader (opts: CheckOptions & { offThreadBytes?: n
     const entry = new URL('./programme-worker.ts', import.meta.url).href
     const w = new Worker(`import(${JSON.stringify(tsx)}).then(m => { m.register(); return import(${JSON.stringify(entry)}) })`, {
       eval: true,
+      // Not the host's flags (a relative `--import=tsx` would resolve against a cwd
+      // that may have changed since start): the line above registers what it needs.
+      execArgv: [],
       workerData: { maxSites: opts.maxSites, requireContiguous: opts.requireContiguous } satisfies CheckOptions,
     })
     w.on('message', (reply: Reply) => {
