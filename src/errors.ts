@@ -27,7 +27,6 @@ export const catalogue = {
   PAYLOAD_TOO_LARGE: { status: 413, message: 'body exceeds the limit of %d bytes', slug: 'payload-too-large', title: 'Payload Too Large' },
   UNSUPPORTED_MEDIA_TYPE: { status: 415, message: "Content-Type must be application/json, got '%s'", slug: 'unsupported-media-type', title: 'Unsupported Media Type' },
   NO_STORE: { status: 503, message: 'storage unavailable; retry in a few seconds', slug: 'no-store', title: 'Service Unavailable' },
-  NOT_IMPLEMENTED: { status: 501, message: '%s is not implemented yet', slug: 'not-implemented', title: 'Not Implemented' },
   INTERNAL: { status: 500, message: 'internal error; the request was not applied', slug: 'internal', title: 'Internal Server Error' },
 
   // Operator-facing codes (host, CLI, configuration): never on the wire.

@@ -1,0 +1,36 @@
+import t from 'tap'
+import { readFileSync } from 'node:fs'
+import { resolve } from 'node:path'
+import { catalogue, EpxError, isEpxError } from '../src/errors.ts'
+
+// fastify's test/internals/errors.test.js idea: the catalogue and its documentation
+// cannot drift apart unnoticed.
+const doc = readFileSync(resolve(import.meta.dirname, '../docs/errors.md'), 'utf8')
+const documented = new Map([...doc.matchAll(/^\| ([A-Z][A-Z0-9_]+) \| (\d+) \|/gm)].map(m => [m[1]!, Number(m[2])]))
+
+t.test('every catalogue code is documented in docs/errors.md with its status', async t => {
+  for (const [code, spec] of Object.entries(catalogue)) {
+    t.equal(documented.get(code), spec.status, code)
+  }
+})
+
+t.test('docs/errors.md documents no code the catalogue lacks', async t => {
+  t.same([...documented.keys()].filter(c => !Object.hasOwn(catalogue, c)), [])
+})
+
+t.test('wire codes that leave through problem+json have a slug and a title', async t => {
+  for (const [code, spec] of Object.entries(catalogue)) {
+    if (code.startsWith('EPX_')) continue
+    t.ok('slug' in spec && 'title' in spec, code)
+  }
+})
+
+t.test('an EpxError renders its template and is recognised by its code, not its class', async t => {
+  const e = new EpxError('SCOPE_DENIED', ['inbound:programme-soutirage'])
+  t.equal(e.status, 403)
+  t.equal(e.message, "token lacks scope 'inbound:programme-soutirage'")
+  t.ok(isEpxError(e))
+  t.ok(isEpxError({ code: 'NO_STORE', message: 'from another copy of epx' }), 'a plain object with a known code')
+  t.notOk(isEpxError({ code: 'ECONNRESET' }), 'a node error code is not ours')
+  t.notOk(isEpxError(null))
+})
