@@ -65,3 +65,44 @@ t.test('epx start reports a catalogue error as "epx: <message>", exit 1, no stac
   t.notMatch(r.err, /\n\s+at /, 'no stack trace')
 })
 
+
+t.test('the CLI writes the store while epx start runs, and the service sees each change on its next request', async t => {
+  const dir = await initializedDataDir(t)
+  await epx(dir, 'company', 'add', 'acme', '--name', 'ACME')
+  const bundle = join(dir, 'acme')
+  await epx(dir, 'cert', 'issue', 'acme', '--out', bundle)
+  const run = await startEpx(['--data', dir, 'start', '--port', '0', '--cycle', '60'], /epx API listening on (https:\/\/127\.0\.0\.1:\d+\/)/)
+  t.teardown(() => { run.child.kill('SIGKILL') })
+  const url = new URL(`${OUTBOUND_PATH}?site_id=PRM30000000000001&target_date=2026-11-23`, run.match[1]!)
+  const agent = new Agent({
+    connect: {
+      ca: readFileSync(join(bundle, 'ca.crt')),
+      cert: readFileSync(join(bundle, 'client.crt')),
+      key: readFileSync(join(bundle, 'client.key')),
+      servername: 'localhost',
+    },
+  })
+  t.teardown(() => agent.close())
+  const get = async (token: string) => {
+    const res = await request(url, { dispatcher: agent, headers: { authorization: `Bearer ${token}` } })
+    return { status: res.statusCode, body: await res.body.text() }
+  }
+
+  // Created after the service started: known on the next request.
+  const created = await epx(dir, 'token', 'create', '--company', 'acme', '--scope', 'outbound:besoins-agreges', '--json')
+  const { id, token } = JSON.parse(created.out)
+  t.notOk([401, 403].includes((await get(token)).status), 'a token created by the CLI is accepted at once')
+
+  await epx(dir, 'company', 'suspend', 'acme')
+  const suspended = await get(token)
+  t.equal(suspended.status, 403)
+  t.match(JSON.parse(suspended.body), { code: 'COMPANY_SUSPENDED' }, 'a suspension by the CLI applies at once')
+
+  await epx(dir, 'company', 'resume', 'acme')
+  t.notOk([401, 403].includes((await get(token)).status), 'so does the resumption')
+
+  await epx(dir, 'token', 'revoke', id)
+  t.equal((await get(token)).status, 401, 'a revocation by the CLI applies at once')
+  run.child.kill('SIGTERM')
+  t.equal(await run.exited, 0)
+})
