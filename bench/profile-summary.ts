@@ -46,6 +46,25 @@ export function summarize (path: string, top = 25): string {
   const pct = (us: number) => `${(us / busy * 100).toFixed(1).padStart(5)}%`
   const lines = [`${path}: ${(total / 1000).toFixed(0)} ms sampled, ${(busy / 1000).toFixed(0)} ms busy (percentages of busy)`, '', 'By area:']
   for (const [k, us] of [...byArea].sort((a, b) => b[1] - a[1]).slice(0, 15)) if (k !== '(idle)') lines.push(`  ${pct(us)}  ${k}`)
+  // Inclusive time of epx's own functions (and the loggers/stores they call): where a
+  // request's time goes, subtree by subtree. A function on the stack twice counts once.
+  const parent = new Map<number, number>()
+  for (const n of p.nodes) for (const c of n.children ?? []) parent.set(c, n.id)
+  const incl = new Map<string, number>()
+  for (const [id, us] of self) {
+    const seen = new Set<string>()
+    for (let cur: number | undefined = id; cur !== undefined; cur = parent.get(cur)) {
+      const f = byId.get(cur)!.callFrame
+      const area = areaOf(f.url, f.functionName)
+      if (!/^(src\/|pino|sonic-boom|lmdb|msgpackr|ajv|secure-json-parse|fast-json-stringify)/.test(area)) continue
+      const key = `${f.functionName || '(anonymous)'}  ${area}`
+      if (seen.has(key)) continue
+      seen.add(key)
+      incl.set(key, (incl.get(key) ?? 0) + us)
+    }
+  }
+  lines.push('', 'Inclusive (epx files and the libraries they call):')
+  for (const [k, us] of [...incl].sort((a, b) => b[1] - a[1]).slice(0, top)) lines.push(`  ${pct(us)}  ${k}`)
   lines.push('', 'By function (self time):')
   for (const [k, us] of [...byFn].sort((a, b) => b[1] - a[1]).slice(0, top)) if (!k.startsWith('(idle)')) lines.push(`  ${pct(us)}  ${k}`)
   return lines.join('\n')

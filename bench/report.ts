@@ -23,6 +23,8 @@ export interface Sample {
   readonly p99Ms: number
   /** Server CPU time (user + system, all threads) per request served in the window. */
   readonly cpuPerReqUs: number
+  /** The system (kernel) part of it: syscalls, TLS socket writes, fsync. */
+  readonly sysPerReqUs: number
   readonly maxStallMs: number
   readonly bytesPerResponse: number
 }

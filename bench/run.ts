@@ -4,7 +4,8 @@
  * by a separate load process; then E alone for publication, a large programme and memory.
  * Exit 0 whenever the bench itself worked (a missed target is a measurement), 1 if it broke.
  * Options: --quick, --rounds N, --duration MS, --only "GET 200,POST 1×96", --no-special,
- * --profile (E runs with --cpu-prof; profiles land in bench/results/profiles).
+ * --servers A,B,E, --connections N,
+ * --profile (each window profiled inside its server; bench/results/profiles/<server>-<window>.cpuprofile).
  * @module
  */
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
@@ -31,14 +32,16 @@ const { values: args } = parseArgs({
     only: { type: 'string' },
     'no-special': { type: 'boolean', default: false },
     profile: { type: 'boolean', default: false },
+    connections: { type: 'string' },
+    servers: { type: 'string', default: 'A,B,E' },
   },
 })
 const quick = args.quick!
 const plan = {
   rounds: Number(args.rounds ?? (quick ? 2 : 5)),
-  durationMs: Number(args.duration ?? (quick ? 700 : 3000)),
-  warmupMs: quick ? 250 : 1000,
-  connections: 8,
+  durationMs: Number(args.duration ?? (quick ? 700 : 2000)),
+  warmupMs: quick ? 250 : 700,
+  connections: Number(args.connections ?? 8),
   eSites: 1000,
   scenarios: args.only ? SCENARIOS.filter(s => args.only!.split(',').map(x => x.trim()).includes(s)) : [...SCENARIOS],
 }
@@ -77,14 +80,16 @@ async function main (): Promise<void> {
     'POST 100×96': programme(targetDate, 100, emittedAt).body,
   }
   const status: Record<ServerName, string> = { A: 'ok', B: 'ok', E: 'ok' }
-  const profileArgs = args.profile ? ['--cpu-prof', `--cpu-prof-dir=${join(here, 'results', 'profiles')}`] : []
+  // --profile: each measurement window is profiled inside its server (servers/harness.ts).
+  const profileEnv: Record<string, string> = args.profile ? { BENCH_PROFILE_DIR: join(here, 'results', 'profiles') } : {}
 
   // E first: A and B then serve the very bytes E publishes.
   const eDir = join(tmp, 'e')
   let e: Child | undefined = startChild('E', 'servers/epx.ts', {
     BENCH_CONFIG: JSON.stringify({ ...tlsFiles, documentFile: '', etag: '', lastModified: '' }),
     BENCH_E: JSON.stringify({ dataDir: eDir, sites: plan.eSites, clientSubject: CLIENT_SUBJECT, publishSiteIds: [siteId(0)], targetDate }),
-  }, profileArgs)
+    ...profileEnv,
+  })
   let eReady: Record<string, any> = {}
   try {
     eReady = await e.next('ready', 90_000)
@@ -111,7 +116,7 @@ async function main (): Promise<void> {
   const servers: Partial<Record<ServerName, { child: Child; port: number; etag: string }>> = {}
   if (e) servers.E = { child: e, port: Number(eReady.port), etag: String(eReady.etag) }
   for (const [name, file] of [['A', 'servers/bare.ts'], ['B', 'servers/fastify.ts']] as const) {
-    const c = startChild(name, file, { BENCH_CONFIG: baseCfg })
+    const c = startChild(name, file, { BENCH_CONFIG: baseCfg, ...profileEnv })
     try {
       const r = await c.next('ready', 60_000)
       servers[name] = { child: c, port: Number(r.port), etag: 'W/"bench-baseline"' }
@@ -138,7 +143,7 @@ async function main (): Promise<void> {
       const rotated = order.map((_, i) => order[(i + round - 1) % order.length]!)
       for (const name of rotated) {
         const s = servers[name]
-        if (!s || skip.has(`${scenario}|${name}`)) continue
+        if (!s || skip.has(`${scenario}|${name}`) || !args.servers!.split(',').includes(name)) continue
         const spec: RunSpec = {
           type: 'run', origin: `https://127.0.0.1:${s.port}`, tls, connections: plan.connections,
           method: scenario.startsWith('GET') ? 'GET' : 'POST',
@@ -156,7 +161,7 @@ async function main (): Promise<void> {
         })
         if (sample) samples.push(sample)
         process.stderr.write(sample
-          ? `  round ${round} ${pad(scenario, 12)} ${name}: ${sample.rps.toFixed(0)} req/s, ${sample.cpuPerReqUs.toFixed(0)} µs CPU/req\n`
+          ? `  round ${round} ${pad(scenario, 12)} ${name}: ${sample.rps.toFixed(0)} req/s, ${sample.cpuPerReqUs.toFixed(0)} µs CPU/req (${sample.sysPerReqUs.toFixed(0)} system)\n`
           : `  round ${round} ${pad(scenario, 12)} ${name}: failed\n`)
       }
     }
@@ -166,7 +171,7 @@ async function main (): Promise<void> {
   let specials: Specials | undefined
   if (!args['no-special'] && servers.E) {
     specials = await measureSpecials({
-      start: (env) => startChild('E*', 'servers/epx.ts', env, ['--expose-gc', ...profileArgs]),
+      start: (env) => startChild('E*', 'servers/epx.ts', { ...env, ...profileEnv }, ['--expose-gc']),
       load, tls, quick, targetDate, emittedAt, clientSubject: CLIENT_SUBJECT,
       dataDir: join(tmp, 'e-special'), baseConfig: { ...tlsFiles, documentFile: '', etag: '', lastModified: '' },
     }).catch((err: Error) => ({ error: firstLine(err.message) }))
@@ -184,7 +189,7 @@ async function measure (load: Child, server: Child, spec: RunSpec, round: number
   try {
     const warmed = await load.ask(spec, 'warmed', spec.warmupMs + 60_000)
     if (warmed.errors || warmed.firstUnexpected) throw new Error(String(warmed.firstUnexpected ?? warmed.firstError))
-    await server.ask({ type: 'start' }, 'started', 10_000)
+    await server.ask({ type: 'start', label: `${scenario} r${round}` }, 'started', 10_000)
     const r = await load.ask({ type: 'go' }, 'result', budget) as unknown as LoadResult
     const w = await server.ask({ type: 'stop' }, 'window', 10_000)
     if (r.errors || Object.keys(r.unexpected).length) throw new Error(r.firstUnexpected ?? r.firstError ?? 'errors')
@@ -193,6 +198,7 @@ async function measure (load: Child, server: Child, spec: RunSpec, round: number
       round, server: name, scenario,
       requests: r.requests, rps: r.rps, p50Ms: r.p50Ms, p99Ms: r.p99Ms,
       cpuPerReqUs: (Number(w.cpuUserUs) + Number(w.cpuSystemUs)) / Math.max(1, served),
+      sysPerReqUs: Number(w.cpuSystemUs) / Math.max(1, served),
       maxStallMs: Number(w.maxStallMs), bytesPerResponse: r.bytesPerResponse,
     }
   } finally {

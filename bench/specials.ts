@@ -35,7 +35,11 @@ export interface Specials {
   readonly largeProgrammeError?: string
   readonly rss?: {
     readonly sites: number; readonly days: number; readonly seedWallMs: number; readonly gcExposed: boolean
-    readonly rssBytes: number; readonly heapUsedBytes: number; readonly externalBytes: number; readonly arrayBuffersBytes: number
+    readonly rssBytes: number; readonly heapTotalBytes: number; readonly heapUsedBytes: number; readonly externalBytes: number; readonly arrayBuffersBytes: number
+    /** Linux only: anonymous (heap, malloc) vs file-backed (LMDB's map) resident pages. */
+    readonly rssAnonBytes?: number; readonly rssFileBytes?: number
+    /** The same process right after start (10,000 sites managed, nothing stored yet). */
+    readonly baseline?: { readonly rssBytes: number; readonly rssAnonBytes?: number; readonly rssFileBytes?: number; readonly heapUsedBytes: number }
   }
   readonly rssError?: string
 }
@@ -63,9 +67,16 @@ export async function measureSpecials (i: SpecialsInput): Promise<Specials> {
   try {
     const ready = await e.next('ready', 120_000)
     const secrets = ready.secrets as { inbound: string }
-    const publish = async (targetDate: string): Promise<PublicationRun & { firstFailure?: string }> => {
+    const b = await e.ask({ type: 'rss' }, 'rss', 30_000)
+    const baseline = {
+      rssBytes: Number(b.rss), heapUsedBytes: Number(b.heapUsed),
+      rssAnonBytes: b.rssAnon === undefined ? undefined : Number(b.rssAnon),
+      rssFileBytes: b.rssFile === undefined ? undefined : Number(b.rssFile),
+    }
+    const publish = async (targetDate: string): Promise<PublicationRun & { firstFailure?: string; rssAnonMB: number; rssFileMB: number }> => {
       const r = await e.ask({ type: 'publish', targetDate }, 'published', 300_000)
       return {
+        rssAnonMB: Number(r.rssAnon) / 2 ** 20, rssFileMB: Number(r.rssFile) / 2 ** 20,
         wallMs: Number(r.wallMs), cpuMs: Number(r.cpuUs) / 1000, maxStallMs: Number(r.maxStallMs),
         published: Number(r.published), failed: Number(r.failed),
         firstFailure: r.firstFailure === undefined ? undefined : String(r.firstFailure),
@@ -95,7 +106,7 @@ export async function measureSpecials (i: SpecialsInput): Promise<Specials> {
         body, expect: 202, warmupMs: 0, durationMs: 120_000, maxRequests: i.quick ? 1 : 3,
       }
       await i.load.ask(spec, 'warmed', 30_000)
-      await e.ask({ type: 'start' }, 'started', 10_000)
+      await e.ask({ type: 'start', label: `programme ${LARGE_PROGRAMME_SITES} sites` }, 'started', 10_000)
       const r = await i.load.ask({ type: 'go' }, 'result', 200_000) as unknown as LoadResult
       const w = await e.ask({ type: 'stop' }, 'window', 10_000)
       await i.load.ask({ type: 'close' }, 'closed', 15_000).catch(() => {})
@@ -115,13 +126,17 @@ export async function measureSpecials (i: SpecialsInput): Promise<Specials> {
       if (!out.publication) await publish(i.targetDate)
       for (let d = 1; d < days; d++) {
         const r = await publish(addDays(i.targetDate, d))
+        if (process.env.BENCH_VERBOSE) process.stderr.write(`  day ${d + 1}: ${JSON.stringify(r)}\n`)
         if (r.failed) throw new Error(`publication of day ${d + 1} failed for ${r.failed} sites: ${r.firstFailure}`)
       }
       const seedWallMs = performance.now() - t0
       const m = await e.ask({ type: 'rss' }, 'rss', 30_000)
       out.rss = {
         sites: PUBLICATION_SITES, days, seedWallMs, gcExposed: Boolean(m.gcExposed),
-        rssBytes: Number(m.rss), heapUsedBytes: Number(m.heapUsed), externalBytes: Number(m.external), arrayBuffersBytes: Number(m.arrayBuffers),
+        rssBytes: Number(m.rss), heapTotalBytes: Number(m.heapTotal), heapUsedBytes: Number(m.heapUsed), externalBytes: Number(m.external), arrayBuffersBytes: Number(m.arrayBuffers),
+        rssAnonBytes: m.rssAnon === undefined ? undefined : Number(m.rssAnon),
+        rssFileBytes: m.rssFile === undefined ? undefined : Number(m.rssFile),
+        baseline,
       }
       process.stderr.write(`  RSS with ${PUBLICATION_SITES} sites × ${days} days: ${(Number(m.rss) / 2 ** 20).toFixed(0)} MB\n`)
     } catch (err) { out.rssError = msg(err) }

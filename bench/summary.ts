@@ -92,7 +92,10 @@ function extraLines (i: SummaryInput): string[] {
   if (sp?.rss) {
     const r = sp.rss
     lines.push(`Memory with ${r.sites} sites × ${r.days} days stored (seeded in ${(r.seedWallMs / 1000).toFixed(0)} s): RSS ${(r.rssBytes / MB).toFixed(0)} MB, ` +
-      `heap used ${(r.heapUsedBytes / MB).toFixed(0)} MB, external ${(r.externalBytes / MB).toFixed(0)} MB${r.gcExposed ? '' : ' (no gc exposed)'}`)
+      (r.rssAnonBytes === undefined ? '' : `(anonymous ${(r.rssAnonBytes / MB).toFixed(0)} MB, file-backed ${((r.rssFileBytes ?? 0) / MB).toFixed(0)} MB), `) +
+      `V8 heap ${(r.heapUsedBytes / MB).toFixed(0)} MB used of ${(r.heapTotalBytes / MB).toFixed(0)} MB, external ${(r.externalBytes / MB).toFixed(0)} MB${r.gcExposed ? '' : ' (no gc exposed)'}` +
+      (r.baseline ? `; at start, nothing stored: RSS ${(r.baseline.rssBytes / MB).toFixed(0)} MB` +
+        (r.baseline.rssAnonBytes === undefined ? '' : ` (anonymous ${(r.baseline.rssAnonBytes / MB).toFixed(0)} MB, file-backed ${((r.baseline.rssFileBytes ?? 0) / MB).toFixed(0)} MB)`) : ''))
   }
   for (const [k, v] of Object.entries({ error: sp?.error, publication: sp?.publicationError, programme: sp?.largeProgrammeError, rss: sp?.rssError })) {
     if (v) lines.push(`E special (${k}) failed: ${v}`)

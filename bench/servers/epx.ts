@@ -9,6 +9,7 @@
  * longest stall) and `rss` (resident memory after a collection and a pause).
  * @module
  */
+import { readFileSync } from 'node:fs'
 import { join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import pino from 'pino'
@@ -31,6 +32,23 @@ export interface EpxBenchOptions {
   /** Published at start for the GET scenarios (site 0), unless empty. */
   readonly publishSiteIds: readonly string[]
   readonly targetDate: string
+}
+
+/**
+ * Linux splits RSS into anonymous memory (heap, malloc: the process's own) and file pages
+ * (here mostly LMDB's memory map: page cache the kernel can reclaim). Empty elsewhere.
+ */
+function linuxRss (): { rssAnon?: number; rssFile?: number; rssShmem?: number } {
+  try {
+    const status = readFileSync('/proc/self/status', 'utf8')
+    const kb = (key: string) => {
+      const m = new RegExp(`^${key}:\\s+(\\d+) kB`, 'm').exec(status)
+      return m ? Number(m[1]) * 1024 : undefined
+    }
+    return { rssAnon: kb('RssAnon'), rssFile: kb('RssFile'), rssShmem: kb('RssShmem') }
+  } catch {
+    return {}
+  }
 }
 
 const repoRoot = resolve(fileURLToPath(import.meta.url), '../../..')
@@ -84,21 +102,24 @@ async function main (): Promise<void> {
     },
     publish: { schedule: false },
   }
+  // For experiments only (e.g. BENCH_E_API='{"logRequests":false}'): the bench's figures use the defaults.
+  if (process.env.BENCH_E_API) Object.assign(config.api, JSON.parse(process.env.BENCH_E_API))
   const { handle } = await loadPlugin(repoRoot, host, config)
 
   const control = serveControl('E', async (msg: ControlMessage) => {
     if (msg.type === 'publish') {
-      control.begin()
+      await control.begin(`publish ${String(msg.targetDate)}`)
       const report = await handle.publish({ targetDate: msg.targetDate as string })
-      const w = control.end()
+      const w = await control.end()
       send({
         type: 'published', wallMs: w.wallMs, cpuUs: w.cpuUserUs + w.cpuSystemUs, maxStallMs: w.maxStallMs,
         published: report.published.length, failed: report.failed.length, firstFailure: report.failed[0]?.reason,
+        rss: process.memoryUsage.rss(), ...linuxRss(),
       })
     } else if (msg.type === 'rss') {
       const gc = (globalThis as { gc?: () => void }).gc
       for (let i = 0; i < 3; i++) { gc?.(); await new Promise(r => setTimeout(r, 300)) }
-      send({ type: 'rss', ...process.memoryUsage(), gcExposed: Boolean(gc) })
+      send({ type: 'rss', ...process.memoryUsage(), ...linuxRss(), gcExposed: Boolean(gc) })
     } else if (msg.type === 'drain') {
       latest.clear()
       send({ type: 'drained', queued })

@@ -10,6 +10,9 @@
 import dc from 'node:diagnostics_channel'
 import { monitorEventLoopDelay } from 'node:perf_hooks'
 import type { ServerResponse } from 'node:http'
+import { Session } from 'node:inspector'
+import { mkdirSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
 
 export interface WindowReport {
   readonly type: 'window'
@@ -24,7 +27,7 @@ export interface WindowReport {
 }
 
 export type ControlMessage =
-  | { type: 'start' }
+  | { type: 'start'; label?: string }
   | { type: 'stop' }
   | { type: 'exit' }
   | { type: string; [k: string]: unknown }
@@ -77,7 +80,9 @@ export function serveControl (name: string, extra?: (msg: ControlMessage) => Pro
   let cpu0 = process.cpuUsage()
   let t0 = performance.now()
 
-  const begin = () => {
+  const profiler = windowProfiler(name)
+  const begin = async (label = 'window') => {
+    await profiler?.start(label)
     requests = 0
     statuses = {}
     stall.reset()
@@ -85,10 +90,11 @@ export function serveControl (name: string, extra?: (msg: ControlMessage) => Pro
     cpu0 = process.cpuUsage()
     t0 = performance.now()
   }
-  const end = (): WindowReport => {
+  const end = async (): Promise<WindowReport> => {
     const cpu = process.cpuUsage(cpu0)
     const wallMs = performance.now() - t0
     counting = false
+    await profiler?.stop()
     return {
       type: 'window',
       requests,
@@ -105,8 +111,8 @@ export function serveControl (name: string, extra?: (msg: ControlMessage) => Pro
   process.on('message', (msg: ControlMessage) => {
     void (async () => {
       try {
-        if (msg.type === 'start') { begin(); send({ type: 'started' }) }
-        else if (msg.type === 'stop') send(end())
+        if (msg.type === 'start') { await begin(String(msg.label ?? 'window')); send({ type: 'started' }) }
+        else if (msg.type === 'stop') send(await end())
         else if (msg.type === 'exit') process.exit(0)
         else if (extra) await extra(msg)
       } catch (err) {
@@ -116,6 +122,36 @@ export function serveControl (name: string, extra?: (msg: ControlMessage) => Pro
   })
 
   return { begin, end }
+}
+
+/**
+ * With BENCH_PROFILE_DIR set (`--profile`), each window is profiled in-process through the
+ * inspector, so a profile holds that window's work only (no startup, no warm-up). The
+ * sampler costs CPU too: figures of a profiled run are not the bench's figures.
+ */
+function windowProfiler (name: string) {
+  const dir = process.env.BENCH_PROFILE_DIR
+  if (!dir) return undefined
+  const session = new Session()
+  session.connect()
+  const post = (method: string, params?: object) => new Promise<any>((resolve, reject) =>
+    session.post(method, params, (err, result) => err ? reject(err) : resolve(result)))
+  let label = 'window'
+  let n = 0
+  return {
+    async start (l: string) {
+      label = l
+      await post('Profiler.enable')
+      await post('Profiler.setSamplingInterval', { interval: 250 })
+      await post('Profiler.start')
+    },
+    async stop () {
+      const { profile } = await post('Profiler.stop')
+      mkdirSync(dir, { recursive: true })
+      const file = `${name}-${label}-${++n}`.replace(/[^A-Za-z0-9.-]+/g, '_')
+      writeFileSync(join(dir, `${file}.cpuprofile`), JSON.stringify(profile))
+    },
+  }
 }
 
 /** Reports a failed start to the orchestrator, then exits non-zero. */
