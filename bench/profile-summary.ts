@@ -1,7 +1,8 @@
 /**
  * Reads `.cpuprofile` files (from `npm run bench -- --profile`) and prints where the time
  * went: self time by function and by area (epx's own files, each dependency, node
- * internals, GC, idle). `node --import=tsx bench/profile-summary.ts <file.cpuprofile> [top]`
+ * internals, GC, idle).
+ * `node --import=tsx bench/profile-summary.ts <file.cpuprofile> [top] [requests in the window]`
  * @module
  */
 import { readFileSync } from 'node:fs'
@@ -23,7 +24,8 @@ function areaOf (url: string, fn: string): string {
   return url
 }
 
-export function summarize (path: string, top = 25): string {
+/** With `requests`, figures are µs per request instead of percentages of busy time. */
+export function summarize (path: string, top = 25, requests?: number): string {
   const p = JSON.parse(readFileSync(path, 'utf8')) as Profile
   const byId = new Map(p.nodes.map(n => [n.id, n]))
   const self = new Map<number, number>()
@@ -43,8 +45,11 @@ export function summarize (path: string, top = 25): string {
     byArea.set(area, (byArea.get(area) ?? 0) + us)
   }
   const busy = total - (byArea.get('(idle)') ?? 0)
-  const pct = (us: number) => `${(us / busy * 100).toFixed(1).padStart(5)}%`
-  const lines = [`${path}: ${(total / 1000).toFixed(0)} ms sampled, ${(busy / 1000).toFixed(0)} ms busy (percentages of busy)`, '', 'By area:']
+  const pct = requests
+    ? (us: number) => `${(us / requests).toFixed(1).padStart(6)} µs`
+    : (us: number) => `${(us / busy * 100).toFixed(1).padStart(5)}%`
+  const unit = requests ? `µs per request over ${requests} requests` : 'percentages of busy'
+  const lines = [`${path}: ${(total / 1000).toFixed(0)} ms sampled, ${(busy / 1000).toFixed(0)} ms busy (${unit})`, '', 'By area:']
   for (const [k, us] of [...byArea].sort((a, b) => b[1] - a[1]).slice(0, 15)) if (k !== '(idle)') lines.push(`  ${pct(us)}  ${k}`)
   // Inclusive time of epx's own functions (and the loggers/stores they call): where a
   // request's time goes, subtree by subtree. A function on the stack twice counts once.
@@ -71,7 +76,7 @@ export function summarize (path: string, top = 25): string {
 }
 
 if (process.argv[1] && import.meta.url.endsWith(process.argv[1].split('/').pop()!)) {
-  const [file, top] = process.argv.slice(2)
-  if (!file) { console.error('usage: bench/profile-summary.ts <file.cpuprofile> [top]'); process.exit(2) }
-  console.log(summarize(file, Number(top ?? 25)))
+  const [file, top, requests] = process.argv.slice(2)
+  if (!file) { console.error('usage: bench/profile-summary.ts <file.cpuprofile> [top] [requests]'); process.exit(2) }
+  console.log(summarize(file, Number(top ?? 25), requests ? Number(requests) : undefined))
 }

@@ -73,7 +73,11 @@ export function verdict (t: Target): string {
   if (t.measured === null || t.met === null) return `not measured${t.note ? ` (${t.note})` : ''}`
   const pct = ((t.measured - t.limit) / t.limit) * 100
   const by = `${Math.abs(pct).toFixed(0)}% ${pct > 0 ? 'over' : 'under'} the target`
-  return t.met ? `met (${by})` : `MISSED by ${(t.measured - t.limit).toFixed(2)} ${t.unit} (${by})`
+  // A ratio's excess is in points of the baseline ("+1.57 × A"), a figure's in its unit.
+  const excess = t.unit === '×'
+    ? `+${(t.measured - t.limit).toFixed(2)} × ${t.target.split(' ').pop()}`
+    : `${(t.measured - t.limit).toFixed(0)} ${t.unit}`
+  return t.met ? `met (${by})` : `MISSED by ${excess} (${by})`
 }
 
 const pad = (s: string, n: number) => s.length >= n ? s : s + ' '.repeat(n - s.length)

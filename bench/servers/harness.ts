@@ -94,7 +94,7 @@ export function serveControl (name: string, extra?: (msg: ControlMessage) => Pro
     const cpu = process.cpuUsage(cpu0)
     const wallMs = performance.now() - t0
     counting = false
-    await profiler?.stop()
+    await profiler?.stop(requests)
     return {
       type: 'window',
       requests,
@@ -145,10 +145,10 @@ function windowProfiler (name: string) {
       await post('Profiler.setSamplingInterval', { interval: 250 })
       await post('Profiler.start')
     },
-    async stop () {
+    async stop (requests: number) {
       const { profile } = await post('Profiler.stop')
       mkdirSync(dir, { recursive: true })
-      const file = `${name}-${label}-${++n}`.replace(/[^A-Za-z0-9.-]+/g, '_')
+      const file = `${name}-${label}-${++n}-${requests}req`.replace(/[^A-Za-z0-9.-]+/g, '_')
       writeFileSync(join(dir, `${file}.cpuprofile`), JSON.stringify(profile))
     },
   }
