@@ -178,9 +178,11 @@ async function main (): Promise<void> {
   }
   await load.stop()
 
-  const output = buildOutput({ samples, status, failures, specials, plan: { ...plan, quick }, documentBytes: docBytes.length, documentSource, targetDate })
+  const output = buildOutput({ samples, status, failures, specials, plan: { ...plan, quick, argv: process.argv.slice(2) }, documentBytes: docBytes.length, documentSource, targetDate })
   output.print()
-  output.write(join(here, 'results'))
+  // A profiled run's figures carry the sampler's cost: they must not replace the results.
+  if (args.profile) console.log('\n--profile: bench/results/latest.* left as they were; profiles in bench/results/profiles/')
+  else output.write(join(here, 'results'))
 }
 
 /** One window: warm up, start the server's window, load, stop the window. */

@@ -15,7 +15,7 @@ export interface SummaryInput {
   /** `${scenario}|${server}` → why that cell has no figures. */
   readonly failures: Readonly<Record<string, string>>
   readonly specials?: Specials
-  readonly plan: object & { quick: boolean }
+  readonly plan: Readonly<Record<string, unknown>> & { readonly quick: boolean }
   readonly documentBytes: number
   readonly documentSource: string
   readonly targetDate: string
