@@ -113,7 +113,8 @@ export function printTable (out: {
   lines.push('Targets:')
   for (const t of out.targets) {
     const m = t.measured === null ? 'n/a' : `${t.measured.toFixed(t.unit === '×' ? 2 : 0)} ${t.unit}`
-    lines.push(`  ${pad(t.name, 56)}${pad(t.target, 14)}${pad(m, 12)}${verdict(t)}`)
+    const note = t.measured !== null && t.note ? ` — ${t.note}` : ''
+    lines.push(`  ${pad(t.name, 56)}${pad(t.target, 14)}${pad(m, 12)}${verdict(t)}${note}`)
   }
   console.log(lines.join('\n'))
 }
