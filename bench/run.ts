@@ -178,6 +178,10 @@ async function main (): Promise<void> {
   }
   await load.stop()
 
+  // The baselines are the bench's own servers: if they gave nothing, the bench is broken.
+  if (plan.rounds > 0 && !samples.some(x => x.server === 'A' || x.server === 'B') && args.servers!.match(/[AB]/)) {
+    throw new Error(`no baseline measurement succeeded: ${Object.entries(failures).map(([k, v]) => `${k}: ${v}`).join('; ')}`)
+  }
   const output = buildOutput({ samples, status, failures, specials, plan: { ...plan, quick, argv: process.argv.slice(2) }, documentBytes: docBytes.length, documentSource, targetDate })
   output.print()
   // A profiled run's figures carry the sampler's cost: they must not replace the results.
@@ -223,6 +227,12 @@ async function fetchDocument (origin: string, path: string, token: string, tls: 
 
 const firstLine = (s: string) => s.split('\n').find(l => l.trim())?.slice(0, 300) ?? s
 const pad = (s: string, n: number) => s.padEnd(n)
+
+process.once('SIGINT', () => {
+  for (const c of children) c.kill()
+  rmSync(tmp, { recursive: true, force: true })
+  process.exit(130)
+})
 
 main()
   .catch(err => {
