@@ -113,7 +113,7 @@ export function buildOutput (i: SummaryInput) {
       if (!mine.length) continue
       const of = (k: keyof Sample) => spread(mine.map(s => s[k] as number))
       perServer[sv] = {
-        rps: of('rps'), p50Ms: of('p50Ms'), p99Ms: of('p99Ms'), cpuPerReqUs: of('cpuPerReqUs'),
+        rps: of('rps'), p50Ms: of('p50Ms'), p99Ms: of('p99Ms'), cpuPerReqUs: of('cpuPerReqUs'), sysPerReqUs: of('sysPerReqUs'),
         maxStallMs: of('maxStallMs'), bytesPerResponse: of('bytesPerResponse'), requests: of('requests'),
       }
     }
