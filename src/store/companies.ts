@@ -30,7 +30,8 @@ export function openCompanies (store: Store) {
     },
     list (): CompanyRecord[] {
       store.guard()
-      return [...db.getRange()].map(e => e.value)
+      // String keys only: the msgpack shapes live under a symbol key of the same db.
+      return [...db.getRange()].filter(e => typeof e.key === 'string').map(e => e.value)
     },
     async add (c: CompanyRecord): Promise<void> {
       const added = await store.writeDurable(() => {

@@ -34,7 +34,9 @@ export function openTokens (store: Store) {
     },
     list (companyId?: string): TokenRecord[] {
       store.guard()
-      return [...byId.getRange()].map(e => e.value).filter(t => !companyId || t.companyId === companyId)
+      // String keys only: the msgpack shapes live under a symbol key of the same db.
+      return [...byId.getRange()].filter(e => typeof e.key === 'string').map(e => e.value)
+        .filter(t => !companyId || t.companyId === companyId)
     },
     async add (t: TokenRecord): Promise<void> {
       await store.writeDurable(() => {

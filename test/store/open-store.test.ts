@@ -1,0 +1,50 @@
+import t from 'tap'
+import { openStore } from '../../src/store/open-store.ts'
+
+t.test('concurrent writeDurable calls each stay all or nothing: a failing one leaves nothing, the others commit', async t => {
+  const store = openStore(t.testdir())
+  t.teardown(() => store.close())
+  const db = store.db<{ n: number }>('things')
+  const writes = [1, 2, 3, 4].map(n => store.writeDurable(() => {
+    db.putSync(`a${n}`, { n })
+    if (n === 2) throw new Error('half-way')
+    db.putSync(`b${n}`, { n })
+    return n
+  }))
+  const settled = await Promise.allSettled(writes)
+  t.same(settled.map(s => s.status), ['fulfilled', 'rejected', 'fulfilled', 'fulfilled'])
+  t.match((settled[1] as PromiseRejectedResult).reason, { code: 'NO_STORE' })
+  t.same(settled.filter(s => s.status === 'fulfilled').map(s => (s as PromiseFulfilledResult<number>).value), [1, 3, 4])
+  t.equal(db.get('a2'), undefined, 'the failed write left none of its puts')
+  t.same([db.get('a1'), db.get('b1'), db.get('a4'), db.get('b4')], [{ n: 1 }, { n: 1 }, { n: 4 }, { n: 4 }])
+})
+
+t.test('a write aborted after it met a new record shape leaves every later record readable after a reopen', async t => {
+  const dir = t.testdir()
+  const store = openStore(dir)
+  const db = store.db<Record<string, unknown>>('things')
+  await store.writeDurable(() => db.putSync('first', { a: 1 }))
+  await t.rejects(store.writeDurable(() => {
+    db.putSync('lost', { brand: 'new', shape: true })
+    throw new Error('abort')
+  }), { code: 'NO_STORE' })
+  await store.writeDurable(() => db.putSync('kept', { brand: 'new', shape: false }))
+  await store.close()
+
+  const again = openStore(dir)
+  t.teardown(() => again.close())
+  const db2 = again.db<Record<string, unknown>>('things')
+  t.same(db2.get('first'), { a: 1 })
+  t.equal(db2.get('lost'), undefined)
+  t.same(db2.get('kept'), { brand: 'new', shape: false })
+})
+
+t.test('writeDurable on an unavailable store rejects with NO_STORE and writes nothing', async t => {
+  const store = openStore(t.testdir())
+  t.teardown(() => store.close())
+  const db = store.db<number>('things')
+  store.faults.unavailable = true
+  await t.rejects(store.writeDurable(() => db.putSync('x', 1)), { code: 'NO_STORE' })
+  store.faults.unavailable = false
+  t.equal(db.get('x'), undefined)
+})
