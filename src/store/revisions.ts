@@ -5,7 +5,10 @@
  * @module
  */
 import * as crypto from 'node:crypto'
+import { join } from 'node:path'
 import type { Store } from './open-store.ts'
+import { openSegments, type SegmentRef } from './revision-segments.ts'
+import { EpxError } from '../errors.ts'
 import { formatUtcInstant, httpDate } from '../contract/instants.ts'
 
 /** What is known of a revision without its document. */
@@ -19,6 +22,9 @@ export interface RevisionMeta {
   /** `emitted_at` as an HTTP date (DECISIONS.md "Outbound"). */
   readonly lastModified: string
   readonly size: number
+  /** Where the bytes are (revision-segments.ts): outside LMDB's map, see there why. */
+  readonly segment: string
+  readonly offset: number
 }
 
 /** A document to publish; `render` gets the emission time the store picked. */
@@ -59,7 +65,8 @@ export function nextEmittedAtMs (previousMs: number | undefined, nowMs: number):
 
 export function openRevisions (store: Store, opts: { retentionDays: number }) {
   const metas = store.db<RevisionMeta>('revisions')
-  const bytesDb = store.db<Buffer>('revision-bytes', { binary: true })
+  const segmentsDb = store.db<number>('revision-segments')  // file name → latest emittedAtMs in it
+  const segments = openSegments(join(store.path, 'revision-bytes'))
   const latestDb = store.db<RevisionMeta>('revision-latest')
   const expiry = store.db<number>('revision-expiry')
   const retentionMs = opts.retentionDays * 86_400_000
@@ -70,11 +77,24 @@ export function openRevisions (store: Store, opts: { retentionDays: number }) {
     const emittedAtMs = nextEmittedAtMs(previousMs, nowMs)
     if (stamp.ms !== emittedAtMs) stamp = { ms: emittedAtMs, iso: formatUtcInstant(emittedAtMs), http: httpDate(emittedAtMs) }
     const bytes = Buffer.from(d.render(stamp.iso), 'utf8')
-    const meta: RevisionMeta = {
+    const meta = {
       siteId: d.siteId, targetDate: d.targetDate, emittedAt: stamp.iso, emittedAtMs,
       etag: etagOf(bytes), lastModified: stamp.http, size: bytes.length,
     }
     return { meta, bytes }
+  }
+  type Prepared = ReturnType<typeof prepare>
+  const located = (p: Prepared, ref: SegmentRef): RevisionMeta => ({ ...p.meta, segment: ref.segment, offset: ref.offset })
+  const noStore = (err: unknown) => new EpxError('NO_STORE', [], { cause: err, headers: { 'retry-after': '5' } })
+
+  /** Deletes the segment files whose every revision is older than `cutoff`. */
+  const dropSegments = async (cutoff: number): Promise<void> => {
+    store.guard()
+    const expired = [...segmentsDb.getRange({})].filter(e => e.value < cutoff).map(e => e.key as string)
+    if (!expired.length) return
+    // Forgotten first: a crash in between leaves a file behind, never a revision without bytes.
+    await store.writeDurable(() => { for (const name of expired) segmentsDb.removeSync(name) })
+    try { segments.remove(expired) } catch (err) { throw noStore(err) }
   }
 
   return {
@@ -85,9 +105,11 @@ export function openRevisions (store: Store, opts: { retentionDays: number }) {
     },
 
     /** Sync: the stored bytes of one revision (a copy, safe to hand to a socket). */
-    bytesOf (meta: Pick<RevisionMeta, 'siteId' | 'targetDate' | 'emittedAtMs'>): Buffer | undefined {
+    bytesOf (meta: RevisionMeta): Buffer | undefined {
       store.guard()
-      return bytesDb.get([meta.siteId, meta.targetDate, meta.emittedAtMs] satisfies RevKey)
+      const key: RevKey = [meta.siteId, meta.targetDate, meta.emittedAtMs]
+      // A revision removed by retention may still have its bytes in a shared segment.
+      return segments.cached(meta) ?? (metas.doesExist(key) ? segments.read(meta) : undefined)
     },
 
     /** Sync: every kept revision of a pair, oldest first. */
@@ -109,21 +131,36 @@ export function openRevisions (store: Store, opts: { retentionDays: number }) {
         const prev = latestDb.get([d.siteId, d.targetDate] satisfies PairKey)
         return { draft: d, ...prepare(d, prev?.emittedAtMs, nowMs) }
       })
+      // The bytes are on disk before the metadata that points at them is committed.
+      let metaOf: RevisionMeta[]
+      try {
+        const refs = segments.append(prepared.map(p => p.bytes), nowMs)
+        metaOf = prepared.map((p, i) => located(p, refs[i]!))
+        await segments.sync()
+      } catch (err) { throw noStore(err) }
       return store.writeDurable(() => {
-        const final = prepared.map(p => {
+        const final = prepared.map((p, i) => {
           const prev = latestDb.get([p.meta.siteId, p.meta.targetDate] satisfies PairKey)
-          return prev && prev.emittedAtMs >= p.meta.emittedAtMs ? prepare(p.draft, prev.emittedAtMs, nowMs) : p
+          if (!prev || prev.emittedAtMs < p.meta.emittedAtMs) return metaOf[i]!
+          const again = prepare(p.draft, prev.emittedAtMs, nowMs)
+          const meta = located(again, segments.append([again.bytes], nowMs)[0]!)
+          segments.syncNow()
+          return meta
         })
         // Every fault check before the first put: a failed batch leaves nothing behind.
         for (let i = 0; i < final.length; i++) store.checkWrite()
-        for (const { meta, bytes } of final) {
+        const newest = new Map<string, number>()
+        for (const meta of final) {
           const key: RevKey = [meta.siteId, meta.targetDate, meta.emittedAtMs]
-          bytesDb.putSync(key, bytes)
           metas.putSync(key, meta)
           latestDb.putSync([meta.siteId, meta.targetDate] satisfies PairKey, meta)
           expiry.putSync([meta.emittedAtMs, meta.siteId, meta.targetDate] satisfies ExpiryKey, 1)
+          newest.set(meta.segment, Math.max(newest.get(meta.segment) ?? 0, meta.emittedAtMs))
         }
-        return final.map(f => f.meta)
+        for (const [name, ms] of newest) {
+          if ((segmentsDb.get(name) ?? 0) < ms) segmentsDb.putSync(name, ms)
+        }
+        return final
       })
     },
 
@@ -139,21 +176,23 @@ export function openRevisions (store: Store, opts: { retentionDays: number }) {
       for (;;) {
         store.guard()
         const keys = [...expiry.getKeys({ end: [cutoff], limit: PRUNE_CHUNK })] as ExpiryKey[]
-        if (!keys.length) return removed
+        if (!keys.length) break
         await store.writeDurable(() => {
           for (let i = 0; i < keys.length; i++) store.checkWrite()
           for (const [ms, siteId, targetDate] of keys) {
-            bytesDb.removeSync([siteId, targetDate, ms] satisfies RevKey)
             metas.removeSync([siteId, targetDate, ms] satisfies RevKey)
             expiry.removeSync([ms, siteId, targetDate] satisfies ExpiryKey)
             const pair: PairKey = [siteId, targetDate]
             if (latestDb.get(pair)?.emittedAtMs === ms) latestDb.removeSync(pair)
           }
         })
+        segments.forget()
         removed += keys.length
-        if (keys.length < PRUNE_CHUNK) return removed
+        if (keys.length < PRUNE_CHUNK) break
         await new Promise<void>(resolve => setImmediate(resolve))
       }
+      await dropSegments(cutoff)
+      return removed
     },
   }
 }
