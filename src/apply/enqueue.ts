@@ -25,8 +25,12 @@ export interface EnqueueDeps {
 }
 
 export interface Enqueuer {
-  /** Queues the sites of a saved batch that are (still) effective; resolves once all are queued. */
-  enqueueBatch(batch: InstructionBatch, effective: readonly boolean[]): Promise<void>
+  /**
+   * Queues the sites of a saved batch that are (still) effective; resolves once all are
+   * queued. `savedAs` is the status the save wrote for them: `queued` needs no second
+   * write (only a refusal by the solver writes `received` back).
+   */
+  enqueueBatch(batch: InstructionBatch, effective: readonly boolean[], savedAs?: 'received' | 'queued'): Promise<void>
   /** Queues again every effective instruction whose Paris day is not over; resolves to their count. */
   requeueEffective(): Promise<number>
   /** Writes pending statuses and stops listening to the solver's cycles. */
@@ -48,16 +52,21 @@ export function createEnqueuer (deps: EnqueueDeps): Enqueuer {
    * any cycle's `applied` for them. The status write is not awaited: losing `queued` to
    * a crash loses nothing, the next activation queues them again.
    */
-  const hand = (inputs: SolverInput[]): void => {
+  const hand = (inputs: SolverInput[], marked = false): void => {
     if (inputs.length === 0) return
     try {
       solver.enqueueNextCycle(inputs)
     } catch (err) {
-      // The instructions are durable: answer 202 all the same; they stay `received`
-      // and the next activation queues them again.
+      // The instructions are durable: answer 202 all the same; they stay (or go back to)
+      // `received` and the next activation queues them again.
       log.error({ err, count: inputs.length }, 'the solver refused the next-cycle inputs')
+      if (marked) {
+        instructions.unqueue(inputs.map(i => ({ instructionId: i.instructionId, siteId: i.siteId })), clock.now().toISOString())
+          .catch(warn('could not mark refused instructions received'))
+      }
       return
     }
+    if (marked) return
     for (const i of inputs) queued.push({ instructionId: i.instructionId, siteId: i.siteId })
     timer ??= setTimeout(flushQueued, QUEUED_WRITE_DELAY_MS).unref()
   }
@@ -87,13 +96,17 @@ export function createEnqueuer (deps: EnqueueDeps): Enqueuer {
   }
 
   return {
-    async enqueueBatch (batch, effective) {
-      for (let from = 0; from < batch.siteIds.length; from += SITES_PER_TURN) {
+    async enqueueBatch (batch, effective, savedAs = 'received') {
+      const n = batch.siteIds.length
+      for (let from = 0; from < n; from += SITES_PER_TURN) {
         if (from > 0) await nextTurn()
+        // No save since this one: its answers stand, nothing to read back (finding 5).
+        const fresh = instructions.unchangedSince(batch)
         const inputs: SolverInput[] = []
-        for (let i = from; i < Math.min(from + SITES_PER_TURN, batch.siteIds.length); i++) {
+        const to = Math.min(from + SITES_PER_TURN, n)
+        for (let i = from; i < to; i++) {
           const siteId = batch.siteIds[i]!
-          if (!effective[i] || !isEffective(batch.targetDate, siteId, batch.instructionId, true)) continue
+          if (!effective[i] || (!fresh && !isEffective(batch.targetDate, siteId, batch.instructionId, true))) continue
           const [a, b] = slotRange(batch, i)
           inputs.push({
             instructionId: batch.instructionId,
@@ -102,7 +115,7 @@ export function createEnqueuer (deps: EnqueueDeps): Enqueuer {
             periods: periodsOf(batch.starts, batch.kwh, a, b, batch.slotDurationSecs),
           })
         }
-        hand(inputs)
+        hand(inputs, savedAs === 'queued')
       }
     },
 

@@ -20,8 +20,10 @@ export interface ReceiveDeps {
  */
 export async function receiveProgramme (batch: InstructionBatch, receivedAt: string, deps: ReceiveDeps): Promise<Receipt> {
   // Superseded ones (an older emitted_at than the effective one) are stored, not fed.
-  const effective = await deps.instructions.save(batch, receivedAt)
-  await deps.enqueuer.enqueueBatch(batch, effective)
+  // The effective ones are saved as `queued` (one write, not two): they reach the
+  // solver's queue right after this commit, in this process.
+  const effective = await deps.instructions.save(batch, receivedAt, 'queued')
+  await deps.enqueuer.enqueueBatch(batch, effective, 'queued')
   return receiptOf(batch)
 }
 

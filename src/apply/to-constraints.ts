@@ -23,10 +23,25 @@ export function toPeriod (startMs: number, energyKwh: number, slotDurationSecs: 
     : { startUtc, endUtc, maxKw: 0 }
 }
 
-/** Slots `[from, to)` of parallel arrays (an instruction batch) as periods. */
+/**
+ * Slots `[from, to)` of parallel arrays (an instruction batch) as periods. A slot that
+ * starts where the previous one ended reuses its end string (one boundary lookup a slot).
+ */
 export function periodsOf (starts: Float64Array, kwh: Float64Array, from: number, to: number, slotDurationSecs: number): Period[] {
   const out = new Array<Period>(to - from)
-  for (let k = from; k < to; k++) out[k - from] = toPeriod(starts[k]!, kwh[k]!, slotDurationSecs)
+  const durationMs = slotDurationSecs * 1000
+  let prevEndMs = NaN
+  let prevEnd = ''
+  for (let k = from; k < to; k++) {
+    const startMs = starts[k]!
+    const energyKwh = kwh[k]!
+    const startUtc = startMs === prevEndMs ? prevEnd : instantText(startMs)
+    prevEndMs = startMs + durationMs
+    const endUtc = prevEnd = instantText(prevEndMs)
+    out[k - from] = energyKwh > 0
+      ? { startUtc, endUtc, minKw: powerKw(energyKwh, slotDurationSecs) }
+      : { startUtc, endUtc, maxKw: 0 }
+  }
   return out
 }
 

@@ -5,15 +5,46 @@
  */
 import { formatUtcInstant } from './instants.ts'
 
-const texts = new Map<number, string>()
+const QUARTER_MS = 900_000
+const QUARTERS_PER_DAY = 96
+
+/**
+ * Quarter-hour boundaries (every slot instant, DECISIONS.md "Inbound"): one array of
+ * 96 strings per UTC day, indexed by quarter; a Paris day spans two UTC days, hence
+ * the one-entry fast path plus a small map. Array reads, no hashing of a double key.
+ */
+const quarterDays = new Map<number, Array<string | undefined>>()
+let lastDay = NaN
+let lastQuarters: Array<string | undefined> = []
+
+/** Other instants (seconds, milliseconds): rare in practice. */
+const others = new Map<number, string>()
 
 /** The canonical wire form of an instant (`2026-11-21T23:15:00Z`), from a small cache. */
 export function instantText (ms: number): string {
-  let text = texts.get(ms)
+  const q = ms / QUARTER_MS
+  if (!Number.isInteger(q)) return otherText(ms)
+  const day = Math.floor(q / QUARTERS_PER_DAY)
+  if (day !== lastDay) {
+    let quarters = quarterDays.get(day)
+    if (quarters === undefined) {
+      if (quarterDays.size >= 64) quarterDays.clear()
+      quarters = new Array<string | undefined>(QUARTERS_PER_DAY).fill(undefined)
+      quarterDays.set(day, quarters)
+    }
+    lastDay = day
+    lastQuarters = quarters
+  }
+  const k = q - day * QUARTERS_PER_DAY
+  return lastQuarters[k] ??= formatUtcInstant(ms)
+}
+
+function otherText (ms: number): string {
+  let text = others.get(ms)
   if (text === undefined) {
-    if (texts.size >= 4096) texts.clear()
+    if (others.size >= 4096) others.clear()
     text = formatUtcInstant(ms)
-    texts.set(ms, text)
+    others.set(ms, text)
   }
   return text
 }

@@ -31,6 +31,9 @@ export function openInstructions (store: Store) {
   const states = store.db<InstructionState>('instruction-states')               // [instruction_id, site_id]
   const effective = store.db<EffectiveRef>('instruction-effective')             // [target_date, site_id]
 
+  /** The batch of the latest save whose transaction ran (see `unchangedSince`). */
+  let lastSave: InstructionBatch | undefined
+
   /** Sets a status unless the instruction is superseded (or unknown); inside a write. */
   const advance = (ref: InstructionRef, next: InstructionState): void => {
     const key = [ref.instructionId, ref.siteId]
@@ -44,14 +47,18 @@ export function openInstructions (store: Store) {
     /**
      * Saves every site of a batch in one durable transaction. Resolves to, per site,
      * whether the instruction is now the effective one (to be fed to the solver).
-     * Rejects with NO_STORE, having written nothing, when any put fails.
+     * Rejects with NO_STORE, having written nothing, when any put fails. `status` is
+     * what the effective ones start as: the inbound path writes `queued` here, in the
+     * same write, since it hands them to the solver right after this commit.
      */
-    save (batch: InstructionBatch, at: string): Promise<boolean[]> {
+    save (batch: InstructionBatch, at: string, status: 'received' | 'queued' = 'received'): Promise<boolean[]> {
       return store.writeDurable(() => {
-        const fresh: InstructionState = { status: 'received', at }
+        const fresh: InstructionState = { status, at }
         const stale: InstructionState = { status: 'superseded', at }
-        const out = new Array<boolean>(batch.siteIds.length)
-        for (let i = 0; i < batch.siteIds.length; i++) {
+        const mine: EffectiveRef = { instructionId: batch.instructionId, emittedAtMs: batch.emittedAtMs }
+        const n = batch.siteIds.length
+        const out = new Array<boolean>(n)
+        for (let i = 0; i < n; i++) {
           const siteId = batch.siteIds[i]!
           const key = [batch.instructionId, siteId]
           const day = [batch.targetDate, siteId]
@@ -62,18 +69,28 @@ export function openInstructions (store: Store) {
           records.putSync(key, batch.records.subarray(i === 0 ? 0 : batch.recordEnds[i - 1]!, batch.recordEnds[i]!))
           store.checkWrite()
           states.putSync(key, wins ? fresh : stale)
-          if (wins) {
-            if (current && current.instructionId !== batch.instructionId) {
+          // A re-send is already the effective one: nothing to rewrite there.
+          if (wins && current?.instructionId !== batch.instructionId) {
+            if (current) {
               store.checkWrite()
               states.putSync([current.instructionId, siteId], stale)
             }
             store.checkWrite()
-            effective.putSync(day, { instructionId: batch.instructionId, emittedAtMs: batch.emittedAtMs })
+            effective.putSync(day, mine)
           }
           out[i] = wins
         }
+        lastSave = batch
         return out
       })
+    },
+
+    /**
+     * True when no other save has run since `batch`'s (in this process, the only writer
+     * of instructions): its answers on which sites are effective still hold, no re-read.
+     */
+    unchangedSince (batch: InstructionBatch): boolean {
+      return lastSave === batch
     },
 
     /** The effective instruction id of a site and day (sync read). */
@@ -120,6 +137,19 @@ export function openInstructions (store: Store) {
       return store.writeDurable(() => {
         const next: InstructionState = { status: 'queued', at }
         for (const r of refs) advance(r, next)
+      })
+    },
+
+    /** Back to `received`, for `queued` ones the solver refused (the next activation queues them). */
+    unqueue (refs: readonly InstructionRef[], at: string): Promise<void> {
+      return store.writeDurable(() => {
+        const next: InstructionState = { status: 'received', at }
+        for (const r of refs) {
+          const key = [r.instructionId, r.siteId]
+          if (states.get(key)?.status !== 'queued') continue
+          store.checkWrite()
+          states.putSync(key, next)
+        }
       })
     },
 

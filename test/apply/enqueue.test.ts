@@ -52,6 +52,23 @@ t.test('a saved programme reaches the queue with its kW periods, then queued, th
   t.same(instructions.list().map(i => [i.state.status, i.state.cycle]), [['applied', 12], ['applied', 12]])
 })
 
+t.test('a received programme is queued in the same write that stores it, before the receipt', async t => {
+  const { instructions, enqueuer, queue } = setup(t)
+  await receiveProgramme(batch({ sites: 2 }), '2026-11-21T12:30:00.000Z', { instructions, enqueuer })
+  t.equal(queue.length, 2)
+  t.same(instructions.list().map(i => i.state), [{ status: 'queued', at: '2026-11-21T12:30:00.000Z' }, { status: 'queued', at: '2026-11-21T12:30:00.000Z' }])
+})
+
+t.test('a site superseded between the commit and the hand-over is not fed', async t => {
+  const { instructions, enqueuer, queue } = setup(t)
+  const older = batch({ emittedAt: '2026-11-21T10:00:00Z' })
+  const effective = await instructions.save(older, 'x', 'queued')
+  await instructions.save(batch({ emittedAt: '2026-11-21T11:00:00Z' }), 'x', 'queued')
+  await enqueuer.enqueueBatch(older, effective, 'queued')
+  t.same(queue, [], 'read back: another save ran since')
+  t.equal(instructions.get(older.instructionId, siteId(1))!.state.status, 'superseded')
+})
+
 t.test('a superseded instruction is not fed, and a cycle cannot make it applied', async t => {
   const { instructions, enqueuer, queue, cycle, settle } = setup(t)
   const newer = batch({ emittedAt: '2026-11-21T11:00:00Z' })

@@ -127,6 +127,30 @@ t.test('queued and applied (with the cycle) advance the status, never a supersed
   t.equal(instructions.get(idOf(OLD), siteId(1))!.state.status, 'superseded')
 })
 
+t.test('save can start the effective ones as queued; superseded ones stay superseded; unqueue sends queued back to received', async t => {
+  const { instructions } = open(t)
+  t.same(await instructions.save(batch({ emittedAt: NEW, sites: 2 }), AT, 'queued'), [true, true])
+  t.same(await instructions.save(batch({ emittedAt: OLD, sites: 2 }), AT, 'queued'), [false, false])
+  t.same(instructions.get(idOf(NEW), siteId(1))!.state, { status: 'queued', at: AT })
+  t.equal(instructions.get(idOf(OLD), siteId(1))!.state.status, 'superseded')
+  await instructions.unqueue([{ instructionId: idOf(NEW), siteId: siteId(1) }, { instructionId: idOf(OLD), siteId: siteId(2) }], '2026-11-21T12:30:02.000Z')
+  t.same(instructions.get(idOf(NEW), siteId(1))!.state, { status: 'received', at: '2026-11-21T12:30:02.000Z' })
+  t.equal(instructions.get(idOf(NEW), siteId(2))!.state.status, 'queued', 'only the ones named')
+  t.equal(instructions.get(idOf(OLD), siteId(2))!.state.status, 'superseded', 'never a superseded one')
+})
+
+t.test('unchangedSince says whether another save ran after a batch\'s; a re-send stays the effective one', async t => {
+  const { instructions } = open(t)
+  const a = batch({ emittedAt: NEW })
+  await instructions.save(a, AT)
+  t.ok(instructions.unchangedSince(a))
+  const again = batch({ emittedAt: NEW })
+  t.same(await instructions.save(again, AT), [true], 'the same triple overwrites and stays effective')
+  t.notOk(instructions.unchangedSince(a))
+  t.ok(instructions.unchangedSince(again))
+  t.equal(instructions.effectiveId('2026-11-22', siteId(1)), idOf(NEW))
+})
+
 t.test('list filters by site and by target date; effectiveFrom starts at a day', async t => {
   const { instructions } = open(t)
   await instructions.save(batch({ targetDate: '2026-11-22', sites: 2 }), AT)
