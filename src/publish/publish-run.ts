@@ -11,7 +11,7 @@ import { EpxError } from '../errors.ts'
 import { coverageOf, isCalendarDate } from '../contract/paris-day.ts'
 import { isPrm } from '../contract/ids.ts'
 import { serializeBesoinsAgreges } from '../contract/besoins-agreges.ts'
-import type { RevisionDraft, RevisionMeta, Revisions } from '../store/revisions.ts'
+import type { RevisionDraft, RevisionMeta, Revisions, StagedRevision } from '../store/revisions.ts'
 import { buildBesoins, slotBoundaries, withEmittedAt } from './build-besoins.ts'
 
 export interface PublisherOptions {
@@ -20,8 +20,10 @@ export interface PublisherOptions {
   readonly clock: Clock
   readonly log: Logger
   readonly emittedBy: string
-  /** Sites per chunk: one transaction, then a yield. */
+  /** Sites rendered per chunk, then a yield. */
   readonly chunkSize?: number
+  /** Sites per transaction (default 2,000): a few large commits per run, see `Revisions.commit`. */
+  readonly commitSize?: number
   /** Extra attempts for failed sites (default 2), after `retryDelayMs × attempt`. */
   readonly retries?: number
   readonly retryDelayMs?: number
@@ -42,9 +44,9 @@ export interface Publisher {
   close(): Promise<void>
 }
 
-const DEFAULTS = { chunkSize: 64, retries: 2, retryDelayMs: 1000, needsTimeoutMs: 30_000 }
-/** Chunks whose transaction may still be committing while the next chunk is built. */
-const MAX_WRITES_IN_FLIGHT = 8
+const DEFAULTS = { chunkSize: 64, commitSize: 2000, retries: 2, retryDelayMs: 1000, needsTimeoutMs: 30_000 }
+/** Commits that may still be in progress while the next chunks are built. */
+const MAX_WRITES_IN_FLIGHT = 2
 /** Failed sites logged one by one, then only counted (a dead solver must not flood the log). */
 const MAX_LOGGED_FAILURES = 20
 
@@ -88,6 +90,17 @@ export function createPublisher (opts: PublisherOptions): Publisher {
       }
       failures = []
       const writes = new Set<Promise<void>>()
+      let batch: Array<StagedRevision & { site: Site }> = []
+      const commit = async () => {
+        const staged = batch
+        batch = []
+        const w: Promise<void> = o.revisions.commit(staged, o.clock.now().getTime()).then(
+          metas => { published.push(...metas) },
+          (err: unknown) => { for (const s of staged) failures.push({ site: s.site, reason: reasonOf(err) }) },
+        ).finally(() => { writes.delete(w) })
+        writes.add(w)
+        if (writes.size >= MAX_WRITES_IN_FLIGHT) await Promise.race(writes)
+      }
       for (let i = 0; i < pending.length; i += o.chunkSize) {
         const chunk = pending.slice(i, i + o.chunkSize)
         const drafts: Array<RevisionDraft & { site: Site }> = []
@@ -106,15 +119,17 @@ export function createPublisher (opts: PublisherOptions): Publisher {
           }
         })
         if (drafts.length) {
-          const w: Promise<void> = o.revisions.publish(drafts, o.clock.now().getTime()).then(
-            metas => { published.push(...metas) },
-            (err: unknown) => { for (const d of drafts) failures.push({ site: d.site, reason: reasonOf(err) }) },
-          ).finally(() => { writes.delete(w) })
-          writes.add(w)
-          if (writes.size >= MAX_WRITES_IN_FLIGHT) await Promise.race(writes)
+          try {
+            const staged = o.revisions.stage(drafts, o.clock.now().getTime())
+            staged.forEach((s, k) => batch.push({ ...s, site: drafts[k]!.site }))
+          } catch (err) {
+            for (const d of drafts) failures.push({ site: d.site, reason: reasonOf(err) })
+          }
         }
+        if (batch.length >= o.commitSize) await commit()
         await yieldToLoop()
       }
+      if (batch.length) await commit()
       await Promise.all(writes)
       pending = failures.map(f => f.site)
     }

@@ -27,6 +27,12 @@ export interface RevisionMeta {
   readonly offset: number
 }
 
+/** Rendered, hashed and appended to a segment file; not yet visible. */
+export interface StagedRevision {
+  readonly draft: RevisionDraft
+  readonly meta: RevisionMeta
+}
+
 /** A document to publish; `render` gets the emission time the store picked. */
 export interface RevisionDraft {
   readonly siteId: string
@@ -34,9 +40,13 @@ export interface RevisionDraft {
   render(emittedAt: string): string
 }
 
-type PairKey = [string, string]
-type RevKey = [string, string, number]
-type ExpiryKey = [number, string, string]
+// Keys lead with the target date: a run writes one date's region of the tree, not a
+// page in every site's (each page read during a write stays resident, issue 5: RSS).
+type PairKey = [string, string]               // [targetDate, siteId]
+type RevKey = [string, string, number]        // [targetDate, siteId, emittedAtMs]
+type ExpiryKey = [number, string, string]     // [emittedAtMs, targetDate, siteId]: appended at the end
+/** What is stored per revision: the pair is in the key. */
+type Stored = Omit<RevisionMeta, 'siteId' | 'targetDate'>
 
 const MAX_MS = 8.64e15   // the last instant a Date can hold: end of a pair's key range
 const PRUNE_CHUNK = 500
@@ -64,99 +74,102 @@ export function nextEmittedAtMs (previousMs: number | undefined, nowMs: number):
 }
 
 export function openRevisions (store: Store, opts: { retentionDays: number }) {
-  const metas = store.db<RevisionMeta>('revisions')
-  const segmentsDb = store.db<number>('revision-segments')  // file name → latest emittedAtMs in it
+  const latestDb = store.db<Stored>('rev-latest')     // the revision a GET serves
+  const olderDb = store.db<Stored>('rev-older')       // superseded revisions, kept for audit
+  const expiry = store.db<number>('rev-expiry')
+  const segmentsDb = store.db<number>('rev-segments') // file name → latest emittedAtMs in it
   const segments = openSegments(join(store.path, 'revision-bytes'))
-  const latestDb = store.db<RevisionMeta>('revision-latest')
-  const expiry = store.db<number>('revision-expiry')
   const retentionMs = opts.retentionDays * 86_400_000
+  const noStore = (err: unknown) => new EpxError('NO_STORE', [], { cause: err, headers: { 'retry-after': '5' } })
+  const withPair = (siteId: string, targetDate: string, v: Stored): RevisionMeta => ({ siteId, targetDate, ...v })
+  const stored = ({ siteId: _s, targetDate: _d, ...v }: RevisionMeta): Stored => v
 
   // A run publishes its sites at the same instant: format it once, not once per site.
   let stamp = { ms: NaN, iso: '', http: '' }
-  const prepare = (d: RevisionDraft, previousMs: number | undefined, nowMs: number) => {
-    const emittedAtMs = nextEmittedAtMs(previousMs, nowMs)
-    if (stamp.ms !== emittedAtMs) stamp = { ms: emittedAtMs, iso: formatUtcInstant(emittedAtMs), http: httpDate(emittedAtMs) }
-    const bytes = Buffer.from(d.render(stamp.iso), 'utf8')
-    const meta = {
-      siteId: d.siteId, targetDate: d.targetDate, emittedAt: stamp.iso, emittedAtMs,
-      etag: etagOf(bytes), lastModified: stamp.http, size: bytes.length,
-    }
-    return { meta, bytes }
-  }
-  type Prepared = ReturnType<typeof prepare>
-  const located = (p: Prepared, ref: SegmentRef): RevisionMeta => ({ ...p.meta, segment: ref.segment, offset: ref.offset })
-  const noStore = (err: unknown) => new EpxError('NO_STORE', [], { cause: err, headers: { 'retry-after': '5' } })
-
-  /** Deletes the segment files whose every revision is older than `cutoff`. */
-  const dropSegments = async (cutoff: number): Promise<void> => {
-    store.guard()
-    const expired = [...segmentsDb.getRange({})].filter(e => e.value < cutoff).map(e => e.key as string)
-    if (!expired.length) return
-    // Forgotten first: a crash in between leaves a file behind, never a revision without bytes.
-    await store.writeDurable(() => { for (const name of expired) segmentsDb.removeSync(name) })
-    try { segments.remove(expired) } catch (err) { throw noStore(err) }
+  /** Renders, hashes and appends the bytes (not yet durable). */
+  const prepare = (drafts: readonly { draft: RevisionDraft; previousMs: number | undefined }[], nowMs: number): StagedRevision[] => {
+    const rendered = drafts.map(({ draft: d, previousMs }) => {
+      const emittedAtMs = nextEmittedAtMs(previousMs, nowMs)
+      if (stamp.ms !== emittedAtMs) stamp = { ms: emittedAtMs, iso: formatUtcInstant(emittedAtMs), http: httpDate(emittedAtMs) }
+      return { d, emittedAtMs, iso: stamp.iso, http: stamp.http, bytes: Buffer.from(d.render(stamp.iso), 'utf8') }
+    })
+    let refs: SegmentRef[]
+    try { refs = segments.append(rendered.map(r => r.bytes), nowMs) } catch (err) { throw noStore(err) }
+    return rendered.map((r, i) => ({
+      draft: r.d,
+      meta: {
+        siteId: r.d.siteId, targetDate: r.d.targetDate, emittedAt: r.iso, emittedAtMs: r.emittedAtMs,
+        etag: etagOf(r.bytes), lastModified: r.http, size: r.bytes.length, segment: refs[i]!.segment, offset: refs[i]!.offset,
+      },
+    }))
   }
 
-  return {
+  const api = {
     /** Sync: the latest revision of a pair, from the small index (no document read). */
     latest (siteId: string, targetDate: string): RevisionMeta | undefined {
       store.guard()
-      return latestDb.get([siteId, targetDate] satisfies PairKey)
+      const v = latestDb.get([targetDate, siteId] satisfies PairKey)
+      return v && withPair(siteId, targetDate, v)
     },
 
-    /** Sync: the stored bytes of one revision (a copy, safe to hand to a socket). */
+    /** Sync: the stored bytes of one kept revision. */
     bytesOf (meta: RevisionMeta): Buffer | undefined {
       store.guard()
-      const key: RevKey = [meta.siteId, meta.targetDate, meta.emittedAtMs]
+      const hit = segments.cached(meta)
+      if (hit) return hit
       // A revision removed by retention may still have its bytes in a shared segment.
-      return segments.cached(meta) ?? (metas.doesExist(key) ? segments.read(meta) : undefined)
+      const kept = latestDb.get([meta.targetDate, meta.siteId])?.emittedAtMs === meta.emittedAtMs ||
+        olderDb.doesExist([meta.targetDate, meta.siteId, meta.emittedAtMs] satisfies RevKey)
+      return kept ? segments.read(meta) : undefined
     },
 
     /** Sync: every kept revision of a pair, oldest first. */
     list (siteId: string, targetDate: string): RevisionMeta[] {
       store.guard()
-      return [...metas.getRange({ start: [siteId, targetDate, 0], end: [siteId, targetDate, MAX_MS] })]
-        .map(e => e.value)
+      const older = [...olderDb.getRange({ start: [targetDate, siteId, 0], end: [targetDate, siteId, MAX_MS] })]
+        .map(e => withPair(siteId, targetDate, e.value))
+      const latest = api.latest(siteId, targetDate)
+      return latest ? [...older, latest] : older
     },
 
     /**
-     * Publishes drafts as new revisions, all in one durable transaction. Documents are
-     * rendered before the transaction (it holds the event loop while it runs); the
-     * transaction re-checks each pair and re-renders in the rare case another writer
-     * (the CLI, another process) got a later revision in between.
+     * Renders drafts (on this thread: callers keep batches small) and appends their bytes
+     * to a segment file; `commit` makes them revisions. Reads only the pairs' latest.
      */
-    async publish (drafts: readonly RevisionDraft[], nowMs: number): Promise<RevisionMeta[]> {
+    stage (drafts: readonly RevisionDraft[], nowMs: number): StagedRevision[] {
       store.guard()
-      const prepared = drafts.map(d => {
-        const prev = latestDb.get([d.siteId, d.targetDate] satisfies PairKey)
-        return { draft: d, ...prepare(d, prev?.emittedAtMs, nowMs) }
-      })
-      // The bytes are on disk before the metadata that points at them is committed.
-      let metaOf: RevisionMeta[]
-      try {
-        const refs = segments.append(prepared.map(p => p.bytes), nowMs)
-        metaOf = prepared.map((p, i) => located(p, refs[i]!))
-        await segments.sync()
-      } catch (err) { throw noStore(err) }
+      return prepare(drafts.map(draft => ({ draft, previousMs: latestDb.get([draft.targetDate, draft.siteId])?.emittedAtMs })), nowMs)
+    },
+
+    /**
+     * Publishes staged revisions in one durable transaction, once their bytes are on disk.
+     * Few large commits, not one per chunk: each transaction re-reads the pages at the
+     * tree's edge, which then stay resident. The transaction re-checks each pair and
+     * re-renders in the rare case another writer (the CLI, another process) got a later
+     * revision in between.
+     */
+    async commit (staged: readonly StagedRevision[], nowMs: number): Promise<RevisionMeta[]> {
+      store.guard()
+      try { await segments.sync() } catch (err) { throw noStore(err) }
       return store.writeDurable(() => {
-        const final = prepared.map((p, i) => {
-          const prev = latestDb.get([p.meta.siteId, p.meta.targetDate] satisfies PairKey)
-          if (!prev || prev.emittedAtMs < p.meta.emittedAtMs) return metaOf[i]!
-          const again = prepare(p.draft, prev.emittedAtMs, nowMs)
-          const meta = located(again, segments.append([again.bytes], nowMs)[0]!)
+        const previous = staged.map(s => latestDb.get([s.meta.targetDate, s.meta.siteId] satisfies PairKey))
+        const final = staged.map((s, i) => {
+          const prev = previous[i]
+          if (!prev || prev.emittedAtMs < s.meta.emittedAtMs) return s.meta
+          const [again] = prepare([{ draft: s.draft, previousMs: prev.emittedAtMs }], nowMs)
           segments.syncNow()
-          return meta
+          return again!.meta
         })
         // Every fault check before the first put: a failed batch leaves nothing behind.
         for (let i = 0; i < final.length; i++) store.checkWrite()
         const newest = new Map<string, number>()
-        for (const meta of final) {
-          const key: RevKey = [meta.siteId, meta.targetDate, meta.emittedAtMs]
-          metas.putSync(key, meta)
-          latestDb.putSync([meta.siteId, meta.targetDate] satisfies PairKey, meta)
-          expiry.putSync([meta.emittedAtMs, meta.siteId, meta.targetDate] satisfies ExpiryKey, 1)
+        final.forEach((meta, i) => {
+          const prev = previous[i]
+          if (prev) olderDb.putSync([meta.targetDate, meta.siteId, prev.emittedAtMs] satisfies RevKey, prev)
+          latestDb.putSync([meta.targetDate, meta.siteId] satisfies PairKey, stored(meta))
+          expiry.putSync([meta.emittedAtMs, meta.targetDate, meta.siteId] satisfies ExpiryKey, 1)
           newest.set(meta.segment, Math.max(newest.get(meta.segment) ?? 0, meta.emittedAtMs))
-        }
+        })
         for (const [name, ms] of newest) {
           if ((segmentsDb.get(name) ?? 0) < ms) segmentsDb.putSync(name, ms)
         }
@@ -164,11 +177,17 @@ export function openRevisions (store: Store, opts: { retentionDays: number }) {
       })
     },
 
+    /** Publishes drafts as new revisions, all in one durable transaction. */
+    async publish (drafts: readonly RevisionDraft[], nowMs: number): Promise<RevisionMeta[]> {
+      return api.commit(api.stage(drafts, nowMs), nowMs)
+    },
+
     /**
      * Removes revisions emitted more than `retentionDays` before `nowMs` (DECISIONS.md:
      * retention configurable, default 90 days), in small transactions with a yield in
      * between so a large purge never stalls the solver's event loop. A pair whose
-     * latest revision goes is no longer published (404).
+     * latest revision goes is no longer published (404). Then deletes the segment files
+     * left without a kept revision.
      */
     async prune (nowMs: number): Promise<number> {
       const cutoff = nowMs - retentionMs
@@ -179,11 +198,11 @@ export function openRevisions (store: Store, opts: { retentionDays: number }) {
         if (!keys.length) break
         await store.writeDurable(() => {
           for (let i = 0; i < keys.length; i++) store.checkWrite()
-          for (const [ms, siteId, targetDate] of keys) {
-            metas.removeSync([siteId, targetDate, ms] satisfies RevKey)
-            expiry.removeSync([ms, siteId, targetDate] satisfies ExpiryKey)
-            const pair: PairKey = [siteId, targetDate]
+          for (const [ms, targetDate, siteId] of keys) {
+            expiry.removeSync([ms, targetDate, siteId] satisfies ExpiryKey)
+            const pair: PairKey = [targetDate, siteId]
             if (latestDb.get(pair)?.emittedAtMs === ms) latestDb.removeSync(pair)
+            else olderDb.removeSync([targetDate, siteId, ms] satisfies RevKey)
           }
         })
         segments.forget()
@@ -191,9 +210,15 @@ export function openRevisions (store: Store, opts: { retentionDays: number }) {
         if (keys.length < PRUNE_CHUNK) break
         await new Promise<void>(resolve => setImmediate(resolve))
       }
-      await dropSegments(cutoff)
+      const expired = [...segmentsDb.getRange({})].filter(e => e.value < cutoff).map(e => e.key as string)
+      if (expired.length) {
+        // Forgotten first: a crash in between leaves a file behind, never a revision without bytes.
+        await store.writeDurable(() => { for (const name of expired) segmentsDb.removeSync(name) })
+        try { segments.remove(expired) } catch (err) { throw noStore(err) }
+      }
       return removed
     },
   }
+  return api
 }
 export type Revisions = ReturnType<typeof openRevisions>
