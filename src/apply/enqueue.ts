@@ -100,13 +100,14 @@ export function createEnqueuer (deps: EnqueueDeps): Enqueuer {
       const n = batch.siteIds.length
       for (let from = 0; from < n; from += SITES_PER_TURN) {
         if (from > 0) await nextTurn()
-        // No save since this one: its answers stand, nothing to read back (finding 5).
-        const fresh = instructions.unchangedSince(batch)
+        // Only a site that a later save may have superseded is read back (finding 5).
+        const recheck = instructions.supersedersOf(batch)
         const inputs: SolverInput[] = []
         const to = Math.min(from + SITES_PER_TURN, n)
         for (let i = from; i < to; i++) {
           const siteId = batch.siteIds[i]!
-          if (!effective[i] || (!fresh && !isEffective(batch.targetDate, siteId, batch.instructionId, true))) continue
+          if (!effective[i]) continue
+          if ((recheck === 'all' || recheck.has(siteId)) && !isEffective(batch.targetDate, siteId, batch.instructionId, true)) continue
           const [a, b] = slotRange(batch, i)
           inputs.push({
             instructionId: batch.instructionId,

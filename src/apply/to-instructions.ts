@@ -14,11 +14,20 @@ export function batchTransferList (b: InstructionBatch): ArrayBuffer[] {
   return [b.records.buffer, b.recordEnds.buffer, b.starts.buffer, b.kwh.buffer, b.slotEnds.buffer] as ArrayBuffer[]
 }
 
+/** The last id made: a BSP re-sends, several connections send the same programme. */
+let last = { targetDate: '', emittedAtMs: NaN, instructionId: '', emittedAt: '' }
+
+function idOf (targetDate: string, emittedAtMs: number): { instructionId: string; emittedAt: string } {
+  if (last.targetDate !== targetDate || last.emittedAtMs !== emittedAtMs) {
+    last = { targetDate, emittedAtMs, instructionId: deriveInstructionId(targetDate, emittedAtMs), emittedAt: formatUtcInstant(emittedAtMs) }
+  }
+  return last
+}
+
 export function toInstructionBatch (p: ProgrammeSoutirage, slots: CheckedSlots, from: Provenance): InstructionBatch {
   // DECISIONS.md "Inbound": the id derives from the parsed instant, so two spellings
   // of the same emitted_at give the same instruction.
-  const instructionId = deriveInstructionId(p.target_date, slots.emittedAtMs)
-  const emittedAt = formatUtcInstant(slots.emittedAtMs)
+  const { instructionId, emittedAt } = idOf(p.target_date, slots.emittedAtMs)
   const { records, recordEnds } = encodeInstructionRecords({
     instructionId,
     targetDate: p.target_date,

@@ -95,8 +95,7 @@ export function checkProgrammeRules (body: unknown, opts: RuleOptions, details: 
     if (!Array.isArray(slots)) continue
     let prevEnd: number | undefined   // latest end among the slots read so far
     let prevEndText: unknown          // … as the sender spelled it
-    // Pointers are built only for a violation: a valid slot costs two instant reads.
-    const p = (j: number, field: string) => `${at}/energie_programmee/${j}/${field}`
+    // Pointers are built only for a violation (`slotPointer`): a valid slot costs two instant reads.
     for (let j = 0; j < slots.length && !details.full; j++) {
       const slot = slots[j]
       if (!isObj(slot)) continue
@@ -112,17 +111,17 @@ export function checkProgrammeRules (body: unknown, opts: RuleOptions, details: 
       n++
       if (start === undefined || end === undefined) continue
       if (durationMs !== undefined && end - start !== durationMs) {
-        details.add(p(j, 'fin_utc'), `must be debut_utc + slot_duration_secs (${durationMs / 1000} s), i.e. ${formatUtcInstant(start + durationMs)}; got ${slot.fin_utc as string}`)
+        details.add(slotPointer(at, j, 'fin_utc'), `must be debut_utc + slot_duration_secs (${durationMs / 1000} s), i.e. ${formatUtcInstant(start + durationMs)}; got ${slot.fin_utc as string}`)
       }
       if (day && (start < day.startMs || start >= day.endMs)) {
-        details.add(p(j, 'debut_utc'), `slot outside the target day: ${day.text}; got ${slot.debut_utc as string}`)
+        details.add(slotPointer(at, j, 'debut_utc'), `slot outside the target day: ${day.text}; got ${slot.debut_utc as string}`)
       } else if (day && end > day.endMs) {
-        details.add(p(j, 'fin_utc'), `slot outside the target day: ${day.text}; got ${slot.fin_utc as string}`)
+        details.add(slotPointer(at, j, 'fin_utc'), `slot outside the target day: ${day.text}; got ${slot.fin_utc as string}`)
       }
       if (prevEnd !== undefined && start < prevEnd) {
-        details.add(p(j, 'debut_utc'), `slots not contiguous: this slot starts at ${slot.debut_utc as string}, before the previous one ends (${formatUtcInstant(prevEnd)}); list slots in increasing order without overlap`)
+        details.add(slotPointer(at, j, 'debut_utc'), `slots not contiguous: this slot starts at ${slot.debut_utc as string}, before the previous one ends (${formatUtcInstant(prevEnd)}); list slots in increasing order without overlap`)
       } else if (opts.requireContiguous && prevEnd !== undefined && start > prevEnd) {
-        details.add(p(j, 'debut_utc'), `slots not contiguous: gap from ${formatUtcInstant(prevEnd)} to ${slot.debut_utc as string}; this service requires contiguous slots (send energie_kwh for every slot in between)`)
+        details.add(slotPointer(at, j, 'debut_utc'), `slots not contiguous: gap from ${formatUtcInstant(prevEnd)} to ${slot.debut_utc as string}; this service requires contiguous slots (send energie_kwh for every slot in between)`)
       }
       if (prevEnd === undefined || end >= prevEnd) {
         prevEnd = end
@@ -133,6 +132,11 @@ export function checkProgrammeRules (body: unknown, opts: RuleOptions, details: 
   }
   const emittedAtMs = parseUtcInstant(body.emitted_at)
   return emittedAtMs === undefined ? undefined : { emittedAtMs, starts, kwh, slotEnds }
+}
+
+/** The pointer of a slot field; a module function, not a closure per site. */
+function slotPointer (site: string, j: number, field: string): string {
+  return `${site}/energie_programmee/${j}/${field}`
 }
 
 /**

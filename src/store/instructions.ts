@@ -16,6 +16,10 @@ interface EffectiveRef {
   readonly emittedAtMs: number
 }
 
+/** How many recent saves `supersedersOf` remembers. */
+const RECENT_SAVES = 64
+const NONE: ReadonlySet<string> = new Set()
+
 export interface InstructionRef {
   readonly instructionId: string
   readonly siteId: string
@@ -31,8 +35,11 @@ export function openInstructions (store: Store) {
   const states = store.db<InstructionState>('instruction-states')               // [instruction_id, site_id]
   const effective = store.db<EffectiveRef>('instruction-effective')             // [target_date, site_id]
 
-  /** The batch of the latest save whose transaction ran (see `unchangedSince`). */
-  let lastSave: InstructionBatch | undefined
+  /**
+   * The latest saves whose transactions ran, oldest first (see `supersedersOf`): saves
+   * sharing one commit (open-store batches them) follow each other here.
+   */
+  const recentSaves: InstructionBatch[] = []
 
   /** Sets a status unless the instruction is superseded (or unknown); inside a write. */
   const advance = (ref: InstructionRef, next: InstructionState): void => {
@@ -80,17 +87,29 @@ export function openInstructions (store: Store) {
           }
           out[i] = wins
         }
-        lastSave = batch
+        recentSaves.push(batch)
+        if (recentSaves.length > RECENT_SAVES) recentSaves.shift()
         return out
       })
     },
 
     /**
-     * True when no other save has run since `batch`'s (in this process, the only writer
-     * of instructions): its answers on which sites are effective still hold, no re-read.
+     * The sites of `batch` that a save run after its own may have superseded: only a
+     * later emitted_at for the same day can (DECISIONS.md "Inbound"; an equal one is the
+     * same instruction). `all` when `batch` is too old to tell. This process is the only
+     * writer of instructions, so what it saw is what the store holds: no read back.
      */
-    unchangedSince (batch: InstructionBatch): boolean {
-      return lastSave === batch
+    supersedersOf (batch: InstructionBatch): 'all' | ReadonlySet<string> {
+      const at = recentSaves.lastIndexOf(batch)
+      if (at === -1) return 'all'
+      let sites: Set<string> | undefined
+      for (let k = at + 1; k < recentSaves.length; k++) {
+        const later = recentSaves[k]!
+        if (later.targetDate !== batch.targetDate || later.emittedAtMs <= batch.emittedAtMs) continue
+        sites ??= new Set()
+        for (const s of later.siteIds) sites.add(s)
+      }
+      return sites ?? NONE
     },
 
     /** The effective instruction id of a site and day (sync read). */

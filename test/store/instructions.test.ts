@@ -139,16 +139,18 @@ t.test('save can start the effective ones as queued; superseded ones stay supers
   t.equal(instructions.get(idOf(OLD), siteId(2))!.state.status, 'superseded', 'never a superseded one')
 })
 
-t.test('unchangedSince says whether another save ran after a batch\'s; a re-send stays the effective one', async t => {
+t.test('supersedersOf names the sites a later save with a newer emitted_at for the same day may have superseded', async t => {
   const { instructions } = open(t)
-  const a = batch({ emittedAt: NEW })
+  const a = batch({ emittedAt: OLD, sites: 2 })
   await instructions.save(a, AT)
-  t.ok(instructions.unchangedSince(a))
-  const again = batch({ emittedAt: NEW })
-  t.same(await instructions.save(again, AT), [true], 'the same triple overwrites and stays effective')
-  t.notOk(instructions.unchangedSince(a))
-  t.ok(instructions.unchangedSince(again))
-  t.equal(instructions.effectiveId('2026-11-22', siteId(1)), idOf(NEW))
+  t.same([...instructions.supersedersOf(a) as Set<string>], [], 'none yet')
+  const again = batch({ emittedAt: OLD, sites: 2 })
+  t.same(await instructions.save(again, AT), [true, true], 'the same triple overwrites and stays effective')
+  await instructions.save(batch({ emittedAt: NEW, targetDate: '2026-11-23', sites: 2 }), AT)
+  t.same([...instructions.supersedersOf(a) as Set<string>], [], 'neither a re-send nor another day')
+  await instructions.save(batch({ emittedAt: NEW, sites: 1 }), AT)
+  t.same([...instructions.supersedersOf(a) as Set<string>], [siteId(1)])
+  t.equal(instructions.supersedersOf(batch()), 'all', 'a batch it never saved')
 })
 
 t.test('list filters by site and by target date; effectiveFrom starts at a day', async t => {
