@@ -6,7 +6,7 @@
 import { EpxError, isEpxError } from '../errors.ts'
 import type { Caller } from './caller.ts'
 import type { Companies, CompanyRecord } from '../store/companies.ts'
-import type { Tokens } from '../store/tokens.ts'
+import type { TokenRecord, Tokens } from '../store/tokens.ts'
 import type { CertVerdict } from './client-cert.ts'
 import { certificateMismatch } from './tenancy.ts'
 import { hashToken, looksLikeToken, type Scope } from './tokens.ts'
@@ -33,33 +33,93 @@ const WWW_AUTHENTICATE = { 'www-authenticate': 'Bearer realm="epx"' }
 export function authorize (input: AuthorizeInput, deps: AuthorizeDeps): Caller {
   // 1. A certificate that chains to the client CA (computed once per connection).
   if (!input.cert.ok) throw new EpxError('MTLS_REQUIRED', [input.cert.reason])
-  const cert = input.cert
+  const found = lookUp(input.authorization, deps)
+  return checkFound(found, input.cert, input.scope, input.now.getTime(), deps)
+}
 
-  // 2. A live Bearer token.
-  const secret = bearerSecret(input.authorization)
+export interface AuthorizerDeps extends AuthorizeDeps {
+  /** The authentication generation (`store/auth-generation.ts`); throws NO_STORE when the store cannot answer. */
+  readonly generation: () => number
+}
+
+/**
+ * `authorize` with a cache per connection (issue 5, finding 3): a keep-alive connection
+ * that sends the same Authorization header again skips the hash and the token and
+ * company reads while the authentication generation stays the same. The generation is
+ * read from the store on every request, so an unavailable store still answers 503 and a
+ * revocation or suspension (by the CLI too) applies to the next request; expiry and
+ * the four other checks still run on every request, on the cached records.
+ */
+export function createAuthorizer (deps: AuthorizerDeps): (input: AuthorizeInput, connection: object) => Caller {
+  const cache = new WeakMap<object, Found>()
+  return (input, connection) => {
+    if (!input.cert.ok) throw new EpxError('MTLS_REQUIRED', [input.cert.reason])
+    const generation = readStore(deps.generation)
+    let found = cache.get(connection)
+    if (found === undefined || found.generation !== generation || found.authorization !== input.authorization) {
+      // Read after the generation, in the same read snapshot: a later write moves it.
+      found = lookUp(input.authorization, deps, generation)
+      cache.set(connection, found)
+    }
+    return checkFound(found, input.cert, input.scope, input.now.getTime(), deps)
+  }
+}
+
+/** What a Bearer token resolved to; kept per connection by `createAuthorizer`. */
+interface Found {
+  readonly authorization: string | undefined
+  readonly generation: number
+  readonly token: TokenRecord
+  readonly expiresAtMs: number
+  /** Read on first need, after the token passed its own checks (null: no such company). */
+  company?: CompanyRecord | null
+  /** Last-used time as the store knows it (throttles `touch`). */
+  lastUsedMs: number
+  /** The certificate check's answer for the connection's certificate (`undefined` = not yet made). */
+  mismatch?: string | null
+  caller?: Caller
+}
+
+/** Check 2's reads: the token of the Bearer secret (401 when unknown) and its company. */
+function lookUp (authorization: string | undefined, deps: AuthorizeDeps, generation = -1): Found {
+  const secret = bearerSecret(authorization)
   const token = readStore(() => deps.tokens.byHash(hashToken(secret)))
   if (!token) throw unauthorized('the Bearer token is unknown; send it exactly as it was issued, or ask the service operator for a new one')
-  const nowMs = input.now.getTime()
+  return {
+    authorization, generation, token,
+    expiresAtMs: token.expiresAt ? Date.parse(token.expiresAt) : Infinity,
+    lastUsedMs: token.lastUsedAt ? Date.parse(token.lastUsedAt) : -Infinity,
+  }
+}
+
+/** Checks 2 (live token) to 5 on resolved records, in order. */
+function checkFound (found: Found, cert: CertVerdict & { ok: true }, scope: Scope, nowMs: number, deps: AuthorizeDeps): Caller {
+  const { token } = found
   if (token.revokedAt) throw unauthorized(`token ${token.id} was revoked at ${token.revokedAt}; ask the service operator for a new token`)
-  if (token.expiresAt && Date.parse(token.expiresAt) <= nowMs) {
+  if (found.expiresAtMs <= nowMs) {
     throw unauthorized(`token ${token.id} expired at ${token.expiresAt}; ask the service operator for a new token`)
   }
-  const company: CompanyRecord | undefined = readStore(() => deps.companies.get(token.companyId))
+  // Read in the same turn as the token (or the generation): one consistent snapshot.
+  const company = found.company ??= readStore(() => deps.companies.get(token.companyId)) ?? null
   // A token whose company is gone is as dead as a revoked one.
   if (!company) throw unauthorized(`token ${token.id} belongs to no existing company; ask the service operator for a new token`)
 
-  // 3. The certificate is the one bound to the token's company.
-  const mismatch = certificateMismatch(company, cert)
-  if (mismatch) throw new EpxError('MTLS_REQUIRED', [mismatch])
+  // 3. The certificate is the one bound to the token's company (the verdict is per connection).
+  if (found.mismatch === undefined) found.mismatch = certificateMismatch(company, cert) ?? null
+  if (found.mismatch !== null) throw new EpxError('MTLS_REQUIRED', [found.mismatch])
 
   // 4. The company is active.
   if (company.status !== 'active') throw new EpxError('COMPANY_SUSPENDED', [company.id])
 
   // 5. The token carries the endpoint's scope.
-  if (!token.scopes.includes(input.scope)) throw new EpxError('SCOPE_DENIED', [input.scope])
+  if (!token.scopes.includes(scope)) throw new EpxError('SCOPE_DENIED', [scope])
 
-  deps.tokens.touch(token, nowMs)   // throttled, not awaited, never fails the request
-  return {
+  // Throttled, not awaited, never fails the request.
+  if (!(nowMs - found.lastUsedMs < 60_000)) {
+    deps.tokens.touch(token, nowMs)
+    found.lastUsedMs = nowMs
+  }
+  return found.caller ??= {
     companyId: company.id,
     tokenId: token.id,
     certFingerprint256: cert.fingerprint256,

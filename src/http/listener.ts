@@ -16,9 +16,10 @@ import type { Clock, Logger } from '../host/contract.ts'
 import type { Store } from '../store/open-store.ts'
 import type { Companies } from '../store/companies.ts'
 import type { Tokens } from '../store/tokens.ts'
-import { authorize } from '../auth/authorize.ts'
+import { createAuthorizer } from '../auth/authorize.ts'
 import { clientCertVerdict } from '../auth/client-cert.ts'
-import type { Caller, Door, Route } from './route.ts'
+import type { Caller, Door, RequestContext, Route } from './route.ts'
+import type { RouteMatch } from './router.ts'
 import { createRouter } from './router.ts'
 import { renderError, sendError } from './render-error.ts'
 
@@ -38,6 +39,37 @@ export interface ApiListener {
   readonly url: URL
   /** Stops accepting, lets in-flight requests finish (short grace), then cuts. Idempotent. */
   close(): Promise<void>
+}
+
+/** What the log line of a request needs, kept on its response (no closure per request). */
+interface RequestState {
+  readonly started: number
+  readonly method: string
+  readonly target: string
+  caller: Caller | undefined
+  code: string | undefined
+  failed: boolean
+  failure: unknown
+}
+const STATE = Symbol('epx request state')
+type Tracked = ServerResponse & { [STATE]?: RequestState }
+
+/**
+ * The context a handler gets. The URL and the child logger are made only when a
+ * handler asks for them: most requests need neither (issue 5 GET profile).
+ */
+class Context implements RequestContext {
+  #log: Logger | undefined
+  constructor (private readonly match: RouteMatch, readonly caller: Caller, readonly receivedAt: Date,
+    private readonly baseLog: Logger) {}
+
+  get url (): URL {
+    return this.match.url
+  }
+
+  get log (): Logger {
+    return this.#log ??= this.baseLog.child({ companyId: this.caller.companyId, tokenId: this.caller.tokenId })
+  }
 }
 
 /** In-flight requests get this long after close() before their connections are cut. */
@@ -65,7 +97,7 @@ export async function listenApi (opts: ListenApiOptions): Promise<ApiListener> {
   const url = new URL(`https://${api.host.includes(':') ? `[${api.host}]` : api.host}:${port}`)
   const baseUrl = (api.publicBaseUrl ?? url.origin).replace(/\/+$/, '')
   const router = createRouter(opts.routes, url.origin)
-  const deps = { tokens: opts.tokens, companies: opts.companies }
+  const authorizer = createAuthorizer({ tokens: opts.tokens, companies: opts.companies, generation: opts.tokens.generation })
   server.on('error', (err: Error) => log.error({ err }, 'api listener error'))
 
   // Responses in progress: close() asks them to end their connection when done.
@@ -76,55 +108,57 @@ export async function listenApi (opts: ListenApiOptions): Promise<ApiListener> {
     res.once('finish', () => setImmediate(() => server.closeIdleConnections()))
   }
 
-  async function handle (req: IncomingMessage, res: ServerResponse, expectContinue: boolean): Promise<void> {
-    const started = performance.now()
-    inflight.add(res)
-    res.once('close', () => inflight.delete(res))
-    if (closing) closeWhenDone(res)
-    const method = req.method ?? ''
-    const target = req.url ?? ''
-    let caller: Caller | undefined
-    let door: Door | undefined
-    let code: string | undefined
-    let failed = false
-    let failure: unknown
-    if (api.logRequests) {
-      // Exactly one line per request, written when the exchange ends (or is cut).
-      res.once('close', () => {
-        const line = {
-          method, path: loggablePath(target), status: res.headersSent ? res.statusCode : undefined,
-          durationMs: Math.round((performance.now() - started) * 10) / 10,
-          companyId: caller?.companyId, tokenId: caller?.tokenId, code,
-          ...(failed ? { err: failure } : {}),
-          ...(res.writableFinished ? {} : { aborted: true }),
-        }
-        if (failed) log.error(line, 'api request failed')
-        else log.info(line, 'api request')
-      })
+  /** Ends a request: leaves the in-flight set and writes its one log line (if enabled). */
+  function onClose (this: ServerResponse): void {
+    const state = (this as Tracked)[STATE]!
+    inflight.delete(this)
+    if (!api.logRequests) return
+    // Exactly one line per request, written when the exchange ends (or is cut).
+    const { caller } = state
+    const line: Record<string, unknown> = {
+      method: state.method, path: loggablePath(state.target), status: this.headersSent ? this.statusCode : undefined,
+      durationMs: Math.round((performance.now() - state.started) * 10) / 10,
+      companyId: caller?.companyId, tokenId: caller?.tokenId, code: state.code,
     }
+    if (state.failed) line.err = state.failure
+    if (!this.writableFinished) line.aborted = true
+    if (state.failed) log.error(line, 'api request failed')
+    else log.info(line, 'api request')
+  }
+
+  async function handle (req: IncomingMessage, res: ServerResponse, expectContinue: boolean): Promise<void> {
+    const state: RequestState = {
+      started: performance.now(), method: req.method ?? '', target: req.url ?? '',
+      caller: undefined, code: undefined, failed: false, failure: undefined,
+    }
+    ;(res as Tracked)[STATE] = state
+    inflight.add(res)
+    res.once('close', onClose)
+    if (closing) closeWhenDone(res)
+    const { method, target } = state
+    let door: Door | undefined
     try {
       const m = router.match(method, target)
       door = m.route.door
-      caller = authorize({
+      // One Date per request: the same instant authenticates and stamps the request.
+      const now = clock.now()
+      const caller = state.caller = authorizer({
         cert: clientCertVerdict(req.socket as TLSSocket),
         authorization: req.headers.authorization,
         scope: m.route.scope,
-        now: clock.now(),
-      }, deps)
+        now,
+      }, req.socket)
       // Expect: 100-continue is honoured only once the caller is known (RFC 9110 §10.1.1).
       if (expectContinue) res.writeContinue()
-      await m.handler(req, res, {
-        url: m.url, caller, receivedAt: clock.now(),
-        log: log.child({ companyId: caller.companyId, tokenId: caller.tokenId }),
-      })
+      await m.handler(req, res, new Context(m, caller, now, log))
     } catch (err) {
       door ??= router.routeOf(target)?.door
       const rendered = renderError(err, door, baseUrl)
-      code = rendered.code
+      state.code = rendered.code
       if (rendered.code === 'INTERNAL') {
-        failed = true
-        failure = err
-        if (!api.logRequests) log.error({ err: failure, method, path: loggablePath(target) }, 'api request failed')
+        state.failed = true
+        state.failure = err
+        if (!api.logRequests) log.error({ err, method, path: loggablePath(target) }, 'api request failed')
       }
       sendError(res, rendered, { head: method === 'HEAD', bodyUnread: declaresUnreadBody(req) })
     }

@@ -23,7 +23,7 @@ export function outboundRoute (deps: OutboundDeps): Route {
   const { revisions } = deps
 
   const serve = (head: boolean) => (req: IncomingMessage, res: ServerResponse, ctx: RequestContext): void => {
-    const { siteId, targetDate } = readQuery(ctx.url)
+    const { siteId, targetDate } = readQuery(req.url ?? '', ctx)
     // Read before the perimeter check, so a store outage answers 503 for every site alike.
     const latest = revisions.latest(siteId, targetDate)
     // DECISIONS.md "Outbound": outside the perimeter answers exactly as "not published".
@@ -62,8 +62,8 @@ export function outboundRoute (deps: OutboundDeps): Route {
  * real date (DECISIONS.md "Outbound"). Every problem is reported at once, as
  * `invalid_params` by the door.
  */
-function readQuery (url: URL): { siteId: string; targetDate: string } {
-  const q = url.searchParams
+function readQuery (target: string, ctx: RequestContext): { siteId: string; targetDate: string } {
+  const q = simpleQuery(target) ?? ctx.url.searchParams
   const details: Record<string, string> = {}
   const siteId = readParam(q, details, 'site_id', isPrm, 'PRM followed by 14 digits')
   const targetDate = readParam(q, details, 'target_date', isQueryDate, 'a calendar date YYYY-MM-DD')
@@ -75,12 +75,50 @@ function readQuery (url: URL): { siteId: string; targetDate: string } {
 
 // Module-level, not a closure per request: under tsx every nested function costs a
 // `__name` call per creation, which showed in the GET profile.
-function readParam (q: URLSearchParams, details: Record<string, string>, name: string,
+function readParam (q: Pick<URLSearchParams, 'getAll'>, details: Record<string, string>, name: string,
   valid: (v: string) => boolean, shape: string): string | undefined {
   const all = q.getAll(name)
   if (all.length === 1 && valid(all[0]!)) return all[0]
   details[name] = all.length === 0 ? 'required' : all.length > 1 ? 'must be given once' : `must be ${shape}`
   return undefined
+}
+
+/** A query URLSearchParams would read as is: no percent-encoding, no `+`, no fragment. */
+const SIMPLE_QUERY = /^[A-Za-z0-9_.~=&-]*$/
+
+/**
+ * The parameters of an origin-form target's query, without building a URL (issue 5 GET
+ * profile), or undefined when the query needs the real parser. Same answer as
+ * URLSearchParams on the queries it accepts: empty members skipped, a name without `=`
+ * has the empty value.
+ */
+export function simpleQuery (target: string): Pick<URLSearchParams, 'getAll'> | undefined {
+  if (target[0] !== '/') return undefined
+  const at = target.indexOf('?')
+  const query = at === -1 ? '' : target.slice(at + 1)
+  if (!SIMPLE_QUERY.test(query)) return undefined
+  const params = new SimpleParams()
+  for (const member of query.split('&')) {
+    if (member === '') continue
+    const eq = member.indexOf('=')
+    params.add(eq === -1 ? member : member.slice(0, eq), eq === -1 ? '' : member.slice(eq + 1))
+  }
+  return params
+}
+
+class SimpleParams {
+  readonly #names: string[] = []
+  readonly #values: string[] = []
+  add (name: string, value: string): void {
+    this.#names.push(name)
+    this.#values.push(value)
+  }
+
+  getAll (name: string): string[] {
+    const out: string[] = []
+    for (let i = 0; i < this.#names.length; i++) if (this.#names[i] === name) out.push(this.#values[i]!)
+    return out
+  }
 }
 
 const DATE = /^(\d{4})-(\d{2})-(\d{2})$/

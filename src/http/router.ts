@@ -23,6 +23,25 @@ export interface Router {
 /** Order of the `Allow` header, whatever order a route lists its methods in. */
 const METHOD_ORDER = ['GET', 'HEAD', 'POST'] as const
 
+/**
+ * A path the WHATWG URL parser leaves as it is: no percent-encoding, no backslash, no
+ * dot segment. Most requests take it and skip building a URL (issue 5 GET profile).
+ */
+const SIMPLE_PATH = /^\/[A-Za-z0-9_~.\/-]*$/
+
+/** A match whose URL is parsed only when a handler asks for it. */
+class Match implements RouteMatch {
+  #url: URL | undefined
+  constructor (readonly route: Route, readonly handler: RouteHandler, url: URL | undefined,
+    private readonly target: string, private readonly parse: (target: string) => URL | undefined) {
+    this.#url = url
+  }
+
+  get url (): URL {
+    return this.#url ??= this.parse(this.target)!
+  }
+}
+
 /** Longest path echoed in a 404 message. */
 const MAX_ECHO = 200
 
@@ -45,23 +64,32 @@ export function createRouter (routes: readonly Route[], origin: string): Router 
     }
   }
 
+  /** The path of a target: read as is when the URL parser could not change it, parsed otherwise. */
+  const pathOf = (target: string): { path: string; url?: URL } | undefined => {
+    const q = target.indexOf('?')
+    const path = q === -1 ? target : target.slice(0, q)
+    if (SIMPLE_PATH.test(path) && !path.includes('/.')) return { path }
+    const url = parse(target)
+    return url && { path: url.pathname, url }
+  }
+
   return {
     match (method, target) {
-      const url = parse(target)
-      const entry = url && byPath.get(url.pathname)
-      if (!url || !entry) {
-        const path = (url?.pathname ?? target).slice(0, MAX_ECHO)
+      const at = pathOf(target)
+      const entry = at && byPath.get(at.path)
+      if (!at || !entry) {
+        const path = (at?.path ?? target).slice(0, MAX_ECHO)
         throw new EpxError('NOT_FOUND', [path])
       }
       const handler = (entry.route.methods as Record<string, RouteHandler | undefined>)[method]
       if (!handler || !Object.hasOwn(entry.route.methods, method)) {
         throw new EpxError('METHOD_NOT_ALLOWED', [method.slice(0, 20), entry.allow], { headers: { allow: entry.allow } })
       }
-      return { route: entry.route, handler, url }
+      return new Match(entry.route, handler, at.url, target, parse)
     },
     routeOf (target) {
-      const url = parse(target)
-      return url && byPath.get(url.pathname)?.route
+      const at = pathOf(target)
+      return at && byPath.get(at.path)?.route
     },
   }
 }

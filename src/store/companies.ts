@@ -5,6 +5,7 @@
  */
 import type { Store } from './open-store.ts'
 import { EpxError } from '../errors.ts'
+import { openAuthGeneration } from './auth-generation.ts'
 
 export interface CompanyRecord {
   readonly id: string
@@ -23,6 +24,7 @@ export const COMPANY_ID = /^[a-z0-9][a-z0-9-]{1,62}$/
 
 export function openCompanies (store: Store) {
   const db = store.db<CompanyRecord>('companies')
+  const generation = openAuthGeneration(store)
   return {
     get (id: string): CompanyRecord | undefined {
       store.guard()
@@ -38,6 +40,7 @@ export function openCompanies (store: Store) {
         if (db.get(c.id)) return false
         store.checkWrite()
         db.putSync(c.id, c)
+        generation.bump()
         return true
       })
       if (!added) throw new EpxError('EPX_CONFLICT', [`company ${c.id} already exists`])
@@ -49,6 +52,7 @@ export function openCompanies (store: Store) {
         const n = change(c)
         store.checkWrite()
         db.putSync(id, n)
+        generation.bump()   // a suspension or a new binding reaches cached callers
         return n
       })
       if (!next) throw new EpxError('EPX_NOT_FOUND', [`no company ${id}`])

@@ -6,6 +6,7 @@
 import type { Store } from './open-store.ts'
 import type { Scope } from '../auth/tokens.ts'
 import { EpxError } from '../errors.ts'
+import { openAuthGeneration } from './auth-generation.ts'
 
 export interface TokenRecord {
   readonly id: string
@@ -21,6 +22,7 @@ export interface TokenRecord {
 export function openTokens (store: Store) {
   const byId = store.db<TokenRecord>('tokens')
   const idByHash = store.db<string>('token-hashes')
+  const generation = openAuthGeneration(store)
   return {
     /** Sync read: the door calls it on every request. */
     byHash (hash: string): TokenRecord | undefined {
@@ -43,6 +45,7 @@ export function openTokens (store: Store) {
         store.checkWrite()
         byId.putSync(t.id, t)
         idByHash.putSync(t.hash, t.id)
+        generation.bump()
       })
     },
     async revoke (id: string, at: string): Promise<TokenRecord> {
@@ -51,14 +54,18 @@ export function openTokens (store: Store) {
         if (!t) return undefined
         const next = { ...t, revokedAt: t.revokedAt ?? at }
         byId.putSync(id, next)
+        generation.bump()   // the door's cached callers must see the revocation
         return next
       })
       if (!t) throw new EpxError('EPX_NOT_FOUND', [`no token ${id}`])
       return t
     },
+    /** The authentication generation (see `auth-generation.ts`). */
+    generation: generation.read,
     /**
      * Best effort, not awaited by the door: a lost last-used time is not worth a 503.
-     * At most one write a minute per token, so the request path stays read-only.
+     * At most one write a minute per token, so the request path stays read-only. It does
+     * not bump the generation: the last-used time decides no request.
      */
     touch (t: TokenRecord, nowMs: number): void {
       if (t.lastUsedAt && nowMs - Date.parse(t.lastUsedAt) < 60_000) return

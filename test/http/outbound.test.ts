@@ -2,7 +2,7 @@ import t, { type Test } from 'tap'
 import cron from 'node-cron'
 import { startEpx } from '../helpers/epx.ts'
 import { OUTBOUND_PATH } from '../../src/http/route.ts'
-import { isQueryDate } from '../../src/http/outbound-route.ts'
+import { isQueryDate, simpleQuery } from '../../src/http/outbound-route.ts'
 import { isCalendarDate } from '../../src/contract/paris-day.ts'
 
 const DAY = '2026-11-22'
@@ -212,4 +212,15 @@ t.test('the query date check agrees with the contract calendar check', async t =
     '0050-01-01', '9999-12-31', '2026-1-01', ' 2026-11-22', '2026-11-22T00:00:00Z', '', '2026-11-22\n']) {
     t.equal(isQueryDate(d), isCalendarDate(d), JSON.stringify(d))
   }
+})
+
+t.test('the query read without the URL parser gives what URLSearchParams gives', async t => {
+  for (const q of ['site_id=a&target_date=b', 'site_id=a&site_id=b', '&&site_id=a&', 'site_id', 'site_id=', 'site_id=a=b', '', 'x=1']) {
+    const fast = simpleQuery(`/p?${q}`)
+    t.ok(fast, q)
+    const real = new URLSearchParams(q)
+    for (const name of ['site_id', 'target_date', 'x']) t.same(fast!.getAll(name), real.getAll(name), `${q} ${name}`)
+  }
+  for (const q of ['site_id=a%20b', 'site_id=a+b', 'site%5Fid=a', 'a=b#c']) t.equal(simpleQuery(`/p?${q}`), undefined, `${q} needs the parser`)
+  t.equal(simpleQuery('https://h/p?site_id=a'), undefined, 'absolute-form needs the parser')
 })

@@ -90,3 +90,14 @@ t.test('through the door: 404 and 405 are answered before authentication', async
     t.equal(res.text, '')
   })
 })
+
+t.test('a path read without the URL parser matches exactly the paths the parser gives', async t => {
+  const r = createRouter([
+    { path: '/x/v0.5/y', door: 'outbound', scope: 'outbound:besoins-agreges', methods: { GET: ok } },
+  ], 'https://127.0.0.1:8443')
+  for (const target of ['/x/v0.5/y', '/x/v0.5/y?a=1', '/x/./v0.5/y', '/x/v0.5/z/../y', '/x/v0%2E5/y', '/x/%76%30.5/y', '/x\\v0.5/y']) {
+    const viaUrl = new URL('https://127.0.0.1:8443' + target).pathname === '/x/v0.5/y'
+    t.equal(r.routeOf(target)?.path === '/x/v0.5/y', viaUrl, target)
+  }
+  t.equal(r.match('GET', '/x/v0.5/y?a=1&a=2').url.searchParams.getAll('a').join(), '1,2', 'the URL is still there when asked for')
+})
