@@ -62,7 +62,23 @@ export function outboundRoute (deps: OutboundDeps): Route {
  * real date (DECISIONS.md "Outbound"). Every problem is reported at once, as
  * `invalid_params` by the door.
  */
-function readQuery (target: string, ctx: RequestContext): { siteId: string; targetDate: string } {
+function readQuery (target: string, ctx: RequestContext): Pair {
+  // A BSP polls the same few targets: a valid one is parsed once (the answer depends on
+  // the target string alone).
+  let pair = validQueries.get(target)
+  if (pair === undefined) {
+    pair = parseQuery(target, ctx)
+    if (validQueries.size >= MAX_REMEMBERED_QUERIES) validQueries.clear()
+    validQueries.set(target, pair)
+  }
+  return pair
+}
+
+interface Pair { readonly siteId: string; readonly targetDate: string }
+const validQueries = new Map<string, Pair>()
+const MAX_REMEMBERED_QUERIES = 1024
+
+function parseQuery (target: string, ctx: RequestContext): Pair {
   const q = simpleQuery(target) ?? ctx.url.searchParams
   const details: Record<string, string> = {}
   const siteId = readParam(q, details, 'site_id', isPrm, 'PRM followed by 14 digits')
