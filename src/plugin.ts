@@ -57,6 +57,7 @@ export async function createEpx (host: Host, rawConfig: unknown, internals: Inte
     const tokens = openTokens(store)
 
     const revisions = openRevisions(store, { retentionDays: config.publish.retentionDays })
+    bin.add(() => revisions.close())
     const publisher = createPublisher({
       solver: host.solver, revisions, clock: host.clock, log: log.child({ area: 'publish' }), emittedBy: config.publish.emittedBy,
     })

@@ -218,6 +218,10 @@ export function openRevisions (store: Store, opts: { retentionDays: number }) {
       }
       return removed
     },
+    /** Releases the segment files' descriptors; the plugin calls it when it closes. */
+    close (): void {
+      segments.close()
+    },
   }
   return api
 }

@@ -1,12 +1,18 @@
 import t from 'tap'
-import { resolve } from 'node:path'
+import { join, resolve } from 'node:path'
+import { readdirSync } from 'node:fs'
 import { setFlagsFromString } from 'node:v8'
 import { runInNewContext } from 'node:vm'
 import { Agent, request } from 'undici'
 import { loadPlugin } from '../../src/host/load-plugin.ts'
 import { createReferenceHost } from '../../src/host/reference-host.ts'
 import { createEpx } from '../../src/plugin.ts'
-import { testPki, writePki } from '../helpers/certs.ts'
+import { clientCert, testPki, writePki } from '../helpers/certs.ts'
+import { ManualClock } from '../../src/host/reference-host.ts'
+import { openStore } from '../../src/store/open-store.ts'
+import { openCompanies } from '../../src/store/companies.ts'
+import { openTokens } from '../../src/store/tokens.ts'
+import { hashToken, newTokenId, newTokenSecret } from '../../src/auth/tokens.ts'
 
 const root = resolve(import.meta.dirname, '../..')
 setFlagsFromString('--expose-gc')
@@ -36,6 +42,9 @@ async function leakedSince (before: Record<string, number>): Promise<Record<stri
   return extra
 }
 
+/** Open file descriptors of this process (Linux). */
+const openFds = () => readdirSync('/proc/self/fd').length
+
 const config = { api: { host: '127.0.0.1', port: 0 }, publish: { schedule: true } }
 
 t.test('close() is idempotent and the second call waits for the same teardown', async t => {
@@ -50,36 +59,46 @@ t.test('close() is idempotent and the second call waits for the same teardown', 
   await t.resolves(handle.close(), 'a third call after the end resolves too')
 })
 
-t.test('activating and closing many times in one process leaves handles and memory flat', async t => {
+t.test('activating and closing many times in one process leaves handles, descriptors and memory flat', async t => {
   const dataDir = t.testdir()
   writePki(dataDir)
-  const ref = createReferenceHost({ dataDir })
-  const agent = new Agent({ connect: { ca: testPki().serverCa.certPem } })
-  const cycle = async () => {
+  const ref = createReferenceHost({ dataDir, clock: new ManualClock('2026-11-21T12:30:00Z'), sites: 2 })
+  // A BSP with a certificate and a token, so every cycle serves a real 200 from the store.
+  const seed = openStore(join(dataDir, 'epx.lmdb'))
+  await openCompanies(seed).add({ id: 'acme', name: 'ACME', status: 'active', certSubject: 'CN=acme,O=acme', perimeter: 'all', createdAt: '2026-11-21T00:00:00Z' })
+  const secret = newTokenSecret()
+  await openTokens(seed).add({ id: newTokenId(), hash: hashToken(secret), companyId: 'acme', scopes: ['outbound:besoins-agreges'], createdAt: '2026-11-21T00:00:00Z' })
+  await seed.close()
+  const cert = clientCert('CN=acme,O=acme')
+  const site = ref.sites[0]!.site_id
+  const cycle = async (agent: Agent) => {
     const { handle } = await loadPlugin(root, ref.host, config)
-    // A real connection each time, so sockets and TLS state are part of what must go.
-    const res = await request(new URL('/nope', handle.apiUrl), { dispatcher: agent })
+    await handle.publish({ targetDate: '2026-11-22', siteIds: [site] })
+    // A real connection and a real document each time: sockets, TLS state and the
+    // revision files it reads are all part of what must go.
+    const res = await request(new URL(`/api/v0.5/energy-programs/besoins-agreges?site_id=${site}&target_date=2026-11-22`, handle.apiUrl), {
+      dispatcher: agent, headers: { authorization: `Bearer ${secret}` },
+    })
     await res.body.dump()
+    t.equal(res.statusCode, 200)
     await handle.close()
   }
-  for (let i = 0; i < 3; i++) await cycle()   // warm-up: module caches, lmdb env, TLS contexts
+  const agentFor = () => new Agent({ connect: { ca: testPki().serverCa.certPem, cert: cert.certPem, key: cert.keyPem } })
+  const warm = agentFor()
+  for (let i = 0; i < 3; i++) await cycle(warm)   // warm-up: module caches, lmdb env, TLS contexts
+  await warm.close()
+  await new Promise(r => setTimeout(r, 50))
+  gc()
+  const before = { handles: resources(), fds: openFds(), heap: process.memoryUsage().heapUsed }
+  const agent = agentFor()
+  for (let i = 0; i < 25; i++) await cycle(agent)
   await agent.close()
   await new Promise(r => setTimeout(r, 50))
   gc()
-  const before = { handles: resources(), heap: process.memoryUsage().heapUsed }
-  const agentB = new Agent({ connect: { ca: testPki().serverCa.certPem } })
-  for (let i = 0; i < 25; i++) {
-    const { handle } = await loadPlugin(root, ref.host, config)
-    const res = await request(new URL('/nope', handle.apiUrl), { dispatcher: agentB })
-    await res.body.dump()
-    await handle.close()
-  }
-  await agentB.close()
-  await new Promise(r => setTimeout(r, 50))
-  gc()
   const leaked = await leakedSince(before.handles)
-  const after = { heap: process.memoryUsage().heapUsed }
+  const after = { fds: openFds(), heap: process.memoryUsage().heapUsed }
   t.same(leaked, {}, 'no listener, timer, cron job or store handle left behind')
+  t.ok(after.fds <= before.fds, `open file descriptors: ${before.fds} before, ${after.fds} after 25 activations`)
   const growthMb = (after.heap - before.heap) / 1e6
   t.ok(growthMb < 8, `heap growth after 25 activations: ${growthMb.toFixed(1)} MB (< 8 MB)`)
 })
