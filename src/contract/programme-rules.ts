@@ -60,10 +60,13 @@ export function checkProgrammeRules (body: unknown, opts: RuleOptions, details: 
   if (!isObj(body) || !Array.isArray(body.sites)) return undefined
   const sites = body.sites as unknown[]
   const duration = body.slot_duration_secs
+  // 0 when slot_duration_secs is invalid (the schema reports it): no length check then.
   const durationMs = Number.isInteger(duration) && (duration as number) > 0 && (duration as number) % 900 === 0
     ? (duration as number) * 1000
-    : undefined
+    : 0
   const day = dayOf(body.target_date)
+  const dayStartMs = day ? day.startMs : NaN
+  const dayEndMs = day ? day.endMs : NaN
 
   let total = 0
   for (const site of sites) if (isObj(site) && Array.isArray(site.energie_programmee)) total += site.energie_programmee.length
@@ -93,37 +96,40 @@ export function checkProgrammeRules (body: unknown, opts: RuleOptions, details: 
     }
     const slots = site.energie_programmee
     if (!Array.isArray(slots)) continue
-    let prevEnd: number | undefined   // latest end among the slots read so far
-    let prevEndText: unknown          // … as the sender spelled it
+    // Instants are numbers, NaN when absent or unreadable (never undefined): the loop's
+    // doubles then stay unboxed, no heap number per slot (issue 5).
+    let prevEnd = NaN                            // latest end among the slots read so far
+    let prevEndText: string | undefined          // … as the sender spelled it
     // Pointers are built only for a violation (`slotPointer`): a valid slot costs two instant reads.
     for (let j = 0; j < slots.length && !details.full; j++) {
       const slot = slots[j]
       if (!isObj(slot)) continue
       // Fast paths, same answers: a slot usually starts where the previous one ended,
       // and ends slot_duration_secs later, spelled canonically; then nothing is parsed.
-      const start = prevEnd !== undefined && slot.debut_utc === prevEndText
+      const start = prevEndText !== undefined && slot.debut_utc === prevEndText
         ? prevEnd
         : slotInstant(slot.debut_utc, at, j, 'debut_utc', details)
-      const end = start !== undefined && durationMs !== undefined && slot.fin_utc === instantText(start + durationMs)
+      const end = start === start && durationMs > 0 && slot.fin_utc === instantText(start + durationMs)
         ? start + durationMs
         : slotInstant(slot.fin_utc, at, j, 'fin_utc', details)
-      if (typeof slot.energie_kwh === 'number') { starts[n] = start ?? NaN; kwh[n] = slot.energie_kwh }
+      if (typeof slot.energie_kwh === 'number') { starts[n] = start; kwh[n] = slot.energie_kwh }
       n++
-      if (start === undefined || end === undefined) continue
-      if (durationMs !== undefined && end - start !== durationMs) {
+      if (start !== start || end !== end) continue   // NaN: already reported
+      if (durationMs > 0 && end - start !== durationMs) {
         details.add(slotPointer(at, j, 'fin_utc'), `must be debut_utc + slot_duration_secs (${durationMs / 1000} s), i.e. ${formatUtcInstant(start + durationMs)}; got ${slot.fin_utc as string}`)
       }
-      if (day && (start < day.startMs || start >= day.endMs)) {
-        details.add(slotPointer(at, j, 'debut_utc'), `slot outside the target day: ${day.text}; got ${slot.debut_utc as string}`)
-      } else if (day && end > day.endMs) {
-        details.add(slotPointer(at, j, 'fin_utc'), `slot outside the target day: ${day.text}; got ${slot.fin_utc as string}`)
+      // Against NaN (no valid target day) every comparison is false: nothing to report.
+      if (start < dayStartMs || start >= dayEndMs) {
+        details.add(slotPointer(at, j, 'debut_utc'), `slot outside the target day: ${day!.text}; got ${slot.debut_utc as string}`)
+      } else if (end > dayEndMs) {
+        details.add(slotPointer(at, j, 'fin_utc'), `slot outside the target day: ${day!.text}; got ${slot.fin_utc as string}`)
       }
-      if (prevEnd !== undefined && start < prevEnd) {
+      if (start < prevEnd) {
         details.add(slotPointer(at, j, 'debut_utc'), `slots not contiguous: this slot starts at ${slot.debut_utc as string}, before the previous one ends (${formatUtcInstant(prevEnd)}); list slots in increasing order without overlap`)
-      } else if (opts.requireContiguous && prevEnd !== undefined && start > prevEnd) {
+      } else if (opts.requireContiguous && start > prevEnd) {
         details.add(slotPointer(at, j, 'debut_utc'), `slots not contiguous: gap from ${formatUtcInstant(prevEnd)} to ${slot.debut_utc as string}; this service requires contiguous slots (send energie_kwh for every slot in between)`)
       }
-      if (prevEnd === undefined || end >= prevEnd) {
+      if (!(end < prevEnd)) {
         prevEnd = end
         prevEndText = slot.fin_utc as string
       }
@@ -141,19 +147,19 @@ function slotPointer (site: string, j: number, field: string): string {
 
 /**
  * A slot's debut_utc or fin_utc (contract §2.2): a UTC instant on a 900 s boundary
- * (HH:00, HH:15, HH:30 or HH:45). Undefined, reported, when it is not; a non-string is
+ * (HH:00, HH:15, HH:30 or HH:45). NaN, reported, when it is not; a non-string is
  * the schema's to report.
  */
-function slotInstant (value: unknown, site: string, j: number, field: string, details: Details): number | undefined {
-  if (typeof value !== 'string') return undefined
+function slotInstant (value: unknown, site: string, j: number, field: string, details: Details): number {
+  if (typeof value !== 'string') return NaN
   const ms = parseUtcInstant(value)
   if (ms === undefined) {
     details.add(`${site}/energie_programmee/${j}/${field}`, `must be ${INSTANT_SHAPE}; got ${JSON.stringify(value.slice(0, 40))}`)
-    return undefined
+    return NaN
   }
   if (ms % QUARTER_HOUR_MS !== 0) {
     details.add(`${site}/energie_programmee/${j}/${field}`, `must be aligned to a 900 s boundary (HH:00, HH:15, HH:30 or HH:45, no seconds); got "${value}"`)
-    return undefined
+    return NaN
   }
   return ms
 }
