@@ -47,6 +47,7 @@ interface RequestState {
   readonly method: string
   readonly target: string
   caller: Caller | undefined
+  door: Door | undefined
   code: string | undefined
   failed: boolean
   failure: unknown
@@ -126,20 +127,22 @@ export async function listenApi (opts: ListenApiOptions): Promise<ApiListener> {
     else log.info(line, 'api request')
   }
 
-  async function handle (req: IncomingMessage, res: ServerResponse, expectContinue: boolean): Promise<void> {
+  /**
+   * One request. Synchronous up to the handler, and a promise only when the handler
+   * returns one: a GET costs no promise and no microtask of its own.
+   */
+  function handle (req: IncomingMessage, res: ServerResponse, expectContinue: boolean): void {
     const state: RequestState = {
       started: performance.now(), method: req.method ?? '', target: req.url ?? '',
-      caller: undefined, code: undefined, failed: false, failure: undefined,
+      caller: undefined, door: undefined, code: undefined, failed: false, failure: undefined,
     }
     ;(res as Tracked)[STATE] = state
     inflight.add(res)
-    res.once('close', onClose)
+    res.on('close', onClose)   // 'close' is emitted once: no `once` wrapper needed
     if (closing) closeWhenDone(res)
-    const { method, target } = state
-    let door: Door | undefined
     try {
-      const m = router.match(method, target)
-      door = m.route.door
+      const m = router.match(state.method, state.target)
+      state.door = m.route.door
       // One Date per request: the same instant authenticates and stamps the request.
       const now = clock.now()
       const caller = state.caller = authorizer({
@@ -150,29 +153,34 @@ export async function listenApi (opts: ListenApiOptions): Promise<ApiListener> {
       }, req.socket)
       // Expect: 100-continue is honoured only once the caller is known (RFC 9110 §10.1.1).
       if (expectContinue) res.writeContinue()
-      await m.handler(req, res, new Context(m, caller, now, log))
+      const done = m.handler(req, res, new Context(m, caller, now, log))
+      if (done) done.then(undefined, (err: unknown) => fail(req, res, state, err))
     } catch (err) {
-      door ??= router.routeOf(target)?.door
+      fail(req, res, state, err)
+    }
+  }
+
+  /** Renders what a request threw in its door's format; never throws itself. */
+  function fail (req: IncomingMessage, res: ServerResponse, state: RequestState, err: unknown): void {
+    try {
+      const door = state.door ?? router.routeOf(state.target)?.door
       const rendered = renderError(err, door, baseUrl)
       state.code = rendered.code
       if (rendered.code === 'INTERNAL') {
         state.failed = true
         state.failure = err
-        if (!api.logRequests) log.error({ err, method, path: loggablePath(target) }, 'api request failed')
+        if (!api.logRequests) log.error({ err, method: state.method, path: loggablePath(state.target) }, 'api request failed')
       }
-      sendError(res, rendered, { head: method === 'HEAD', bodyUnread: declaresUnreadBody(req) })
+      sendError(res, rendered, { head: state.method === 'HEAD', bodyUnread: declaresUnreadBody(req) })
+    } catch (bug) {
+      // Only a bug in the error path itself lands here; never let it reach the host.
+      log.error({ err: bug }, 'api door failed to answer')
+      res.destroy()
     }
   }
 
-  const onRequest = (req: IncomingMessage, res: ServerResponse, expectContinue: boolean) => {
-    handle(req, res, expectContinue).catch((err: unknown) => {
-      // Only a bug in the error path itself lands here; never let it reach the host.
-      log.error({ err }, 'api door failed to answer')
-      res.destroy()
-    })
-  }
-  server.on('request', (req: IncomingMessage, res: ServerResponse) => onRequest(req, res, false))
-  server.on('checkContinue', (req: IncomingMessage, res: ServerResponse) => onRequest(req, res, true))
+  server.on('request', (req: IncomingMessage, res: ServerResponse) => handle(req, res, false))
+  server.on('checkContinue', (req: IncomingMessage, res: ServerResponse) => handle(req, res, true))
 
   return {
     url,
