@@ -18,8 +18,8 @@ import type { Companies } from '../store/companies.ts'
 import type { Tokens } from '../store/tokens.ts'
 import { createAuthorizer } from '../auth/authorize.ts'
 import { clientCertVerdict } from '../auth/client-cert.ts'
-import type { Caller, Door, RequestContext, Route } from './route.ts'
-import type { RouteMatch } from './router.ts'
+import type { Caller, Door, Route } from './route.ts'
+import { Context } from './request-context.ts'
 import { createRouter } from './router.ts'
 import { renderError, sendError } from './render-error.ts'
 
@@ -54,24 +54,6 @@ interface RequestState {
 }
 const STATE = Symbol('epx request state')
 type Tracked = ServerResponse & { [STATE]?: RequestState }
-
-/**
- * The context a handler gets. The URL and the child logger are made only when a
- * handler asks for them: most requests need neither (issue 5 GET profile).
- */
-class Context implements RequestContext {
-  #log: Logger | undefined
-  constructor (private readonly match: RouteMatch, readonly caller: Caller, readonly receivedAt: Date,
-    private readonly baseLog: Logger) {}
-
-  get url (): URL {
-    return this.match.url
-  }
-
-  get log (): Logger {
-    return this.#log ??= this.baseLog.child({ companyId: this.caller.companyId, tokenId: this.caller.tokenId })
-  }
-}
 
 /** In-flight requests get this long after close() before their connections are cut. */
 const CLOSE_GRACE_MS = 1000
