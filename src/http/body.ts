@@ -22,11 +22,7 @@ export function readJsonBody (req: IncomingMessage, res: ServerResponse, maxByte
   if (declared !== undefined && declared > maxBytes) return Promise.reject(tooLarge(req, res, maxBytes))
 
   return new Promise((resolve, reject) => {
-    // A declared length gets one buffer of that size; a chunked body is gathered.
-    const reading: Reading = {
-      whole: declared !== undefined ? Buffer.allocUnsafeSlow(declared) : undefined,
-      chunks: [], received: 0, maxBytes, res, resolve, reject,
-    }
+    const reading: Reading = { declared, whole: undefined, chunks: [], received: 0, maxBytes, res, resolve, reject }
     ;(req as Reader)[READING] = reading
     req.on('data', onData)
     req.once('end', onEnd)
@@ -40,7 +36,8 @@ export function readJsonBody (req: IncomingMessage, res: ServerResponse, maxByte
  * request): no closures to allocate and name per request, on the solver's thread.
  */
 interface Reading {
-  readonly whole: Buffer | undefined
+  readonly declared: number | undefined
+  whole: Buffer | undefined
   readonly chunks: Buffer[]
   received: number
   readonly maxBytes: number
@@ -68,6 +65,11 @@ function onData (this: Reader, chunk: Buffer): void {
     finish(this)
     r.reject(tooLarge(this, r.res, r.maxBytes))
     return
+  }
+  // A body that comes in one chunk is kept as is (a small programme: no copy); a
+  // declared length otherwise gets one buffer of that size; a chunked body is gathered.
+  if (!r.whole && r.declared !== undefined && r.received === 0 && chunk.length < r.declared) {
+    r.whole = Buffer.allocUnsafeSlow(r.declared)
   }
   if (r.whole) chunk.copy(r.whole, r.received)
   else r.chunks.push(chunk)
