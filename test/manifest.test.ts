@@ -36,3 +36,11 @@ t.test('package.json exposes only the public entry and names the CLI epx', async
   t.equal(pkg.bin.epx, 'bin/epx.js')
   t.equal(pkg.name, 'epx-gateway')
 })
+
+t.test('Node >= 20.20.2 is required by package.json and the manifest, and this runtime satisfies it', async t => {
+  const semver = (await import('semver')).default
+  t.equal(pkg.engines.node, '>=20.20.2')
+  t.equal(manifest.engines.node, '>=20.20.2')
+  t.notOk(semver.satisfies('20.20.1', pkg.engines.node), '20.20.1 lacks the last HTTP/TLS fixes')
+  t.ok(semver.satisfies(process.versions.node, pkg.engines.node), `running on ${process.versions.node}`)
+})

@@ -172,3 +172,40 @@ t.test('a token without the inbound scope is refused by the door before the body
   t.equal(res.status, 403)
   t.equal(res.json().error.code, 'SCOPE_DENIED')
 })
+
+t.test('an empty energie_programmee is answered 202 with 0 periods and clears the earlier constraint of that site and day', async t => {
+  const { send, epx } = await setup(t)
+  t.equal((await send({ targetDate: '2026-11-21', emittedAt: '2026-11-21T11:00:00Z', kwh: () => 25 })).status, 202)
+  epx.ref.runCycle()
+  t.equal(epx.ref.setpoints().get(siteId(1))!.floorKw, 100, 'the first programme sets a 100 kW floor')
+  const res = await send({ targetDate: '2026-11-21', emittedAt: '2026-11-21T12:00:00Z', slots: 0 })
+  t.equal(res.status, 202, res.text)
+  t.same(res.json().instructions, [{ instruction_id: 'ProgrammeSoutirage-2026-11-21-rev-20261121T120000Z', site_id: siteId(1), periods_count: 0 }])
+  epx.ref.runCycle()
+  t.equal(epx.ref.activeInput(siteId(1), '2026-11-21')!.instructionId, 'ProgrammeSoutirage-2026-11-21-rev-20261121T120000Z')
+  t.equal(epx.ref.activeInput(siteId(1), '2026-11-21')!.periods.length, 0)
+  t.equal(epx.ref.setpoints().get(siteId(1))!.floorKw, undefined, 'no floor any more')
+  t.equal(epx.ref.setpoints().get(siteId(1))!.capKw, undefined, 'and no cap')
+})
+
+t.test('emitted_at with milliseconds: the id carries .sss, the stored instant keeps them', async t => {
+  const { send, instructions } = await setup(t)
+  const res = await send({ slots: 1, emittedAt: '2026-11-21T12:30:00.25Z' })
+  t.equal(res.status, 202, res.text)
+  const id = 'ProgrammeSoutirage-2026-11-22-rev-20261121T123000.250Z'
+  t.equal(res.json().instructions[0].instruction_id, id)
+  t.equal(instructions().get(id, siteId(1))!.emittedAt, '2026-11-21T12:30:00.250Z')
+})
+
+t.test('unknown extra fields are accepted with 202 and never stored', async t => {
+  const { post, instructions } = await setup(t)
+  const b: any = programme({ slots: 2 })
+  b.future_field = { x: 1 }
+  b.sites[0].zone = 'north'
+  b.sites[0].energie_programmee[0].comment = 'peak'
+  const res = await post(b)
+  t.equal(res.status, 202, res.text)
+  const stored = JSON.stringify(instructions().get(ID, siteId(1)))
+  t.match(stored, /PRM30000000000001/, 'the instruction is there')
+  for (const extra of ['future_field', 'zone', 'north', 'comment', 'peak']) t.notOk(stored.includes(extra), extra)
+})

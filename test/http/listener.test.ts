@@ -111,6 +111,22 @@ t.test('a slow client that never finishes its headers is cut by headersTimeout',
   t.match(answer, /^(HTTP\/1\.1 408|)/, 'a 408 at most, nothing else')
 })
 
+t.test('a slow client that sends its headers but never finishes its body is cut by requestTimeout', async t => {
+  let ended = false
+  const l = await startListener(t, {
+    api: { headersTimeoutMs: 200, requestTimeoutMs: 300 },
+    routes: [route({ GET: (req, res) => { req.resume(); req.on('end', () => { ended = true; res.end('ok') }) } })],
+  })
+  const s = await connectTls(l.api.url)
+  const done = closed(s)
+  s.write(`GET ${OUTBOUND_PATH} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${l.secret}\r\nContent-Length: 1000\r\n\r\n0123456789`)
+  const answer = await done   // without requestTimeout this waits for the 30 s default and the test times out
+  t.pass('the socket was closed by the server')
+  t.notOk(ended, 'the handler never saw a whole body')
+  t.match(answer, /^(HTTP\/1\.1 408|)/, 'a 408 at most, never the handler answer')
+  t.notMatch(answer, /ok$/)
+})
+
 t.test('a client that never completes the TLS handshake is cut by handshakeTimeout', async t => {
   const l = await startListener(t, { api: { handshakeTimeoutMs: 200 } })
   const s = net.connect(Number(l.api.url.port), '127.0.0.1')

@@ -224,3 +224,12 @@ t.test('the query read without the URL parser gives what URLSearchParams gives',
   for (const q of ['site_id=a%20b', 'site_id=a+b', 'site%5Fid=a', 'a=b#c']) t.equal(simpleQuery(`/p?${q}`), undefined, `${q} needs the parser`)
   t.equal(simpleQuery('https://h/p?site_id=a'), undefined, 'absolute-form needs the parser')
 })
+
+t.test('emitted_by of a published Besoins_Agreges comes from publish.emittedBy in the configuration', async t => {
+  const { epx, sites, get } = await setup(t, 'all', { publish: { schedule: false, emittedBy: 'operateur-solveur' } })
+  await epx.handle.publish({ targetDate: DAY, siteIds: [sites[0]!] })
+  const doc = (await get({ site_id: sites[0]!, target_date: DAY })).json()
+  t.equal(doc.emitted_by, 'operateur-solveur')
+  t.equal(doc.slot_duration_secs, 900)
+  t.equal(doc.sites[0].puissance_disponible.length, 96, 'one slot per quarter-hour of 2026-11-22')
+})
