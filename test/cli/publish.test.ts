@@ -40,15 +40,16 @@ t.test('epx publish reports a site the solver does not manage and exits 1', asyn
 
 t.test('epx publish and revisions list refuse bad arguments with usage errors (exit 2)', async t => {
   const dir = await initializedDataDir(t)
-  for (const argv of [
-    ['publish'],
-    ['publish', '--date', '2026-02-30'],
-    ['publish', '--date', DAY, '--site', 'PRM1'],
-    ['revisions', 'list', '--date', DAY],
-    ['revisions', 'list', '--site', SITE, '--date', 'tomorrow'],
-  ]) {
+  for (const [argv, why] of [
+    [['publish'], /missing --date/],
+    [['publish', '--date', '2026-02-30'], /--date 2026-02-30 is not a calendar date YYYY-MM-DD/],
+    [['publish', '--date', DAY, '--site', `${SITE},PRM1`], /--site PRM1 is not a site id: PRM followed by 14 digits/],
+    [['revisions', 'list', '--date', DAY], /missing --site/],
+    [['revisions', 'list', '--site', SITE, '--date', 'tomorrow'], /--date tomorrow is not a calendar date/],
+  ] as const) {
     const r = await epx(dir, ...argv)
     t.equal(r.code, 2, argv.join(' '))
+    t.match(r.err, why)
     t.match(r.err, /usage: epx (publish|revisions list)/)
   }
 })

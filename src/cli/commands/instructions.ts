@@ -5,11 +5,9 @@
  * @module
  */
 import { EpxError } from '../../errors.ts'
-import { isPrm } from '../../contract/ids.ts'
-import { isCalendarDate } from '../../contract/paris-day.ts'
 import { openInstructions, type StoredInstruction } from '../../store/instructions.ts'
 import { instructionPeriods } from '../../apply/to-constraints.ts'
-import { commandGroup, parseCommand, usageError, type Args, type CommandSpec } from '../args.ts'
+import { calendarDate, commandGroup, parseCommand, siteIds as siteIdsOf, type CommandSpec } from '../args.ts'
 import type { Command } from '../io.ts'
 import { withStore } from '../settings.ts'
 import { formatTable } from '../table.ts'
@@ -28,13 +26,6 @@ const showSpec: CommandSpec = {
   about: 'Shows an instruction: who sent it, its status, and each period as the solver gets it (min_kw floor or max_kw 0).',
   options: { site, json },
   positionals: ['INSTRUCTION_ID'],
-}
-
-function sitesOf (args: Args, spec: CommandSpec): string[] {
-  const sites = args.strings('site')
-  const bad = sites.find(s => !isPrm(s))
-  if (bad !== undefined) throw usageError(spec, `--site ${bad} is not a site id (PRM followed by 14 digits)`)
-  return sites
 }
 
 /** The wire-style summary of an instruction (snake_case, like the API). */
@@ -64,9 +55,9 @@ const list: Command = {
   async run (argv, io) {
     const args = parseCommand(argv, listSpec, io)
     if (!args) return 0
-    const siteIds = sitesOf(args, listSpec)
-    const targetDate = args.string('date')
-    if (targetDate !== undefined && !isCalendarDate(targetDate)) throw usageError(listSpec, `--date ${targetDate} is not a date YYYY-MM-DD`)
+    const siteIds = siteIdsOf(args, listSpec)
+    const date = args.string('date')
+    const targetDate = date === undefined ? undefined : calendarDate(date, listSpec)
     const found = await withStore(io.dataDir, store => openInstructions(store).list({ siteIds, targetDate }))
     if (args.flag('json')) {
       io.out(JSON.stringify(found.map(summary), null, 2))
@@ -92,7 +83,7 @@ const show: Command = {
     const args = parseCommand(argv, showSpec, io)
     if (!args) return 0
     const [id] = args.positionals as [string]
-    const siteIds = sitesOf(args, showSpec)
+    const siteIds = siteIdsOf(args, showSpec)
     const found = await withStore(io.dataDir, store => openInstructions(store).list({ siteIds })
       .filter(i => i.instructionId === id))
     if (found.length === 0) {

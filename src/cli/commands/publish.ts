@@ -7,11 +7,9 @@
  */
 import type { Logger, PublishReport } from '../../host/contract.ts'
 import { createReferenceHost, systemClock } from '../../host/reference-host.ts'
-import { isPrm } from '../../contract/ids.ts'
-import { isCalendarDate } from '../../contract/paris-day.ts'
 import { openRevisions } from '../../store/revisions.ts'
 import { createPublisher } from '../../publish/publish-run.ts'
-import { commandGroup, parseCommand, required, usageError, type CommandSpec } from '../args.ts'
+import { calendarDate, commandGroup, parseCommand, required, siteId, siteIds, type CommandSpec } from '../args.ts'
 import type { CliIo, Command } from '../io.ts'
 import { withStore } from '../settings.ts'
 import { formatTable } from '../table.ts'
@@ -40,16 +38,6 @@ const listSpec: CommandSpec = {
   },
 }
 
-function checkDate (date: string, spec: CommandSpec): string {
-  if (!isCalendarDate(date)) throw usageError(spec, `invalid --date '${date}': a calendar date YYYY-MM-DD is expected`)
-  return date
-}
-
-function checkSite (site: string, spec: CommandSpec): string {
-  if (!isPrm(site)) throw usageError(spec, `invalid --site '${site}': PRM followed by 14 digits is expected`)
-  return site
-}
-
 /** Progress the publisher logs (retries, failures) goes to stderr; the rest stays quiet. */
 function cliLogger (io: CliIo): Logger {
   const log: Logger = {
@@ -68,9 +56,8 @@ export const publishCommand: Command = {
   async run (argv, io) {
     const args = parseCommand(argv, publishSpec, io)
     if (!args) return 0
-    const targetDate = checkDate(required(args, publishSpec, 'date'), publishSpec)
-    const sites = args.strings('site').flatMap(s => s.split(',')).map(s => s.trim()).filter(Boolean)
-    for (const s of sites) checkSite(s, publishSpec)
+    const targetDate = calendarDate(required(args, publishSpec, 'date'), publishSpec)
+    const sites = siteIds(args, publishSpec)
     const report: PublishReport = await withStore(io.dataDir, async (store, settings) => {
       const ref = createReferenceHost({ dataDir: io.dataDir, sites: settings.host.sites, cycleSeconds: 0 })
       try {
@@ -109,12 +96,12 @@ const list: Command = {
   async run (argv, io) {
     const args = parseCommand(argv, listSpec, io)
     if (!args) return 0
-    const siteId = checkSite(required(args, listSpec, 'site'), listSpec)
-    const targetDate = checkDate(required(args, listSpec, 'date'), listSpec)
+    const site = siteId(required(args, listSpec, 'site'), listSpec)
+    const targetDate = calendarDate(required(args, listSpec, 'date'), listSpec)
     const rows = await withStore(io.dataDir, (store, settings) => {
       const revisions = openRevisions(store, { retentionDays: settings.config.publish.retentionDays })
-      const latest = revisions.latest(siteId, targetDate)
-      return revisions.list(siteId, targetDate).map(r => ({
+      const latest = revisions.latest(site, targetDate)
+      return revisions.list(site, targetDate).map(r => ({
         siteId: r.siteId, targetDate: r.targetDate, emittedAt: r.emittedAt, etag: r.etag,
         lastModified: r.lastModified, size: r.size, latest: r.emittedAtMs === latest?.emittedAtMs,
       }))
@@ -124,7 +111,7 @@ const list: Command = {
       return 0
     }
     if (!rows.length) {
-      io.out(`no revision of ${siteId} for ${targetDate}`)
+      io.out(`no revision of ${site} for ${targetDate}`)
       return 0
     }
     const table = [['EMITTED_AT', 'ETAG', 'LAST_MODIFIED', 'BYTES', 'LATEST'],
