@@ -7,9 +7,8 @@
  */
 import { createServer } from 'node:https'
 import { readFileSync } from 'node:fs'
-import { constants } from 'node:crypto'
 import type { AddressInfo } from 'node:net'
-import { failStart, send, serveControl, serverConfig } from './harness.ts'
+import { failStart, send, serveControl, serverConfig, tlsOptions } from './harness.ts'
 
 function main (): void {
   const cfg = serverConfig()
@@ -29,13 +28,7 @@ function main (): void {
   const acceptedHeaders = { 'content-type': 'application/json', 'content-length': String(accepted.length) }
 
   const server = createServer({
-    cert: readFileSync(cfg.serverCertFile),
-    key: readFileSync(cfg.serverKeyFile),
-    ca: readFileSync(cfg.clientCaFile),
-    requestCert: true,
-    rejectUnauthorized: false,
-    minVersion: 'TLSv1.2',
-    secureOptions: constants.SSL_OP_NO_TICKET,   // as epx's listener: no session resumption
+    ...tlsOptions(cfg),
     keepAliveTimeout: 65_000,
   }, (req, res) => {
     if (req.method === 'POST') {

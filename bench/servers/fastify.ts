@@ -7,9 +7,8 @@
  * @module
  */
 import { readFileSync } from 'node:fs'
-import { constants } from 'node:crypto'
 import Fastify from 'fastify'
-import { failStart, send, serveControl, serverConfig } from './harness.ts'
+import { failStart, send, serveControl, serverConfig, tlsOptions } from './harness.ts'
 import { acceptedSchema, besoinsAgregesSchema, programmeSoutirageSchema, querystringSchema } from './schemas.ts'
 
 interface Programme {
@@ -30,15 +29,7 @@ async function main (): Promise<void> {
     logger: false,
     bodyLimit: 10 * 1024 * 1024,   // epx's default inbound.maxBodyBytes
     keepAliveTimeout: 65_000,
-    https: {
-      cert: readFileSync(cfg.serverCertFile),
-      key: readFileSync(cfg.serverKeyFile),
-      ca: readFileSync(cfg.clientCaFile),
-      requestCert: true,
-      rejectUnauthorized: false,
-      minVersion: 'TLSv1.2',
-      secureOptions: constants.SSL_OP_NO_TICKET,   // as epx's listener: no session resumption
-    },
+    https: tlsOptions(cfg),
   })
 
   app.get('/api/v0.5/energy-programs/besoins-agreges', {

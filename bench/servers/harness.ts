@@ -11,7 +11,8 @@ import dc from 'node:diagnostics_channel'
 import { monitorEventLoopDelay } from 'node:perf_hooks'
 import type { ServerResponse } from 'node:http'
 import { Session } from 'node:inspector'
-import { mkdirSync, writeFileSync } from 'node:fs'
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { constants } from 'node:crypto'
 import { join } from 'node:path'
 
 export interface WindowReport {
@@ -54,6 +55,19 @@ export function serverConfig (): ServerConfig {
   const raw = process.env.BENCH_CONFIG
   if (!raw) throw new Error('BENCH_CONFIG is not set: servers are started by bench/run.ts')
   return JSON.parse(raw) as ServerConfig
+}
+
+/** The TLS options of A and B: those of epx's listener (client certificate asked, checked by the app, no resumption). */
+export function tlsOptions (cfg: ServerConfig) {
+  return {
+    cert: readFileSync(cfg.serverCertFile),
+    key: readFileSync(cfg.serverKeyFile),
+    ca: readFileSync(cfg.clientCaFile),
+    requestCert: true,
+    rejectUnauthorized: false,
+    minVersion: 'TLSv1.2' as const,
+    secureOptions: constants.SSL_OP_NO_TICKET,
+  }
 }
 
 /**

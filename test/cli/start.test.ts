@@ -5,6 +5,16 @@ import { Agent, request } from 'undici'
 import { OUTBOUND_PATH } from '../../src/http/route.ts'
 import { epx, initializedDataDir, startEpx } from '../helpers/cli.ts'
 
+/** An undici agent presenting the bundle `epx cert issue` wrote, as a BSP would use it. */
+const bundleAgent = (bundle: string) => new Agent({
+  connect: {
+    ca: readFileSync(join(bundle, 'ca.crt')),
+    cert: readFileSync(join(bundle, 'client.crt')),
+    key: readFileSync(join(bundle, 'client.key')),
+    servername: 'localhost',
+  },
+})
+
 t.test('epx start --port 0 listens with mTLS, answers a company with its certificate and token, and stops cleanly on SIGTERM', async t => {
   const dir = await initializedDataDir(t)
   await epx(dir, 'company', 'add', 'acme', '--name', 'ACME')
@@ -17,14 +27,7 @@ t.test('epx start --port 0 listens with mTLS, answers a company with its certifi
   const url = new URL(run.match[1]!)
   t.not(url.port, '0', 'a real port was chosen')
 
-  const agent = new Agent({
-    connect: {
-      ca: readFileSync(join(bundle, 'ca.crt')),
-      cert: readFileSync(join(bundle, 'client.crt')),
-      key: readFileSync(join(bundle, 'client.key')),
-      servername: 'localhost',
-    },
-  })
+  const agent = bundleAgent(bundle)
   t.teardown(() => agent.close())
   const res = await request(new URL(`${OUTBOUND_PATH}?site_id=PRM30000000000001&target_date=2026-11-23`, url), {
     dispatcher: agent, headers: { authorization: `Bearer ${token}` },
@@ -74,14 +77,7 @@ t.test('the CLI writes the store while epx start runs, and the service sees each
   const run = await startEpx(['--data', dir, 'start', '--port', '0', '--cycle', '60'], /epx API listening on (https:\/\/127\.0\.0\.1:\d+\/)/)
   t.teardown(() => { run.child.kill('SIGKILL') })
   const url = new URL(`${OUTBOUND_PATH}?site_id=PRM30000000000001&target_date=2026-11-23`, run.match[1]!)
-  const agent = new Agent({
-    connect: {
-      ca: readFileSync(join(bundle, 'ca.crt')),
-      cert: readFileSync(join(bundle, 'client.crt')),
-      key: readFileSync(join(bundle, 'client.key')),
-      servername: 'localhost',
-    },
-  })
+  const agent = bundleAgent(bundle)
   t.teardown(() => agent.close())
   const get = async (token: string) => {
     const res = await request(url, { dispatcher: agent, headers: { authorization: `Bearer ${token}` } })
