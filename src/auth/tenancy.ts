@@ -37,8 +37,17 @@ export function normalizeFingerprint (fp: string): string {
  * site outside it, the outbound door 404 exactly as "not published" (DECISIONS.md).
  */
 export function inPerimeter (caller: { readonly perimeter: 'all' | readonly string[] }, siteId: string): boolean {
-  return caller.perimeter === 'all' || caller.perimeter.includes(siteId)
+  const p = caller.perimeter
+  if (p === 'all') return true
+  if (p.length < 64) return p.includes(siteId)
+  // A long list (a programme of 1,000 sites against a perimeter of 5,000) is indexed
+  // once, for as long as the company record that holds it lives.
+  let set = perimeterSets.get(p)
+  if (!set) perimeterSets.set(p, set = new Set(p))
+  return set.has(siteId)
 }
+
+const perimeterSets = new WeakMap<readonly string[], Set<string>>()
 
 const canonicalCache = new Map<string, string | null>()
 

@@ -13,10 +13,18 @@ export const QUARTER_HOUR_MS = 900_000
 
 const DATE = /^(\d{4})-(\d{2})-(\d{2})$/
 
-/** True when `text` is a real calendar date `YYYY-MM-DD`. */
+/**
+ * True when `text` is a real calendar date `YYYY-MM-DD`. A calendar check needs no
+ * time zone, so it does without luxon: the GET path calls it (issue 5 profile).
+ */
 export function isCalendarDate (text: unknown): text is string {
-  if (typeof text !== 'string' || !DATE.test(text)) return false
-  return DateTime.fromISO(text, { zone: 'UTC' }).isValid
+  if (typeof text !== 'string') return false
+  const m = DATE.exec(text)
+  if (!m) return false
+  const y = +m[1]!, mo = +m[2]!, d = +m[3]!
+  const t = new Date(0)
+  t.setUTCFullYear(y, mo - 1, d)   // unlike Date.UTC, years 0-99 stay themselves
+  return t.getUTCFullYear() === y && t.getUTCMonth() === mo - 1 && t.getUTCDate() === d
 }
 
 /** The UTC span of a Paris day. Throws on a date that is not a real calendar date. */

@@ -38,7 +38,7 @@ export function createProgrammeCheck (opts: CheckOptions): ProgrammeCheck {
       if (!isEpxError(err) || !err.details) throw err
       return { ok: false, message: 'the body is not a JSON document we accept', details: { ...err.details } }
     }
-    const v = validate(body, { allowed: perimeterCheck(ctx.perimeter), requireContiguous: opts.requireContiguous })
+    const v = validate(body, { allowed: siteId => inPerimeter(ctx, siteId), requireContiguous: opts.requireContiguous })
     if (!v.ok) {
       const n = Object.keys(v.details).length
       return { ok: false, message: `${n}${n >= 100 ? ' (or more)' : ''} problem(s), see error.details`, details: v.details }
@@ -47,9 +47,3 @@ export function createProgrammeCheck (opts: CheckOptions): ProgrammeCheck {
   }
 }
 
-/** `auth/tenancy.ts` decides; a large perimeter is indexed first (1,000 sites × 5,000). */
-function perimeterCheck (perimeter: 'all' | readonly string[]): (siteId: string) => boolean {
-  if (perimeter === 'all' || perimeter.length < 64) return siteId => inPerimeter({ perimeter }, siteId)
-  const indexed = new Set(perimeter)
-  return siteId => indexed.has(siteId)
-}

@@ -8,6 +8,8 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import { EpxError } from '../errors.ts'
 import { isPrm } from '../contract/ids.ts'
+import { isCalendarDate } from '../contract/paris-day.ts'
+import { inPerimeter } from '../auth/tenancy.ts'
 import type { Revisions } from '../store/revisions.ts'
 import { isNotModified } from './conditional.ts'
 import { OUTBOUND_PATH, type RequestContext, type Route } from './route.ts'
@@ -27,7 +29,7 @@ export function outboundRoute (deps: OutboundDeps): Route {
     // Read before the perimeter check, so a store outage answers 503 for every site alike.
     const latest = revisions.latest(siteId, targetDate)
     // DECISIONS.md "Outbound": outside the perimeter answers exactly as "not published".
-    if (!latest || !inPerimeter(ctx.caller.perimeter, siteId)) throw notPublished(siteId, targetDate)
+    if (!latest || !inPerimeter(ctx.caller, siteId)) throw notPublished(siteId, targetDate)
 
     const conditional = { ifNoneMatch: req.headers['if-none-match'], ifModifiedSince: req.headers['if-modified-since'] }
     if (isNotModified(conditional, { etag: latest.etag, lastModifiedMs: latest.emittedAtMs })) {
@@ -79,10 +81,10 @@ const validQueries = new Map<string, Pair>()
 const MAX_REMEMBERED_QUERIES = 1024
 
 function parseQuery (target: string, ctx: RequestContext): Pair {
-  const q = simpleQuery(target) ?? ctx.url.searchParams
+  const q = ctx.url.searchParams
   const details: Record<string, string> = {}
   const siteId = readParam(q, details, 'site_id', isPrm, 'PRM followed by 14 digits')
-  const targetDate = readParam(q, details, 'target_date', isQueryDate, 'a calendar date YYYY-MM-DD')
+  const targetDate = readParam(q, details, 'target_date', isCalendarDate, 'a calendar date YYYY-MM-DD')
   if (siteId === undefined || targetDate === undefined) {
     throw new EpxError('INVALID_QUERY', [Object.keys(details).join(', ')], { details })
   }
@@ -97,70 +99,6 @@ function readParam (q: Pick<URLSearchParams, 'getAll'>, details: Record<string, 
   if (all.length === 1 && valid(all[0]!)) return all[0]
   details[name] = all.length === 0 ? 'required' : all.length > 1 ? 'must be given once' : `must be ${shape}`
   return undefined
-}
-
-/** A query URLSearchParams would read as is: no percent-encoding, no `+`, no fragment. */
-const SIMPLE_QUERY = /^[A-Za-z0-9_.~=&-]*$/
-
-/**
- * The parameters of an origin-form target's query, without building a URL (issue 5 GET
- * profile), or undefined when the query needs the real parser. Same answer as
- * URLSearchParams on the queries it accepts: empty members skipped, a name without `=`
- * has the empty value.
- */
-export function simpleQuery (target: string): Pick<URLSearchParams, 'getAll'> | undefined {
-  if (target[0] !== '/') return undefined
-  const at = target.indexOf('?')
-  const query = at === -1 ? '' : target.slice(at + 1)
-  if (!SIMPLE_QUERY.test(query)) return undefined
-  const params = new SimpleParams()
-  for (const member of query.split('&')) {
-    if (member === '') continue
-    const eq = member.indexOf('=')
-    params.add(eq === -1 ? member : member.slice(0, eq), eq === -1 ? '' : member.slice(eq + 1))
-  }
-  return params
-}
-
-class SimpleParams {
-  readonly #names: string[] = []
-  readonly #values: string[] = []
-  add (name: string, value: string): void {
-    this.#names.push(name)
-    this.#values.push(value)
-  }
-
-  getAll (name: string): string[] {
-    const out: string[] = []
-    for (let i = 0; i < this.#names.length; i++) if (this.#names[i] === name) out.push(this.#values[i]!)
-    return out
-  }
-}
-
-const DATE = /^(\d{4})-(\d{2})-(\d{2})$/
-
-/**
- * A real calendar date `YYYY-MM-DD`. Same answer as `isCalendarDate` in
- * contract/paris-day.ts, without building a luxon DateTime: on the GET path that was
- * most of this route's own CPU time (issue 5 profile).
- */
-export function isQueryDate (text: string): boolean {
-  const m = DATE.exec(text)
-  if (!m) return false
-  const y = +m[1]!, mo = +m[2]!, d = +m[3]!
-  const t = new Date(0)
-  t.setUTCFullYear(y, mo - 1, d)   // unlike Date.UTC, years 0-99 stay themselves
-  return t.getUTCFullYear() === y && t.getUTCMonth() === mo - 1 && t.getUTCDate() === d
-}
-
-/** Perimeter lists can be long: one Set per list, kept as long as the list lives. */
-const perimeterSets = new WeakMap<readonly string[], Set<string>>()
-
-function inPerimeter (perimeter: 'all' | readonly string[], siteId: string): boolean {
-  if (perimeter === 'all') return true
-  let set = perimeterSets.get(perimeter)
-  if (!set) perimeterSets.set(perimeter, set = new Set(perimeter))
-  return set.has(siteId)
 }
 
 function notPublished (siteId: string, targetDate: string): EpxError {

@@ -2,8 +2,6 @@ import t, { type Test } from 'tap'
 import cron from 'node-cron'
 import { startEpx } from '../helpers/epx.ts'
 import { OUTBOUND_PATH } from '../../src/http/route.ts'
-import { isQueryDate, simpleQuery } from '../../src/http/outbound-route.ts'
-import { isCalendarDate } from '../../src/contract/paris-day.ts'
 
 const DAY = '2026-11-22'
 const SCOPE = ['outbound:besoins-agreges'] as const
@@ -205,24 +203,6 @@ t.test('started after a missed 08:00 run, epx publishes D+1 at once and a BSP ca
   t.equal(res.status, 200, 'the catch-up published tomorrow')
   await epx.close()
   t.equal(cron.getTasks().size, before)
-})
-
-t.test('the query date check agrees with the contract calendar check', async t => {
-  for (const d of ['2026-11-22', '2028-02-29', '2026-02-29', '2026-02-30', '2026-13-01', '2026-00-10', '2026-04-31',
-    '0050-01-01', '9999-12-31', '2026-1-01', ' 2026-11-22', '2026-11-22T00:00:00Z', '', '2026-11-22\n']) {
-    t.equal(isQueryDate(d), isCalendarDate(d), JSON.stringify(d))
-  }
-})
-
-t.test('the query read without the URL parser gives what URLSearchParams gives', async t => {
-  for (const q of ['site_id=a&target_date=b', 'site_id=a&site_id=b', '&&site_id=a&', 'site_id', 'site_id=', 'site_id=a=b', '', 'x=1']) {
-    const fast = simpleQuery(`/p?${q}`)
-    t.ok(fast, q)
-    const real = new URLSearchParams(q)
-    for (const name of ['site_id', 'target_date', 'x']) t.same(fast!.getAll(name), real.getAll(name), `${q} ${name}`)
-  }
-  for (const q of ['site_id=a%20b', 'site_id=a+b', 'site%5Fid=a', 'a=b#c']) t.equal(simpleQuery(`/p?${q}`), undefined, `${q} needs the parser`)
-  t.equal(simpleQuery('https://h/p?site_id=a'), undefined, 'absolute-form needs the parser')
 })
 
 t.test('emitted_by of a published Besoins_Agreges comes from publish.emittedBy in the configuration', async t => {
