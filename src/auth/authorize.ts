@@ -7,6 +7,7 @@ import { EpxError, isEpxError } from '../errors.ts'
 import type { Caller } from './caller.ts'
 import type { Companies, CompanyRecord } from '../store/companies.ts'
 import type { TokenRecord, Tokens } from '../store/tokens.ts'
+import { storeUnavailable } from '../store/open-store.ts'
 import type { CertVerdict } from './client-cert.ts'
 import { certificateMismatch } from './tenancy.ts'
 import { hashToken, looksLikeToken, type Scope } from './tokens.ts'
@@ -154,6 +155,6 @@ function readStore<T> (read: () => T): T {
     return read()
   } catch (err) {
     if (isEpxError(err) && err.code === 'NO_STORE') throw err
-    throw new EpxError('NO_STORE', [], { cause: err, headers: { 'retry-after': '5' } })
+    throw storeUnavailable(err)
   }
 }

@@ -55,6 +55,11 @@ export interface OpenStoreOptions {
   faults?: StoreFaults
 }
 
+/** NO_STORE; the door adds `Retry-After: 5` (http/render-error.ts). */
+export function storeUnavailable (cause?: unknown): EpxError {
+  return new EpxError('NO_STORE', [], cause === undefined ? {} : { cause })
+}
+
 export function openStore (path: string, opts: OpenStoreOptions = {}): Store {
   let root: RootDatabase
   try {
@@ -74,10 +79,8 @@ export function openStore (path: string, opts: OpenStoreOptions = {}): Store {
   let closed = false
 
   const guard = () => {
-    if (closed || faults.unavailable) throw new EpxError('NO_STORE', [], { headers: { 'retry-after': '5' } })
+    if (closed || faults.unavailable) throw storeUnavailable()
   }
-
-  const noStore = (cause: unknown) => new EpxError('NO_STORE', [], { cause, headers: { 'retry-after': '5' } })
 
   /**
    * A write that did not commit may have saved a new msgpack record shape in its
@@ -123,12 +126,12 @@ export function openStore (path: string, opts: OpenStoreOptions = {}): Store {
       ;(err as { commitError?: Promise<unknown> } | undefined)?.commitError?.catch(() => {})
       forgetUnsavedStructures()
       if (jobs.length === 0) { jobs = queue; queue = [] }
-      for (const job of jobs) job.reject(noStore(err))
+      for (const job of jobs) job.reject(storeUnavailable(err))
       return
     }
     for (const job of jobs) {
       if (job.ok) job.resolve(job.result)
-      else job.reject(noStore(job.error))
+      else job.reject(storeUnavailable(job.error))
     }
   }
 

@@ -6,9 +6,8 @@
  */
 import * as crypto from 'node:crypto'
 import { join } from 'node:path'
-import type { Store } from './open-store.ts'
+import { storeUnavailable, type Store } from './open-store.ts'
 import { openSegments, type SegmentRef } from './revision-segments.ts'
-import { EpxError } from '../errors.ts'
 import { formatUtcInstant, httpDate } from '../contract/instants.ts'
 
 /** What is known of a revision without its document. */
@@ -80,7 +79,6 @@ export function openRevisions (store: Store, opts: { retentionDays: number }) {
   const segmentsDb = store.db<number>('rev-segments') // file name → latest emittedAtMs in it
   const segments = openSegments(join(store.path, 'revision-bytes'))
   const retentionMs = opts.retentionDays * 86_400_000
-  const noStore = (err: unknown) => new EpxError('NO_STORE', [], { cause: err, headers: { 'retry-after': '5' } })
   const withPair = (siteId: string, targetDate: string, v: Stored): RevisionMeta => ({ siteId, targetDate, ...v })
   const stored = ({ siteId: _s, targetDate: _d, ...v }: RevisionMeta): Stored => v
 
@@ -94,7 +92,7 @@ export function openRevisions (store: Store, opts: { retentionDays: number }) {
       return { d, emittedAtMs, iso: stamp.iso, http: stamp.http, bytes: Buffer.from(d.render(stamp.iso), 'utf8') }
     })
     let refs: SegmentRef[]
-    try { refs = segments.append(rendered.map(r => r.bytes), nowMs) } catch (err) { throw noStore(err) }
+    try { refs = segments.append(rendered.map(r => r.bytes), nowMs) } catch (err) { throw storeUnavailable(err) }
     return rendered.map((r, i) => ({
       draft: r.d,
       meta: {
@@ -150,7 +148,7 @@ export function openRevisions (store: Store, opts: { retentionDays: number }) {
      */
     async commit (staged: readonly StagedRevision[], nowMs: number): Promise<RevisionMeta[]> {
       store.guard()
-      try { await segments.sync() } catch (err) { throw noStore(err) }
+      try { await segments.sync() } catch (err) { throw storeUnavailable(err) }
       return store.writeDurable(() => {
         const previous = staged.map(s => latestDb.get([s.meta.targetDate, s.meta.siteId] satisfies PairKey))
         const final = staged.map((s, i) => {
@@ -214,7 +212,7 @@ export function openRevisions (store: Store, opts: { retentionDays: number }) {
       if (expired.length) {
         // Forgotten first: a crash in between leaves a file behind, never a revision without bytes.
         await store.writeDurable(() => { for (const name of expired) segmentsDb.removeSync(name) })
-        try { segments.remove(expired) } catch (err) { throw noStore(err) }
+        try { segments.remove(expired) } catch (err) { throw storeUnavailable(err) }
       }
       return removed
     },

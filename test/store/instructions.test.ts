@@ -1,5 +1,6 @@
 import t, { type Test as Tap } from 'tap'
 import { openStore, type Store } from '../../src/store/open-store.ts'
+import { renderError } from '../../src/http/render-error.ts'
 import { openInstructions } from '../../src/store/instructions.ts'
 import { createProgrammeCheck } from '../../src/http/check-programme.ts'
 import type { InstructionBatch } from '../../src/contract/instruction.ts'
@@ -100,7 +101,7 @@ t.test('a write failing in the middle of a multi-site programme stores nothing a
   const err = await instructions.save(batch({ emittedAt: NEW, sites: 3 }), AT).catch(e => e)
   t.equal(err.code, 'NO_STORE')
   t.equal(err.status, 503)
-  t.equal(err.headers['retry-after'], '5')
+  t.equal(renderError(err, 'inbound', 'https://epx.test').headers['retry-after'], '5', 'the door answers it with Retry-After: 5')
   t.same(instructions.list().map(i => i.instructionId), Array(3).fill(idOf(OLD)), 'none of the new programme')
   for (let n = 1; n <= 3; n++) {
     t.equal(instructions.get(idOf(OLD), siteId(n))!.state.status, 'received', 'the old one is not superseded')
