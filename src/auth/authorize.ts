@@ -1,6 +1,6 @@
 /**
  * The authentication chain of both API endpoints: the five ordered checks of
- * DECISIONS.md "Authentication and tenancy", in one function.
+ * DECISIONS.md "Authentication and tenancy", in one function (`createAuthorizer`).
  * @module
  */
 import { EpxError, isEpxError } from '../errors.ts'
@@ -22,29 +22,18 @@ export interface AuthorizeInput {
   readonly now: Date
 }
 
-export interface AuthorizeDeps {
+export interface AuthorizerDeps {
   readonly tokens: Pick<Tokens, 'byHash' | 'touch'>
   readonly companies: Pick<Companies, 'get'>
+  /** The authentication generation (`store/auth-generation.ts`); throws NO_STORE when the store cannot answer. */
+  readonly generation: () => number
 }
 
 /** RFC 6750 §3: every 401 names the scheme and realm. */
 const WWW_AUTHENTICATE = { 'www-authenticate': 'Bearer realm="epx"' }
 
-/** Returns the caller, or throws the EpxError of the first check that fails. */
-export function authorize (input: AuthorizeInput, deps: AuthorizeDeps): Caller {
-  // 1. A certificate that chains to the client CA (computed once per connection).
-  if (!input.cert.ok) throw new EpxError('MTLS_REQUIRED', [input.cert.reason])
-  const found = lookUp(input.authorization, deps)
-  return checkFound(found, input.cert, input.scope, input.now.getTime(), deps)
-}
-
-export interface AuthorizerDeps extends AuthorizeDeps {
-  /** The authentication generation (`store/auth-generation.ts`); throws NO_STORE when the store cannot answer. */
-  readonly generation: () => number
-}
-
 /**
- * `authorize` with a cache per connection (issue 5, finding 3): a keep-alive connection
+ * The chain, with a cache per connection (issue 5, finding 3): a keep-alive connection
  * that sends the same Authorization header again skips the hash and the token and
  * company reads while the authentication generation stays the same. The generation is
  * read from the store on every request, so an unavailable store still answers 503 and a
@@ -82,7 +71,7 @@ interface Found {
 }
 
 /** Check 2's reads: the token of the Bearer secret (401 when unknown) and its company. */
-function lookUp (authorization: string | undefined, deps: AuthorizeDeps, generation = -1): Found {
+function lookUp (authorization: string | undefined, deps: AuthorizerDeps, generation: number): Found {
   const secret = bearerSecret(authorization)
   const token = readStore(() => deps.tokens.byHash(hashToken(secret)))
   if (!token) throw unauthorized('the Bearer token is unknown; send it exactly as it was issued, or ask the service operator for a new one')
@@ -94,7 +83,7 @@ function lookUp (authorization: string | undefined, deps: AuthorizeDeps, generat
 }
 
 /** Checks 2 (live token) to 5 on resolved records, in order. */
-function checkFound (found: Found, cert: CertVerdict & { ok: true }, scope: Scope, nowMs: number, deps: AuthorizeDeps): Caller {
+function checkFound (found: Found, cert: CertVerdict & { ok: true }, scope: Scope, nowMs: number, deps: AuthorizerDeps): Caller {
   const { token } = found
   if (token.revokedAt) throw unauthorized(`token ${token.id} was revoked at ${token.revokedAt}; ask the service operator for a new token`)
   if (found.expiresAtMs <= nowMs) {
