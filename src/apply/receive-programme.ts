@@ -27,7 +27,7 @@ export async function receiveProgramme (batch: InstructionBatch, receivedAt: str
   return receiptOf(batch)
 }
 
-export function receiptOf (batch: InstructionBatch): Receipt {
+function receiptOf (batch: InstructionBatch): Receipt {
   const n = batch.siteIds.length
   const instructions = new Array<Receipt['instructions'][number]>(n)
   for (let i = 0; i < n; i++) {

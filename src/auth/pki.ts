@@ -108,16 +108,6 @@ export function issueCert (ca: KeyPairPem, opts: IssueOptions): KeyPairPem {
   return toPem(cert, keys)
 }
 
-/** A self-signed leaf: the "right subject from the wrong issuer" attack of the tests. */
-export function selfSignedCert (subject: string): KeyPairPem {
-  const keys = newKeys()
-  const cert = baseCert(keys, parseDn(subject), 30)
-  cert.setIssuer(cert.subject.attributes)
-  cert.setExtensions([{ name: 'extKeyUsage', clientAuth: true }])
-  cert.sign(keys.privateKey, forge.md.sha256.create())
-  return toPem(cert, keys)
-}
-
 /** Paths of the development PKI inside `<dataDir>/pki`. */
 export function pkiPaths (dataDir: string) {
   const dir = join(dataDir, 'pki')

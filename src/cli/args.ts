@@ -53,7 +53,7 @@ export class Args {
 }
 
 /** The text of `--help` for a spec. */
-export function helpText (spec: CommandSpec): string {
+function helpText (spec: CommandSpec): string {
   const rows: Array<[string, string]> = []
   for (const [name, o] of Object.entries(spec.options ?? {})) {
     const flag = (o.short ? `-${o.short}, ` : '') + `--${name}` + (o.type === 'string' ? ` ${o.arg ?? 'VALUE'}` : '')

@@ -12,7 +12,7 @@ import { inDataDir, loadConfig, type EpxConfig } from '../config.ts'
 import { EpxError } from '../errors.ts'
 import { openStore, type Store } from '../store/open-store.ts'
 
-export const SETTINGS_FILE = 'epx.config.json'
+const SETTINGS_FILE = 'epx.config.json'
 
 /** Settings of the reference host (not the plugin's: the plugin never sees them). */
 export interface HostSettings {
@@ -31,7 +31,7 @@ export interface Settings {
   readonly config: Readonly<EpxConfig>
 }
 
-export const DEFAULT_HOST_SETTINGS: HostSettings = { sites: 5, cycleSeconds: 10 }
+const DEFAULT_HOST_SETTINGS: HostSettings = { sites: 5, cycleSeconds: 10 }
 
 /** What `epx init` writes: small and explicit; every other key takes its schema default. */
 export function initialSettings (): object {

@@ -73,7 +73,7 @@ function describe (data: unknown): string {
 }
 
 /** RFC 6901 §3: `~` is `~0`, `/` is `~1`. */
-export function escapePointer (token: string): string {
+function escapePointer (token: string): string {
   return token.replace(/~/g, '~0').replace(/\//g, '~1')
 }
 

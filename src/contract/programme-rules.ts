@@ -13,7 +13,7 @@ import { isPrm } from './ids.ts'
 import { INSTANT_SHAPE } from './programme-soutirage.ts'
 
 /** DECISIONS.md "Inbound": at most 100 violations are reported. */
-export const MAX_DETAILS = 100
+const MAX_DETAILS = 100
 
 /** Violations keyed by RFC 6901 JSON Pointer; the first message at a pointer wins. */
 export class Details {

@@ -9,10 +9,10 @@ import { PRM_PATTERN } from './ids.ts'
 import { parseUtcInstant } from './instants.ts'
 import { isCalendarDate } from './paris-day.ts'
 
-export const PROGRAMME_SCHEMA_VERSION = 'v0.2'
+const PROGRAMME_SCHEMA_VERSION = 'v0.2'
 /** DECISIONS.md "Inbound": the message for a wrong `schema_version` names these. */
-export const SUPPORTED_PROGRAMME_VERSIONS = [PROGRAMME_SCHEMA_VERSION] as const
-export const PROGRAMME_TYPE = 'programme_soutirage'
+const SUPPORTED_PROGRAMME_VERSIONS = [PROGRAMME_SCHEMA_VERSION] as const
+const PROGRAMME_TYPE = 'programme_soutirage'
 
 /** Slot (energie_programmee[]); wire names as the contract spells them. */
 export interface SlotProgramme {

@@ -29,7 +29,7 @@ function rng (seedText: string): () => number {
 const round1 = (x: number) => Math.round(x * 10) / 10
 
 /** The site's connection limit in kW (stable for a site, whatever the day). */
-export function siteLimitKw (siteId: string): number {
+function siteLimitKw (siteId: string): number {
   return 100 + Math.floor(rng(siteId)() * 30) * 10
 }
 

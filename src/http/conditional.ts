@@ -39,7 +39,7 @@ export function isNotModified (h: ConditionalHeaders, v: Validators): boolean {
  * RFC 9110 §13.1.2: the condition is false (→ 304) when the field is `*` or one of
  * its entity tags weakly matches the current one. Weak comparison ignores `W/`.
  */
-export function noneMatchFails (field: string, etag: string): boolean {
+function noneMatchFails (field: string, etag: string): boolean {
   if (field === etag) return true   // the common case: the BSP echoes our ETag back
   const trimmed = field.trim()
   if (trimmed === '*') return true

@@ -20,7 +20,7 @@ export function describeJsonError (text: string): string {
 }
 
 /** The first offending character of `text` and why, or undefined if it is valid JSON. */
-export function findJsonError (text: string): { at: number; why: string } | undefined {
+function findJsonError (text: string): { at: number; why: string } | undefined {
   const n = text.length
   const stack: number[] = []      // 1 object, 2 array
   let mode: number = Mode.Value

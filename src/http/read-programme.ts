@@ -16,7 +16,7 @@ import type { CheckJob } from './programme-worker.ts'
  * it, parsing and checking take ~5 ms at most, a tenth of the 50 ms stall budget, and
  * inline costs less CPU than the hand-over (~0.4 ms for a 100-site programme, issue 5).
  */
-export const OFF_THREAD_BYTES = 1024 * 1024
+const OFF_THREAD_BYTES = 1024 * 1024
 
 export interface ProgrammeReader {
   /** The batch, or a 400 INVALID_PROGRAMME_SOUTIRAGE_REQUEST with every violation. */

@@ -48,7 +48,7 @@ interface Job {
 }
 
 /** Where each msgpack db keeps its shared record structures (a symbol: no string key collides). */
-export const STRUCTURES_KEY = Symbol.for('structures')
+const STRUCTURES_KEY = Symbol.for('structures')
 
 export interface OpenStoreOptions {
   mapSizeBytes?: number

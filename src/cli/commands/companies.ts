@@ -37,7 +37,7 @@ export function checkCompanyId (id: string, spec: CommandSpec): string {
 }
 
 /** `--sites` values → perimeter; "all" alone, or PRM ids (deduplicated, in order). */
-export function parsePerimeter (values: readonly string[], spec: CommandSpec): CompanyRecord['perimeter'] {
+function parsePerimeter (values: readonly string[], spec: CommandSpec): CompanyRecord['perimeter'] {
   const items = values.flatMap(v => v.split(/[\s,]+/)).filter(Boolean)
   if (items.length === 0 && values.length === 0) return 'all'
   if (items.length === 1 && items[0] === 'all') return 'all'

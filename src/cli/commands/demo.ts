@@ -19,7 +19,7 @@ import { initDataDir, reportInit } from './init.ts'
 import { serve, serveOptions, serveOverrides, type Running } from './start.ts'
 import { createToken, type CreatedToken } from './tokens.ts'
 
-export const DEMO_COMPANY = 'demo-bsp'
+const DEMO_COMPANY = 'demo-bsp'
 const API = '/api/v0.5/energy-programs'
 
 const spec: CommandSpec = {
@@ -45,7 +45,7 @@ function shellQuote (s: string): string {
 }
 
 /** A small valid Programme_Soutirage: 4 quarter-hours from the start of the Paris day. */
-export function demoProgramme (targetDate: string, site: { site_id: string; site_name: string }, now: Date): object {
+function demoProgramme (targetDate: string, site: { site_id: string; site_name: string }, now: Date): object {
   const start = Date.parse(coverageOf(targetDate).startUtc)
   const energies = [12.5, 12.5, 10, 0]   // kWh: floors of 50, 50 and 40 kW, then a curtailment
   return {

@@ -14,7 +14,7 @@ import type { CliIo, Command } from '../io.ts'
 import { readSettings } from '../settings.ts'
 
 /** The folder holding plugin.manifest.json: the project root, three levels up from here. */
-export const PROJECT_ROOT = fileURLToPath(new URL('../../../', import.meta.url))
+const PROJECT_ROOT = fileURLToPath(new URL('../../../', import.meta.url))
 
 /** A shutdown that hangs (a stuck socket) must not keep the process forever. */
 const SHUTDOWN_GRACE_MS = 15_000
