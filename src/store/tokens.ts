@@ -64,14 +64,17 @@ export function openTokens (store: Store) {
     generation: generation.read,
     /**
      * Best effort, not awaited by the door: a lost last-used time is not worth a 503.
-     * At most one write a minute per token, so the request path stays read-only. It does
-     * not bump the generation: the last-used time decides no request.
+     * The door calls it at most once a minute per token. The record is re-read inside the
+     * write, never written from the caller's copy: that copy may predate a revocation the
+     * CLI just made, and writing it back would undo it. It does not bump the generation:
+     * the last-used time decides no request.
      */
     touch (t: TokenRecord, nowMs: number): void {
-      if (t.lastUsedAt && nowMs - Date.parse(t.lastUsedAt) < 60_000) return
-      // A failed commit also rejects its shared `commitError`: left unhandled, it would end the host.
-      byId.put(t.id, { ...t, lastUsedAt: new Date(nowMs).toISOString() })
-        .catch((err: { commitError?: Promise<unknown> } | undefined) => { err?.commitError?.catch(() => {}) })
+      const at = new Date(nowMs).toISOString()
+      store.writeDurable(() => {
+        const current = byId.get(t.id)
+        if (current && !(current.lastUsedAt && current.lastUsedAt >= at)) byId.putSync(t.id, { ...current, lastUsedAt: at })
+      }).catch(() => {})
     },
   }
 }
