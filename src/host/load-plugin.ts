@@ -4,7 +4,7 @@
  * import the entry and call its activate export.
  * @module
  */
-import { readFileSync } from 'node:fs'
+import { existsSync, readFileSync } from 'node:fs'
 import { resolve } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import { createRequire } from 'node:module'
@@ -62,7 +62,10 @@ export async function loadPlugin (pluginDir: string, host: Host, config: unknown
   if (!validateConfig(structuredClone(config ?? {}))) {
     throw new EpxError('EPX_CONFIG_INVALID', [explain(validateConfig.errors)])
   }
-  const mod = await import(pathToFileURL(resolve(pluginDir, manifest.entry)).href) as Record<string, unknown>
+  const entry = resolve(pluginDir, manifest.entry)
+  // A plugin that ships a build names the built file: from a source checkout, say how to make it.
+  if (!existsSync(entry)) throw new EpxError('EPX_MANIFEST_INVALID', [manifest.entry, `${entry} does not exist; build the plugin first (epx: npm run build)`])
+  const mod = await import(pathToFileURL(entry).href) as Record<string, unknown>
   const activate = mod[manifest.export]
   if (typeof activate !== 'function') {
     throw new EpxError('EPX_MANIFEST_INVALID', [manifest.entry, `exports no function '${manifest.export}'`])

@@ -26,6 +26,20 @@ export interface ProgrammeReader {
 
 type Reply = { id: number; result: CheckResult } | { id: number; crash: string }
 
+/**
+ * Where the worker's code is. Built (`dist/index.js`, what a solver loads): the JS file
+ * beside this bundle. From the sources (tests, CLI): the TypeScript file, with tsx
+ * registered inside the worker, since hooks registered in this thread (e.g. by
+ * bin/epx.js) are not inherited by workers on Node 20. Never the host's flags either: a
+ * relative `--import=tsx` would resolve against a cwd that may have changed since start.
+ */
+function workerSource (): [string | URL, { eval?: boolean; execArgv: string[] }] {
+  if (!import.meta.url.endsWith('.ts')) return [new URL('./programme-worker.js', import.meta.url), { execArgv: [] }]
+  const tsx = import.meta.resolve('tsx/esm/api')
+  const entry = new URL('./programme-worker.ts', import.meta.url).href
+  return [`import(${JSON.stringify(tsx)}).then(m => { m.register(); return import(${JSON.stringify(entry)}) })`, { eval: true, execArgv: [] }]
+}
+
 export function createProgrammeReader (opts: CheckOptions & { offThreadBytes?: number }): ProgrammeReader {
   const check = createProgrammeCheck(opts)
   const limit = opts.offThreadBytes ?? OFF_THREAD_BYTES
@@ -40,15 +54,9 @@ export function createProgrammeReader (opts: CheckOptions & { offThreadBytes?: n
   }
 
   const start = (): Worker => {
-    // The worker is TypeScript too: register tsx inside it (hooks registered in this
-    // thread, e.g. by bin/epx.js, are not inherited by workers on Node 20).
-    const tsx = import.meta.resolve('tsx/esm/api')
-    const entry = new URL('./programme-worker.ts', import.meta.url).href
-    const w = new Worker(`import(${JSON.stringify(tsx)}).then(m => { m.register(); return import(${JSON.stringify(entry)}) })`, {
-      eval: true,
-      // Not the host's flags (a relative `--import=tsx` would resolve against a cwd
-      // that may have changed since start): the line above registers what it needs.
-      execArgv: [],
+    const [source, how] = workerSource()
+    const w = new Worker(source, {
+      ...how,
       workerData: { maxSites: opts.maxSites, requireContiguous: opts.requireContiguous } satisfies CheckOptions,
     })
     w.on('message', (reply: Reply) => {

@@ -57,6 +57,11 @@ t.test('an entry without the named export is refused', async t => {
   await t.rejects(loadPlugin(dir, host(), {}), { code: 'EPX_MANIFEST_INVALID', message: /exports no function 'start'/ })
 })
 
+t.test('an entry that does not exist (a checkout not built yet) is refused, saying how to build it', async t => {
+  const dir = pluginDir(t, { ...base, entry: './dist/index.js' })
+  await t.rejects(loadPlugin(dir, host(), {}), { code: 'EPX_MANIFEST_INVALID', message: /dist\/index\.js does not exist; build the plugin first \(epx: npm run build\)/ })
+})
+
 t.test('a valid plugin is activated with the host and its configuration', async t => {
   const dir = pluginDir(t, base)
   const { manifest, handle } = await loadPlugin(dir, host(), {})
