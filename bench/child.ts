@@ -1,5 +1,5 @@
 /**
- * Child processes of the bench: forked with tsx, talked to over IPC, every wait bounded
+ * Child processes of the bench: forked (with tsx unless already built), talked to over IPC, every wait bounded
  * by a timeout, and always ended (politely, then SIGKILL) so a run can never hang.
  * @module
  */
@@ -15,10 +15,11 @@ export class Child {
   #stderr = ''
   #exited: Promise<number | null>
 
-  constructor (name: string, file: string, opts: { env?: Record<string, string>; execArgv?: string[] } = {}) {
+  /** `tsx: false` for a file already built to JavaScript (E: no TypeScript loader in the process). */
+  constructor (name: string, file: string, opts: { env?: Record<string, string>; execArgv?: string[]; tsx?: boolean } = {}) {
     this.name = name
     this.proc = fork(file, [], {
-      execArgv: ['--import=tsx', ...(opts.execArgv ?? [])],
+      execArgv: [...(opts.tsx === false ? [] : ['--import=tsx']), ...(opts.execArgv ?? [])],
       env: { ...process.env, ...opts.env },
       stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
     })

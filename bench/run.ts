@@ -8,6 +8,7 @@
  * --profile (each window profiled inside its server; bench/results/profiles/<server>-<window>.cpuprofile).
  * @module
  */
+import { execFileSync } from 'node:child_process'
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -60,12 +61,26 @@ watchdog.unref()
 const childDeadline = String(quick ? 5 * 60_000 : 26 * 60_000)
 
 function startChild (name: string, file: string, env: Record<string, string>, execArgv: string[] = []): Child {
-  const c = new Child(name, join(here, file), { env: { BENCH_CHILD_DEADLINE_MS: childDeadline, ...env }, execArgv })
+  const built = file.endsWith('.js')
+  const c = new Child(name, join(here, file), { env: { BENCH_CHILD_DEADLINE_MS: childDeadline, ...env }, execArgv, tsx: !built })
   children.push(c)
   return c
 }
 
+/**
+ * E runs as a solver daemon does: plain JavaScript, no TypeScript loader in the process
+ * (tsx's loader thread alone is ~37 MB of RSS). Its harness and the reference host are
+ * built here; the plugin itself is loaded through its manifest, from dist/ (scripts/build.mjs).
+ */
+const E_SERVER = '.build/epx-server.js'
+function buildEServer (): void {
+  const build = join(here, '../scripts/build.mjs')
+  execFileSync(process.execPath, [build], { stdio: 'inherit' })
+  execFileSync(process.execPath, [build, '--out', join(here, '.build'), '--entry', 'epx-server=bench/servers/epx.ts'], { stdio: 'inherit' })
+}
+
 async function main (): Promise<void> {
+  buildEServer()
   // One PKI for every server: the same certificates, the same TLS work.
   ensureDevPki(tmp)
   const pki = pkiPaths(tmp)
@@ -85,7 +100,7 @@ async function main (): Promise<void> {
 
   // E first: A and B then serve the very bytes E publishes.
   const eDir = join(tmp, 'e')
-  let e: Child | undefined = startChild('E', 'servers/epx.ts', {
+  let e: Child | undefined = startChild('E', E_SERVER, {
     BENCH_CONFIG: JSON.stringify({ ...tlsFiles, documentFile: '', etag: '', lastModified: '' }),
     BENCH_E: JSON.stringify({ dataDir: eDir, sites: plan.eSites, clientSubject: CLIENT_SUBJECT, publishSiteIds: [siteId(0)], targetDate }),
     ...profileEnv,
@@ -171,7 +186,7 @@ async function main (): Promise<void> {
   let specials: Specials | undefined
   if (!args['no-special'] && servers.E) {
     specials = await measureSpecials({
-      start: (env) => startChild('E*', 'servers/epx.ts', { ...env, ...profileEnv }, ['--expose-gc']),
+      start: (env) => startChild('E*', E_SERVER, { ...env, ...profileEnv }, ['--expose-gc']),
       load, tls, quick, targetDate, emittedAt, clientSubject: CLIENT_SUBJECT,
       dataDir: join(tmp, 'e-special'), baseConfig: { ...tlsFiles, documentFile: '', etag: '', lastModified: '' },
     }).catch((err: Error) => ({ error: firstLine(err.message) }))
