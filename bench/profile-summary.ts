@@ -6,16 +6,37 @@
  * @module
  */
 import { readFileSync } from 'node:fs'
+import { SourceMap } from 'node:module'
+import { fileURLToPath } from 'node:url'
 
 interface ProfileNode {
   id: number
-  callFrame: { functionName: string; url: string; lineNumber: number }
+  callFrame: { functionName: string; url: string; lineNumber: number; columnNumber: number }
   children?: number[]
 }
 interface Profile { nodes: ProfileNode[]; samples: number[]; timeDeltas: number[]; startTime: number; endTime: number }
 
-function areaOf (url: string, fn: string): string {
+/** Source maps of built files (dist/, bench/.build/), so their frames count under their src/ file. */
+const maps = new Map<string, SourceMap | null>()
+function mapOf (url: string): SourceMap | null {
+  let m = maps.get(url)
+  if (m === undefined) {
+    try {
+      m = new SourceMap(JSON.parse(readFileSync(fileURLToPath(url) + '.map', 'utf8')))
+    } catch {
+      m = null
+    }
+    maps.set(url, m)
+  }
+  return m
+}
+
+function areaOf (url: string, fn: string, line = 0, column = 0): string {
   if (!url) return fn.startsWith('(') ? fn : '(native)'
+  if (/\/(dist|bench\/\.build)\/[^/]+\.js$/.test(url)) {
+    const entry = mapOf(url)?.findEntry(line, column) as { originalSource?: string; originalLine?: number } | undefined
+    if (entry?.originalSource) return areaOf(entry.originalSource, fn) + `:${(entry.originalLine ?? 0) + 1}`
+  }
   const nm = /node_modules\/((?:@[^/]+\/)?[^/]+)/.exec(url)
   if (nm) return nm[1]!
   if (url.startsWith('node:')) return 'node:' + url.slice(5).split('/')[0]
@@ -39,10 +60,11 @@ export function summarize (path: string, top = 25, requests?: number): string {
   for (const [id, us] of self) {
     const n = byId.get(id)!
     const f = n.callFrame
-    const area = areaOf(f.url, f.functionName)
-    const key = `${f.functionName || '(anonymous)'}  ${area}${f.url ? ':' + (f.lineNumber + 1) : ''}`
+    const area = areaOf(f.url, f.functionName, f.lineNumber, f.columnNumber)
+    const key = `${f.functionName || '(anonymous)'}  ${area}${f.url && !/:\d+$/.test(area) ? ':' + (f.lineNumber + 1) : ''}`
     byFn.set(key, (byFn.get(key) ?? 0) + us)
-    byArea.set(area, (byArea.get(area) ?? 0) + us)
+    const file = area.replace(/:\d+$/, '')
+    byArea.set(file, (byArea.get(file) ?? 0) + us)
   }
   const busy = total - (byArea.get('(idle)') ?? 0)
   const pct = requests
@@ -60,7 +82,7 @@ export function summarize (path: string, top = 25, requests?: number): string {
     const seen = new Set<string>()
     for (let cur: number | undefined = id; cur !== undefined; cur = parent.get(cur)) {
       const f = byId.get(cur)!.callFrame
-      const area = areaOf(f.url, f.functionName)
+      const area = areaOf(f.url, f.functionName, f.lineNumber, f.columnNumber).replace(/:\d+$/, '')
       if (!/^(src\/|pino|sonic-boom|lmdb|msgpackr|ajv|secure-json-parse|fast-json-stringify)/.test(area)) continue
       const key = `${f.functionName || '(anonymous)'}  ${area}`
       if (seen.has(key)) continue
