@@ -20,7 +20,7 @@ import { openStore } from '../../src/store/open-store.ts'
 import { openCompanies } from '../../src/store/companies.ts'
 import { openTokens } from '../../src/store/tokens.ts'
 import { hashToken, newTokenId, newTokenSecret, type Scope } from '../../src/auth/tokens.ts'
-import { canonicalSubject } from '../../src/auth/pki.ts'
+import { canonicalSubject } from '../../src/auth/subject.ts'
 import { failStart, send, serveControl, serverConfig, type ControlMessage } from './harness.ts'
 
 export interface EpxBenchOptions {
@@ -53,7 +53,7 @@ function linuxRss (): { rssAnon?: number; rssFile?: number; rssShmem?: number } 
 
 /**
  * The daemon's log destination buffers lines up to this many bytes per write (pino's
- * `minLength`), as README "Operating it" recommends: without it every request's line is
+ * `minLength`), as README "Plugin contract" recommends: without it every request's line is
  * its own write(2), ~4 µs a request on the solver's thread (issue 5 profile).
  */
 const LOG_BUFFER_BYTES = 4096

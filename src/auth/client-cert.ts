@@ -4,7 +4,7 @@
  * @module
  */
 import type { TLSSocket } from 'node:tls'
-import { canonicalSubject } from './pki.ts'
+import { canonicalSubject } from './subject.ts'
 
 /** What a connection proved, computed once per TLS connection. */
 export type CertVerdict =

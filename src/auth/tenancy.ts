@@ -4,7 +4,7 @@
  * @module
  */
 import type { CompanyRecord } from '../store/companies.ts'
-import { canonicalSubject } from './pki.ts'
+import { canonicalSubject } from './subject.ts'
 
 /** The identity a TLS connection proved (see `auth/client-cert.ts`). */
 export interface CertIdentity {

@@ -2,7 +2,8 @@ import t from 'tap'
 import { X509Certificate, createPrivateKey } from 'node:crypto'
 import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { canonicalSubject, pkiPaths } from '../../src/auth/pki.ts'
+import { pkiPaths } from '../../src/auth/pki.ts'
+import { canonicalSubject } from '../../src/auth/subject.ts'
 import { epx, initializedDataDir } from '../helpers/cli.ts'
 
 const dir = await initializedDataDir(t)

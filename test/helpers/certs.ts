@@ -16,7 +16,8 @@
 import { mkdirSync, writeFileSync } from 'node:fs'
 import { randomBytes } from 'node:crypto'
 import forge from 'node-forge'
-import { createCa, issueCert, parseDn, pkiPaths, type KeyPairPem } from '../../src/auth/pki.ts'
+import { createCa, issueCert, pkiPaths, type KeyPairPem } from '../../src/auth/pki.ts'
+import { parseDn } from '../../src/auth/subject.ts'
 
 export type { KeyPairPem }
 

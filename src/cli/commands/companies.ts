@@ -3,7 +3,7 @@
  * binding and their perimeter (DECISIONS.md "Authentication and tenancy").
  * @module
  */
-import { canonicalSubject } from '../../auth/pki.ts'
+import { canonicalSubject } from '../../auth/subject.ts'
 import { isPrm } from '../../contract/ids.ts'
 import { EpxError } from '../../errors.ts'
 import { COMPANY_ID, openCompanies, type CompanyRecord } from '../../store/companies.ts'
