@@ -25,7 +25,7 @@ export interface AuthorizeInput {
 export interface AuthorizerDeps {
   readonly tokens: Pick<Tokens, 'byHash' | 'touch'>
   readonly companies: Pick<Companies, 'get'>
-  /** The authentication generation (`store/auth-generation.ts`); throws NO_STORE when the store cannot answer. */
+  /** The store generation (`store/generation.ts`); throws NO_STORE when the store cannot answer. */
   readonly generation: () => number
 }
 
@@ -35,7 +35,7 @@ const WWW_AUTHENTICATE = { 'www-authenticate': 'Bearer realm="epx"' }
 /**
  * The chain, with a cache per connection (issue 5, finding 3): a keep-alive connection
  * that sends the same Authorization header again skips the hash and the token and
- * company reads while the authentication generation stays the same. The generation is
+ * company reads while the store generation stays the same. The generation is
  * read from the store on every request, so an unavailable store still answers 503 and a
  * revocation or suspension (by the CLI too) applies to the next request; expiry and
  * the four other checks still run on every request, on the cached records.

@@ -5,7 +5,7 @@
  */
 import type { Store } from './open-store.ts'
 import { EpxError } from '../errors.ts'
-import { openAuthGeneration } from './auth-generation.ts'
+import { openGeneration } from './generation.ts'
 
 export interface CompanyRecord {
   readonly id: string
@@ -24,7 +24,7 @@ export const COMPANY_ID = /^[a-z0-9][a-z0-9-]{1,62}$/
 
 export function openCompanies (store: Store) {
   const db = store.db<CompanyRecord>('companies')
-  const generation = openAuthGeneration(store)
+  const generation = openGeneration(store)
   return {
     get (id: string): CompanyRecord | undefined {
       store.guard()

@@ -8,6 +8,7 @@ import * as crypto from 'node:crypto'
 import { join } from 'node:path'
 import { storeUnavailable, type Store } from './open-store.ts'
 import { openSegments, type SegmentRef } from './revision-segments.ts'
+import { openGeneration } from './generation.ts'
 import { formatUtcInstant, httpDate } from '../contract/instants.ts'
 
 /** What is known of a revision without its document. */
@@ -49,6 +50,8 @@ type Stored = Omit<RevisionMeta, 'siteId' | 'targetDate'>
 
 const MAX_MS = 8.64e15   // the last instant a Date can hold: end of a pair's key range
 const PRUNE_CHUNK = 500
+/** Pairs whose latest revision (or its absence) is kept in memory between publications. */
+const MAX_CACHED_PAIRS = 4096
 
 /** `W/"` + 160 bits of the SHA-256 of the bytes in base64url + `"`. */
 export function etagOf (bytes: Uint8Array): string {
@@ -80,6 +83,12 @@ export function openRevisions (store: Store, opts: { retentionDays: number }) {
   const segments = openSegments(join(store.path, 'revision-bytes'))
   const retentionMs = opts.retentionDays * 86_400_000
   const withPair = (siteId: string, targetDate: string, v: Stored): RevisionMeta => ({ siteId, targetDate, ...v })
+  // A BSP polls the same pairs all day: what `latest` read is kept until the store
+  // generation moves, which every write of the latest index bumps (this process's, the
+  // CLI's). A hit costs one small read instead of a read and a decode (issue 5, GET).
+  const generation = openGeneration(store)
+  const cached = new Map<string, RevisionMeta | null>()
+  let cachedGeneration = -1
   const stored = ({ siteId: _s, targetDate: _d, ...v }: RevisionMeta): Stored => v
 
   // A run publishes its sites at the same instant: format it once, not once per site.
@@ -105,9 +114,20 @@ export function openRevisions (store: Store, opts: { retentionDays: number }) {
   const api = {
     /** Sync: the latest revision of a pair, from the small index (no document read). */
     latest (siteId: string, targetDate: string): RevisionMeta | undefined {
-      store.guard()
-      const v = latestDb.get([targetDate, siteId] satisfies PairKey)
-      return v && withPair(siteId, targetDate, v)
+      const g = generation.read()   // guards the store too: an outage is NO_STORE, never a stale answer
+      if (g !== cachedGeneration) {
+        cached.clear()
+        cachedGeneration = g
+      }
+      const key = targetDate + siteId   // fixed-width date: no separator needed
+      let meta = cached.get(key)
+      if (meta === undefined) {
+        const v = latestDb.get([targetDate, siteId] satisfies PairKey)
+        meta = v ? withPair(siteId, targetDate, v) : null
+        if (cached.size >= MAX_CACHED_PAIRS) cached.clear()
+        cached.set(key, meta)
+      }
+      return meta ?? undefined
     },
 
     /** Sync: the stored bytes of one kept revision. */
@@ -171,6 +191,7 @@ export function openRevisions (store: Store, opts: { retentionDays: number }) {
         for (const [name, ms] of newest) {
           if ((segmentsDb.get(name) ?? 0) < ms) segmentsDb.putSync(name, ms)
         }
+        generation.bump()
         return final
       })
     },
@@ -202,6 +223,7 @@ export function openRevisions (store: Store, opts: { retentionDays: number }) {
             if (latestDb.get(pair)?.emittedAtMs === ms) latestDb.removeSync(pair)
             else olderDb.removeSync([targetDate, siteId, ms] satisfies RevKey)
           }
+          generation.bump()
         })
         segments.forget()
         removed += keys.length

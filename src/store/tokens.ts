@@ -6,7 +6,7 @@
 import type { Store } from './open-store.ts'
 import type { Scope } from '../auth/tokens.ts'
 import { EpxError } from '../errors.ts'
-import { openAuthGeneration } from './auth-generation.ts'
+import { openGeneration } from './generation.ts'
 
 export interface TokenRecord {
   readonly id: string
@@ -22,7 +22,7 @@ export interface TokenRecord {
 export function openTokens (store: Store) {
   const byId = store.db<TokenRecord>('tokens')
   const idByHash = store.db<string>('token-hashes')
-  const generation = openAuthGeneration(store)
+  const generation = openGeneration(store)
   return {
     /** Sync read: the door calls it on every request. */
     byHash (hash: string): TokenRecord | undefined {
@@ -60,7 +60,7 @@ export function openTokens (store: Store) {
       if (!t) throw new EpxError('EPX_NOT_FOUND', [`no token ${id}`])
       return t
     },
-    /** The authentication generation (see `auth-generation.ts`). */
+    /** The store generation (see `generation.ts`). */
     generation: generation.read,
     /**
      * Best effort, not awaited by the door: a lost last-used time is not worth a 503.

@@ -97,6 +97,17 @@ t.test('the CLI writes the store while epx start runs, and the service sees each
   await epx(dir, 'company', 'resume', 'acme')
   t.notOk([401, 403].includes((await get(token)).status), 'so does the resumption')
 
+  // The service keeps what it read of the latest revision: a publication by the CLI must still show at once.
+  const before = await request(url, { dispatcher: agent, headers: { authorization: `Bearer ${token}` } })
+  await before.body.dump()
+  const published = await epx(dir, 'publish', '--date', '2026-11-23', '--site', 'PRM30000000000001', '--json')
+  const etag = JSON.parse(published.out).published[0].etag as string
+  t.not(etag, before.headers.etag, 'the CLI made a new revision')
+  const after = await request(url, { dispatcher: agent, headers: { authorization: `Bearer ${token}` } })
+  await after.body.dump()
+  t.equal(after.statusCode, 200)
+  t.equal(after.headers.etag, etag, 'a revision published by the CLI is served at once')
+
   await epx(dir, 'token', 'revoke', id)
   t.equal((await get(token)).status, 401, 'a revocation by the CLI applies at once')
   run.child.kill('SIGTERM')

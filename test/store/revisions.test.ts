@@ -64,6 +64,19 @@ t.test('pairs are independent: other sites and days keep their own latest', asyn
   t.equal(revisions.latest('PRM00000000000003', DAY), undefined)
 })
 
+t.test('a reader that cached a latest revision (or its absence) sees another writer\'s publication and pruning at once', async t => {
+  // Two handles on one store, each with its own cache: as the service and the CLI, two processes.
+  const { store, revisions: service } = setup(t, 90)
+  const cli = openRevisions(store, { retentionDays: 90 })
+  t.equal(service.latest(SITE, DAY), undefined, 'nothing published yet (and remembered so)')
+  const [first] = await cli.publish([draft()], T0)
+  t.equal(service.latest(SITE, DAY)?.etag, first!.etag, 'a first publication shows')
+  const [second] = await cli.publish([draft()], T0 + 1000)
+  t.equal(service.latest(SITE, DAY)?.etag, second!.etag, 'a republication shows')
+  await cli.prune(T0 + 200 * 86_400_000)
+  t.equal(service.latest(SITE, DAY), undefined, 'a pair pruned by the other writer is gone')
+})
+
 t.test('retention removes revisions emitted before the window and keeps the rest', async t => {
   const { revisions } = setup(t, 90)
   const day = 86_400_000
