@@ -90,7 +90,7 @@ async function main (): Promise<void> {
   const o = JSON.parse(process.env.BENCH_E ?? '{}') as EpxBenchOptions
   const secrets = await seed(o)
 
-  const logger = pino({ level: 'info' }, pino.destination({ dest: join(o.dataDir, 'epx.log'), sync: false, minLength: LOG_BUFFER_BYTES })) as unknown as Logger
+  const logger = pino({ level: 'info' }, pino.destination({ dest: join(o.dataDir, 'epx.log'), sync: true, minLength: LOG_BUFFER_BYTES })) as unknown as Logger
   const ref = createReferenceHost({ dataDir: o.dataDir, logger, sites: o.sites, cycleSeconds: 0 })
   // The solver side of the queue: keep the latest input per (site, day), as a solver
   // would, and drain it between windows (`runCycle` is the solver's cost, not epx's).
