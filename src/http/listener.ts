@@ -91,22 +91,30 @@ export async function listenApi (opts: ListenApiOptions): Promise<ApiListener> {
     res.once('finish', () => setImmediate(() => server.closeIdleConnections()))
   }
 
+  // The caller's fields are serialized once per caller (a pino child), not on every line:
+  // a caller lives as long as its connection's cached authentication.
+  const callerLogs = new WeakMap<Caller, Logger>()
+  const callerLog = (caller: Caller): Logger => {
+    let l = callerLogs.get(caller)
+    if (!l) callerLogs.set(caller, l = log.child({ companyId: caller.companyId, tokenId: caller.tokenId }))
+    return l
+  }
+
   /** Ends a request: leaves the in-flight set and writes its one log line (if enabled). */
   function onClose (this: ServerResponse): void {
     const state = (this as Tracked)[STATE]!
     inflight.delete(this)
     if (!api.logRequests) return
     // Exactly one line per request, written when the exchange ends (or is cut).
-    const { caller } = state
     const line: Record<string, unknown> = {
       method: state.method, path: loggablePath(state.target), status: this.headersSent ? this.statusCode : undefined,
-      durationMs: Math.round((performance.now() - state.started) * 10) / 10,
-      companyId: caller?.companyId, tokenId: caller?.tokenId, code: state.code,
+      durationMs: Math.round((performance.now() - state.started) * 10) / 10, code: state.code,
     }
     if (state.failed) line.err = state.failure
     if (!this.writableFinished) line.aborted = true
-    if (state.failed) log.error(line, 'api request failed')
-    else log.info(line, 'api request')
+    const out = state.caller ? callerLog(state.caller) : log
+    if (state.failed) out.error(line, 'api request failed')
+    else out.info(line, 'api request')
   }
 
   /**
@@ -249,5 +257,6 @@ function declaresUnreadBody (req: IncomingMessage): boolean {
 
 /** The request target for the log: query kept (site_id, target_date), token-shaped text masked. */
 function loggablePath (target: string): string {
+  if (target.length <= MAX_LOGGED_PATH && !target.includes('epx_')) return target
   return target.slice(0, MAX_LOGGED_PATH).replace(/epx_[A-Za-z0-9_-]+/g, 'epx_[redacted]')
 }
