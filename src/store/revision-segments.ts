@@ -71,9 +71,12 @@ export function openSegments (dir: string) {
   }
 
   return {
-    /** Sync: appends each buffer (page cache only; `sync()` makes them durable). */
-    append (list: readonly Buffer[], nowMs: number): SegmentRef[] {
-      const total = list.reduce((n, b) => n + b.length, 0)
+    /**
+     * Sync: appends `bytes`, documents of `sizes` back to back, in one write (page cache
+     * only; `sync()` makes them durable). The caller may reuse `bytes` afterwards.
+     */
+    append (bytes: Buffer, sizes: readonly number[], nowMs: number): SegmentRef[] {
+      const total = bytes.length
       const day = Math.floor(nowMs / 86_400_000)
       if (!writer || writer.size + total > MAX_SEGMENT_BYTES || writer.day !== day) {
         const name = `${nowMs.toString(36)}-${Math.floor(Math.random() * 36 ** 6).toString(36)}${process.pid.toString(36)}.seg`
@@ -84,12 +87,11 @@ export function openSegments (dir: string) {
         unsynced.push(writer)
       }
       const w = writer
-      const buf = list.length === 1 ? list[0]! : Buffer.concat(list as Buffer[], total)
       let done = 0
-      while (done < buf.length) done += fs.writeSync(w.fd!, buf, done, buf.length - done, w.size + done)
-      return list.map(b => {
-        const ref = { segment: w.name, offset: w.size, size: b.length }
-        w.size += b.length
+      while (done < total) done += fs.writeSync(w.fd!, bytes, done, total - done, w.size + done)
+      return sizes.map(size => {
+        const ref = { segment: w.name, offset: w.size, size }
+        w.size += size
         return ref
       })
     },

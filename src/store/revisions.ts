@@ -50,6 +50,8 @@ type Stored = Omit<RevisionMeta, 'siteId' | 'targetDate'>
 
 const MAX_MS = 8.64e15   // the last instant a Date can hold: end of a pair's key range
 const PRUNE_CHUNK = 500
+/** Largest encoding buffer kept between chunks (a chunk of 64 documents needs ~1 MiB). */
+const MAX_SCRATCH_BYTES = 4 * 2 ** 20
 /** Pairs whose latest revision (or its absence) is kept in memory between publications. */
 const MAX_CACHED_PAIRS = 4096
 
@@ -93,20 +95,39 @@ export function openRevisions (store: Store, opts: { retentionDays: number }) {
 
   // A run publishes its sites at the same instant: format it once, not once per site.
   let stamp = { ms: NaN, iso: '', http: '' }
+  // A chunk's documents are encoded into one buffer kept from chunk to chunk, not one
+  // buffer each plus a concatenation: a publication's malloc churn stayed in the daemon's
+  // RSS (issue 5).
+  let scratch = Buffer.allocUnsafeSlow(0)
   /** Renders, hashes and appends the bytes (not yet durable). */
   const prepare = (drafts: readonly { draft: RevisionDraft; previousMs: number | undefined }[], nowMs: number): StagedRevision[] => {
     const rendered = drafts.map(({ draft: d, previousMs }) => {
       const emittedAtMs = nextEmittedAtMs(previousMs, nowMs)
       if (stamp.ms !== emittedAtMs) stamp = { ms: emittedAtMs, iso: formatUtcInstant(emittedAtMs), http: httpDate(emittedAtMs) }
-      return { d, emittedAtMs, iso: stamp.iso, http: stamp.http, bytes: Buffer.from(d.render(stamp.iso), 'utf8') }
+      const text = d.render(stamp.iso)
+      return { d, emittedAtMs, iso: stamp.iso, http: stamp.http, text, size: Buffer.byteLength(text) }
     })
+    const total = rendered.reduce((n, r) => n + r.size, 0)
+    let buf = scratch
+    if (buf.length < total) {
+      buf = Buffer.allocUnsafeSlow(2 ** Math.ceil(Math.log2(total)))
+      if (buf.length <= MAX_SCRATCH_BYTES) scratch = buf
+    }
+    const etags = new Array<string>(rendered.length)
+    let at = 0
+    for (let i = 0; i < rendered.length; i++) {
+      const r = rendered[i]!
+      buf.write(r.text, at)
+      etags[i] = etagOf(buf.subarray(at, at + r.size))
+      at += r.size
+    }
     let refs: SegmentRef[]
-    try { refs = segments.append(rendered.map(r => r.bytes), nowMs) } catch (err) { throw storeUnavailable(err) }
+    try { refs = segments.append(buf.subarray(0, total), rendered.map(r => r.size), nowMs) } catch (err) { throw storeUnavailable(err) }
     return rendered.map((r, i) => ({
       draft: r.d,
       meta: {
         siteId: r.d.siteId, targetDate: r.d.targetDate, emittedAt: r.iso, emittedAtMs: r.emittedAtMs,
-        etag: etagOf(r.bytes), lastModified: r.http, size: r.bytes.length, segment: refs[i]!.segment, offset: refs[i]!.offset,
+        etag: etags[i]!, lastModified: r.http, size: r.size, segment: refs[i]!.segment, offset: refs[i]!.offset,
       },
     }))
   }

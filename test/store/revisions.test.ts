@@ -29,6 +29,21 @@ t.test('a first revision is emitted at the clock time', async t => {
   t.same(revisions.latest(SITE, DAY), meta)
 })
 
+t.test('documents published together (one encoding buffer, reused by the next batch) each keep their own bytes and ETag', async t => {
+  const { revisions } = setup(t)
+  const sized = (siteId: string, n: number) => ({ siteId, targetDate: DAY, render: (e: string) => JSON.stringify({ e, siteId, pad: 'é'.repeat(n) }) })
+  const first = await revisions.publish([sized('PRM00000000000001', 5000), sized('PRM00000000000002', 10), sized('PRM00000000000003', 70000)], T0)
+  const second = await revisions.publish([sized('PRM00000000000004', 3)], T0)
+  for (const meta of [...first, ...second]) {
+    const bytes = revisions.bytesOf(meta)!
+    const doc = JSON.parse(bytes.toString('utf8'))
+    t.equal(doc.siteId, meta.siteId, `${meta.siteId}: its own document`)
+    t.equal(bytes.length, meta.size)
+    t.equal(meta.etag, etagOf(bytes))
+  }
+  t.equal(JSON.parse(revisions.bytesOf(first[2]!)!.toString()).pad.length, 70000, 'multi-byte text is encoded whole')
+})
+
 t.test('a republication in the same millisecond gets a strictly later emitted_at (and Last-Modified)', async t => {
   const { revisions } = setup(t)
   const [a] = await revisions.publish([draft()], T0 + 250)
