@@ -20,13 +20,13 @@ export interface AuthorizeInput {
   /** The scope the endpoint requires. */
   readonly scope: Scope
   readonly now: Date
+  /** The store generation (`store/generation.ts`) the door read for this request. */
+  readonly generation: number
 }
 
 export interface AuthorizerDeps {
   readonly tokens: Pick<Tokens, 'byHash' | 'touch'>
   readonly companies: Pick<Companies, 'get'>
-  /** The store generation (`store/generation.ts`); throws NO_STORE when the store cannot answer. */
-  readonly generation: () => number
 }
 
 /** RFC 6750 §3: every 401 names the scheme and realm. */
@@ -35,8 +35,8 @@ const WWW_AUTHENTICATE = { 'www-authenticate': 'Bearer realm="epx"' }
 /**
  * The chain, with a cache per connection (issue 5, finding 3): a keep-alive connection
  * that sends the same Authorization header again skips the hash and the token and
- * company reads while the store generation stays the same. The generation is
- * read from the store on every request, so an unavailable store still answers 503 and a
+ * company reads while the store generation stays the same. The door reads the generation
+ * from the store on every request, so an unavailable store still answers 503 and a
  * revocation or suspension (by the CLI too) applies to the next request; expiry and
  * the four other checks still run on every request, on the cached records.
  */
@@ -44,7 +44,7 @@ export function createAuthorizer (deps: AuthorizerDeps): (input: AuthorizeInput,
   const cache = new WeakMap<object, Found>()
   return (input, connection) => {
     if (!input.cert.ok) throw new EpxError('MTLS_REQUIRED', [input.cert.reason])
-    const generation = readStore(deps.generation)
+    const { generation } = input
     let found = cache.get(connection)
     if (found === undefined || found.generation !== generation || found.authorization !== input.authorization) {
       // Read after the generation, in the same read snapshot: a later write moves it.

@@ -11,9 +11,9 @@ import { constants } from 'node:crypto'
 import { readFileSync } from 'node:fs'
 import { performance } from 'node:perf_hooks'
 import { inDataDir, type EpxConfig } from '../config.ts'
-import { EpxError } from '../errors.ts'
+import { EpxError, isEpxError } from '../errors.ts'
 import type { Clock, Logger } from '../host/contract.ts'
-import type { Store } from '../store/open-store.ts'
+import { storeUnavailable, type Store } from '../store/open-store.ts'
 import type { Companies } from '../store/companies.ts'
 import type { Tokens } from '../store/tokens.ts'
 import { createAuthorizer } from '../auth/authorize.ts'
@@ -80,7 +80,16 @@ export async function listenApi (opts: ListenApiOptions): Promise<ApiListener> {
   const url = new URL(`https://${api.host.includes(':') ? `[${api.host}]` : api.host}:${port}`)
   const baseUrl = (api.publicBaseUrl ?? url.origin).replace(/\/+$/, '')
   const router = createRouter(opts.routes, url.origin)
-  const authorizer = createAuthorizer({ tokens: opts.tokens, companies: opts.companies, generation: opts.tokens.generation })
+  const authorizer = createAuthorizer({ tokens: opts.tokens, companies: opts.companies })
+  // Once per request, for every cache behind it (callers, latest revisions). DECISIONS.md
+  // "Robustness": a store that cannot answer is a 503, never a 401.
+  const readGeneration = (): number => {
+    try {
+      return opts.tokens.generation()
+    } catch (err) {
+      throw isEpxError(err) ? err : storeUnavailable(err)
+    }
+  }
   server.on('error', (err: Error) => log.error({ err }, 'api listener error'))
 
   // Responses in progress: close() asks them to end their connection when done.
@@ -108,8 +117,9 @@ export async function listenApi (opts: ListenApiOptions): Promise<ApiListener> {
     // Exactly one line per request, written when the exchange ends (or is cut).
     const line: Record<string, unknown> = {
       method: state.method, path: loggablePath(state.target), status: this.headersSent ? this.statusCode : undefined,
-      durationMs: Math.round((performance.now() - state.started) * 10) / 10, code: state.code,
+      durationMs: Math.round((performance.now() - state.started) * 10) / 10,
     }
+    if (state.code !== undefined) line.code = state.code
     if (state.failed) line.err = state.failure
     if (!this.writableFinished) line.aborted = true
     const out = state.caller ? callerLog(state.caller) : log
@@ -135,15 +145,17 @@ export async function listenApi (opts: ListenApiOptions): Promise<ApiListener> {
       state.door = m.route.door
       // One Date per request: the same instant authenticates and stamps the request.
       const now = clock.now()
+      const generation = readGeneration()
       const caller = state.caller = authorizer({
         cert: clientCertVerdict(req.socket as TLSSocket),
         authorization: req.headers.authorization,
         scope: m.route.scope,
         now,
+        generation,
       }, req.socket)
       // Expect: 100-continue is honoured only once the caller is known (RFC 9110 §10.1.1).
       if (expectContinue) res.writeContinue()
-      const done = m.handler(req, res, new Context(m, caller, now, log))
+      const done = m.handler(req, res, new Context(m, caller, now, generation, log))
       if (done) done.then(undefined, (err: unknown) => fail(req, res, state, err))
     } catch (err) {
       fail(req, res, state, err)

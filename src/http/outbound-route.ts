@@ -27,7 +27,7 @@ export function outboundRoute (deps: OutboundDeps): Route {
   const serve = (head: boolean) => (req: IncomingMessage, res: ServerResponse, ctx: RequestContext): void => {
     const { siteId, targetDate } = readQuery(req.url ?? '', ctx)
     // Read before the perimeter check, so a store outage answers 503 for every site alike.
-    const latest = revisions.latest(siteId, targetDate)
+    const latest = revisions.latest(siteId, targetDate, ctx.generation)
     // DECISIONS.md "Outbound": outside the perimeter answers exactly as "not published".
     if (!latest || !inPerimeter(ctx.caller, siteId)) throw notPublished(siteId, targetDate)
 

@@ -14,7 +14,7 @@ import type { RouteMatch } from './router.ts'
 export class Context implements RequestContext {
   #log: Logger | undefined
   constructor (private readonly match: RouteMatch, readonly caller: Caller, readonly receivedAt: Date,
-    private readonly baseLog: Logger) {}
+    readonly generation: number, private readonly baseLog: Logger) {}
 
   get url (): URL {
     return this.match.url

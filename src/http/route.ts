@@ -14,6 +14,11 @@ export interface RequestContext {
   readonly caller: Caller
   readonly receivedAt: Date
   readonly log: Logger
+  /**
+   * The store generation the door read for this request (`store/generation.ts`): what a
+   * route cached under the same value is current.
+   */
+  readonly generation: number
 }
 
 /** Writes the success response; throws an EpxError for anything else (the door renders it). */

@@ -134,8 +134,10 @@ export function openRevisions (store: Store, opts: { retentionDays: number }) {
 
   const api = {
     /** Sync: the latest revision of a pair, from the small index (no document read). */
-    latest (siteId: string, targetDate: string): RevisionMeta | undefined {
-      const g = generation.read()   // guards the store too: an outage is NO_STORE, never a stale answer
+    latest (siteId: string, targetDate: string, knownGeneration?: number): RevisionMeta | undefined {
+      // The door passes the generation it read for the request; otherwise it is read here.
+      // Either read guards the store: an outage is NO_STORE, never a stale answer.
+      const g = knownGeneration ?? generation.read()
       if (g !== cachedGeneration) {
         cached.clear()
         cachedGeneration = g
