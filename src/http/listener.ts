@@ -155,7 +155,7 @@ export async function listenApi (opts: ListenApiOptions): Promise<ApiListener> {
       }, req.socket)
       // Expect: 100-continue is honoured only once the caller is known (RFC 9110 §10.1.1).
       if (expectContinue) res.writeContinue()
-      const done = m.handler(req, res, new Context(m, caller, now, generation, log))
+      const done = m.handler(req, res, new Context(m, caller, now, generation, callerLog))
       if (done) done.then(undefined, (err: unknown) => fail(req, res, state, err))
     } catch (err) {
       fail(req, res, state, err)
