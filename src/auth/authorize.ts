@@ -3,11 +3,11 @@
  * DECISIONS.md "Authentication and tenancy", in one function (`createAuthorizer`).
  * @module
  */
-import { EpxError, isEpxError } from '../errors.ts'
+import { EpxError } from '../errors.ts'
 import type { Caller } from './caller.ts'
 import type { Companies, CompanyRecord } from '../store/companies.ts'
 import type { TokenRecord, Tokens } from '../store/tokens.ts'
-import { storeUnavailable } from '../store/open-store.ts'
+import { readStore } from '../store/open-store.ts'
 import type { CertVerdict } from './client-cert.ts'
 import { certificateMismatch } from './tenancy.ts'
 import { hashToken, looksLikeToken, type Scope } from './tokens.ts'
@@ -135,15 +135,3 @@ function unauthorized (message: string): EpxError {
   return new EpxError('UNAUTHORIZED', [message], { headers: WWW_AUTHENTICATE })
 }
 
-/**
- * DECISIONS.md "Robustness": a store that cannot answer is a 503, never a 401, since
- * a 401 tells an operator its token is dead.
- */
-function readStore<T> (read: () => T): T {
-  try {
-    return read()
-  } catch (err) {
-    if (isEpxError(err) && err.code === 'NO_STORE') throw err
-    throw storeUnavailable(err)
-  }
-}

@@ -11,9 +11,9 @@ import { constants } from 'node:crypto'
 import { readFileSync } from 'node:fs'
 import { performance } from 'node:perf_hooks'
 import { inDataDir, type EpxConfig } from '../config.ts'
-import { EpxError, isEpxError } from '../errors.ts'
+import { EpxError } from '../errors.ts'
 import type { Clock, Logger } from '../host/contract.ts'
-import { storeUnavailable, type Store } from '../store/open-store.ts'
+import { readStore, type Store } from '../store/open-store.ts'
 import type { Companies } from '../store/companies.ts'
 import type { Tokens } from '../store/tokens.ts'
 import { createAuthorizer } from '../auth/authorize.ts'
@@ -81,15 +81,6 @@ export async function listenApi (opts: ListenApiOptions): Promise<ApiListener> {
   const baseUrl = (api.publicBaseUrl ?? url.origin).replace(/\/+$/, '')
   const router = createRouter(opts.routes, url.origin)
   const authorizer = createAuthorizer({ tokens: opts.tokens, companies: opts.companies })
-  // Once per request, for every cache behind it (callers, latest revisions). DECISIONS.md
-  // "Robustness": a store that cannot answer is a 503, never a 401.
-  const readGeneration = (): number => {
-    try {
-      return opts.tokens.generation()
-    } catch (err) {
-      throw isEpxError(err) ? err : storeUnavailable(err)
-    }
-  }
   server.on('error', (err: Error) => log.error({ err }, 'api listener error'))
 
   // Responses in progress: close() asks them to end their connection when done.
@@ -145,7 +136,8 @@ export async function listenApi (opts: ListenApiOptions): Promise<ApiListener> {
       state.door = m.route.door
       // One Date per request: the same instant authenticates and stamps the request.
       const now = clock.now()
-      const generation = readGeneration()
+      // Once per request, for every cache behind it (callers, latest revisions).
+      const generation = readStore(opts.tokens.generation)
       const caller = state.caller = authorizer({
         cert: clientCertVerdict(req.socket as TLSSocket),
         authorization: req.headers.authorization,

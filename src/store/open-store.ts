@@ -6,7 +6,7 @@
  */
 import { mkdirSync } from 'node:fs'
 import { open, type Database, type RootDatabase } from 'lmdb'
-import { EpxError } from '../errors.ts'
+import { EpxError, isEpxError } from '../errors.ts'
 
 /** Test seam: make the store refuse, as a dead disk or a full map would. */
 export interface StoreFaults {
@@ -58,6 +58,20 @@ export interface OpenStoreOptions {
 /** NO_STORE; the door adds `Retry-After: 5` (http/render-error.ts). */
 export function storeUnavailable (cause?: unknown): EpxError {
   return new EpxError('NO_STORE', [], cause === undefined ? {} : { cause })
+}
+
+/**
+ * Runs a read whose answer decides a status. DECISIONS.md "Robustness": a store that
+ * cannot answer is a 503 (NO_STORE), never a 401, since a 401 tells an operator its
+ * token is dead; so any failure of the read becomes NO_STORE.
+ */
+export function readStore<T> (read: () => T): T {
+  try {
+    return read()
+  } catch (err) {
+    if (isEpxError(err) && err.code === 'NO_STORE') throw err
+    throw storeUnavailable(err)
+  }
 }
 
 export function openStore (path: string, opts: OpenStoreOptions = {}): Store {

@@ -1,5 +1,6 @@
 import t from 'tap'
-import { openStore } from '../../src/store/open-store.ts'
+import { openStore, readStore } from '../../src/store/open-store.ts'
+import { EpxError } from '../../src/errors.ts'
 
 t.test('concurrent writeDurable calls each stay all or nothing: a failing one leaves nothing, the others commit', async t => {
   const store = openStore(t.testdir())
@@ -47,4 +48,16 @@ t.test('writeDurable on an unavailable store rejects with NO_STORE and writes no
   await t.rejects(store.writeDurable(() => db.putSync('x', 1)), { code: 'NO_STORE' })
   store.faults.unavailable = false
   t.equal(db.get('x'), undefined)
+})
+
+t.test('a read that decides a status fails as NO_STORE whatever broke it (503, never a 401), and says nothing of the cause', async t => {
+  t.equal(readStore(() => 7), 7)
+  t.throws(() => readStore(() => { throw new Error('MDB_BAD_TXN: secret detail') }), { code: 'NO_STORE', status: 503 })
+  const raw = (() => { try { readStore(() => { throw new Error('MDB_BAD_TXN: secret detail') }) } catch (e) { return e as Error } })()
+  t.notMatch(raw!.message, /MDB_BAD_TXN/, 'the cause stays out of the message a client sees')
+  t.throws(() => readStore(() => { throw new EpxError('UNAUTHORIZED', ['x']) }), { code: 'NO_STORE' }, 'another coded error from inside a read is a store failure too')
+  const store = openStore(t.testdir())
+  t.teardown(() => store.close())
+  store.faults.unavailable = true
+  t.throws(() => readStore(() => store.guard()), { code: 'NO_STORE' })
 })
