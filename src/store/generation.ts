@@ -26,4 +26,3 @@ export function openGeneration (store: Store) {
     },
   }
 }
-export type Generation = ReturnType<typeof openGeneration>
