@@ -155,3 +155,8 @@ t.test('the basic format is YYYYMMDDTHHMMSSZ, the fraction as .sss, .ssssss or .
 t.test('Last-Modified uses the IMF-fixdate form', async t => {
   t.equal(httpDate(Date.UTC(2026, 10, 21, 8, 0, 0, 999)), 'Sat, 21 Nov 2026 08:00:00 GMT')
 })
+
+t.test('a huge text is refused at once, with the format and the start of what was sent', async t => {
+  const r = readUtcInstant('2026-11-21T1' + '1'.repeat(5_000_000) + '\n')
+  t.match(r, /^must be an ISO 8601 UTC instant .*; got "2026-11-21T1{29}…"$/)
+})
