@@ -1,7 +1,8 @@
 /**
  * The rules of a Programme_Soutirage beyond its per-field schema (DECISIONS.md
  * "Inbound"): unique sites, the caller's perimeter, slot instants on the 900 s grid,
- * slot length, the target day's Europe/Paris coverage, order without overlap, and (by
+ * slot length, the target day's Europe/Paris coverage (a day that has no quarter-hour
+ * grid is refused), order without overlap, and (by
  * configuration) no gaps. Each
  * rule is stated once, below; violations are collected as `{ JSON Pointer: message }`.
  * @module

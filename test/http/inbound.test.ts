@@ -264,3 +264,12 @@ t.test('an instant refusal says what is wrong in error.details under the field p
   t.equal(details['/emitted_at'], 'must end in Z (UTC); got an offset +01:00: write 2026-11-21T12:00:00Z instead; got "2026-11-21T13:00:00+01:00"')
   t.match(details['/sites/0/energie_programmee/1/debut_utc'], /^must be aligned to a 900 s boundary .*no fraction of a second\); got "2026-11-21T23:15:00.000001Z"$/)
 })
+
+t.test('a big programme (parsed in the worker) keeps emitted_at to the nanosecond too', async t => {
+  const { send, instructions } = await setup(t)
+  t.equal((await send({ sites: 40, emittedAt: '2026-11-21T10:00:00.000000002Z' })).status, 202)
+  t.equal((await send({ sites: 40, emittedAt: '2026-11-21T10:00:00.000000001Z' })).status, 202)
+  const newer = 'ProgrammeSoutirage-2026-11-22-rev-20261121T100000.000000002Z'
+  t.equal(instructions().effectiveId('2026-11-22', siteId(40)), newer, 'the later one stays effective')
+  t.equal(instructions().get('ProgrammeSoutirage-2026-11-22-rev-20261121T100000.000000001Z', siteId(40))!.state.status, 'superseded')
+})
