@@ -6,7 +6,7 @@
  */
 import type { Period } from '../host/contract.ts'
 import type { Instruction } from '../contract/instruction.ts'
-import { parseUtcInstant } from '../contract/instants.ts'
+import { utcInstantMs } from '../contract/instants.ts'
 import { instantText } from '../contract/instant-text.ts'
 
 /** The constant power that delivers `energyKwh` over a slot of `slotDurationSecs`. */
@@ -47,6 +47,6 @@ export function periodsOf (starts: Float64Array, kwh: Float64Array, from: number
 
 /** The periods of a stored instruction. */
 export function instructionPeriods (i: Pick<Instruction, 'slots' | 'slotDurationSecs'>): Period[] {
-  return i.slots.map(([startUtc, energyKwh]) => toPeriod(parseUtcInstant(startUtc)!, energyKwh, i.slotDurationSecs))
+  return i.slots.map(([startUtc, energyKwh]) => toPeriod(utcInstantMs(startUtc), energyKwh, i.slotDurationSecs))
 }
 

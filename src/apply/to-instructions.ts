@@ -4,7 +4,7 @@
  * @module
  */
 import { deriveInstructionId } from '../contract/ids.ts'
-import { formatUtcInstant } from '../contract/instants.ts'
+import { formatUtcInstant, type Instant } from '../contract/instants.ts'
 import { encodeInstructionRecords, type InstructionBatch, type Provenance } from '../contract/instruction.ts'
 import type { ProgrammeSoutirage } from '../contract/programme-soutirage.ts'
 import type { CheckedSlots } from '../contract/programme-rules.ts'
@@ -15,19 +15,20 @@ export function batchTransferList (b: InstructionBatch): ArrayBuffer[] {
 }
 
 /** The last id made: a BSP re-sends, several connections send the same programme. */
-let last = { targetDate: '', emittedAtMs: NaN, instructionId: '', emittedAt: '' }
+let last = { targetDate: '', ms: NaN, nanos: NaN, instructionId: '', emittedAt: '' }
 
-function idOf (targetDate: string, emittedAtMs: number): { instructionId: string; emittedAt: string } {
-  if (last.targetDate !== targetDate || last.emittedAtMs !== emittedAtMs) {
-    last = { targetDate, emittedAtMs, instructionId: deriveInstructionId(targetDate, emittedAtMs), emittedAt: formatUtcInstant(emittedAtMs) }
+function idOf (targetDate: string, at: Instant): { instructionId: string; emittedAt: string } {
+  if (last.targetDate !== targetDate || last.ms !== at.ms || last.nanos !== at.nanos) {
+    last = { targetDate, ms: at.ms, nanos: at.nanos, instructionId: deriveInstructionId(targetDate, at), emittedAt: formatUtcInstant(at.ms, at.nanos) }
   }
   return last
 }
 
 export function toInstructionBatch (p: ProgrammeSoutirage, slots: CheckedSlots, from: Provenance): InstructionBatch {
-  // DECISIONS.md "Inbound": the id derives from the parsed instant, so two spellings
-  // of the same emitted_at give the same instruction.
-  const { instructionId, emittedAt } = idOf(p.target_date, slots.emittedAtMs)
+  // DECISIONS.md "Inbound": the id derives from the parsed instant, at the precision
+  // sent, so two spellings of the same emitted_at give the same instruction (and the
+  // stored emitted_at is its canonical spelling).
+  const { instructionId, emittedAt } = idOf(p.target_date, slots.emittedAt)
   const { records, recordEnds } = encodeInstructionRecords({
     instructionId,
     targetDate: p.target_date,
@@ -43,7 +44,8 @@ export function toInstructionBatch (p: ProgrammeSoutirage, slots: CheckedSlots, 
     instructionId,
     targetDate: p.target_date,
     emittedAt,
-    emittedAtMs: slots.emittedAtMs,
+    emittedAtMs: slots.emittedAt.ms,
+    emittedAtNanos: slots.emittedAt.nanos,
     slotDurationSecs: p.slot_duration_secs,
     siteIds: p.sites.map(s => s.site_id),
     records,

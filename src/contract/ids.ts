@@ -2,7 +2,7 @@
  * Identifiers on the wire: PRM site ids and derived instruction ids (DECISIONS.md "Inbound").
  * @module
  */
-import { basicUtc } from './instants.ts'
+import { basicUtc, type Instant } from './instants.ts'
 
 /** A site id: `PRM` followed by 14 digits. */
 export const PRM_PATTERN = '^PRM[0-9]{14}$'
@@ -13,9 +13,10 @@ export function isPrm (text: unknown): text is string {
 }
 
 /**
- * `ProgrammeSoutirage-<target_date>-rev-<B(emitted_at)>`; two spellings of the same
- * instant give the same id because B works on the parsed instant.
+ * `ProgrammeSoutirage-<target_date>-rev-<B(emitted_at)>`, the fraction of a second at
+ * the precision sent (`.sss`, `.ssssss` or `.sssssssss`): two spellings of the same
+ * instant give the same id because B works on the parsed instant; two instants never do.
  */
-export function deriveInstructionId (targetDate: string, emittedAtMs: number): string {
-  return `ProgrammeSoutirage-${targetDate}-rev-${basicUtc(emittedAtMs)}`
+export function deriveInstructionId (targetDate: string, emittedAt: Instant): string {
+  return `ProgrammeSoutirage-${targetDate}-rev-${basicUtc(emittedAt.ms, emittedAt.nanos)}`
 }

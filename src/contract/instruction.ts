@@ -15,7 +15,7 @@ export interface Instruction {
   readonly siteId: string
   readonly siteName: string
   readonly targetDate: string
-  /** Canonical wire form, milliseconds kept. */
+  /** Canonical wire form, at the precision sent (`formatUtcInstant`). */
   readonly emittedAt: string
   readonly emittedBy: string
   readonly receivedAt: string
@@ -58,7 +58,9 @@ export interface InstructionBatch {
   readonly instructionId: string
   readonly targetDate: string
   readonly emittedAt: string
+  /** `emittedAt` parsed: milliseconds, and nanoseconds within the millisecond (`Instant`). */
   readonly emittedAtMs: number
+  readonly emittedAtNanos: number
   readonly slotDurationSecs: number
   readonly siteIds: readonly string[]
   /** Each site's stored record (`encodeInstructionRecords`), back to back. */

@@ -27,13 +27,16 @@ export function isCalendarDate (text: unknown): text is string {
   return t.getUTCFullYear() === y && t.getUTCMonth() === mo - 1 && t.getUTCDate() === d
 }
 
-/** The UTC span of a Paris day. Throws on a date that is not a real calendar date. */
-export function coverageOf (targetDate: string): Coverage {
+/** The UTC span of a Paris day in ms. Throws on a date that is not a real calendar date. */
+export function parisDayMs (targetDate: string): { readonly startMs: number; readonly endMs: number } {
   if (!isCalendarDate(targetDate)) throw new RangeError(`not a calendar date: ${targetDate}`)
   const start = DateTime.fromISO(targetDate, { zone: PARIS }).startOf('day')
-  const end = start.plus({ days: 1 })
-  const startMs = start.toMillis()
-  const endMs = end.toMillis()
+  return { startMs: start.toMillis(), endMs: start.plus({ days: 1 }).toMillis() }
+}
+
+/** The UTC span of a Paris day. Throws on a date that is not a real calendar date. */
+export function coverageOf (targetDate: string): Coverage {
+  const { startMs, endMs } = parisDayMs(targetDate)
   return {
     targetDate,
     startUtc: formatUtcInstant(startMs),

@@ -1,16 +1,16 @@
 /**
  * The rules of a Programme_Soutirage beyond its per-field schema (DECISIONS.md
  * "Inbound"): unique sites, the caller's perimeter, slot instants on the 900 s grid,
- * slot length, the target day's Europe/Paris coverage, order without overlap, and (by
+ * slot length, the target day's Europe/Paris coverage (a day that has no quarter-hour
+ * grid is refused), order without overlap, and (by
  * configuration) no gaps. Each
  * rule is stated once, below; violations are collected as `{ JSON Pointer: message }`.
  * @module
  */
-import { coverageOf, QUARTER_HOUR_MS } from './paris-day.ts'
-import { formatUtcInstant, parseUtcInstant } from './instants.ts'
+import { coverageOf, parisDayMs, QUARTER_HOUR_MS } from './paris-day.ts'
+import { formatUtcInstant, readUtcInstant, utcInstantMs, type Instant } from './instants.ts'
 import { instantText } from './instant-text.ts'
 import { isPrm } from './ids.ts'
-import { INSTANT_SHAPE } from './programme-soutirage.ts'
 
 /** DECISIONS.md "Inbound": at most 100 violations are reported. */
 const MAX_DETAILS = 100
@@ -40,7 +40,8 @@ export interface RuleOptions {
 
 /** The slots of a programme read while checking it, for the instructions to be built from. */
 export interface CheckedSlots {
-  readonly emittedAtMs: number
+  /** At the precision sent (DECISIONS.md "Time"): it names and orders the instructions. */
+  readonly emittedAt: Instant
   /** All slots of all sites in body order: start instant (ms since the epoch), energy (kWh). */
   readonly starts: Float64Array
   readonly kwh: Float64Array
@@ -65,8 +66,10 @@ export function checkProgrammeRules (body: unknown, opts: RuleOptions, details: 
     ? (duration as number) * 1000
     : 0
   const day = dayOf(body.target_date)
-  const dayStartMs = day ? day.startMs : NaN
-  const dayEndMs = day ? day.endMs : NaN
+  if (day?.offGrid) details.add('/target_date', day.offGrid)
+  // NaN (no usable day): every comparison below is false, nothing more is reported.
+  const dayStartMs = day && !day.offGrid ? day.startMs : NaN
+  const dayEndMs = day && !day.offGrid ? day.endMs : NaN
 
   let total = 0
   for (const site of sites) if (isObj(site) && Array.isArray(site.energie_programmee)) total += site.energie_programmee.length
@@ -136,8 +139,8 @@ export function checkProgrammeRules (body: unknown, opts: RuleOptions, details: 
     }
     slotEnds[i] = n
   }
-  const emittedAtMs = parseUtcInstant(body.emitted_at)
-  return emittedAtMs === undefined ? undefined : { emittedAtMs, starts, kwh, slotEnds }
+  const emittedAt = readUtcInstant(body.emitted_at)
+  return typeof emittedAt === 'string' ? undefined : { emittedAt, starts, kwh, slotEnds }
 }
 
 /** The pointer of a slot field; a module function, not a closure per site. */
@@ -145,26 +148,36 @@ function slotPointer (site: string, j: number, field: string): string {
   return `${site}/energie_programmee/${j}/${field}`
 }
 
+const MISALIGNED = 'must be aligned to a 900 s boundary (HH:00, HH:15, HH:30 or HH:45, with no seconds and no fraction of a second)'
+
 /**
  * A slot's debut_utc or fin_utc (contract §2.2): a UTC instant on a 900 s boundary
- * (HH:00, HH:15, HH:30 or HH:45). NaN, reported, when it is not; a non-string is
- * the schema's to report.
+ * (HH:00, HH:15, HH:30 or HH:45), so its fraction of a second is zero by rule. NaN,
+ * reported, when it is not; a non-string is the schema's to report.
  */
 function slotInstant (value: unknown, site: string, j: number, field: string, details: Details): number {
   if (typeof value !== 'string') return NaN
-  const ms = parseUtcInstant(value)
-  if (ms === undefined) {
-    details.add(`${site}/energie_programmee/${j}/${field}`, `must be ${INSTANT_SHAPE}; got ${JSON.stringify(value.slice(0, 40))}`)
+  const ms = utcInstantMs(value)
+  if (ms !== ms) {
+    // Not an instant (the reader says why), or one with a sub-millisecond fraction.
+    const read = readUtcInstant(value)
+    details.add(slotPointer(site, j, field), typeof read === 'string' ? read : `${MISALIGNED}; got ${JSON.stringify(value)}`)
     return NaN
   }
   if (ms % QUARTER_HOUR_MS !== 0) {
-    details.add(`${site}/energie_programmee/${j}/${field}`, `must be aligned to a 900 s boundary (HH:00, HH:15, HH:30 or HH:45, no seconds); got "${value}"`)
+    details.add(slotPointer(site, j, field), `${MISALIGNED}; got ${JSON.stringify(value)}`)
     return NaN
   }
   return ms
 }
 
-interface Day { readonly startMs: number; readonly endMs: number; readonly text: string }
+interface Day {
+  readonly startMs: number
+  readonly endMs: number
+  readonly text: string
+  /** Why the day has no quarter-hour grid, when it has none. */
+  readonly offGrid?: string
+}
 const days = new Map<string, Day | null>()
 
 /** The coverage of a target date (luxon, so cached: a programme names one day). */
@@ -173,11 +186,13 @@ function dayOf (targetDate: unknown): Day | undefined {
   let day = days.get(targetDate)
   if (day === undefined) {
     try {
+      const { startMs, endMs } = parisDayMs(targetDate)
       const c = coverageOf(targetDate)
       day = {
-        startMs: Date.parse(c.startUtc),
-        endMs: Date.parse(c.endUtc),
+        startMs,
+        endMs,
         text: `${targetDate} (Europe/Paris) covers [${c.startUtc}, ${c.endUtc}), ${c.slots} quarter-hours`,
+        offGrid: startMs % QUARTER_HOUR_MS === 0 && endMs % QUARTER_HOUR_MS === 0 ? undefined : offGridMessage(targetDate, c),
       }
     } catch {
       day = null   // not a calendar date: the schema reports it
@@ -186,4 +201,18 @@ function dayOf (targetDate: unknown): Day | undefined {
     days.set(targetDate, day)
   }
   return day ?? undefined
+}
+
+/**
+ * Europe/Paris kept local mean time (UTC+00:09:21 in the tz database) until 1911-03-11:
+ * such a day starts and ends off the UTC quarter-hours, so no 900 s slot grid fits it
+ * (DECISIONS.md "Time": 92, 96 or 100 quarter-hours). The date is refused, saying so,
+ * rather than given a grid that is neither Paris's nor UTC's. `FIRST_GRID_DAY` is the
+ * first day luxon's Paris starts and ends on quarter-hours (a test keeps it true).
+ */
+const FIRST_GRID_DAY = '1911-03-12'
+
+function offGridMessage (targetDate: string, c: { startUtc: string; endUtc: string }): string {
+  return `the Europe/Paris day ${targetDate} covers [${c.startUtc}, ${c.endUtc}), which does not start and end on UTC quarter-hours: ` +
+    `Paris kept local mean time (UTC+00:09:21) until 1911, so no 900 s slot grid fits the day; send a target_date from ${FIRST_GRID_DAY} on`
 }

@@ -6,7 +6,7 @@
  * @module
  */
 import { PRM_PATTERN } from './ids.ts'
-import { parseUtcInstant } from './instants.ts'
+import { readUtcInstant } from './instants.ts'
 import { isCalendarDate } from './paris-day.ts'
 
 const PROGRAMME_SCHEMA_VERSION = 'v0.2'
@@ -45,7 +45,7 @@ interface Format {
 }
 
 /** How a wire instant must look (DECISIONS.md "Time"), for every message that asks for one. */
-export const INSTANT_SHAPE = 'an ISO 8601 UTC instant ending in Z, e.g. 2026-11-21T23:15:00Z (no offset such as +01:00)'
+const INSTANT_SHAPE = 'an ISO 8601 UTC instant ending in Z, e.g. 2026-11-21T23:15:00Z (no offset such as +01:00)'
 
 const calendarDates = new Map<string, boolean>()
 
@@ -56,8 +56,8 @@ const calendarDates = new Map<string, boolean>()
  */
 export const programmeFormats: Readonly<Record<string, Format>> = {
   'utc-instant': {
-    validate: text => parseUtcInstant(text) !== undefined,
-    explain: text => `must be ${INSTANT_SHAPE}; got ${quote(text)}`,
+    validate: text => typeof readUtcInstant(text) !== 'string',
+    explain: text => readUtcInstant(text) as string,
   },
   'calendar-date': {
     // luxon costs microseconds and a programme names one day: remember the answers.

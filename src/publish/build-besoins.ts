@@ -8,7 +8,7 @@ import {
   BESOINS_SCHEMA_VERSION, BESOINS_SLOT_SECS, BESOINS_TYPE,
   type BesoinsAgreges, type JalonBesoin, type PuissanceDisponible,
 } from '../contract/besoins-agreges.ts'
-import { formatUtcInstant, parseUtcInstant } from '../contract/instants.ts'
+import { formatUtcInstant, readUtcInstant, utcInstantMs } from '../contract/instants.ts'
 import { isPrm } from '../contract/ids.ts'
 import { QUARTER_HOUR_MS } from '../contract/paris-day.ts'
 
@@ -25,7 +25,7 @@ export class NeedsShapeError extends Error {
  * site of a run (10,000 sites reuse the same 92/96/100 strings).
  */
 export function slotBoundaries (coverage: Coverage): readonly string[] {
-  const start = parseUtcInstant(coverage.startUtc)!
+  const start = utcInstantMs(coverage.startUtc)
   const out = new Array<string>(coverage.slots + 1)
   for (let i = 0; i <= coverage.slots; i++) out[i] = formatUtcInstant(start + i * QUARTER_HOUR_MS)
   return out
@@ -90,11 +90,11 @@ export function withEmittedAt (draft: BesoinsDraft, emittedAt: string): BesoinsA
 
 // DECISIONS.md "Time": every instant on the wire is UTC with `Z`; normalise the host's spelling.
 function wireInstant (text: string, what: string): string {
-  const ms = parseUtcInstant(text)
-  if (ms === undefined) throw new NeedsShapeError(`${what} is not an ISO 8601 UTC instant: ${String(text).slice(0, 40)}`)
-  // Already canonical (`…:00Z`, or `….250Z` with non-zero milliseconds): keep the string.
-  if (text.length === 20 || (text.length === 24 && ms % 1000 !== 0)) return text
-  return formatUtcInstant(ms)
+  const at = readUtcInstant(text)
+  if (typeof at === 'string') throw new NeedsShapeError(`${what} is not an ISO 8601 UTC instant: ${at}`)
+  // Already canonical (`…:00Z`, no fraction): keep the string.
+  if (text.length === 20) return text
+  return formatUtcInstant(at.ms, at.nanos)
 }
 
 function finite (n: number, what: string): number {

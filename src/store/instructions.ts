@@ -9,12 +9,22 @@ import type { Store } from './open-store.ts'
 import {
   decodeInstruction, type Instruction, type InstructionBatch, type InstructionState,
 } from '../contract/instruction.ts'
+import { compareInstants, readUtcInstant, type Instant } from '../contract/instants.ts'
 
-/** The effective instruction of a (target_date, site_id). */
+/**
+ * The effective instruction of a (target_date, site_id). `emittedAtNanos` (within the
+ * millisecond) is written only when non-zero: records written before it existed are
+ * millisecond instants, and read the same way.
+ */
 interface EffectiveRef {
   readonly instructionId: string
   readonly emittedAtMs: number
+  readonly emittedAtNanos?: number
 }
+
+/** emitted_at at full precision (DECISIONS.md "Inbound": the greatest one is effective). */
+const emittedOf = (r: { readonly emittedAtMs: number; readonly emittedAtNanos?: number }): Instant =>
+  ({ ms: r.emittedAtMs, nanos: r.emittedAtNanos ?? 0 })
 
 /** How many recent saves `supersedersOf` remembers. */
 const RECENT_SAVES = 64
@@ -62,7 +72,10 @@ export function openInstructions (store: Store) {
       return store.writeDurable(() => {
         const fresh: InstructionState = { status, at }
         const stale: InstructionState = { status: 'superseded', at }
-        const mine: EffectiveRef = { instructionId: batch.instructionId, emittedAtMs: batch.emittedAtMs }
+        const mine: EffectiveRef = batch.emittedAtNanos === 0
+          ? { instructionId: batch.instructionId, emittedAtMs: batch.emittedAtMs }
+          : { instructionId: batch.instructionId, emittedAtMs: batch.emittedAtMs, emittedAtNanos: batch.emittedAtNanos }
+        const emitted = emittedOf(batch)
         const n = batch.siteIds.length
         const out = new Array<boolean>(n)
         for (let i = 0; i < n; i++) {
@@ -71,7 +84,7 @@ export function openInstructions (store: Store) {
           const day = [batch.targetDate, siteId]
           const current = effective.get(day)
           // Same id = same (target_date, emitted_at): a re-send overwrites and stays effective.
-          const wins = !current || batch.emittedAtMs >= current.emittedAtMs
+          const wins = !current || compareInstants(emitted, emittedOf(current)) >= 0
           store.checkWrite()
           records.putSync(key, batch.records.subarray(i === 0 ? 0 : batch.recordEnds[i - 1]!, batch.recordEnds[i]!))
           store.checkWrite()
@@ -103,9 +116,10 @@ export function openInstructions (store: Store) {
       const at = recentSaves.lastIndexOf(batch)
       if (at === -1) return 'all'
       let sites: Set<string> | undefined
+      const emitted = emittedOf(batch)
       for (let k = at + 1; k < recentSaves.length; k++) {
         const later = recentSaves[k]!
-        if (later.targetDate !== batch.targetDate || later.emittedAtMs <= batch.emittedAtMs) continue
+        if (later.targetDate !== batch.targetDate || compareInstants(emittedOf(later), emitted) <= 0) continue
         sites ??= new Set()
         for (const s of later.siteIds) sites.add(s)
       }
@@ -134,7 +148,10 @@ export function openInstructions (store: Store) {
       return bytes && state ? { ...decodeInstruction(bytes), state } : undefined
     },
 
-    /** Instructions, optionally of some sites and one target date, in (id, site) order. */
+    /**
+     * Instructions, optionally of some sites and one target date, in (target date,
+     * emitted_at, site) order. Not the key order: `…T123000.250Z` sorts before `…T123000Z`.
+     */
     list (filter: { siteIds?: readonly string[]; targetDate?: string } = {}): StoredInstruction[] {
       store.guard()
       // Ids start with the target date, so one day is one key range.
@@ -148,7 +165,7 @@ export function openInstructions (store: Store) {
         const state = states.get([instructionId, siteId])
         if (state) out.push({ ...decodeInstruction(value), state })
       }
-      return out
+      return out.sort(byDayEmittedSite)
     },
 
     /** `queued`, for instructions handed to the solver (not durable-critical: a restart re-queues). */
@@ -182,3 +199,18 @@ export function openInstructions (store: Store) {
   }
 }
 export type Instructions = ReturnType<typeof openInstructions>
+
+function byDayEmittedSite (a: Instruction, b: Instruction): number {
+  if (a.targetDate !== b.targetDate) return a.targetDate < b.targetDate ? -1 : 1
+  if (a.emittedAt !== b.emittedAt) {
+    const order = compareInstants(storedInstant(a.emittedAt), storedInstant(b.emittedAt))
+    if (order !== 0) return order
+  }
+  return a.siteId < b.siteId ? -1 : a.siteId > b.siteId ? 1 : 0
+}
+
+/** A stored emitted_at (epx wrote it canonical, so it reads). */
+function storedInstant (text: string): Instant {
+  const at = readUtcInstant(text)
+  return typeof at === 'string' ? { ms: NaN, nanos: 0 } : at
+}

@@ -26,6 +26,9 @@ const OLD = 'ProgrammeSoutirage-2026-11-22-rev-20261121T100000Z'
   await save({ emittedAt: '2026-11-21T10:00:00Z', sites: 2 })
   await save({ emittedAt: '2026-11-21T11:00:00Z' })
   await save({ targetDate: '2026-11-23', emittedAt: '2026-11-21T11:30:00Z', slots: 0 })
+  // 1 µs apart, the later one sent first: two instructions, the later effective.
+  await save({ targetDate: '2026-11-25', emittedAt: '2026-11-21T12:00:00.000001Z', slots: 1 })
+  await save({ targetDate: '2026-11-25', emittedAt: '2026-11-21T12:00:00Z', slots: 1 })
   await instructions.markApplied([{ instructionId: NEW, siteId: siteId(1) }], 4, '2026-11-21T12:05:00.000Z')
   await store.close()
 }
@@ -34,7 +37,7 @@ t.test('instructions list shows every instruction with its status and cycle', as
   const r = await epx(dir, 'instructions', 'list')
   t.equal(r.code, 0, r.err)
   t.match(r.lines[0], /^INSTRUCTION_ID\s+SITE_ID\s+TARGET_DATE\s+STATUS\s+CYCLE\s+PERIODS\s+COMPANY\s+RECEIVED_AT$/)
-  t.equal(r.lines.length, 5)
+  t.equal(r.lines.length, 7)
   t.match(r.out, new RegExp(`${OLD}\\s+${siteId(1)}\\s+2026-11-22\\s+superseded\\s+-\\s+3\\s+acme`))
   t.match(r.out, new RegExp(`${OLD}\\s+${siteId(2)}\\s+2026-11-22\\s+received\\s+-\\s+3`))
   t.match(r.out, new RegExp(`${NEW}\\s+${siteId(1)}\\s+2026-11-22\\s+applied\\s+4\\s+3`))
@@ -85,4 +88,16 @@ t.test('instructions show of an unknown id exits 1 pointing to list', async t =>
   const r = await epx(dir, 'instructions', 'show', 'ProgrammeSoutirage-2030-01-01-rev-20291231T000000Z')
   t.equal(r.code, 1)
   t.match(r.err, /no instruction ProgrammeSoutirage-2030-01-01-rev-20291231T000000Z; see 'epx instructions list'/)
+})
+
+t.test('instructions list and show print emitted_at at the precision sent, in emitted_at order', async t => {
+  const r = await epx(dir, 'instructions', 'list', '--date', '2026-11-25', '--json')
+  t.equal(r.code, 0, r.err)
+  t.same(JSON.parse(r.out).map((x: any) => [x.instruction_id, x.emitted_at, x.status]), [
+    ['ProgrammeSoutirage-2026-11-25-rev-20261121T120000Z', '2026-11-21T12:00:00Z', 'superseded'],
+    ['ProgrammeSoutirage-2026-11-25-rev-20261121T120000.000001Z', '2026-11-21T12:00:00.000001Z', 'received'],
+  ])
+  const show = await epx(dir, 'instructions', 'show', 'ProgrammeSoutirage-2026-11-25-rev-20261121T120000.000001Z')
+  t.equal(show.code, 0, show.err)
+  t.match(show.out, /emitted\s+2026-11-21T12:00:00\.000001Z by bsp-acme/)
 })

@@ -69,14 +69,53 @@ t.test('an emitted_by that is not a non-empty string is refused', async t => {
   await rejects(t, with_(b => { (b as any).emitted_by = 42 }), '/emitted_by', /non-empty string/)
 })
 
-t.test('an emitted_at that is not a UTC instant with Z is refused (an offset too)', async t => {
-  await rejects(t, with_(b => { b.emitted_at = '2026-11-21T13:00:00+01:00' }), '/emitted_at', /UTC instant ending in Z/)
-  await rejects(t, with_(b => { b.emitted_at = '2026-11-31T12:00:00Z' }), '/emitted_at', /UTC instant/)
+t.test('an emitted_at that is not a UTC instant with Z is refused, saying exactly what is wrong', async t => {
+  await rejects(t, with_(b => { b.emitted_at = '2026-11-21T13:00:00+01:00' }), '/emitted_at',
+    /^must end in Z \(UTC\); got an offset \+01:00: write 2026-11-21T12:00:00Z instead; got "2026-11-21T13:00:00\+01:00"$/)
+  await rejects(t, with_(b => { b.emitted_at = '2026-11-31T12:00:00Z' }), '/emitted_at', /^2026-11-31 is not a calendar date \(November 2026 has 30 days\)/)
+  await rejects(t, with_(b => { b.emitted_at = '2026-13-01T12:00:00Z' }), '/emitted_at', /^month 13 does not exist/)
+  await rejects(t, with_(b => { b.emitted_at = '2026-11-21T24:00:00Z' }), '/emitted_at', /^hour 24 does not exist/)
+  await rejects(t, with_(b => { b.emitted_at = '2026-11-21T12:00:00.1234567890Z' }), '/emitted_at', /^the fraction of a second has at most 9 digits/)
+  await rejects(t, with_(b => { b.emitted_at = '2026-11-21T12:00:00' }), '/emitted_at', /^must end in Z \(UTC\); got no time zone/)
+})
+
+t.test('an emitted_at in years 0000 to 0099 is a valid instant (not "must end in Z")', async t => {
+  for (const emittedAt of ['0000-01-01T00:00:00Z', '0050-06-15T12:00:00Z', '0099-12-31T23:59:59.999Z', '0100-01-01T00:00:00Z', '9999-12-31T23:59:59.999999999Z']) {
+    t.equal(await violations(with_(b => { b.emitted_at = emittedAt })), undefined, emittedAt)
+  }
+})
+
+t.test('an emitted_at with a fraction of up to 9 digits is accepted', async t => {
+  for (const emittedAt of ['2026-11-21T12:00:00.1Z', '2026-11-21T12:00:00.123456Z', '2026-11-21T12:00:00.123456789Z']) {
+    t.equal(await violations(with_(b => { b.emitted_at = emittedAt })), undefined, emittedAt)
+  }
 })
 
 t.test('a target_date that is not a real calendar date is refused', async t => {
   await rejects(t, with_(b => { b.target_date = '2026-02-30' }), '/target_date', /real calendar date YYYY-MM-DD/)
   await rejects(t, with_(b => { b.target_date = '22/11/2026' }), '/target_date', /real calendar date/)
+})
+
+t.test('a target_date whose Paris day has no quarter-hour grid (local mean time, before 1911-03-12) is refused at /target_date, once', async t => {
+  // The tz database gives Paris UTC+00:09:21 until 1911: such a day starts at hh:50:39Z.
+  for (const targetDate of ['0000-01-01', '0050-06-15', '0099-12-31', '0100-01-01', '1890-06-01', '1911-03-11']) {
+    const b = with_(x => { x.emitted_at = `${targetDate}T00:00:00Z`; x.target_date = targetDate },
+      programme({ targetDate: '2026-11-22', slots: 2 }))
+    // Slots of that UTC day on the 900 s grid: only /target_date is reported.
+    b.sites[0]!.energie_programmee = [0, 1].map(j => ({
+      debut_utc: `${targetDate}T0${j}:00:00Z`, fin_utc: `${targetDate}T0${j}:15:00Z`, energie_kwh: 1,
+    }))
+    await rejects(t, b, '/target_date', /^the Europe\/Paris day .* does not start and end on UTC quarter-hours: Paris kept local mean time \(UTC\+00:09:21\) until 1911, so no 900 s slot grid fits the day; send a target_date from 1911-03-12 on$/)
+  }
+  const r = reader()
+  const batch = await r.read(Buffer.from(JSON.stringify(programme({ targetDate: '1911-03-12', emittedAt: '1911-03-11T12:00:00Z' }))), ctx)
+  await r.close()
+  t.equal(batch.slotEnds[0], 96, '1911-03-12, the first day on the grid, has its 96 quarter-hours')
+})
+
+t.test('years 0000 to 0099 in slot instants are read as such: the coverage check speaks of them, not of "Z"', async t => {
+  const b = with_(x => { x.sites[0]!.energie_programmee[0] = { debut_utc: '0050-06-15T00:00:00Z', fin_utc: '0050-06-15T00:15:00Z', energie_kwh: 1 } })
+  await rejects(t, b, `${slot0}/debut_utc`, /slot outside the target day: 2026-11-22.*; got 0050-06-15T00:00:00Z/)
 })
 
 t.test('a slot_duration_secs that is not a positive integer multiple of 900 is refused', async t => {
@@ -113,8 +152,25 @@ t.test('a debut_utc or fin_utc off the 900 s boundary is refused', async t => {
   await rejects(t, with_(b => { b.sites[0]!.energie_programmee[3]!.fin_utc = '2026-11-22T00:00:30Z' }), '/sites/0/energie_programmee/3/fin_utc', /900 s boundary/)
 })
 
-t.test('a slot instant that is not a UTC instant is refused', async t => {
-  await rejects(t, with_(b => { b.sites[0]!.energie_programmee[0]!.debut_utc = '2026-11-22T00:00:00+01:00' }), `${slot0}/debut_utc`, /UTC instant ending in Z/)
+t.test('a slot instant that is not a UTC instant is refused, saying exactly what is wrong', async t => {
+  await rejects(t, with_(b => { b.sites[0]!.energie_programmee[0]!.debut_utc = '2026-11-22T00:00:00+01:00' }), `${slot0}/debut_utc`,
+    /^must end in Z \(UTC\); got an offset \+01:00: write 2026-11-21T23:00:00Z instead/)
+  await rejects(t, with_(b => { b.sites[0]!.energie_programmee[0]!.fin_utc = '2026-11-21T24:15:00Z' }), `${slot0}/fin_utc`, /^hour 24 does not exist/)
+  await rejects(t, with_(b => { b.sites[0]!.energie_programmee[1]!.debut_utc = '2026-02-30T23:15:00Z' }), '/sites/0/energie_programmee/1/debut_utc',
+    /^2026-02-30 is not a calendar date/)
+})
+
+t.test('a slot instant with a fraction of a second is refused as not on the 900 s boundary', async t => {
+  for (const debut of ['2026-11-21T23:00:00.5Z', '2026-11-21T23:00:00.000001Z', '2026-11-21T23:00:00.000000001Z']) {
+    await rejects(t, with_(b => { b.sites[0]!.energie_programmee[0]!.debut_utc = debut }), `${slot0}/debut_utc`,
+      /^must be aligned to a 900 s boundary \(HH:00, HH:15, HH:30 or HH:45, with no seconds and no fraction of a second\); got "/)
+  }
+})
+
+t.test('a slot instant spelled with a zero fraction (JavaScript toISOString) is the same instant', async t => {
+  const b = programme({ slots: 4 })
+  for (const s of b.sites[0]!.energie_programmee) { s.debut_utc = s.debut_utc.replace('Z', '.000Z'); s.fin_utc = s.fin_utc.replace('Z', '.000000000Z') }
+  t.equal(await violations(b), undefined)
 })
 
 t.test('fin_utc - debut_utc not equal to slot_duration_secs is refused at fin_utc', async t => {

@@ -209,3 +209,67 @@ t.test('unknown extra fields are accepted with 202 and never stored', async t =>
   t.match(stored, /PRM30000000000001/, 'the instruction is there')
   for (const extra of ['future_field', 'zone', 'north', 'comment', 'peak']) t.notOk(stored.includes(extra), extra)
 })
+
+t.test('two programmes 1 µs apart are two instructions: the later one is effective, the earlier superseded, not replaced', async t => {
+  const { send, instructions, epx } = await setup(t)
+  const first = await send({ emittedAt: '2026-11-21T10:00:00.123456Z' })
+  const second = await send({ emittedAt: '2026-11-21T10:00:00.123457Z' })
+  t.equal(first.status, 202, first.text)
+  t.equal(second.status, 202, second.text)
+  const ids = [first.json().instructions[0].instruction_id, second.json().instructions[0].instruction_id]
+  t.same(ids, ['ProgrammeSoutirage-2026-11-22-rev-20261121T100000.123456Z', 'ProgrammeSoutirage-2026-11-22-rev-20261121T100000.123457Z'])
+  t.same(instructions().list().map(i => [i.instructionId, i.emittedAt, i.state.status]), [
+    [ids[0], '2026-11-21T10:00:00.123456Z', 'superseded'],
+    [ids[1], '2026-11-21T10:00:00.123457Z', await eventually(() => instructions().get(ids[1]!, siteId(1))!.state.status, s => s === 'queued')],
+  ])
+  epx.ref.runCycle()
+  t.equal(epx.ref.activeInput(siteId(1), '2026-11-22')!.instructionId, ids[1], 'the solver runs the later one')
+  t.equal((await send({ emittedAt: '2026-11-21T10:00:00.1234565Z' })).status, 202, 'one between them, arriving last')
+  t.equal(instructions().get('ProgrammeSoutirage-2026-11-22-rev-20261121T100000.123456500Z', siteId(1))!.state.status, 'superseded')
+})
+
+t.test('two spellings of one emitted_at (.5 and .500) through the door are one instruction', async t => {
+  const { send, instructions } = await setup(t)
+  t.equal((await send({ emittedAt: '2026-11-21T10:00:00.5Z', kwh: () => 1 })).status, 202)
+  t.equal((await send({ emittedAt: '2026-11-21T10:00:00.500Z', kwh: () => 2 })).status, 202)
+  t.same(instructions().list().map(i => [i.instructionId, i.slots[0]![1]]), [['ProgrammeSoutirage-2026-11-22-rev-20261121T100000.500Z', 2]])
+})
+
+t.test('an emitted_at in years 0000 to 0099 is accepted through the door and names the instruction in that year', async t => {
+  const { send } = await setup(t)
+  const res = await send({ emittedAt: '0050-06-15T12:00:00Z', slots: 1 })
+  t.equal(res.status, 202, res.text)
+  t.equal(res.json().instructions[0].instruction_id, 'ProgrammeSoutirage-2026-11-22-rev-00500615T120000Z')
+})
+
+t.test('a target_date in year 0050 is refused at /target_date, saying Paris time then has no quarter-hour grid', async t => {
+  const { post } = await setup(t)
+  const b = programme({ slots: 1, emittedAt: '0050-06-14T12:00:00Z' })
+  b.target_date = '0050-06-15'
+  b.sites[0]!.energie_programmee = [{ debut_utc: '0050-06-15T00:00:00Z', fin_utc: '0050-06-15T00:15:00Z', energie_kwh: 1 }]
+  const res = await post(b)
+  t.equal(res.status, 400)
+  t.same(Object.keys(res.json().error.details), ['/target_date'], 'the instants themselves are valid')
+  t.match(res.json().error.details['/target_date'], /^the Europe\/Paris day 0050-06-15 covers \[0050-06-14T23:50:39Z, 0050-06-15T23:50:39Z\), which does not start and end on UTC quarter-hours: .*send a target_date from 1911-03-12 on$/)
+})
+
+t.test('an instant refusal says what is wrong in error.details under the field pointer', async t => {
+  const { post } = await setup(t)
+  const b = programme({ slots: 2, emittedAt: '2026-11-21T13:00:00+01:00' })
+  b.sites[0]!.energie_programmee[1]!.debut_utc = '2026-11-21T23:15:00.000001Z'
+  const res = await post(b)
+  t.equal(res.status, 400)
+  const { details } = res.json().error
+  t.same(Object.keys(details), ['/emitted_at', '/sites/0/energie_programmee/1/debut_utc'])
+  t.equal(details['/emitted_at'], 'must end in Z (UTC); got an offset +01:00: write 2026-11-21T12:00:00Z instead; got "2026-11-21T13:00:00+01:00"')
+  t.match(details['/sites/0/energie_programmee/1/debut_utc'], /^must be aligned to a 900 s boundary .*no fraction of a second\); got "2026-11-21T23:15:00.000001Z"$/)
+})
+
+t.test('a big programme (parsed in the worker) keeps emitted_at to the nanosecond too', async t => {
+  const { send, instructions } = await setup(t)
+  t.equal((await send({ sites: 40, emittedAt: '2026-11-21T10:00:00.000000002Z' })).status, 202)
+  t.equal((await send({ sites: 40, emittedAt: '2026-11-21T10:00:00.000000001Z' })).status, 202)
+  const newer = 'ProgrammeSoutirage-2026-11-22-rev-20261121T100000.000000002Z'
+  t.equal(instructions().effectiveId('2026-11-22', siteId(40)), newer, 'the later one stays effective')
+  t.equal(instructions().get('ProgrammeSoutirage-2026-11-22-rev-20261121T100000.000000001Z', siteId(40))!.state.status, 'superseded')
+})

@@ -163,3 +163,55 @@ t.test('list filters by site and by target date; effectiveFrom starts at a day',
   t.same(instructions.list({ siteIds: [siteId(2)] }).map(i => i.targetDate), ['2026-11-22', '2026-11-23'])
   t.same([...instructions.effectiveFrom('2026-11-23')].map(r => [r.targetDate, r.siteId]), [['2026-11-23', siteId(1)], ['2026-11-23', siteId(2)]])
 })
+
+t.test('emitted_at is compared at full precision: 1 µs later supersedes, 1 µs earlier is superseded', async t => {
+  const { instructions } = open(t)
+  const at = (us: string) => `2026-11-21T12:00:00.123${us}Z`
+  t.same(await instructions.save(batch({ emittedAt: at('456') }), AT), [true])
+  t.same(await instructions.save(batch({ emittedAt: at('457') }), AT), [true], 'a microsecond later is newer')
+  t.same(await instructions.save(batch({ emittedAt: at('456001') }), AT), [false], 'a nanosecond after the first, still before the second')
+  t.equal(instructions.effectiveId('2026-11-22', siteId(1)), 'ProgrammeSoutirage-2026-11-22-rev-20261121T120000.123457Z')
+  t.same(instructions.list().map(i => [i.emittedAt, i.state.status]), [
+    [at('456'), 'superseded'], [at('456001'), 'superseded'], [at('457'), 'received'],
+  ], 'three instructions, none replacing another, listed in emitted_at order')
+})
+
+t.test('supersedersOf sees a later emitted_at less than a millisecond after', async t => {
+  const { instructions } = open(t)
+  const a = batch({ emittedAt: '2026-11-21T12:00:00.000001Z' })
+  await instructions.save(a, AT)
+  await instructions.save(batch({ emittedAt: '2026-11-21T12:00:00.000002Z' }), AT)
+  t.same([...instructions.supersedersOf(a) as Set<string>], [siteId(1)])
+})
+
+t.test('list orders a day by emitted_at, though ids with a fraction sort before the whole second as text', async t => {
+  const { instructions } = open(t)
+  for (const e of ['2026-11-21T12:00:00.5Z', '2026-11-21T12:00:00Z', '2026-11-21T12:00:00.000001Z', '2026-11-21T11:59:59.999999999Z']) {
+    await instructions.save(batch({ emittedAt: e }), AT)
+  }
+  t.same(instructions.list().map(i => i.emittedAt), [
+    '2026-11-21T11:59:59.999999999Z', '2026-11-21T12:00:00Z', '2026-11-21T12:00:00.000001Z', '2026-11-21T12:00:00.500Z',
+  ])
+})
+
+t.test('records stored before sub-millisecond precision (emitted_at in ms) still load and compare', async t => {
+  // What the previous version wrote: the effective ref as { instructionId, emittedAtMs }
+  // and the record's emittedAt with milliseconds. Written here byte for byte as it did.
+  const dir = t.testdir()
+  const old = openStore(dir)
+  const first = batch({ emittedAt: '2026-11-21T12:00:00.250Z' })
+  await openInstructions(old).save(first, AT)
+  await old.writeDurable(() => {
+    old.db('instruction-effective').putSync(['2026-11-22', siteId(1)], { instructionId: first.instructionId, emittedAtMs: first.emittedAtMs })
+  })
+  t.same(old.db('instruction-effective').get(['2026-11-22', siteId(1)]), { instructionId: first.instructionId, emittedAtMs: Date.UTC(2026, 10, 21, 12, 0, 0, 250) })
+  await old.close()
+
+  const { instructions } = open(t, dir)
+  t.equal(instructions.get(first.instructionId, siteId(1))!.emittedAt, '2026-11-21T12:00:00.250Z', 'the old record loads')
+  t.same(await instructions.save(batch({ emittedAt: '2026-11-21T12:00:00.249999Z' }), AT), [false], '1 µs before it: superseded')
+  t.same(await instructions.save(batch({ emittedAt: '2026-11-21T12:00:00.250Z' }), AT), [true], 'the same instant: the same instruction, re-sent')
+  t.equal(instructions.effectiveId('2026-11-22', siteId(1)), first.instructionId)
+  t.same(await instructions.save(batch({ emittedAt: '2026-11-21T12:00:00.250001Z' }), AT), [true], '1 µs after it: effective')
+  t.equal(instructions.get(first.instructionId, siteId(1))!.state.status, 'superseded')
+})
