@@ -9,9 +9,20 @@
  * @module
  */
 import { X509Certificate, verify as verifySignature } from 'node:crypto'
-import { AsnConvert } from '@peculiar/asn1-schema'
-import { Certificate, CertificateList } from '@peculiar/asn1-x509'
+import type { CertificateList } from '@peculiar/asn1-x509'
 import { canonicalSubject } from './subject.ts'
+
+/**
+ * The ASN.1 parser, loaded on first use: a service without `api.tls.crlFile` never
+ * loads it (the built plugin's static imports stay what every daemon needs).
+ */
+let asn1: Promise<{
+  AsnConvert: typeof import('@peculiar/asn1-schema').AsnConvert
+  Certificate: typeof import('@peculiar/asn1-x509').Certificate
+  CertificateList: typeof import('@peculiar/asn1-x509').CertificateList
+}> | undefined
+const loadAsn1 = () => asn1 ??= Promise.all([import('@peculiar/asn1-schema'), import('@peculiar/asn1-x509')])
+  .then(([schema, x509]) => ({ AsnConvert: schema.AsnConvert, Certificate: x509.Certificate, CertificateList: x509.CertificateList }))
 
 /** What one verified CRL file says. */
 export interface RevocationList {
@@ -47,8 +58,9 @@ interface TrustedCa { readonly name: Buffer; readonly key: X509Certificate['publ
  * Parses and verifies every CRL of `crlPem` against the CAs of `caPem`; throws an Error
  * whose message says what is wrong (the caller names the file).
  */
-export function readRevocationList (crlPem: string, caPem: string): RevocationList {
-  const cas = trustedCas(caPem)
+export async function readRevocationList (crlPem: string, caPem: string): Promise<RevocationList> {
+  const { AsnConvert, Certificate, CertificateList } = await loadAsn1()
+  const cas = trustedCas(caPem, AsnConvert, Certificate)
   const blocks = crlPem.match(PEM_BLOCK('X509 CRL')) ?? []
   if (blocks.length === 0) throw new Error('no "-----BEGIN X509 CRL-----" block found; the file must be a PEM CRL')
   const revoked = new Set<string>()
@@ -84,7 +96,8 @@ export function readRevocationList (crlPem: string, caPem: string): RevocationLi
   return { revoked, count: revoked.size, ...(nextUpdate ? { nextUpdate } : {}) }
 }
 
-function trustedCas (caPem: string): TrustedCa[] {
+function trustedCas (caPem: string, AsnConvert: typeof import('@peculiar/asn1-schema').AsnConvert,
+  Certificate: typeof import('@peculiar/asn1-x509').Certificate): TrustedCa[] {
   return (caPem.match(PEM_BLOCK('CERTIFICATE')) ?? []).map(block => {
     const x509 = new X509Certificate(block)
     const parsed = AsnConvert.parse(x509.raw, Certificate)

@@ -40,13 +40,13 @@ export interface WatchCrlOptions {
  * service does not start without the list it was told to enforce), then polls the
  * file: fs.watch misses a replace-by-rename, a stat of inode, size and mtime does not.
  */
-export function watchCrl (opts: WatchCrlOptions): RevocationWatch {
+export async function watchCrl (opts: WatchCrlOptions): Promise<RevocationWatch> {
   const { crlPath, caPath, log, clock } = opts
   let list: RevocationList
   let seen: string
   try {
     seen = signature(statSync(crlPath))
-    list = readRevocationList(readFileSync(crlPath, 'utf8'), readFileSync(caPath, 'utf8'))
+    list = await readRevocationList(readFileSync(crlPath, 'utf8'), readFileSync(caPath, 'utf8'))
   } catch (err) {
     throw new EpxError('EPX_CRL_INVALID', [crlPath, (err as Error).message], { cause: err })
   }
@@ -80,7 +80,7 @@ export function watchCrl (opts: WatchCrlOptions): RevocationWatch {
         seen = now   // stat before read: a write that lands during the read changes it again
         try {
           const [crl, ca] = await Promise.all([readFile(crlPath, 'utf8'), readFile(caPath, 'utf8')])
-          list = readRevocationList(crl, ca)
+          list = await readRevocationList(crl, ca)
           generation++
           loaded('reloaded')
         } catch (err) {

@@ -66,7 +66,7 @@ export async function listenApi (opts: ListenApiOptions): Promise<ApiListener> {
   const { log, clock } = opts
   const server = createApiServer(opts.dataDir, api)
   // The client CA's revocation list, re-read when its file changes (auth/revocation.ts).
-  const revocation = api.tls.crlFile === undefined ? undefined : watchCrl({
+  const revocation = api.tls.crlFile === undefined ? undefined : await watchCrl({
     crlPath: inDataDir(opts.dataDir, api.tls.crlFile), caPath: inDataDir(opts.dataDir, api.tls.clientCaFile), log, clock,
   })
 
