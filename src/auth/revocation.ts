@@ -66,8 +66,9 @@ export async function watchCrl (opts: WatchCrlOptions): Promise<RevocationWatch>
   loaded('loaded')
 
   let busy = false
+  let closed = false
   const poll = async () => {
-    if (busy) return
+    if (busy || closed) return
     busy = true
     try {
       let now: string
@@ -76,7 +77,7 @@ export async function watchCrl (opts: WatchCrlOptions): Promise<RevocationWatch>
       } catch (err) {
         now = `unreadable:${(err as NodeJS.ErrnoException).code ?? ''}`
       }
-      if (now !== seen) {
+      if (now !== seen && !closed) {
         seen = now   // stat before read: a write that lands during the read changes it again
         try {
           const [crl, ca] = await Promise.all([readFile(crlPath, 'utf8'), readFile(caPath, 'utf8')])
@@ -101,7 +102,7 @@ export async function watchCrl (opts: WatchCrlOptions): Promise<RevocationWatch>
   return {
     get generation () { return generation },
     revoked: (issuer, serial) => list.revoked.has(revocationKey(issuer, serial)),
-    close: () => clearInterval(timer),
+    close: () => { closed = true; clearInterval(timer) },
   }
 }
 

@@ -1,5 +1,5 @@
 import t, { type Test } from 'tap'
-import { mkdirSync, renameSync, writeFileSync } from 'node:fs'
+import { mkdirSync, renameSync, unlinkSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { createEpx } from '../../src/plugin.ts'
 import { createReferenceHost } from '../../src/host/reference-host.ts'
@@ -110,7 +110,13 @@ t.test('a bad CRL at reload is refused with an error line; the previous list sta
     t.equal((await w.epx.request({ path: GET_PATH, cert: acmeCert(), token: w.tokens.acme })).status, 403, `${name}: still revoked`)
     t.ok(passed((await w.epx.request({ path: GET_PATH, cert: betaCert(), token: w.tokens.beta })).status), `${name}: others still pass`)
   }
-  t.equal(errors().length, 3, 'one error line per bad file, not one per poll')
+  // The file removed altogether (a botched deploy): the same.
+  unlinkSync(w.crlPath)
+  await until(async () => errors().length, n => n > 3, 'the refusal of a missing CRL')
+  t.match(errors().at(-1), { reason: /ENOENT/ })
+  t.equal((await w.epx.request({ path: GET_PATH, cert: acmeCert(), token: w.tokens.acme })).status, 403, 'missing file: still revoked')
+  await new Promise(resolve => setTimeout(resolve, 1500))   // more polls of the same missing file
+  t.equal(errors().length, 4, 'one error line per bad file, not one per poll')
 })
 
 t.test('a CRL past its nextUpdate is still enforced, and a warn says so once', async t => {
