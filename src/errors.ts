@@ -36,6 +36,7 @@ export const catalogue = {
   EPX_STORE_OPEN_FAILED: { status: 500, message: 'cannot open the store at %s: %s' },
   EPX_LISTEN_FAILED: { status: 500, message: 'cannot listen on %s:%d: %s' },
   EPX_TLS_FILES: { status: 500, message: 'cannot read TLS file %s: %s (run `epx init`)' },
+  EPX_CRL_INVALID: { status: 500, message: 'cannot use the client CRL %s (api.tls.crlFile): %s' },
   EPX_USAGE: { status: 2, message: '%s' },
   EPX_NOT_FOUND: { status: 1, message: '%s' },
   EPX_CONFLICT: { status: 1, message: '%s' },

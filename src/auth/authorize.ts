@@ -29,8 +29,15 @@ export interface AuthorizerDeps {
   readonly companies: Pick<Companies, 'get'>
 }
 
-/** RFC 6750 §3: every 401 names the scheme and realm. */
-const WWW_AUTHENTICATE = { 'www-authenticate': 'Bearer realm="epx"' }
+/**
+ * RFC 6750 §3 and §3.1, written here and nowhere else: every 401 names the scheme and
+ * realm, plus `error="invalid_token"` once a token was sent (so a client tells "send a
+ * token" from "this token is dead"); a 403 for a missing scope names the scope needed.
+ */
+const CHALLENGE_NO_TOKEN = { 'www-authenticate': 'Bearer realm="epx"' }
+const CHALLENGE_INVALID_TOKEN = { 'www-authenticate': 'Bearer realm="epx", error="invalid_token"' }
+const challengeInsufficientScope = (scope: Scope) =>
+  ({ 'www-authenticate': `Bearer realm="epx", error="insufficient_scope", scope="${scope}"` })
 
 /**
  * The chain, with a cache per connection (issue 5, finding 3): a keep-alive connection
@@ -102,7 +109,7 @@ function checkFound (found: Found, cert: CertVerdict & { ok: true }, scope: Scop
   if (company.status !== 'active') throw new EpxError('COMPANY_SUSPENDED', [company.id])
 
   // 5. The token carries the endpoint's scope.
-  if (!token.scopes.includes(scope)) throw new EpxError('SCOPE_DENIED', [scope])
+  if (!token.scopes.includes(scope)) throw new EpxError('SCOPE_DENIED', [scope], { headers: challengeInsufficientScope(scope) })
 
   // Throttled, not awaited, never fails the request.
   if (!(nowMs - found.lastUsedMs < 60_000)) {
@@ -120,7 +127,7 @@ function checkFound (found: Found, cert: CertVerdict & { ok: true }, scope: Scop
 /** The secret of `Authorization: Bearer <secret>`; a 401 saying what is wrong otherwise. */
 function bearerSecret (header: string | undefined): string {
   if (header === undefined || header.trim() === '') {
-    throw unauthorized('an Authorization header is required: Authorization: Bearer <token>')
+    throw new EpxError('UNAUTHORIZED', ['an Authorization header is required: Authorization: Bearer <token>'], { headers: CHALLENGE_NO_TOKEN })
   }
   const m = /^Bearer +(\S+) *$/i.exec(header)
   if (!m) throw unauthorized('the Authorization header must read "Bearer <token>" (one space, no other scheme)')
@@ -131,7 +138,8 @@ function bearerSecret (header: string | undefined): string {
   return secret
 }
 
+/** A 401 for a request that sent something as its credentials (malformed included). */
 function unauthorized (message: string): EpxError {
-  return new EpxError('UNAUTHORIZED', [message], { headers: WWW_AUTHENTICATE })
+  return new EpxError('UNAUTHORIZED', [message], { headers: CHALLENGE_INVALID_TOKEN })
 }
 

@@ -20,20 +20,61 @@ export type CertVerdict =
 /** The part of a TLS socket the verdict reads; a seam for the resumption unit test. */
 export type PeerSocket = Pick<TLSSocket, 'authorized' | 'authorizationError' | 'getPeerCertificate'>
 
-const verdicts = new WeakMap<object, CertVerdict>()
+/** The revocation list in force (`auth/revocation.ts`); `generation` moves when it changes. */
+export interface RevocationCheck {
+  readonly generation: number
+  /** Whether the certificate of `serial` (hex) issued by `issuer` (canonical DN) is revoked. */
+  revoked(issuer: string, serial: string): boolean
+}
+
+/** A connection's verdict, and the revocation generation it was last checked against. */
+interface Entry {
+  readonly chained: CertVerdict
+  readonly issuer: unknown
+  readonly serial: string
+  generation: number
+  verdict: CertVerdict
+}
+
+const entries = new WeakMap<object, Entry>()
 
 /**
  * The verdict of the connection behind a request. `getPeerCertificate()` costs tens of
  * microseconds, so it runs once per connection and is cached for its keep-alive
- * requests; the WeakMap lets the entry go with the socket.
+ * requests; the WeakMap lets the entry go with the socket. With a revocation list the
+ * verdict is checked again only when the list's generation moves, so a keep-alive
+ * request pays one number comparison and a certificate revoked meanwhile is refused on
+ * its connection's next request.
  */
-export function clientCertVerdict (socket: PeerSocket): CertVerdict {
-  let v = verdicts.get(socket)
-  if (!v) {
-    v = computeVerdict(socket)
-    verdicts.set(socket, v)
+export function clientCertVerdict (socket: PeerSocket, revocation?: RevocationCheck): CertVerdict {
+  let e = entries.get(socket)
+  if (!e) {
+    const cert = socket.getPeerCertificate()
+    const chained = computeVerdict(socket, cert)
+    e = { chained, issuer: cert?.issuer, serial: String(cert?.serialNumber ?? ''), generation: -1, verdict: chained }
+    entries.set(socket, e)
   }
-  return v
+  if (revocation === undefined || e.generation === revocation.generation) return e.verdict
+  e.generation = revocation.generation
+  e.verdict = e.chained.ok && isRevoked(e, revocation) ? REVOKED : e.chained
+  return e.verdict
+}
+
+const REVOKED: CertVerdict = {
+  ok: false,
+  reason: 'the client certificate was revoked by its CA (it is listed in the CA\'s revocation list); ' +
+    'ask your CA or the service operator for a new certificate and use it instead',
+}
+
+function isRevoked (e: Entry, revocation: RevocationCheck): boolean {
+  if (!e.issuer || typeof e.issuer !== 'object' || e.serial === '') return false
+  let issuer: string
+  try {
+    issuer = canonicalSubject(e.issuer as Record<string, string | string[]>)
+  } catch {
+    return false   // unreachable for a certificate that chained; no CRL names an unreadable issuer
+  }
+  return revocation.revoked(issuer, e.serial)
 }
 
 /**
@@ -41,8 +82,7 @@ export function clientCertVerdict (socket: PeerSocket): CertVerdict {
  * needs `authorized === true` AND a non-empty peer certificate: over TLS 1.3 a resumed
  * session without any client certificate can report `authorized` with an empty one.
  */
-export function computeVerdict (socket: PeerSocket): CertVerdict {
-  const cert = socket.getPeerCertificate()
+export function computeVerdict (socket: PeerSocket, cert = socket.getPeerCertificate()): CertVerdict {
   const present = cert !== null && typeof cert === 'object' && Object.keys(cert).length > 0 &&
     typeof cert.fingerprint256 === 'string' && cert.fingerprint256.length > 0
   if (!present) {

@@ -3,7 +3,7 @@
  * company is bound to, and which sites a caller may see and program.
  * @module
  */
-import type { CompanyRecord } from '../store/companies.ts'
+import { pinsOf, type CompanyRecord } from '../store/companies.ts'
 import { canonicalSubject } from './subject.ts'
 
 /** The identity a TLS connection proved (see `auth/client-cert.ts`). */
@@ -20,9 +20,15 @@ export function certificateMismatch (company: CompanyRecord, cert: CertIdentity)
     return `the client certificate subject (${cert.subject ?? 'unusable'}) is not the one bound to company ${company.id}; ` +
       'use the certificate issued to your company, or ask the service to update the binding'
   }
-  if (company.certFingerprint256 && normalizeFingerprint(company.certFingerprint256) !== normalizeFingerprint(cert.fingerprint256)) {
-    return `the client certificate fingerprint does not match the one pinned for company ${company.id}; ` +
-      'use the pinned certificate, or ask the service to update the pin after a renewal'
+  // With pins the subject is not enough: a leaked certificate of the right subject is
+  // shut out by pinning its successor and unpinning it (DECISIONS.md, check 3).
+  const pins = pinsOf(company)
+  if (pins.length > 0) {
+    const presented = normalizeFingerprint(cert.fingerprint256)
+    if (!pins.some(p => normalizeFingerprint(p) === presented)) {
+      return `the client certificate (SHA-256 fingerprint ${cert.fingerprint256}) is not one pinned for company ${company.id}; ` +
+        'use a pinned certificate, or ask the service operator to pin this one (epx company pin-cert)'
+    }
   }
   return undefined
 }
@@ -30,6 +36,13 @@ export function certificateMismatch (company: CompanyRecord, cert: CertIdentity)
 /** `ab:cd…`, `ABCD…` and `AB:CD:…` are the same fingerprint. */
 export function normalizeFingerprint (fp: string): string {
   return fp.replace(/:/g, '').toUpperCase()
+}
+
+/** A SHA-256 fingerprint typed by an operator, in node's `AB:CD:…` form; undefined if it is not one. */
+export function parseFingerprint256 (text: string): string | undefined {
+  const hex = text.trim().replace(/^sha256[:=]/i, '').replace(/[:\s]/g, '').toUpperCase()
+  if (!/^[0-9A-F]{64}$/.test(hex)) return undefined
+  return hex.match(/../g)!.join(':')
 }
 
 /**

@@ -18,6 +18,7 @@ import type { Companies } from '../store/companies.ts'
 import type { Tokens } from '../store/tokens.ts'
 import { createAuthorizer } from '../auth/authorize.ts'
 import { clientCertVerdict } from '../auth/client-cert.ts'
+import { watchCrl } from '../auth/revocation.ts'
 import type { Caller, Door, Route } from './route.ts'
 import { Context } from './request-context.ts'
 import { createRouter } from './router.ts'
@@ -64,6 +65,10 @@ export async function listenApi (opts: ListenApiOptions): Promise<ApiListener> {
   const { api } = opts.config
   const { log, clock } = opts
   const server = createApiServer(opts.dataDir, api)
+  // The client CA's revocation list, re-read when its file changes (auth/revocation.ts).
+  const revocation = api.tls.crlFile === undefined ? undefined : await watchCrl({
+    crlPath: inDataDir(opts.dataDir, api.tls.crlFile), caPath: inDataDir(opts.dataDir, api.tls.clientCaFile), log, clock,
+  })
 
   // Every TCP connection, handshaking or not, so close() can cut what the grace left.
   const sockets = new Set<Socket>()
@@ -75,7 +80,7 @@ export async function listenApi (opts: ListenApiOptions): Promise<ApiListener> {
   server.on('secureConnection', (s: TLSSocket) => s.disableRenegotiation())
   server.on('tlsClientError', (err: Error & { code?: string }) => log.debug({ code: err.code, reason: err.message }, 'tls handshake failed'))
 
-  await listen(server, api.host, api.port)
+  await listen(server, api.host, api.port).catch((err: unknown) => { revocation?.close(); throw err })
   const { port } = server.address() as AddressInfo
   const url = new URL(`https://${api.host.includes(':') ? `[${api.host}]` : api.host}:${port}`)
   const baseUrl = (api.publicBaseUrl ?? url.origin).replace(/\/+$/, '')
@@ -139,7 +144,7 @@ export async function listenApi (opts: ListenApiOptions): Promise<ApiListener> {
       // Once per request, for every cache behind it (callers, latest revisions).
       const generation = readStore(opts.tokens.generation)
       const caller = state.caller = authorizer({
-        cert: clientCertVerdict(req.socket as TLSSocket),
+        cert: clientCertVerdict(req.socket as TLSSocket, revocation),
         authorization: req.headers.authorization,
         scope: m.route.scope,
         now,
@@ -179,6 +184,7 @@ export async function listenApi (opts: ListenApiOptions): Promise<ApiListener> {
   return {
     url,
     close () {
+      revocation?.close()
       closing ??= new Promise<void>(resolve => {
         const cut = setTimeout(() => { for (const s of sockets) s.destroy() }, CLOSE_GRACE_MS)
         server.close(() => { clearTimeout(cut); resolve() })

@@ -69,10 +69,10 @@ export function toWireError (err: unknown): { error: EpxError; unexpected?: unkn
 
 /**
  * Headers a code always carries, whoever threw it (DECISIONS.md: 503 `Retry-After: 5`,
- * "not published" `Retry-After: 300`; RFC 6750 §3 for 401). The error's own win.
+ * "not published" `Retry-After: 300`). The error's own win. `WWW-Authenticate` is not
+ * here: its value depends on what the request sent, so auth/authorize.ts writes it.
  */
 const DEFAULT_HEADERS: Partial<Record<ErrorCode, Record<string, string>>> = {
-  UNAUTHORIZED: { 'www-authenticate': 'Bearer realm="epx"' },
   NOT_PUBLISHED: { 'retry-after': '300' },
   NO_STORE: { 'retry-after': '5' },
 }

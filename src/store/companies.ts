@@ -13,7 +13,12 @@ export interface CompanyRecord {
   readonly status: 'active' | 'suspended'
   /** Canonical DN the client certificate must carry, e.g. `CN=acme-bsp,O=ACME`. */
   readonly certSubject: string
-  /** Optional pinned SHA-256 fingerprint (`AB:CD:…`, as node prints it). */
+  /**
+   * SHA-256 fingerprints (`AB:CD:…`, as node prints them) its certificate must have one
+   * of; several at once so a renewal has no gap. Absent or empty: the subject decides.
+   */
+  readonly certPins?: readonly string[]
+  /** The single pin of records written before `certPins`; read as one pin, dropped on the next pin change. */
   readonly certFingerprint256?: string
   /** Sites the company may see and program. */
   readonly perimeter: 'all' | readonly string[]
@@ -22,10 +27,16 @@ export interface CompanyRecord {
 
 export const COMPANY_ID = /^[a-z0-9][a-z0-9-]{1,62}$/
 
+/** The fingerprints pinned for a company, older records' single pin included. */
+export function pinsOf (c: CompanyRecord): readonly string[] {
+  if (c.certPins) return c.certPins
+  return c.certFingerprint256 ? [c.certFingerprint256] : []
+}
+
 export function openCompanies (store: Store) {
   const db = store.db<CompanyRecord>('companies')
   const generation = openGeneration(store)
-  return {
+  const companies = {
     get (id: string): CompanyRecord | undefined {
       store.guard()
       return db.get(id)
@@ -58,6 +69,14 @@ export function openCompanies (store: Store) {
       if (!next) throw new EpxError('EPX_NOT_FOUND', [`no company ${id}`])
       return next
     },
+    /** Replaces the pins; an update, so the generation moves and open connections see it. */
+    setPins (id: string, change: (pins: readonly string[]) => readonly string[]): Promise<CompanyRecord> {
+      return companies.update(id, c => {
+        const { certFingerprint256: _legacy, ...rest } = c
+        return { ...rest, certPins: [...change(pinsOf(c))] }
+      })
+    },
   }
+  return companies
 }
 export type Companies = ReturnType<typeof openCompanies>

@@ -28,8 +28,13 @@ const SLUGS: Record<string, string> = {
   SCOPE_DENIED: 'scope-denied', NO_STORE: 'no-store',
 }
 
-/** Asserts status, code and the door's body shape (and WWW-Authenticate on 401). */
-function isError (t: Test, res: TestResponse, door: Door, status: number, code: string): void {
+// RFC 6750 §3.1: the challenge says whether a token was sent, and which scope was missing.
+const NO_TOKEN = 'Bearer realm="epx"'
+const INVALID_TOKEN = 'Bearer realm="epx", error="invalid_token"'
+const insufficientScope = (door: Door) => `Bearer realm="epx", error="insufficient_scope", scope="${door.scope}"`
+
+/** Asserts status, code, the door's body shape and the WWW-Authenticate challenge (none unless given). */
+function isError (t: Test, res: TestResponse, door: Door, status: number, code: string, challenge?: string): void {
   t.equal(res.status, status, `${door.name}: status ${status}`)
   if (door.name === 'inbound') {
     t.match(res.headers['content-type'], /^application\/json/)
@@ -47,8 +52,7 @@ function isError (t: Test, res: TestResponse, door: Door, status: number, code: 
     if (status === 403) t.equal(p.code, code, '403 problem carries the code')
     else t.notOk('code' in p, 'only a 403 problem carries a code')
   }
-  if (status === 401) t.equal(res.headers['www-authenticate'], 'Bearer realm="epx"')
-  else t.notOk(res.headers['www-authenticate'])
+  t.equal(res.headers['www-authenticate'], challenge, `${door.name}: WWW-Authenticate ${challenge ?? '(none)'}`)
 }
 
 /** What a request that passed the chain looks like, stub or real handler. */
@@ -120,25 +124,25 @@ t.test('the authentication chain, on both endpoints', async t => {
     })
 
     t.test(`${door.name}: 2. no Authorization header is 401`, async t => {
-      isError(t, await send(w, door, { cert: w.acme }), door, 401, 'UNAUTHORIZED')
+      isError(t, await send(w, door, { cert: w.acme }), door, 401, 'UNAUTHORIZED', NO_TOKEN)
     })
     t.test(`${door.name}: 2. a malformed Authorization header is 401, and the answer never echoes it`, async t => {
       const secret = tokens.acme
       for (const authorization of [`Basic ${secret}`, 'Bearer', `Bearer ${secret}x`, `Bearer ${secret} extra`, `Token ${secret}`]) {
         const res = await send(w, door, { cert: w.acme, authorization })
-        isError(t, res, door, 401, 'UNAUTHORIZED')
+        isError(t, res, door, 401, 'UNAUTHORIZED', INVALID_TOKEN)
         t.notOk(res.text.includes(secret.slice(4)), 'no secret in the body')
       }
     })
     t.test(`${door.name}: 2. an unknown token is 401`, async t => {
-      isError(t, await send(w, door, { cert: w.acme, token: newTokenSecret() }), door, 401, 'UNAUTHORIZED')
+      isError(t, await send(w, door, { cert: w.acme, token: newTokenSecret() }), door, 401, 'UNAUTHORIZED', INVALID_TOKEN)
     })
     t.test(`${door.name}: 2. a token whose expiry is now is 401; one a millisecond later passes`, async t => {
-      isError(t, await send(w, door, { cert: w.acme, token: tokens.expired }), door, 401, 'UNAUTHORIZED')
+      isError(t, await send(w, door, { cert: w.acme, token: tokens.expired }), door, 401, 'UNAUTHORIZED', INVALID_TOKEN)
       passes(t, await send(w, door, { cert: w.acme, token: tokens.expiresSoon }), door)
     })
     t.test(`${door.name}: 2. a revoked token is 401`, async t => {
-      isError(t, await send(w, door, { cert: w.acme, token: tokens.revoked }), door, 401, 'UNAUTHORIZED')
+      isError(t, await send(w, door, { cert: w.acme, token: tokens.revoked }), door, 401, 'UNAUTHORIZED', INVALID_TOKEN)
     })
 
     t.test(`${door.name}: 3. the certificate of company B with the token of company A is 403 MTLS_REQUIRED`, async t => {
@@ -156,13 +160,13 @@ t.test('the authentication chain, on both endpoints', async t => {
 
     t.test(`${door.name}: 5. a token without the endpoint's scope is 403 SCOPE_DENIED`, async t => {
       const other = door.name === 'inbound' ? tokens.acmeOut : tokens.acmeIn
-      isError(t, await send(w, door, { cert: w.acme, token: other }), door, 403, 'SCOPE_DENIED')
-      isError(t, await send(w, door, { cert: w.acme, token: tokens.acmeNone }), door, 403, 'SCOPE_DENIED')
+      isError(t, await send(w, door, { cert: w.acme, token: other }), door, 403, 'SCOPE_DENIED', insufficientScope(door))
+      isError(t, await send(w, door, { cert: w.acme, token: tokens.acmeNone }), door, 403, 'SCOPE_DENIED', insufficientScope(door))
     })
 
     t.test(`${door.name}: the checks run in order; the first failing one answers`, async t => {
       isError(t, await send(w, door, { cert: null }), door, 403, 'MTLS_REQUIRED')                    // 1 before 2
-      isError(t, await send(w, door, { cert: w.beta, token: tokens.revoked }), door, 401, 'UNAUTHORIZED') // 2 before 3
+      isError(t, await send(w, door, { cert: w.beta, token: tokens.revoked }), door, 401, 'UNAUTHORIZED', INVALID_TOKEN) // 2 before 3
       isError(t, await send(w, door, { cert: w.acme, token: tokens.gamma }), door, 403, 'MTLS_REQUIRED')  // 3 before 4
       isError(t, await send(w, door, { cert: clientCert('CN=gamma,O=gamma'), token: tokens.gammaNone }), door, 403, 'COMPANY_SUSPENDED') // 4 before 5
     })

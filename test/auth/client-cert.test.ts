@@ -40,3 +40,25 @@ t.test('the verdict is computed once per connection', async t => {
   t.equal(clientCertVerdict(s), a)
   t.equal(s.reads, 1, 'getPeerCertificate read once')
 })
+
+t.test('with a revocation list, a connection is checked again only when the list\'s generation moves', async t => {
+  const s = fake(true, { subject: { CN: 'acme' }, issuer: { O: 'pki', CN: 'client ca' }, serialNumber: '01AB', fingerprint256: FP })
+  let listed = false
+  const asked: Array<[string, string]> = []
+  const list = { generation: 0, revoked (issuer: string, serial: string) { asked.push([issuer, serial]); return listed } }
+  t.match(clientCertVerdict(s, list), { ok: true })
+  t.match(clientCertVerdict(s, list), { ok: true })
+  t.same(asked, [['CN=client ca,O=pki', '01AB']], 'asked once, with the canonical issuer and the serial')
+  listed = true
+  t.match(clientCertVerdict(s, list), { ok: true }, 'same generation: the cached verdict (one number comparison)')
+  list.generation++
+  t.match(clientCertVerdict(s, list), { ok: false, reason: /revoked by its CA.*new certificate/ }, 'a new list: checked again')
+  t.equal(asked.length, 2)
+  t.equal(s.reads, 1, 'the certificate itself is still read once per connection')
+})
+
+t.test('a certificate that does not chain keeps its own reason; the list is not consulted', async t => {
+  const s = fake(false, { subject: { CN: 'acme' }, issuer: { CN: 'x' }, serialNumber: '01', fingerprint256: FP }, 'SELF_SIGNED_CERT_IN_CHAIN')
+  const list = { generation: 0, revoked: () => true }
+  t.match(clientCertVerdict(s, list), { ok: false, reason: /does not chain/ })
+})

@@ -1,5 +1,10 @@
 import t from 'tap'
+import { X509Certificate } from 'node:crypto'
+import { mkdirSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
 import { inDataDir } from '../../src/config.ts'
+import { issueCert } from '../../src/auth/pki.ts'
+import { clientCert, testPki } from '../helpers/certs.ts'
 import { openCompanies } from '../../src/store/companies.ts'
 import { openStore } from '../../src/store/open-store.ts'
 import { epx, initializedDataDir } from '../helpers/cli.ts'
@@ -7,8 +12,11 @@ import { epx, initializedDataDir } from '../helpers/cli.ts'
 const dir = await initializedDataDir(t)
 
 /** The record as the plugin would read it, straight from the store. */
-async function stored (id: string) {
-  const store = openStore(inDataDir(dir, 'epx.lmdb'))
+async function stored (id: string): Promise<ReturnType<ReturnType<typeof openCompanies>['get']>>
+async function stored (dataDir: string, id: string): Promise<ReturnType<ReturnType<typeof openCompanies>['get']>>
+async function stored (a: string, b?: string) {
+  const [dataDir, id] = b === undefined ? [dir, a] : [a, b]
+  const store = openStore(inDataDir(dataDir, 'epx.lmdb'))
   try { return openCompanies(store).get(id) } finally { await store.close() }
 }
 
@@ -85,7 +93,7 @@ t.test('company show prints the binding, perimeter and token counts; --json the 
 t.test('company list shows every company; --json prints an array', async t => {
   const r = await epx(dir, 'company', 'list')
   t.equal(r.code, 0)
-  t.match(r.lines[0], /^ID\s+NAME\s+STATUS\s+PERIMETER\s+CERTIFICATE SUBJECT$/)
+  t.match(r.lines[0], /^ID\s+NAME\s+STATUS\s+PERIMETER\s+CERTIFICATE SUBJECT\s+PINS$/)
   t.match(r.out, /acme-bsp\s+ACME\s+active\s+all\s+CN=acme-bsp,O=ACME/)
   t.match(r.out, /volt\s+Volt SA\s+active\s+2 site\(s\)/)
   const j = JSON.parse((await epx(dir, 'company', 'list', '--json')).out)
@@ -97,4 +105,65 @@ t.test('company list on an empty store says how to add one', async t => {
   const r = await epx(empty, 'company', 'list')
   t.equal(r.code, 0)
   t.match(r.out, /no companies yet; add one with 'epx company add ID --name NAME'/)
+})
+
+t.test('company pin-cert and unpin-cert: pins by certificate file or fingerprint, several at once, shown by show and list', async t => {
+  const d = await initializedDataDir(t)
+  t.equal((await epx(d, 'company', 'add', 'acme', '--name', 'acme')).code, 0)
+  const folder = join(d, 'certs')   // t.testdir() again would wipe the data folder
+  mkdirSync(folder)
+  const currentPem = clientCert('CN=acme,O=acme').certPem
+  const renewedPem = issueCert(testPki().clientCa, { subject: 'CN=acme,O=acme', days: 30 }).certPem
+  const fp = (pem: string) => new X509Certificate(pem).fingerprint256
+  writeFileSync(join(folder, 'current.crt'), currentPem)
+
+  const pinned = await epx(d, 'company', 'pin-cert', 'acme', join(folder, 'current.crt'))
+  t.equal(pinned.code, 0, pinned.err)
+  t.equal(pinned.lines[0], `pinned ${fp(currentPem)} for company acme`)
+  t.equal(pinned.err, '', 'no warning: the subject is the bound one')
+  // A fingerprint as another tool prints it (lower case, no colons) is the same pin.
+  const typed = await epx(d, 'company', 'pin-cert', 'acme', fp(renewedPem).replace(/:/g, '').toLowerCase())
+  t.equal(typed.lines[0], `pinned ${fp(renewedPem)} for company acme`)
+  t.match(typed.lines[1], /2 pinned/)
+  t.equal((await epx(d, 'company', 'pin-cert', 'acme', fp(currentPem))).lines[0], `${fp(currentPem)} was already pinned for company acme`)
+  t.same((await stored(d, 'acme'))?.certPins, [fp(currentPem), fp(renewedPem)], 'stored in node\'s AB:CD:… form')
+
+  const show = await epx(d, 'company', 'show', 'acme')
+  t.match(show.out, new RegExp(`pinned certificates:\\s+${fp(currentPem)}\\n\\s+${fp(renewedPem)}`))
+  t.same(JSON.parse((await epx(d, 'company', 'show', 'acme', '--json')).out).certPins, [fp(currentPem), fp(renewedPem)])
+  t.match((await epx(d, 'company', 'list')).out, /acme\s+acme\s+active\s+all\s+CN=acme,O=acme\s+2$/m)
+
+  const unpinned = await epx(d, 'company', 'unpin-cert', 'acme', join(folder, 'current.crt'))
+  t.equal(unpinned.lines[0], `unpinned ${fp(currentPem)} from company acme`)
+  t.same((await stored(d, 'acme'))?.certPins, [fp(renewedPem)])
+  t.equal((await epx(d, 'company', 'unpin-cert', 'acme', fp(currentPem))).lines[0], `${fp(currentPem)} was not pinned for company acme`)
+  const last = await epx(d, 'company', 'unpin-cert', 'acme', fp(renewedPem))
+  t.match(last.lines[1], /no pins: the bound subject alone decides/)
+  t.match((await epx(d, 'company', 'show', 'acme')).out, /pinned certificates:\s+\(none/)
+})
+
+t.test('company pin-cert warns when the certificate is not of the bound subject, and refuses what is not a certificate', async t => {
+  const d = await initializedDataDir(t)
+  await epx(d, 'company', 'add', 'acme', '--name', 'acme')
+  const folder = join(d, 'certs')   // t.testdir() again would wipe the data folder
+  mkdirSync(folder)
+  writeFileSync(join(folder, 'beta.crt'), clientCert('CN=beta,O=beta').certPem)
+  writeFileSync(join(folder, 'junk.txt'), 'hello')
+  const other = await epx(d, 'company', 'pin-cert', 'acme', join(folder, 'beta.crt'))
+  t.equal(other.code, 0)
+  t.match(other.err, /warning: the certificate's subject \(CN=beta,O=beta\) is not the one bound to company acme \(CN=acme,O=acme\)/)
+  const cases: Array<[string[], number, RegExp]> = [
+    [['acme', join(folder, 'junk.txt')], 2, /is not a PEM certificate/],
+    [['acme', join(folder, 'none.crt')], 2, /neither a SHA-256 fingerprint .* nor a readable file: ENOENT/],
+    [['acme', 'AB:CD'], 2, /neither a SHA-256 fingerprint/],
+    [['acme'], 2, /missing FILE\|FINGERPRINT/],
+    [['ghost', join(folder, 'beta.crt')], 1, /no company ghost/],
+  ]
+  for (const [args, code, message] of cases) {
+    for (const sub of ['pin-cert', 'unpin-cert']) {
+      const r = await epx(d, 'company', sub, ...args)
+      t.equal(r.code, code, `${sub} ${args.join(' ')} exits ${code}`)
+      t.match(r.err, message)
+    }
+  }
 })

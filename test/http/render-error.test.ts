@@ -74,12 +74,18 @@ t.test('an outbound 403 adds the code; other statuses do not', async t => {
 t.test('the error headers are sent: Allow, Retry-After, WWW-Authenticate', async t => {
   t.equal(renderError(new EpxError('METHOD_NOT_ALLOWED', ['PUT', 'POST'], { headers: { Allow: 'POST' } }), 'inbound', BASE).headers.allow, 'POST')
   t.equal(renderError(new EpxError('NO_STORE', [], { headers: { 'retry-after': '7' } }), 'outbound', BASE).headers['retry-after'], '7')
+  // The challenge depends on the request (token sent or not, scope needed): the authorizer
+  // writes it (auth/authorize.ts) and the door sends it as it is, on both doors.
+  const challenge = 'Bearer realm="epx", error="insufficient_scope", scope="outbound:besoins-agreges"'
+  for (const door of ['inbound', 'outbound'] as const) {
+    t.equal(renderError(new EpxError('SCOPE_DENIED', ['outbound:besoins-agreges'], { headers: { 'WWW-Authenticate': challenge } }), door, BASE)
+      .headers['www-authenticate'], challenge)
+  }
 })
 
 t.test('codes that always carry a header get it even when the thrower forgot', async t => {
   t.equal(renderError(new EpxError('NO_STORE'), 'inbound', BASE).headers['retry-after'], '5')
   t.equal(renderError(new EpxError('NOT_PUBLISHED', ['a', 'b']), 'outbound', BASE).headers['retry-after'], '300')
-  t.equal(renderError(new EpxError('UNAUTHORIZED', ['x']), 'outbound', BASE).headers['www-authenticate'], 'Bearer realm="epx"')
   t.notOk(renderError(new EpxError('NOT_FOUND', ['/x']), undefined, BASE).headers['retry-after'])
 })
 

@@ -1,17 +1,18 @@
 /**
- * `epx company add|suspend|resume|show|list`: the BSP companies, their certificate
- * binding and their perimeter (DECISIONS.md "Authentication and tenancy").
+ * `epx company add|suspend|resume|show|list` (and `pin-cert|unpin-cert`,
+ * company-pins.ts): the BSP companies, their certificate binding and their perimeter (DECISIONS.md "Authentication and tenancy").
  * @module
  */
 import { canonicalSubject } from '../../auth/subject.ts'
 import { isPrm } from '../../contract/ids.ts'
 import { EpxError } from '../../errors.ts'
-import { COMPANY_ID, openCompanies, type CompanyRecord } from '../../store/companies.ts'
+import { COMPANY_ID, openCompanies, pinsOf, type CompanyRecord } from '../../store/companies.ts'
 import { openTokens } from '../../store/tokens.ts'
 import { commandGroup, parseCommand, required, usageError, type CommandSpec } from '../args.ts'
 import type { CliIo, Command } from '../io.ts'
 import { withStore } from '../settings.ts'
 import { formatTable } from '../table.ts'
+import { pinCommands } from './company-pins.ts'
 
 const addSpec: CommandSpec = {
   usage: 'epx company add ID --name NAME [--cert-subject DN] [--sites all|PRM...]',
@@ -124,7 +125,7 @@ const show: Command = {
     }))
     if (!company) throw new EpxError('EPX_NOT_FOUND', [`no company '${id}' (see 'epx company list')`])
     if (args.flag('json')) {
-      io.out(JSON.stringify(company, null, 2))
+      io.out(JSON.stringify(asShown(company), null, 2))
       return 0
     }
     const now = Date.now()
@@ -134,7 +135,7 @@ const show: Command = {
       ['name:', company.name],
       ['status:', company.status],
       ['certificate subject:', company.certSubject],
-      ['pinned fingerprint:', company.certFingerprint256 ?? '(none)'],
+      ...pinRows(company),
       ['perimeter:', describePerimeter(company.perimeter)],
       ['created:', company.createdAt],
       ['tokens:', `${live} usable, ${tokens.length - live} revoked or expired`],
@@ -163,17 +164,32 @@ const list: Command = {
 
 function printCompanies (companies: readonly CompanyRecord[], json: boolean, io: CliIo): void {
   if (json) {
-    io.out(JSON.stringify(companies, null, 2))
+    io.out(JSON.stringify(companies.map(asShown), null, 2))
     return
   }
   if (companies.length === 0) {
     io.out("no companies yet; add one with 'epx company add ID --name NAME'")
     return
   }
-  const rows = companies.map(c => [c.id, c.name, c.status, c.perimeter === 'all' ? 'all' : `${c.perimeter.length} site(s)`, c.certSubject])
-  for (const line of formatTable([['ID', 'NAME', 'STATUS', 'PERIMETER', 'CERTIFICATE SUBJECT'], ...rows])) io.out(line)
+  const rows = companies.map(c => [
+    c.id, c.name, c.status, c.perimeter === 'all' ? 'all' : `${c.perimeter.length} site(s)`, c.certSubject, String(pinsOf(c).length),
+  ])
+  for (const line of formatTable([['ID', 'NAME', 'STATUS', 'PERIMETER', 'CERTIFICATE SUBJECT', 'PINS'], ...rows])) io.out(line)
+}
+
+/** The record as `--json` prints it: its pins always under `certPins`, older records' single pin included. */
+function asShown (c: CompanyRecord): CompanyRecord {
+  const { certFingerprint256: _legacy, ...rest } = c
+  return { ...rest, certPins: pinsOf(c) }
+}
+
+/** One row per pinned fingerprint (a fingerprint is 95 characters: one per line reads best). */
+function pinRows (c: CompanyRecord): string[][] {
+  const pins = pinsOf(c)
+  if (pins.length === 0) return [['pinned certificates:', '(none: the certificate subject alone decides)']]
+  return pins.map((p, i) => [i === 0 ? 'pinned certificates:' : '', p])
 }
 
 export const companyCommand: Command = commandGroup('company', 'BSP companies: certificate binding, perimeter, status', [
-  add, statusCommand('suspend', 'suspended'), statusCommand('resume', 'active'), show, list,
+  add, statusCommand('suspend', 'suspended'), statusCommand('resume', 'active'), show, list, ...pinCommands,
 ])

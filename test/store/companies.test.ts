@@ -1,0 +1,44 @@
+import t from 'tap'
+import { openStore } from '../../src/store/open-store.ts'
+import { openCompanies, pinsOf, type CompanyRecord } from '../../src/store/companies.ts'
+import { openGeneration } from '../../src/store/generation.ts'
+
+const ACME: CompanyRecord = { id: 'acme', name: 'ACME', status: 'active', certSubject: 'CN=acme,O=ACME', perimeter: 'all', createdAt: '2026-11-01T00:00:00Z' }
+const A = 'AA:'.repeat(31) + 'AA'
+const B = 'BB:'.repeat(31) + 'BB'
+
+t.test('a pin change moves the store generation, so open connections re-check their certificate', async t => {
+  const store = openStore(t.testdir())
+  t.teardown(() => store.close())
+  const companies = openCompanies(store)
+  const generation = openGeneration(store)
+  await companies.add(ACME)
+  const before = generation.read()
+  await companies.setPins('acme', pins => [...pins, A])
+  t.ok(generation.read() > before, 'pinning bumps it')
+  const pinned = generation.read()
+  await companies.setPins('acme', pins => pins.filter(p => p !== A))
+  t.ok(generation.read() > pinned, 'unpinning bumps it')
+})
+
+t.test('several pins are kept in order; a record without pins has none', async t => {
+  const store = openStore(t.testdir())
+  t.teardown(() => store.close())
+  const companies = openCompanies(store)
+  await companies.add(ACME)
+  t.same(pinsOf(companies.get('acme')!), [], 'a record written before pins existed loads, with no pin')
+  await companies.setPins('acme', () => [A, B])
+  t.same(companies.get('acme')!.certPins, [A, B])
+  await t.rejects(companies.setPins('ghost', () => [A]), { code: 'EPX_NOT_FOUND' })
+})
+
+t.test('a record with the older single pin reads as one pin, and keeps it when a second is added', async t => {
+  const store = openStore(t.testdir())
+  t.teardown(() => store.close())
+  const companies = openCompanies(store)
+  await companies.add({ ...ACME, certFingerprint256: A })
+  t.same(pinsOf(companies.get('acme')!), [A])
+  const after = await companies.setPins('acme', pins => [...pins, B])
+  t.same(after.certPins, [A, B])
+  t.notOk('certFingerprint256' in companies.get('acme')!, 'one field for pins from then on')
+})
