@@ -6,7 +6,7 @@
  * @module
  */
 import { execFileSync } from 'node:child_process'
-import { mkdtempSync } from 'node:fs'
+import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -31,7 +31,18 @@ export function buildHost (): void {
   execFileSync(process.execPath, [build, '--out', join(root, 'bench/.build'), '--entry', 'campaign-host=bench/campaign/host.ts'], { stdio: ['ignore', 'ignore', 'inherit'] })
 }
 
-export const tempDir = (label: string): string => mkdtempSync(join(tmpdir(), `epx-campaign-${label}-`))
+const made: string[] = []
+
+/** A data folder of its own under the system's temp folder; `removeTempDirs` removes them all. */
+export function tempDir (label: string): string {
+  const dir = mkdtempSync(join(tmpdir(), `epx-campaign-${label}-`))
+  made.push(dir)
+  return dir
+}
+
+export function removeTempDirs (): void {
+  for (const dir of made.splice(0)) rmSync(dir, { recursive: true, force: true })
+}
 
 /** Tomorrow in Europe/Paris: a day every programme may target. */
 export const targetDate = (): string => benchTargetDate()

@@ -10,13 +10,15 @@ import './reflect-metadata.ts'
 import * as x509 from '@peculiar/x509'
 import type { KeyPairPem } from '../../test/helpers/certs.ts'
 
-x509.cryptoProvider.set(webcrypto as Crypto)
+x509.cryptoProvider.set(webcrypto as unknown as Parameters<typeof x509.cryptoProvider.set>[0])
+/** WebCrypto's key type as @peculiar/x509 names it (no DOM lib in this project). */
+type SigningKey = Parameters<typeof x509.X509CrlGenerator.create>[0]['signingKey']
 const RSA = { name: 'RSASSA-PKCS1-v1_5', hash: 'SHA-256' }
 
 /** node-forge writes PKCS#1 PEM; WebCrypto reads PKCS#8. */
-async function signingKey (keyPem: string): Promise<CryptoKey> {
+async function signingKey (keyPem: string): Promise<SigningKey> {
   const der = createPrivateKey(keyPem).export({ type: 'pkcs8', format: 'der' })
-  return webcrypto.subtle.importKey('pkcs8', der, RSA, false, ['sign']) as Promise<CryptoKey>
+  return await webcrypto.subtle.importKey('pkcs8', der, RSA, false, ['sign']) as unknown as SigningKey
 }
 
 /** The hexadecimal serial number of a PEM certificate (as a CRL lists it). */
@@ -24,14 +26,14 @@ export const serialOf = (certPem: string): string => new x509.X509Certificate(ce
 
 /** A client certificate `subject` issued by `ca` that expired a month ago. */
 export async function expiredClientCert (subject: string, ca: KeyPairPem): Promise<KeyPairPem> {
-  const keys = await webcrypto.subtle.generateKey({ ...RSA, modulusLength: 2048, publicExponent: new Uint8Array([1, 0, 1]) }, true, ['sign', 'verify']) as CryptoKeyPair
+  const keys = await webcrypto.subtle.generateKey({ ...RSA, modulusLength: 2048, publicExponent: new Uint8Array([1, 0, 1]) }, true, ['sign', 'verify']) as webcrypto.CryptoKeyPair
   const caCert = new x509.X509Certificate(ca.certPem)
   const day = 86_400_000
   const cert = await x509.X509CertificateGenerator.create({
     serialNumber: '02' + Date.now().toString(16),
     subject, issuer: caCert.subjectName,
     notBefore: new Date(Date.now() - 60 * day), notAfter: new Date(Date.now() - 30 * day),
-    publicKey: keys.publicKey, signingKey: await signingKey(ca.keyPem), signingAlgorithm: RSA,
+    publicKey: keys.publicKey as unknown as SigningKey, signingKey: await signingKey(ca.keyPem), signingAlgorithm: RSA,
     extensions: [
       new x509.BasicConstraintsExtension(false),
       new x509.KeyUsagesExtension(x509.KeyUsageFlags.digitalSignature | x509.KeyUsageFlags.keyEncipherment, true),
