@@ -148,9 +148,10 @@ export function mtlsFigures (r: MtlsResult): Figure[] {
   for (const [kind, cells] of byKind) {
     const control = kind.startsWith('valid')
     const bad = cells.filter(c => !c.ok).map(c => `${c.version} ${c.method}${c.resumed ? ' resumed' : ''}: ${c.status} ${c.code ?? ''}`.trim())
-    figures.push({ ...all(`${kind}: ${control ? '200/202' : '403 MTLS_REQUIRED'} (1.2/1.3 × GET/POST × fresh/resumed)`, cells.filter(c => c.ok).length, cells.length) })
-    if (bad.length) figures.push(info(`  ${kind}: first wrong cells`, bad.slice(0, 3).join('; ')))
+    figures.push({ ...all(kind, cells.filter(c => c.ok).length, cells.length), target: control ? 'all 200/202' : 'all 403 MTLS' })
+    if (bad.length) figures.push(info('  wrong cells', bad.slice(0, 3).join('; ') + (bad.length > 3 ? '; …' : '')))
   }
+  figures.unshift(info('cells per credential', 'TLS 1.2/1.3 × GET/POST × fresh/offering a valid session'))
   figures.push(info('sessions the server resumed (resumption is off)', r.cells.filter(c => c.reused).length))
   for (const n of r.notes) figures.push(info('note', n))
   return figures

@@ -43,18 +43,20 @@ export async function measureRow (name: string, fn: () => Promise<Figure[]>): Pr
   }
 }
 
-const pad = (s: string, n: number) => s.length >= n ? s : s + ' '.repeat(n - s.length)
+const pad = (s: string, n: number) => s.length >= n ? s + ' ' : s + ' '.repeat(n - s.length)
+const W = 56
 const show = (v: number | string) => typeof v === 'number' ? (Number.isInteger(v) ? v.toLocaleString('en') : v.toFixed(2)) : v
 
 export function printRows (rows: readonly Row[], out: (line: string) => void = console.log): void {
   out('')
-  out(`${pad('row / figure', 58)}${pad('target', 12)}${pad('measured', 16)}verdict`)
+  out(`${pad('row / figure', W)}${pad('target', 16)}${pad('measured', 24)}verdict`)
   for (const r of rows) {
-    out(`${pad(r.name, 58)}${pad('', 12)}${pad(`${(r.wallMs / 1000).toFixed(1)} s`, 16)}${rowMet(r) ? 'met' : 'MISSED'}`)
-    if (r.error) out(`  ${pad('could not measure', 56)}${pad('', 12)}${pad('', 16)}MISSED: ${r.error}`)
+    out(`${pad(r.name, W)}${pad('', 16)}${pad(`${(r.wallMs / 1000).toFixed(1)} s`, 24)}${rowMet(r) ? 'met' : 'MISSED'}`)
+    if (r.error) out(`  ${pad('could not measure', W - 2)}${pad('', 16)}${pad('', 24)}MISSED: ${r.error}`)
     for (const f of r.figures) {
-      const verdict = f.met === undefined ? '' : f.met ? 'met' : 'MISSED'
-      out(`  ${pad(f.name, 56)}${pad(f.target ?? '', 12)}${pad(show(f.value), 16)}${verdict}`)
+      // Context figures (no target) can be long sentences: they take the rest of the line.
+      if (f.met === undefined) { out(`  ${pad(f.name, W - 2)}${show(f.value)}`); continue }
+      out(`  ${pad(f.name, W - 2)}${pad(f.target ?? '', 16)}${pad(show(f.value), 24)}${f.met ? 'met' : 'MISSED'}`)
     }
   }
   out('')
