@@ -30,6 +30,8 @@ interface Sent {
   readonly instructionId: string
   readonly siteIds: readonly string[]
   readonly slots: number
+  /** Per site, the sum of its energies: a stored period with the wrong value shows. */
+  readonly energy: readonly number[]
   acked: boolean
 }
 
@@ -60,12 +62,16 @@ export async function killLoop (o: KillLoopOptions): Promise<KillLoopResult> {
   const [killMin, killMax] = o.killAfterMs ?? [50, 600]
 
   /** Reads the store beside the running daemon; counts what the cycle's programmes left. */
-  const check = (batch: readonly Sent[]) => {
+  const check = async (batch: readonly Sent[]) => {
     const store = openStore(join(dataDir, 'epx.lmdb'))
     try {
       const instructions = openInstructions(store)
       for (const p of batch) {
-        const found = p.siteIds.filter(s => instructions.get(p.instructionId, s)?.slots.length === p.slots).length
+        const whole = (site: string, i: number) => {
+          const got = instructions.get(p.instructionId, site)
+          return got !== undefined && got.slots.length === p.slots && got.slots.reduce((a, x) => a + x[1], 0) === p.energy[i]
+        }
+        const found = p.siteIds.filter(whole).length
         const present = p.siteIds.filter(s => instructions.get(p.instructionId, s) !== undefined).length
         if (p.acked && found < p.siteIds.length) {
           lost.add(p.instructionId)
@@ -77,7 +83,7 @@ export async function killLoop (o: KillLoopOptions): Promise<KillLoopResult> {
         }
       }
     } finally {
-      void store.close()
+      await store.close()
     }
   }
 
@@ -94,8 +100,13 @@ export async function killLoop (o: KillLoopOptions): Promise<KillLoopResult> {
           const n = 1 + Math.floor(Math.random() * MAX_SITES_PER_PROGRAMME)
           const first = 1 + Math.floor(Math.random() * (SITES - n + 1))
           const ms = (emitted += 1000)
-          const body = programme({ targetDate: day, emittedAt: new Date(ms).toISOString(), sites: Array.from({ length: n }, (_, k) => siteId(first + k)) })
-          const p: Sent = { instructionId: deriveInstructionId(day, ms), siteIds: body.sites.map(s => s.site_id), slots: body.sites[0]!.energie_programmee.length, acked: false }
+          // Multiples of 0.25 kWh: sums are exact in floating point.
+          const kwh = (j: number, k: number) => ((ms / 1000 + j + k) % 8) * 0.25
+          const body = programme({ targetDate: day, emittedAt: new Date(ms).toISOString(), sites: Array.from({ length: n }, (_, k) => siteId(first + k)), kwh })
+          const p: Sent = {
+            instructionId: deriveInstructionId(day, ms), siteIds: body.sites.map(s => s.site_id), slots: body.sites[0]!.energie_programmee.length,
+            energy: body.sites.map(s => s.energie_programmee.reduce((a, x) => a + x.energie_kwh, 0)), acked: false,
+          }
           mine.push(p)
           try {
             const res = await request(`${host.origin}${INBOUND_PATH}`, {
@@ -122,10 +133,10 @@ export async function killLoop (o: KillLoopOptions): Promise<KillLoopResult> {
       cycles++
       sent.push(...mine)
       host = await startHost({ dataDir, sites: SITES })
-      check(mine)
+      await check(mine)
     }
     // Once more over everything: a later restart must not lose what an earlier one kept.
-    check(sent)
+    await check(sent)
   } finally {
     host.child.kill()
   }

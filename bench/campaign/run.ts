@@ -53,7 +53,7 @@ const full = !quick && !only && !args.cycles && !args.requests && !args['soak-se
 const minutes = (n: number) => n * 60_000
 
 // Never hang: every row is bounded, and so is the whole run.
-const watchdog = setTimeout(() => { console.error('campaign: watchdog expired'); process.exit(1) }, quick ? minutes(10) : minutes(60))
+const watchdog = setTimeout(() => { console.error('campaign: watchdog expired'); process.exit(1) }, quick ? minutes(10) : minutes(100))
 watchdog.unref()
 
 async function main (): Promise<number> {
@@ -63,11 +63,11 @@ async function main (): Promise<number> {
   const progress = (r: Row) => { rows.push(r); process.stderr.write(`  ${r.name}: ${rowMet(r) ? 'met' : 'MISSED'} (${(r.wallMs / 1000).toFixed(0)} s)\n`) }
   if (want('kill')) {
     progress(await measureRow(`kill -9 loop (${plan.cycles} cycles)`, async () =>
-      killLoopFigures(await killLoop({ cycles: plan.cycles, budgetMs: quick ? minutes(3) : minutes(20) }), plan.cycles)))
+      killLoopFigures(await killLoop({ cycles: plan.cycles, budgetMs: quick ? minutes(3) : minutes(40) }), plan.cycles)))
   }
   if (want('fuzz')) {
     progress(await measureRow(`fuzz of POST bodies (${plan.requests.toLocaleString('en')} requests)`, async () =>
-      fuzzFigures(await fuzz({ requests: plan.requests, seed: plan.seed, budgetMs: quick ? minutes(3) : minutes(20) }), plan.requests)))
+      fuzzFigures(await fuzz({ requests: plan.requests, seed: plan.seed, budgetMs: quick ? minutes(3) : minutes(40) }), plan.requests)))
   }
   if (want('mtls')) progress(await measureRow('mTLS matrix', async () => mtlsFigures(await mtlsMatrix())))
   if (want('damaged')) progress(await measureRow('damaged store file, host alive', async () => damagedStoreFigures(await damagedStores())))
