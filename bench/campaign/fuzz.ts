@@ -127,6 +127,8 @@ export function wellFormedError (text: string, sent: string): string | undefined
   if (!e || e.code !== 'INVALID_PROGRAMME_SOUTIRAGE_REQUEST') return `code ${JSON.stringify(e?.code)}`
   if (typeof e.message !== 'string' || !e.message) return 'no message'
   if (!e.details || typeof e.details !== 'object' || Array.isArray(e.details)) return 'no details object'
+  // DECISIONS.md "Inbound": what is wrong is in `details` (the body as a whole under "").
+  if (!Object.keys(e.details).length) return 'empty details'
   let body: unknown
   try { body = JSON.parse(sent) } catch { body = undefined }
   for (const [k, v] of Object.entries(e.details)) {

@@ -28,6 +28,8 @@ export interface Cell {
   readonly version: Version
   readonly method: 'GET' | 'POST'
   readonly resumed: boolean
+  /** A session was there to offer (the server handed one out on the valid handshake). */
+  readonly offered: boolean
   readonly status: number
   readonly code?: string
   /** The server took the offered session (it should not: resumption is off). */
@@ -123,14 +125,15 @@ export async function mtlsMatrix (): Promise<MtlsResult> {
       for (const method of ['GET', 'POST'] as const) {
         const control = await once(host.port, version, acme.cert, requestOf(method, 'acme'))
         const expect = method === 'GET' ? 200 : 202
-        cells.push({ kind: 'valid (control)', version, method, resumed: false, status: control.status, code: control.code, reused: false, ok: control.status === expect })
+        const offered = control.session !== undefined
+        cells.push({ kind: 'valid (control)', version, method, resumed: false, offered: false, status: control.status, code: control.code, reused: false, ok: control.status === expect })
         const again = await once(host.port, version, acme.cert, requestOf(method, 'acme'), control.session)
-        cells.push({ kind: 'valid (control)', version, method, resumed: true, status: again.status, code: again.code, reused: again.reused, ok: again.status === expect })
+        cells.push({ kind: 'valid (control)', version, method, resumed: true, offered, status: again.status, code: again.code, reused: again.reused, ok: again.status === expect })
         for (const k of kinds) {
           for (const resumed of [false, true]) {
             // The session offered is the valid certificate's: a resumption must not lend its identity.
             const a = await once(host.port, version, k.cert, requestOf(method, k.company), resumed ? control.session : undefined)
-            cells.push({ kind: k.kind, version, method, resumed, status: a.status, code: a.code, reused: a.reused, ok: a.status === 403 && a.code === 'MTLS_REQUIRED' })
+            cells.push({ kind: k.kind, version, method, resumed, offered: resumed && offered, status: a.status, code: a.code, reused: a.reused, ok: a.status === 403 && a.code === 'MTLS_REQUIRED' })
           }
         }
       }
@@ -147,12 +150,12 @@ export function mtlsFigures (r: MtlsResult): Figure[] {
   const figures: Figure[] = []
   for (const [kind, cells] of byKind) {
     const control = kind.startsWith('valid')
-    const bad = cells.filter(c => !c.ok).map(c => `${c.version} ${c.method}${c.resumed ? ' resumed' : ''}: ${c.status} ${c.code ?? ''}`.trim())
+    const bad = cells.filter(c => !c.ok).map(c => `${c.version} ${c.method}${c.resumed ? ' with session' : ''}: ${c.status} ${c.code ?? ''}`.trim())
     figures.push({ ...all(kind, cells.filter(c => c.ok).length, cells.length), target: control ? 'all 200/202' : 'all 403 MTLS' })
     if (bad.length) figures.push(info('  wrong cells', bad.slice(0, 3).join('; ') + (bad.length > 3 ? '; …' : '')))
   }
   figures.unshift(info('cells per credential', 'TLS 1.2/1.3 × GET/POST × fresh/offering a valid session'))
-  figures.push(info('sessions the server resumed (resumption is off)', r.cells.filter(c => c.reused).length))
+  figures.push(info('handshakes offering a session / resumed by the server (resumption is off)', `${r.cells.filter(c => c.offered).length} / ${r.cells.filter(c => c.reused).length}`))
   for (const n of r.notes) figures.push(info('note', n))
   return figures
 }
