@@ -22,6 +22,8 @@ export interface Row {
   /** Why the row could not measure (the child died, a build failed): a missed row. */
   readonly error?: string
   readonly wallMs: number
+  /** The row's own result, every number of it, for the JSON. */
+  readonly raw?: unknown
 }
 
 /** Shorthands for the figures rows report. */
@@ -33,11 +35,11 @@ export const info = (name: string, value: number | string): Figure => ({ name, v
 export const rowMet = (r: Row): boolean => !r.error && r.figures.every(f => f.met !== false) && r.figures.some(f => f.met !== undefined)
 
 /** Runs a row, turning a crash of the row itself into a missed row that says why. */
-export async function measureRow (name: string, fn: () => Promise<Figure[]>): Promise<Row> {
+export async function measureRow<R> (name: string, run: () => Promise<R>, figuresOf: (r: R) => Figure[]): Promise<Row> {
   const t0 = performance.now()
   try {
-    const figures = await fn()
-    return { name, figures, wallMs: performance.now() - t0 }
+    const raw = await run()
+    return { name, figures: figuresOf(raw), raw, wallMs: performance.now() - t0 }
   } catch (err) {
     return { name, figures: [], error: String((err as Error)?.message ?? err).split('\n')[0]!.slice(0, 300), wallMs: performance.now() - t0 }
   }

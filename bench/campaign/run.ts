@@ -62,19 +62,19 @@ async function main (): Promise<number> {
   const want = (r: string) => plan.rows.includes(r)
   const progress = (r: Row) => { rows.push(r); process.stderr.write(`  ${r.name}: ${rowMet(r) ? 'met' : 'MISSED'} (${(r.wallMs / 1000).toFixed(0)} s)\n`) }
   if (want('kill')) {
-    progress(await measureRow(`kill -9 loop (${plan.cycles} cycles)`, async () =>
-      killLoopFigures(await killLoop({ cycles: plan.cycles, budgetMs: quick ? minutes(3) : minutes(40) }), plan.cycles)))
+    progress(await measureRow(`kill -9 loop (${plan.cycles} cycles)`,
+      () => killLoop({ cycles: plan.cycles, budgetMs: quick ? minutes(3) : minutes(40) }), r => killLoopFigures(r, plan.cycles)))
   }
   if (want('fuzz')) {
-    progress(await measureRow(`fuzz of POST bodies (${plan.requests.toLocaleString('en')} requests)`, async () =>
-      fuzzFigures(await fuzz({ requests: plan.requests, seed: plan.seed, budgetMs: quick ? minutes(3) : minutes(40) }), plan.requests)))
+    progress(await measureRow(`fuzz of POST bodies (${plan.requests.toLocaleString('en')} requests)`,
+      () => fuzz({ requests: plan.requests, seed: plan.seed, budgetMs: quick ? minutes(3) : minutes(40) }), r => fuzzFigures(r, plan.requests)))
   }
-  if (want('mtls')) progress(await measureRow('mTLS matrix', async () => mtlsFigures(await mtlsMatrix())))
-  if (want('damaged')) progress(await measureRow('damaged store file, host alive', async () => damagedStoreFigures(await damagedStores())))
-  if (want('disk')) progress(await measureRow('disk full, host alive', async () => diskFullFigures(await diskFull())))
+  if (want('mtls')) progress(await measureRow('mTLS matrix', mtlsMatrix, mtlsFigures))
+  if (want('damaged')) progress(await measureRow('damaged store file, host alive', damagedStores, damagedStoreFigures))
+  if (want('disk')) progress(await measureRow('disk full, host alive', diskFull, diskFullFigures))
   if (want('soak')) {
-    progress(await measureRow(`soak (${plan.soakSeconds} s)`, async () =>
-      soakFigures(await soak({ warmupMs: plan.soakWarmupSeconds * 1000, durationMs: plan.soakSeconds * 1000, boundPct: plan.soakBoundPct }))))
+    progress(await measureRow(`soak (${plan.soakSeconds} s)`,
+      () => soak({ warmupMs: plan.soakWarmupSeconds * 1000, durationMs: plan.soakSeconds * 1000, boundPct: plan.soakBoundPct }), soakFigures))
   }
   printRows(rows)
   if (full) writeRows(fileURLToPath(new URL('../results/campaign.json', import.meta.url)), rows, plan)
