@@ -1,0 +1,72 @@
+/**
+ * The campaign's solver daemon: a child process that loads the built plugin through its
+ * manifest (`dist/index.js`, as bench/servers/epx.ts does) with the reference host, on a
+ * data folder the parent prepared. Built to plain JavaScript (bench/.build/campaign-host.js)
+ * so that a `kill -9` cycle costs a Node start, not a TypeScript loader.
+ *
+ * `CAMPAIGN_HOST` (JSON): `{ dataDir, sites, config?, publish?: { targetDate, siteIds } }`.
+ * Messages out: `activation { ok, code?, message? }` (a refused activation leaves the
+ * process up, as a solver would), then `ready { port }` when serving; `memory` (after GC).
+ * Messages in: `memory`, `exit`. Dies with its parent and on a deadline (harness.ts).
+ * @module
+ */
+import { readFileSync } from 'node:fs'
+import { join, resolve } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import pino from 'pino'
+import { createReferenceHost } from '../../src/host/reference-host.ts'
+import { loadPlugin } from '../../src/host/load-plugin.ts'
+import type { Logger } from '../../src/host/contract.ts'
+import { send, serveControl } from '../servers/harness.ts'
+
+export interface HostOptions {
+  readonly dataDir: string
+  readonly sites: number
+  readonly config?: Record<string, unknown>
+  readonly publish?: { readonly targetDate: string; readonly siteIds: readonly string[] }
+}
+
+const repoRoot = resolve(fileURLToPath(import.meta.url), '../../..')
+
+/** Anonymous resident memory (the process's own, without LMDB's file-backed map); Linux only. */
+function rssAnon (): number | undefined {
+  try {
+    const m = /^RssAnon:\s+(\d+) kB/m.exec(readFileSync('/proc/self/status', 'utf8'))
+    return m ? Number(m[1]) * 1024 : undefined
+  } catch {
+    return undefined
+  }
+}
+
+async function main (): Promise<void> {
+  const o = JSON.parse(process.env.CAMPAIGN_HOST ?? '{}') as HostOptions
+  const logger = pino({ level: 'info' }, pino.destination({ dest: join(o.dataDir, 'epx.log'), sync: true })) as unknown as Logger
+  const ref = createReferenceHost({ dataDir: o.dataDir, logger, sites: o.sites, cycleSeconds: 0 })
+  serveControl('campaign-host', async msg => {
+    if (msg.type !== 'memory') return
+    const gc = (globalThis as { gc?: () => void }).gc
+    for (let i = 0; i < 3; i++) { gc?.(); await new Promise(r => setTimeout(r, 100)) }
+    const m = process.memoryUsage()
+    send({ type: 'memory', heapUsed: m.heapUsed, rss: m.rss, rssAnon: rssAnon(), gcExposed: Boolean(gc) })
+  })
+  const config = { api: { host: '127.0.0.1', port: 0 }, publish: { schedule: false }, ...o.config }
+  let handle
+  try {
+    ({ handle } = await loadPlugin(repoRoot, ref.host, config))
+  } catch (err) {
+    // A solver logs a refused plugin and carries on: so does this host, until told to exit.
+    send({ type: 'activation', ok: false, message: (err as Error).message, code: (err as { code?: string }).code })
+    return
+  }
+  send({ type: 'activation', ok: true })
+  if (o.publish) {
+    const report = await handle.publish({ targetDate: o.publish.targetDate, siteIds: [...o.publish.siteIds] })
+    if (report.failed.length) throw new Error(`publication failed: ${report.failed[0]!.reason}`)
+  }
+  process.on('SIGTERM', () => { void handle.close().finally(() => process.exit(0)) })
+  send({ type: 'ready', port: Number(handle.apiUrl.port) })
+}
+
+main().catch(err => {
+  send({ type: 'failed', message: String((err as Error)?.stack ?? err) })
+})

@@ -1,0 +1,76 @@
+/**
+ * A campaign row is a set of figures; those with a target say met or missed, and a row is
+ * met when every one of its targets is. Printed like the bench's "Targets:" block and
+ * written as JSON beside the bench's results (`bench/results/campaign.json`).
+ * @module
+ */
+import { mkdirSync, writeFileSync } from 'node:fs'
+import { dirname } from 'node:path'
+import { machine } from '../report.ts'
+
+export interface Figure {
+  readonly name: string
+  readonly value: number | string
+  /** Human form of the target ("= 0", "all", "≤ +10 %"); none for a figure shown for context. */
+  readonly target?: string
+  readonly met?: boolean
+}
+
+export interface Row {
+  readonly name: string
+  readonly figures: readonly Figure[]
+  /** Why the row could not measure (the child died, a build failed): a missed row. */
+  readonly error?: string
+  readonly wallMs: number
+  /** The row's own result, every number of it, for the JSON. */
+  readonly raw?: unknown
+}
+
+/** Shorthands for the figures rows report. */
+export const zero = (name: string, value: number): Figure => ({ name, value, target: '= 0', met: value === 0 })
+export const all = (name: string, value: number, of: number): Figure => ({ name, value: `${value}/${of}`, target: 'all', met: of > 0 && value === of })
+export const atLeast = (name: string, value: number, min: number): Figure => ({ name, value, target: `≥ ${min}`, met: value >= min })
+export const info = (name: string, value: number | string): Figure => ({ name, value })
+
+export const rowMet = (r: Row): boolean => !r.error && r.figures.every(f => f.met !== false) && r.figures.some(f => f.met !== undefined)
+
+/** Runs a row, turning a crash of the row itself into a missed row that says why. */
+export async function measureRow<R> (name: string, run: () => Promise<R>, figuresOf: (r: R) => Figure[]): Promise<Row> {
+  const t0 = performance.now()
+  try {
+    const raw = await run()
+    return { name, figures: figuresOf(raw), raw, wallMs: performance.now() - t0 }
+  } catch (err) {
+    return { name, figures: [], error: String((err as Error)?.message ?? err).split('\n')[0]!.slice(0, 300), wallMs: performance.now() - t0 }
+  }
+}
+
+const pad = (s: string, n: number) => s.length >= n ? s + ' ' : s + ' '.repeat(n - s.length)
+const W = 56
+const show = (v: number | string) => typeof v === 'number' ? (Number.isInteger(v) ? v.toLocaleString('en') : v.toFixed(2)) : v
+
+export function printRows (rows: readonly Row[], out: (line: string) => void = console.log): void {
+  out('')
+  out(`${pad('row / figure', W)}${pad('target', 16)}${pad('measured', 24)}verdict`)
+  for (const r of rows) {
+    out(`${pad(r.name, W)}${pad('', 16)}${pad(`${(r.wallMs / 1000).toFixed(1)} s`, 24)}${rowMet(r) ? 'met' : 'MISSED'}`)
+    if (r.error) out(`  ${pad('could not measure', W - 2)}${pad('', 16)}${pad('', 24)}MISSED: ${r.error}`)
+    for (const f of r.figures) {
+      // Context figures (no target) can be long sentences: they take the rest of the line.
+      if (f.met === undefined) { out(`  ${pad(f.name, W - 2)}${show(f.value)}`); continue }
+      out(`  ${pad(f.name, W - 2)}${pad(f.target ?? '', 16)}${pad(show(f.value), 24)}${f.met ? 'met' : 'MISSED'}`)
+    }
+  }
+  out('')
+  out(`${rows.filter(rowMet).length} of ${rows.length} rows met`)
+}
+
+export function writeRows (file: string, rows: readonly Row[], plan: object): void {
+  mkdirSync(dirname(file), { recursive: true })
+  const json = {
+    machine: machine(), plan,
+    met: rows.filter(rowMet).length, rows: rows.length,
+    results: rows.map(r => ({ ...r, met: rowMet(r) })),
+  }
+  writeFileSync(file, JSON.stringify(json, null, 2) + '\n')
+}

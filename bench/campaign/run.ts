@@ -1,0 +1,91 @@
+/**
+ * `npm run campaign [-- --quick]`: the project's own fault campaign (README "Fault
+ * campaign"), rows run one after another against the built plugin in child processes:
+ * kill -9 loop, fast-check fuzz of POST bodies, mTLS matrix, damaged store, disk full, soak.
+ * Prints one table; a full run writes every figure to bench/results/campaign.json
+ * (`--quick`, `--only` and the counts options leave it as it was).
+ * Exit 0 when every row is met, 1 otherwise (a missed row is a broken promise, not a figure).
+ * Options: --quick, --only kill,fuzz,mtls,damaged,disk,soak, --cycles N, --requests N,
+ * --soak-seconds N, --seed N.
+ * @module
+ */
+import { fileURLToPath } from 'node:url'
+import { parseArgs } from 'node:util'
+import { buildHost, removeTempDirs } from './daemon.ts'
+import { killLoop, killLoopFigures } from './kill-loop.ts'
+import { fuzz, fuzzFigures } from './fuzz.ts'
+import { mtlsMatrix, mtlsFigures } from './mtls.ts'
+import { damagedStores, damagedStoreFigures } from './damaged-store.ts'
+import { diskFull, diskFullFigures } from './disk-full.ts'
+import { soak, soakFigures } from './soak.ts'
+import { measureRow, printRows, rowMet, writeRows, type Row } from './report.ts'
+
+const ROWS = ['kill', 'fuzz', 'mtls', 'damaged', 'disk', 'soak'] as const
+const { values: args } = parseArgs({
+  options: {
+    quick: { type: 'boolean', default: false },
+    only: { type: 'string' },
+    cycles: { type: 'string' },
+    requests: { type: 'string' },
+    'soak-seconds': { type: 'string' },
+    seed: { type: 'string' },
+  },
+})
+const quick = args.quick!
+const only = args.only?.split(',').map(x => x.trim()).filter(Boolean)
+const unknown = only?.filter(x => !(ROWS as readonly string[]).includes(x)) ?? []
+if (unknown.length) {
+  console.error(`campaign: unknown row ${unknown.join(', ')} in --only; the rows are ${ROWS.join(', ')}`)
+  process.exit(2)
+}
+const plan = {
+  quick,
+  rows: only ?? [...ROWS],
+  cycles: Number(args.cycles ?? (quick ? 20 : 500)),
+  requests: Number(args.requests ?? (quick ? 3000 : 100_000)),
+  soakSeconds: Number(args['soak-seconds'] ?? (quick ? 5 : 180)),
+  soakWarmupSeconds: quick ? 2 : 20,
+  // A short soak's start figure still holds warm-up transients: a looser bound (see soak.ts).
+  soakBoundPct: quick ? 25 : 10,
+  seed: args.seed === undefined ? undefined : Number(args.seed),
+}
+const full = !quick && !only && !args.cycles && !args.requests && !args['soak-seconds']
+const minutes = (n: number) => n * 60_000
+
+// Never hang: every row is bounded, and so is the whole run.
+const watchdog = setTimeout(() => { console.error('campaign: watchdog expired'); process.exit(1) }, quick ? minutes(10) : minutes(100))
+watchdog.unref()
+
+async function main (): Promise<number> {
+  buildHost()
+  const rows: Row[] = []
+  const want = (r: string) => plan.rows.includes(r)
+  const progress = (r: Row) => { rows.push(r); process.stderr.write(`  ${r.name}: ${rowMet(r) ? 'met' : 'MISSED'} (${(r.wallMs / 1000).toFixed(0)} s)\n`) }
+  if (want('kill')) {
+    progress(await measureRow(`kill -9 loop (${plan.cycles} cycles)`,
+      () => killLoop({ cycles: plan.cycles, budgetMs: quick ? minutes(3) : minutes(40) }), r => killLoopFigures(r, plan.cycles)))
+  }
+  if (want('fuzz')) {
+    progress(await measureRow(`fuzz of POST bodies (${plan.requests.toLocaleString('en')} requests)`,
+      () => fuzz({ requests: plan.requests, seed: plan.seed, budgetMs: quick ? minutes(3) : minutes(40) }), r => fuzzFigures(r, plan.requests)))
+  }
+  if (want('mtls')) progress(await measureRow('mTLS matrix', mtlsMatrix, mtlsFigures))
+  if (want('damaged')) progress(await measureRow('damaged store file, host alive', damagedStores, damagedStoreFigures))
+  if (want('disk')) progress(await measureRow('disk full, host alive', diskFull, diskFullFigures))
+  if (want('soak')) {
+    progress(await measureRow(`soak (${plan.soakSeconds} s)`,
+      () => soak({ warmupMs: plan.soakWarmupSeconds * 1000, durationMs: plan.soakSeconds * 1000, boundPct: plan.soakBoundPct }), soakFigures))
+  }
+  printRows(rows)
+  if (full) writeRows(fileURLToPath(new URL('../results/campaign.json', import.meta.url)), rows, plan)
+  else console.log('(not a full run: bench/results/campaign.json left as it was)')
+  return rows.every(rowMet) ? 0 : 1
+}
+
+main()
+  .then(code => { process.exitCode = code })
+  .catch(err => { console.error(`campaign: broken: ${(err as Error)?.stack ?? err}`); process.exitCode = 1 })
+  .finally(() => {
+    clearTimeout(watchdog)
+    removeTempDirs()
+  })

@@ -1,0 +1,37 @@
+// The `npm test` slice of the campaign's mTLS, damaged-store and disk-full rows (the same
+// functions `npm run campaign` runs; bench/campaign/). The revoked and unpinned cells need
+// `api.tls.crlFile` and `epx company pin-cert`, the damaged store needs the store's
+// header check (issue 9, defects 1 and 2): until those land these assertions fail.
+import t from 'tap'
+import { buildHost, removeTempDirs } from '../../bench/campaign/daemon.ts'
+import { mtlsMatrix } from '../../bench/campaign/mtls.ts'
+import { damagedStores } from '../../bench/campaign/damaged-store.ts'
+import { diskFull } from '../../bench/campaign/disk-full.ts'
+
+t.before(() => buildHost({ plugin: false }))
+t.teardown(removeTempDirs)
+
+t.test('mTLS matrix: every wrong credential is 403 MTLS_REQUIRED on TLS 1.2 and 1.3, GET and POST, fresh or offering a valid session', async t => {
+  const { cells, notes } = await mtlsMatrix()
+  t.equal(cells.length, 8 * 8, '8 credentials (the valid control included) × 8 cells')
+  for (const c of cells) {
+    const name = `${c.kind}, ${c.version} ${c.method}${c.resumed ? ', offering a session' : ''}: ${c.status} ${c.code ?? ''}`
+    t.ok(c.ok, name, { notes })
+  }
+  t.equal(cells.filter(c => c.reused).length, 0, 'the server resumes no session')
+})
+
+t.test('a damaged store file: activation rejects with EPX_STORE_OPEN_FAILED and the host process lives on', async t => {
+  for (const c of await damagedStores()) {
+    t.ok(c.alive, `${c.damage}: host alive (${c.outcome})`)
+    t.equal(c.code, 'EPX_STORE_OPEN_FAILED', `${c.damage}: the activation's code`)
+  }
+})
+
+t.test('a full disk: 503 NO_STORE, the host lives on, no unhandled rejection', async t => {
+  const r = await diskFull()
+  t.equal(r.bigStatus, 503)
+  t.equal(r.bigCode, 'NO_STORE')
+  t.ok(r.alive, 'host alive')
+  t.equal(r.unhandled, 0, `nothing unhandled on stderr: ${r.stderr.slice(-300)}`)
+})

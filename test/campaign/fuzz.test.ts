@@ -1,0 +1,40 @@
+// The `npm test` slice of the campaign's fuzz and soak rows (bench/campaign/fuzz.ts,
+// soak.ts; the full run posts 100,000 bodies and soaks for three minutes).
+import t from 'tap'
+import { buildHost, removeTempDirs } from '../../bench/campaign/daemon.ts'
+import { breaksARule, fuzz, wellFormedError } from '../../bench/campaign/fuzz.ts'
+import { soak } from '../../bench/campaign/soak.ts'
+
+t.before(() => buildHost({ plugin: false }))
+t.teardown(removeTempDirs)
+
+t.test('the fuzz oracle itself: it tells a contract error from a malformed one, and a valid body from a broken one', async t => {
+  const sent = '{"sites":[{"site_id":"x"}]}'
+  const error = (details: object) => JSON.stringify({ error: { code: 'INVALID_PROGRAMME_SOUTIRAGE_REQUEST', message: 'm', details } })
+  t.equal(wellFormedError(error({ '/sites/0/site_id': 'bad' }), sent), undefined)
+  t.equal(wellFormedError(error({ '/sites/0/energie_programmee': 'missing' }), sent), undefined, 'a missing field under an existing parent')
+  t.match(wellFormedError(error({ '/sites/3/site_id': 'bad' }), sent), /does not point into the body/)
+  t.match(wellFormedError(error({}), sent), /empty details/)
+  t.equal(wellFormedError(error({ '': 'not JSON' }), '{"a":'), undefined, 'a body that is not JSON: the key ""')
+  t.match(wellFormedError(error({ '/a': 'x' }), '{"a":'), /does not point/)
+  t.match(wellFormedError(JSON.stringify({ error: { code: 'INTERNAL', message: 'm', details: {} } }), sent), /code/)
+  t.equal(breaksARule('{"schema_version":"v0.3"}'), 'schema_version')
+})
+
+t.test('fast-check POST bodies: no 5xx, every 400 in the contract\'s format, every 202 for a body that keeps the rules', async t => {
+  const r = await fuzz({ requests: 2000, budgetMs: 90_000 })
+  t.equal(r.requests, 2000, `seed ${r.seed} (replay: npm run campaign -- --only fuzz --seed ${r.seed})`)
+  t.ok((r.statuses['202'] ?? 0) > 0 && (r.statuses['400'] ?? 0) > 0, `both outcomes seen: ${JSON.stringify(r.statuses)}`)
+  t.equal(r.serverErrors, 0, `no 5xx ${r.examples.join(' | ')}`)
+  t.equal(r.malformedErrors, 0, 'every 400 is in the contract\'s inbound error format')
+  t.equal(r.acceptedInvalid, 0, 'no 202 for a body that breaks a rule')
+  t.equal(r.transportErrors, 0, 'every request got an answer')
+})
+
+t.test('a short soak of GET and POST: every request answered, heap and resident memory within the short run\'s bound', async t => {
+  const r = await soak({ warmupMs: 1000, durationMs: 2000, boundPct: 25 })
+  t.ok(r.requests > 0)
+  t.equal(r.errors, 0, 'every GET 200, every POST 202')
+  // Only gross growth is judged here: the full run's three minutes carry the ±10 % promise.
+  t.ok(r.end.heapUsed <= r.start.heapUsed * 1.25, `heap after GC ${r.start.heapUsed} → ${r.end.heapUsed}`)
+})
