@@ -104,7 +104,7 @@ export async function killLoop (o: KillLoopOptions): Promise<KillLoopResult> {
           const kwh = (j: number, k: number) => ((ms / 1000 + j + k) % 8) * 0.25
           const body = programme({ targetDate: day, emittedAt: new Date(ms).toISOString(), sites: Array.from({ length: n }, (_, k) => siteId(first + k)), kwh })
           const p: Sent = {
-            instructionId: deriveInstructionId(day, ms), siteIds: body.sites.map(s => s.site_id), slots: body.sites[0]!.energie_programmee.length,
+            instructionId: deriveInstructionId(day, { ms, nanos: 0 }), siteIds: body.sites.map(s => s.site_id), slots: body.sites[0]!.energie_programmee.length,
             energy: body.sites.map(s => s.energie_programmee.reduce((a, x) => a + x.energie_kwh, 0)), acked: false,
           }
           mine.push(p)

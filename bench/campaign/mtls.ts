@@ -15,11 +15,11 @@ import { mkdirSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { issueCert } from '../../src/auth/pki.ts'
 import { OUTBOUND_PATH } from '../../src/http/route.ts'
-import { clientCert, selfSignedClientCert, testPki, type KeyPairPem } from '../../test/helpers/certs.ts'
+import { clientCert, expiredClientCert, selfSignedClientCert, testPki, type KeyPairPem } from '../../test/helpers/certs.ts'
 import { epx as runEpxCli } from '../../test/helpers/cli.ts'
 import { INBOUND_PATH, programme, siteId } from '../../test/helpers/programme.ts'
 import { seedDataDir, startHost, targetDate, tempDir } from './daemon.ts'
-import { expiredClientCert, makeCrl, serialOf } from './pki.ts'
+import { makeCrl, serialOf } from '../../test/helpers/crl.ts'
 import { all, info, type Figure } from './report.ts'
 
 type Version = 'TLSv1.2' | 'TLSv1.3'
@@ -108,7 +108,7 @@ export async function mtlsMatrix (): Promise<MtlsResult> {
     { kind: "another company's certificate", cert: seeded.other!.cert, company: 'acme' },
     { kind: 'self-signed, right subject', cert: selfSignedClientCert(acmeSubject), company: 'acme' },
     { kind: 'untrusted CA, right subject', cert: clientCert(acmeSubject, otherCa), company: 'acme' },
-    { kind: 'expired', cert: await expiredClientCert(acmeSubject, clientCa), company: 'acme' },
+    { kind: 'expired', cert: expiredClientCert(acmeSubject), company: 'acme' },
     { kind: 'revoked by the CRL', cert: seeded.revoked!.cert, company: 'revoked' },
     { kind: 'right subject, not pinned', cert: issueCert(clientCa, { subject: 'CN=pinned,O=pinned' }), company: 'pinned' },
   ]

@@ -7,6 +7,7 @@
  * - `clientCert(subject, ca = clientCa)` → a client certificate for a DN such as
  *   `CN=acme,O=acme`, memoized by subject and CA.
  * - `selfSignedClientCert(subject)` → a self-signed client certificate (no CA at all).
+ * - `expiredClientCert(subject)` → issued by the client CA, expired a month ago.
  *   Client certificates share one RSA key per process: certificates (and so their
  *   fingerprints) differ, and a test file issues a dozen of them in milliseconds.
  * - `writePki(dataDir)` writes the files at epx's default config paths:
@@ -64,14 +65,21 @@ export function selfSignedClientCert (subject: string): KeyPairPem {
 
 const SELF: KeyPairPem = { certPem: 'self-signed', keyPem: 'self-signed' }
 
+const DAY_MS = 86_400_000
+
+/** A certificate of the trusted client CA whose validity ended a month ago. */
+export function expiredClientCert (subject: string): KeyPairPem {
+  return signLeaf(subject, testPki().clientCa, { notBefore: new Date(Date.now() - 60 * DAY_MS), notAfter: new Date(Date.now() - 30 * DAY_MS) })
+}
+
 /** Like `issueCert` for a client, with the shared leaf key. */
-function signLeaf (subject: string, ca: KeyPairPem): KeyPairPem {
+function signLeaf (subject: string, ca: KeyPairPem, validity = { notBefore: new Date(Date.now() - 60_000), notAfter: new Date(Date.now() + 30 * DAY_MS) }): KeyPairPem {
   leafKeys ??= forge.pki.rsa.generateKeyPair({ bits: 2048 })
   const cert = forge.pki.createCertificate()
   cert.publicKey = leafKeys.publicKey
   cert.serialNumber = '01' + randomBytes(15).toString('hex')
-  cert.validity.notBefore = new Date(Date.now() - 60_000)
-  cert.validity.notAfter = new Date(Date.now() + 30 * 86_400_000)
+  cert.validity.notBefore = validity.notBefore
+  cert.validity.notAfter = validity.notAfter
   cert.setSubject(parseDn(subject).map(a => ({ shortName: a.shortName, value: a.value })))
   cert.setExtensions([
     { name: 'basicConstraints', cA: false },
