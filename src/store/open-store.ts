@@ -176,7 +176,9 @@ export function openStore (path: string, opts: OpenStoreOptions = {}): Store {
     },
     guard,
     checkWrite () {
-      guard()
+      // Not `guard()`: a write accepted before close() runs after `closed` is set, and
+      // close() promises it finishes (issue 9, defect 4); only a dead store refuses it.
+      if (faults.unavailable) throw storeUnavailable()
       if (faults.failWriteAfter !== undefined) {
         if (faults.failWriteAfter <= 0) {
           faults.failWriteAfter = undefined
