@@ -48,7 +48,7 @@ export function createFaultLog (path: string, log: Logger | undefined, now: () =
       void causeOf(err).then(cause => {
         log.error({ path, cause: describe(cause), err: cause instanceof Error ? cause : undefined },
           'store writes are failing (disk full or I/O error?): every write answers 503 NO_STORE until one succeeds; ' +
-          'free disk space or fix the device, nothing else is needed')
+          'free disk space or fix the device: epx recovers by itself')
       })
     },
     succeeded () {
