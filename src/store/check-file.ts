@@ -49,13 +49,18 @@ export interface StoreFileCheck {
   readonly advice?: string
   /** data.mdb exists but is empty: what a crash while creating the store leaves (no data was ever committed in it). */
   readonly emptyDataFile?: boolean
+  /** The problem is in fields a concurrent commit changes (last page, roots). */
+  readonly transient?: boolean
 }
 
 interface Meta { readonly pageSize: number; readonly lastPage: bigint; readonly txnId: bigint; readonly roots: readonly bigint[] }
 
 /** Checks `<dir>/data.mdb` and `<dir>/lock.mdb`; never throws for their content. */
 export function checkStoreFiles (dir: string): StoreFileCheck {
-  const data = checkDataFile(join(dir, 'data.mdb'))
+  let data = checkDataFile(join(dir, 'data.mdb'))
+  // The page counts and txn ids move with every commit of a writer beside us (`epx start`
+  // under a CLI command): a refusal on them is read a second time before it stands.
+  if (data.transient) data = checkDataFile(join(dir, 'data.mdb'))
   if (data.problem) return data
   const lock = checkLockFile(join(dir, 'lock.mdb'))
   return lock.problem ? lock : data
@@ -94,11 +99,13 @@ function checkDataFile (file: string): StoreFileCheck {
     const newer = meta1.txnId > meta0.txnId ? meta1 : meta0
     const needed = (newer.lastPage + 1n) * BigInt(newer.pageSize)
     if (BigInt(size) < needed) {
-      return damaged(`data.mdb is ${size} bytes but its last commit (transaction ${newer.txnId}) uses ${needed} bytes (${newer.lastPage + 1n} pages of ${newer.pageSize}): it was truncated`, dir)
+      return { ...damaged(`data.mdb is ${size} bytes but its last commit (transaction ${newer.txnId}) uses ${needed} bytes (${newer.lastPage + 1n} pages of ${newer.pageSize}): it was truncated`, dir), transient: true }
     }
     for (const meta of [meta0, meta1]) {
       for (const root of meta.roots) {
-        if (root !== P_INVALID && root > meta.lastPage) return damaged(`data.mdb meta page of transaction ${meta.txnId} points past its last page (page ${root} > ${meta.lastPage})`, dir)
+        if (root !== P_INVALID && root > meta.lastPage) {
+          return { ...damaged(`data.mdb meta page of transaction ${meta.txnId} points past its last page (page ${root} > ${meta.lastPage})`, dir), transient: true }
+        }
       }
     }
     return {}
