@@ -40,6 +40,7 @@ export const catalogue = {
   EPX_USAGE: { status: 2, message: '%s' },
   EPX_NOT_FOUND: { status: 1, message: '%s' },
   EPX_CONFLICT: { status: 1, message: '%s' },
+  EPX_BACKUP_FAILED: { status: 1, message: 'cannot back up the store to %s: %s (nothing was written there)' },
 } as const satisfies Record<string, Spec>
 
 export type ErrorCode = keyof typeof catalogue

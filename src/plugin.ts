@@ -50,6 +50,7 @@ export async function createEpx (host: Host, rawConfig: unknown, internals: Inte
     const store = openStore(inDataDir(host.dataDir, config.store.path), {
       mapSizeBytes: config.store.mapSizeBytes,
       faults: internals.storeFaults,
+      log: log.child({ area: 'store' }),
     })
     bin.add(() => store.close())
     internals.onStore?.(store)

@@ -33,18 +33,24 @@ export interface Enqueuer {
   enqueueBatch(batch: InstructionBatch, effective: readonly boolean[], savedAs?: 'received' | 'queued'): Promise<void>
   /** Queues again every effective instruction whose Paris day is not over; resolves to their count. */
   requeueEffective(): Promise<number>
-  /** Writes pending statuses and stops listening to the solver's cycles. */
-  close(): void
+  /** Stops listening to the solver's cycles, writes pending statuses and resolves once every status write has settled. */
+  close(): Promise<void>
 }
 
 export function createEnqueuer (deps: EnqueueDeps): Enqueuer {
   const { solver, instructions, clock, log } = deps
   const warn = (what: string) => (err: unknown) => log.warn({ err, code: (err as { code?: string })?.code }, what)
+  /** Status writes not yet settled: close() waits for them (issue 9, defect 4). */
+  const pending = new Set<Promise<void>>()
+  const track = (write: Promise<void>, what: string): void => {
+    const settled = write.catch(warn(what)).finally(() => pending.delete(settled))
+    pending.add(settled)
+  }
 
   const unsubscribe = solver.onCycleApplied(report => {
     if (report.inputs.length === 0) return
     flushQueued()   // writes are ordered: `queued` lands before this `applied`
-    instructions.markApplied(report.inputs, report.cycle, report.at).catch(warn('could not mark instructions applied'))
+    track(instructions.markApplied(report.inputs, report.cycle, report.at), 'could not mark instructions applied')
   })
 
   /**
@@ -61,8 +67,8 @@ export function createEnqueuer (deps: EnqueueDeps): Enqueuer {
       // `received` and the next activation queues them again.
       log.error({ err, count: inputs.length }, 'the solver refused the next-cycle inputs')
       if (marked) {
-        instructions.unqueue(inputs.map(i => ({ instructionId: i.instructionId, siteId: i.siteId })), clock.now().toISOString())
-          .catch(warn('could not mark refused instructions received'))
+        track(instructions.unqueue(inputs.map(i => ({ instructionId: i.instructionId, siteId: i.siteId })), clock.now().toISOString()),
+          'could not mark refused instructions received')
       }
       return
     }
@@ -80,7 +86,7 @@ export function createEnqueuer (deps: EnqueueDeps): Enqueuer {
     if (queued.length === 0) return
     const refs = queued
     queued = []
-    instructions.markQueued(refs, clock.now().toISOString()).catch(warn('could not mark instructions queued'))
+    track(instructions.markQueued(refs, clock.now().toISOString()), 'could not mark instructions queued')
   }
 
   /**
@@ -139,9 +145,11 @@ export function createEnqueuer (deps: EnqueueDeps): Enqueuer {
       return count
     },
 
-    close () {
-      flushQueued()
+    async close () {
       unsubscribe()
+      flushQueued()
+      // The store closes after this (plugin.ts): the writes it accepted must land first.
+      while (pending.size) await Promise.all(pending)
     },
   }
 }

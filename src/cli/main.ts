@@ -19,9 +19,10 @@ import { startCommand } from './commands/start.ts'
 import { demoCommand } from './commands/demo.ts'
 import { publishCommand, revisionsCommand } from './commands/publish.ts'
 import { instructionsCommand } from './commands/instructions.ts'
+import { storeCommand } from './commands/store.ts'
 
 export const commands: readonly Command[] = [
-  initCommand, companyCommand, certCommand, tokenCommand, sitesCommand, publishCommand, revisionsCommand, instructionsCommand, startCommand, demoCommand,
+  initCommand, companyCommand, certCommand, tokenCommand, sitesCommand, publishCommand, revisionsCommand, instructionsCommand, storeCommand, startCommand, demoCommand,
 ]
 
 function mainHelp (): string {
@@ -38,6 +39,9 @@ function mainHelp (): string {
     `  --data DIR     data folder: configuration, PKI, store (default ${DEFAULT_DATA_DIR})`,
     '  -h, --help     show this help; `epx <command> --help` for a command',
     '  --version      print the version',
+    '',
+    'Backups: `epx store backup DIR` copies the store while epx runs. To restore: stop epx,',
+    'move <data>/epx.lmdb aside, copy the backup folder in its place, start epx.',
   ].join('\n')
 }
 

@@ -11,6 +11,7 @@ import sjson from 'secure-json-parse'
 import { inDataDir, loadConfig, type EpxConfig } from '../config.ts'
 import { EpxError } from '../errors.ts'
 import { openStore, type Store } from '../store/open-store.ts'
+import type { Logger } from '../host/contract.ts'
 
 const SETTINGS_FILE = 'epx.config.json'
 
@@ -102,10 +103,19 @@ function checkHost (file: string, host: unknown): HostSettings {
  */
 export async function withStore<T> (dataDir: string, fn: (store: Store, settings: Settings) => Promise<T> | T): Promise<T> {
   const settings = readSettings(dataDir)
-  const store = openStore(inDataDir(dataDir, settings.config.store.path), { mapSizeBytes: settings.config.store.mapSizeBytes })
+  const store = openStore(inDataDir(dataDir, settings.config.store.path), { mapSizeBytes: settings.config.store.mapSizeBytes, log: stderrLog })
   try {
     return await fn(store, settings)
   } finally {
     await store.close()
   }
+}
+
+/** The store's warnings and faults in a command: `epx: <message>` on stderr, like the CLI's errors. */
+const stderrLog: Logger = {
+  debug () {},
+  info () {},
+  warn (obj, msg) { process.stderr.write(`epx: ${msg ?? ''}${'cause' in obj ? ` (${String(obj.cause)})` : ''}\n`) },
+  error (obj, msg) { process.stderr.write(`epx: ${msg ?? ''}${'cause' in obj ? ` (${String(obj.cause)})` : ''}\n`) },
+  child () { return stderrLog },
 }

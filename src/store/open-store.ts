@@ -7,6 +7,9 @@
 import { mkdirSync } from 'node:fs'
 import { open, type Database, type RootDatabase } from 'lmdb'
 import { EpxError, isEpxError } from '../errors.ts'
+import type { Logger } from '../host/contract.ts'
+import { checkStoreFiles } from './check-file.ts'
+import { createFaultLog, muteLmdbWriteErrors } from './fault-log.ts'
 
 /** Test seam: make the store refuse, as a dead disk or a full map would. */
 export interface StoreFaults {
@@ -53,6 +56,8 @@ const STRUCTURES_KEY = Symbol.for('structures')
 export interface OpenStoreOptions {
   mapSizeBytes?: number
   faults?: StoreFaults
+  /** Where store faults are reported (one line per episode, fault-log.ts); none: not reported. */
+  log?: Logger
 }
 
 /** NO_STORE; the door adds `Retry-After: 5` (http/render-error.ts). */
@@ -78,6 +83,18 @@ export function openStore (path: string, opts: OpenStoreOptions = {}): Store {
   let root: RootDatabase
   try {
     mkdirSync(path, { recursive: true })
+  } catch (err) {
+    throw new EpxError('EPX_STORE_OPEN_FAILED', [path, (err as Error).message], { cause: err })
+  }
+  // Before lmdb-js maps anything: a refused or faulting open kills the process (check-file.ts).
+  const check = checkStoreFiles(path)
+  if (check.problem) throw new EpxError('EPX_STORE_OPEN_FAILED', [path, `${check.problem}; ${check.advice}`])
+  if (check.emptyDataFile) {
+    // What a crash while the store was created leaves: no commit ever reached it.
+    opts.log?.warn({ path }, 'data.mdb is empty (the store was never written): starting an empty store')
+  }
+  const unmute = muteLmdbWriteErrors()
+  try {
     // lmdb-js treats a path with an extension (`epx.lmdb`) as a file unless told otherwise.
     // eventTurnBatching off: with it on, a failed commit (disk full) rejects a promise
     // lmdb-js creates for its batch start and drops, an unhandled rejection that ends a
@@ -86,8 +103,10 @@ export function openStore (path: string, opts: OpenStoreOptions = {}): Store {
       path, noSubdir: false, maxDbs: 32, mapSize: opts.mapSizeBytes, compression: false, eventTurnBatching: false,
     })
   } catch (err) {
+    unmute()
     throw new EpxError('EPX_STORE_OPEN_FAILED', [path, (err as Error).message], { cause: err })
   }
+  const faultLog = createFaultLog(path, opts.log)
   const faults: StoreFaults = opts.faults ?? {}
   const dbs = new Map<string, Database<any, any>>()
   let closed = false
@@ -176,7 +195,9 @@ export function openStore (path: string, opts: OpenStoreOptions = {}): Store {
     },
     guard,
     checkWrite () {
-      guard()
+      // Not `guard()`: a write accepted before close() runs after `closed` is set, and
+      // close() promises it finishes (issue 9, defect 4); only a dead store refuses it.
+      if (faults.unavailable) throw storeUnavailable()
       if (faults.failWriteAfter !== undefined) {
         if (faults.failWriteAfter <= 0) {
           faults.failWriteAfter = undefined
@@ -186,17 +207,22 @@ export function openStore (path: string, opts: OpenStoreOptions = {}): Store {
       }
     },
     writeDurable<T> (fn: () => T): Promise<T> {
-      return new Promise<T>((resolve, reject) => {
+      const write = new Promise<T>((resolve, reject) => {
         guard()   // a refusal is a rejection, like every other failure
         queue.push({ fn, resolve, reject } as Job)
         batching ??= runBatches()
       })
+      write.then(() => faultLog.succeeded(), err => { if (!closed) faultLog.failed(err) })
+      return write
     },
     async close () {
       if (closed) return
       closed = true
       // Writes already accepted finish (or fail) before the environment goes.
-      try { await batching; await root.flushed } finally { await root.close() }
+      try { await batching; await root.flushed } finally {
+        await root.close()
+        unmute()
+      }
     },
   }
 }

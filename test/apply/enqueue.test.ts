@@ -112,6 +112,6 @@ t.test('a cycle acknowledged before the queued statuses are written still ends a
 t.test('close() stops listening to cycles', async t => {
   const { enqueuer, listeners } = setup(t)
   t.equal(listeners.size, 1)
-  enqueuer.close()
+  await enqueuer.close()
   t.equal(listeners.size, 0)
 })

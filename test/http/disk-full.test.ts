@@ -5,7 +5,7 @@ import { fileURLToPath } from 'node:url'
 // DECISIONS.md "Robustness": a store fault never takes the solver down. A real write
 // failure needs a real limit: the fixture runs epx in a child process whose file size
 // is capped, posts a programme too big for it, and checks the 503 and its own survival.
-t.test('a full disk answers 503 NO_STORE and leaves no unhandled rejection behind', async t => {
+t.test('a full disk answers 503 NO_STORE, leaves no unhandled rejection behind, logs one error line with its cause and one on recovery, and prints nothing to stderr', async t => {
   const fixture = fileURLToPath(new URL('./fixtures/disk-full.ts', import.meta.url))
   // 2048 blocks: 1 MiB or 2 MiB depending on the shell's block size, either way too small.
   const run = spawnSync('sh', ['-c', 'ulimit -f 2048 && exec "$0" --import=tsx "$1"', process.execPath, fixture], {
@@ -17,4 +17,7 @@ t.test('a full disk answers 503 NO_STORE and leaves no unhandled rejection behin
   t.match(run.stdout, /^ok 1 - a programme the disk cannot hold is 503 NO_STORE/m)
   t.notMatch(run.stdout, /not ok/)
   t.notMatch(run.stderr, /Unhandled|ERR_UNHANDLED_REJECTION/)
+  // Issue 9, defect 3: nothing from a dependency on the host's stderr (lmdb-js printed its stack there).
+  t.equal(run.stderr, '', 'the host\'s stderr stays empty')
+  t.match(run.stdout, /ok \d+ - one error line for the episode/)
 })

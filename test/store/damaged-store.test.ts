@@ -1,0 +1,42 @@
+import t from 'tap'
+import { statSync, truncateSync, writeFileSync } from 'node:fs'
+import { randomBytes } from 'node:crypto'
+import { dataFolderWithStore, openInChild, overwrite } from './fixtures/damaged.ts'
+
+// Issue 9, defect 1: a damaged store file is refused with EPX_STORE_OPEN_FAILED, a reason
+// and what to do; the process lives on. lmdb-js crashes (SIGSEGV, SIGBUS) on such files,
+// so every opening runs in a child process: a regression fails here instead of killing tap.
+
+const damages: Array<{ name: string; damage: (file: string) => void; reason: RegExp }> = [
+  { name: 'its first two pages zeroed', damage: f => overwrite(f, 0, Buffer.alloc(8192)), reason: /data\.mdb page 0 is not an LMDB meta page/ },
+  { name: 'truncated to half its size', damage: f => truncateSync(f, Math.floor(statSync(f).size / 2)), reason: /data\.mdb is \d+ bytes but its last commit .* uses \d+ bytes .*: it was truncated/ },
+  { name: 'filled with garbage', damage: f => writeFileSync(f, randomBytes(statSync(f).size)), reason: /data\.mdb (page 0 is not an LMDB meta page|meta page 0 has magic)/ },
+  { name: 'its second meta page zeroed', damage: f => overwrite(f, 4096, Buffer.alloc(4096)), reason: /data\.mdb page 1 is not an LMDB meta page/ },
+  { name: 'cut inside its header', damage: f => truncateSync(f, 100), reason: /data\.mdb is 100 bytes, shorter than an LMDB header/ },
+]
+
+for (const { name, damage, reason } of damages) {
+  t.test(`a data.mdb ${name}: openStore and activation fail with EPX_STORE_OPEN_FAILED saying why and what to do; the process lives on`, async t => {
+    const { dir, dataFile } = await dataFolderWithStore(t)
+    damage(dataFile)
+    const run = openInChild(dir)
+    t.equal(run.signal, null, `no crash (stderr: ${run.stderr.slice(-400)})`)
+    t.equal(run.status, 0)
+    const [open, activate, alive] = run.attempts
+    for (const attempt of [open, activate]) {
+      t.match(attempt, { ok: false, code: 'EPX_STORE_OPEN_FAILED' }, attempt?.step)
+      t.match(attempt?.message, reason, 'says which check failed')
+      t.match(attempt?.message, /restore a backup made with `epx store backup`.*or move .* aside to start with an empty store \(this loses/, 'says what to do')
+    }
+    t.same(alive, { step: 'alive', ok: true })
+  })
+}
+
+t.test('an empty data.mdb (a crash while the store was created) opens as an empty store', async t => {
+  const { dir, dataFile } = await dataFolderWithStore(t)
+  writeFileSync(dataFile, '')
+  const run = openInChild(dir)
+  t.equal(run.signal, null, run.stderr.slice(-400))
+  t.same(run.attempts.map(a => [a.step, a.ok]), [['openStore', true], ['activate', true], ['alive', true]])
+  t.ok(statSync(dataFile).size > 0, 'LMDB wrote its meta pages')
+})
