@@ -45,6 +45,8 @@ export interface StreamResult {
   readonly p50Ms: number
   readonly p99Ms: number
   readonly maxMs: number
+  /** Every latency of the window, sorted (the orchestrator pools rounds before taking quantiles). */
+  readonly latenciesMs: number[]
 }
 
 export interface RateResult {
@@ -120,6 +122,7 @@ export class OpenLoop {
         return {
           name: this.#spec.streams[i]!.name, sent: t.sent, done: t.done, errors: t.errors, unexpected: t.unexpected,
           firstProblem: t.firstProblem, p50Ms: quantile(sorted, 0.5), p99Ms: quantile(sorted, 0.99), maxMs: sorted.at(-1) ?? NaN,
+          latenciesMs: sorted.map(x => Math.round(x * 100) / 100),
         }
       }),
     }

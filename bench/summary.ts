@@ -83,7 +83,7 @@ function sustainedTarget (su: Sustained | undefined): Target {
 function sustainedLines (su: Sustained): string[] {
   const ms = (x: { p50Ms: number; p99Ms: number; maxMs: number }) => `${x.p50Ms.toFixed(1)} / ${x.p99Ms.toFixed(1)} / ${x.maxMs.toFixed(0)}`
   const lines = [`Sustained, open loop: ${su.postRate} POST/s (1 site × 96, each a new programme) + ${su.getRate} GET/s, ` +
-    `${(su.durationMs / 1000).toFixed(0)} s per server; load average ${su.loadAvg.start.toFixed(1)} → ${su.loadAvg.end.toFixed(1)}`]
+    `${su.rounds} × ${(su.durationMs / 1000).toFixed(0)} s per server (order rotated, latencies pooled); load average ${su.loadAvg.start.toFixed(1)} → ${su.loadAvg.end.toFixed(1)}`]
   lines.push(`  server  POST p50 / p99 / max ms     GET p50 / p99 / max ms      CPU µs/req  stall ms  client lag ms`)
   for (const name of ['A', 'B', 'E'] as const) {
     const x = su.servers[name]
