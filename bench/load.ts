@@ -4,9 +4,12 @@
  * 1, the client certificate on every connection. Protocol over IPC: `run` (connect and warm
  * up) → `warmed`; `go` → bounded load (time and count) → `result`; `close` → `closed`.
  * Each of the N workers is a closed loop: send, read the whole body, record, repeat.
+ * The sustained scenario is open-loop instead (`open-loop.ts`): `rate` (connect, warm up
+ * at rate) → `warmed`; `goRate` → `rateResult`; `close` → `closed`.
  * @module
  */
 import { Pool } from 'undici'
+import { OpenLoop, type RateSpec } from './open-loop.ts'
 
 export interface RunSpec {
   readonly type: 'run'
@@ -40,7 +43,7 @@ export interface LoadResult {
   readonly bytesPerResponse: number
 }
 
-type Msg = RunSpec | { type: 'go' } | { type: 'close' }
+type Msg = RunSpec | RateSpec | { type: 'go' } | { type: 'goRate' } | { type: 'close' }
 
 const send = (m: object) => process.send?.(m)
 const deadline = Number(process.env.BENCH_CHILD_DEADLINE_MS ?? 20 * 60_000)
@@ -48,6 +51,7 @@ setTimeout(() => process.exit(3), deadline).unref()
 process.on('disconnect', () => process.exit(0))
 
 let pool: Pool | undefined
+let openLoop: OpenLoop | undefined
 let spec: RunSpec | undefined
 let body: Buffer | undefined
 
@@ -128,9 +132,17 @@ async function onMessage (m: Msg): Promise<void> {
       bytesPerResponse: sorted.length ? t.bytes / sorted.length : 0,
     }
     send(result)
+  } else if (m.type === 'rate') {
+    openLoop = new OpenLoop(m)
+    const w = await openLoop.warm()
+    send({ type: 'warmed', errors: w.problem ? 1 : 0, firstUnexpected: w.problem })
+  } else if (m.type === 'goRate') {
+    send(await openLoop!.go())
   } else if (m.type === 'close') {
     await pool?.close().catch(() => {})
+    await openLoop?.close()
     pool = undefined
+    openLoop = undefined
     send({ type: 'closed' })
   }
 }

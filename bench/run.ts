@@ -3,7 +3,8 @@
  * reference host) side by side in one run, each in its own process, loaded in alternation
  * by a separate load process; then E alone for publication, a large programme and memory.
  * Exit 0 whenever the bench itself worked (a missed target is a measurement), 1 if it broke.
- * Options: --quick, --rounds N, --duration MS, --only "GET 200,POST 1×96" (or none), --no-special,
+ * Then the sustained scenario (open loop at a fixed rate, latency tails; `sustained.ts`).
+ * Options: --quick, --rounds N, --duration MS, --only "GET 200,POST 1×96,sustained" (or none), --no-special,
  * --servers A,B,E, --connections N,
  * --profile (each window profiled inside its server; bench/results/profiles/<server>-<window>.cpuprofile).
  * @module
@@ -17,12 +18,14 @@ import { parseArgs } from 'node:util'
 import { request } from 'undici'
 import { ensureDevPki, issueCert, pkiPaths, readClientCa } from '../src/auth/pki.ts'
 import { INBOUND_PATH, OUTBOUND_PATH } from '../src/http/route.ts'
-import { besoinsAgreges, benchEmittedAt, benchTargetDate, programme, siteId } from './fixtures.ts'
+import { besoinsAgreges, benchEmittedAt, benchTargetDate, programme, siteId, siteIds } from './fixtures.ts'
 import { Child } from './child.ts'
 import { SCENARIOS, type Sample, type Scenario, type ServerName } from './report.ts'
 import { measureSpecials, type Specials } from './specials.ts'
+import { measureSustained, SUSTAINED, type Sustained } from './sustained.ts'
 import { buildOutput } from './summary.ts'
 import type { RunSpec, LoadResult } from './load.ts'
+import type { RateStream } from './open-loop.ts'
 
 const here = fileURLToPath(new URL('.', import.meta.url))
 const { values: args } = parseArgs({
@@ -40,9 +43,9 @@ const { values: args } = parseArgs({
 const quick = args.quick!
 // `--only none`: E's special measurements alone. An unknown name is a mistake, not an empty run.
 const only = args.only?.split(',').map(x => x.trim()).filter(Boolean)
-const unknown = only?.filter(x => x !== 'none' && !(SCENARIOS as readonly string[]).includes(x)) ?? []
+const unknown = only?.filter(x => x !== 'none' && x !== SUSTAINED && !(SCENARIOS as readonly string[]).includes(x)) ?? []
 if (unknown.length) {
-  console.error(`bench: unknown scenario ${unknown.map(x => `"${x}"`).join(', ')} in --only; the scenarios are ${SCENARIOS.map(x => `"${x}"`).join(', ')}, or "none" for E's special measurements alone`)
+  console.error(`bench: unknown scenario ${unknown.map(x => `"${x}"`).join(', ')} in --only; the scenarios are ${[...SCENARIOS, SUSTAINED].map(x => `"${x}"`).join(', ')}, or "none" for E's special measurements alone`)
   process.exit(2)
 }
 const plan = {
@@ -52,6 +55,7 @@ const plan = {
   connections: Number(args.connections ?? 8),
   eSites: 1000,
   scenarios: only ? SCENARIOS.filter(s => only.includes(s)) : [...SCENARIOS],
+  sustained: !only || only.includes(SUSTAINED),
 }
 const maxRequests: Record<Scenario, number> = { 'GET 200': 300_000, 'GET 304': 300_000, 'POST 1×96': 100_000, 'POST 100×96': 5_000 }
 const CLIENT_SUBJECT = 'CN=bench-bsp,O=Bench'
@@ -188,6 +192,22 @@ async function main (): Promise<void> {
       }
     }
   }
+  let sustained: Sustained | undefined
+  if (plan.sustained) {
+    const wanted = args.servers!.split(',')
+    sustained = await measureSustained({
+      load, tls, quick, storeDir: eDir,
+      servers: Object.fromEntries(Object.entries(servers).filter(([n]) => wanted.includes(n))),
+      stream: (kind): Omit<RateStream, 'name' | 'ratePerSec'> => kind === 'GET'
+        ? { method: 'GET', path: getPath, headers: { authorization: `Bearer ${secrets.outbound}`, accept: 'application/json' }, expect: 200 }
+        : {
+            method: 'POST', path: INBOUND_PATH, expect: 202,
+            headers: { authorization: `Bearer ${secrets.inbound}`, 'content-type': 'application/json' },
+            // Each POST a new programme (later emitted_at, sites in turn), as a BSP's day would be.
+            body: bodies['POST 1×96'], vary: { emittedAt, siteId: siteId(0), siteIds: siteIds(plan.eSites) },
+          },
+    })
+  }
   for (const name of ['A', 'B', 'E'] as const) await servers[name]?.child.stop()
 
   let specials: Specials | undefined
@@ -204,7 +224,7 @@ async function main (): Promise<void> {
   if (plan.rounds > 0 && plan.scenarios.length > 0 && !samples.some(x => x.server === 'A' || x.server === 'B') && args.servers!.match(/[AB]/)) {
     throw new Error(`no baseline measurement succeeded: ${Object.entries(failures).map(([k, v]) => `${k}: ${v}`).join('; ')}`)
   }
-  const output = buildOutput({ samples, status, failures, specials, plan: { ...plan, quick, argv: process.argv.slice(2) }, documentBytes: docBytes.length, documentSource, targetDate })
+  const output = buildOutput({ samples, status, failures, specials, sustained, plan: { ...plan, quick, argv: process.argv.slice(2) }, documentBytes: docBytes.length, documentSource, targetDate })
   output.print()
   // A profiled run's figures carry the sampler's cost: they must not replace the results.
   if (args.profile) console.log('\n--profile: bench/results/latest.* left as they were; profiles in bench/results/profiles/')

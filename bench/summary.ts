@@ -8,6 +8,7 @@ import {
   type Sample, type Scenario, type ServerName, type Spread, type Target,
 } from './report.ts'
 import { HISTORY_DAYS, LARGE_PROGRAMME_SITES, PUBLICATION_SITES, type Specials } from './specials.ts'
+import { POST_P99_TARGET_MS, type Sustained } from './sustained.ts'
 
 export interface SummaryInput {
   readonly samples: readonly Sample[]
@@ -15,6 +16,8 @@ export interface SummaryInput {
   /** `${scenario}|${server}` → why that cell has no figures. */
   readonly failures: Readonly<Record<string, string>>
   readonly specials?: Specials
+  /** The sustained scenario (open loop, latency tails), unless left out by --only. */
+  readonly sustained?: Sustained
   readonly plan: Readonly<Record<string, unknown>> & { readonly quick: boolean }
   readonly documentBytes: number
   readonly documentSource: string
@@ -62,7 +65,40 @@ export function targetsOf (i: SummaryInput): Target[] {
       sp?.rss ? (sp.rss.restarted ?? sp.rss).rssBytes / MB : undefined,
       sp?.rss && rssDays !== HISTORY_DAYS ? `--quick: ${rssDays} days stored, not ${HISTORY_DAYS}`
         : sp?.rss ? (sp.rss.restarted ? `after a restart over the history and one daily publication; ${(sp.rss.rssBytes / MB).toFixed(0)} MB in the process that wrote it` : 'no restart measured: the process that wrote the history') : why(sp?.rssError)),
+    sustainedTarget(i.sustained),
   ]
+}
+
+/** Absolute, not a ratio: a 202 is durable, and B persists nothing; B's figure is the note. */
+function sustainedTarget (su: Sustained | undefined): Target {
+  const e = su?.servers.E
+  const b = su?.servers.B
+  const name = `Sustained ${su?.postRate ?? 200} POST/s + ${su?.getRate ?? 200} GET/s: E's POST p99`
+  if (!e) return valueTarget(name, POST_P99_TARGET_MS, 'ms', undefined, su ? su.failures.E ?? 'E did not run it' : 'left out (--only)')
+  const vsB = b ? `${(e.post.p99Ms / b.post.p99Ms).toFixed(1)} × B's ${b.post.p99Ms.toFixed(1)} ms` : 'B not measured'
+  const disk = su!.fsync ? `; the disk's fdatasync p99 ${su!.fsync.p99Ms.toFixed(1)} ms` : ''
+  return valueTarget(name, POST_P99_TARGET_MS, 'ms', e.post.p99Ms, `${vsB}${disk}`)
+}
+
+function sustainedLines (su: Sustained): string[] {
+  const ms = (x: { p50Ms: number; p99Ms: number; maxMs: number }) => `${x.p50Ms.toFixed(1)} / ${x.p99Ms.toFixed(1)} / ${x.maxMs.toFixed(0)}`
+  const lines = [`Sustained, open loop: ${su.postRate} POST/s (1 site × 96, each a new programme) + ${su.getRate} GET/s, ` +
+    `${su.rounds} × ${(su.durationMs / 1000).toFixed(0)} s per server (order rotated, latencies pooled); load average ${su.loadAvg.start.toFixed(1)} → ${su.loadAvg.end.toFixed(1)}`]
+  lines.push(`  server  POST p50 / p99 / max ms     GET p50 / p99 / max ms      CPU µs/req  stall ms  client lag ms`)
+  for (const name of ['A', 'B', 'E'] as const) {
+    const x = su.servers[name]
+    if (!x) { if (su.failures[name]) lines.push(`  ${name}       unavailable (${su.failures[name]})`); continue }
+    lines.push(`  ${name.padEnd(8)}${ms(x.post).padEnd(28)}${ms(x.get).padEnd(28)}${x.cpuPerReqUs.toFixed(0).padEnd(12)}` +
+      `${x.maxStallMs.toFixed(1).padEnd(10)}${x.maxSendLagMs.toFixed(1)}`)
+  }
+  const e = su.servers.E
+  const b = su.servers.B
+  if (e && b) lines.push(`  E ÷ B, p99: POST ${(e.post.p99Ms / b.post.p99Ms).toFixed(2)} ×, GET ${(e.get.p99Ms / b.get.p99Ms).toFixed(2)} ×`)
+  if (su.fsync) {
+    lines.push(`  The disk, in E's store folder (write 4 KiB + fdatasync, ${su.fsync.n} times): ` +
+      `p50 ${su.fsync.p50Ms.toFixed(2)} ms, p99 ${su.fsync.p99Ms.toFixed(2)} ms, max ${su.fsync.maxMs.toFixed(1)} ms`)
+  }
+  return lines
 }
 
 function extraLines (i: SummaryInput): string[] {
@@ -105,6 +141,7 @@ function extraLines (i: SummaryInput): string[] {
         `, V8 heap ${(r.restarted.heapUsedBytes / MB).toFixed(0)} MB used`)
     }
   }
+  if (i.sustained) lines.push(...sustainedLines(i.sustained))
   for (const [k, v] of Object.entries({ error: sp?.error, publication: sp?.publicationError, programme: sp?.largeProgrammeError, rss: sp?.rssError })) {
     if (v) lines.push(`E special (${k}) failed: ${v}`)
   }
@@ -138,6 +175,7 @@ export function buildOutput (i: SummaryInput) {
     targetDate: i.targetDate,
     scenarios,
     specials: i.specials ?? null,
+    sustained: i.sustained ?? null,
     failures: i.failures,
     samples: i.samples,
     targets: targets.map(t => ({ name: t.name, target: t.target, measured: t.measured, met: t.met, unit: t.unit, ...(t.note ? { note: t.note } : {}) })),
