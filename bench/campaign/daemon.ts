@@ -6,7 +6,7 @@
  * @module
  */
 import { execFileSync } from 'node:child_process'
-import { mkdtempSync, rmSync } from 'node:fs'
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -17,6 +17,7 @@ import { openCompanies } from '../../src/store/companies.ts'
 import { openTokens } from '../../src/store/tokens.ts'
 import { hashToken, newTokenId, newTokenSecret, type Scope } from '../../src/auth/tokens.ts'
 import { canonicalSubject } from '../../src/auth/subject.ts'
+import { initialSettings, settingsPath } from '../../src/cli/settings.ts'
 import { benchTargetDate } from '../fixtures.ts'
 import { clientCert, testPki, writePki, type KeyPairPem } from '../../test/helpers/certs.ts'
 import type { HostOptions } from './host.ts'
@@ -60,6 +61,8 @@ export interface SeededCompany {
  */
 export async function seedDataDir (dataDir: string, companies: ReadonlyArray<{ id: string; subject?: string }>): Promise<Record<string, SeededCompany>> {
   writePki(dataDir)
+  // What `epx init` writes, so the operator's CLI (`epx company pin-cert`) works on this folder too.
+  writeFileSync(settingsPath(dataDir), JSON.stringify(initialSettings()))
   const store = openStore(join(dataDir, 'epx.lmdb'))
   const out: Record<string, SeededCompany> = {}
   try {
