@@ -181,7 +181,7 @@ export async function listenApi (opts: ListenApiOptions): Promise<ApiListener> {
     close () {
       closing ??= new Promise<void>(resolve => {
         const cut = setTimeout(() => { for (const s of sockets) s.destroy() }, CLOSE_GRACE_MS)
-        server.close(() => { clearTimeout(cut); resolve() })
+        server.close(() => { clearTimeout(cut); afterHandlesReleased(resolve) })
         server.closeIdleConnections()
         for (const res of inflight) closeWhenDone(res)
       })
@@ -250,6 +250,18 @@ function listen (server: Server, host: string, port: number): Promise<void> {
     server.once('listening', onListening)
     server.listen(port, host)
   })
+}
+
+/**
+ * Issue 9, defect 5: node emits the server's 'close' before libuv has closed its
+ * listening handle, and until the loop's close phase has run that native handle keeps
+ * the server, its listeners and so the whole activation (store, caches, loggers)
+ * reachable. A host that activates and closes without an I/O turn in between kept
+ * every activation (~60 KB each). Two check phases straddle a close phase, so `done`
+ * runs once the handle is gone.
+ */
+function afterHandlesReleased (done: () => void): void {
+  setImmediate(() => setImmediate(done))
 }
 
 /** A request body is left unread when one was announced and the request is not over. */
