@@ -22,6 +22,7 @@ import type { Caller, Door, Route } from './route.ts'
 import { Context } from './request-context.ts'
 import { createRouter } from './router.ts'
 import { renderError, sendError } from './render-error.ts'
+import { isLingering, lingerAfterRefusal, lingerMaxBytes } from './linger.ts'
 
 export interface ListenApiOptions {
   readonly config: Readonly<EpxConfig>
@@ -165,7 +166,10 @@ export async function listenApi (opts: ListenApiOptions): Promise<ApiListener> {
         state.failure = err
         if (!api.logRequests) log.error({ err, method: state.method, path: loggablePath(state.target) }, 'api request failed')
       }
-      sendError(res, rendered, { head: state.method === 'HEAD', bodyUnread: declaresUnreadBody(req) })
+      const bodyUnread = declaresUnreadBody(req)
+      // The refusal must reach a client still uploading: close only after its body (linger.ts).
+      if (bodyUnread) lingerAfterRefusal(req, lingerBytes)
+      sendError(res, rendered, { head: state.method === 'HEAD', bodyUnread })
     } catch (bug) {
       // Only a bug in the error path itself lands here; never let it reach the host.
       log.error({ err: bug }, 'api door failed to answer')
@@ -173,8 +177,10 @@ export async function listenApi (opts: ListenApiOptions): Promise<ApiListener> {
     }
   }
 
-  server.on('request', (req: IncomingMessage, res: ServerResponse) => handle(req, res, false))
-  server.on('checkContinue', (req: IncomingMessage, res: ServerResponse) => handle(req, res, true))
+  const lingerBytes = lingerMaxBytes(opts.config.inbound.maxBodyBytes)
+  // A request pipelined behind a refusal that closes the connection is not served.
+  server.on('request', (req: IncomingMessage, res: ServerResponse) => isLingering(req.socket) ? req.socket.destroy() : handle(req, res, false))
+  server.on('checkContinue', (req: IncomingMessage, res: ServerResponse) => isLingering(req.socket) ? req.socket.destroy() : handle(req, res, true))
 
   return {
     url,

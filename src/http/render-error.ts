@@ -92,8 +92,9 @@ export function renderError (err: unknown, door: Door | undefined, baseUrl: stri
 
 /**
  * Writes a rendered error. HEAD gets the headers without the body. A request whose
- * body was not read gets `Connection: close`, so an unauthenticated client cannot make
- * the door read (or drain) a large upload.
+ * body was not read gets `Connection: close`: the door drops the rest of that body
+ * within a bound in bytes and time, then closes (`linger.ts`), so an unauthenticated
+ * client cannot keep the door reading, and a client still uploading gets the answer.
  */
 export function sendError (res: ServerResponse, rendered: ErrorResponse, opts: { head: boolean; bodyUnread: boolean }): void {
   if (res.headersSent) {
