@@ -23,6 +23,7 @@ import { Context } from './request-context.ts'
 import { createRouter } from './router.ts'
 import { renderError, sendError } from './render-error.ts'
 import { isLingering, lingerAfterRefusal, lingerMaxBytes } from './linger.ts'
+import { capConnections } from './connection-cap.ts'
 
 export interface ListenApiOptions {
   readonly config: Readonly<EpxConfig>
@@ -68,9 +69,10 @@ export async function listenApi (opts: ListenApiOptions): Promise<ApiListener> {
 
   // Every TCP connection, handshaking or not, so close() can cut what the grace left.
   const sockets = new Set<Socket>()
+  const cap = capConnections(server, api.maxConnections, () => sockets.size, log)
   server.on('connection', (s: Socket) => {
     sockets.add(s)
-    s.once('close', () => sockets.delete(s))
+    s.once('close', () => { sockets.delete(s); cap.onClosed() })
   })
   // The certificate verdict is cached per connection: no renegotiation may change it.
   server.on('secureConnection', (s: TLSSocket) => s.disableRenegotiation())
@@ -129,6 +131,9 @@ export async function listenApi (opts: ListenApiOptions): Promise<ApiListener> {
       caller: undefined, door: undefined, code: undefined, failed: false, failure: undefined,
     }
     ;(res as Tracked)[STATE] = state
+    // node 20 writes Connection: close on a connection's last allowed request
+    // (maxRequestsPerSocket) but keeps it open until keepAliveTimeout; this closes it.
+    if ((res as { maxRequestsOnConnectionReached?: boolean }).maxRequestsOnConnectionReached) res.shouldKeepAlive = false
     inflight.add(res)
     res.on('close', onClose)   // 'close' is emitted once: no `once` wrapper needed
     if (closing) closeWhenDone(res)
@@ -218,7 +223,7 @@ function createApiServer (dataDir: string, api: EpxConfig['api']): Server {
   // node refuses headersTimeout > requestTimeout; the stricter value wins.
   const headersTimeout = Math.min(api.headersTimeoutMs, api.requestTimeoutMs)
   try {
-    return createServer({
+    const server = createServer({
       cert: pem.cert,
       key: pem.key,
       ca: pem.ca,
@@ -236,6 +241,9 @@ function createApiServer (dataDir: string, api: EpxConfig['api']): Server {
       connectionsCheckingInterval: Math.max(50, Math.min(1000, Math.floor(headersTimeout / 2))),
       maxHeaderSize: api.maxHeaderSize,
     })
+    // The last answer on a connection says Connection: close; the client reconnects.
+    server.maxRequestsPerSocket = api.maxRequestsPerSocket
+    return server
   } catch (err) {
     throw new EpxError('EPX_TLS_FILES', [`${files.cert} / ${files.key} / ${files.ca}`, (err as Error).message], { cause: err })
   }
