@@ -22,6 +22,8 @@ export interface EpxConfig {
     readonly requestTimeoutMs: number
     readonly keepAliveTimeoutMs: number
     readonly maxHeaderSize: number
+    readonly maxConnections: number
+    readonly maxRequestsPerSocket: number
     readonly logRequests: boolean
   }
   readonly inbound: { readonly maxBodyBytes: number; readonly maxSites: number; readonly requireContiguous: boolean }

@@ -32,6 +32,7 @@ export const catalogue = {
   // Operator-facing codes (host, CLI, configuration): never on the wire.
   EPX_CONFIG_INVALID: { status: 500, message: 'invalid configuration: %s' },
   EPX_HOST_API_MISMATCH: { status: 500, message: 'host API %s does not satisfy the plugin range %s' },
+  EPX_NODE_UNSUPPORTED: { status: 500, message: 'epx needs Node.js %s, and this process runs Node.js %s: run the host on a Node.js in that range (older ones lack HTTP and TLS fixes epx relies on)' },
   EPX_MANIFEST_INVALID: { status: 500, message: 'invalid plugin manifest %s: %s' },
   EPX_STORE_OPEN_FAILED: { status: 500, message: 'cannot open the store at %s: %s' },
   EPX_LISTEN_FAILED: { status: 500, message: 'cannot listen on %s:%d: %s' },

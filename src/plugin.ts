@@ -20,14 +20,17 @@ import { openInstructions } from './store/instructions.ts'
 import { createEnqueuer } from './apply/enqueue.ts'
 import { receiveProgramme } from './apply/receive-programme.ts'
 import { createProgrammeReader } from './http/read-programme.ts'
+import { checkNodeVersion } from './host/node-version.ts'
 
-const { version } = createRequire(import.meta.url)('../package.json') as { version: string }
+const { version, engines } = createRequire(import.meta.url)('../package.json') as { version: string; engines: { node: string } }
 
 /** Seams for tests; not part of the public surface. */
 export interface Internals {
   readonly storeFaults?: StoreFaults
   /** Hands the opened store to a test, so it can seed companies and tokens. */
   readonly onStore?: (store: Store) => void
+  /** The Node.js version checked against `engines.node` (default: this process's). */
+  readonly nodeVersion?: string
 }
 
 class Disposer {
@@ -43,6 +46,8 @@ class Disposer {
 }
 
 export async function createEpx (host: Host, rawConfig: unknown, internals: Internals = {}): Promise<EpxHandle> {
+  // Here too, not only in loadPlugin: a host may import the entry and call activate itself.
+  checkNodeVersion(engines.node, internals.nodeVersion)
   const config = loadConfig(rawConfig)
   const log = host.logger.child({ plugin: 'energy-programs-exchange' })
   const bin = new Disposer()

@@ -38,7 +38,7 @@ t.test('the built plugin loads in a plain node process, without tsx, and exports
 t.test('the built plugin imports only what the daemon needs at run time: no certificate generator, no TypeScript loader', async t => {
   const code = readFileSync(join(root, 'dist/index.js'), 'utf8')
   const imported = new Set([...code.matchAll(/^import .* from "([^"]+)";$/gm)].map(m => m[1]!).filter(m => !m.startsWith('node:')))
-  t.same([...imported].sort(), ['ajv', 'fast-json-stringify', 'lmdb', 'luxon', 'node-cron', 'secure-json-parse'])
+  t.same([...imported].sort(), ['ajv', 'fast-json-stringify', 'lmdb', 'luxon', 'node-cron', 'secure-json-parse', 'semver'])
 })
 
 t.test('a programme over 1 MiB is parsed by the built worker (dist/programme-worker.js) and accepted', async t => {

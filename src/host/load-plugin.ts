@@ -12,6 +12,7 @@ import { Ajv } from 'ajv'
 import semver from 'semver'
 import { EpxError } from '../errors.ts'
 import type { EpxHandle, Host } from './contract.ts'
+import { checkNodeVersion } from './node-version.ts'
 
 const require = createRequire(import.meta.url)
 const manifestSchema = require('../../plugin.manifest.schema.json') as object
@@ -50,11 +51,17 @@ export function readManifest (pluginDir: string): Manifest {
   return manifest
 }
 
-export async function loadPlugin (pluginDir: string, host: Host, config: unknown): Promise<{ manifest: Manifest; handle: EpxHandle }> {
+export interface LoadOptions {
+  /** The Node.js version checked against `engines.node` (default: this process's; a test seam). */
+  readonly nodeVersion?: string
+}
+
+export async function loadPlugin (pluginDir: string, host: Host, config: unknown, opts: LoadOptions = {}): Promise<{ manifest: Manifest; handle: EpxHandle }> {
   const manifest = readManifest(pluginDir)
   if (!semver.satisfies(host.apiVersion, manifest.engines.host)) {
     throw new EpxError('EPX_HOST_API_MISMATCH', [host.apiVersion, manifest.engines.host])
   }
+  if (manifest.engines.node) checkNodeVersion(manifest.engines.node, opts.nodeVersion)
   // Checked here too, so a bad configuration is refused before any plugin code runs;
   // the plugin checks again inside activate, as it must for any other host.
   const configSchema = readJson(resolve(pluginDir, manifest.configSchema), 'the configuration schema') as object

@@ -1,7 +1,7 @@
 /**
  * The inbound request body (DECISIONS.md "Inbound"): `Content-Type` must be
- * application/json (415), the size limit holds while reading (413, and the rest is
- * never read), and the JSON is parsed without letting `__proto__` or
+ * application/json (415), the size limit holds while reading (413: the door then
+ * discards the rest within bounds before it closes, `linger.ts`), and the JSON is parsed without letting `__proto__` or
  * `constructor.prototype` reach an object; malformed JSON says where it broke (400).
  * @module
  */
@@ -95,13 +95,13 @@ function onAbort (this: Reader): void {
 }
 
 /**
- * 413 without reading the rest: stop pulling from the socket, answer with
- * `Connection: close`, then drop the connection once the answer is out.
+ * 413 without keeping the rest: stop pulling from the socket and answer with
+ * `Connection: close`. The door then drops the rest of the body, within bounds, and
+ * closes (`linger.ts`): a client still uploading gets the 413, not a reset.
  */
 function tooLarge (req: IncomingMessage, res: ServerResponse, maxBytes: number): EpxError {
   req.pause()
   res.shouldKeepAlive = false
-  res.once('finish', () => req.socket?.destroy())
   return new EpxError('PAYLOAD_TOO_LARGE', [maxBytes], { headers: { connection: 'close' } })
 }
 

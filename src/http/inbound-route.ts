@@ -37,7 +37,7 @@ export function inboundRoute (deps: InboundDeps): Route {
           },
         })
         const body = serializeReceipt(await deps.receive(batch, at))
-        res.writeHead(202, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) })
+        res.writeHead(202, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), 'x-content-type-options': 'nosniff' })
         res.end(body)
       },
     },

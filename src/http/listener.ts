@@ -23,6 +23,8 @@ import type { Caller, Door, Route } from './route.ts'
 import { Context } from './request-context.ts'
 import { createRouter } from './router.ts'
 import { renderError, sendError } from './render-error.ts'
+import { isLingering, lingerAfterRefusal, lingerMaxBytes } from './linger.ts'
+import { capConnections } from './connection-cap.ts'
 
 export interface ListenApiOptions {
   readonly config: Readonly<EpxConfig>
@@ -72,9 +74,10 @@ export async function listenApi (opts: ListenApiOptions): Promise<ApiListener> {
 
   // Every TCP connection, handshaking or not, so close() can cut what the grace left.
   const sockets = new Set<Socket>()
+  const cap = capConnections(server, api.maxConnections, () => sockets.size, log)
   server.on('connection', (s: Socket) => {
     sockets.add(s)
-    s.once('close', () => sockets.delete(s))
+    s.once('close', () => { sockets.delete(s); cap.onClosed() })
   })
   // The certificate verdict is cached per connection: no renegotiation may change it.
   server.on('secureConnection', (s: TLSSocket) => s.disableRenegotiation())
@@ -133,6 +136,9 @@ export async function listenApi (opts: ListenApiOptions): Promise<ApiListener> {
       caller: undefined, door: undefined, code: undefined, failed: false, failure: undefined,
     }
     ;(res as Tracked)[STATE] = state
+    // node 20 writes Connection: close on a connection's last allowed request
+    // (maxRequestsPerSocket) but keeps it open until keepAliveTimeout; this closes it.
+    if ((res as { maxRequestsOnConnectionReached?: boolean }).maxRequestsOnConnectionReached) res.shouldKeepAlive = false
     inflight.add(res)
     res.on('close', onClose)   // 'close' is emitted once: no `once` wrapper needed
     if (closing) closeWhenDone(res)
@@ -170,7 +176,10 @@ export async function listenApi (opts: ListenApiOptions): Promise<ApiListener> {
         state.failure = err
         if (!api.logRequests) log.error({ err, method: state.method, path: loggablePath(state.target) }, 'api request failed')
       }
-      sendError(res, rendered, { head: state.method === 'HEAD', bodyUnread: declaresUnreadBody(req) })
+      const bodyUnread = declaresUnreadBody(req)
+      // The refusal must reach a client still uploading: close only after its body (linger.ts).
+      if (bodyUnread) lingerAfterRefusal(req, lingerBytes)
+      sendError(res, rendered, { head: state.method === 'HEAD', bodyUnread })
     } catch (bug) {
       // Only a bug in the error path itself lands here; never let it reach the host.
       log.error({ err: bug }, 'api door failed to answer')
@@ -178,8 +187,10 @@ export async function listenApi (opts: ListenApiOptions): Promise<ApiListener> {
     }
   }
 
-  server.on('request', (req: IncomingMessage, res: ServerResponse) => handle(req, res, false))
-  server.on('checkContinue', (req: IncomingMessage, res: ServerResponse) => handle(req, res, true))
+  const lingerBytes = lingerMaxBytes(opts.config.inbound.maxBodyBytes)
+  // A request pipelined behind a refusal that closes the connection is not served.
+  server.on('request', (req: IncomingMessage, res: ServerResponse) => isLingering(req.socket) ? req.socket.destroy() : handle(req, res, false))
+  server.on('checkContinue', (req: IncomingMessage, res: ServerResponse) => isLingering(req.socket) ? req.socket.destroy() : handle(req, res, true))
 
   return {
     url,
@@ -187,7 +198,7 @@ export async function listenApi (opts: ListenApiOptions): Promise<ApiListener> {
       revocation?.close()
       closing ??= new Promise<void>(resolve => {
         const cut = setTimeout(() => { for (const s of sockets) s.destroy() }, CLOSE_GRACE_MS)
-        server.close(() => { clearTimeout(cut); resolve() })
+        server.close(() => { clearTimeout(cut); afterHandlesReleased(resolve) })
         server.closeIdleConnections()
         for (const res of inflight) closeWhenDone(res)
       })
@@ -218,7 +229,7 @@ function createApiServer (dataDir: string, api: EpxConfig['api']): Server {
   // node refuses headersTimeout > requestTimeout; the stricter value wins.
   const headersTimeout = Math.min(api.headersTimeoutMs, api.requestTimeoutMs)
   try {
-    return createServer({
+    const server = createServer({
       cert: pem.cert,
       key: pem.key,
       ca: pem.ca,
@@ -236,6 +247,9 @@ function createApiServer (dataDir: string, api: EpxConfig['api']): Server {
       connectionsCheckingInterval: Math.max(50, Math.min(1000, Math.floor(headersTimeout / 2))),
       maxHeaderSize: api.maxHeaderSize,
     })
+    // The last answer on a connection says Connection: close; the client reconnects.
+    server.maxRequestsPerSocket = api.maxRequestsPerSocket
+    return server
   } catch (err) {
     throw new EpxError('EPX_TLS_FILES', [`${files.cert} / ${files.key} / ${files.ca}`, (err as Error).message], { cause: err })
   }
@@ -256,6 +270,18 @@ function listen (server: Server, host: string, port: number): Promise<void> {
     server.once('listening', onListening)
     server.listen(port, host)
   })
+}
+
+/**
+ * Issue 9, defect 5: node emits the server's 'close' before libuv has closed its
+ * listening handle, and until the loop's close phase has run that native handle keeps
+ * the server, its listeners and so the whole activation (store, caches, loggers)
+ * reachable. A host that activates and closes without an I/O turn in between kept
+ * every activation (~60 KB each). Two check phases straddle a close phase, so `done`
+ * runs once the handle is gone.
+ */
+function afterHandlesReleased (done: () => void): void {
+  setImmediate(() => setImmediate(done))
 }
 
 /** A request body is left unread when one was announced and the request is not over. */

@@ -34,7 +34,7 @@ export function outboundRoute (deps: OutboundDeps): Route {
     const conditional = { ifNoneMatch: req.headers['if-none-match'], ifModifiedSince: req.headers['if-modified-since'] }
     if (isNotModified(conditional, { etag: latest.etag, lastModifiedMs: latest.emittedAtMs })) {
       // RFC 9110 §15.4.5: a 304 repeats the validators and Cache-Control, no body.
-      res.writeHead(304, { etag: latest.etag, 'last-modified': latest.lastModified, 'cache-control': CACHE_CONTROL })
+      res.writeHead(304, { etag: latest.etag, 'last-modified': latest.lastModified, 'cache-control': CACHE_CONTROL, 'x-content-type-options': 'nosniff' })
       res.end()
       return
     }
@@ -47,6 +47,7 @@ export function outboundRoute (deps: OutboundDeps): Route {
       etag: latest.etag,
       'last-modified': latest.lastModified,
       'cache-control': CACHE_CONTROL,
+      'x-content-type-options': 'nosniff',
     })
     res.end(bytes)
   }

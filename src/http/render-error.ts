@@ -86,14 +86,16 @@ export function renderError (err: unknown, door: Door | undefined, baseUrl: stri
   for (const [k, v] of Object.entries(DEFAULT_HEADERS[error.code] ?? {})) headers[k] = v
   for (const [k, v] of Object.entries(error.headers ?? {})) headers[k.toLowerCase()] = v
   headers['content-type'] = inbound ? 'application/json' : 'application/problem+json'
+  headers['x-content-type-options'] = 'nosniff'   // as on every API answer (issue 9)
   headers['content-length'] = String(Buffer.byteLength(body))
   return { status: error.status, headers, body, code: error.code, unexpected }
 }
 
 /**
  * Writes a rendered error. HEAD gets the headers without the body. A request whose
- * body was not read gets `Connection: close`, so an unauthenticated client cannot make
- * the door read (or drain) a large upload.
+ * body was not read gets `Connection: close`: the door drops the rest of that body
+ * within a bound in bytes and time, then closes (`linger.ts`), so an unauthenticated
+ * client cannot keep the door reading, and a client still uploading gets the answer.
  */
 export function sendError (res: ServerResponse, rendered: ErrorResponse, opts: { head: boolean; bodyUnread: boolean }): void {
   if (res.headersSent) {

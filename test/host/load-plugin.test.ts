@@ -69,3 +69,17 @@ t.test('a valid plugin is activated with the host and its configuration', async 
   t.equal(typeof handle.close, 'function')
   t.ok(existsSync(join(dir, 'activated')))
 })
+
+t.test("a host on a Node.js outside the manifest's engines.node is refused before the plugin's code runs, naming both versions", async t => {
+  const dir = pluginDir(t, base)
+  await t.rejects(loadPlugin(dir, host(), {}, { nodeVersion: '20.10.0' }), {
+    code: 'EPX_NODE_UNSUPPORTED',
+    message: /epx needs Node\.js >=20\.20\.2, and this process runs Node\.js 20\.10\.0/,
+  })
+  await t.rejects(loadPlugin(dir, host(), {}, { nodeVersion: '18.20.4' }), { code: 'EPX_NODE_UNSUPPORTED' })
+  t.notOk(existsSync(join(dir, 'activated')))
+  const { handle } = await loadPlugin(dir, host(), {}, { nodeVersion: '22.12.0' })
+  t.ok(handle, 'a newer line is welcome')
+  const { handle: here } = await loadPlugin(pluginDir(t, base), host(), {})
+  t.ok(here, `this process's Node.js (${process.versions.node}) is accepted`)
+})

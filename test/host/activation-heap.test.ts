@@ -1,0 +1,44 @@
+// Issue 9, defect 5: activate/close in one process must not grow the heap.
+import t from 'tap'
+import { spawn } from 'node:child_process'
+import { resolve } from 'node:path'
+
+const root = resolve(import.meta.dirname, '../..')
+
+/**
+ * Without coverage: V8 keeps compiled code alive for it, and every activation compiles
+ * its validators, so a covered child grows by design. (tap's process tracking puts its
+ * hooks back into a child's NODE_OPTIONS; its own switch turns its coverage off.)
+ */
+function childEnv (): NodeJS.ProcessEnv {
+  const { NODE_OPTIONS, NODE_V8_COVERAGE, ...env } = process.env
+  return { ...env, _TAPJS_PROCESSINFO_COVERAGE_: '0' }
+}
+
+/** Runs the cycles in a fresh process with --expose-gc, so this test's own heap is not measured. */
+function runCycles (): Promise<{ heapMb: Record<string, number>; statuses: string[] }> {
+  return new Promise((ok, fail) => {
+    const child = spawn(process.execPath, ['--expose-gc', '--import=tsx', 'test/host/fixtures/activation-cycles.ts'], {
+      cwd: root, env: childEnv(), stdio: ['ignore', 'pipe', 'pipe'],
+    })
+    let out = ''
+    let err = ''
+    child.stdout.on('data', d => { out += d })
+    child.stderr.on('data', d => { err += d })
+    child.once('error', fail)
+    child.once('close', code => {
+      if (code !== 0) return fail(new Error(`cycles exited with ${code}: ${err}`))
+      try { ok(JSON.parse(out.trim().split('\n').pop()!)) } catch (e) { fail(new Error(`${(e as Error).message}: ${out} ${err}`)) }
+    })
+  })
+}
+
+t.test('300 activate/close cycles of the built plugin (250 back to back, 50 with a GET and a POST) leave the heap flat (± 5 %)', async t => {
+  const { heapMb, statuses } = await runCycles()
+  t.same(statuses, ['GET 404', 'POST 202'], 'every cycle really served a GET and a POST')
+  const base = heapMb['50']!
+  for (const at of ['275', '300']) {
+    const ratio = heapMb[at]! / base
+    t.ok(ratio >= 0.95 && ratio <= 1.05, `heap after cycle ${at} (${heapMb[at]} MB) within 5 % of cycle 50 (${base} MB): ${((ratio - 1) * 100).toFixed(1)} %`)
+  }
+})
