@@ -178,7 +178,8 @@ export async function fuzz (o: FuzzOptions): Promise<FuzzResult> {
   let transportErrors = 0
   let done = 0
   const deadline = Date.now() + o.budgetMs
-  const note = (what: string, sent: string) => { if (examples.length < 5) examples.push(`${what}; body: ${sent.slice(0, 160)}`) }
+  // A 5xx keeps its whole body (up to 64 KiB) in the JSON results: it is the bug's reproduction.
+  const note = (what: string, sent: string, whole = false) => { if (examples.length < 5) examples.push(`${what}; body: ${sent.slice(0, whole ? 65_536 : 160)}`) }
   try {
     const arb = bodies(day)
     const CHUNK = 1000
@@ -194,7 +195,7 @@ export async function fuzz (o: FuzzOptions): Promise<FuzzResult> {
           })
           const text = await res.body.text()
           statuses[res.statusCode] = (statuses[res.statusCode] ?? 0) + 1
-          if (res.statusCode >= 500) { serverErrors++; note(`${res.statusCode} ${text.slice(0, 120)}`, sent) }
+          if (res.statusCode >= 500) { serverErrors++; note(`${res.statusCode} ${text.slice(0, 120)}`, sent, true) }
           if (res.statusCode === 400) {
             const why = wellFormedError(text, sent)
             if (why) { malformedErrors++; note(`400 ${why}: ${text.slice(0, 160)}`, sent) }

@@ -57,7 +57,8 @@ export function printRows (rows: readonly Row[], out: (line: string) => void = c
     if (r.error) out(`  ${pad('could not measure', W - 2)}${pad('', 16)}${pad('', 24)}MISSED: ${r.error}`)
     for (const f of r.figures) {
       // Context figures (no target) can be long sentences: they take the rest of the line.
-      if (f.met === undefined) { out(`  ${pad(f.name, W - 2)}${show(f.value)}`); continue }
+      // The JSON keeps them whole (a 5xx example's body); the table, a line's worth.
+      if (f.met === undefined) { out(`  ${pad(f.name, W - 2)}${String(show(f.value)).slice(0, 400)}`); continue }
       out(`  ${pad(f.name, W - 2)}${pad(f.target ?? '', 16)}${pad(show(f.value), 24)}${f.met ? 'met' : 'MISSED'}`)
     }
   }

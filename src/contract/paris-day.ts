@@ -10,6 +10,8 @@ import { formatUtcInstant } from './instants.ts'
 
 export const PARIS = 'Europe/Paris'
 export const QUARTER_HOUR_MS = 900_000
+/** The longest Paris day (autumn DST change: 25 h, 100 quarter-hours): no slot can be longer. */
+export const LONGEST_DAY_SECS = 100 * 900
 
 const DATE = /^(\d{4})-(\d{2})-(\d{2})$/
 

@@ -7,7 +7,7 @@
  * rule is stated once, below; violations are collected as `{ JSON Pointer: message }`.
  * @module
  */
-import { coverageOf, parisDayMs, QUARTER_HOUR_MS } from './paris-day.ts'
+import { coverageOf, LONGEST_DAY_SECS, parisDayMs, QUARTER_HOUR_MS } from './paris-day.ts'
 import { formatUtcInstant, readUtcInstant, utcInstantMs, type Instant } from './instants.ts'
 import { instantText } from './instant-text.ts'
 import { isPrm } from './ids.ts'
@@ -62,7 +62,8 @@ export function checkProgrammeRules (body: unknown, opts: RuleOptions, details: 
   const sites = body.sites as unknown[]
   const duration = body.slot_duration_secs
   // 0 when slot_duration_secs is invalid (the schema reports it): no length check then.
-  const durationMs = Number.isInteger(duration) && (duration as number) > 0 && (duration as number) % 900 === 0
+  const durationMs = Number.isInteger(duration) && (duration as number) > 0 && (duration as number) % 900 === 0 &&
+    (duration as number) <= LONGEST_DAY_SECS
     ? (duration as number) * 1000
     : 0
   const day = dayOf(body.target_date)

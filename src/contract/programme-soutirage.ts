@@ -7,7 +7,7 @@
  */
 import { PRM_PATTERN } from './ids.ts'
 import { readUtcInstant } from './instants.ts'
-import { isCalendarDate } from './paris-day.ts'
+import { isCalendarDate, LONGEST_DAY_SECS } from './paris-day.ts'
 
 const PROGRAMME_SCHEMA_VERSION = 'v0.2'
 /** DECISIONS.md "Inbound": the message for a wrong `schema_version` names these. */
@@ -124,8 +124,10 @@ export function programmeSoutirageSchema (limits: { readonly maxSites: number })
       slot_duration_secs: {
         type: 'integer',
         minimum: 900,
+        // A slot longer than the longest day fits in no day (and 1e46 would overflow Date).
+        maximum: LONGEST_DAY_SECS,
         multipleOf: 900,
-        fix: 'must be a positive integer multiple of 900 seconds (900 is standard)',
+        fix: `must be a positive integer multiple of 900 seconds, at most ${LONGEST_DAY_SECS} (a 25-hour day; 900 is standard)`,
       },
       sites: {
         type: 'array',

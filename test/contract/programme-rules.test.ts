@@ -124,6 +124,16 @@ t.test('a slot_duration_secs that is not a positive integer multiple of 900 is r
   }
 })
 
+t.test('a slot_duration_secs longer than the longest day (25 h) is refused, however large (found by the campaign fuzz: 3.9e46 was a 500)', async t => {
+  for (const bad of [90_900, 3.9287441789592566e+46, Number.MAX_VALUE]) {
+    await rejects(t, with_(b => { (b as any).slot_duration_secs = bad }), '/slot_duration_secs', /at most 90000 \(a 25-hour day/)
+  }
+  // 90000 s itself is a valid length: only the slots (900 s long here) are then refused.
+  const err = await violations(with_(b => { (b as any).slot_duration_secs = 90_000 })).then(() => undefined, (e: any) => e)
+  t.notOk('/slot_duration_secs' in (err?.details ?? {}), '90000 s is not refused')
+  t.ok(Object.keys(err?.details ?? {}).some(k => k.endsWith('/fin_utc')), 'the 900 s slots are')
+})
+
 t.test('sites missing or empty is refused', async t => {
   await rejects(t, with_(b => { delete (b as any).sites }), '/sites', /is required/)
   await rejects(t, with_(b => { b.sites = [] }), '/sites', /non-empty array of sites; got an empty array/)
