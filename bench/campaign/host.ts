@@ -24,6 +24,8 @@ export interface HostOptions {
   readonly sites: number
   readonly config?: Record<string, unknown>
   readonly publish?: { readonly targetDate: string; readonly siteIds: readonly string[] }
+  /** Seconds between the reference solver's cycles (0: none, the default). */
+  readonly cycleSeconds?: number
 }
 
 const repoRoot = resolve(fileURLToPath(import.meta.url), '../../..')
@@ -41,7 +43,7 @@ function rssAnon (): number | undefined {
 async function main (): Promise<void> {
   const o = JSON.parse(process.env.CAMPAIGN_HOST ?? '{}') as HostOptions
   const logger = pino({ level: 'info' }, pino.destination({ dest: join(o.dataDir, 'epx.log'), sync: true })) as unknown as Logger
-  const ref = createReferenceHost({ dataDir: o.dataDir, logger, sites: o.sites, cycleSeconds: 0 })
+  const ref = createReferenceHost({ dataDir: o.dataDir, logger, sites: o.sites, cycleSeconds: o.cycleSeconds ?? 0 })
   serveControl('campaign-host', async msg => {
     if (msg.type !== 'memory') return
     const gc = (globalThis as { gc?: () => void }).gc

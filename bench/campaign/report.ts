@@ -4,7 +4,7 @@
  * written as JSON beside the bench's results (`bench/results/campaign.json`).
  * @module
  */
-import { mkdirSync, writeFileSync } from 'node:fs'
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { dirname } from 'node:path'
 import { machine } from '../report.ts'
 
@@ -17,6 +17,8 @@ export interface Figure {
 }
 
 export interface Row {
+  /** The row's short name (`kill`, `fuzz`, … as `--only` takes them), once measured. */
+  readonly id?: string
   readonly name: string
   readonly figures: readonly Figure[]
   /** Why the row could not measure (the child died, a build failed): a missed row. */
@@ -66,12 +68,20 @@ export function printRows (rows: readonly Row[], out: (line: string) => void = c
   out(`${rows.filter(rowMet).length} of ${rows.length} rows met`)
 }
 
+/**
+ * Writes the rows just measured into `file`, each stamped with when and on what machine;
+ * rows of an earlier run that this one did not measure (`--only`) are kept as they were.
+ */
 export function writeRows (file: string, rows: readonly Row[], plan: object): void {
   mkdirSync(dirname(file), { recursive: true })
-  const json = {
-    machine: machine(), plan,
-    met: rows.filter(rowMet).length, rows: rows.length,
-    results: rows.map(r => ({ ...r, met: rowMet(r) })),
-  }
+  const stamp = { measuredAt: new Date().toISOString(), machine: machine(), plan }
+  const fresh = rows.map(r => ({ ...r, met: rowMet(r), ...stamp }))
+  let kept: Array<{ id?: string; met: boolean }> = []
+  try {
+    const before = JSON.parse(readFileSync(file, 'utf8')) as { results?: Array<{ id?: string; met: boolean }> }
+    kept = (before.results ?? []).filter(r => r.id !== undefined && !rows.some(n => n.id === r.id))
+  } catch { /* no earlier results */ }
+  const results = [...kept, ...fresh]
+  const json = { updatedAt: stamp.measuredAt, met: results.filter(r => r.met).length, rows: results.length, results }
   writeFileSync(file, JSON.stringify(json, null, 2) + '\n')
 }

@@ -49,7 +49,9 @@ const plan = {
   soakBoundPct: quick ? 25 : 10,
   seed: args.seed === undefined ? undefined : Number(args.seed),
 }
-const full = !quick && !only && !args.cycles && !args.requests && !args['soak-seconds']
+// Full counts: the figures stand behind the README's promises and go to the results file
+// (with --only, just those rows are replaced there; the others keep their last full run).
+const fullCounts = !quick && !args.cycles && !args.requests && !args['soak-seconds']
 const minutes = (n: number) => n * 60_000
 
 // Never hang: every row is bounded, and so is the whole run.
@@ -60,24 +62,24 @@ async function main (): Promise<number> {
   buildHost()
   const rows: Row[] = []
   const want = (r: string) => plan.rows.includes(r)
-  const progress = (r: Row) => { rows.push(r); process.stderr.write(`  ${r.name}: ${rowMet(r) ? 'met' : 'MISSED'} (${(r.wallMs / 1000).toFixed(0)} s)\n`) }
+  const progress = (id: string, r: Row) => { rows.push({ ...r, id }); process.stderr.write(`  ${r.name}: ${rowMet(r) ? 'met' : 'MISSED'} (${(r.wallMs / 1000).toFixed(0)} s)\n`) }
   if (want('kill')) {
-    progress(await measureRow(`kill -9 loop (${plan.cycles} cycles)`,
+    progress('kill', await measureRow(`kill -9 loop (${plan.cycles} cycles)`,
       () => killLoop({ cycles: plan.cycles, budgetMs: quick ? minutes(3) : minutes(40) }), r => killLoopFigures(r, plan.cycles)))
   }
   if (want('fuzz')) {
-    progress(await measureRow(`fuzz of POST bodies (${plan.requests.toLocaleString('en')} requests)`,
+    progress('fuzz', await measureRow(`fuzz of POST bodies (${plan.requests.toLocaleString('en')} requests)`,
       () => fuzz({ requests: plan.requests, seed: plan.seed, budgetMs: quick ? minutes(3) : minutes(40) }), r => fuzzFigures(r, plan.requests)))
   }
-  if (want('mtls')) progress(await measureRow('mTLS matrix', mtlsMatrix, mtlsFigures))
-  if (want('damaged')) progress(await measureRow('damaged store file, host alive', damagedStores, damagedStoreFigures))
-  if (want('disk')) progress(await measureRow('disk full, host alive', diskFull, diskFullFigures))
+  if (want('mtls')) progress('mtls', await measureRow('mTLS matrix', mtlsMatrix, mtlsFigures))
+  if (want('damaged')) progress('damaged', await measureRow('damaged store file, host alive', damagedStores, damagedStoreFigures))
+  if (want('disk')) progress('disk', await measureRow('disk full, host alive', diskFull, diskFullFigures))
   if (want('soak')) {
-    progress(await measureRow(`soak (${plan.soakSeconds} s)`,
+    progress('soak', await measureRow(`soak (${plan.soakSeconds} s)`,
       () => soak({ warmupMs: plan.soakWarmupSeconds * 1000, durationMs: plan.soakSeconds * 1000, boundPct: plan.soakBoundPct }), soakFigures))
   }
   printRows(rows)
-  if (full) writeRows(fileURLToPath(new URL('../results/campaign.json', import.meta.url)), rows, plan)
+  if (fullCounts) writeRows(fileURLToPath(new URL('../results/campaign.json', import.meta.url)), rows, plan)
   else console.log('(not a full run: bench/results/campaign.json left as it was)')
   return rows.every(rowMet) ? 0 : 1
 }
