@@ -1,6 +1,8 @@
 /**
- * Runs `epx` for a test: in-process through `runCli` (fast, most cases), or as the real
- * binary `node bin/epx.js` in a child process (exit codes, stdout as a user sees it).
+ * Runs `epx` for a test, always the built CLI (dist/cli.js, what bin/epx.js loads; tap
+ * rebuilds it before every run): in-process through its `runCli` (fast, most cases), or
+ * as the real binary `node bin/epx.js` in a child process (exit codes, stdout as a user
+ * sees it).
  *
  *   const dir = await initializedDataDir(t)          // test PKI + `epx init` (config only)
  *   const r = await epx(dir, 'company', 'add', 'acme', '--name', 'ACME')
@@ -16,11 +18,14 @@ import { writeFileSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import type { Test } from 'tap'
 import { pkiPaths } from '../../src/auth/pki.ts'
-import { runCli } from '../../src/cli/main.ts'
+import type * as Cli from '../../src/cli/main.ts'
 import { testPki, writePki } from './certs.ts'
 
 export const BIN = fileURLToPath(new URL('../../bin/epx.js', import.meta.url))
 export const ROOT = fileURLToPath(new URL('../../', import.meta.url))
+
+/** `runCli` of the build, typed as the sources' (tests of the CLI test what a user runs). */
+export const { runCli } = await import(new URL('../../dist/cli.js', import.meta.url).href) as typeof Cli
 
 export interface CliResult {
   readonly code: number
