@@ -24,8 +24,15 @@ import { testPki, writePki } from './certs.ts'
 export const BIN = fileURLToPath(new URL('../../bin/epx.js', import.meta.url))
 export const ROOT = fileURLToPath(new URL('../../', import.meta.url))
 
-/** `runCli` of the build, typed as the sources' (tests of the CLI test what a user runs). */
-export const { runCli } = await import(new URL('../../dist/cli.js', import.meta.url).href) as typeof Cli
+let built: Promise<typeof Cli> | undefined
+/**
+ * The built CLI (dist/cli.js), typed as the sources: the CLI tests test what a user runs.
+ * Imported on first use, so a script that builds first (the fault campaign) gets its build.
+ */
+export function builtCli (): Promise<typeof Cli> {
+  built ??= import(new URL('../../dist/cli.js', import.meta.url).href) as Promise<typeof Cli>
+  return built
+}
 
 export interface CliResult {
   readonly code: number
@@ -38,6 +45,7 @@ export interface CliResult {
 export async function epx (dataDir: string, ...argv: string[]): Promise<CliResult> {
   const out: string[] = []
   const err: string[] = []
+  const { runCli } = await builtCli()
   const code = await runCli(['--data', dataDir, ...argv], { out: l => out.push(l), err: l => err.push(l) })
   const text = out.join('\n')
   return { code, out: text, err: err.join('\n'), lines: text === '' ? [] : text.split('\n') }
