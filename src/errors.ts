@@ -1,12 +1,16 @@
 /**
- * The one error catalogue: each error is a code, a status and a message template.
- * Doors render it: `http/render-error.ts` (wire bodies), `cli/main.ts` (exit codes).
+ * The one error catalogue: each error is a code, a message template, and how each door
+ * it can leave through renders it: an HTTP `status` for the wire (`http/render-error.ts`),
+ * an `exit` code for the CLI (`cli/main.ts`).
  * @module
  */
 import { format } from 'node:util'
 
-interface Spec {
-  readonly status: number
+export interface ErrorSpec {
+  /** HTTP status: wire codes only (operator codes never reach the wire). */
+  readonly status?: number
+  /** Exit code of `epx` when the error ends a command: codes that can leave through the CLI. */
+  readonly exit?: number
   readonly message: string
   /** problem+json `type` slug and `title`, for the outbound door. */
   readonly slug?: string
@@ -26,28 +30,29 @@ export const catalogue = {
   METHOD_NOT_ALLOWED: { status: 405, message: '%s is not allowed here; allowed: %s', slug: 'method-not-allowed', title: 'Method Not Allowed' },
   PAYLOAD_TOO_LARGE: { status: 413, message: 'body exceeds the limit of %d bytes', slug: 'payload-too-large', title: 'Payload Too Large' },
   UNSUPPORTED_MEDIA_TYPE: { status: 415, message: "Content-Type must be application/json, got '%s'", slug: 'unsupported-media-type', title: 'Unsupported Media Type' },
-  NO_STORE: { status: 503, message: 'storage unavailable; retry in a few seconds', slug: 'no-store', title: 'Service Unavailable' },
+  NO_STORE: { status: 503, exit: 1, message: 'storage unavailable; retry in a few seconds', slug: 'no-store', title: 'Service Unavailable' },
   INTERNAL: { status: 500, message: 'internal error; the request was not applied', slug: 'internal', title: 'Internal Server Error' },
 
   // Operator-facing codes (host, CLI, configuration): never on the wire.
-  EPX_CONFIG_INVALID: { status: 500, message: 'invalid configuration: %s' },
-  EPX_HOST_API_MISMATCH: { status: 500, message: 'host API %s does not satisfy the plugin range %s' },
-  EPX_NODE_UNSUPPORTED: { status: 500, message: 'epx needs Node.js %s, and this process runs Node.js %s: run the host on a Node.js in that range (older ones lack HTTP and TLS fixes epx relies on)' },
-  EPX_MANIFEST_INVALID: { status: 500, message: 'invalid plugin manifest %s: %s' },
-  EPX_STORE_OPEN_FAILED: { status: 500, message: 'cannot open the store at %s: %s' },
-  EPX_LISTEN_FAILED: { status: 500, message: 'cannot listen on %s:%d: %s' },
-  EPX_TLS_FILES: { status: 500, message: 'cannot read TLS file %s: %s (run `epx init`)' },
-  EPX_CRL_INVALID: { status: 500, message: 'cannot use the client CRL %s (api.tls.crlFile): %s' },
-  EPX_USAGE: { status: 2, message: '%s' },
-  EPX_NOT_FOUND: { status: 1, message: '%s' },
-  EPX_CONFLICT: { status: 1, message: '%s' },
-  EPX_BACKUP_FAILED: { status: 1, message: 'cannot back up the store to %s: %s (nothing was written there)' },
-} as const satisfies Record<string, Spec>
+  EPX_CONFIG_INVALID: { exit: 1, message: 'invalid configuration: %s' },
+  EPX_HOST_API_MISMATCH: { exit: 1, message: 'host API %s does not satisfy the plugin range %s' },
+  EPX_NODE_UNSUPPORTED: { exit: 1, message: 'epx needs Node.js %s, and this process runs Node.js %s: run the host on a Node.js in that range (older ones lack HTTP and TLS fixes epx relies on)' },
+  EPX_MANIFEST_INVALID: { exit: 1, message: 'invalid plugin manifest %s: %s' },
+  EPX_STORE_OPEN_FAILED: { exit: 1, message: 'cannot open the store at %s: %s' },
+  EPX_LISTEN_FAILED: { exit: 1, message: 'cannot listen on %s:%d: %s' },
+  EPX_TLS_FILES: { exit: 1, message: 'cannot read TLS file %s: %s (run `epx init`)' },
+  EPX_CRL_INVALID: { exit: 1, message: 'cannot use the client CRL %s (api.tls.crlFile): %s' },
+  EPX_USAGE: { exit: 2, message: '%s' },
+  EPX_NOT_FOUND: { exit: 1, message: '%s' },
+  EPX_CONFLICT: { exit: 1, message: '%s' },
+  EPX_BACKUP_FAILED: { exit: 1, message: 'cannot back up the store to %s: %s (nothing was written there)' },
+} as const satisfies Record<string, ErrorSpec>
 
 export type ErrorCode = keyof typeof catalogue
 
 export class EpxError extends Error {
   readonly code: ErrorCode
+  /** The HTTP status of a wire code; 500 for an operator code (an HTTP door answers it INTERNAL). */
   readonly status: number
   /** JSON Pointer → message (inbound 400) or name → reason (outbound 400). */
   readonly details?: Readonly<Record<string, string>>
@@ -62,7 +67,7 @@ export class EpxError extends Error {
     super(format(catalogue[code].message, ...args), { cause: opts.cause })
     this.name = 'EpxError'
     this.code = code
-    this.status = catalogue[code].status
+    this.status = (catalogue[code] as ErrorSpec).status ?? 500
     this.details = opts.details
     this.headers = opts.headers
   }

@@ -1,8 +1,9 @@
-// The build a solver loads (scripts/build.mjs, run by `npm install`, `npm test`,
-// `npm start` and `npm run bench`): plain JavaScript, no TypeScript loader in the host.
+// The build a solver loads and the operator's `epx` runs (scripts/build.mjs, run by
+// `npm install`, `npm test`, `npm start` and `npm run bench`): plain JavaScript, no
+// TypeScript loader in the host nor in the CLI.
 import t from 'tap'
 import { spawnSync } from 'node:child_process'
-import { readFileSync } from 'node:fs'
+import { copyFileSync, mkdirSync, readdirSync, readFileSync } from 'node:fs'
 import { join, resolve } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import { Agent, request } from 'undici'
@@ -39,6 +40,47 @@ t.test('the built plugin imports only what the daemon needs at run time: no cert
   const code = readFileSync(join(root, 'dist/index.js'), 'utf8')
   const imported = new Set([...code.matchAll(/^import .* from "([^"]+)";$/gm)].map(m => m[1]!).filter(m => !m.startsWith('node:')))
   t.same([...imported].sort(), ['ajv', 'fast-json-stringify', 'lmdb', 'luxon', 'node-cron', 'secure-json-parse', 'semver'])
+})
+
+/** The packages a built file imports (not node: modules, not its own chunks). */
+function packagesOf (file: string): string[] {
+  const code = readFileSync(join(root, 'dist', file), 'utf8')
+  return [...code.matchAll(/^import [^;]*? from "([^"]+)";$/gm)].map(m => m[1]!).filter(m => !m.startsWith('node:') && !m.startsWith('./'))
+}
+
+t.test('bin/epx.js runs the built CLI (dist/cli.js) in a plain node process, without tsx', async t => {
+  t.equal(pkg.bin.epx, 'bin/epx.js')
+  t.notOk('tsx' in pkg.dependencies, 'tsx is a dev dependency only')
+  t.match(pkg.scripts.start, /node bin\/epx\.js demo$/, 'npm start runs the built CLI too')
+  const r = spawnSync(process.execPath, [join(root, 'bin/epx.js'), '--version'], {
+    encoding: 'utf8', env: { ...process.env, NODE_OPTIONS: '' }, timeout: 30_000,
+  })
+  t.equal(r.stderr, '')
+  t.equal(r.stdout.trim(), pkg.version)
+})
+
+t.test('the built CLI imports no TypeScript loader nor compiler, and `epx --help` loads no package', async t => {
+  const cli = readdirSync(join(root, 'dist')).filter(f => /^cli(-chunk-.*)?\.js$/.test(f))
+  t.ok(cli.length > 1, `dist/cli.js and its chunks (${cli.length} files)`)
+  const imported = new Set(cli.flatMap(packagesOf))
+  for (const forbidden of ['tsx', 'typescript', 'esbuild']) {
+    t.notOk([...imported].some(m => m === forbidden || m.startsWith(`${forbidden}/`)), `no ${forbidden}`)
+  }
+  t.ok(imported.has('lmdb') && imported.has('node-forge'), 'the commands\' packages are imported, by their chunks')
+  // What `epx --help` evaluates: cli.js and the chunks it imports statically.
+  const entry = readFileSync(join(root, 'dist/cli.js'), 'utf8')
+  const eager = ['cli.js', ...[...entry.matchAll(/^} from "\.\/(cli-chunk-[^"]+)";$/gm)].map(m => m[1]!)]
+  t.same(eager.flatMap(packagesOf), [], `${eager.join(', ')} import only node: modules`)
+})
+
+t.test('a checkout that was never built: epx says to run npm run build, exit 1', async t => {
+  const dir = t.testdir()
+  mkdirSync(join(dir, 'bin'))
+  copyFileSync(join(root, 'bin/epx.js'), join(dir, 'bin/epx.js'))
+  const r = spawnSync(process.execPath, [join(dir, 'bin/epx.js'), 'company', 'list'], { encoding: 'utf8', timeout: 30_000 })
+  t.equal(r.status, 1)
+  t.equal(r.stdout, '')
+  t.match(r.stderr, /^epx: .*dist\/cli\.js does not exist; build epx first: npm run build \(in .*\)\n$/)
 })
 
 t.test('a programme over 1 MiB is parsed by the built worker (dist/programme-worker.js) and accepted', async t => {

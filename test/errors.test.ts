@@ -1,16 +1,30 @@
 import t from 'tap'
 import { readFileSync } from 'node:fs'
 import { resolve } from 'node:path'
-import { catalogue, EpxError, isEpxError } from '../src/errors.ts'
+import { catalogue, EpxError, isEpxError, type ErrorSpec } from '../src/errors.ts'
 
 // fastify's test/internals/errors.test.js idea: the catalogue and its documentation
 // cannot drift apart unnoticed.
 const doc = readFileSync(resolve(import.meta.dirname, '../docs/errors.md'), 'utf8')
-const documented = new Map([...doc.matchAll(/^\| ([A-Z][A-Z0-9_]+) \| (\d+) \|/gm)].map(m => [m[1]!, Number(m[2])]))
+// Rows `| CODE | status | exit | ...`, with `–` where a door does not apply.
+const number = (cell: string) => cell === '–' ? undefined : Number(cell)
+const documented = new Map([...doc.matchAll(/^\| ([A-Z][A-Z0-9_]+) \| (\d+|–) \| (\d+|–) \|/gm)]
+  .map(m => [m[1]!, { status: number(m[2]!), exit: number(m[3]!) }]))
 
-t.test('every catalogue code is documented in docs/errors.md with its status', async t => {
-  for (const [code, spec] of Object.entries(catalogue)) {
-    t.equal(documented.get(code), spec.status, code)
+t.test('every catalogue code is documented in docs/errors.md with its HTTP status and its exit code', async t => {
+  for (const [code, spec] of Object.entries(catalogue) as Array<[string, ErrorSpec]>) {
+    t.same(documented.get(code), { status: spec.status, exit: spec.exit }, code)
+  }
+})
+
+t.test('wire codes have an HTTP status, operator codes none; every operator code has an exit code (usage 2, else 1)', async t => {
+  for (const [code, spec] of Object.entries(catalogue) as Array<[string, ErrorSpec]>) {
+    if (!code.startsWith('EPX_')) {
+      t.ok(spec.status !== undefined && spec.status >= 400 && spec.status <= 599, `${code}: an HTTP status`)
+      continue
+    }
+    t.equal(spec.status, undefined, `${code}: no HTTP status`)
+    t.equal(spec.exit, code === 'EPX_USAGE' ? 2 : 1, `${code}: its exit code`)
   }
 })
 

@@ -1,28 +1,43 @@
 /**
  * `epx`, the operator's command line: global options, dispatch to a command, and the
- * door's rendering of the error catalogue (`epx: <message>`, exit code = the
- * catalogue status when below 100, else 1; never a stack for an expected error).
+ * door's rendering of the error catalogue (`epx: <message>`, exit code = the code's
+ * `exit` in the catalogue; never a stack for an expected error).
  * @module
  */
-import { realpathSync } from 'node:fs'
 import { resolve } from 'node:path'
-import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
-import { isEpxError } from '../errors.ts'
+import { catalogue, isEpxError, type ErrorSpec } from '../errors.ts'
 import { DEFAULT_DATA_DIR, type CliIo, type Command } from './io.ts'
-import { initCommand } from './commands/init.ts'
-import { companyCommand } from './commands/companies.ts'
-import { sitesCommand } from './commands/sites.ts'
-import { certCommand } from './commands/certs.ts'
-import { tokenCommand } from './commands/tokens.ts'
-import { startCommand } from './commands/start.ts'
-import { demoCommand } from './commands/demo.ts'
-import { publishCommand, revisionsCommand } from './commands/publish.ts'
-import { instructionsCommand } from './commands/instructions.ts'
-import { storeCommand } from './commands/store.ts'
+import { commandGroup, lazyCommand } from './define-command.ts'
 
+/**
+ * Every command, with the line `epx --help` shows for it. Each is imported when it runs
+ * (`import()`: esbuild gives each its own chunk of dist/), so a command loads only the
+ * packages it uses and `epx --help` none.
+ */
 export const commands: readonly Command[] = [
-  initCommand, companyCommand, certCommand, tokenCommand, sitesCommand, publishCommand, revisionsCommand, instructionsCommand, storeCommand, startCommand, demoCommand,
+  lazyCommand('init', 'create the data folder, a development PKI and epx.config.json (idempotent)',
+    async () => (await import('./commands/init.ts')).initCommand),
+  commandGroup('company', 'BSP companies: certificate binding, perimeter, status',
+    async () => (await import('./commands/companies.ts')).companySubcommands),
+  commandGroup('cert', 'client certificates from the development PKI',
+    async () => (await import('./commands/certs.ts')).certSubcommands),
+  commandGroup('token', 'Bearer tokens: create (secret shown once), list, revoke',
+    async () => (await import('./commands/tokens.ts')).tokenSubcommands),
+  commandGroup('sites', 'the sites the solver manages',
+    async () => (await import('./commands/sites.ts')).sitesSubcommands),
+  lazyCommand('publish', 'publish Besoins_Agreges for a day now (all sites or --site)',
+    async () => (await import('./commands/publish.ts')).publishCommand),
+  commandGroup('revisions', 'the kept Besoins_Agreges revisions',
+    async () => (await import('./commands/publish.ts')).revisionsSubcommands),
+  commandGroup('instructions', 'instructions received from BSPs, their status and kW periods',
+    async () => (await import('./commands/instructions.ts')).instructionsSubcommands),
+  commandGroup('store', 'back up the store (see `epx store backup --help` to restore)',
+    async () => (await import('./commands/store.ts')).storeSubcommands),
+  lazyCommand('start', 'run the reference solver host with the epx plugin (Ctrl+C stops it)',
+    async () => (await import('./commands/start.ts')).startCommand),
+  lazyCommand('demo', 'the demo of npm start: init, demo company, certificate, tokens, then start',
+    async () => (await import('./commands/demo.ts')).demoCommand),
 ]
 
 function mainHelp (): string {
@@ -45,7 +60,7 @@ function mainHelp (): string {
   ].join('\n')
 }
 
-const USAGE_EXIT = 2
+const USAGE_EXIT = catalogue.EPX_USAGE.exit
 
 /** Pulls `--data DIR` / `--data=DIR` out of argv wherever it is (before a `--`). */
 function takeDataOption (argv: readonly string[]): { data?: string; rest: string[]; problem?: string } {
@@ -71,7 +86,7 @@ function takeDataOption (argv: readonly string[]): { data?: string; rest: string
 
 /**
  * Runs one `epx` invocation and resolves to its exit code. Tests call it in-process
- * with their own `io`; `bin/epx.js` and `npm start` reach it through `main()`.
+ * with their own `io`; `bin/epx.js` (and so `npm start`) reaches it through `main()`.
  */
 export async function runCli (argv: readonly string[], given: Partial<CliIo> = {}): Promise<number> {
   const out = given.out ?? ((line: string) => { process.stdout.write(line + '\n') })
@@ -113,29 +128,18 @@ export async function runCli (argv: readonly string[], given: Partial<CliIo> = {
   }
 }
 
-/** The CLI door of the catalogue: the message, and an exit code from its status. */
+/** The CLI door of the catalogue: the message, and the exit code the catalogue gives the code. */
 function renderError (e: unknown, err: (line: string) => void): number {
   if (isEpxError(e)) {
     err(`epx: ${e.message}`)
-    return e.status < 100 ? e.status : 1
+    return (catalogue[e.code] as ErrorSpec).exit ?? 1
   }
   // Not in the catalogue: a bug or an environment failure; the stack helps to report it.
   err(`epx: unexpected error: ${(e as Error)?.stack ?? String(e)}`)
   return 1
 }
 
-/** Entry point: runs with the process's argv and sets its exit code. */
+/** Entry point: runs with the process's argv and sets its exit code (bin/epx.js calls it). */
 export async function main (): Promise<void> {
   process.exitCode = await runCli(process.argv.slice(2))
-}
-
-// Run when this file is the program (`node --import=tsx src/cli/main.ts`) or when
-// bin/epx.js imports it; not when a test imports `runCli`.
-const entry = process.argv[1] ? safeRealpath(process.argv[1]) : ''
-if (entry === fileURLToPath(import.meta.url) || entry === fileURLToPath(new URL('../../bin/epx.js', import.meta.url))) {
-  await main()
-}
-
-function safeRealpath (p: string): string {
-  try { return realpathSync(p) } catch { return resolve(p) }
 }

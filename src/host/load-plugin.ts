@@ -7,15 +7,14 @@
 import { existsSync, readFileSync } from 'node:fs'
 import { resolve } from 'node:path'
 import { pathToFileURL } from 'node:url'
-import { createRequire } from 'node:module'
 import { Ajv } from 'ajv'
 import semver from 'semver'
 import { EpxError } from '../errors.ts'
 import type { EpxHandle, Host } from './contract.ts'
 import { checkNodeVersion } from './node-version.ts'
+// Imported, not read at run time: esbuild inlines it in dist/cli.js, wherever that lies.
+import manifestSchema from '../../plugin.manifest.schema.json' with { type: 'json' }
 
-const require = createRequire(import.meta.url)
-const manifestSchema = require('../../plugin.manifest.schema.json') as object
 
 export interface Manifest {
   readonly id: string

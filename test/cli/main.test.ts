@@ -1,5 +1,5 @@
 import t from 'tap'
-import { epx, spawnEpx } from '../helpers/cli.ts'
+import { builtCli, epx, spawnEpx } from '../helpers/cli.ts'
 
 const dir = t.testdir()
 
@@ -86,7 +86,7 @@ t.test('a command on a folder that was never initialized exits 1 and says to run
 })
 
 t.test('--data DIR works before or after the command, and as --data=DIR', async t => {
-  const { runCli } = await import('../../src/cli/main.ts')
+  const { runCli } = await builtCli()
   const seen: string[] = []
   const io = { out: (l: string) => seen.push(l), err: (l: string) => seen.push(l) }
   for (const argv of [['--data', dir, 'company', 'list'], ['company', 'list', '--data', dir], [`--data=${dir}`, 'company', 'list']]) {

@@ -1,6 +1,8 @@
 /**
- * Runs `epx` for a test: in-process through `runCli` (fast, most cases), or as the real
- * binary `node bin/epx.js` in a child process (exit codes, stdout as a user sees it).
+ * Runs `epx` for a test, always the built CLI (dist/cli.js, what bin/epx.js loads; tap
+ * rebuilds it before every run): in-process through its `runCli` (fast, most cases), or
+ * as the real binary `node bin/epx.js` in a child process (exit codes, stdout as a user
+ * sees it).
  *
  *   const dir = await initializedDataDir(t)          // test PKI + `epx init` (config only)
  *   const r = await epx(dir, 'company', 'add', 'acme', '--name', 'ACME')
@@ -16,11 +18,21 @@ import { writeFileSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import type { Test } from 'tap'
 import { pkiPaths } from '../../src/auth/pki.ts'
-import { runCli } from '../../src/cli/main.ts'
+import type * as Cli from '../../src/cli/main.ts'
 import { testPki, writePki } from './certs.ts'
 
 export const BIN = fileURLToPath(new URL('../../bin/epx.js', import.meta.url))
 export const ROOT = fileURLToPath(new URL('../../', import.meta.url))
+
+let built: Promise<typeof Cli> | undefined
+/**
+ * The built CLI (dist/cli.js), typed as the sources: the CLI tests test what a user runs.
+ * Imported on first use, so a script that builds first (the fault campaign) gets its build.
+ */
+export function builtCli (): Promise<typeof Cli> {
+  built ??= import(new URL('../../dist/cli.js', import.meta.url).href) as Promise<typeof Cli>
+  return built
+}
 
 export interface CliResult {
   readonly code: number
@@ -33,6 +45,7 @@ export interface CliResult {
 export async function epx (dataDir: string, ...argv: string[]): Promise<CliResult> {
   const out: string[] = []
   const err: string[] = []
+  const { runCli } = await builtCli()
   const code = await runCli(['--data', dataDir, ...argv], { out: l => out.push(l), err: l => err.push(l) })
   const text = out.join('\n')
   return { code, out: text, err: err.join('\n'), lines: text === '' ? [] : text.split('\n') }

@@ -10,13 +10,15 @@ import { issueCert, pkiPaths, readClientCa } from '../../auth/pki.ts'
 import { inDataDir } from '../../config.ts'
 import { EpxError } from '../../errors.ts'
 import { openCompanies } from '../../store/companies.ts'
-import { commandGroup, parseCommand, required, type CommandSpec } from '../args.ts'
+import { required } from '../args.ts'
+import { defineCommand, type CommandSpec } from '../define-command.ts'
 import type { Command } from '../io.ts'
 import { readSettings, withStore } from '../settings.ts'
 import { checkCompanyId } from './companies.ts'
 
 const issueSpec: CommandSpec = {
   usage: 'epx cert issue COMPANY --out DIR',
+  summary: 'write client.crt, client.key and ca.crt for a company',
   about: [
     'Writes a client certificate bundle for a company into DIR: client.crt and client.key',
     '(signed by the development client CA, subject = the subject bound to the company) and',
@@ -49,27 +51,20 @@ export async function issueBundle (dataDir: string, companyId: string, outDir: s
   return bundle
 }
 
-const issue: Command = {
-  name: 'issue',
-  summary: 'write client.crt, client.key and ca.crt for a company',
-  async run (argv, io) {
-    const args = parseCommand(argv, issueSpec, io)
-    if (!args) return 0
-    const companyId = checkCompanyId(args.positionals[0]!, issueSpec)
-    const out = required(args, issueSpec, 'out')
-    const settings = readSettings(io.dataDir)
-    const bundle = await issueBundle(io.dataDir, companyId, out)
-    io.out(`issued a client certificate for ${companyId} (subject ${bundle.subject})`)
-    io.out(`  ${bundle.cert}`)
-    io.out(`  ${bundle.key} (private key; keep it secret)`)
-    io.out(`  ${bundle.ca} (server CA)`)
-    // The API checks client certificates against the configured CA, which may not be ours.
-    const configuredCa = inDataDir(io.dataDir, settings.config.api.tls.clientCaFile)
-    if (configuredCa !== pkiPaths(io.dataDir).clientCaCert) {
-      io.err(`epx: warning: api.tls.clientCaFile is ${configuredCa}, not the development client CA; this certificate will get 403 MTLS_REQUIRED`)
-    }
-    return 0
-  },
-}
+const issue = defineCommand(issueSpec, async (args, io) => {
+  const companyId = checkCompanyId(args.positionals[0]!, issueSpec)
+  const out = required(args, issueSpec, 'out')
+  const settings = readSettings(io.dataDir)
+  const bundle = await issueBundle(io.dataDir, companyId, out)
+  io.out(`issued a client certificate for ${companyId} (subject ${bundle.subject})`)
+  io.out(`  ${bundle.cert}`)
+  io.out(`  ${bundle.key} (private key; keep it secret)`)
+  io.out(`  ${bundle.ca} (server CA)`)
+  // The API checks client certificates against the configured CA, which may not be ours.
+  const configuredCa = inDataDir(io.dataDir, settings.config.api.tls.clientCaFile)
+  if (configuredCa !== pkiPaths(io.dataDir).clientCaCert) {
+    io.err(`epx: warning: api.tls.clientCaFile is ${configuredCa}, not the development client CA; this certificate will get 403 MTLS_REQUIRED`)
+  }
+})
 
-export const certCommand: Command = commandGroup('cert', 'client certificates from the development PKI', [issue])
+export const certSubcommands: readonly Command[] = [issue]

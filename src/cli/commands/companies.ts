@@ -8,7 +8,8 @@ import { isPrm } from '../../contract/ids.ts'
 import { EpxError } from '../../errors.ts'
 import { COMPANY_ID, openCompanies, pinsOf, type CompanyRecord } from '../../store/companies.ts'
 import { openTokens } from '../../store/tokens.ts'
-import { commandGroup, parseCommand, required, usageError, type CommandSpec } from '../args.ts'
+import { required } from '../args.ts'
+import { defineCommand, usageError, type CommandSpec } from '../define-command.ts'
 import type { CliIo, Command } from '../io.ts'
 import { withStore } from '../settings.ts'
 import { formatTable } from '../table.ts'
@@ -16,6 +17,7 @@ import { pinCommands } from './company-pins.ts'
 
 const addSpec: CommandSpec = {
   usage: 'epx company add ID --name NAME [--cert-subject DN] [--sites all|PRM...]',
+  summary: 'register a company (certificate subject, perimeter)',
   about: [
     'Registers a BSP company. ID: 2 to 63 lowercase letters, digits or "-".',
     'Its client certificate must carry the bound subject (default CN=<ID>,O=<NAME>);',
@@ -53,114 +55,89 @@ function describePerimeter (p: CompanyRecord['perimeter']): string {
   return p === 'all' ? 'all sites' : `${p.length} site(s): ${p.join(', ')}`
 }
 
-const add: Command = {
-  name: 'add',
-  summary: 'register a company (certificate subject, perimeter)',
-  async run (argv, io) {
-    const args = parseCommand(argv, addSpec, io)
-    if (!args) return 0
-    const id = checkCompanyId(args.positionals[0]!, addSpec)
-    const name = required(args, addSpec, 'name').trim()
-    if (!name) throw usageError(addSpec, '--name must not be blank')
-    let certSubject: string
-    try {
-      certSubject = canonicalSubject(args.string('cert-subject') ?? `CN=${id},O=${name}`)
-    } catch (err) {
-      throw usageError(addSpec, `invalid --cert-subject: ${(err as Error).message}`)
-    }
-    const perimeter = parsePerimeter(args.strings('sites'), addSpec)
-    const record: CompanyRecord = { id, name, status: 'active', certSubject, perimeter, createdAt: new Date().toISOString() }
-    await withStore(io.dataDir, store => openCompanies(store).add(record))
-    io.out(`added company ${id} (${name})`)
-    io.out(`  certificate subject: ${certSubject}`)
-    io.out(`  perimeter: ${describePerimeter(perimeter)}`)
-    io.out(`next: epx cert issue ${id} --out DIR, then epx token create --company ${id} --scope SCOPE`)
-    return 0
-  },
-}
+const add = defineCommand(addSpec, async (args, io) => {
+  const id = checkCompanyId(args.positionals[0]!, addSpec)
+  const name = required(args, addSpec, 'name').trim()
+  if (!name) throw usageError(addSpec, '--name must not be blank')
+  let certSubject: string
+  try {
+    certSubject = canonicalSubject(args.string('cert-subject') ?? `CN=${id},O=${name}`)
+  } catch (err) {
+    throw usageError(addSpec, `invalid --cert-subject: ${(err as Error).message}`)
+  }
+  const perimeter = parsePerimeter(args.strings('sites'), addSpec)
+  const record: CompanyRecord = { id, name, status: 'active', certSubject, perimeter, createdAt: new Date().toISOString() }
+  await withStore(io.dataDir, store => openCompanies(store).add(record))
+  io.out(`added company ${id} (${name})`)
+  io.out(`  certificate subject: ${certSubject}`)
+  io.out(`  perimeter: ${describePerimeter(perimeter)}`)
+  io.out(`next: epx cert issue ${id} --out DIR, then epx token create --company ${id} --scope SCOPE`)
+})
 
 function statusCommand (name: 'suspend' | 'resume', status: CompanyRecord['status']): Command {
   const spec: CommandSpec = {
     usage: `epx company ${name} ID`,
+    summary: name === 'suspend' ? 'suspend a company (403 COMPANY_SUSPENDED)' : 'resume a suspended company',
     about: name === 'suspend'
       ? 'Suspends a company: its calls get 403 COMPANY_SUSPENDED from the next request on. Its tokens are kept.'
       : 'Resumes a suspended company: its valid tokens work again from the next request on.',
     positionals: ['ID'],
   }
-  return {
-    name,
-    summary: name === 'suspend' ? 'suspend a company (403 COMPANY_SUSPENDED)' : 'resume a suspended company',
-    async run (argv, io) {
-      const args = parseCommand(argv, spec, io)
-      if (!args) return 0
-      const id = checkCompanyId(args.positionals[0]!, spec)
-      const before = await withStore(io.dataDir, async store => {
-        let previous: CompanyRecord['status'] | undefined
-        await openCompanies(store).update(id, c => { previous = c.status; return { ...c, status } })
-        return previous
-      })
-      io.out(before === status ? `company ${id} was already ${status}` : `company ${id} is now ${status}`)
-      return 0
-    },
-  }
+  return defineCommand(spec, async (args, io) => {
+    const id = checkCompanyId(args.positionals[0]!, spec)
+    const before = await withStore(io.dataDir, async store => {
+      let previous: CompanyRecord['status'] | undefined
+      await openCompanies(store).update(id, c => { previous = c.status; return { ...c, status } })
+      return previous
+    })
+    io.out(before === status ? `company ${id} was already ${status}` : `company ${id} is now ${status}`)
+  })
 }
 
 const showSpec: CommandSpec = {
   usage: 'epx company show ID [--json]',
+  summary: 'show one company',
   about: 'Shows a company: name, status, certificate binding, perimeter and a count of its tokens.',
   positionals: ['ID'],
   options: { json: { type: 'boolean', help: 'print the record as JSON' } },
 }
 
-const show: Command = {
-  name: 'show',
-  summary: 'show one company',
-  async run (argv, io) {
-    const args = parseCommand(argv, showSpec, io)
-    if (!args) return 0
-    const id = checkCompanyId(args.positionals[0]!, showSpec)
-    const { company, tokens } = await withStore(io.dataDir, store => ({
-      company: openCompanies(store).get(id),
-      tokens: openTokens(store).list(id),
-    }))
-    if (!company) throw new EpxError('EPX_NOT_FOUND', [`no company '${id}' (see 'epx company list')`])
-    if (args.flag('json')) {
-      io.out(JSON.stringify(asShown(company), null, 2))
-      return 0
-    }
-    const now = Date.now()
-    const live = tokens.filter(t => !t.revokedAt && !(t.expiresAt && Date.parse(t.expiresAt) <= now)).length
-    for (const line of formatTable([
-      ['id:', company.id],
-      ['name:', company.name],
-      ['status:', company.status],
-      ['certificate subject:', company.certSubject],
-      ...pinRows(company),
-      ['perimeter:', describePerimeter(company.perimeter)],
-      ['created:', company.createdAt],
-      ['tokens:', `${live} usable, ${tokens.length - live} revoked or expired`],
-    ])) io.out(line)
-    return 0
-  },
-}
+const show = defineCommand(showSpec, async (args, io) => {
+  const id = checkCompanyId(args.positionals[0]!, showSpec)
+  const { company, tokens } = await withStore(io.dataDir, store => ({
+    company: openCompanies(store).get(id),
+    tokens: openTokens(store).list(id),
+  }))
+  if (!company) throw new EpxError('EPX_NOT_FOUND', [`no company '${id}' (see 'epx company list')`])
+  if (args.flag('json')) {
+    io.out(JSON.stringify(asShown(company), null, 2))
+    return
+  }
+  const now = Date.now()
+  const live = tokens.filter(t => !t.revokedAt && !(t.expiresAt && Date.parse(t.expiresAt) <= now)).length
+  for (const line of formatTable([
+    ['id:', company.id],
+    ['name:', company.name],
+    ['status:', company.status],
+    ['certificate subject:', company.certSubject],
+    ...pinRows(company),
+    ['perimeter:', describePerimeter(company.perimeter)],
+    ['created:', company.createdAt],
+    ['tokens:', `${live} usable, ${tokens.length - live} revoked or expired`],
+  ])) io.out(line)
+})
 
 const listSpec: CommandSpec = {
   usage: 'epx company list [--json]',
+  summary: 'list the companies',
   about: 'Lists every company with its status, perimeter and certificate subject.',
   options: { json: { type: 'boolean', help: 'print a JSON array' } },
 }
 
-const list: Command = {
-  name: 'list',
-  summary: 'list the companies',
-  async run (argv, io) {
-    const args = parseCommand(argv, listSpec, io)
-    if (!args) return 0
-    const companies = await withStore(io.dataDir, store => openCompanies(store).list())
-    printCompanies(companies, args.flag('json'), io)
-    return 0
-  },
-}
+const list = defineCommand(listSpec, async (args, io) => {
+  const companies = await withStore(io.dataDir, store => openCompanies(store).list())
+  printCompanies(companies, args.flag('json'), io)
+})
 
 function printCompanies (companies: readonly CompanyRecord[], json: boolean, io: CliIo): void {
   if (json) {
@@ -190,6 +167,6 @@ function pinRows (c: CompanyRecord): string[][] {
   return pins.map((p, i) => [i === 0 ? 'pinned certificates:' : '', p])
 }
 
-export const companyCommand: Command = commandGroup('company', 'BSP companies: certificate binding, perimeter, status', [
+export const companySubcommands: readonly Command[] = [
   add, statusCommand('suspend', 'suspended'), statusCommand('resume', 'active'), show, list, ...pinCommands,
-])
+]

@@ -11,7 +11,7 @@ import { readFileSync } from 'node:fs'
 import { canonicalSubject } from '../../auth/subject.ts'
 import { normalizeFingerprint, parseFingerprint256 } from '../../auth/tenancy.ts'
 import { openCompanies, pinsOf, type CompanyRecord } from '../../store/companies.ts'
-import { parseCommand, usageError, type CommandSpec } from '../args.ts'
+import { defineCommand, usageError, type CommandSpec } from '../define-command.ts'
 import type { Command } from '../io.ts'
 import { withStore } from '../settings.ts'
 import { checkCompanyId } from './companies.ts'
@@ -46,6 +46,7 @@ function describePins (pins: readonly string[]): string {
 
 const pinSpec: CommandSpec = {
   usage: 'epx company pin-cert ID FILE|FINGERPRINT',
+  summary: 'pin a client certificate (SHA-256 fingerprint) to a company',
   about: [
     'Pins a client certificate to a company: once a company has pins, only a certificate',
     'with its bound subject AND one of the pinned SHA-256 fingerprints passes (else 403',
@@ -56,31 +57,25 @@ const pinSpec: CommandSpec = {
   positionals: ['ID', 'FILE|FINGERPRINT'],
 }
 
-const pin: Command = {
-  name: 'pin-cert',
-  summary: 'pin a client certificate (SHA-256 fingerprint) to a company',
-  async run (argv, io) {
-    const args = parseCommand(argv, pinSpec, io)
-    if (!args) return 0
-    const id = checkCompanyId(args.positionals[0]!, pinSpec)
-    const named = namedCertificate(args.positionals[1]!, pinSpec)
-    let already = false
-    const company = await withStore(io.dataDir, store => openCompanies(store).setPins(id, pins => {
-      already = pins.some(p => same(p, named.fingerprint))
-      return already ? pins : [...pins, named.fingerprint]
-    }))
-    io.out(already ? `${named.fingerprint} was already pinned for company ${id}` : `pinned ${named.fingerprint} for company ${id}`)
-    io.out(`  ${describePins(pinsOf(company))}`)
-    if (named.subject !== undefined && named.subject !== canonicalOrSelf(company)) {
-      io.err(`epx: warning: the certificate's subject (${named.subject}) is not the one bound to company ${id} ` +
-        `(${company.certSubject}); it will be refused until the binding matches`)
-    }
-    return 0
-  },
-}
+const pin = defineCommand(pinSpec, async (args, io) => {
+  const id = checkCompanyId(args.positionals[0]!, pinSpec)
+  const named = namedCertificate(args.positionals[1]!, pinSpec)
+  let already = false
+  const company = await withStore(io.dataDir, store => openCompanies(store).setPins(id, pins => {
+    already = pins.some(p => same(p, named.fingerprint))
+    return already ? pins : [...pins, named.fingerprint]
+  }))
+  io.out(already ? `${named.fingerprint} was already pinned for company ${id}` : `pinned ${named.fingerprint} for company ${id}`)
+  io.out(`  ${describePins(pinsOf(company))}`)
+  if (named.subject !== undefined && named.subject !== canonicalOrSelf(company)) {
+    io.err(`epx: warning: the certificate's subject (${named.subject}) is not the one bound to company ${id} ` +
+      `(${company.certSubject}); it will be refused until the binding matches`)
+  }
+})
 
 const unpinSpec: CommandSpec = {
   usage: 'epx company unpin-cert ID FILE|FINGERPRINT',
+  summary: 'remove a pinned client certificate from a company',
   about: [
     'Removes a pinned certificate: it gets 403 MTLS_REQUIRED from the next request on,',
     'open connections included. With no pin left, the bound subject alone decides again.',
@@ -88,24 +83,17 @@ const unpinSpec: CommandSpec = {
   positionals: ['ID', 'FILE|FINGERPRINT'],
 }
 
-const unpin: Command = {
-  name: 'unpin-cert',
-  summary: 'remove a pinned client certificate from a company',
-  async run (argv, io) {
-    const args = parseCommand(argv, unpinSpec, io)
-    if (!args) return 0
-    const id = checkCompanyId(args.positionals[0]!, unpinSpec)
-    const named = namedCertificate(args.positionals[1]!, unpinSpec)
-    let found = false
-    const company = await withStore(io.dataDir, store => openCompanies(store).setPins(id, pins => {
-      found = pins.some(p => same(p, named.fingerprint))
-      return pins.filter(p => !same(p, named.fingerprint))
-    }))
-    io.out(found ? `unpinned ${named.fingerprint} from company ${id}` : `${named.fingerprint} was not pinned for company ${id}`)
-    io.out(`  ${describePins(pinsOf(company))}`)
-    return 0
-  },
-}
+const unpin = defineCommand(unpinSpec, async (args, io) => {
+  const id = checkCompanyId(args.positionals[0]!, unpinSpec)
+  const named = namedCertificate(args.positionals[1]!, unpinSpec)
+  let found = false
+  const company = await withStore(io.dataDir, store => openCompanies(store).setPins(id, pins => {
+    found = pins.some(p => same(p, named.fingerprint))
+    return pins.filter(p => !same(p, named.fingerprint))
+  }))
+  io.out(found ? `unpinned ${named.fingerprint} from company ${id}` : `${named.fingerprint} was not pinned for company ${id}`)
+  io.out(`  ${describePins(pinsOf(company))}`)
+})
 
 function canonicalOrSelf (c: CompanyRecord): string {
   try { return canonicalSubject(c.certSubject) } catch { return c.certSubject }

@@ -11,8 +11,8 @@ import { SCOPES } from '../../auth/tokens.ts'
 import { formatUtcInstant } from '../../contract/instants.ts'
 import { addDays, coverageOf, parisDateOf, QUARTER_HOUR_MS } from '../../contract/paris-day.ts'
 import { openCompanies } from '../../store/companies.ts'
-import { parseCommand, type CommandSpec } from '../args.ts'
-import { DEFAULT_DATA_DIR, type CliIo, type Command } from '../io.ts'
+import { defineCommand, type CommandSpec } from '../define-command.ts'
+import { DEFAULT_DATA_DIR, type CliIo } from '../io.ts'
 import { withStore } from '../settings.ts'
 import { issueBundle, type CertBundle } from './certs.ts'
 import { initDataDir, reportInit } from './init.ts'
@@ -126,17 +126,11 @@ async function showTryIt (io: CliIo, run: Running, bundle: CertBundle, tokens: r
   io.out('Ctrl+C stops the service.')
 }
 
-export const demoCommand: Command = {
-  name: 'demo',
-  summary: 'the demo of npm start: init, demo company, certificate, tokens, then start',
-  async run (argv, io) {
-    const args = parseCommand(argv, spec, io)
-    if (!args) return 0
-    const overrides = serveOverrides(args, spec)
-    const { bundle, tokens } = await prepare(io)
-    io.out(`client certificate bundle of ${DEMO_COMPANY}: ${shellPath(bundle.dir)} (client.crt, client.key, ca.crt)`)
-    io.out('new tokens, shown this once:')
-    for (const t of tokens) io.out(`  ${t.record.scopes.join(',').padEnd(28)} ${t.record.id}  ${t.token}`)
-    return serve(io, { cycleSeconds: 10, ...overrides }, run => showTryIt(io, run, bundle, tokens))
-  },
-}
+export const demoCommand = defineCommand(spec, async (args, io) => {
+  const overrides = serveOverrides(args, spec)
+  const { bundle, tokens } = await prepare(io)
+  io.out(`client certificate bundle of ${DEMO_COMPANY}: ${shellPath(bundle.dir)} (client.crt, client.key, ca.crt)`)
+  io.out('new tokens, shown this once:')
+  for (const t of tokens) io.out(`  ${t.record.scopes.join(',').padEnd(28)} ${t.record.id}  ${t.token}`)
+  return serve(io, { cycleSeconds: 10, ...overrides }, run => showTryIt(io, run, bundle, tokens))
+})

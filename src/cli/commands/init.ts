@@ -6,8 +6,8 @@
  */
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs'
 import { ensureDevPki } from '../../auth/pki.ts'
-import { parseCommand, type CommandSpec } from '../args.ts'
-import type { CliIo, Command } from '../io.ts'
+import { defineCommand, type CommandSpec } from '../define-command.ts'
+import type { CliIo } from '../io.ts'
 import { initialSettings, settingsPath } from '../settings.ts'
 
 const spec: CommandSpec = {
@@ -46,12 +46,6 @@ export function reportInit (dataDir: string, created: readonly string[], io: Cli
   io.out(`initialized ${dataDir}`)
 }
 
-export const initCommand: Command = {
-  name: 'init',
-  summary: 'create the data folder, a development PKI and epx.config.json (idempotent)',
-  async run (argv, io) {
-    if (!parseCommand(argv, spec, io)) return 0
-    reportInit(io.dataDir, initDataDir(io.dataDir), io)
-    return 0
-  },
-}
+export const initCommand = defineCommand(spec, async (_args, io) => {
+  reportInit(io.dataDir, initDataDir(io.dataDir), io)
+})

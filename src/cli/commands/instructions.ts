@@ -7,7 +7,8 @@
 import { EpxError } from '../../errors.ts'
 import { openInstructions, type StoredInstruction } from '../../store/instructions.ts'
 import { instructionPeriods } from '../../apply/to-constraints.ts'
-import { calendarDate, commandGroup, parseCommand, siteIds as siteIdsOf, type CommandSpec } from '../args.ts'
+import { calendarDate, siteIds as siteIdsOf } from '../args.ts'
+import { defineCommand, type CommandSpec } from '../define-command.ts'
 import type { Command } from '../io.ts'
 import { withStore } from '../settings.ts'
 import { formatTable } from '../table.ts'
@@ -17,12 +18,14 @@ const json = { type: 'boolean', help: 'print JSON instead of a table' } as const
 
 const listSpec: CommandSpec = {
   usage: 'epx instructions list [--site PRM...] [--date YYYY-MM-DD] [--json]',
+  summary: 'list received instructions and their status',
   about: 'Lists received instructions, one per programme and site, with their status.',
   options: { site, date: { type: 'string', arg: 'YYYY-MM-DD', help: 'only this target date (Europe/Paris day)' }, json },
 }
 
 const showSpec: CommandSpec = {
   usage: 'epx instructions show INSTRUCTION_ID [--site PRM...] [--json]',
+  summary: 'show an instruction: status and kW periods',
   about: 'Shows an instruction: who sent it, its status, and each period as the solver gets it (min_kw floor or max_kw 0).',
   options: { site, json },
   positionals: ['INSTRUCTION_ID'],
@@ -49,82 +52,68 @@ function summary (i: StoredInstruction) {
   }
 }
 
-const list: Command = {
-  name: 'list',
-  summary: 'list received instructions and their status',
-  async run (argv, io) {
-    const args = parseCommand(argv, listSpec, io)
-    if (!args) return 0
-    const siteIds = siteIdsOf(args, listSpec)
-    const date = args.string('date')
-    const targetDate = date === undefined ? undefined : calendarDate(date, listSpec)
-    const found = await withStore(io.dataDir, store => openInstructions(store).list({ siteIds, targetDate }))
-    if (args.flag('json')) {
-      io.out(JSON.stringify(found.map(summary), null, 2))
-      return 0
-    }
-    if (found.length === 0) {
-      io.out('no instructions')
-      return 0
-    }
-    const rows = found.map(i => [
-      i.instructionId, i.siteId, i.targetDate, i.state.status, i.state.cycle === undefined ? '-' : String(i.state.cycle),
-      String(i.slots.length), i.companyId, i.receivedAt,
-    ])
-    for (const line of formatTable([['INSTRUCTION_ID', 'SITE_ID', 'TARGET_DATE', 'STATUS', 'CYCLE', 'PERIODS', 'COMPANY', 'RECEIVED_AT'], ...rows])) io.out(line)
-    return 0
-  },
-}
+const list = defineCommand(listSpec, async (args, io) => {
+  const siteIds = siteIdsOf(args, listSpec)
+  const date = args.string('date')
+  const targetDate = date === undefined ? undefined : calendarDate(date, listSpec)
+  const found = await withStore(io.dataDir, store => openInstructions(store).list({ siteIds, targetDate }))
+  if (args.flag('json')) {
+    io.out(JSON.stringify(found.map(summary), null, 2))
+    return
+  }
+  if (found.length === 0) {
+    io.out('no instructions')
+    return
+  }
+  const rows = found.map(i => [
+    i.instructionId, i.siteId, i.targetDate, i.state.status, i.state.cycle === undefined ? '-' : String(i.state.cycle),
+    String(i.slots.length), i.companyId, i.receivedAt,
+  ])
+  for (const line of formatTable([['INSTRUCTION_ID', 'SITE_ID', 'TARGET_DATE', 'STATUS', 'CYCLE', 'PERIODS', 'COMPANY', 'RECEIVED_AT'], ...rows])) io.out(line)
+})
 
-const show: Command = {
-  name: 'show',
-  summary: 'show an instruction: status and kW periods',
-  async run (argv, io) {
-    const args = parseCommand(argv, showSpec, io)
-    if (!args) return 0
-    const [id] = args.positionals as [string]
-    const siteIds = siteIdsOf(args, showSpec)
-    const found = await withStore(io.dataDir, store => openInstructions(store).list({ siteIds })
-      .filter(i => i.instructionId === id))
-    if (found.length === 0) {
-      const where = siteIds.length ? ` for site ${siteIds.join(', ')}` : ''
-      throw new EpxError('EPX_NOT_FOUND', [`no instruction ${id}${where}; see 'epx instructions list'`])
+const show = defineCommand(showSpec, async (args, io) => {
+  const [id] = args.positionals as [string]
+  const siteIds = siteIdsOf(args, showSpec)
+  const found = await withStore(io.dataDir, store => openInstructions(store).list({ siteIds })
+    .filter(i => i.instructionId === id))
+  if (found.length === 0) {
+    const where = siteIds.length ? ` for site ${siteIds.join(', ')}` : ''
+    throw new EpxError('EPX_NOT_FOUND', [`no instruction ${id}${where}; see 'epx instructions list'`])
+  }
+  if (args.flag('json')) {
+    io.out(JSON.stringify(found.map(i => ({ ...summary(i), periods: instructionPeriods(i) })), null, 2))
+    return
+  }
+  found.forEach((i, n) => {
+    if (n > 0) io.out('')
+    const status = i.state.status + (i.state.cycle === undefined ? '' : ` (solver cycle ${i.state.cycle})`) + ` since ${i.state.at}`
+    for (const line of formatTable([
+      ['instruction', i.instructionId],
+      ['site', `${i.siteId}${i.siteName ? ` (${i.siteName})` : ''}`],
+      ['target date', i.targetDate],
+      ['emitted', `${i.emittedAt} by ${i.emittedBy}`],
+      ['received', `${i.receivedAt} from company ${i.companyId}, token ${i.tokenId}`],
+      ['certificate', i.certFingerprint256],
+      ['status', status],
+      ['periods', `${i.slots.length} of ${i.slotDurationSecs} s`],
+    ])) io.out(line)
+    if (i.slots.length === 0) {
+      io.out('(no periods: this instruction clears the site\'s constraints for the day)')
+      return
     }
-    if (args.flag('json')) {
-      io.out(JSON.stringify(found.map(i => ({ ...summary(i), periods: instructionPeriods(i) })), null, 2))
-      return 0
-    }
-    found.forEach((i, n) => {
-      if (n > 0) io.out('')
-      const status = i.state.status + (i.state.cycle === undefined ? '' : ` (solver cycle ${i.state.cycle})`) + ` since ${i.state.at}`
-      for (const line of formatTable([
-        ['instruction', i.instructionId],
-        ['site', `${i.siteId}${i.siteName ? ` (${i.siteName})` : ''}`],
-        ['target date', i.targetDate],
-        ['emitted', `${i.emittedAt} by ${i.emittedBy}`],
-        ['received', `${i.receivedAt} from company ${i.companyId}, token ${i.tokenId}`],
-        ['certificate', i.certFingerprint256],
-        ['status', status],
-        ['periods', `${i.slots.length} of ${i.slotDurationSecs} s`],
-      ])) io.out(line)
-      if (i.slots.length === 0) {
-        io.out('(no periods: this instruction clears the site\'s constraints for the day)')
-        return
-      }
-      io.out('')
-      const periods = instructionPeriods(i)
-      const rows = periods.map((p, k) => [
-        p.startUtc, p.endUtc, String(i.slots[k]![1]),
-        p.minKw !== undefined ? `min_kw ${round(p.minKw)}` : `max_kw ${p.maxKw}`,
-      ])
-      for (const line of formatTable([['START_UTC', 'END_UTC', 'ENERGY_KWH', 'CONSTRAINT'], ...rows])) io.out(line)
-    })
-    return 0
-  },
-}
+    io.out('')
+    const periods = instructionPeriods(i)
+    const rows = periods.map((p, k) => [
+      p.startUtc, p.endUtc, String(i.slots[k]![1]),
+      p.minKw !== undefined ? `min_kw ${round(p.minKw)}` : `max_kw ${p.maxKw}`,
+    ])
+    for (const line of formatTable([['START_UTC', 'END_UTC', 'ENERGY_KWH', 'CONSTRAINT'], ...rows])) io.out(line)
+  })
+})
 
 function round (kw: number): string {
   return String(Math.round(kw * 1000) / 1000)
 }
 
-export const instructionsCommand: Command = commandGroup('instructions', 'instructions received from BSPs, their status and kW periods', [list, show])
+export const instructionsSubcommands: readonly Command[] = [list, show]

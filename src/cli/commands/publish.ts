@@ -9,7 +9,8 @@ import type { Logger, PublishReport } from '../../host/contract.ts'
 import { createReferenceHost, systemClock } from '../../host/reference-host.ts'
 import { openRevisions } from '../../store/revisions.ts'
 import { createPublisher } from '../../publish/publish-run.ts'
-import { calendarDate, commandGroup, parseCommand, required, siteId, siteIds, type CommandSpec } from '../args.ts'
+import { calendarDate, required, siteId, siteIds } from '../args.ts'
+import { defineCommand, type CommandSpec } from '../define-command.ts'
 import type { CliIo, Command } from '../io.ts'
 import { withStore } from '../settings.ts'
 import { formatTable } from '../table.ts'
@@ -30,6 +31,7 @@ const publishSpec: CommandSpec = {
 
 const listSpec: CommandSpec = {
   usage: 'epx revisions list --site PRM --date YYYY-MM-DD [--json]',
+  summary: 'list the kept revisions of a site and day',
   about: 'Lists the kept revisions of a site and day, oldest first; the last one is what GET serves.',
   options: {
     site: { type: 'string', arg: 'PRM', help: 'site id, PRM followed by 14 digits (required)' },
@@ -50,75 +52,62 @@ function cliLogger (io: CliIo): Logger {
   return log
 }
 
-export const publishCommand: Command = {
-  name: 'publish',
-  summary: 'publish Besoins_Agreges for a day now (all sites or --site)',
-  async run (argv, io) {
-    const args = parseCommand(argv, publishSpec, io)
-    if (!args) return 0
-    const targetDate = calendarDate(required(args, publishSpec, 'date'), publishSpec)
-    const sites = siteIds(args, publishSpec)
-    const report: PublishReport = await withStore(io.dataDir, async (store, settings) => {
-      const ref = createReferenceHost({ dataDir: io.dataDir, sites: settings.host.sites, cycleSeconds: 0 })
+export const publishCommand = defineCommand(publishSpec, async (args, io) => {
+  const targetDate = calendarDate(required(args, publishSpec, 'date'), publishSpec)
+  const sites = siteIds(args, publishSpec)
+  const report: PublishReport = await withStore(io.dataDir, async (store, settings) => {
+    const ref = createReferenceHost({ dataDir: io.dataDir, sites: settings.host.sites, cycleSeconds: 0 })
+    try {
+      const publisher = createPublisher({
+        solver: ref.host.solver,
+        revisions: openRevisions(store, { retentionDays: settings.config.publish.retentionDays }),
+        clock: systemClock,
+        log: cliLogger(io),
+        emittedBy: settings.config.publish.emittedBy,
+      })
       try {
-        const publisher = createPublisher({
-          solver: ref.host.solver,
-          revisions: openRevisions(store, { retentionDays: settings.config.publish.retentionDays }),
-          clock: systemClock,
-          log: cliLogger(io),
-          emittedBy: settings.config.publish.emittedBy,
-        })
-        try {
-          return await publisher.publish({ targetDate, siteIds: sites.length ? sites : undefined })
-        } finally {
-          await publisher.close()
-        }
+        return await publisher.publish({ targetDate, siteIds: sites.length ? sites : undefined })
       } finally {
-        await ref.close()
+        await publisher.close()
       }
-    })
-    if (args.flag('json')) {
-      io.out(JSON.stringify(report, null, 2))
-    } else {
-      if (report.published.length) {
-        for (const line of formatTable([['SITE_ID', 'EMITTED_AT', 'ETAG'], ...report.published.map(p => [p.siteId, p.emittedAt, p.etag])])) io.out(line)
-      }
-      io.out(`published ${report.published.length} site(s) for ${targetDate}; ${report.failed.length} failed`)
+    } finally {
+      await ref.close()
     }
-    for (const f of report.failed) io.err(`epx: site ${f.siteId} not published for ${targetDate}: ${f.reason}`)
-    return report.failed.length ? 1 : 0
-  },
-}
+  })
+  if (args.flag('json')) {
+    io.out(JSON.stringify(report, null, 2))
+  } else {
+    if (report.published.length) {
+      for (const line of formatTable([['SITE_ID', 'EMITTED_AT', 'ETAG'], ...report.published.map(p => [p.siteId, p.emittedAt, p.etag])])) io.out(line)
+    }
+    io.out(`published ${report.published.length} site(s) for ${targetDate}; ${report.failed.length} failed`)
+  }
+  for (const f of report.failed) io.err(`epx: site ${f.siteId} not published for ${targetDate}: ${f.reason}`)
+  return report.failed.length ? 1 : 0
+})
 
-const list: Command = {
-  name: 'list',
-  summary: 'list the kept revisions of a site and day',
-  async run (argv, io) {
-    const args = parseCommand(argv, listSpec, io)
-    if (!args) return 0
-    const site = siteId(required(args, listSpec, 'site'), listSpec)
-    const targetDate = calendarDate(required(args, listSpec, 'date'), listSpec)
-    const rows = await withStore(io.dataDir, (store, settings) => {
-      const revisions = openRevisions(store, { retentionDays: settings.config.publish.retentionDays })
-      const latest = revisions.latest(site, targetDate)
-      return revisions.list(site, targetDate).map(r => ({
-        siteId: r.siteId, targetDate: r.targetDate, emittedAt: r.emittedAt, etag: r.etag,
-        lastModified: r.lastModified, size: r.size, latest: r.emittedAtMs === latest?.emittedAtMs,
-      }))
-    })
-    if (args.flag('json')) {
-      io.out(JSON.stringify(rows, null, 2))
-      return 0
-    }
-    if (!rows.length) {
-      io.out(`no revision of ${site} for ${targetDate}`)
-      return 0
-    }
-    const table = [['EMITTED_AT', 'ETAG', 'LAST_MODIFIED', 'BYTES', 'LATEST'],
-      ...rows.map(r => [r.emittedAt, r.etag, r.lastModified, String(r.size), r.latest ? 'yes' : ''])]
-    for (const line of formatTable(table)) io.out(line)
-    return 0
-  },
-}
+const list = defineCommand(listSpec, async (args, io) => {
+  const site = siteId(required(args, listSpec, 'site'), listSpec)
+  const targetDate = calendarDate(required(args, listSpec, 'date'), listSpec)
+  const rows = await withStore(io.dataDir, (store, settings) => {
+    const revisions = openRevisions(store, { retentionDays: settings.config.publish.retentionDays })
+    const latest = revisions.latest(site, targetDate)
+    return revisions.list(site, targetDate).map(r => ({
+      siteId: r.siteId, targetDate: r.targetDate, emittedAt: r.emittedAt, etag: r.etag,
+      lastModified: r.lastModified, size: r.size, latest: r.emittedAtMs === latest?.emittedAtMs,
+    }))
+  })
+  if (args.flag('json')) {
+    io.out(JSON.stringify(rows, null, 2))
+    return
+  }
+  if (!rows.length) {
+    io.out(`no revision of ${site} for ${targetDate}`)
+    return
+  }
+  const table = [['EMITTED_AT', 'ETAG', 'LAST_MODIFIED', 'BYTES', 'LATEST'],
+    ...rows.map(r => [r.emittedAt, r.etag, r.lastModified, String(r.size), r.latest ? 'yes' : ''])]
+  for (const line of formatTable(table)) io.out(line)
+})
 
-export const revisionsCommand: Command = commandGroup('revisions', 'the kept Besoins_Agreges revisions', [list])
+export const revisionsSubcommands: readonly Command[] = [list]

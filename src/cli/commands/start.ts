@@ -4,17 +4,26 @@
  * it): on SIGINT or SIGTERM it closes the plugin, then the host, and exits 0.
  * @module
  */
+import { existsSync } from 'node:fs'
+import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import pino from 'pino'
 import type { EpxHandle, Logger } from '../../host/contract.ts'
 import { loadPlugin } from '../../host/load-plugin.ts'
 import { createReferenceHost, type ReferenceHost } from '../../host/reference-host.ts'
-import { parseCommand, usageError, type Args, type CommandSpec } from '../args.ts'
-import type { CliIo, Command } from '../io.ts'
+import { defineCommand, usageError, type Args, type CommandSpec } from '../define-command.ts'
+import type { CliIo } from '../io.ts'
 import { readSettings } from '../settings.ts'
 
-/** The folder holding plugin.manifest.json: the project root, three levels up from here. */
-const PROJECT_ROOT = fileURLToPath(new URL('../../../', import.meta.url))
+/**
+ * The folder holding plugin.manifest.json: the project root, found upwards from this
+ * module, which is src/cli/commands/start.ts in the sources and dist/cli.js once built.
+ */
+function projectRoot (): string {
+  let dir = dirname(fileURLToPath(import.meta.url))
+  while (!existsSync(join(dir, 'plugin.manifest.json')) && dirname(dir) !== dir) dir = dirname(dir)
+  return dir
+}
 
 /** A shutdown that hangs (a stuck socket) must not keep the process forever. */
 const SHUTDOWN_GRACE_MS = 15_000
@@ -83,7 +92,7 @@ export async function serve (io: CliIo, overrides: ServeOverrides, ready?: (r: R
   })
   let handle: EpxHandle
   try {
-    handle = (await loadPlugin(PROJECT_ROOT, reference.host, plugin)).handle
+    handle = (await loadPlugin(projectRoot(), reference.host, plugin)).handle
   } catch (err) {
     await reference.close()
     throw err
@@ -132,12 +141,6 @@ export async function serve (io: CliIo, overrides: ServeOverrides, ready?: (r: R
   }
 }
 
-export const startCommand: Command = {
-  name: 'start',
-  summary: 'run the reference solver host with the epx plugin (Ctrl+C stops it)',
-  async run (argv, io) {
-    const args = parseCommand(argv, spec, io)
-    if (!args) return 0
-    return serve(io, serveOverrides(args, spec))
-  },
-}
+export const startCommand = defineCommand(spec, async (args, io) => {
+  return serve(io, serveOverrides(args, spec))
+})

@@ -4,7 +4,7 @@
  * @module
  */
 import { backupStore } from '../../store/backup.ts'
-import { commandGroup, parseCommand, type CommandSpec } from '../args.ts'
+import { defineCommand, type CommandSpec } from '../define-command.ts'
 import type { Command } from '../io.ts'
 import { withStore } from '../settings.ts'
 
@@ -13,6 +13,7 @@ export const RESTORE_STEPS = 'to restore: stop epx, move the store folder aside 
 
 const backupSpec: CommandSpec = {
   usage: 'epx store backup DIR',
+  summary: 'copy the store to a new folder, consistently, while the service runs',
   about: [
     'Writes a consistent copy of the store (LMDB snapshot and revision files) to the new',
     'folder DIR, while the service runs: DIR appears only once the copy is whole, and an',
@@ -23,16 +24,9 @@ const backupSpec: CommandSpec = {
   positionals: ['DIR'],
 }
 
-const backup: Command = {
-  name: 'backup',
-  summary: 'copy the store to a new folder, consistently, while the service runs',
-  async run (argv, io) {
-    const args = parseCommand(argv, backupSpec, io)
-    if (!args) return 0
-    const result = await withStore(io.dataDir, store => backupStore(store, args.positionals[0]!))
-    io.out(`store backed up to ${result.dir} (${result.segmentFiles} revision file(s)); ${RESTORE_STEPS}`)
-    return 0
-  },
-}
+const backup = defineCommand(backupSpec, async (args, io) => {
+  const result = await withStore(io.dataDir, store => backupStore(store, args.positionals[0]!))
+  io.out(`store backed up to ${result.dir} (${result.segmentFiles} revision file(s)); ${RESTORE_STEPS}`)
+})
 
-export const storeCommand: Command = commandGroup('store', 'back up the store (see `epx store backup --help` to restore)', [backup])
+export const storeSubcommands: readonly Command[] = [backup]

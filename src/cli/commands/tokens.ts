@@ -9,7 +9,8 @@ import { EpxError } from '../../errors.ts'
 import { openCompanies } from '../../store/companies.ts'
 import { openTokens, type TokenRecord } from '../../store/tokens.ts'
 import type { Store } from '../../store/open-store.ts'
-import { commandGroup, parseCommand, required, usageError, type CommandSpec } from '../args.ts'
+import { required } from '../args.ts'
+import { defineCommand, usageError, type CommandSpec } from '../define-command.ts'
 import type { Command } from '../io.ts'
 import { withStore } from '../settings.ts'
 import { formatTable } from '../table.ts'
@@ -17,6 +18,7 @@ import { checkCompanyId } from './companies.ts'
 
 const createSpec: CommandSpec = {
   usage: 'epx token create --company ID --scope SCOPE [--scope SCOPE] [--expires-in DURATION] [--json]',
+  summary: 'create a token; prints the secret once, on the last line',
   about: [
     `Creates a Bearer token for a company. Scopes: ${SCOPES.join(', ')}.`,
     'DURATION is a number and a unit: s, m, h or d (90d, 12h). Without it the token never',
@@ -56,42 +58,36 @@ export async function createToken (store: Store, companyId: string, scopes: read
   return { record, token }
 }
 
-const create: Command = {
-  name: 'create',
-  summary: 'create a token; prints the secret once, on the last line',
-  async run (argv, io) {
-    const args = parseCommand(argv, createSpec, io)
-    if (!args) return 0
-    const companyId = checkCompanyId(required(args, createSpec, 'company'), createSpec)
-    const scopes = args.strings('scope').flatMap(s => s.split(',')).map(s => s.trim()).filter(Boolean)
-    if (scopes.length === 0) throw usageError(createSpec, `missing --scope SCOPE; one of: ${SCOPES.join(', ')}`)
-    const bad = scopes.filter(s => !isScope(s))
-    if (bad.length) throw usageError(createSpec, `unknown scope ${bad.map(s => `'${s}'`).join(', ')}; the scopes are: ${SCOPES.join(', ')}`)
-    const expiresIn = args.string('expires-in')
-    const ttlMs = expiresIn === undefined ? undefined : parseDuration(expiresIn)
-    if (expiresIn !== undefined && ttlMs === undefined) {
-      throw usageError(createSpec, `invalid --expires-in '${expiresIn}': use a whole number and a unit s, m, h or d, e.g. 90d`)
-    }
-    const { record, token } = await withStore(io.dataDir, async store => {
-      const company = openCompanies(store).get(companyId)
-      if (company?.status === 'suspended') io.err(`epx: warning: company ${companyId} is suspended; the token answers 403 until 'epx company resume ${companyId}'`)
-      return createToken(store, companyId, scopes as Scope[], ttlMs)
-    })
-    if (args.flag('json')) {
-      io.out(JSON.stringify({ id: record.id, company: record.companyId, scopes: record.scopes, expiresAt: record.expiresAt ?? null, token }, null, 2))
-      return 0
-    }
-    io.out(`created token ${record.id} for company ${record.companyId}`)
-    io.out(`  scopes: ${record.scopes.join(', ')}`)
-    io.out(`  expires: ${record.expiresAt ?? 'never'}`)
-    io.out('the secret follows, shown this once; store it now:')
-    io.out(token)
-    return 0
-  },
-}
+const create = defineCommand(createSpec, async (args, io) => {
+  const companyId = checkCompanyId(required(args, createSpec, 'company'), createSpec)
+  const scopes = args.strings('scope').flatMap(s => s.split(',')).map(s => s.trim()).filter(Boolean)
+  if (scopes.length === 0) throw usageError(createSpec, `missing --scope SCOPE; one of: ${SCOPES.join(', ')}`)
+  const bad = scopes.filter(s => !isScope(s))
+  if (bad.length) throw usageError(createSpec, `unknown scope ${bad.map(s => `'${s}'`).join(', ')}; the scopes are: ${SCOPES.join(', ')}`)
+  const expiresIn = args.string('expires-in')
+  const ttlMs = expiresIn === undefined ? undefined : parseDuration(expiresIn)
+  if (expiresIn !== undefined && ttlMs === undefined) {
+    throw usageError(createSpec, `invalid --expires-in '${expiresIn}': use a whole number and a unit s, m, h or d, e.g. 90d`)
+  }
+  const { record, token } = await withStore(io.dataDir, async store => {
+    const company = openCompanies(store).get(companyId)
+    if (company?.status === 'suspended') io.err(`epx: warning: company ${companyId} is suspended; the token answers 403 until 'epx company resume ${companyId}'`)
+    return createToken(store, companyId, scopes as Scope[], ttlMs)
+  })
+  if (args.flag('json')) {
+    io.out(JSON.stringify({ id: record.id, company: record.companyId, scopes: record.scopes, expiresAt: record.expiresAt ?? null, token }, null, 2))
+    return
+  }
+  io.out(`created token ${record.id} for company ${record.companyId}`)
+  io.out(`  scopes: ${record.scopes.join(', ')}`)
+  io.out(`  expires: ${record.expiresAt ?? 'never'}`)
+  io.out('the secret follows, shown this once; store it now:')
+  io.out(token)
+})
 
 const listSpec: CommandSpec = {
   usage: 'epx token list [--company ID] [--json]',
+  summary: 'list tokens (never the secret)',
   about: 'Lists tokens (id, company, scopes, state, dates). Never the secret nor its hash.',
   options: {
     company: { type: 'string', arg: 'ID', help: 'only the tokens of this company' },
@@ -105,64 +101,51 @@ function stateOf (t: TokenRecord, now: number): string {
   return 'active'
 }
 
-const list: Command = {
-  name: 'list',
-  summary: 'list tokens (never the secret)',
-  async run (argv, io) {
-    const args = parseCommand(argv, listSpec, io)
-    if (!args) return 0
-    const companyId = args.string('company')
-    if (companyId !== undefined) checkCompanyId(companyId, listSpec)
-    const tokens = await withStore(io.dataDir, store => {
-      if (companyId !== undefined && !openCompanies(store).get(companyId)) {
-        throw new EpxError('EPX_NOT_FOUND', [`no company '${companyId}' (see 'epx company list')`])
-      }
-      return openTokens(store).list(companyId)
-    })
-    const now = Date.now()
-    // Explicit fields: the hash never leaves the store, not even in JSON.
-    const shown = tokens.map(t => ({
-      id: t.id, company: t.companyId, scopes: t.scopes, state: stateOf(t, now),
-      createdAt: t.createdAt, expiresAt: t.expiresAt ?? null, revokedAt: t.revokedAt ?? null, lastUsedAt: t.lastUsedAt ?? null,
-    }))
-    if (args.flag('json')) {
-      io.out(JSON.stringify(shown, null, 2))
-      return 0
+const list = defineCommand(listSpec, async (args, io) => {
+  const companyId = args.string('company')
+  if (companyId !== undefined) checkCompanyId(companyId, listSpec)
+  const tokens = await withStore(io.dataDir, store => {
+    if (companyId !== undefined && !openCompanies(store).get(companyId)) {
+      throw new EpxError('EPX_NOT_FOUND', [`no company '${companyId}' (see 'epx company list')`])
     }
-    if (shown.length === 0) {
-      io.out(companyId ? `no tokens for company ${companyId}` : 'no tokens yet')
-      return 0
-    }
-    const rows = shown.map(t => [t.id, t.company, t.scopes.join(','), t.state, t.createdAt, t.expiresAt ?? 'never', t.lastUsedAt ?? '-'])
-    for (const line of formatTable([['ID', 'COMPANY', 'SCOPES', 'STATE', 'CREATED', 'EXPIRES', 'LAST USED'], ...rows])) io.out(line)
-    return 0
-  },
-}
+    return openTokens(store).list(companyId)
+  })
+  const now = Date.now()
+  // Explicit fields: the hash never leaves the store, not even in JSON.
+  const shown = tokens.map(t => ({
+    id: t.id, company: t.companyId, scopes: t.scopes, state: stateOf(t, now),
+    createdAt: t.createdAt, expiresAt: t.expiresAt ?? null, revokedAt: t.revokedAt ?? null, lastUsedAt: t.lastUsedAt ?? null,
+  }))
+  if (args.flag('json')) {
+    io.out(JSON.stringify(shown, null, 2))
+    return
+  }
+  if (shown.length === 0) {
+    io.out(companyId ? `no tokens for company ${companyId}` : 'no tokens yet')
+    return
+  }
+  const rows = shown.map(t => [t.id, t.company, t.scopes.join(','), t.state, t.createdAt, t.expiresAt ?? 'never', t.lastUsedAt ?? '-'])
+  for (const line of formatTable([['ID', 'COMPANY', 'SCOPES', 'STATE', 'CREATED', 'EXPIRES', 'LAST USED'], ...rows])) io.out(line)
+})
 
 const revokeSpec: CommandSpec = {
   usage: 'epx token revoke TOKEN_ID',
+  summary: 'revoke a token by id',
   about: "Revokes a token by its public id (tok_..., see 'epx token list'): it answers 401 from the next request on.",
   positionals: ['TOKEN_ID'],
 }
 
-const revoke: Command = {
-  name: 'revoke',
-  summary: 'revoke a token by id',
-  async run (argv, io) {
-    const args = parseCommand(argv, revokeSpec, io)
-    if (!args) return 0
-    const id = args.positionals[0]!
-    if (id.startsWith('epx_')) {
-      // Never echo what looks like a secret back (DECISIONS.md: secrets never in output).
-      throw usageError(revokeSpec, "that is a token secret, not its id; revoke by id (tok_..., see 'epx token list')")
-    }
-    const record = await withStore(io.dataDir, store => {
-      if (!openTokens(store).get(id)) throw new EpxError('EPX_NOT_FOUND', [`no token '${id}' (see 'epx token list')`])
-      return openTokens(store).revoke(id, new Date().toISOString())
-    })
-    io.out(`token ${record.id} of company ${record.companyId} is revoked (since ${record.revokedAt})`)
-    return 0
-  },
-}
+const revoke = defineCommand(revokeSpec, async (args, io) => {
+  const id = args.positionals[0]!
+  if (id.startsWith('epx_')) {
+    // Never echo what looks like a secret back (DECISIONS.md: secrets never in output).
+    throw usageError(revokeSpec, "that is a token secret, not its id; revoke by id (tok_..., see 'epx token list')")
+  }
+  const record = await withStore(io.dataDir, store => {
+    if (!openTokens(store).get(id)) throw new EpxError('EPX_NOT_FOUND', [`no token '${id}' (see 'epx token list')`])
+    return openTokens(store).revoke(id, new Date().toISOString())
+  })
+  io.out(`token ${record.id} of company ${record.companyId} is revoked (since ${record.revokedAt})`)
+})
 
-export const tokenCommand: Command = commandGroup('token', 'Bearer tokens: create (secret shown once), list, revoke', [create, list, revoke])
+export const tokenSubcommands: readonly Command[] = [create, list, revoke]
