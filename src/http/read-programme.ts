@@ -27,10 +27,10 @@ export interface ProgrammeReader {
 type Reply = { id: number; result: CheckResult } | { id: number; crash: string }
 
 /**
- * Where the worker's code is. Built (`dist/index.js`, what a solver loads): the JS file
- * beside this bundle. From the sources (tests, CLI): the TypeScript file, with tsx
- * registered inside the worker, since hooks registered in this thread (e.g. by
- * bin/epx.js) are not inherited by workers on Node 20. Never the host's flags either: a
+ * Where the worker's code is. Built (`dist/index.js` that a solver loads, and the CLI's
+ * `dist/cli.js`): the JS file beside the bundle. From the sources (tests): the TypeScript
+ * file, with tsx registered inside the worker, since hooks registered in this thread (tap's
+ * `--import=tsx`) are not inherited by workers on Node 20. Never the host's flags either: a
  * relative `--import=tsx` would resolve against a cwd that may have changed since start.
  */
 function workerSource (): [string | URL, { eval?: boolean; execArgv: string[] }] {
