@@ -61,6 +61,7 @@ async function main (): Promise<void> {
     return
   }
   send({ type: 'activation', ok: true })
+  ref.start()   // the solver's cycles, when cycleSeconds asks for them
   if (o.publish) {
     const report = await handle.publish({ targetDate: o.publish.targetDate, siteIds: [...o.publish.siteIds] })
     if (report.failed.length) throw new Error(`publication failed: ${report.failed[0]!.reason}`)
