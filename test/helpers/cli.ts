@@ -22,6 +22,15 @@ import { testPki, writePki } from './certs.ts'
 export const BIN = fileURLToPath(new URL('../../bin/epx.js', import.meta.url))
 export const ROOT = fileURLToPath(new URL('../../', import.meta.url))
 
+/**
+ * The environment of a spawned `epx`: bin/epx.js registers tsx itself, so the TypeScript
+ * it runs carries source maps without the source text, and c8 would read each of those
+ * files as one line and let that override the true figures of the test processes
+ * (test/helpers/tsx-with-source-text.mjs). Such a child is not measured; once bin/epx.js
+ * runs the built dist/ under its own source map, this can go.
+ */
+export const CHILD_ENV = { ...process.env, _TAPJS_PROCESSINFO_COVERAGE_: '0' }
+
 export interface CliResult {
   readonly code: number
   readonly out: string
@@ -54,7 +63,7 @@ export async function initializedDataDir (t: Test): Promise<string> {
 /** The real binary in a child process; resolves when it exits. */
 export function spawnEpx (argv: readonly string[], opts: { cwd?: string } = {}): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [BIN, ...argv], { cwd: opts.cwd ?? ROOT, stdio: ['ignore', 'pipe', 'pipe'] })
+    const child = spawn(process.execPath, [BIN, ...argv], { cwd: opts.cwd ?? ROOT, env: CHILD_ENV, stdio: ['ignore', 'pipe', 'pipe'] })
     let stdout = ''
     let stderr = ''
     child.stdout.setEncoding('utf8').on('data', d => { stdout += d })
@@ -79,7 +88,7 @@ export interface RunningEpx {
  * matches `ready`; rejects if it exits first. The caller stops it with a signal.
  */
 export function startEpx (argv: readonly string[], ready: RegExp, opts: { cwd?: string } = {}): Promise<RunningEpx> {
-  const child = spawn(process.execPath, [BIN, ...argv], { cwd: opts.cwd ?? ROOT, stdio: ['ignore', 'pipe', 'pipe'] })
+  const child = spawn(process.execPath, [BIN, ...argv], { cwd: opts.cwd ?? ROOT, env: CHILD_ENV, stdio: ['ignore', 'pipe', 'pipe'] })
   let stdout = ''
   let stderr = ''
   const exited = new Promise<number | null>(resolve => child.on('close', code => resolve(code)))
