@@ -1,5 +1,5 @@
 /**
- * The sustained scenario (issue 9, defect 7): one-site programmes POSTed and the
+ * The sustained scenario (bench/README.md "Sustained"): one-site programmes POSTed and the
  * published document GOT at a fixed arrival rate each (open loop, `open-loop.ts`), for
  * rounds of several seconds, against A, B and E in turn; the latency tail of each. E's POST waits
  * for its durable flush, so the disk's own `write` + `fdatasync` tail is measured in the

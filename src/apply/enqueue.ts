@@ -40,7 +40,7 @@ export interface Enqueuer {
 export function createEnqueuer (deps: EnqueueDeps): Enqueuer {
   const { solver, instructions, clock, log } = deps
   const warn = (what: string) => (err: unknown) => log.warn({ err, code: (err as { code?: string })?.code }, what)
-  /** Status writes not yet settled: close() waits for them (issue 9, defect 4). */
+  /** Status writes not yet settled: close() waits for them (README "Guarantees"). */
   const pending = new Set<Promise<void>>()
   const track = (write: Promise<void>, what: string): void => {
     const settled = write.catch(warn(what)).finally(() => pending.delete(settled))

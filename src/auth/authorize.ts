@@ -40,7 +40,7 @@ const challengeInsufficientScope = (scope: Scope) =>
   ({ 'www-authenticate': `Bearer realm="epx", error="insufficient_scope", scope="${scope}"` })
 
 /**
- * The chain, with a cache per connection (issue 5, finding 3): a keep-alive connection
+ * The chain, with a cache per connection (bench/README.md): a keep-alive connection
  * that sends the same Authorization header again skips the hash and the token and
  * company reads while the store generation stays the same. The door reads the generation
  * from the store on every request, so an unavailable store still answers 503 and a

@@ -50,7 +50,7 @@ export interface BesoinsAgreges {
 /**
  * Instants and ids are written by epx itself (`formatUtcInstant`, checked PRM and
  * dates), never free text, so they skip JSON escaping (`format: 'unsafe'`): escaping
- * checks were a fifth of the serializer's time for 10,000 sites (issue 5).
+ * checks were a fifth of the serializer's time for 10,000 sites (bench/README.md).
  * Free text (`emitted_by`, `site_name`) is always escaped.
  */
 const instant = { type: 'string', format: 'unsafe' } as const
@@ -118,7 +118,7 @@ const stringify = fastJson(besoinsAgregesSchema as unknown as Parameters<typeof 
 
 /**
  * The wire bytes of a document. Built once per revision at publication and stored;
- * the GET door serves these bytes and never serializes per request (issue 5).
+ * the GET door serves these bytes and never serializes per request.
  */
 export function serializeBesoinsAgreges (doc: BesoinsAgreges): string {
   return stringify(doc)

@@ -17,7 +17,7 @@ const DATE = /^(\d{4})-(\d{2})-(\d{2})$/
 
 /**
  * True when `text` is a real calendar date `YYYY-MM-DD`. A calendar check needs no
- * time zone, so it does without luxon: the GET path calls it (issue 5 profile).
+ * time zone, so it does without luxon: the GET path calls it (the GET profile, bench/README.md).
  */
 export function isCalendarDate (text: unknown): text is string {
   if (typeof text !== 'string') return false

@@ -101,7 +101,7 @@ export function checkProgrammeRules (body: unknown, opts: RuleOptions, details: 
     const slots = site.energie_programmee
     if (!Array.isArray(slots)) continue
     // Instants are numbers, NaN when absent or unreadable (never undefined): the loop's
-    // doubles then stay unboxed, no heap number per slot (issue 5).
+    // doubles then stay unboxed, no heap number per slot.
     let prevEnd = NaN                            // latest end among the slots read so far
     let prevEndText: string | undefined          // … as the sender spelled it
     // Pointers are built only for a violation (`slotPointer`): a valid slot costs two instant reads.

@@ -1,6 +1,6 @@
 /**
  * Lingering close (RFC 9112 §9.6) of a connection whose request body was refused before
- * it was read (401, 403, 413, 415: issue 9, defect 8). Closing at once, with the
+ * it was read (401, 403, 413, 415). Closing at once, with the
  * client's upload still arriving, makes the kernel answer that data with a reset, and
  * a client that writes its whole body before reading (Python's http.client, most Java
  * clients) then gets a transport error instead of the refusal. So the door half-closes

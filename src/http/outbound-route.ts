@@ -2,7 +2,7 @@
  * GET/HEAD besoins-agreges (contract §4.1, DECISIONS.md "Outbound"): the latest
  * revision of a (site_id, target_date) pair, with conditional requests. The door has
  * authenticated the caller. The bytes and the ETag were made at publication; a 304 is
- * answered from the small `latest` index without reading the document (issue 5).
+ * answered from the small `latest` index without reading the document (bench/README.md).
  * @module
  */
 import type { IncomingMessage, ServerResponse } from 'node:http'

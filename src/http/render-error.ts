@@ -86,7 +86,7 @@ export function renderError (err: unknown, door: Door | undefined, baseUrl: stri
   for (const [k, v] of Object.entries(DEFAULT_HEADERS[error.code] ?? {})) headers[k] = v
   for (const [k, v] of Object.entries(error.headers ?? {})) headers[k.toLowerCase()] = v
   headers['content-type'] = inbound ? 'application/json' : 'application/problem+json'
-  headers['x-content-type-options'] = 'nosniff'   // as on every API answer (issue 9)
+  headers['x-content-type-options'] = 'nosniff'   // as on every API answer
   headers['content-length'] = String(Buffer.byteLength(body))
   return { status: error.status, headers, body, code: error.code, unexpected }
 }

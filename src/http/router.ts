@@ -25,7 +25,7 @@ const METHOD_ORDER = ['GET', 'HEAD', 'POST'] as const
 
 /**
  * A path the WHATWG URL parser leaves as it is: no percent-encoding, no backslash, no
- * dot segment. Most requests take it and skip building a URL (issue 5 GET profile).
+ * dot segment. Most requests take it and skip building a URL (the GET profile, bench/README.md).
  */
 const SIMPLE_PATH = /^\/[A-Za-z0-9_~.\/-]*$/
 

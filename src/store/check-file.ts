@@ -1,5 +1,6 @@
 /**
- * Checks an LMDB environment's files before lmdb-js maps them (issue 9, defect 1).
+ * Checks an LMDB environment's files before lmdb-js maps them: a zeroed or truncated
+ * data.mdb crashes the process in native code (SIGSEGV/SIGBUS) once mapped.
  *
  * Why: lmdb-js 3.5 frees its per-environment state twice when LMDB's `mdb_env_open`
  * fails (src/env.cpp, `openEnv`: `delete extended_env`, then `closeEnv`), so *any*

@@ -1,5 +1,5 @@
 /**
- * Store faults in epx's own log (issue 9, defect 3): one `error` line when durable
+ * Store faults in epx's own log: one `error` line when durable
  * writes start failing (with the cause lmdb-js gave), none for the failures that follow
  * (every one of them is already a 503 request line), and one `info` line at the next
  * write that succeeds. A disk that fills up for an hour is two lines, not thousands.

@@ -127,7 +127,7 @@ export function openStore (path: string, opts: OpenStoreOptions = {}): Store {
     }
   }
 
-  // Group commit (issue 5, finding 2): the writes queued while a commit is being made
+  // Group commit (bench/README.md): the writes queued while a commit is being made
   // durable share the next transaction and its one flush.
   let queue: Job[] = []
   let batching: Promise<void> | undefined
@@ -184,7 +184,7 @@ export function openStore (path: string, opts: OpenStoreOptions = {}): Store {
       let d = dbs.get(name)
       if (!d) {
         // Shared structures: msgpackr keeps each record shape once, under STRUCTURES_KEY,
-        // instead of rebuilding it from every record on every read (issue 5 profile,
+        // instead of rebuilding it from every record on every read (bench/README.md,
         // ~6 µs a GET). Not `cache: true`: that cache would hide the CLI's writes.
         d = o.binary
           ? root.openDB({ name, encoding: 'binary', dupSort: o.dupSort ?? false })
@@ -196,7 +196,7 @@ export function openStore (path: string, opts: OpenStoreOptions = {}): Store {
     guard,
     checkWrite () {
       // Not `guard()`: a write accepted before close() runs after `closed` is set, and
-      // close() promises it finishes (issue 9, defect 4); only a dead store refuses it.
+      // close() promises it finishes (README "Guarantees"); only a dead store refuses it.
       if (faults.unavailable) throw storeUnavailable()
       if (faults.failWriteAfter !== undefined) {
         if (faults.failWriteAfter <= 0) {

@@ -41,7 +41,7 @@ export interface RevisionDraft {
 }
 
 // Keys lead with the target date: a run writes one date's region of the tree, not a
-// page in every site's (each page read during a write stays resident, issue 5: RSS).
+// page in every site's (each page read during a write stays resident: RSS, bench/README.md).
 type PairKey = [string, string]               // [targetDate, siteId]
 type RevKey = [string, string, number]        // [targetDate, siteId, emittedAtMs]
 type ExpiryKey = [number, string, string]     // [emittedAtMs, targetDate, siteId]: appended at the end
@@ -87,7 +87,7 @@ export function openRevisions (store: Store, opts: { retentionDays: number }) {
   const withPair = (siteId: string, targetDate: string, v: Stored): RevisionMeta => ({ siteId, targetDate, ...v })
   // A BSP polls the same pairs all day: what `latest` read is kept until the store
   // generation moves, which every write of the latest index bumps (this process's, the
-  // CLI's). A hit costs one small read instead of a read and a decode (issue 5, GET).
+  // CLI's). A hit costs one small read instead of a read and a decode (bench/README.md, GET).
   const generation = openGeneration(store)
   const cached = new Map<string, RevisionMeta | null>()
   let cachedGeneration = -1
@@ -97,7 +97,7 @@ export function openRevisions (store: Store, opts: { retentionDays: number }) {
   let stamp = { ms: NaN, iso: '', http: '' }
   // A chunk's documents are encoded into one buffer kept from chunk to chunk, not one
   // buffer each plus a concatenation: a publication's malloc churn stayed in the daemon's
-  // RSS (issue 5).
+  // RSS (bench/README.md).
   let scratch = Buffer.allocUnsafeSlow(0)
   /** Renders, hashes and appends the bytes (not yet durable). */
   const prepare = (drafts: readonly { draft: RevisionDraft; previousMs: number | undefined }[], nowMs: number): StagedRevision[] => {

@@ -9,7 +9,7 @@ import { keepAliveConnection } from '../helpers/keep-alive.ts'
 
 // DECISIONS.md "Authentication and tenancy", check 3: with fingerprints pinned, the
 // certificate must carry the bound subject AND one of the pins; several pins at once
-// make a renewal gapless; with none, the subject alone decides (issue 9, defect 2).
+// make a renewal gapless; with none, the subject alone decides.
 
 const GET_PATH = `${OUTBOUND_PATH}?site_id=PRM30000000000001&target_date=2026-11-22`
 const fingerprint = (c: KeyPairPem) => new X509Certificate(c.certPem).fingerprint256

@@ -12,7 +12,7 @@ import { keepAliveConnection } from '../helpers/keep-alive.ts'
 
 // DECISIONS.md "Authentication and tenancy", check 1: a certificate the client CA has
 // revoked (api.tls.crlFile, re-read when it changes) is 403 MTLS_REQUIRED, on new
-// connections and on the next request of connections already open (issue 9, defect 2).
+// connections and on the next request of connections already open.
 
 const CRL_FILE = 'pki/client.crl'
 const GET_PATH = `${OUTBOUND_PATH}?site_id=PRM30000000000001&target_date=2026-11-22`

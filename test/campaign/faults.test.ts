@@ -1,7 +1,7 @@
 // The `npm test` slice of the campaign's mTLS, damaged-store and disk-full rows (the same
 // functions `npm run campaign` runs; bench/campaign/). The revoked and unpinned cells need
 // `api.tls.crlFile` and `epx company pin-cert`, the damaged store needs the store's
-// header check (issue 9, defects 1 and 2): until those land these assertions fail.
+// header check: a store whose header is damaged is refused before it is mapped.
 import t from 'tap'
 import { buildHost, removeTempDirs } from '../../bench/campaign/daemon.ts'
 import { mtlsMatrix } from '../../bench/campaign/mtls.ts'

@@ -49,6 +49,9 @@ function connectTls (url: URL, withCert = true): Promise<tls.TLSSocket> {
   })
 }
 
+/** What node's http server writes when headersTimeout or requestTimeout cuts a request short. */
+const REQUEST_TIMEOUT_408 = 'HTTP/1.1 408 Request Timeout\r\nConnection: close\r\n\r\n'
+
 const closed = (s: net.Socket) => new Promise<string>(resolve => {
   let data = ''
   s.setEncoding('utf8')
@@ -106,9 +109,8 @@ t.test('a slow client that never finishes its headers is cut by headersTimeout',
   const s = await connectTls(l.api.url)
   const done = closed(s)
   s.write(`GET ${OUTBOUND_PATH} HTTP/1.1\r\nHost: x\r\n`)   // and nothing more
-  const answer = await done
-  t.pass('the socket was closed by the server')
-  t.match(answer, /^(HTTP\/1\.1 408|)/, 'a 408 at most, nothing else')
+  // Resolves only when the server closes the socket; without headersTimeout the test times out.
+  t.equal(await done, REQUEST_TIMEOUT_408, 'a 408 and the close, nothing else')
 })
 
 t.test('a slow client that sends its headers but never finishes its body is cut by requestTimeout', async t => {
@@ -121,17 +123,14 @@ t.test('a slow client that sends its headers but never finishes its body is cut 
   const done = closed(s)
   s.write(`GET ${OUTBOUND_PATH} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${l.secret}\r\nContent-Length: 1000\r\n\r\n0123456789`)
   const answer = await done   // without requestTimeout this waits for the 30 s default and the test times out
-  t.pass('the socket was closed by the server')
   t.notOk(ended, 'the handler never saw a whole body')
-  t.match(answer, /^(HTTP\/1\.1 408|)/, 'a 408 at most, never the handler answer')
-  t.notMatch(answer, /ok$/)
+  t.equal(answer, REQUEST_TIMEOUT_408, 'a 408 and the close, never the handler answer')
 })
 
 t.test('a client that never completes the TLS handshake is cut by handshakeTimeout', async t => {
   const l = await startListener(t, { api: { handshakeTimeoutMs: 200 } })
   const s = net.connect(Number(l.api.url.port), '127.0.0.1')
-  await closed(s)
-  t.pass('the raw TCP connection was closed')
+  t.equal(await closed(s), '', 'the raw TCP connection was closed without a byte')
   t.ok(l.logs().some(x => x.msg === 'tls handshake failed'), 'logged at debug')
 })
 
@@ -265,7 +264,7 @@ t.test('startEpx restart(): same data folder, new listener, data kept', async t 
   await epx.restart()
   t.not(epx.url.href, first, 'a new port')
   const res = await epx.request({ path: OUTBOUND_PATH, cert, token: secret })
-  t.notOk([401, 403, 503].includes(res.status), 'the company and token survived the restart')
+  t.equal(res.status, 400, 'the company and token survived the restart: past the door, the missing site_id is what is refused')
   const ref = epx.ref
   await epx.restart({ solver: true })
   t.not(epx.ref, ref, 'a new reference host')

@@ -3,7 +3,7 @@ import { createProgrammeReader } from '../../src/http/read-programme.ts'
 import type { CheckContext } from '../../src/http/check-programme.ts'
 import { programme, siteId } from '../helpers/programme.ts'
 
-// Big bodies are parsed in a worker thread (issue 5: no event-loop stall); the answer
+// Big bodies are parsed in a worker thread (no event-loop stall, bench/README.md); the answer
 // must not depend on where the parsing ran.
 
 const ctx: CheckContext = {

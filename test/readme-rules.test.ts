@@ -1,0 +1,35 @@
+import t from 'tap'
+import { existsSync, readFileSync } from 'node:fs'
+import { fileURLToPath } from 'node:url'
+import { join } from 'node:path'
+
+// The README's "Where each rule lives" table names, for each rule of DECISIONS.md, the
+// file and the function or constant that holds it. A rename or a move that forgets the
+// table fails here.
+const root = fileURLToPath(new URL('..', import.meta.url))
+const readme = readFileSync(join(root, 'README.md'), 'utf8')
+const section = readme.split(/^## Where each rule lives$/m)[1]?.split(/^## /m)[0] ?? ''
+const rows = section.split('\n')
+  .filter(l => l.startsWith('| ') && !l.startsWith('| Rule') && !l.startsWith('|---'))
+  .map(l => l.split('|').slice(1, -1).map(c => c.trim()))
+
+t.ok(rows.length >= 30, 'the table is there and has a row per rule')
+
+const sections = ['Identity', 'Time', 'Inbound', 'Outbound', 'Publication', 'Authentication', 'Tenancy', 'Web console', 'Robustness']
+for (const name of sections) t.ok(rows.some(([rule]) => rule!.startsWith(name)), `a row for "${name}"`)
+
+for (const [rule, file, name] of rows) {
+  if (file === 'not built yet') continue
+  t.test(rule!, async t => {
+    const path = /^`([^`]+)`$/.exec(file!)?.[1]
+    const id = /^`([A-Za-z_$][\w$]*)`$/.exec(name!)?.[1]
+    t.ok(path, `a file in backquotes: ${file}`)
+    t.ok(id, `a name in backquotes: ${name}`)
+    if (!path || !id) return
+    t.ok(existsSync(join(root, path)), `${path} exists`)
+    if (!existsSync(join(root, path))) return
+    const code = readFileSync(join(root, path), 'utf8')
+    const defines = new RegExp(`^(?:export\\s+)?(?:async\\s+)?(?:function|const|let|class)\\s+${id.replace(/\$/g, '\\$')}\\b`, 'm')
+    t.match(code, defines, `${path} defines ${id}`)
+  })
+}
