@@ -3,15 +3,11 @@
  * pipeline (route → authenticate → handler → error rendering → one log line) and close().
  * @module
  */
-import { createServer, type Server } from 'node:https'
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { AddressInfo, Socket } from 'node:net'
 import type { TLSSocket } from 'node:tls'
-import { constants } from 'node:crypto'
-import { readFileSync } from 'node:fs'
 import { performance } from 'node:perf_hooks'
 import { inDataDir, type EpxConfig } from '../config.ts'
-import { EpxError } from '../errors.ts'
 import type { Clock, Logger } from '../host/contract.ts'
 import { readStore, type Store } from '../store/open-store.ts'
 import type { Companies } from '../store/companies.ts'
@@ -25,6 +21,7 @@ import { createRouter } from './router.ts'
 import { renderError, sendError } from './render-error.ts'
 import { isLingering, lingerAfterRefusal, lingerMaxBytes } from './linger.ts'
 import { capConnections } from './connection-cap.ts'
+import { afterHandlesReleased, createApiServer, listen } from './api-server.ts'
 
 export interface ListenApiOptions {
   readonly config: Readonly<EpxConfig>
@@ -205,83 +202,6 @@ export async function listenApi (opts: ListenApiOptions): Promise<ApiListener> {
       return closing
     },
   }
-}
-
-/**
- * DECISIONS.md "Robustness": the certificate check is ours (`rejectUnauthorized: false`
- * so a missing certificate gets a 403, not a dropped handshake), session resumption is
- * off, and every slow-client timeout is set on purpose.
- */
-function createApiServer (dataDir: string, api: EpxConfig['api']): Server {
-  const files = {
-    cert: inDataDir(dataDir, api.tls.certFile),
-    key: inDataDir(dataDir, api.tls.keyFile),
-    ca: inDataDir(dataDir, api.tls.clientCaFile),
-  }
-  const pem: Record<keyof typeof files, Buffer> = {} as never
-  for (const [k, path] of Object.entries(files) as Array<[keyof typeof files, string]>) {
-    try {
-      pem[k] = readFileSync(path)
-    } catch (err) {
-      throw new EpxError('EPX_TLS_FILES', [path, (err as Error).message], { cause: err })
-    }
-  }
-  // node refuses headersTimeout > requestTimeout; the stricter value wins.
-  const headersTimeout = Math.min(api.headersTimeoutMs, api.requestTimeoutMs)
-  try {
-    const server = createServer({
-      cert: pem.cert,
-      key: pem.key,
-      ca: pem.ca,
-      requestCert: true,
-      rejectUnauthorized: false,
-      minVersion: 'TLSv1.2',
-      // No tickets; and with no 'newSession'/'resumeSession' listener node keeps no
-      // session cache, so the stateful TLS 1.3 tickets OpenSSL then issues never resume.
-      secureOptions: constants.SSL_OP_NO_TICKET,
-      handshakeTimeout: api.handshakeTimeoutMs,
-      headersTimeout,
-      requestTimeout: api.requestTimeoutMs,
-      keepAliveTimeout: api.keepAliveTimeoutMs,
-      // The default check runs every 30 s, which would make the two timeouts above lax.
-      connectionsCheckingInterval: Math.max(50, Math.min(1000, Math.floor(headersTimeout / 2))),
-      maxHeaderSize: api.maxHeaderSize,
-    })
-    // The last answer on a connection says Connection: close; the client reconnects.
-    server.maxRequestsPerSocket = api.maxRequestsPerSocket
-    return server
-  } catch (err) {
-    throw new EpxError('EPX_TLS_FILES', [`${files.cert} / ${files.key} / ${files.ca}`, (err as Error).message], { cause: err })
-  }
-}
-
-function listen (server: Server, host: string, port: number): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const onError = (err: Error) => {
-      server.off('listening', onListening)
-      server.close()   // a failed listen still holds a handle: a failed activation leaves nothing
-      reject(new EpxError('EPX_LISTEN_FAILED', [host, port, err.message], { cause: err }))
-    }
-    const onListening = () => {
-      server.off('error', onError)
-      resolve()
-    }
-    server.once('error', onError)
-    server.once('listening', onListening)
-    server.listen(port, host)
-  })
-}
-
-/**
- * Issue 9, defect 5: node emits the server's 'close' before libuv has closed its
- * listening handle, and until the loop's close phase has run that native handle keeps
- * the server, its listeners and so the whole activation (store, caches, loggers)
- * reachable. A host that activates and closes without an I/O turn in between kept
- * every activation (~60 KB each). Two check phases straddle a close phase, so `done`
- * runs once the handle is gone.
- */
-function afterHandlesReleased (done: () => void): void {
-  setImmediate(() => setImmediate(done))
 }
 
 /** A request body is left unread when one was announced and the request is not over. */

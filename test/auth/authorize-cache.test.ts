@@ -4,7 +4,7 @@ import { OUTBOUND_PATH } from '../../src/http/route.ts'
 import { SCOPES } from '../../src/auth/tokens.ts'
 import type { KeyPairPem } from '../helpers/certs.ts'
 
-// Issue 5, finding 3: a keep-alive connection keeps its caller between requests, yet every
+// A keep-alive connection keeps its caller between requests, yet every
 // rule of DECISIONS.md "Authentication and tenancy" and "Robustness" still holds on the
 // very next request of that connection (the test agent reuses one connection per certificate).
 

@@ -3,7 +3,7 @@ import { closeSync, openSync, writeSync } from 'node:fs'
 import { join } from 'node:path'
 import { epx, initializedDataDir, spawnEpx } from '../helpers/cli.ts'
 
-// Issue 9, defect 1 at the CLI door: a damaged store is `epx: cannot open the store ...`
+// At the CLI door, a damaged store is `epx: cannot open the store ...`
 // with the reason and what to do, exit code 1; no crash (the real binary, in a child).
 t.test('epx company list and epx start on a store whose header was zeroed exit 1 with the reason and what to do', async t => {
   const dir = await initializedDataDir(t)

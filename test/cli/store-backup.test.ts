@@ -9,7 +9,7 @@ import { openStore } from '../../src/store/open-store.ts'
 import { openInstructions } from '../../src/store/instructions.ts'
 import { openRevisions } from '../../src/store/revisions.ts'
 
-// Issue 9: `epx store backup DIR` makes a consistent copy while the service serves and
+// `epx store backup DIR` makes a consistent copy while the service serves and
 // writes; the copy, put in place of a fresh data folder's store, holds every programme
 // acknowledged (202) before the backup started.
 t.test('epx store backup while epx start takes programmes: the restored copy has every programme acknowledged before it', async t => {

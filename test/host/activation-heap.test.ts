@@ -1,4 +1,4 @@
-// Issue 9, defect 5: activate/close in one process must not grow the heap.
+// Activate/close in one process must not grow the heap.
 import t from 'tap'
 import { spawn } from 'node:child_process'
 import { resolve } from 'node:path'

@@ -5,7 +5,7 @@ import { openStore } from '../../src/store/open-store.ts'
 import { inDataDir } from '../../src/config.ts'
 import { openInstructions } from '../../src/store/instructions.ts'
 
-// Issue 9, defect 4: close() lets the writes it had already accepted (and their
+// `close()` lets the writes it had already accepted (and their
 // follow-up status writes) finish before the store closes.
 t.test('close() right after an activation lets its accepted status writes land: no warn, the re-queue\'s `queued` on disk after a reopen', async t => {
   const epx = await startEpx(t)

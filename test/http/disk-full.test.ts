@@ -17,7 +17,7 @@ t.test('a full disk answers 503 NO_STORE, leaves no unhandled rejection behind, 
   t.match(run.stdout, /^ok 1 - a programme the disk cannot hold is 503 NO_STORE/m)
   t.notMatch(run.stdout, /not ok/)
   t.notMatch(run.stderr, /Unhandled|ERR_UNHANDLED_REJECTION/)
-  // Issue 9, defect 3: nothing from a dependency on the host's stderr (lmdb-js printed its stack there).
+  // Nothing from a dependency on the host's stderr (lmdb-js printed its stack there).
   t.equal(run.stderr, '', 'the host\'s stderr stays empty')
   t.match(run.stdout, /ok \d+ - one error line for the episode/)
 })

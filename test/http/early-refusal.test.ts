@@ -1,4 +1,4 @@
-// Issue 9, defect 8: a refusal sent before the body is read reaches a client that writes
+// A refusal sent before the body is read reaches a client that writes
 // its whole body before it reads (Python's http.client, most Java clients).
 import t from 'tap'
 import tls from 'node:tls'

@@ -1,4 +1,4 @@
-// Issue 9, defect 6: the API's hardening — a cap on connections, on requests per
+// The API's hardening — a cap on connections, on requests per
 // connection, and `X-Content-Type-Options: nosniff` on every answer of both doors.
 import t from 'tap'
 import tls from 'node:tls'

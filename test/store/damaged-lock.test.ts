@@ -4,7 +4,7 @@ import { readFileSync, statSync } from 'node:fs'
 import { join } from 'node:path'
 import { dataFolderWithStore, FIXTURE, openInChild, overwrite, ROOT } from './fixtures/damaged.ts'
 
-// Issue 9, defect 1, the lock file: LMDB rebuilds a damaged lock.mdb when it is alone,
+// The lock file: LMDB rebuilds a damaged lock.mdb when it is alone,
 // and refuses it (lmdb-js then crashes) when another process has the store open.
 
 t.test('a damaged lock.mdb: refused while another process has the store open, rebuilt by LMDB once it is alone', async t => {

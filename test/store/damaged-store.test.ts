@@ -3,7 +3,7 @@ import { statSync, truncateSync, writeFileSync } from 'node:fs'
 import { randomBytes } from 'node:crypto'
 import { dataFolderWithStore, openInChild, overwrite } from './fixtures/damaged.ts'
 
-// Issue 9, defect 1: a damaged store file is refused with EPX_STORE_OPEN_FAILED, a reason
+// A damaged store file is refused with EPX_STORE_OPEN_FAILED, a reason
 // and what to do; the process lives on. lmdb-js crashes (SIGSEGV, SIGBUS) on such files,
 // so every opening runs in a child process: a regression fails here instead of killing tap.
 
