@@ -8,7 +8,7 @@ import type { InstructionBatch } from '../contract/instruction.ts'
 import { serializeReceipt, type Receipt } from '../contract/compiled.ts'
 import { readJsonBody } from './body.ts'
 import type { ProgrammeReader } from './read-programme.ts'
-import { INBOUND_PATH, type Route } from './route.ts'
+import { INBOUND_PATH, NOSNIFF, type Route } from './route.ts'
 
 export interface InboundDeps {
   /** `inbound.maxBodyBytes`. */
@@ -37,7 +37,7 @@ export function inboundRoute (deps: InboundDeps): Route {
           },
         })
         const body = serializeReceipt(await deps.receive(batch, at))
-        res.writeHead(202, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), 'x-content-type-options': 'nosniff' })
+        res.writeHead(202, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), 'x-content-type-options': NOSNIFF })
         res.end(body)
       },
     },

@@ -12,7 +12,7 @@ import { isCalendarDate } from '../contract/paris-day.ts'
 import { inPerimeter } from '../auth/tenancy.ts'
 import type { Revisions } from '../store/revisions.ts'
 import { isNotModified } from './conditional.ts'
-import { OUTBOUND_PATH, type RequestContext, type Route } from './route.ts'
+import { NOSNIFF, OUTBOUND_PATH, type RequestContext, type Route } from './route.ts'
 
 export interface OutboundDeps {
   readonly revisions: Revisions
@@ -34,7 +34,7 @@ export function outboundRoute (deps: OutboundDeps): Route {
     const conditional = { ifNoneMatch: req.headers['if-none-match'], ifModifiedSince: req.headers['if-modified-since'] }
     if (isNotModified(conditional, { etag: latest.etag, lastModifiedMs: latest.emittedAtMs })) {
       // RFC 9110 §15.4.5: a 304 repeats the validators and Cache-Control, no body.
-      res.writeHead(304, { etag: latest.etag, 'last-modified': latest.lastModified, 'cache-control': CACHE_CONTROL, 'x-content-type-options': 'nosniff' })
+      res.writeHead(304, { etag: latest.etag, 'last-modified': latest.lastModified, 'cache-control': CACHE_CONTROL, 'x-content-type-options': NOSNIFF })
       res.end()
       return
     }
@@ -47,7 +47,7 @@ export function outboundRoute (deps: OutboundDeps): Route {
       etag: latest.etag,
       'last-modified': latest.lastModified,
       'cache-control': CACHE_CONTROL,
-      'x-content-type-options': 'nosniff',
+      'x-content-type-options': NOSNIFF,
     })
     res.end(bytes)
   }

@@ -5,7 +5,7 @@
  */
 import type { ServerResponse } from 'node:http'
 import { catalogue, EpxError, isEpxError, type ErrorCode } from '../errors.ts'
-import type { Door } from './route.ts'
+import { NOSNIFF, type Door } from './route.ts'
 
 /** A rendered error: everything the door writes. */
 export interface ErrorResponse {
@@ -86,7 +86,7 @@ export function renderError (err: unknown, door: Door | undefined, baseUrl: stri
   for (const [k, v] of Object.entries(DEFAULT_HEADERS[error.code] ?? {})) headers[k] = v
   for (const [k, v] of Object.entries(error.headers ?? {})) headers[k.toLowerCase()] = v
   headers['content-type'] = inbound ? 'application/json' : 'application/problem+json'
-  headers['x-content-type-options'] = 'nosniff'   // as on every API answer
+  headers['x-content-type-options'] = NOSNIFF
   headers['content-length'] = String(Buffer.byteLength(body))
   return { status: error.status, headers, body, code: error.code, unexpected }
 }

@@ -36,3 +36,9 @@ export interface Route {
 
 export const INBOUND_PATH = '/api/v0.5/energy-programs/programme-soutirage'
 export const OUTBOUND_PATH = '/api/v0.5/energy-programs/besoins-agreges'
+
+/**
+ * Every API answer (200, 202, 304, every error of both doors) says its Content-Type is
+ * the truth: no browser may sniff a JSON body into something it would run.
+ */
+export const NOSNIFF = 'nosniff'
