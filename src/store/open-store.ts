@@ -159,13 +159,20 @@ export function openStore (path: string, opts: OpenStoreOptions = {}): Store {
       ;(err as { commitError?: Promise<unknown> } | undefined)?.commitError?.catch(() => {})
       forgetUnsavedStructures()
       if (jobs.length === 0) { jobs = queue; queue = [] }
-      for (const job of jobs) job.reject(storeUnavailable(err))
+      for (const job of jobs) refuse(job, storeUnavailable(err))
       return
     }
+    let landed = false
     for (const job of jobs) {
-      if (job.ok) job.resolve(job.result)
-      else job.reject(storeUnavailable(job.error))
+      if (job.ok) { job.resolve(job.result); landed = true } else refuse(job, storeUnavailable(job.error))
     }
+    if (landed) faultLog.succeeded()
+  }
+
+  /** A write that did not land: its caller gets NO_STORE, the fault log counts it (not after close()). */
+  const refuse = (job: Job, err: EpxError): void => {
+    if (!closed) faultLog.failed(err)
+    job.reject(err)
   }
 
   const runBatches = async (): Promise<void> => {
@@ -207,13 +214,13 @@ export function openStore (path: string, opts: OpenStoreOptions = {}): Store {
       }
     },
     writeDurable<T> (fn: () => T): Promise<T> {
-      const write = new Promise<T>((resolve, reject) => {
-        guard()   // a refusal is a rejection, like every other failure
-        queue.push({ fn, resolve, reject } as Job)
+      return new Promise<T>((resolve, reject) => {
+        const job = { fn, resolve, reject } as Job
+        // A refusal is a rejection, and a fault, like every other failure.
+        try { guard() } catch (err) { refuse(job, err as EpxError); return }
+        queue.push(job)
         batching ??= runBatches()
       })
-      write.then(() => faultLog.succeeded(), err => { if (!closed) faultLog.failed(err) })
-      return write
     },
     async close () {
       if (closed) return
