@@ -52,7 +52,10 @@ function once (port: number, version: Version, cert: KeyPairPem | undefined, req
     const chunks: Buffer[] = []
     const timer = setTimeout(() => { socket.destroy(); reject(new Error(`no answer within 15 s (${version} ${req.method})`)) }, 15_000)
     socket.on('session', s => { got = s })
+    let reused = false
     socket.once('secureConnect', () => {
+      // Asked once the socket has closed, node answers null: a resumption would never show.
+      reused = socket.isSessionReused()
       const body = req.body ?? ''
       socket.write(`${req.method} ${req.path} HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer ${req.token}\r\nConnection: close\r\n` +
         (req.body !== undefined ? `Content-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n` : '') + `\r\n${body}`)
@@ -68,7 +71,7 @@ function once (port: number, version: Version, cert: KeyPairPem | undefined, req
       // A chunked body still carries the JSON whole between its size lines.
       const json = /\{[\s\S]*\}/.exec(payload)?.[0]
       try { const b = JSON.parse(json ?? ''); code = b?.error?.code ?? b?.code } catch { /* not JSON: no code */ }
-      resolve({ status, code, reused: socket.isSessionReused(), session: got ?? socket.getSession() })
+      resolve({ status, code, reused, session: got ?? socket.getSession() })
     })
   })
 }
