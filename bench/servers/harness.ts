@@ -71,7 +71,11 @@ export function serverConfig (): ServerConfig {
   return JSON.parse(raw) as ServerConfig
 }
 
-/** The TLS options of A and B: those of epx's listener (client certificate asked, checked by the app, no resumption). */
+/**
+ * The TLS options of A and B: those of epx's listener (client certificate asked, checked by
+ * the app, no tickets). epx also resumes TLS 1.2 sessions from its own cache; only the host
+ * probe's handshake rows offer one (load connections are opened before each window).
+ */
 export function tlsOptions (cfg: ServerConfig) {
   return {
     cert: readFileSync(cfg.serverCertFile),

@@ -4,7 +4,8 @@ import { mkdirSync, renameSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { OUTBOUND_PATH } from '../../src/http/route.ts'
 import { SCOPES } from '../../src/auth/tokens.ts'
-import { sessionFields } from '../../src/http/tls-sessions.ts'
+import { EventEmitter } from 'node:events'
+import { keepSessionVerdicts, sessionFields } from '../../src/http/tls-sessions.ts'
 import { selfSignedClientCert, testPki, type KeyPairPem } from '../helpers/certs.ts'
 import { makeCrl, serialOf } from '../helpers/crl.ts'
 import { startEpx, type TestEpx } from '../helpers/epx.ts'
@@ -170,4 +171,18 @@ t.test('the session encoding is read defensively: anything unexpected is no sess
   ] as const) {
     t.equal(sessionFields(der as Buffer | undefined), undefined, name)
   }
+})
+
+t.test('a resumed connection whose session left the cache during its handshake is closed: its verdict cannot be recovered', async t => {
+  // Node resumes with what 'resumeSession' gave; the cache can drop that session (bounded,
+  // oldest out) before the handshake ends. A server stand-in drives the same events.
+  const server = new EventEmitter()
+  const stats = keepSessionVerdicts(server as never, { size: 1, timeoutSeconds: 60, clock: { now: () => new Date() } }, undefined)
+  const id = Buffer.alloc(32, 9)
+  const der = Buffer.concat([Buffer.from([0x30, 0x2d, 0x02, 0x01, 0x01, 0x02, 0x02, 0x03, 0x03, 0x04, 0x02, 0xc0, 0x2f, 0x04, 0x20]), id])
+  let destroyed = false
+  const socket = { getProtocol: () => 'TLSv1.2', getSession: () => der, isSessionReused: () => true, destroy: () => { destroyed = true } }
+  server.emit('secureConnection', socket)
+  t.equal(destroyed, true)
+  t.same(stats, { kept: 0, resumed: 0, refused: 1 })
 })
