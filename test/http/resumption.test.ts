@@ -1,5 +1,4 @@
 import t, { type Test } from 'tap'
-import tls from 'node:tls'
 import { mkdirSync, renameSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { OUTBOUND_PATH } from '../../src/http/route.ts'
@@ -10,6 +9,7 @@ import { selfSignedClientCert, testPki, type KeyPairPem } from '../helpers/certs
 import { makeCrl, serialOf } from '../helpers/crl.ts'
 import { startEpx, type TestEpx } from '../helpers/epx.ts'
 import { keepAliveConnection } from '../helpers/keep-alive.ts'
+import { tlsGet, type TlsAnswer, type TlsGetOptions } from '../helpers/tls-request.ts'
 
 // TLS session resumption keeps the certificate verdict of the full handshake
 // (src/http/tls-sessions.ts): a resumed session never gets more than its full handshake
@@ -20,42 +20,22 @@ const PATH = `${OUTBOUND_PATH}?site_id=PRM30000000000001&target_date=2026-11-22`
 const CRL_FILE = 'pki/client.crl'
 const VERSIONS = ['TLSv1.2', 'TLSv1.3'] as const
 
-interface Answer { status: number; code?: string; reused: boolean; session?: Buffer }
+interface Answer extends TlsAnswer { code?: string }
 
-/** One HTTP/1.1 GET over its own TLS connection; `session` offers a session to resume. */
-function once (url: URL, opts: { maxVersion: tls.SecureVersion; cert?: KeyPairPem; session?: Buffer }, token: string): Promise<Answer> {
-  return new Promise((resolve, reject) => {
-    let session: Buffer | undefined
-    let data = ''
-    let reused = false
-    const socket = tls.connect({
-      host: url.hostname, port: Number(url.port), ca: testPki().serverCa.certPem, maxVersion: opts.maxVersion,
-      ...(opts.cert ? { cert: opts.cert.certPem, key: opts.cert.keyPem } : {}),
-      ...(opts.session ? { session: opts.session } : {}),
-    }, () => {
-      reused = socket.isSessionReused()   // asked once closed, node answers null
-      socket.write(`GET ${PATH} HTTP/1.1\r\nHost: ${url.host}\r\nAuthorization: Bearer ${token}\r\nConnection: close\r\n\r\n`)
-    })
-    socket.on('session', s => { session = s })
-    socket.setEncoding('utf8')
-    socket.on('data', d => { data += d })
-    socket.on('error', reject)
-    socket.on('close', () => {
-      const [head = '', body = ''] = data.split('\r\n\r\n')
-      const status = Number(head.split(' ')[1])
-      resolve({ status, code: status >= 400 ? JSON.parse(body).code : undefined, reused, session })
-    })
-  })
+/** One GET on its own TLS connection; `session` offers a session to resume. */
+async function once (url: URL, opts: TlsGetOptions, token: string): Promise<Answer> {
+  const a = await tlsGet(url, opts, PATH, token)
+  return { ...a, code: a.status >= 400 ? JSON.parse(a.body).code : undefined }
 }
 
 interface World { epx: TestEpx; crlPath: string; acme: KeyPairPem; beta: KeyPairPem; token: string }
 
-async function world (t: Test, tls: Record<string, unknown> = {}): Promise<World> {
+async function world (t: Test, tlsConfig: Record<string, unknown> = {}): Promise<World> {
   const dataDir = t.testdir()
   mkdirSync(join(dataDir, 'pki'), { recursive: true })
   const crlPath = join(dataDir, CRL_FILE)
   writeFileSync(crlPath, await crl([]))
-  const epx = await startEpx(t, { dataDir, config: { api: { tls: { crlFile: CRL_FILE, ...tls } } } })
+  const epx = await startEpx(t, { dataDir, config: { api: { tls: { crlFile: CRL_FILE, ...tlsConfig } } } })
   const acme = (await epx.addCompany('acme')).cert
   const beta = (await epx.addCompany('beta')).cert
   return { epx, crlPath, acme, beta, token: (await epx.addToken('acme', SCOPES)).secret }
