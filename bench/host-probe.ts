@@ -22,7 +22,11 @@ export const DELAY_P99_OVER_QUIET_MS = 2
 export const DELAY_MAX_MS = 10
 export const MAIN_THREAD_US = { logOn: 10, logOff: 2 } as const
 
-export interface Delay { readonly p50Ms: number; readonly p99Ms: number; readonly maxMs: number; readonly n: number }
+export interface Delay {
+  readonly p50Ms: number; readonly p99Ms: number; readonly maxMs: number; readonly n: number
+  /** New connections only: the whole process's CPU µs per connection (TLS 1.3 full handshake and one GET). */
+  readonly cpuPerConnectionUs?: number
+}
 export type LoopCase = 'quiet' | 'new connections' | 'keep-alive GET 200' | '1,000-site programme'
 export const LOOP_CASES: readonly LoopCase[] = ['quiet', 'new connections', 'keep-alive GET 200', '1,000-site programme']
 
@@ -119,7 +123,10 @@ export async function measureHost (i: HostProbeInput): Promise<HostProbe> {
       } catch (err) { out.failures[`${name}|${what}`] = msg(err) }
     }
     await attempt('quiet', async () => delayOf((await windowed(s.child, 'quiet', true, () => new Promise(r => setTimeout(r, i.quick ? 1000 : 3000)))).w))
-    await attempt('new connections', async () => delayOf((await newConnections(i.load, s.child, churnSpec(s), 'new connections', true)).w))
+    await attempt('new connections', async () => {
+      const { w, r } = await newConnections(i.load, s.child, churnSpec(s), 'new connections', true)
+      return { ...delayOf(w), cpuPerConnectionUs: (w.cpuUserUs + w.cpuSystemUs) / Math.max(1, r.connections) }
+    })
     await attempt('keep-alive GET 200', async () => delayOf(await keepAlive(i.load, s.child, getSpec(s, i.quick ? 1000 : 3000), 'keep-alive GET 200', true)))
     await attempt('1,000-site programme', async () => delayOf(await keepAlive(i.load, s.child, {
       type: 'run', origin: `https://127.0.0.1:${s.port}`, tls: i.tls, connections: 1, method: 'POST', path: i.post.path,

@@ -44,6 +44,8 @@ export function hostLines (h: HostProbe): string[] {
     if (!l) continue
     lines.push(`  ${name}  ` + LOOP_CASES.map(c => l[c] ? `${c} ${l[c]!.p50Ms.toFixed(1)} / ${l[c]!.p99Ms.toFixed(1)} / ${l[c]!.maxMs.toFixed(1)}` : `${c} n/a`).join('; '))
   }
+  const perConn = (['A', 'E'] as const).map(n => h.loop[n]?.['new connections']?.cpuPerConnectionUs).map((us, k) => us === undefined ? undefined : `${'AE'[k]} ${us.toFixed(0)} µs`).filter(Boolean)
+  if (perConn.length) lines.push(`CPU per new connection (TLS 1.3 full handshake and one GET, whole process): ${perConn.join(', ')}`)
   const hs = h.handshake
   const full = spread(hs.fullUs)
   const resumed = spread(hs.resumedUs)
