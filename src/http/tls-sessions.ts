@@ -79,10 +79,18 @@ export function keepSessionVerdicts (server: Server, opts: SessionCacheOptions, 
     done(null, k.data)
   })
 
+  const refuse = (socket: TLSSocket) => {
+    stats.refused++
+    socket.destroy()
+  }
   server.on('secureConnection', (socket: TLSSocket) => {
-    if (socket.getProtocol() !== 'TLSv1.2') return
+    const resumed = socket.isSessionReused()
+    if (socket.getProtocol() !== 'TLSv1.2') {
+      if (resumed) refuse(socket)   // never from this cache: whatever resumed it, its verdict is unknown
+      return
+    }
     const key = sessionIdOf(socket.getSession())
-    if (!socket.isSessionReused()) {
+    if (!resumed) {
       const data = key === undefined ? undefined : pending.get(key)
       if (data === undefined) return
       pending.delete(key!)
@@ -93,11 +101,7 @@ export function keepSessionVerdicts (server: Server, opts: SessionCacheOptions, 
       return
     }
     const k = key === undefined ? undefined : kept.get(key)
-    if (k === undefined) {
-      stats.refused++
-      socket.destroy()
-      return
-    }
+    if (k === undefined) return refuse(socket)
     stats.resumed++
     adoptIdentity(socket, k.proven)
   })

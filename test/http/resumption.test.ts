@@ -153,7 +153,7 @@ t.test('the session encoding is read defensively: anything unexpected is no sess
   }
 })
 
-t.test('a resumed connection whose session left the cache during its handshake is closed: its verdict cannot be recovered', async t => {
+t.test('a resumed connection whose verdict cannot be recovered is closed: its session left the cache during the handshake, or it is not TLS 1.2', async t => {
   // Node resumes with what 'resumeSession' gave; the cache can drop that session (bounded,
   // oldest out) before the handshake ends. A server stand-in drives the same events.
   const server = new EventEmitter()
@@ -165,4 +165,8 @@ t.test('a resumed connection whose session left the cache during its handshake i
   server.emit('secureConnection', socket)
   t.equal(destroyed, true)
   t.same(stats, { kept: 0, resumed: 0, refused: 1 })
+  // Nor is a TLS 1.3 connection that reports a resumption: this cache never resumes one.
+  destroyed = false
+  server.emit('secureConnection', { ...socket, getProtocol: () => 'TLSv1.3' })
+  t.equal(destroyed, true)
 })
