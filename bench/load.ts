@@ -5,11 +5,13 @@
  * up) → `warmed`; `go` → bounded load (time and count) → `result`; `close` → `closed`.
  * Each of the N workers is a closed loop: send, read the whole body, record, repeat.
  * The sustained scenario is open-loop instead (`open-loop.ts`): `rate` (connect, warm up
- * at rate) → `warmed`; `goRate` → `rateResult`; `close` → `closed`.
+ * at rate) → `warmed`; `goRate` → `rateResult`; `close` → `closed`. New connections
+ * (`churn.ts`): `churn` (warm up with a few) → `warmed`; `goChurn` → `churnResult`.
  * @module
  */
 import { Pool } from 'undici'
 import { OpenLoop, type RateSpec } from './open-loop.ts'
+import { churn, churnSession, type ChurnSpec } from './churn.ts'
 
 export interface RunSpec {
   readonly type: 'run'
@@ -43,7 +45,7 @@ export interface LoadResult {
   readonly bytesPerResponse: number
 }
 
-type Msg = RunSpec | RateSpec | { type: 'go' } | { type: 'goRate' } | { type: 'close' }
+type Msg = RunSpec | RateSpec | ChurnSpec | { type: 'go' } | { type: 'goRate' } | { type: 'goChurn' } | { type: 'close' }
 
 const send = (m: object) => process.send?.(m)
 const deadline = Number(process.env.BENCH_CHILD_DEADLINE_MS ?? 20 * 60_000)
@@ -53,6 +55,7 @@ process.on('disconnect', () => process.exit(0))
 let pool: Pool | undefined
 let openLoop: OpenLoop | undefined
 let spec: RunSpec | undefined
+let churnSpec: { spec: ChurnSpec; session: Buffer | undefined } | undefined
 let body: Buffer | undefined
 
 interface Tally {
@@ -138,6 +141,14 @@ async function onMessage (m: Msg): Promise<void> {
     send({ type: 'warmed', errors: w.problem ? 1 : 0, firstUnexpected: w.problem })
   } else if (m.type === 'goRate') {
     send(await openLoop!.go())
+  } else if (m.type === 'churn') {
+    const session = await churnSession(m)
+    churnSpec = { spec: m, session }
+    // A few connections first, so the server's handshake path is warm before the window.
+    const w = await churn(m, session, Math.min(m.total, m.concurrency * 2))
+    send({ type: 'warmed', errors: w.errors + w.unexpected, firstUnexpected: w.firstProblem })
+  } else if (m.type === 'goChurn') {
+    send(await churn(churnSpec!.spec, churnSpec!.session))
   } else if (m.type === 'close') {
     await pool?.close().catch(() => {})
     await openLoop?.close()

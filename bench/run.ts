@@ -4,8 +4,9 @@
  * by a separate load process; then E alone for publication, a large programme and memory.
  * Exit 0 whenever the bench itself worked (a missed target is a measurement), 1 if it broke.
  * Then the sustained scenario (open loop at a fixed rate, latency tails; `sustained.ts`).
- * Options: --quick, --rounds N, --duration MS, --only "GET 200,POST 1×96,sustained" (or none), --no-special,
- * --servers A,B,E, --connections N,
+ * Then the host probe (event-loop delay, main-thread CPU, handshakes; `host-probe.ts`).
+ * Options: --quick, --rounds N, --max-rounds N, --budget S, --duration MS,
+ * --only "GET 200,POST 1×96,sustained,host" (or none), --no-special, --servers A,B,E, --connections N,
  * --profile (each window profiled inside its server; bench/results/profiles/<server>-<window>.cpuprofile).
  * @module
  */
@@ -23,7 +24,8 @@ import { Child } from './child.ts'
 import { SCENARIOS, type Sample, type Scenario, type ServerName } from './report.ts'
 import { measureSpecials, type Specials } from './specials.ts'
 import { measureSustained, SUSTAINED, type Sustained } from './sustained.ts'
-import { buildOutput } from './summary.ts'
+import { buildOutput, scenariosToNarrow } from './summary.ts'
+import { HOST, measureHost, type HostProbe, type ProbeServer } from './host-probe.ts'
 import type { RunSpec, LoadResult } from './load.ts'
 import type { RateStream } from './open-loop.ts'
 
@@ -32,6 +34,8 @@ const { values: args } = parseArgs({
   options: {
     quick: { type: 'boolean', default: false },
     rounds: { type: 'string' },
+    'max-rounds': { type: 'string' },
+    budget: { type: 'string' },
     duration: { type: 'string' },
     only: { type: 'string' },
     'no-special': { type: 'boolean', default: false },
@@ -43,19 +47,24 @@ const { values: args } = parseArgs({
 const quick = args.quick!
 // `--only none`: E's special measurements alone. An unknown name is a mistake, not an empty run.
 const only = args.only?.split(',').map(x => x.trim()).filter(Boolean)
-const unknown = only?.filter(x => x !== 'none' && x !== SUSTAINED && !(SCENARIOS as readonly string[]).includes(x)) ?? []
+const unknown = only?.filter(x => x !== 'none' && x !== SUSTAINED && x !== HOST && !(SCENARIOS as readonly string[]).includes(x)) ?? []
 if (unknown.length) {
-  console.error(`bench: unknown scenario ${unknown.map(x => `"${x}"`).join(', ')} in --only; the scenarios are ${[...SCENARIOS, SUSTAINED].map(x => `"${x}"`).join(', ')}, or "none" for E's special measurements alone`)
+  console.error(`bench: unknown scenario ${unknown.map(x => `"${x}"`).join(', ')} in --only; the scenarios are ${[...SCENARIOS, SUSTAINED, HOST].map(x => `"${x}"`).join(', ')}, or "none" for E's special measurements alone`)
   process.exit(2)
 }
 const plan = {
   rounds: Number(args.rounds ?? (quick ? 2 : 5)),
+  // Rounds are added while a ratio's interval is a tenth of its target wide or more,
+  // up to this many in all and within this many seconds after the planned ones.
+  maxRounds: Number(args['max-rounds'] ?? (quick ? 2 : 20)),
+  budgetS: Number(args.budget ?? (quick ? 0 : 600)),
   durationMs: Number(args.duration ?? (quick ? 700 : 2000)),
   warmupMs: quick ? 250 : 700,
   connections: Number(args.connections ?? 8),
   eSites: 1000,
   scenarios: only ? SCENARIOS.filter(s => only.includes(s)) : [...SCENARIOS],
   sustained: !only || only.includes(SUSTAINED),
+  host: !only || only.includes(HOST),
 }
 const maxRequests: Record<Scenario, number> = { 'GET 200': 300_000, 'GET 304': 300_000, 'POST 1×96': 100_000, 'POST 100×96': 5_000 }
 const CLIENT_SUBJECT = 'CN=bench-bsp,O=Bench'
@@ -67,9 +76,9 @@ const watchdog = setTimeout(() => {
   console.error('bench: watchdog expired, killing every child')
   for (const c of children) c.kill()
   process.exit(1)
-}, quick ? 4 * 60_000 : 25 * 60_000)
+}, (quick ? 6 * 60_000 : 30 * 60_000) + plan.budgetS * 1000)
 watchdog.unref()
-const childDeadline = String(quick ? 5 * 60_000 : 26 * 60_000)
+const childDeadline = String((quick ? 7 * 60_000 : 31 * 60_000) + plan.budgetS * 1000)
 
 function startChild (name: string, file: string, env: Record<string, string>, execArgv: string[] = []): Child {
   const built = file.endsWith('.js')
@@ -163,8 +172,8 @@ async function main (): Promise<void> {
     for (const sc of ['GET 200', 'GET 304'] as const) { failures[`${sc}|E`] = String(eReady.publishError); skip.add(`${sc}|E`) }
   }
   const order: ServerName[] = ['A', 'B', 'E']
-  for (let round = 1; round <= plan.rounds; round++) {
-    for (const scenario of plan.scenarios) {
+  const runRound = async (round: number, scenarios: readonly Scenario[]) => {
+    for (const scenario of scenarios) {
       // Rotate the order each round, so no server always runs first (or right after E).
       const rotated = order.map((_, i) => order[(i + round - 1) % order.length]!)
       for (const name of rotated) {
@@ -192,6 +201,15 @@ async function main (): Promise<void> {
       }
     }
   }
+  let rounds = 0
+  while (rounds < plan.rounds) await runRound(++rounds, plan.scenarios)
+  // Item 6: more rounds, only of the scenarios whose interval is still too wide to judge.
+  const extraUntil = Date.now() + plan.budgetS * 1000
+  let narrow: Scenario[] = []
+  while (rounds < plan.maxRounds && Date.now() < extraUntil && (narrow = scenariosToNarrow(samples, plan.scenarios)).length) {
+    process.stderr.write(`  round ${rounds + 1}: the interval of ${narrow.join(', ')} is still a tenth of its target wide or more\n`)
+    await runRound(++rounds, narrow)
+  }
   let sustained: Sustained | undefined
   if (plan.sustained) {
     const wanted = args.servers!.split(',')
@@ -206,6 +224,27 @@ async function main (): Promise<void> {
             // Each POST a new programme (later emitted_at, sites in turn), as a BSP's day would be.
             body: bodies['POST 1×96'], vary: { emittedAt, siteId: siteId(0), siteIds: siteIds(plan.eSites) },
           },
+    })
+  }
+  let host: HostProbe | undefined
+  if (plan.host) {
+    const probeServer = (name: 'A' | 'E'): ProbeServer | undefined => servers[name] && { child: servers[name]!.child, port: servers[name]!.port, secrets }
+    host = await measureHost({
+      load, tls, quick, rounds: plan.rounds, getPath,
+      servers: { A: probeServer('A'), E: probeServer('E') },
+      post: { path: INBOUND_PATH, body: bodies['POST 1×96']!, large: programme(targetDate, plan.eSites, emittedAt).body },
+      // A second E, the request log off, for the main thread's own figure without it.
+      eNoLog: async () => {
+        if (!servers.E) return undefined
+        const c = startChild('E (log off)', E_SERVER, {
+          BENCH_CONFIG: JSON.stringify({ ...tlsFiles, documentFile: '', etag: '', lastModified: '' }),
+          BENCH_E: JSON.stringify({ dataDir: join(tmp, 'e-nolog'), sites: plan.eSites, clientSubject: CLIENT_SUBJECT, publishSiteIds: [siteId(0)], targetDate }),
+          BENCH_E_API: JSON.stringify({ logRequests: false }),
+        })
+        const r = await c.next('ready', 90_000)
+        if (r.publishError) throw new Error(String(r.publishError))
+        return { child: c, port: Number(r.port), secrets: r.secrets as ProbeServer['secrets'] }
+      },
     })
   }
   for (const name of ['A', 'B', 'E'] as const) await servers[name]?.child.stop()
@@ -224,7 +263,7 @@ async function main (): Promise<void> {
   if (plan.rounds > 0 && plan.scenarios.length > 0 && !samples.some(x => x.server === 'A' || x.server === 'B') && args.servers!.match(/[AB]/)) {
     throw new Error(`no baseline measurement succeeded: ${Object.entries(failures).map(([k, v]) => `${k}: ${v}`).join('; ')}`)
   }
-  const output = buildOutput({ samples, status, failures, specials, sustained, plan: { ...plan, quick, argv: process.argv.slice(2) }, documentBytes: docBytes.length, documentSource, targetDate })
+  const output = buildOutput({ samples, status, failures, specials, sustained, host, plan: { ...plan, roundsRun: rounds, quick, argv: process.argv.slice(2) }, documentBytes: docBytes.length, documentSource, targetDate })
   output.print()
   // A profiled run's figures carry the sampler's cost: they must not replace the results.
   if (args.profile) console.log('\n--profile: bench/results/latest.* left as they were; profiles in bench/results/profiles/')
@@ -248,6 +287,8 @@ async function measure (load: Child, server: Child, spec: RunSpec, round: number
       cpuPerReqUs: (Number(w.cpuUserUs) + Number(w.cpuSystemUs)) / Math.max(1, served),
       sysPerReqUs: Number(w.cpuSystemUs) / Math.max(1, served),
       maxStallMs: Number(w.maxStallMs), bytesPerResponse: r.bytesPerResponse,
+      mainThreadPerReqUs: w.mainThreadCpuUs === null ? null : Number(w.mainThreadCpuUs) / Math.max(1, served),
+      heapBytesPerReq: Number(w.heapAllocatedBytes) / Math.max(1, served),
     }
   } finally {
     await load.ask({ type: 'close' }, 'closed', 15_000).catch(() => {})

@@ -16,7 +16,8 @@ export interface EpxConfig {
     readonly host: string
     readonly port: number
     readonly publicBaseUrl?: string
-    readonly tls: { readonly certFile: string; readonly keyFile: string; readonly clientCaFile: string; readonly crlFile?: string }
+    readonly tls: { readonly certFile: string; readonly keyFile: string; readonly clientCaFile: string; readonly crlFile?: string
+      readonly sessionCacheSize: number; readonly sessionTimeoutSeconds: number }
     readonly handshakeTimeoutMs: number
     readonly headersTimeoutMs: number
     readonly requestTimeoutMs: number

@@ -12,6 +12,7 @@ import { monitorEventLoopDelay } from 'node:perf_hooks'
 import type { ServerResponse } from 'node:http'
 import { Session } from 'node:inspector'
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { GCProfiler } from 'node:v8'
 import { constants } from 'node:crypto'
 import { join } from 'node:path'
 
@@ -25,10 +26,23 @@ export interface WindowReport {
   /** Responses by status code: a 401 is cheap, and must not pass for a 200. */
   readonly statuses: Record<string, number>
   readonly rssBytes: number
+  /**
+   * CPU time of the main thread alone (the host's event loop), from Linux's
+   * `/proc/self/task/<pid>/schedstat` (ns on the CPU, user + system): node 20 has no
+   * `process.threadCpuUsage`. Null where that file is missing.
+   */
+  readonly mainThreadCpuUs: number | null
+  /**
+   * Bytes allocated on the main thread's V8 heap over the window: the heap's growth plus
+   * what each collection freed (`v8.GCProfiler`). A count that does not depend on time.
+   */
+  readonly heapAllocatedBytes: number
+  /** With `probe` on `start`: the event-loop delay at 1 ms resolution, in ms. */
+  readonly delay?: { readonly p50Ms: number; readonly p99Ms: number; readonly maxMs: number; readonly meanMs: number; readonly n: number }
 }
 
 export type ControlMessage =
-  | { type: 'start'; label?: string }
+  | { type: 'start'; label?: string; probe?: boolean }
   | { type: 'stop' }
   | { type: 'exit' }
   | { type: string; [k: string]: unknown }
@@ -57,7 +71,11 @@ export function serverConfig (): ServerConfig {
   return JSON.parse(raw) as ServerConfig
 }
 
-/** The TLS options of A and B: those of epx's listener (client certificate asked, checked by the app, no resumption). */
+/**
+ * The TLS options of A and B: those of epx's listener (client certificate asked, checked by
+ * the app, no tickets). epx also resumes TLS 1.2 sessions from its own cache; only the host
+ * probe's handshake rows offer one (load connections are opened before each window).
+ */
 export function tlsOptions (cfg: ServerConfig) {
   return {
     cert: readFileSync(cfg.serverCertFile),
@@ -91,23 +109,41 @@ export function serveControl (name: string, extra?: (msg: ControlMessage) => Pro
 
   const stall = monitorEventLoopDelay({ resolution: STALL_RESOLUTION_MS })
   stall.enable()
+  // The host's view (issue 12): a probe at 1 ms, on only in the windows that ask for it
+  // (its timer costs the loop a wake-up every millisecond).
+  const probe = monitorEventLoopDelay({ resolution: 1 })
+  let probing = false
   let cpu0 = process.cpuUsage()
+  let main0 = mainThreadCpuNs()
   let t0 = performance.now()
+  let gc: GCProfiler | undefined
+  let heap0 = 0
 
   const profiler = windowProfiler(name)
-  const begin = async (label = 'window') => {
+  const begin = async (label = 'window', withProbe = false) => {
     await profiler?.start(label)
     requests = 0
     statuses = {}
     stall.reset()
+    probing = withProbe
+    if (probing) { probe.reset(); probe.enable() }
     counting = true
+    gc = new GCProfiler()
+    gc.start()
+    heap0 = process.memoryUsage().heapUsed
     cpu0 = process.cpuUsage()
+    main0 = mainThreadCpuNs()
     t0 = performance.now()
   }
   const end = async (): Promise<WindowReport> => {
     const cpu = process.cpuUsage(cpu0)
+    const main1 = mainThreadCpuNs()
     const wallMs = performance.now() - t0
+    const heap1 = process.memoryUsage().heapUsed
+    const freed = (gc?.stop()?.statistics ?? []).reduce((sum, g) =>
+      sum + g.beforeGC.heapStatistics.usedHeapSize - g.afterGC.heapStatistics.usedHeapSize, 0)
     counting = false
+    if (probing) probe.disable()
     await profiler?.stop(requests)
     return {
       type: 'window',
@@ -119,13 +155,16 @@ export function serveControl (name: string, extra?: (msg: ControlMessage) => Pro
       maxStallMs: stall.count > 0 ? stall.max / 1e6 : 0,
       statuses,
       rssBytes: process.memoryUsage.rss(),
+      mainThreadCpuUs: main0 === null || main1 === null ? null : (main1 - main0) / 1000,
+      heapAllocatedBytes: heap1 - heap0 + freed,
+      ...(probing ? { delay: delayOf(probe) } : {}),
     }
   }
 
   process.on('message', (msg: ControlMessage) => {
     void (async () => {
       try {
-        if (msg.type === 'start') { await begin(String(msg.label ?? 'window')); send({ type: 'started' }) }
+        if (msg.type === 'start') { await begin(String(msg.label ?? 'window'), msg.probe === true); send({ type: 'started' }) }
         else if (msg.type === 'stop') send(await end())
         else if (msg.type === 'exit') process.exit(0)
         else if (extra) await extra(msg)
@@ -136,6 +175,21 @@ export function serveControl (name: string, extra?: (msg: ControlMessage) => Pro
   })
 
   return { begin, end }
+}
+
+/** The main thread's time on the CPU so far, in ns (Linux; the main thread's id is the pid). */
+function mainThreadCpuNs (): number | null {
+  try {
+    return Number(readFileSync(`/proc/self/task/${process.pid}/schedstat`, 'latin1').split(' ')[0])
+  } catch {
+    return null
+  }
+}
+
+/** The probe's quantiles in ms (node records each turn's timer interval, in ns). */
+function delayOf (h: ReturnType<typeof monitorEventLoopDelay>) {
+  const ms = (ns: number) => (Number.isFinite(ns) ? ns : 0) / 1e6
+  return { p50Ms: ms(h.percentile(50)), p99Ms: ms(h.percentile(99)), maxMs: ms(h.max), meanMs: ms(h.mean), n: h.count }
 }
 
 /**

@@ -27,11 +27,20 @@ export interface RevocationCheck {
   revoked(issuer: string, serial: string): boolean
 }
 
-/** A connection's verdict, and the revocation generation it was last checked against. */
-interface Entry {
+/**
+ * What a full handshake proved, before any revocation list: the chain's verdict and the
+ * issuer and serial a list names. A resumed TLS session adopts its full handshake's
+ * (`http/tls-sessions.ts`), so a resumption never proves more than the handshake did.
+ */
+export interface ProvenIdentity {
   readonly chained: CertVerdict
   readonly issuer: unknown
   readonly serial: string
+}
+
+/** A connection's identity, and the revocation generation its verdict was last checked at. */
+interface Entry {
+  readonly proven: ProvenIdentity
   generation: number
   verdict: CertVerdict
 }
@@ -47,17 +56,40 @@ const entries = new WeakMap<object, Entry>()
  * its connection's next request.
  */
 export function clientCertVerdict (socket: PeerSocket, revocation?: RevocationCheck): CertVerdict {
-  let e = entries.get(socket)
-  if (!e) {
-    const cert = socket.getPeerCertificate()
-    const chained = computeVerdict(socket, cert)
-    e = { chained, issuer: cert?.issuer, serial: String(cert?.serialNumber ?? ''), generation: -1, verdict: chained }
-    entries.set(socket, e)
-  }
+  const e = entries.get(socket) ?? enter(socket, readIdentity(socket))
   if (revocation === undefined || e.generation === revocation.generation) return e.verdict
   e.generation = revocation.generation
-  e.verdict = e.chained.ok && isRevoked(e, revocation) ? REVOKED : e.chained
+  e.verdict = judge(e.proven, revocation)
   return e.verdict
+}
+
+/** The identity a connection's own handshake proved (read once, shared with its verdict). */
+export function provenIdentity (socket: PeerSocket): ProvenIdentity {
+  return (entries.get(socket) ?? enter(socket, readIdentity(socket))).proven
+}
+
+/**
+ * Gives a resumed connection the identity of the handshake it resumes, in place of what
+ * its own socket reports; its first request checks it against the list in force.
+ */
+export function adoptIdentity (socket: object, proven: ProvenIdentity): void {
+  enter(socket, proven)
+}
+
+/** The verdict of `proven` under the revocation list in force. */
+export function judge (proven: ProvenIdentity, revocation?: RevocationCheck): CertVerdict {
+  return revocation !== undefined && proven.chained.ok && isRevoked(proven, revocation) ? REVOKED : proven.chained
+}
+
+function readIdentity (socket: PeerSocket): ProvenIdentity {
+  const cert = socket.getPeerCertificate()
+  return { chained: computeVerdict(socket, cert), issuer: cert?.issuer, serial: String(cert?.serialNumber ?? '') }
+}
+
+function enter (socket: object, proven: ProvenIdentity): Entry {
+  const e: Entry = { proven, generation: -1, verdict: proven.chained }
+  entries.set(socket, e)
+  return e
 }
 
 const REVOKED: CertVerdict = {
@@ -66,7 +98,7 @@ const REVOKED: CertVerdict = {
     'ask your CA or the service operator for a new certificate and use it instead',
 }
 
-function isRevoked (e: Entry, revocation: RevocationCheck): boolean {
+function isRevoked (e: ProvenIdentity, revocation: RevocationCheck): boolean {
   if (!e.issuer || typeof e.issuer !== 'object' || e.serial === '') return false
   let issuer: string
   try {

@@ -1,6 +1,7 @@
 /**
  * The API's HTTPS server as DECISIONS.md "Robustness" wants it (mTLS options, no session
- * resumption, every slow-client timeout), its listen, and the wait for its handle to go.
+ * tickets, every slow-client timeout), its listen, and the wait for its handle to go.
+ * Session resumption, which must keep the certificate verdict, is `tls-sessions.ts`.
  * The request pipeline that runs on it is `listener.ts`.
  * @module
  */
@@ -12,8 +13,9 @@ import { EpxError } from '../errors.ts'
 
 /**
  * DECISIONS.md "Robustness": the certificate check is ours (`rejectUnauthorized: false`
- * so a missing certificate gets a 403, not a dropped handshake), session resumption is
- * off, and every slow-client timeout is set on purpose.
+ * so a missing certificate gets a 403, not a dropped handshake), no session tickets (a
+ * session resumes only from the server's own cache, `tls-sessions.ts`), and every
+ * slow-client timeout is set on purpose.
  */
 export function createApiServer (dataDir: string, api: EpxConfig['api']): Server {
   const files = {
@@ -39,9 +41,10 @@ export function createApiServer (dataDir: string, api: EpxConfig['api']): Server
       requestCert: true,
       rejectUnauthorized: false,
       minVersion: 'TLSv1.2',
-      // No tickets; and with no 'newSession'/'resumeSession' listener node keeps no
-      // session cache, so the stateful TLS 1.3 tickets OpenSSL then issues never resume.
+      // No tickets: a session resumes only from tls-sessions.ts's cache, which keeps the
+      // verdict of its full handshake (node keeps no session cache of its own).
       secureOptions: constants.SSL_OP_NO_TICKET,
+      sessionTimeout: api.tls.sessionTimeoutSeconds,
       handshakeTimeout: api.handshakeTimeoutMs,
       headersTimeout,
       requestTimeout: api.requestTimeoutMs,

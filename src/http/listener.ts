@@ -22,6 +22,7 @@ import { renderError, sendError } from './render-error.ts'
 import { isLingering, lingerAfterRefusal, lingerMaxBytes } from './linger.ts'
 import { capConnections } from './connection-cap.ts'
 import { afterHandlesReleased, createApiServer, listen } from './api-server.ts'
+import { keepSessionVerdicts } from './tls-sessions.ts'
 
 export interface ListenApiOptions {
   readonly config: Readonly<EpxConfig>
@@ -78,6 +79,7 @@ export async function listenApi (opts: ListenApiOptions): Promise<ApiListener> {
   })
   // The certificate verdict is cached per connection: no renegotiation may change it.
   server.on('secureConnection', (s: TLSSocket) => s.disableRenegotiation())
+  keepSessionVerdicts(server, { size: api.tls.sessionCacheSize, timeoutSeconds: api.tls.sessionTimeoutSeconds, clock }, revocation)
   server.on('tlsClientError', (err: Error & { code?: string }) => log.debug({ code: err.code, reason: err.message }, 'tls handshake failed'))
 
   await listen(server, api.host, api.port).catch((err: unknown) => { revocation?.close(); throw err })

@@ -1,7 +1,7 @@
 import t, { type Test } from 'tap'
-import tls from 'node:tls'
 import { X509Certificate } from 'node:crypto'
 import { startEpx, type TestEpx, type TestResponse } from '../helpers/epx.ts'
+import { tlsGet } from '../helpers/tls-request.ts'
 import { clientCert, selfSignedClientCert, testPki, type KeyPairPem } from '../helpers/certs.ts'
 import { INBOUND_PATH, OUTBOUND_PATH } from '../../src/http/route.ts'
 import { SCOPES, newTokenSecret, type Scope } from '../../src/auth/tokens.ts'
@@ -202,36 +202,14 @@ t.test('a passing request records when the token was last used', async t => {
   t.equal(w.epx.tokens.get(id)?.lastUsedAt, w.epx.clock.now().toISOString())
 })
 
-/** One raw HTTP/1.1 request over node:tls, to control the TLS session by hand. */
-function rawRequest (url: URL, opts: tls.ConnectionOptions, path: string, token: string) {
-  return new Promise<{ status: number; body: string; reused: boolean; session?: Buffer }>((resolve, reject) => {
-    let session: Buffer | undefined
-    let data = ''
-    const socket = tls.connect({ host: url.hostname, port: Number(url.port), ca: testPki().serverCa.certPem, ...opts }, () => {
-      socket.write(`GET ${path} HTTP/1.1\r\nHost: ${url.host}\r\nAuthorization: Bearer ${token}\r\nConnection: close\r\n\r\n`)
-    })
-    socket.on('session', s => { session = s })
-    socket.setEncoding('utf8')
-    socket.on('data', d => { data += d })
-    socket.on('error', reject)
-    socket.on('end', () => {
-      const [head = '', body = ''] = data.split('\r\n\r\n')
-      resolve({ status: Number(head.split(' ')[1]), body, reused: socket.isSessionReused(), session })
-    })
-  })
-}
-
-t.test('a resumed TLS session without a certificate is refused: resumption is off, the answer 403 MTLS_REQUIRED', async t => {
+t.test('a session made without a certificate is never resumed and stays 403 MTLS_REQUIRED (resumption: test/http/resumption.test.ts)', async t => {
   const w = await world(t)
   const path = `${OUTBOUND_PATH}?site_id=PRM30000000000001&target_date=2026-11-22`
   for (const maxVersion of ['TLSv1.3', 'TLSv1.2'] as const) {
-    const first = await rawRequest(w.epx.url, { maxVersion, cert: w.acme.certPem, key: w.acme.keyPem }, path, w.tokens.acme)
-    t.notOk([401, 403, 503].includes(first.status), `${maxVersion}: the first connection, with a certificate, passes`)
-    if (!first.session) {
-      t.pass(`${maxVersion}: no session was offered, so none can be resumed`)
-      continue
-    }
-    const again = await rawRequest(w.epx.url, { maxVersion, session: first.session }, path, w.tokens.acme)
+    const first = await tlsGet(w.epx.url, { maxVersion }, path, w.tokens.acme)
+    t.equal(first.status, 403, `${maxVersion}: the first connection, without a certificate, is refused`)
+    t.ok(first.session, `${maxVersion}: the client got a session to offer`)
+    const again = await tlsGet(w.epx.url, { maxVersion, session: first.session }, path, w.tokens.acme)
     t.equal(again.reused, false, `${maxVersion}: the server does not resume the session`)
     t.equal(again.status, 403, `${maxVersion}: no certificate on the new handshake → 403`)
     t.equal(JSON.parse(again.body).code, 'MTLS_REQUIRED')

@@ -1,5 +1,5 @@
 import t from 'tap'
-import { clientCertVerdict, computeVerdict, type PeerSocket } from '../../src/auth/client-cert.ts'
+import { adoptIdentity, clientCertVerdict, computeVerdict, provenIdentity, type PeerSocket } from '../../src/auth/client-cert.ts'
 
 const FP = 'AB:CD:EF'
 const fake = (authorized: boolean, cert: object, authorizationError?: string) => {
@@ -61,4 +61,18 @@ t.test('a certificate that does not chain keeps its own reason; the list is not 
   const s = fake(false, { subject: { CN: 'acme' }, issuer: { CN: 'x' }, serialNumber: '01', fingerprint256: FP }, 'SELF_SIGNED_CERT_IN_CHAIN')
   const list = { generation: 0, revoked: () => true }
   t.match(clientCertVerdict(s, list), { ok: false, reason: /does not chain/ })
+})
+
+t.test('a resumed connection adopts the identity its full handshake proved, not what its own socket says', async t => {
+  const full = fake(true, { subject: { CN: 'acme' }, issuer: { CN: 'ca' }, serialNumber: '02', fingerprint256: FP })
+  const proven = provenIdentity(full)
+  t.equal(clientCertVerdict(full), proven.chained, 'the full handshake\'s own verdict is the one it proved')
+  t.equal(full.reads, 1, 'read once for both')
+  // What a resumed socket may report (an empty certificate, authorized) is never read.
+  const resumed = fake(true, {})
+  adoptIdentity(resumed, proven)
+  t.match(clientCertVerdict(resumed), { ok: true, subject: 'CN=acme', fingerprint256: FP })
+  t.equal(resumed.reads, 0)
+  const list = { generation: 3, revoked: (issuer: string, serial: string) => issuer === 'CN=ca' && serial === '02' }
+  t.match(clientCertVerdict(resumed, list), { ok: false, reason: /revoked/ }, 'checked against the list in force at its first request')
 })

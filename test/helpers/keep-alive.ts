@@ -3,6 +3,7 @@
  * connection opened before the change (undici may reconnect behind a test's back).
  *
  *   const conn = await keepAliveConnection(epx.url, cert)   // cert null: none presented
+ *   const again = await keepAliveConnection(epx.url, null, { session })   // offers a TLS session; again.reused
  *   const res = await conn.get('/path?x=1', token)          // { status, body, headers }
  *   conn.closed      // false while the one connection lives (it never reconnects); conn.close()
  *
@@ -22,18 +23,22 @@ export interface RawResponse {
 export interface KeepAliveConnection {
   get(path: string, token?: string): Promise<RawResponse>
   readonly closed: boolean
+  /** The server resumed the offered session. */
+  readonly reused: boolean
   close(): void
 }
 
-export function keepAliveConnection (url: URL, cert: KeyPairPem | null): Promise<KeepAliveConnection> {
+export function keepAliveConnection (url: URL, cert: KeyPairPem | null, opts: { session?: Buffer; maxVersion?: tls.SecureVersion } = {}): Promise<KeepAliveConnection> {
   return new Promise((resolve, reject) => {
     let buffer = Buffer.alloc(0)
     let waiting: { resolve: (r: RawResponse) => void; reject: (e: Error) => void } | undefined
     let closed = false
+    let reused = false
     const socket = tls.connect({
       host: url.hostname, port: Number(url.port), ca: testPki().serverCa.certPem,
       ...(cert ? { cert: cert.certPem, key: cert.keyPem } : {}),
-    }, () => resolve(conn))
+      ...(opts.session ? { session: opts.session } : {}), ...(opts.maxVersion ? { maxVersion: opts.maxVersion } : {}),
+    }, () => { reused = socket.isSessionReused(); resolve(conn) })
     socket.on('error', err => { if (waiting) waiting.reject(err); else reject(err) })
     socket.on('close', () => {
       closed = true
@@ -67,6 +72,7 @@ export function keepAliveConnection (url: URL, cert: KeyPairPem | null): Promise
         })
       },
       get closed () { return closed },
+      get reused () { return reused },
       close: () => socket.destroy(),
     }
   })

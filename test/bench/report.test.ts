@@ -1,0 +1,27 @@
+import t from 'tap'
+import { judgeInterval, medianInterval } from '../../bench/report.ts'
+
+// bench/README.md "Ratios judged on their interval": a target over rounds is met only when
+// the whole interval of its median is under it, missed when all of it is over.
+
+t.test('the interval of the median: min–max up to 8 rounds, with its coverage; narrower order statistics from 9', async t => {
+  t.equal(medianInterval([]), undefined)
+  t.match(medianInterval([1.3]), { lo: 1.3, hi: 1.3, coverage: 0, n: 1 })
+  t.match(medianInterval([1.4, 1.1]), { lo: 1.1, hi: 1.4, coverage: 0.5, n: 2 })
+  t.match(medianInterval([5, 1, 4, 2, 3]), { lo: 1, hi: 5, coverage: 1 - 2 / 32 })
+  const nine = medianInterval([9, 1, 8, 2, 7, 3, 6, 4, 5])!
+  t.match(nine, { lo: 2, hi: 8 }, 'from 9 rounds the 2nd smallest to the 2nd largest')
+  t.ok(nine.coverage >= 0.95 && nine.coverage < 1)
+  const twenty = medianInterval(Array.from({ length: 20 }, (_, i) => i + 1))!
+  t.match(twenty, { lo: 6, hi: 15 }, '20 rounds: the 6th to the 15th')
+  t.ok(twenty.coverage >= 0.95)
+  t.match(medianInterval([1, NaN, 2]), { n: 2 }, 'a round that gave no figure is left out')
+})
+
+t.test('met only when the whole interval is under the limit, missed when all of it is over, else unresolved', async t => {
+  t.same(judgeInterval(1.2, { lo: 1.0, hi: 1.19, coverage: 0.9, n: 5 }), { met: true })
+  t.same(judgeInterval(1.2, { lo: 1.0, hi: 1.2, coverage: 0.9, n: 5 }), { met: true }, 'at the limit is under it')
+  t.same(judgeInterval(1.2, { lo: 1.21, hi: 1.5, coverage: 0.9, n: 5 }), { met: false })
+  t.same(judgeInterval(1.2, { lo: 1.1, hi: 1.3, coverage: 0.9, n: 5 }), { met: null, unresolved: true })
+  t.same(judgeInterval(1.2, undefined), { met: null })
+})

@@ -1,0 +1,45 @@
+/**
+ * One HTTP/1.1 GET on its own TLS connection (`Connection: close`), to control the TLS
+ * session by hand: the version, the certificate, a session to offer.
+ *
+ *   const r = await tlsGet(epx.url, { maxVersion: 'TLSv1.2', cert?, session? }, path, token)
+ *   r.status, r.body, r.reused (the server resumed the offered session), r.session (to offer next)
+ *
+ * `reused` is read when the handshake ends: once the socket has closed node answers null.
+ * @module
+ */
+import tls from 'node:tls'
+import { testPki, type KeyPairPem } from './certs.ts'
+
+export interface TlsAnswer { status: number; body: string; reused: boolean; session?: Buffer }
+
+export interface TlsGetOptions {
+  readonly maxVersion?: tls.SecureVersion
+  readonly cert?: KeyPairPem
+  readonly session?: Buffer
+}
+
+export function tlsGet (url: URL, opts: TlsGetOptions, path: string, token: string): Promise<TlsAnswer> {
+  return new Promise((resolve, reject) => {
+    let session: Buffer | undefined
+    let reused = false
+    let data = ''
+    const socket = tls.connect({
+      host: url.hostname, port: Number(url.port), ca: testPki().serverCa.certPem,
+      ...(opts.maxVersion ? { maxVersion: opts.maxVersion } : {}),
+      ...(opts.cert ? { cert: opts.cert.certPem, key: opts.cert.keyPem } : {}),
+      ...(opts.session ? { session: opts.session } : {}),
+    }, () => {
+      reused = socket.isSessionReused()
+      socket.write(`GET ${path} HTTP/1.1\r\nHost: ${url.host}\r\nAuthorization: Bearer ${token}\r\nConnection: close\r\n\r\n`)
+    })
+    socket.on('session', s => { session = s })
+    socket.setEncoding('utf8')
+    socket.on('data', d => { data += d })
+    socket.on('error', reject)
+    socket.on('close', () => {
+      const [head = '', body = ''] = data.split('\r\n\r\n')
+      resolve({ status: Number(head.split(' ')[1]), body, reused, session })
+    })
+  })
+}
