@@ -7,6 +7,7 @@
  *   await s.publish('2027-03-28', siteId(1), { siteName?, kw? })
  * @module
  */
+import { join } from 'node:path'
 import type { Test } from 'tap'
 import { openStore, type Store } from '../../src/store/open-store.ts'
 import { openInstructions, type Instructions } from '../../src/store/instructions.ts'
@@ -30,7 +31,7 @@ export interface Seeded {
 const check = createProgrammeCheck({ maxSites: 100, requireContiguous: false })
 
 export function seedStore (t: Test): Seeded {
-  const store = openStore(t.testdir())
+  const store = openStore(join(t.testdir(), 'store'))
   const instructions = openInstructions(store)
   const revisions = openRevisions(store, { retentionDays: 90 })
   const companies = openCompanies(store)
