@@ -1,4 +1,4 @@
-import t from 'tap'
+import t, { type Test } from 'tap'
 import { instructionSummary, instructionViewsOf, listInstructionViews, slotConstraints } from '../../src/apply/instruction-view.ts'
 import { siteId } from '../helpers/programme.ts'
 import { seedStore } from '../helpers/seed.ts'
@@ -7,7 +7,7 @@ const A = 'ProgrammeSoutirage-2026-11-22-rev-20261121T100000Z'
 const B = 'ProgrammeSoutirage-2026-11-22-rev-20261121T110000Z'
 const C = 'ProgrammeSoutirage-2026-11-22-rev-20261121T120000Z'
 
-async function seeded (t: Parameters<Parameters<typeof t.test>[1]>[0]) {
+async function seeded (t: Test) {
   const s = seedStore(t)
   // Site 1: acme at 10:00, beta at 11:00, acme at 12:00 (effective); site 2: acme at 10:00 only.
   await s.receive({ emittedAt: '2026-11-21T10:00:00Z', sites: 2, slots: 3, kwh: j => j }, 'acme')

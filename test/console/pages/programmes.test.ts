@@ -1,4 +1,4 @@
-import t from 'tap'
+import t, { type Test } from 'tap'
 import { programmesPages } from '../../../src/console/pages/programmes.ts'
 import { loadProgramme, loadProgrammes, type ProgrammesDeps } from '../../../src/console/pages/programmes-model.ts'
 import { renderProgramme, renderProgrammes } from '../../../src/console/pages/programmes-view.ts'
@@ -13,7 +13,7 @@ const A = 'ProgrammeSoutirage-2026-11-22-rev-20261121T100000Z'
 const B = 'ProgrammeSoutirage-2026-11-22-rev-20261121T110000Z'
 const C = 'ProgrammeSoutirage-2026-11-22-rev-20261121T120000Z'
 
-async function seeded (t: Parameters<Parameters<typeof t.test>[1]>[0]) {
+async function seeded (t: Test) {
   const s = seedStore(t)
   await s.addCompany('acme', [siteId(1), siteId(2)])
   await s.addCompany('beta', [siteId(1)])
