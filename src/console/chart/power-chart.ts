@@ -55,7 +55,7 @@ export function powerChart (c: ChartInput): SafeHtml {
     `V${y(0)}Z`,
   ].join('')
 
-  return html`<svg xmlns="http://www.w3.org/2000/svg" class="chart" viewBox="0 0 ${W} ${H}" width="${W}" height="${H}"
+  return html`<svg xmlns="http://www.w3.org/2000/svg" class="chart" viewBox="0 0 ${W} ${H}" width="100%"
  role="img" aria-labelledby="chart-title chart-desc" font-family="sans-serif" font-size="12">
 <title id="chart-title">${c.title}</title>
 <desc id="chart-desc">${describe(c, floors.length, curtailments.length, ticks.length - 1)}</desc>
