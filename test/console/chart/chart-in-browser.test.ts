@@ -38,7 +38,7 @@ for (const [day, slots] of [['2027-03-28', 92], ['2026-11-22', 96], ['2026-10-25
     // Floors on the evening, curtailments at 02:00 UTC (the DST hour's neighbourhood).
     const start = Date.parse(coverageOf(day).startUtc)
     await s.receive({ targetDate: day, emittedAt: '2026-11-21T10:00:00Z', slots: 80, kwh: j => j >= 12 && j < 16 ? 0 : j >= 68 ? 8 : 0.5 }, 'acme')
-    const deps = { revisions: s.revisions, instructions: s.instructions, companies: s.companies, sites: async () => simulatedSites(2), clock: new ManualClock(start) }
+    const deps = { revisions: s.revisions, instructions: s.instructions, companies: s.companies, sites: async () => simulatedSites(2), clock: new ManualClock(new Date(start)) }
     const loaded = await loadBesoins(deps, admin, { site_id: siteId(1), target_date: day })
     if (loaded.status !== 200) throw new Error(String(loaded.status))
     const doc = `<!doctype html><html lang="fr"><head><meta charset="utf-8"><meta http-equiv="Content-Security-Policy" content="${CSP}">` +
@@ -51,7 +51,8 @@ for (const [day, slots] of [['2027-03-28', 92], ['2026-11-22', 96], ['2026-10-25
     page.on('console', m => { if (m.type() === 'error') errors.push(m.text()) })
     await page.setContent(doc)
     t.same(errors, [], 'nothing refused by the CSP, no error')
-    const laidOut = await page.evaluate(() => [...document.querySelectorAll('svg rect.slot')].map(r => r.getBoundingClientRect().width))
+    // A string: this project's TypeScript has no DOM library.
+    const laidOut = await page.evaluate('[...document.querySelectorAll("svg rect.slot")].map(r => r.getBoundingClientRect().width)') as number[]
     t.equal(laidOut.length, slots)
     t.ok(laidOut.every(w => w > 5), 'every quarter-hour has a visible column')
     t.equal(await page.locator('table.slots tbody tr').count(), slots)
