@@ -12,7 +12,7 @@ import { basicUtc, utcInstantMs } from '../../contract/instants.ts'
 import type { RevisionMeta } from '../../store/revisions.ts'
 import type { BesoinsModel } from './besoins-model.ts'
 import { constraintText, statusLabel } from './programmes-view.ts'
-import { BESOINS_PATH, downloadHref, programmeHref } from './paths.ts'
+import { BESOINS_PATH, downloadHref, programmeHref, programmesHref } from './paths.ts'
 
 const SLOTS_CAPTION = 'Créneaux'
 
@@ -59,7 +59,8 @@ function latest (m: BesoinsModel): SafeHtml {
 <dt>ETag</dt><dd><code>${meta.etag}</code></dd>
 <dt>Couverture</dt><dd>${parisTime(doc.coverage_start_utc)} → ${parisTime(doc.coverage_end_utc)}</dd>
 <dt>Créneaux</dt><dd>${dayKind(slots.length)}</dd>
-<dt>Consigne en vigueur</dt><dd>${m.instruction === undefined ? 'aucune' : html`<a href="${programmeHref(m.instruction.view.instruction.instructionId, m.instruction.view.instruction.siteId)}">${m.instruction.view.instruction.instructionId}</a> (${statusLabel(m.instruction.view)})`}</dd>
+<dt>Consigne en vigueur</dt><dd>${m.instruction === undefined ? 'aucune' : html`<a href="${programmeHref(m.instruction.view.instruction.instructionId, m.instruction.view.instruction.siteId)}">${m.instruction.view.instruction.instructionId}</a> (${statusLabel(m.instruction.view)})`}
+ — <a href="${programmesHref(meta.targetDate, meta.siteId)}">programmes reçus pour ce jour</a></dd>
 </dl>
 <p><a class="download" href="${downloadHref(meta.siteId, meta.targetDate)}" download="${downloadName(meta)}">Télécharger le JSON (${frNumber(meta.size)} octets)</a></p>
 <figure class="chart">${powerChart({

@@ -35,9 +35,9 @@ for (const [day, slots] of [['2027-03-28', 92], ['2026-11-22', 96], ['2026-10-25
   t.test(`a ${slots}-slot day in chromium`, { skip: executablePath ? false : 'no chromium on this machine' }, async t => {
     const s = seedStore(t)
     await s.publish(day, siteId(1), { siteName: 'Dépôt <Nord>', kw: k => 60 + 25 * Math.sin(k / 8) })
-    // Floors on the evening, curtailments at 02:00 UTC (the DST hour's neighbourhood).
+    // Small floors all day, a curtailment mid-morning, larger floors in the evening.
     const start = Date.parse(coverageOf(day).startUtc)
-    await s.receive({ targetDate: day, emittedAt: '2026-11-21T10:00:00Z', slots: 80, kwh: j => j >= 12 && j < 16 ? 0 : j >= 68 ? 8 : 0.5 }, 'acme')
+    await s.receive({ targetDate: day, emittedAt: '2026-11-21T10:00:00Z', slots: 80, kwh: j => j >= 40 && j < 46 ? 0 : j >= 68 ? 8 : 0.5 }, 'acme')
     const deps = { revisions: s.revisions, instructions: s.instructions, companies: s.companies, sites: async () => simulatedSites(2), clock: new ManualClock(new Date(start)) }
     const loaded = await loadBesoins(deps, admin, { site_id: siteId(1), target_date: day })
     if (loaded.status !== 200) throw new Error(String(loaded.status))
