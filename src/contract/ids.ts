@@ -20,3 +20,10 @@ export function isPrm (text: unknown): text is string {
 export function deriveInstructionId (targetDate: string, emittedAt: Instant): string {
   return `ProgrammeSoutirage-${targetDate}-rev-${basicUtc(emittedAt.ms, emittedAt.nanos)}`
 }
+
+const INSTRUCTION_ID = /^ProgrammeSoutirage-(\d{4}-\d{2}-\d{2})-rev-\d{8}T\d{6}(?:\.\d{3}|\.\d{6}|\.\d{9})?Z$/
+
+/** The target date an instruction id names, or undefined when `text` is not an instruction id. */
+export function targetDateOfInstructionId (text: string): string | undefined {
+  return INSTRUCTION_ID.exec(text)?.[1]
+}

@@ -70,6 +70,16 @@ t.test('instructions show prints the status and each kW period (floor or curtail
   t.match(r.out, /2026-11-21T23:30:00Z\s+2026-11-21T23:45:00Z\s+3\s+min_kw 12/)
 })
 
+t.test('instructions show and list say which instruction superseded an older one', async t => {
+  const r = await epx(dir, 'instructions', 'show', OLD, '--site', siteId(1))
+  t.equal(r.code, 0, r.err)
+  t.match(r.out, new RegExp(`status\\s+superseded by ${NEW} since`))
+  const rows = JSON.parse((await epx(dir, 'instructions', 'list', '--date', '2026-11-22', '--json')).out)
+  t.same(rows.map((x: any) => [x.instruction_id, x.site_id, x.superseded_by]), [
+    [OLD, siteId(1), NEW], [OLD, siteId(2), undefined], [NEW, siteId(1), undefined],
+  ])
+})
+
 t.test('instructions show --site limits to sites; --json gives the periods', async t => {
   const r = await epx(dir, 'instructions', 'show', OLD, '--site', siteId(2), '--json')
   t.equal(r.code, 0, r.err)

@@ -1,5 +1,5 @@
 import t from 'tap'
-import { isPrm } from '../../src/contract/ids.ts'
+import { isPrm, targetDateOfInstructionId } from '../../src/contract/ids.ts'
 import { createProgrammeCheck } from '../../src/http/check-programme.ts'
 import { programme } from '../helpers/programme.ts'
 
@@ -71,4 +71,12 @@ t.test('the stored emitted_at is the canonical spelling at the precision sent', 
 t.test('a site id is PRM followed by 14 digits', async t => {
   t.ok(isPrm('PRM30000000000001'))
   for (const bad of ['PRM_30000000000001', 'PRM3000000000001', 'XYZ30000000000001', 42]) t.notOk(isPrm(bad), String(bad))
+})
+
+t.test('an instruction id names its target date; other text names none', async t => {
+  t.equal(targetDateOfInstructionId('ProgrammeSoutirage-2026-11-22-rev-20261121T110000Z'), '2026-11-22')
+  t.equal(targetDateOfInstructionId('ProgrammeSoutirage-2026-11-25-rev-20261121T120000.000001Z'), '2026-11-25')
+  for (const bad of ['ProgrammeSoutirage-2026-11-22', 'x-2026-11-22-rev-20261121T110000Z', 'ProgrammeSoutirage-2026-11-22-rev-20261121T110000.12Z']) {
+    t.equal(targetDateOfInstructionId(bad), undefined, bad)
+  }
 })

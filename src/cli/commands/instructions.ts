@@ -5,8 +5,10 @@
  * @module
  */
 import { EpxError } from '../../errors.ts'
-import { openInstructions, type StoredInstruction } from '../../store/instructions.ts'
-import { instructionPeriods } from '../../apply/to-constraints.ts'
+import { openInstructions } from '../../store/instructions.ts'
+import {
+  instructionSummary, instructionViewsOf, listInstructionViews, roundKw, slotConstraints,
+} from '../../apply/instruction-view.ts'
 import { calendarDate, siteIds as siteIdsOf } from '../args.ts'
 import { defineCommand, type CommandSpec } from '../define-command.ts'
 import type { Command } from '../io.ts'
@@ -31,41 +33,20 @@ const showSpec: CommandSpec = {
   positionals: ['INSTRUCTION_ID'],
 }
 
-/** The wire-style summary of an instruction (snake_case, like the API). */
-function summary (i: StoredInstruction) {
-  return {
-    instruction_id: i.instructionId,
-    site_id: i.siteId,
-    site_name: i.siteName,
-    target_date: i.targetDate,
-    emitted_at: i.emittedAt,
-    emitted_by: i.emittedBy,
-    received_at: i.receivedAt,
-    company_id: i.companyId,
-    token_id: i.tokenId,
-    cert_fingerprint256: i.certFingerprint256,
-    status: i.state.status,
-    ...(i.state.cycle === undefined ? {} : { cycle: i.state.cycle }),
-    status_at: i.state.at,
-    slot_duration_secs: i.slotDurationSecs,
-    periods_count: i.slots.length,
-  }
-}
-
 const list = defineCommand(listSpec, async (args, io) => {
   const siteIds = siteIdsOf(args, listSpec)
   const date = args.string('date')
   const targetDate = date === undefined ? undefined : calendarDate(date, listSpec)
-  const found = await withStore(io.dataDir, store => openInstructions(store).list({ siteIds, targetDate }))
+  const found = await withStore(io.dataDir, store => listInstructionViews(openInstructions(store), { siteIds, targetDate }))
   if (args.flag('json')) {
-    io.out(JSON.stringify(found.map(summary), null, 2))
+    io.out(JSON.stringify(found.map(instructionSummary), null, 2))
     return
   }
   if (found.length === 0) {
     io.out('no instructions')
     return
   }
-  const rows = found.map(i => [
+  const rows = found.map(({ instruction: i }) => [
     i.instructionId, i.siteId, i.targetDate, i.state.status, i.state.cycle === undefined ? '-' : String(i.state.cycle),
     String(i.slots.length), i.companyId, i.receivedAt,
   ])
@@ -75,19 +56,19 @@ const list = defineCommand(listSpec, async (args, io) => {
 const show = defineCommand(showSpec, async (args, io) => {
   const [id] = args.positionals as [string]
   const siteIds = siteIdsOf(args, showSpec)
-  const found = await withStore(io.dataDir, store => openInstructions(store).list({ siteIds })
-    .filter(i => i.instructionId === id))
+  const found = await withStore(io.dataDir, store => instructionViewsOf(openInstructions(store), id, { siteIds }))
   if (found.length === 0) {
     const where = siteIds.length ? ` for site ${siteIds.join(', ')}` : ''
     throw new EpxError('EPX_NOT_FOUND', [`no instruction ${id}${where}; see 'epx instructions list'`])
   }
   if (args.flag('json')) {
-    io.out(JSON.stringify(found.map(i => ({ ...summary(i), periods: instructionPeriods(i) })), null, 2))
+    io.out(JSON.stringify(found.map(v => ({ ...instructionSummary(v), periods: slotConstraints(v.instruction).map(({ energyKwh: _, ...p }) => p) })), null, 2))
     return
   }
-  found.forEach((i, n) => {
+  found.forEach(({ instruction: i, supersededBy }, n) => {
     if (n > 0) io.out('')
-    const status = i.state.status + (i.state.cycle === undefined ? '' : ` (solver cycle ${i.state.cycle})`) + ` since ${i.state.at}`
+    const status = i.state.status + (i.state.cycle === undefined ? '' : ` (solver cycle ${i.state.cycle})`) +
+      (supersededBy ? ` by ${supersededBy.instructionId}` : '') + ` since ${i.state.at}`
     for (const line of formatTable([
       ['instruction', i.instructionId],
       ['site', `${i.siteId}${i.siteName ? ` (${i.siteName})` : ''}`],
@@ -103,17 +84,12 @@ const show = defineCommand(showSpec, async (args, io) => {
       return
     }
     io.out('')
-    const periods = instructionPeriods(i)
-    const rows = periods.map((p, k) => [
-      p.startUtc, p.endUtc, String(i.slots[k]![1]),
-      p.minKw !== undefined ? `min_kw ${round(p.minKw)}` : `max_kw ${p.maxKw}`,
+    const rows = slotConstraints(i).map(p => [
+      p.startUtc, p.endUtc, String(p.energyKwh),
+      p.minKw !== undefined ? `min_kw ${roundKw(p.minKw)}` : `max_kw ${p.maxKw}`,
     ])
     for (const line of formatTable([['START_UTC', 'END_UTC', 'ENERGY_KWH', 'CONSTRAINT'], ...rows])) io.out(line)
   })
 })
-
-function round (kw: number): string {
-  return String(Math.round(kw * 1000) / 1000)
-}
 
 export const instructionsSubcommands: readonly Command[] = [list, show]

@@ -1,0 +1,92 @@
+/**
+ * Renders the "Besoins agrégés" page from its model: the site and day chooser, the
+ * latest revision's facts, the chart, the milestone and slot tables, the revision
+ * history with downloads. Pure: model in, HTML out.
+ * @module
+ */
+import { html, type SafeHtml } from '../html.ts'
+import { frNumber } from '../numbers.ts'
+import { parisText, parisTime } from '../time.ts'
+import { powerChart } from '../chart/power-chart.ts'
+import { basicUtc, utcInstantMs } from '../../contract/instants.ts'
+import type { RevisionMeta } from '../../store/revisions.ts'
+import type { BesoinsModel } from './besoins-model.ts'
+import { constraintText, statusLabel } from './programmes-view.ts'
+import { BESOINS_PATH, downloadHref, programmeHref, programmesHref } from './paths.ts'
+
+const SLOTS_CAPTION = 'Créneaux'
+
+/** `besoins-agreges-PRM…-2026-11-22-20261121T080000Z.json`: names sort by emission. */
+export function downloadName (meta: RevisionMeta): string {
+  return `besoins-agreges-${meta.siteId}-${meta.targetDate}-${basicUtc(meta.emittedAtMs)}.json`
+}
+
+/** What the day is, in a phrase: DST days are the ones a reader must not misread. */
+export function dayKind (slots: number): string {
+  if (slots === 92) return '92 quarts d\'heure (passage à l\'heure d\'été : 23 h)'
+  if (slots === 100) return '100 quarts d\'heure (passage à l\'heure d\'hiver : 25 h)'
+  return `${slots} quarts d'heure`
+}
+
+export function renderBesoins (m: BesoinsModel): SafeHtml {
+  return html`${chooser(m)}
+${m.site === undefined ? html`<p class="empty">Aucun site dans votre périmètre.</p>` : m.latest === undefined
+    ? html`<p class="empty">Aucune révision publiée pour le site ${m.site.site_id} le ${parisText(Date.parse(m.coverage.startUtc), 'date')}.</p>`
+    : latest(m)}
+${m.site === undefined ? '' : history(m)}`
+}
+
+function chooser (m: BesoinsModel): SafeHtml {
+  return html`<form method="get" action="${BESOINS_PATH}" class="chooser">
+<label for="site_id">Site</label>
+<select id="site_id" name="site_id">${m.sites.map(s => html`<option value="${s.site_id}"${s.site_id === m.site?.site_id ? html` selected` : ''}>${s.site_id} — ${s.site_name}</option>`)}</select>
+<label for="target_date">Jour</label>
+<input id="target_date" name="target_date" type="date" value="${m.targetDate}" required>
+<button type="submit">Afficher</button>
+</form>`
+}
+
+function latest (m: BesoinsModel): SafeHtml {
+  const { meta, doc, site } = m.latest!
+  const constraints = m.instruction?.constraints ?? []
+  const byStart = new Map(constraints.map(c => [utcInstantMs(c.startUtc), c]))
+  const slots = site.puissance_disponible
+  return html`<section aria-labelledby="latest-h">
+<h2 id="latest-h">${site.site_name} (${site.site_id}) — ${parisText(Date.parse(doc.coverage_start_utc), 'date')}</h2>
+<dl class="facts">
+<dt>Émise le</dt><dd>${parisTime(meta.emittedAt)}</dd>
+<dt>Émise par</dt><dd>${doc.emitted_by}</dd>
+<dt>ETag</dt><dd><code>${meta.etag}</code></dd>
+<dt>Couverture</dt><dd>${parisTime(doc.coverage_start_utc)} → ${parisTime(doc.coverage_end_utc)}</dd>
+<dt>Créneaux</dt><dd>${dayKind(slots.length)}</dd>
+<dt>Consigne en vigueur</dt><dd>${m.instruction === undefined ? 'aucune' : html`<a href="${programmeHref(m.instruction.view.instruction.instructionId, m.instruction.view.instruction.siteId)}">${m.instruction.view.instruction.instructionId}</a> (${statusLabel(m.instruction.view)})`}
+ — <a href="${programmesHref(meta.targetDate, meta.siteId)}">programmes reçus pour ce jour</a></dd>
+</dl>
+<p><a class="download" href="${downloadHref(meta.siteId, meta.targetDate)}" download="${downloadName(meta)}">Télécharger le JSON (${frNumber(meta.size)} octets)</a></p>
+<figure class="chart">${powerChart({
+    startMs: Date.parse(doc.coverage_start_utc),
+    endMs: Date.parse(doc.coverage_end_utc),
+    slotMs: doc.slot_duration_secs * 1000,
+    available: slots.map(s => ({ startMs: utcInstantMs(s.debut_utc), kw: s.p_max_kw })),
+    milestones: site.jalons_besoin.map(j => ({ startMs: utcInstantMs(j.debut_utc), deadlineMs: utcInstantMs(j.deadline_utc), energyKwh: j.valeur_kwh, powerKw: j.puissance_kW })),
+    constraints: constraints.map(c => ({ startMs: utcInstantMs(c.startUtc), endMs: utcInstantMs(c.endUtc), minKw: c.minKw, maxKw: c.maxKw })),
+    title: `Puissance disponible par quart d'heure, ${site.site_name}, ${parisText(Date.parse(doc.coverage_start_utc), 'date')}`,
+    tableName: SLOTS_CAPTION,
+  })}</figure>
+<table class="milestones"><caption>Jalons d'énergie</caption>
+<thead><tr><th scope="col">Début</th><th scope="col">Échéance</th><th scope="col">Énergie (kWh)</th><th scope="col">Puissance (kW)</th></tr></thead>
+<tbody>${site.jalons_besoin.length === 0 ? html`<tr><td colspan="4">Aucun jalon.</td></tr>` : site.jalons_besoin.map(j => html`<tr><td>${parisTime(j.debut_utc)}</td><td>${parisTime(j.deadline_utc)}</td><td class="num">${frNumber(j.valeur_kwh)}</td><td class="num">${frNumber(j.puissance_kW)}</td></tr>`)}</tbody></table>
+<table class="slots"><caption>${SLOTS_CAPTION}</caption>
+<thead><tr><th scope="col">N°</th><th scope="col">Début (Paris)</th><th scope="col">Fin (Paris)</th><th scope="col">Puissance disponible (kW)</th><th scope="col">Consigne</th></tr></thead>
+<tbody>${slots.map((s, k) => html`<tr><td class="num">${k + 1}</td><td>${parisTime(s.debut_utc, 'time')}</td><td>${parisTime(s.fin_utc, 'time')}</td><td class="num">${frNumber(s.p_max_kw)}</td><td>${constraintText(byStart.get(utcInstantMs(s.debut_utc)))}</td></tr>`)}</tbody></table>
+</section>`
+}
+
+
+function history (m: BesoinsModel): SafeHtml {
+  return html`<section aria-labelledby="history-h"><h2 id="history-h">Historique des révisions</h2>
+<table class="history"><caption>Révisions conservées, la plus récente d'abord</caption>
+<thead><tr><th scope="col">Émise le</th><th scope="col">ETag</th><th scope="col">Taille (octets)</th><th scope="col">JSON</th></tr></thead>
+<tbody>${m.history.length === 0 ? html`<tr><td colspan="4">Aucune révision.</td></tr>` : m.history.map(r => html`<tr><td>${parisTime(r.emittedAt)}</td><td><code>${r.etag}</code></td><td class="num">${frNumber(r.size)}</td><td><a href="${downloadHref(r.siteId, r.targetDate, r)}" download="${downloadName(r)}">Télécharger</a></td></tr>`)}</tbody></table>
+</section>`
+}

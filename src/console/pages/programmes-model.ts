@@ -1,0 +1,60 @@
+/**
+ * Loads the "Programmes" page: received instructions of a day (optionally one site)
+ * and one instruction's slots, with the rules `epx instructions list|show` uses
+ * (`apply/instruction-view.ts`). A member sees the programmes its company sent, and
+ * nothing of another company's, not even the id of one that superseded its own.
+ * @module
+ */
+import type { Instructions } from '../../store/instructions.ts'
+import type { Clock, Site } from '../../host/contract.ts'
+import {
+  instructionViewsOf, listInstructionViews, slotConstraints, type InstructionView, type SlotConstraint,
+} from '../../apply/instruction-view.ts'
+import { isPrm } from '../../contract/ids.ts'
+import { ownCompany, type PerimeterDeps } from '../perimeter.ts'
+import type { Viewer } from '../viewer.ts'
+import { resolvePair, type Loaded } from './besoins-model.ts'
+
+export interface ProgrammesDeps extends PerimeterDeps {
+  readonly instructions: Instructions
+  readonly clock: Clock
+}
+
+export interface ProgrammesModel {
+  readonly sites: readonly Site[]
+  /** The site the list is limited to; undefined: every site. */
+  readonly siteId?: string
+  readonly targetDate: string
+  readonly views: readonly InstructionView[]
+}
+
+export interface ProgrammeModel {
+  readonly view: InstructionView
+  readonly constraints: readonly SlotConstraint[]
+}
+
+export async function loadProgrammes (deps: ProgrammesDeps, viewer: Viewer, q: { site_id?: string; target_date?: string }): Promise<Loaded<ProgrammesModel>> {
+  // Same site and day rules as the "Besoins agrégés" page; no site named means all of them.
+  const pair = await resolvePair(deps, viewer, q)
+  if (pair.status !== 200) return pair
+  const siteId = q.site_id ? pair.site!.site_id : undefined
+  const company = ownCompany(viewer)
+  const views = listInstructionViews(deps.instructions, {
+    targetDate: pair.targetDate, siteIds: siteId === undefined ? undefined : [siteId], companyId: company,
+  }).map(v => redact(v, company))
+  return { status: 200, model: { sites: pair.sites, siteId, targetDate: pair.targetDate, views } }
+}
+
+export function loadProgramme (deps: ProgrammesDeps, viewer: Viewer, instructionId: string, siteId: string): Loaded<ProgrammeModel> {
+  if (!isPrm(siteId)) return { status: 404 }
+  const company = ownCompany(viewer)
+  const [view] = instructionViewsOf(deps.instructions, instructionId, { siteIds: [siteId], companyId: company })
+  if (!view) return { status: 404 }
+  return { status: 200, model: { view: redact(view, company), constraints: slotConstraints(view.instruction) } }
+}
+
+/** Drops the superseder's id when another company sent it. */
+function redact (v: InstructionView, company: string | undefined): InstructionView {
+  if (company === undefined || v.supersededBy === undefined || v.supersededBy.companyId === company) return v
+  return { instruction: v.instruction }
+}

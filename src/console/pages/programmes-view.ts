@@ -1,0 +1,74 @@
+/**
+ * Renders the "Programmes" pages: a day's received instructions (sender, emitted_at,
+ * received at, status) and one instruction's slots (energy, and the floor or
+ * curtailment the solver gets). Pure: model in, HTML out.
+ * @module
+ */
+import { html, type SafeHtml } from '../html.ts'
+import { frNumber } from '../numbers.ts'
+import { parisText, parisTime } from '../time.ts'
+import { addDays } from '../../contract/paris-day.ts'
+import { roundKw, type InstructionView, type SlotConstraint } from '../../apply/instruction-view.ts'
+import type { ProgrammeModel, ProgrammesModel } from './programmes-model.ts'
+import { besoinsHref, PROGRAMMES_PATH, programmeHref, programmesHref } from './paths.ts'
+
+/** "plancher 12 kW", "effacement (0 kW max)", or a dash: no slot, no constraint. */
+export function constraintText (c: SlotConstraint | undefined): string {
+  if (c === undefined) return '—'
+  return c.minKw !== undefined ? `plancher ${frNumber(roundKw(c.minKw))} kW` : 'effacement (0 kW max)'
+}
+
+/** The status in French, as `epx instructions` states it: applied with its cycle, superseded by which one. */
+export function statusLabel ({ instruction: i, supersededBy }: InstructionView): string {
+  switch (i.state.status) {
+    case 'received': return 'reçue'
+    case 'queued': return 'en attente du prochain cycle'
+    case 'applied': return `appliquée (cycle ${i.state.cycle ?? '?'})`
+    case 'superseded': return supersededBy ? `remplacée par ${supersededBy.instructionId}` : 'remplacée par un programme plus récent'
+  }
+}
+
+function statusCell (v: InstructionView): SafeHtml {
+  const s = v.supersededBy
+  const label = s
+    ? html`remplacée par <a href="${programmeHref(s.instructionId, v.instruction.siteId)}">${s.instructionId}</a>`
+    : statusLabel(v)
+  return html`<span class="status status-${v.instruction.state.status}">${label}</span> <small>depuis ${parisTime(v.instruction.state.at)}</small>`
+}
+
+export function renderProgrammes (m: ProgrammesModel): SafeHtml {
+  return html`<form method="get" action="${PROGRAMMES_PATH}" class="chooser">
+<label for="site_id">Site</label>
+<select id="site_id" name="site_id"><option value="">Tous les sites</option>${m.sites.map(s => html`<option value="${s.site_id}"${s.site_id === m.siteId ? html` selected` : ''}>${s.site_id} — ${s.site_name}</option>`)}</select>
+<label for="target_date">Jour</label>
+<input id="target_date" name="target_date" type="date" value="${m.targetDate}" required>
+<button type="submit">Afficher</button>
+</form>
+<nav class="days" aria-label="Jours voisins"><a href="${programmesHref(addDays(m.targetDate, -1), m.siteId)}">← Jour précédent</a> <a href="${programmesHref(addDays(m.targetDate, 1), m.siteId)}">Jour suivant →</a></nav>
+<table class="programmes"><caption>Instructions reçues pour le ${parisText(Date.parse(`${m.targetDate}T12:00:00Z`), 'date')}</caption>
+<thead><tr><th scope="col">Instruction</th><th scope="col">Site</th><th scope="col">Émetteur</th><th scope="col">Émise le</th><th scope="col">Reçue le</th><th scope="col">Créneaux</th><th scope="col">Statut</th></tr></thead>
+<tbody>${m.views.length === 0 ? html`<tr><td colspan="7">Aucune instruction reçue pour ce jour.</td></tr>` : m.views.map(v => {
+    const i = v.instruction
+    return html`<tr><td><a href="${programmeHref(i.instructionId, i.siteId)}">${i.instructionId}</a></td><td>${i.siteId}<br><small>${i.siteName}</small></td><td>${i.emittedBy}<br><small>${i.companyId}</small></td><td>${parisTime(i.emittedAt)}</td><td>${parisTime(i.receivedAt)}</td><td class="num">${i.slots.length}</td><td>${statusCell(v)}</td></tr>`
+  })}</tbody></table>`
+}
+
+export function renderProgramme (m: ProgrammeModel): SafeHtml {
+  const i = m.view.instruction
+  return html`<dl class="facts">
+<dt>Instruction</dt><dd><code>${i.instructionId}</code></dd>
+<dt>Site</dt><dd>${i.siteId} — ${i.siteName}</dd>
+<dt>Jour</dt><dd>${i.targetDate}</dd>
+<dt>Émetteur</dt><dd>${i.emittedBy} (entreprise ${i.companyId}, jeton ${i.tokenId})</dd>
+<dt>Émise le</dt><dd>${parisTime(i.emittedAt)}</dd>
+<dt>Reçue le</dt><dd>${parisTime(i.receivedAt)}</dd>
+<dt>Statut</dt><dd>${statusCell(m.view)}</dd>
+<dt>Créneaux</dt><dd>${i.slots.length} de ${i.slotDurationSecs} s</dd>
+</dl>
+<p><a href="${besoinsHref(i.siteId, i.targetDate)}">Voir sur le graphique des besoins agrégés</a></p>
+${i.slots.length === 0
+    ? html`<p class="empty">Aucun créneau : cette instruction lève toute contrainte du site pour ce jour.</p>`
+    : html`<table class="slots"><caption>Créneaux programmés</caption>
+<thead><tr><th scope="col">Début (Paris)</th><th scope="col">Fin (Paris)</th><th scope="col">Énergie (kWh)</th><th scope="col">Contrainte</th></tr></thead>
+<tbody>${m.constraints.map(c => html`<tr><td>${parisTime(c.startUtc)}</td><td>${parisTime(c.endUtc)}</td><td class="num">${frNumber(c.energyKwh)}</td><td class="${c.minKw !== undefined ? 'floor' : 'curtailment'}">${constraintText(c)}</td></tr>`)}</tbody></table>`}`
+}

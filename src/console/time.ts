@@ -1,0 +1,52 @@
+/**
+ * Instants as the console shows them: Europe/Paris wall time, with the UTC instant in
+ * the `title` and `datetime` (issue 11: "times shown in Europe/Paris with the UTC
+ * instant available"). On the autumn DST day 02:00-03:00 happens twice; the offset
+ * (`+02:00`/`+01:00`) tells the two apart, so it is shown whenever the hour repeats.
+ * @module
+ */
+import { DateTime } from 'luxon'
+import { PARIS } from '../contract/paris-day.ts'
+import { formatUtcInstant, readUtcInstant } from '../contract/instants.ts'
+import { html, type SafeHtml } from './html.ts'
+
+/** How much of the Paris wall time to show. */
+export type TimeStyle = 'datetime' | 'time' | 'date'
+
+const FORMATS: Record<TimeStyle, string> = {
+  datetime: 'dd/MM/yyyy HH:mm:ss',
+  time: 'HH:mm',
+  date: 'dd/MM/yyyy',
+}
+
+/** An instant given as epoch ms or a UTC wire instant (kept at the precision sent). */
+export type InstantInput = number | string
+
+/** `HH:mm` (or another style) in Paris, plus the offset when the wall time is ambiguous. */
+export function parisText (at: InstantInput, style: TimeStyle = 'datetime'): string {
+  const ms = msOf(at)
+  const t = DateTime.fromMillis(ms, { zone: PARIS })
+  const text = t.toFormat(FORMATS[style])
+  return style !== 'date' && isRepeatedHour(ms) ? `${text} (UTC${t.toFormat('ZZ')})` : text
+}
+
+/** True when the Paris wall time of `ms` also names another instant (the repeated autumn hour). */
+export function isRepeatedHour (ms: number): boolean {
+  const t = DateTime.fromMillis(ms, { zone: PARIS })
+  const hourMs = 3_600_000
+  const twin = (o: number) => DateTime.fromMillis(ms + o, { zone: PARIS })
+  return [hourMs, -hourMs].some(o => twin(o).toFormat('yyyy-MM-dd HH:mm') === t.toFormat('yyyy-MM-dd HH:mm'))
+}
+
+/** Epoch ms of an instant; a wire instant's sub-millisecond digits do not change the wall time shown. */
+function msOf (at: InstantInput): number {
+  if (typeof at === 'number') return at
+  const i = readUtcInstant(at)
+  return typeof i === 'string' ? NaN : i.ms
+}
+
+/** `<time>` showing Paris time, with the UTC instant in `datetime` and `title`. */
+export function parisTime (at: InstantInput, style: TimeStyle = 'datetime'): SafeHtml {
+  const utc = typeof at === 'number' ? formatUtcInstant(at) : at
+  return html`<time datetime="${utc}" title="${utc} (UTC)">${parisText(at, style)}</time>`
+}

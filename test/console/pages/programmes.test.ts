@@ -1,0 +1,101 @@
+import t, { type Test } from 'tap'
+import { programmesPages } from '../../../src/console/pages/programmes.ts'
+import { loadProgramme, loadProgrammes, type ProgrammesDeps } from '../../../src/console/pages/programmes-model.ts'
+import { renderProgramme, renderProgrammes } from '../../../src/console/pages/programmes-view.ts'
+import { ManualClock } from '../../../src/host/reference-host.ts'
+import { simulatedSites } from '../../../src/host/simulated-sites.ts'
+import { seedStore } from '../../helpers/seed.ts'
+import { admin, member, pageApp } from '../../helpers/console-app.ts'
+import { siteId } from '../../helpers/programme.ts'
+
+const SITES = simulatedSites(3)
+const A = 'ProgrammeSoutirage-2026-11-22-rev-20261121T100000Z'
+const B = 'ProgrammeSoutirage-2026-11-22-rev-20261121T110000Z'
+const C = 'ProgrammeSoutirage-2026-11-22-rev-20261121T120000Z'
+
+async function seeded (t: Test) {
+  const s = seedStore(t)
+  await s.addCompany('acme', [siteId(1), siteId(2)])
+  await s.addCompany('beta', [siteId(1)])
+  // Site 1: acme 10:00 (superseded by beta's), beta 11:00 (superseded by acme's), acme 12:00, applied at cycle 7.
+  await s.receive({ emittedAt: '2026-11-21T10:00:00Z', sites: 2, slots: 3, kwh: j => j }, 'acme')
+  await s.receive({ emittedAt: '2026-11-21T11:00:00Z', sites: 1, slots: 2, emittedBy: 'beta <b>ops</b>' }, 'beta')
+  await s.receive({ emittedAt: '2026-11-21T12:00:00Z', sites: 1, slots: 1 }, 'acme')
+  await s.instructions.markApplied([{ instructionId: C, siteId: siteId(1) }], 7, '2026-11-21T12:05:00.000Z')
+  await s.instructions.markQueued([{ instructionId: A, siteId: siteId(2) }], '2026-11-21T12:01:00.000Z')
+  const deps: ProgrammesDeps = { instructions: s.instructions, companies: s.companies, sites: async () => SITES, clock: new ManualClock('2026-11-21T12:30:00Z') }
+  return deps
+}
+
+const ok = <T>(r: { status: number; model?: T }): T => {
+  if (r.status !== 200) throw new Error(`status ${r.status}`)
+  return r.model!
+}
+
+t.test('an admin sees every instruction of the day with its status, from the shared rules', async t => {
+  const deps = await seeded(t)
+  const m = ok(await loadProgrammes(deps, admin, {}))
+  t.equal(m.targetDate, '2026-11-22', 'tomorrow in Paris by default')
+  const page = renderProgrammes(m).toString()
+  t.equal((page.match(/<tr><td><a href="\/programmes\//g) ?? []).length, 4)
+  t.match(page, `remplacée par <a href="/programmes/${B}/${siteId(1)}">${B}</a>`)
+  t.match(page, `remplacée par <a href="/programmes/${C}/${siteId(1)}">${C}</a>`)
+  t.match(page, /appliquée \(cycle 7\)/)
+  t.match(page, /en attente du prochain cycle/)
+  t.match(page, /beta &lt;b&gt;ops&lt;\/b&gt;/, 'the sender is text')
+  t.match(page, 'datetime="2026-11-21T12:00:00.000Z"', 'received at, with its UTC instant')
+})
+
+t.test('a member sees its own company\'s instructions only, and not the id of another company\'s superseder', async t => {
+  const deps = await seeded(t)
+  const m = ok(await loadProgrammes(deps, member('acme'), { target_date: '2026-11-22' }))
+  t.same(m.views.map(v => [v.instruction.instructionId, v.instruction.siteId]), [[A, siteId(1)], [A, siteId(2)], [C, siteId(1)]])
+  const page = renderProgrammes(m).toString()
+  t.notMatch(page, B, 'beta\'s instruction is not named')
+  t.notMatch(page, /beta/)
+  t.match(page, /remplacée par un programme plus récent/)
+  const beta = ok(await loadProgrammes(deps, member('beta'), { site_id: siteId(1), target_date: '2026-11-22' }))
+  t.same(beta.views.map(v => [v.instruction.instructionId, v.supersededBy?.instructionId]), [[B, undefined]], 'acme\'s is also hidden from beta')
+  t.same(await loadProgrammes(deps, member('beta'), { site_id: siteId(2), target_date: '2026-11-22' }), { status: 404 }, 'a site outside the perimeter')
+  t.same(ok(await loadProgrammes(deps, admin, { target_date: '2026-11-23' })).views, [])
+})
+
+t.test('one instruction: each slot\'s energy, and the floor or curtailment it becomes', async t => {
+  const deps = await seeded(t)
+  const m = ok(loadProgramme(deps, member('acme'), A, siteId(2)))
+  const page = renderProgramme(m).toString()
+  t.match(page, /<td class="num">0<\/td><td class="curtailment">effacement \(0 kW max\)<\/td>/)
+  t.match(page, /<td class="num">1<\/td><td class="floor">plancher 4 kW<\/td>/)
+  t.match(page, /<td class="num">2<\/td><td class="floor">plancher 8 kW<\/td>/)
+  t.match(page, /en attente du prochain cycle/)
+  t.same(loadProgramme(deps, member('beta'), A, siteId(2)), { status: 404 })
+  t.same(loadProgramme(deps, member('acme'), B, siteId(1)), { status: 404 })
+  t.same(loadProgramme(deps, admin, A, 'PRM1'), { status: 404 })
+  t.same(loadProgramme(deps, admin, 'nonsense', siteId(1)), { status: 404 })
+})
+
+t.test('an instruction with no slots says it clears the day', async t => {
+  const s = seedStore(t)
+  await s.receive({ emittedAt: '2026-11-21T10:00:00Z', slots: 0 }, 'acme')
+  const deps: ProgrammesDeps = { instructions: s.instructions, companies: s.companies, sites: async () => SITES, clock: new ManualClock('2026-11-21T12:30:00Z') }
+  t.match(renderProgramme(ok(loadProgramme(deps, admin, A, siteId(1)))).toString(), /lève toute contrainte/)
+})
+
+t.test('over HTTP: a member editing the URL to another company\'s instruction gets a 404 that names nothing', async t => {
+  const deps = await seeded(t)
+  const app = await pageApp(t, app => programmesPages(app, deps))
+  app.viewer = member('acme')
+  const list = await app.get('/programmes?target_date=2026-11-22')
+  t.equal(list.status, 200)
+  t.match(list.text, C)
+  const mine = await app.get(`/programmes/${encodeURIComponent(C)}/${siteId(1)}`)
+  t.equal(mine.status, 200)
+  t.match(mine.text, /appliquée \(cycle 7\)/)
+  const foreign = await app.get(`/programmes/${encodeURIComponent(B)}/${siteId(1)}`)
+  t.equal(foreign.status, 404)
+  t.notMatch(foreign.text, /beta|11:00|PRM/)
+  t.equal((await app.get('/programmes?target_date=2026-13-01')).status, 400)
+  app.viewer = null
+  t.equal((await app.get('/programmes')).status, 403)
+  t.equal((await app.get(`/programmes/${encodeURIComponent(C)}/${siteId(1)}`)).status, 403)
+})

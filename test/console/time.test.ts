@@ -1,0 +1,24 @@
+import t from 'tap'
+import { isRepeatedHour, parisText, parisTime } from '../../src/console/time.ts'
+
+t.test('instants are shown in Paris wall time, winter and summer', async t => {
+  t.equal(parisText('2026-11-21T23:00:00Z'), '22/11/2026 00:00:00')
+  t.equal(parisText('2026-07-01T10:15:00Z', 'time'), '12:15')
+  t.equal(parisText(Date.parse('2027-03-27T23:00:00Z'), 'date'), '28/03/2027')
+})
+
+t.test('a time in the repeated autumn hour carries its offset; others do not', async t => {
+  t.equal(parisText('2026-10-25T00:15:00Z', 'time'), '02:15 (UTC+02:00)')
+  t.equal(parisText('2026-10-25T01:15:00Z', 'time'), '02:15 (UTC+01:00)')
+  t.equal(parisText('2026-10-25T02:15:00Z', 'time'), '03:15')
+  t.ok(isRepeatedHour(Date.parse('2026-10-25T01:59:00Z')))
+  t.notOk(isRepeatedHour(Date.parse('2026-10-24T23:59:00Z')))
+  t.equal(parisText('2026-10-25T01:15:00Z', 'date'), '25/10/2026', 'a date alone needs no offset')
+})
+
+t.test('<time> keeps the UTC instant, at the precision sent, in datetime and title', async t => {
+  t.equal(parisTime('2026-11-21T12:00:00.000001Z').toString(),
+    '<time datetime="2026-11-21T12:00:00.000001Z" title="2026-11-21T12:00:00.000001Z (UTC)">21/11/2026 13:00:00</time>')
+  t.equal(parisTime(Date.parse('2026-11-21T12:00:00Z'), 'time').toString(),
+    '<time datetime="2026-11-21T12:00:00Z" title="2026-11-21T12:00:00Z (UTC)">13:00</time>')
+})
