@@ -11,6 +11,7 @@ import { coverageOf, LONGEST_DAY_SECS, parisDayMs, QUARTER_HOUR_MS } from './par
 import { formatUtcInstant, readUtcInstant, utcInstantMs, type Instant } from './instants.ts'
 import { instantText } from './instant-text.ts'
 import { isPrm } from './ids.ts'
+import { BoundedCache } from '../bounded-cache.ts'
 
 /** DECISIONS.md "Inbound": at most 100 violations are reported. */
 const MAX_DETAILS = 100
@@ -179,7 +180,7 @@ interface Day {
   /** Why the day has no quarter-hour grid, when it has none. */
   readonly offGrid?: string
 }
-const days = new Map<string, Day | null>()
+const days = new BoundedCache<string, Day | null>(1000)
 
 /** The coverage of a target date (luxon, so cached: a programme names one day). */
 function dayOf (targetDate: unknown): Day | undefined {
@@ -198,7 +199,6 @@ function dayOf (targetDate: unknown): Day | undefined {
     } catch {
       day = null   // not a calendar date: the schema reports it
     }
-    if (days.size >= 1000) days.clear()
     days.set(targetDate, day)
   }
   return day ?? undefined

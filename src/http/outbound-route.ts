@@ -7,6 +7,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import { EpxError } from '../errors.ts'
+import { BoundedCache } from '../bounded-cache.ts'
 import { isPrm } from '../contract/ids.ts'
 import { isCalendarDate } from '../contract/paris-day.ts'
 import { inPerimeter } from '../auth/tenancy.ts'
@@ -71,15 +72,13 @@ function readQuery (target: string, ctx: RequestContext): Pair {
   let pair = validQueries.get(target)
   if (pair === undefined) {
     pair = parseQuery(target, ctx)
-    if (validQueries.size >= MAX_REMEMBERED_QUERIES) validQueries.clear()
     validQueries.set(target, pair)
   }
   return pair
 }
 
 interface Pair { readonly siteId: string; readonly targetDate: string }
-const validQueries = new Map<string, Pair>()
-const MAX_REMEMBERED_QUERIES = 1024
+const validQueries = new BoundedCache<string, Pair>(1024)
 
 function parseQuery (target: string, ctx: RequestContext): Pair {
   const q = ctx.url.searchParams

@@ -10,6 +10,7 @@ import { storeUnavailable, type Store } from './open-store.ts'
 import { openSegments, type SegmentRef } from './revision-segments.ts'
 import { openGeneration } from './generation.ts'
 import { formatUtcInstant, httpDate } from '../contract/instants.ts'
+import { BoundedCache } from '../bounded-cache.ts'
 
 /** What is known of a revision without its document. */
 export interface RevisionMeta {
@@ -89,7 +90,7 @@ export function openRevisions (store: Store, opts: { retentionDays: number }) {
   // generation moves, which every write of the latest index bumps (this process's, the
   // CLI's). A hit costs one small read instead of a read and a decode (bench/README.md, GET).
   const generation = openGeneration(store)
-  const cached = new Map<string, RevisionMeta | null>()
+  const cached = new BoundedCache<string, RevisionMeta | null>(MAX_CACHED_PAIRS)
   let cachedGeneration = -1
   const stored = ({ siteId: _s, targetDate: _d, ...v }: RevisionMeta): Stored => v
 
@@ -147,7 +148,6 @@ export function openRevisions (store: Store, opts: { retentionDays: number }) {
       if (meta === undefined) {
         const v = latestDb.get([targetDate, siteId] satisfies PairKey)
         meta = v ? withPair(siteId, targetDate, v) : null
-        if (cached.size >= MAX_CACHED_PAIRS) cached.clear()
         cached.set(key, meta)
       }
       return meta ?? undefined
