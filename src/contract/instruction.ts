@@ -51,8 +51,8 @@ export interface Provenance {
 /**
  * A validated programme as compact arrays, so a big one crosses from the parsing
  * worker by transfer, not by copying an object graph onto the solver's thread.
- * Site i: record bytes `[recordEnds[i - 1] ?? 0, recordEnds[i])` of `records`, slots
- * `[slotEnds[i - 1] ?? 0, slotEnds[i])` of `starts` and `kwh`.
+ * Site i: its record is `siteRecord(batch, i)`, its slots `starts` and `kwh` over
+ * `slotRange(batch, i)`.
  */
 export interface InstructionBatch {
   readonly instructionId: string
@@ -71,9 +71,23 @@ export interface InstructionBatch {
   readonly slotEnds: Uint32Array
 }
 
-/** Slot range of site `i` in a batch. */
-export function slotRange (batch: InstructionBatch, i: number): [from: number, to: number] {
-  return [i === 0 ? 0 : batch.slotEnds[i - 1]!, batch.slotEnds[i]!]
+/**
+ * Where item `i` is among items stored back to back, given where each one ends:
+ * `[ends[i - 1] ?? 0, ends[i])` (a batch's slots by `slotEnds`, its records by `recordEnds`).
+ */
+export function rangeAt (ends: ArrayLike<number>, i: number): [from: number, to: number] {
+  return [i === 0 ? 0 : ends[i - 1]!, ends[i]!]
+}
+
+/** Slot range of site `i` in a batch: its slots are `starts` and `kwh` over it. */
+export function slotRange (batch: Pick<InstructionBatch, 'slotEnds'>, i: number): [from: number, to: number] {
+  return rangeAt(batch.slotEnds, i)
+}
+
+/** The stored record of site `i` of a batch (a view, not a copy). */
+export function siteRecord (batch: Pick<InstructionBatch, 'records' | 'recordEnds'>, i: number): Uint8Array {
+  const [from, to] = rangeAt(batch.recordEnds, i)
+  return batch.records.subarray(from, to)
 }
 
 /** Record format version (first byte), so the layout can change without a migration. */
@@ -94,7 +108,8 @@ export function encodeInstructionRecords (
   const recordEnds = new Uint32Array(sites.length)
   let size = 0
   for (let i = 0; i < sites.length; i++) {
-    size += 5 + Buffer.byteLength(texts[i]!) + 16 * (slotEnds[i]! - (i === 0 ? 0 : slotEnds[i - 1]!))
+    const [from, to] = rangeAt(slotEnds, i)
+    size += 5 + Buffer.byteLength(texts[i]!) + 16 * (to - from)
     recordEnds[i] = size
   }
   // Its own ArrayBuffer (never a slice of node's pool), so it can be transferred.
@@ -103,8 +118,7 @@ export function encodeInstructionRecords (
   const kwhBytes = Buffer.from(kwh.buffer, kwh.byteOffset, kwh.byteLength)
   let at = 0
   for (let i = 0; i < sites.length; i++) {
-    const from = i === 0 ? 0 : slotEnds[i - 1]!
-    const to = slotEnds[i]!
+    const [from, to] = rangeAt(slotEnds, i)
     records[at] = RECORD_V1
     const length = records.write(texts[i]!, at + 5)
     records.writeUInt32LE(length, at + 1)

@@ -7,7 +7,7 @@
  */
 import type { Store } from './open-store.ts'
 import {
-  decodeInstruction, type Instruction, type InstructionBatch, type InstructionState,
+  decodeInstruction, siteRecord, type Instruction, type InstructionBatch, type InstructionState,
 } from '../contract/instruction.ts'
 import { compareInstants, readUtcInstant, type Instant } from '../contract/instants.ts'
 
@@ -86,7 +86,7 @@ export function openInstructions (store: Store) {
           // Same id = same (target_date, emitted_at): a re-send overwrites and stays effective.
           const wins = !current || compareInstants(emitted, emittedOf(current)) >= 0
           store.checkWrite()
-          records.putSync(key, batch.records.subarray(i === 0 ? 0 : batch.recordEnds[i - 1]!, batch.recordEnds[i]!))
+          records.putSync(key, siteRecord(batch, i))
           store.checkWrite()
           states.putSync(key, wins ? fresh : stale)
           // A re-send is already the effective one: nothing to rewrite there.
