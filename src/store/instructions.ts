@@ -10,6 +10,7 @@ import {
   decodeInstruction, siteRecord, type Instruction, type InstructionBatch, type InstructionState,
 } from '../contract/instruction.ts'
 import { compareInstants, readUtcInstant, type Instant } from '../contract/instants.ts'
+import { instructionIdPrefix } from '../contract/ids.ts'
 
 /**
  * The effective instruction of a (target_date, site_id). `emittedAtNanos` (within the
@@ -154,8 +155,7 @@ export function openInstructions (store: Store) {
      */
     list (filter: { siteIds?: readonly string[]; targetDate?: string } = {}): StoredInstruction[] {
       store.guard()
-      // Ids start with the target date, so one day is one key range.
-      const prefix = filter.targetDate === undefined ? undefined : `ProgrammeSoutirage-${filter.targetDate}-rev-`
+      const prefix = filter.targetDate === undefined ? undefined : instructionIdPrefix(filter.targetDate)
       const range = prefix === undefined ? {} : { start: [prefix], end: [prefix + '~'] }
       const sites = filter.siteIds?.length ? new Set(filter.siteIds) : undefined
       const out: StoredInstruction[] = []

@@ -1,5 +1,5 @@
 import t from 'tap'
-import { isPrm } from '../../src/contract/ids.ts'
+import { deriveInstructionId, instructionIdPrefix, isPrm } from '../../src/contract/ids.ts'
 import { createProgrammeCheck } from '../../src/http/check-programme.ts'
 import { programme } from '../helpers/programme.ts'
 
@@ -71,4 +71,11 @@ t.test('the stored emitted_at is the canonical spelling at the precision sent', 
 t.test('a site id is PRM followed by 14 digits', async t => {
   t.ok(isPrm('PRM30000000000001'))
   for (const bad of ['PRM_30000000000001', 'PRM3000000000001', 'XYZ30000000000001', 42]) t.notOk(isPrm(bad), String(bad))
+})
+
+t.test('every id of a target date starts with instructionIdPrefix, and no other date\'s id does', async t => {
+  const emitted = { ms: Date.parse('2026-11-21T12:30:00Z'), nanos: 0 }
+  t.equal(instructionIdPrefix('2026-11-22'), 'ProgrammeSoutirage-2026-11-22-rev-')
+  t.ok(deriveInstructionId('2026-11-22', emitted).startsWith(instructionIdPrefix('2026-11-22')))
+  t.notOk(deriveInstructionId('2026-11-23', emitted).startsWith(instructionIdPrefix('2026-11-22')))
 })
