@@ -5,6 +5,7 @@
  * @module
  */
 import { instantText } from './instant-text.ts'
+import { compareInstants } from './instants.ts'
 
 /** `received` → `queued` → `applied` (with the cycle), or `superseded` by a later emitted_at. */
 export type InstructionStatus = 'received' | 'queued' | 'applied' | 'superseded'
@@ -38,6 +39,22 @@ export interface InstructionState {
   readonly cycle?: number
   /** When the status was set. */
   readonly at: string
+}
+
+/** An emitted_at as stored: milliseconds, and nanoseconds within the millisecond (0 when absent). */
+export interface EmittedAt {
+  readonly emittedAtMs: number
+  readonly emittedAtNanos?: number
+}
+
+/**
+ * The supersession rule (DECISIONS.md "Inbound"): of two instructions for the same
+ * `(site_id, target_date)`, `a` takes the place of `b` when it was emitted later, at full
+ * precision. An equal emitted_at is not a later one: it is the same instruction (the
+ * same id), re-sent, and stays effective.
+ */
+export function supersedes (a: EmittedAt, b: EmittedAt): boolean {
+  return compareInstants({ ms: a.emittedAtMs, nanos: a.emittedAtNanos ?? 0 }, { ms: b.emittedAtMs, nanos: b.emittedAtNanos ?? 0 }) > 0
 }
 
 /** Who sent a programme, and when it arrived. */

@@ -7,7 +7,7 @@
  */
 import type { Store } from './open-store.ts'
 import {
-  decodeInstruction, siteRecord, type Instruction, type InstructionBatch, type InstructionState,
+  decodeInstruction, siteRecord, supersedes, type EmittedAt, type Instruction, type InstructionBatch, type InstructionState,
 } from '../contract/instruction.ts'
 import { compareInstants, readUtcInstant, type Instant } from '../contract/instants.ts'
 import { instructionIdPrefix } from '../contract/ids.ts'
@@ -17,15 +17,9 @@ import { instructionIdPrefix } from '../contract/ids.ts'
  * millisecond) is written only when non-zero: records written before it existed are
  * millisecond instants, and read the same way.
  */
-interface EffectiveRef {
+interface EffectiveRef extends EmittedAt {
   readonly instructionId: string
-  readonly emittedAtMs: number
-  readonly emittedAtNanos?: number
 }
-
-/** emitted_at at full precision (DECISIONS.md "Inbound": the greatest one is effective). */
-const emittedOf = (r: { readonly emittedAtMs: number; readonly emittedAtNanos?: number }): Instant =>
-  ({ ms: r.emittedAtMs, nanos: r.emittedAtNanos ?? 0 })
 
 /** How many recent saves `supersedersOf` remembers. */
 const RECENT_SAVES = 64
@@ -76,7 +70,6 @@ export function openInstructions (store: Store) {
         const mine: EffectiveRef = batch.emittedAtNanos === 0
           ? { instructionId: batch.instructionId, emittedAtMs: batch.emittedAtMs }
           : { instructionId: batch.instructionId, emittedAtMs: batch.emittedAtMs, emittedAtNanos: batch.emittedAtNanos }
-        const emitted = emittedOf(batch)
         const n = batch.siteIds.length
         const out = new Array<boolean>(n)
         for (let i = 0; i < n; i++) {
@@ -85,7 +78,7 @@ export function openInstructions (store: Store) {
           const day = [batch.targetDate, siteId]
           const current = effective.get(day)
           // Same id = same (target_date, emitted_at): a re-send overwrites and stays effective.
-          const wins = !current || compareInstants(emitted, emittedOf(current)) >= 0
+          const wins = !current || !supersedes(current, batch)
           store.checkWrite()
           records.putSync(key, siteRecord(batch, i))
           store.checkWrite()
@@ -117,10 +110,9 @@ export function openInstructions (store: Store) {
       const at = recentSaves.lastIndexOf(batch)
       if (at === -1) return 'all'
       let sites: Set<string> | undefined
-      const emitted = emittedOf(batch)
       for (let k = at + 1; k < recentSaves.length; k++) {
         const later = recentSaves[k]!
-        if (later.targetDate !== batch.targetDate || compareInstants(emittedOf(later), emitted) <= 0) continue
+        if (later.targetDate !== batch.targetDate || !supersedes(later, batch)) continue
         sites ??= new Set()
         for (const s of later.siteIds) sites.add(s)
       }

@@ -1,5 +1,5 @@
 import t from 'tap'
-import { decodeInstruction, encodeInstructionRecords, rangeAt, siteRecord, slotRange } from '../../src/contract/instruction.ts'
+import { decodeInstruction, encodeInstructionRecords, rangeAt, siteRecord, slotRange, supersedes } from '../../src/contract/instruction.ts'
 
 const head = {
   instructionId: 'ProgrammeSoutirage-2026-11-22-rev-20261121T120000Z', targetDate: '2026-11-22',
@@ -25,4 +25,13 @@ t.test('a batch\'s sites: slotRange and siteRecord read back what encodeInstruct
   t.equal(second.siteId, 'PRM00000000000002')
   t.same(second.slots, [['2026-11-21T23:00:00Z', 3]])
   t.same(decodeInstruction(siteRecord(batch, 0)).slots, [['2026-11-21T23:00:00Z', 1], ['2026-11-21T23:15:00Z', 2]])
+})
+
+t.test('supersedes: a later emitted_at takes the place of an earlier one, to the nanosecond; an equal one does not', async t => {
+  const ms = Date.parse('2026-11-21T12:00:00.250Z')
+  t.ok(supersedes({ emittedAtMs: ms + 1 }, { emittedAtMs: ms }))
+  t.notOk(supersedes({ emittedAtMs: ms }, { emittedAtMs: ms + 1 }))
+  t.ok(supersedes({ emittedAtMs: ms, emittedAtNanos: 1 }, { emittedAtMs: ms }), '1 ns later, within the millisecond')
+  t.notOk(supersedes({ emittedAtMs: ms, emittedAtNanos: 0 }, { emittedAtMs: ms }), 'a record without nanoseconds is the same instant')
+  t.notOk(supersedes({ emittedAtMs: ms, emittedAtNanos: 5 }, { emittedAtMs: ms, emittedAtNanos: 5 }), 'the same instant is a re-send, not a supersession')
 })
