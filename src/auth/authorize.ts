@@ -6,7 +6,7 @@
 import { EpxError } from '../errors.ts'
 import type { Caller } from './caller.ts'
 import type { Companies, CompanyRecord } from '../store/companies.ts'
-import type { TokenRecord, Tokens } from '../store/tokens.ts'
+import { expiresAtMsOf, tokenState, type TokenRecord, type Tokens } from '../store/tokens.ts'
 import { readStore } from '../store/open-store.ts'
 import type { CertVerdict } from './client-cert.ts'
 import { certificateMismatch } from './tenancy.ts'
@@ -84,7 +84,7 @@ function lookUp (authorization: string | undefined, deps: AuthorizerDeps, genera
   if (!token) throw unauthorized('the Bearer token is unknown; send it exactly as it was issued, or ask the service operator for a new one')
   return {
     authorization, generation, token,
-    expiresAtMs: token.expiresAt ? Date.parse(token.expiresAt) : Infinity,
+    expiresAtMs: expiresAtMsOf(token),
     lastUsedMs: token.lastUsedAt ? Date.parse(token.lastUsedAt) : -Infinity,
   }
 }
@@ -92,10 +92,9 @@ function lookUp (authorization: string | undefined, deps: AuthorizerDeps, genera
 /** Checks 2 (live token) to 5 on resolved records, in order. */
 function checkFound (found: Found, cert: CertVerdict & { ok: true }, scope: Scope, nowMs: number, deps: AuthorizerDeps): Caller {
   const { token } = found
-  if (token.revokedAt) throw unauthorized(`token ${token.id} was revoked at ${token.revokedAt}; ask the service operator for a new token`)
-  if (found.expiresAtMs <= nowMs) {
-    throw unauthorized(`token ${token.id} expired at ${token.expiresAt}; ask the service operator for a new token`)
-  }
+  const state = tokenState(token, nowMs, found.expiresAtMs)
+  if (state === 'revoked') throw unauthorized(`token ${token.id} was revoked at ${token.revokedAt}; ask the service operator for a new token`)
+  if (state === 'expired') throw unauthorized(`token ${token.id} expired at ${token.expiresAt}; ask the service operator for a new token`)
   // Read in the same turn as the token (or the generation): one consistent snapshot.
   const company = found.company ??= readStore(() => deps.companies.get(token.companyId)) ?? null
   // A token whose company is gone is as dead as a revoked one.

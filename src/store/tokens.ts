@@ -19,6 +19,24 @@ export interface TokenRecord {
   readonly lastUsedAt?: string
 }
 
+/** Whether a token still opens the door (`active`), and if not, why. */
+export type TokenState = 'active' | 'revoked' | 'expired'
+
+/**
+ * Token liveness at an instant (DECISIONS.md "Authentication and tenancy"): a revoked
+ * token is dead whatever its expiry; an expiring one is dead from its `expiresAt` on
+ * (at that very instant included). `expiresAtMs` is for a caller that parsed it once.
+ */
+export function tokenState (t: Pick<TokenRecord, 'revokedAt' | 'expiresAt'>, nowMs: number, expiresAtMs = expiresAtMsOf(t)): TokenState {
+  if (t.revokedAt) return 'revoked'
+  return expiresAtMs <= nowMs ? 'expired' : 'active'
+}
+
+/** When a token expires, in ms since the epoch; Infinity for one that never does. */
+export function expiresAtMsOf (t: Pick<TokenRecord, 'expiresAt'>): number {
+  return t.expiresAt ? Date.parse(t.expiresAt) : Infinity
+}
+
 export function openTokens (store: Store) {
   const byId = store.db<TokenRecord>('tokens')
   const idByHash = store.db<string>('token-hashes')
