@@ -3,7 +3,7 @@
  * DECISIONS.md "Authentication and tenancy", in one function (`createAuthorizer`).
  * @module
  */
-import { EpxError } from '../errors.ts'
+import { EpxError, NO_CREDENTIALS_HEADERS } from '../errors.ts'
 import type { Caller } from './caller.ts'
 import type { Companies, CompanyRecord } from '../store/companies.ts'
 import { expiresAtMsOf, tokenState, type TokenRecord, type Tokens } from '../store/tokens.ts'
@@ -28,16 +28,6 @@ export interface AuthorizerDeps {
   readonly tokens: Pick<Tokens, 'byHash' | 'touch'>
   readonly companies: Pick<Companies, 'get'>
 }
-
-/**
- * RFC 6750 §3 and §3.1, written here and nowhere else: every 401 names the scheme and
- * realm, plus `error="invalid_token"` once a token was sent (so a client tells "send a
- * token" from "this token is dead"); a 403 for a missing scope names the scope needed.
- */
-const CHALLENGE_NO_TOKEN = { 'www-authenticate': 'Bearer realm="epx"' }
-const CHALLENGE_INVALID_TOKEN = { 'www-authenticate': 'Bearer realm="epx", error="invalid_token"' }
-const challengeInsufficientScope = (scope: Scope) =>
-  ({ 'www-authenticate': `Bearer realm="epx", error="insufficient_scope", scope="${scope}"` })
 
 /**
  * The chain, with a cache per connection (bench/README.md): a keep-alive connection
@@ -108,7 +98,7 @@ function checkFound (found: Found, cert: CertVerdict & { ok: true }, scope: Scop
   if (company.status !== 'active') throw new EpxError('COMPANY_SUSPENDED', [company.id])
 
   // 5. The token carries the endpoint's scope.
-  if (!token.scopes.includes(scope)) throw new EpxError('SCOPE_DENIED', [scope], { headers: challengeInsufficientScope(scope) })
+  if (!token.scopes.includes(scope)) throw new EpxError('SCOPE_DENIED', [scope])
 
   // Throttled, not awaited, never fails the request.
   if (!(nowMs - found.lastUsedMs < 60_000)) {
@@ -126,7 +116,7 @@ function checkFound (found: Found, cert: CertVerdict & { ok: true }, scope: Scop
 /** The secret of `Authorization: Bearer <secret>`; a 401 saying what is wrong otherwise. */
 function bearerSecret (header: string | undefined): string {
   if (header === undefined || header.trim() === '') {
-    throw new EpxError('UNAUTHORIZED', ['an Authorization header is required: Authorization: Bearer <token>'], { headers: CHALLENGE_NO_TOKEN })
+    throw new EpxError('UNAUTHORIZED', ['an Authorization header is required: Authorization: Bearer <token>'], { headers: NO_CREDENTIALS_HEADERS })
   }
   const m = /^Bearer +(\S+) *$/i.exec(header)
   if (!m) throw unauthorized('the Authorization header must read "Bearer <token>" (one space, no other scheme)')
@@ -137,8 +127,8 @@ function bearerSecret (header: string | undefined): string {
   return secret
 }
 
-/** A 401 for a request that sent something as its credentials (malformed included). */
+/** A 401 for a request that sent something as its credentials (malformed included): the catalogue's challenge. */
 function unauthorized (message: string): EpxError {
-  return new EpxError('UNAUTHORIZED', [message], { headers: CHALLENGE_INVALID_TOKEN })
+  return new EpxError('UNAUTHORIZED', [message])
 }
 

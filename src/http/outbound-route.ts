@@ -102,5 +102,5 @@ function readParam (q: Pick<URLSearchParams, 'getAll'>, details: Record<string, 
 }
 
 function notPublished (siteId: string, targetDate: string): EpxError {
-  return new EpxError('NOT_PUBLISHED', [siteId, targetDate])   // the door adds Retry-After: 300
+  return new EpxError('NOT_PUBLISHED', [siteId, targetDate])   // with its Retry-After (errors.ts)
 }

@@ -60,7 +60,7 @@ export interface OpenStoreOptions {
   log?: Logger
 }
 
-/** NO_STORE; the door adds `Retry-After: 5` (http/render-error.ts). */
+/** NO_STORE, with its `Retry-After: 5` (the catalogue, errors.ts). */
 export function storeUnavailable (cause?: unknown): EpxError {
   return new EpxError('NO_STORE', [], cause === undefined ? {} : { cause })
 }
