@@ -38,18 +38,15 @@ export function openCompanies (store: Store) {
   const generation = openGeneration(store)
   const companies = {
     get (id: string): CompanyRecord | undefined {
-      store.guard()
       return db.get(id)
     },
     list (): CompanyRecord[] {
-      store.guard()
       // String keys only: the msgpack shapes live under a symbol key of the same db.
       return [...db.getRange()].filter(e => typeof e.key === 'string').map(e => e.value)
     },
     async add (c: CompanyRecord): Promise<void> {
       const added = await store.writeDurable(() => {
         if (db.get(c.id)) return false
-        store.checkWrite()
         db.putSync(c.id, c)
         generation.bump()
         return true
@@ -61,7 +58,6 @@ export function openCompanies (store: Store) {
         const c = db.get(id)
         if (!c) return undefined
         const n = change(c)
-        store.checkWrite()
         db.putSync(id, n)
         generation.bump()   // a suspension or a new binding reaches cached callers
         return n

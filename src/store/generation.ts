@@ -17,7 +17,6 @@ export function openGeneration (store: Store) {
      * lives in LMDB, not in memory, so a write by the CLI (another process) moves it too.
      */
     read (): number {
-      store.guard()
       return db.get(KEY) ?? 0
     },
     /** Call inside the `writeDurable` fn that changes a cached record. */

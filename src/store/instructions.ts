@@ -51,7 +51,6 @@ export function openInstructions (store: Store) {
     const key = [ref.instructionId, ref.siteId]
     const current = states.get(key)
     if (!current || current.status === 'superseded') return
-    store.checkWrite()
     states.putSync(key, next)
   }
 
@@ -79,17 +78,13 @@ export function openInstructions (store: Store) {
           const current = effective.get(day)
           // Same id = same (target_date, emitted_at): a re-send overwrites and stays effective.
           const wins = !current || !supersedes(current, batch)
-          store.checkWrite()
           records.putSync(key, siteRecord(batch, i))
-          store.checkWrite()
           states.putSync(key, wins ? fresh : stale)
           // A re-send is already the effective one: nothing to rewrite there.
           if (wins && current?.instructionId !== batch.instructionId) {
             if (current) {
-              store.checkWrite()
               states.putSync([current.instructionId, siteId], stale)
             }
-            store.checkWrite()
             effective.putSync(day, mine)
           }
           out[i] = wins
@@ -121,13 +116,11 @@ export function openInstructions (store: Store) {
 
     /** The effective instruction id of a site and day (sync read). */
     effectiveId (targetDate: string, siteId: string): string | undefined {
-      store.guard()
       return effective.get([targetDate, siteId])?.instructionId
     },
 
     /** Effective instructions of `fromDate` and later days, in (day, site) order. */
     * effectiveFrom (fromDate: string): Generator<InstructionRef & { targetDate: string }> {
-      store.guard()
       for (const { key, value } of effective.getRange({ start: [fromDate] })) {
         const [targetDate, siteId] = key as [string, string]
         yield { targetDate, siteId, instructionId: value.instructionId }
@@ -135,7 +128,6 @@ export function openInstructions (store: Store) {
     },
 
     get (instructionId: string, siteId: string): StoredInstruction | undefined {
-      store.guard()
       const bytes = records.get([instructionId, siteId])
       const state = states.get([instructionId, siteId])
       return bytes && state ? { ...decodeInstruction(bytes), state } : undefined
@@ -146,7 +138,6 @@ export function openInstructions (store: Store) {
      * emitted_at, site) order. Not the key order: `…T123000.250Z` sorts before `…T123000Z`.
      */
     list (filter: { siteIds?: readonly string[]; targetDate?: string } = {}): StoredInstruction[] {
-      store.guard()
       const prefix = filter.targetDate === undefined ? undefined : instructionIdPrefix(filter.targetDate)
       const range = prefix === undefined ? {} : { start: [prefix], end: [prefix + '~'] }
       const sites = filter.siteIds?.length ? new Set(filter.siteIds) : undefined
@@ -175,7 +166,6 @@ export function openInstructions (store: Store) {
         for (const r of refs) {
           const key = [r.instructionId, r.siteId]
           if (states.get(key)?.status !== 'queued') continue
-          store.checkWrite()
           states.putSync(key, next)
         }
       })

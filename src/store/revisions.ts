@@ -155,7 +155,7 @@ export function openRevisions (store: Store, opts: { retentionDays: number }) {
 
     /** Sync: the stored bytes of one kept revision. */
     bytesOf (meta: RevisionMeta): Buffer | undefined {
-      store.guard()
+      store.guard()   // a cached document is outside LMDB: an outage is NO_STORE all the same
       const hit = segments.cached(meta)
       if (hit) return hit
       // A revision removed by retention may still have its bytes in a shared segment.
@@ -166,7 +166,6 @@ export function openRevisions (store: Store, opts: { retentionDays: number }) {
 
     /** Sync: every kept revision of a pair, oldest first. */
     list (siteId: string, targetDate: string): RevisionMeta[] {
-      store.guard()
       const older = [...olderDb.getRange({ start: [targetDate, siteId, 0], end: [targetDate, siteId, MAX_MS] })]
         .map(e => withPair(siteId, targetDate, e.value))
       const latest = api.latest(siteId, targetDate)
@@ -178,7 +177,6 @@ export function openRevisions (store: Store, opts: { retentionDays: number }) {
      * to a segment file; `commit` makes them revisions. Reads only the pairs' latest.
      */
     stage (drafts: readonly RevisionDraft[], nowMs: number): StagedRevision[] {
-      store.guard()
       return prepare(drafts.map(draft => ({ draft, previousMs: latestDb.get([draft.targetDate, draft.siteId])?.emittedAtMs })), nowMs)
     },
 
@@ -190,7 +188,7 @@ export function openRevisions (store: Store, opts: { retentionDays: number }) {
      * revision in between.
      */
     async commit (staged: readonly StagedRevision[], nowMs: number): Promise<RevisionMeta[]> {
-      store.guard()
+      store.guard()   // before the segment files are synced for nothing
       try { await segments.sync() } catch (err) { throw storeUnavailable(err) }
       return store.writeDurable(() => {
         const previous = staged.map(s => latestDb.get([s.meta.targetDate, s.meta.siteId] satisfies PairKey))
@@ -201,8 +199,6 @@ export function openRevisions (store: Store, opts: { retentionDays: number }) {
           segments.syncNow()
           return again!.meta
         })
-        // Every fault check before the first put: a failed batch leaves nothing behind.
-        for (let i = 0; i < final.length; i++) store.checkWrite()
         const newest = new Map<string, number>()
         final.forEach((meta, i) => {
           const prev = previous[i]
@@ -235,11 +231,9 @@ export function openRevisions (store: Store, opts: { retentionDays: number }) {
       const cutoff = nowMs - retentionMs
       let removed = 0
       for (;;) {
-        store.guard()
         const keys = [...expiry.getKeys({ end: [cutoff], limit: PRUNE_CHUNK })] as ExpiryKey[]
         if (!keys.length) break
         await store.writeDurable(() => {
-          for (let i = 0; i < keys.length; i++) store.checkWrite()
           for (const [ms, targetDate, siteId] of keys) {
             expiry.removeSync([ms, targetDate, siteId] satisfies ExpiryKey)
             const pair: PairKey = [targetDate, siteId]
