@@ -33,10 +33,22 @@ export function pinsOf (c: CompanyRecord): readonly string[] {
   return c.certFingerprint256 ? [c.certFingerprint256] : []
 }
 
-export function openCompanies (store: Store) {
+/** The company records: what the door and the CLI may ask of them. */
+export interface Companies {
+  get(id: string): CompanyRecord | undefined
+  list(): CompanyRecord[]
+  /** EPX_CONFLICT when the id is taken. */
+  add(c: CompanyRecord): Promise<void>
+  /** Rewrites a record with `change`; EPX_NOT_FOUND when there is no such company. */
+  update(id: string, change: (c: CompanyRecord) => CompanyRecord): Promise<CompanyRecord>
+  /** Replaces the pins; an update, so the generation moves and open connections see it. */
+  setPins(id: string, change: (pins: readonly string[]) => readonly string[]): Promise<CompanyRecord>
+}
+
+export function openCompanies (store: Store): Companies {
   const db = store.db<CompanyRecord>('companies')
   const generation = openGeneration(store)
-  const companies = {
+  const companies: Companies = {
     get (id: string): CompanyRecord | undefined {
       return db.get(id)
     },
@@ -65,7 +77,6 @@ export function openCompanies (store: Store) {
       if (!next) throw new EpxError('EPX_NOT_FOUND', [`no company ${id}`])
       return next
     },
-    /** Replaces the pins; an update, so the generation moves and open connections see it. */
     setPins (id: string, change: (pins: readonly string[]) => readonly string[]): Promise<CompanyRecord> {
       return companies.update(id, c => {
         const { certFingerprint256: _legacy, ...rest } = c
@@ -75,4 +86,3 @@ export function openCompanies (store: Store) {
   }
   return companies
 }
-export type Companies = ReturnType<typeof openCompanies>

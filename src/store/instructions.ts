@@ -34,7 +34,42 @@ export interface StoredInstruction extends Instruction {
   readonly state: InstructionState
 }
 
-export function openInstructions (store: Store) {
+/** The instructions: what the inbound path, the solver feed and the CLI may ask of them. */
+export interface Instructions {
+  /**
+   * Saves every site of a batch in one durable transaction. Resolves to, per site,
+   * whether the instruction is now the effective one (to be fed to the solver).
+   * Rejects with NO_STORE, having written nothing, when any put fails. `status` is
+   * what the effective ones start as: the inbound path writes `queued` here, in the
+   * same write, since it hands them to the solver right after this commit.
+   */
+  save(batch: InstructionBatch, at: string, status?: 'received' | 'queued'): Promise<boolean[]>
+  /**
+   * The sites of `batch` that a save run after its own may have superseded: only a
+   * later emitted_at for the same day can (DECISIONS.md "Inbound"; an equal one is the
+   * same instruction). `all` when `batch` is too old to tell. This process is the only
+   * writer of instructions, so what it saw is what the store holds: no read back.
+   */
+  supersedersOf(batch: InstructionBatch): 'all' | ReadonlySet<string>
+  /** The effective instruction id of a site and day (sync read). */
+  effectiveId(targetDate: string, siteId: string): string | undefined
+  /** Effective instructions of `fromDate` and later days, in (day, site) order. */
+  effectiveFrom(fromDate: string): Generator<InstructionRef & { targetDate: string }>
+  get(instructionId: string, siteId: string): StoredInstruction | undefined
+  /**
+   * Instructions, optionally of some sites and one target date, in (target date,
+   * emitted_at, site) order. Not the key order: `…T123000.250Z` sorts before `…T123000Z`.
+   */
+  list(filter?: { siteIds?: readonly string[]; targetDate?: string }): StoredInstruction[]
+  /** `queued`, for instructions handed to the solver (not durable-critical: a restart re-queues). */
+  markQueued(refs: readonly InstructionRef[], at: string): Promise<void>
+  /** Back to `received`, for `queued` ones the solver refused (the next activation queues them). */
+  unqueue(refs: readonly InstructionRef[], at: string): Promise<void>
+  /** `applied`, with the solver cycle that applied them. */
+  markApplied(refs: readonly InstructionRef[], cycle: number, at: string): Promise<void>
+}
+
+export function openInstructions (store: Store): Instructions {
   // Records are the bytes the parser built (see encodeInstructionRecords): no re-encoding here.
   const records = store.db<Uint8Array>('instructions', { binary: true })          // [instruction_id, site_id]
   const states = store.db<InstructionState>('instruction-states')               // [instruction_id, site_id]
@@ -55,13 +90,6 @@ export function openInstructions (store: Store) {
   }
 
   return {
-    /**
-     * Saves every site of a batch in one durable transaction. Resolves to, per site,
-     * whether the instruction is now the effective one (to be fed to the solver).
-     * Rejects with NO_STORE, having written nothing, when any put fails. `status` is
-     * what the effective ones start as: the inbound path writes `queued` here, in the
-     * same write, since it hands them to the solver right after this commit.
-     */
     save (batch: InstructionBatch, at: string, status: 'received' | 'queued' = 'received'): Promise<boolean[]> {
       return store.writeDurable(() => {
         const fresh: InstructionState = { status, at }
@@ -95,12 +123,6 @@ export function openInstructions (store: Store) {
       })
     },
 
-    /**
-     * The sites of `batch` that a save run after its own may have superseded: only a
-     * later emitted_at for the same day can (DECISIONS.md "Inbound"; an equal one is the
-     * same instruction). `all` when `batch` is too old to tell. This process is the only
-     * writer of instructions, so what it saw is what the store holds: no read back.
-     */
     supersedersOf (batch: InstructionBatch): 'all' | ReadonlySet<string> {
       const at = recentSaves.lastIndexOf(batch)
       if (at === -1) return 'all'
@@ -114,12 +136,10 @@ export function openInstructions (store: Store) {
       return sites ?? NONE
     },
 
-    /** The effective instruction id of a site and day (sync read). */
     effectiveId (targetDate: string, siteId: string): string | undefined {
       return effective.get([targetDate, siteId])?.instructionId
     },
 
-    /** Effective instructions of `fromDate` and later days, in (day, site) order. */
     * effectiveFrom (fromDate: string): Generator<InstructionRef & { targetDate: string }> {
       for (const { key, value } of effective.getRange({ start: [fromDate] })) {
         const [targetDate, siteId] = key as [string, string]
@@ -133,10 +153,6 @@ export function openInstructions (store: Store) {
       return bytes && state ? { ...decodeInstruction(bytes), state } : undefined
     },
 
-    /**
-     * Instructions, optionally of some sites and one target date, in (target date,
-     * emitted_at, site) order. Not the key order: `…T123000.250Z` sorts before `…T123000Z`.
-     */
     list (filter: { siteIds?: readonly string[]; targetDate?: string } = {}): StoredInstruction[] {
       const prefix = filter.targetDate === undefined ? undefined : instructionIdPrefix(filter.targetDate)
       const range = prefix === undefined ? {} : { start: [prefix], end: [prefix + '~'] }
@@ -151,7 +167,6 @@ export function openInstructions (store: Store) {
       return out.sort(byDayEmittedSite)
     },
 
-    /** `queued`, for instructions handed to the solver (not durable-critical: a restart re-queues). */
     markQueued (refs: readonly InstructionRef[], at: string): Promise<void> {
       return store.writeDurable(() => {
         const next: InstructionState = { status: 'queued', at }
@@ -159,7 +174,6 @@ export function openInstructions (store: Store) {
       })
     },
 
-    /** Back to `received`, for `queued` ones the solver refused (the next activation queues them). */
     unqueue (refs: readonly InstructionRef[], at: string): Promise<void> {
       return store.writeDurable(() => {
         const next: InstructionState = { status: 'received', at }
@@ -171,7 +185,6 @@ export function openInstructions (store: Store) {
       })
     },
 
-    /** `applied`, with the solver cycle that applied them. */
     markApplied (refs: readonly InstructionRef[], cycle: number, at: string): Promise<void> {
       return store.writeDurable(() => {
         const next: InstructionState = { status: 'applied', cycle, at }
@@ -180,7 +193,6 @@ export function openInstructions (store: Store) {
     },
   }
 }
-export type Instructions = ReturnType<typeof openInstructions>
 
 function byDayEmittedSite (a: Instruction, b: Instruction): number {
   if (a.targetDate !== b.targetDate) return a.targetDate < b.targetDate ? -1 : 1

@@ -78,7 +78,42 @@ export function nextEmittedAtMs (previousMs: number | undefined, nowMs: number):
   return Math.max(nowMs, Math.floor(previousMs / 1000) * 1000 + 1000)
 }
 
-export function openRevisions (store: Store, opts: { retentionDays: number }) {
+/** The published revisions: what the GET, the publisher and the CLI may ask of them. */
+export interface Revisions {
+  /** Sync: the latest revision of a pair, from the small index (no document read). */
+  latest(siteId: string, targetDate: string, knownGeneration?: number): RevisionMeta | undefined
+  /** Sync: the stored bytes of one kept revision. */
+  bytesOf(meta: RevisionMeta): Buffer | undefined
+  /** Sync: every kept revision of a pair, oldest first. */
+  list(siteId: string, targetDate: string): RevisionMeta[]
+  /**
+   * Renders drafts (on this thread: callers keep batches small) and appends their bytes
+   * to a segment file; `commit` makes them revisions. Reads only the pairs' latest.
+   */
+  stage(drafts: readonly RevisionDraft[], nowMs: number): StagedRevision[]
+  /**
+   * Publishes staged revisions in one durable transaction, once their bytes are on disk.
+   * Few large commits, not one per chunk: each transaction re-reads the pages at the
+   * tree's edge, which then stay resident. The transaction re-checks each pair and
+   * re-renders in the rare case another writer (the CLI, another process) got a later
+   * revision in between.
+   */
+  commit(staged: readonly StagedRevision[], nowMs: number): Promise<RevisionMeta[]>
+  /** Publishes drafts as new revisions, all in one durable transaction. */
+  publish(drafts: readonly RevisionDraft[], nowMs: number): Promise<RevisionMeta[]>
+  /**
+   * Removes revisions emitted more than `retentionDays` before `nowMs` (DECISIONS.md:
+   * retention configurable, default 90 days), in small transactions with a yield in
+   * between so a large purge never stalls the solver's event loop. A pair whose
+   * latest revision goes is no longer published (404). Then deletes the segment files
+   * left without a kept revision.
+   */
+  prune(nowMs: number): Promise<number>
+  /** Releases the segment files' descriptors; the plugin calls it when it closes. */
+  close(): void
+}
+
+export function openRevisions (store: Store, opts: { retentionDays: number }): Revisions {
   const latestDb = store.db<Stored>('rev-latest')     // the revision a GET serves
   const olderDb = store.db<Stored>('rev-older')       // superseded revisions, kept for audit
   const expiry = store.db<number>('rev-expiry')
@@ -133,8 +168,7 @@ export function openRevisions (store: Store, opts: { retentionDays: number }) {
     }))
   }
 
-  const api = {
-    /** Sync: the latest revision of a pair, from the small index (no document read). */
+  const api: Revisions = {
     latest (siteId: string, targetDate: string, knownGeneration?: number): RevisionMeta | undefined {
       // The door passes the generation it read for the request; otherwise it is read here.
       // Either read guards the store: an outage is NO_STORE, never a stale answer.
@@ -153,7 +187,6 @@ export function openRevisions (store: Store, opts: { retentionDays: number }) {
       return meta ?? undefined
     },
 
-    /** Sync: the stored bytes of one kept revision. */
     bytesOf (meta: RevisionMeta): Buffer | undefined {
       store.guard()   // a cached document is outside LMDB: an outage is NO_STORE all the same
       const hit = segments.cached(meta)
@@ -164,7 +197,6 @@ export function openRevisions (store: Store, opts: { retentionDays: number }) {
       return kept ? segments.read(meta) : undefined
     },
 
-    /** Sync: every kept revision of a pair, oldest first. */
     list (siteId: string, targetDate: string): RevisionMeta[] {
       const older = [...olderDb.getRange({ start: [targetDate, siteId, 0], end: [targetDate, siteId, MAX_MS] })]
         .map(e => withPair(siteId, targetDate, e.value))
@@ -172,21 +204,10 @@ export function openRevisions (store: Store, opts: { retentionDays: number }) {
       return latest ? [...older, latest] : older
     },
 
-    /**
-     * Renders drafts (on this thread: callers keep batches small) and appends their bytes
-     * to a segment file; `commit` makes them revisions. Reads only the pairs' latest.
-     */
     stage (drafts: readonly RevisionDraft[], nowMs: number): StagedRevision[] {
       return prepare(drafts.map(draft => ({ draft, previousMs: latestDb.get([draft.targetDate, draft.siteId])?.emittedAtMs })), nowMs)
     },
 
-    /**
-     * Publishes staged revisions in one durable transaction, once their bytes are on disk.
-     * Few large commits, not one per chunk: each transaction re-reads the pages at the
-     * tree's edge, which then stay resident. The transaction re-checks each pair and
-     * re-renders in the rare case another writer (the CLI, another process) got a later
-     * revision in between.
-     */
     async commit (staged: readonly StagedRevision[], nowMs: number): Promise<RevisionMeta[]> {
       store.guard()   // before the segment files are synced for nothing
       try { await segments.sync() } catch (err) { throw storeUnavailable(err) }
@@ -215,18 +236,10 @@ export function openRevisions (store: Store, opts: { retentionDays: number }) {
       })
     },
 
-    /** Publishes drafts as new revisions, all in one durable transaction. */
     async publish (drafts: readonly RevisionDraft[], nowMs: number): Promise<RevisionMeta[]> {
       return api.commit(api.stage(drafts, nowMs), nowMs)
     },
 
-    /**
-     * Removes revisions emitted more than `retentionDays` before `nowMs` (DECISIONS.md:
-     * retention configurable, default 90 days), in small transactions with a yield in
-     * between so a large purge never stalls the solver's event loop. A pair whose
-     * latest revision goes is no longer published (404). Then deletes the segment files
-     * left without a kept revision.
-     */
     async prune (nowMs: number): Promise<number> {
       const cutoff = nowMs - retentionMs
       let removed = 0
@@ -255,11 +268,9 @@ export function openRevisions (store: Store, opts: { retentionDays: number }) {
       }
       return removed
     },
-    /** Releases the segment files' descriptors; the plugin calls it when it closes. */
     close (): void {
       segments.close()
     },
   }
   return api
 }
-export type Revisions = ReturnType<typeof openRevisions>

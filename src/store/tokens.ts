@@ -37,12 +37,27 @@ export function expiresAtMsOf (t: Pick<TokenRecord, 'expiresAt'>): number {
   return t.expiresAt ? Date.parse(t.expiresAt) : Infinity
 }
 
-export function openTokens (store: Store) {
+/** The token records: what the door and the CLI may ask of them. */
+export interface Tokens {
+  /** Sync read: the door calls it on every request. */
+  byHash(hash: string): TokenRecord | undefined
+  get(id: string): TokenRecord | undefined
+  /** Every token, or a company's. */
+  list(companyId?: string): TokenRecord[]
+  add(t: TokenRecord): Promise<void>
+  /** Marks it revoked (the first revocation time stays); EPX_NOT_FOUND when there is no such token. */
+  revoke(id: string, at: string): Promise<TokenRecord>
+  /** The store generation (see `generation.ts`). */
+  generation(): number
+  /** Records the last use, best effort and not awaited (see below). */
+  touch(t: TokenRecord, nowMs: number): void
+}
+
+export function openTokens (store: Store): Tokens {
   const byId = store.db<TokenRecord>('tokens')
   const idByHash = store.db<string>('token-hashes')
   const generation = openGeneration(store)
   return {
-    /** Sync read: the door calls it on every request. */
     byHash (hash: string): TokenRecord | undefined {
       const id = idByHash.get(hash)
       return id === undefined ? undefined : byId.get(id)
@@ -74,7 +89,6 @@ export function openTokens (store: Store) {
       if (!t) throw new EpxError('EPX_NOT_FOUND', [`no token ${id}`])
       return t
     },
-    /** The store generation (see `generation.ts`). */
     generation: generation.read,
     /**
      * Best effort, not awaited by the door: a lost last-used time is not worth a 503.
@@ -92,4 +106,3 @@ export function openTokens (store: Store) {
     },
   }
 }
-export type Tokens = ReturnType<typeof openTokens>
