@@ -30,6 +30,22 @@ export class BoundedCache<K, V> {
     this.#entries.set(key, value)
   }
 
+  /**
+   * The value of `key`, computed by `compute(key, arg)` and remembered when there is
+   * none. `arg` is for what `compute` needs besides the key: pass a function declared
+   * once, not a closure made per call (a hit then allocates nothing).
+   */
+  getOrCompute (key: K, compute: (key: K) => V): V
+  getOrCompute<A> (key: K, compute: (key: K, arg: A) => V, arg: A): V
+  getOrCompute (key: K, compute: (key: K, arg?: unknown) => V, arg?: unknown): V {
+    let value = this.#entries.get(key)
+    if (value === undefined) {
+      value = compute(key, arg)
+      this.set(key, value)
+    }
+    return value
+  }
+
   /** Forgets everything (what it held is no longer true). */
   clear (): void {
     this.#entries.clear()

@@ -30,3 +30,16 @@ t.test('clear() forgets everything (what it held is no longer true)', async t =>
 t.test('a cache that could hold nothing is a mistake, said at once', async t => {
   for (const bad of [0, -1, 1.5, NaN]) t.throws(() => new BoundedCache(bad), RangeError, String(bad))
 })
+
+t.test('getOrCompute computes a missing value once, with what it needs besides the key, and remembers it (null included)', async t => {
+  const cache = new BoundedCache<string, string | null>(2)
+  const calls: string[] = []
+  const parse = (key: string, suffix: string) => { calls.push(key); return key === 'bad' ? null : key + suffix }
+  t.equal(cache.getOrCompute('a', parse, '!'), 'a!')
+  t.equal(cache.getOrCompute('a', parse, '?'), 'a!', 'a hit does not compute again')
+  t.equal(cache.getOrCompute('bad', parse, '!'), null)
+  t.equal(cache.getOrCompute('bad', parse, '!'), null, 'a remembered null is a hit')
+  t.same(calls, ['a', 'bad'])
+  t.equal(cache.getOrCompute('c', k => k.toUpperCase()), 'C', 'without an argument; a new key past the ceiling empties it first')
+  t.same([cache.get('a'), cache.size], [undefined, 1])
+})

@@ -67,10 +67,9 @@ const canonicalCache = new BoundedCache<string, string | null>(1000)
 
 /** Stored subjects are few and stable; parse each spelling once. */
 function canonicalOrNull (subject: string): string | null {
-  let c = canonicalCache.get(subject)
-  if (c === undefined) {
-    try { c = canonicalSubject(subject) } catch { c = null }
-    canonicalCache.set(subject, c)
-  }
-  return c
+  return canonicalCache.getOrCompute(subject, parseSubject)
+}
+
+function parseSubject (subject: string): string | null {
+  try { return canonicalSubject(subject) } catch { return null }
 }

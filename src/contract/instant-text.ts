@@ -40,10 +40,5 @@ export function instantText (ms: number): string {
 }
 
 function otherText (ms: number): string {
-  let text = others.get(ms)
-  if (text === undefined) {
-    text = formatUtcInstant(ms)
-    others.set(ms, text)
-  }
-  return text
+  return others.getOrCompute(ms, formatUtcInstant)
 }

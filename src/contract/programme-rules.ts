@@ -185,23 +185,22 @@ const days = new BoundedCache<string, Day | null>(1000)
 /** The coverage of a target date (luxon, so cached: a programme names one day). */
 function dayOf (targetDate: unknown): Day | undefined {
   if (typeof targetDate !== 'string') return undefined
-  let day = days.get(targetDate)
-  if (day === undefined) {
-    try {
-      const { startMs, endMs } = parisDayMs(targetDate)
-      const c = coverageOf(targetDate)
-      day = {
-        startMs,
-        endMs,
-        text: `${targetDate} (Europe/Paris) covers [${c.startUtc}, ${c.endUtc}), ${c.slots} quarter-hours`,
-        offGrid: startMs % QUARTER_HOUR_MS === 0 && endMs % QUARTER_HOUR_MS === 0 ? undefined : offGridMessage(targetDate, c),
-      }
-    } catch {
-      day = null   // not a calendar date: the schema reports it
+  return days.getOrCompute(targetDate, readDay) ?? undefined
+}
+
+function readDay (targetDate: string): Day | null {
+  try {
+    const { startMs, endMs } = parisDayMs(targetDate)
+    const c = coverageOf(targetDate)
+    return {
+      startMs,
+      endMs,
+      text: `${targetDate} (Europe/Paris) covers [${c.startUtc}, ${c.endUtc}), ${c.slots} quarter-hours`,
+      offGrid: startMs % QUARTER_HOUR_MS === 0 && endMs % QUARTER_HOUR_MS === 0 ? undefined : offGridMessage(targetDate, c),
     }
-    days.set(targetDate, day)
+  } catch {
+    return null   // not a calendar date: the schema reports it
   }
-  return day ?? undefined
 }
 
 /**

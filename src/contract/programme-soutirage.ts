@@ -62,14 +62,7 @@ export const programmeFormats: Readonly<Record<string, Format>> = {
   },
   'calendar-date': {
     // luxon costs microseconds and a programme names one day: remember the answers.
-    validate: text => {
-      let ok = calendarDates.get(text)
-      if (ok === undefined) {
-        ok = isCalendarDate(text)
-        calendarDates.set(text, ok)
-      }
-      return ok
-    },
+    validate: text => calendarDates.getOrCompute(text, isCalendarDate),
     explain: text => `must be a real calendar date YYYY-MM-DD (the Europe/Paris target day), e.g. 2026-11-22; got ${quote(text)}`,
   },
 }

@@ -69,12 +69,7 @@ export function outboundRoute (deps: OutboundDeps): Route {
 function readQuery (target: string, ctx: RequestContext): Pair {
   // A BSP polls the same few targets: a valid one is parsed once (the answer depends on
   // the target string alone).
-  let pair = validQueries.get(target)
-  if (pair === undefined) {
-    pair = parseQuery(target, ctx)
-    validQueries.set(target, pair)
-  }
-  return pair
+  return validQueries.getOrCompute(target, parseQuery, ctx)
 }
 
 interface Pair { readonly siteId: string; readonly targetDate: string }

@@ -128,6 +128,12 @@ export function openRevisions (store: Store, opts: { retentionDays: number }): R
   const cached = new BoundedCache<string, RevisionMeta | null>(MAX_CACHED_PAIRS)
   let cachedGeneration = -1
   const stored = ({ siteId: _s, targetDate: _d, ...v }: RevisionMeta): Stored => v
+  /** A cache miss of `latest`: the key is the target date followed by the site id. */
+  const readLatest = (key: string, siteId: string): RevisionMeta | null => {
+    const targetDate = key.slice(0, key.length - siteId.length)
+    const v = latestDb.get([targetDate, siteId] satisfies PairKey)
+    return v ? withPair(siteId, targetDate, v) : null
+  }
 
   // A run publishes its sites at the same instant: format it once, not once per site.
   let stamp = { ms: NaN, iso: '', http: '' }
@@ -177,14 +183,8 @@ export function openRevisions (store: Store, opts: { retentionDays: number }): R
         cached.clear()
         cachedGeneration = g
       }
-      const key = targetDate + siteId   // fixed-width date: no separator needed
-      let meta = cached.get(key)
-      if (meta === undefined) {
-        const v = latestDb.get([targetDate, siteId] satisfies PairKey)
-        meta = v ? withPair(siteId, targetDate, v) : null
-        cached.set(key, meta)
-      }
-      return meta ?? undefined
+      // Fixed-width date: no separator needed.
+      return cached.getOrCompute(targetDate + siteId, readLatest, siteId) ?? undefined
     },
 
     bytesOf (meta: RevisionMeta): Buffer | undefined {
