@@ -11,7 +11,7 @@ import { compareInstants } from './instants.ts'
 export type InstructionStatus = 'received' | 'queued' | 'applied' | 'superseded'
 
 /** What a programme said for one site, and who said it; immutable once stored. */
-export interface Instruction {
+export interface Instruction extends Provenance {
   readonly instructionId: string
   readonly siteId: string
   readonly siteName: string
@@ -19,11 +19,6 @@ export interface Instruction {
   /** Canonical wire form, at the precision sent (`formatUtcInstant`). */
   readonly emittedAt: string
   readonly emittedBy: string
-  readonly receivedAt: string
-  readonly companyId: string
-  readonly tokenId: string
-  /** SHA-256 fingerprint of the client certificate that sent it. */
-  readonly certFingerprint256: string
   readonly slotDurationSecs: number
   /**
    * The periods as programmed: `[debut_utc, energie_kwh]`, in order, each lasting
@@ -62,6 +57,7 @@ export interface Provenance {
   readonly receivedAt: string
   readonly companyId: string
   readonly tokenId: string
+  /** SHA-256 fingerprint of the client certificate that sent it. */
   readonly certFingerprint256: string
 }
 
