@@ -117,9 +117,7 @@ export function openStore (path: string, opts: OpenStoreOptions = {}): Store {
   /** Where the store stands, for its checks (guarded-db.ts). */
   const state: StoreState = { closed: false, writing: false, faults }
   const checks = storeChecks(state, storeUnavailable)
-  const guard = () => {
-    if (state.closed || faults.unavailable) throw storeUnavailable()
-  }
+  const guard = checks.readable
 
   /**
    * A write that did not commit may have saved a new msgpack record shape in its
