@@ -1,7 +1,8 @@
 /**
  * The one error catalogue: each error is a code, a message template, and how each door
- * it can leave through renders it: an HTTP `status` for the wire (`http/render-error.ts`),
- * an `exit` code for the CLI (`cli/main.ts`).
+ * it can leave through renders it: an HTTP `status` and the response `headers` the code
+ * always carries for the wire (`http/render-error.ts`), an `exit` code for the CLI
+ * (`cli/main.ts`).
  * @module
  */
 import { format } from 'node:util'
@@ -15,22 +16,41 @@ export interface ErrorSpec {
   /** problem+json `type` slug and `title`, for the outbound door. */
   readonly slug?: string
   readonly title?: string
+  /**
+   * Response headers the code always carries, whoever throws it (lower-case names):
+   * fixed, or made from the error's arguments (those of `message`). A header the thrower
+   * passes wins.
+   */
+  readonly headers?: Readonly<Record<string, string>> | ((...args: any[]) => Readonly<Record<string, string>>)
 }
+
+/**
+ * RFC 6750 §3 and §3.1: the Bearer challenge of every 401 and of a 403 for a missing
+ * scope. `error` (and the scope needed) only once a token was sent, so a client tells
+ * "send a token" from "this token is dead".
+ */
+function bearerChallenge (error?: 'invalid_token' | 'insufficient_scope', scope?: string): { 'www-authenticate': string } {
+  const params = error === undefined ? '' : `, error="${error}"${scope === undefined ? '' : `, scope="${scope}"`}`
+  return { 'www-authenticate': `Bearer realm="epx"${params}` }
+}
+
+/** UNAUTHORIZED's headers for a request that sent no credentials at all (RFC 6750 §3.1: no `error`). */
+export const NO_CREDENTIALS_HEADERS: Readonly<Record<string, string>> = bearerChallenge()
 
 export const catalogue = {
   // Wire codes: exactly the contract's and DECISIONS.md's.
   INVALID_PROGRAMME_SOUTIRAGE_REQUEST: { status: 400, message: 'request validation failed: %s', slug: 'invalid-request', title: 'Bad Request' },
   INVALID_QUERY: { status: 400, message: 'invalid query parameters: %s', slug: 'invalid-request', title: 'Bad Request' },
-  UNAUTHORIZED: { status: 401, message: '%s', slug: 'unauthorized', title: 'Unauthorized' },
+  UNAUTHORIZED: { status: 401, message: '%s', slug: 'unauthorized', title: 'Unauthorized', headers: bearerChallenge('invalid_token') },
   MTLS_REQUIRED: { status: 403, message: '%s', slug: 'mtls-required', title: 'Forbidden' },
   COMPANY_SUSPENDED: { status: 403, message: 'company %s is suspended', slug: 'company-suspended', title: 'Forbidden' },
-  SCOPE_DENIED: { status: 403, message: "token lacks scope '%s'", slug: 'scope-denied', title: 'Forbidden' },
+  SCOPE_DENIED: { status: 403, message: "token lacks scope '%s'", slug: 'scope-denied', title: 'Forbidden', headers: (scope: string) => bearerChallenge('insufficient_scope', scope) },
   NOT_FOUND: { status: 404, message: 'no resource at %s', slug: 'not-found', title: 'Not Found' },
-  NOT_PUBLISHED: { status: 404, message: 'no Besoins_Agreges is published for site %s on %s; retry in 5 minutes at the earliest', slug: 'not-found', title: 'Not Found' },
-  METHOD_NOT_ALLOWED: { status: 405, message: '%s is not allowed here; allowed: %s', slug: 'method-not-allowed', title: 'Method Not Allowed' },
+  NOT_PUBLISHED: { status: 404, message: 'no Besoins_Agreges is published for site %s on %s; retry in 5 minutes at the earliest', slug: 'not-found', title: 'Not Found', headers: { 'retry-after': '300' } },
+  METHOD_NOT_ALLOWED: { status: 405, message: '%s is not allowed here; allowed: %s', slug: 'method-not-allowed', title: 'Method Not Allowed', headers: (_method: string, allow: string) => ({ allow }) },
   PAYLOAD_TOO_LARGE: { status: 413, message: 'body exceeds the limit of %d bytes', slug: 'payload-too-large', title: 'Payload Too Large' },
   UNSUPPORTED_MEDIA_TYPE: { status: 415, message: "Content-Type must be application/json, got '%s'", slug: 'unsupported-media-type', title: 'Unsupported Media Type' },
-  NO_STORE: { status: 503, exit: 1, message: 'storage unavailable; retry in a few seconds', slug: 'no-store', title: 'Service Unavailable' },
+  NO_STORE: { status: 503, exit: 1, message: 'storage unavailable; retry in a few seconds', slug: 'no-store', title: 'Service Unavailable', headers: { 'retry-after': '5' } },
   INTERNAL: { status: 500, message: 'internal error; the request was not applied', slug: 'internal', title: 'Internal Server Error' },
 
   // Operator-facing codes (host, CLI, configuration): never on the wire.
@@ -56,7 +76,7 @@ export class EpxError extends Error {
   readonly status: number
   /** JSON Pointer → message (inbound 400) or name → reason (outbound 400). */
   readonly details?: Readonly<Record<string, string>>
-  /** Extra response headers the door must send (Retry-After, Allow, WWW-Authenticate). */
+  /** Response headers the door must send: the code's own (the catalogue's), then the thrower's. */
   readonly headers?: Readonly<Record<string, string>>
 
   constructor (code: ErrorCode, args: readonly unknown[] = [], opts: {
@@ -67,9 +87,11 @@ export class EpxError extends Error {
     super(format(catalogue[code].message, ...args), { cause: opts.cause })
     this.name = 'EpxError'
     this.code = code
-    this.status = (catalogue[code] as ErrorSpec).status ?? 500
+    const spec: ErrorSpec = catalogue[code]
+    this.status = spec.status ?? 500
     this.details = opts.details
-    this.headers = opts.headers
+    const own = typeof spec.headers === 'function' ? spec.headers(...args) : spec.headers
+    this.headers = own && opts.headers ? { ...own, ...opts.headers } : own ?? opts.headers
   }
 }
 

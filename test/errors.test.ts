@@ -1,7 +1,7 @@
 import t from 'tap'
 import { readFileSync } from 'node:fs'
 import { resolve } from 'node:path'
-import { catalogue, EpxError, isEpxError, type ErrorSpec } from '../src/errors.ts'
+import { catalogue, EpxError, isEpxError, NO_CREDENTIALS_HEADERS, type ErrorSpec } from '../src/errors.ts'
 
 // fastify's test/internals/errors.test.js idea: the catalogue and its documentation
 // cannot drift apart unnoticed.
@@ -47,4 +47,17 @@ t.test('an EpxError renders its template and is recognised by its code, not its 
   t.ok(isEpxError({ code: 'NO_STORE', message: 'from another copy of epx' }), 'a plain object with a known code')
   t.notOk(isEpxError({ code: 'ECONNRESET' }), 'a node error code is not ours')
   t.notOk(isEpxError(null))
+})
+
+t.test('the headers a code always carries come with it from the catalogue, whoever throws it; the thrower\'s win', async t => {
+  t.same(new EpxError('NO_STORE').headers, { 'retry-after': '5' })
+  t.same(new EpxError('NOT_PUBLISHED', ['PRM00000000000001', '2026-11-22']).headers, { 'retry-after': '300' })
+  t.same(new EpxError('UNAUTHORIZED', ['x']).headers, { 'www-authenticate': 'Bearer realm="epx", error="invalid_token"' }, 'a token was sent: invalid_token')
+  t.same(NO_CREDENTIALS_HEADERS, { 'www-authenticate': 'Bearer realm="epx"' }, 'nothing was sent: no error parameter (RFC 6750 §3.1)')
+  t.same(new EpxError('UNAUTHORIZED', ['x'], { headers: NO_CREDENTIALS_HEADERS }).headers, NO_CREDENTIALS_HEADERS)
+  t.same(new EpxError('SCOPE_DENIED', ['inbound:programme-soutirage']).headers,
+    { 'www-authenticate': 'Bearer realm="epx", error="insufficient_scope", scope="inbound:programme-soutirage"' }, 'the scope needed, from the arguments')
+  t.same(new EpxError('METHOD_NOT_ALLOWED', ['PUT', 'GET, HEAD']).headers, { allow: 'GET, HEAD' })
+  t.same(new EpxError('NO_STORE', [], { headers: { 'retry-after': '7' } }).headers, { 'retry-after': '7' })
+  t.equal(new EpxError('NOT_FOUND', ['/x']).headers, undefined, 'a code without headers carries none')
 })

@@ -14,13 +14,19 @@ export function powerKw (energyKwh: number, slotDurationSecs: number): number {
   return energyKwh * 3600 / slotDurationSecs
 }
 
-/** One slot as a solver period. */
-export function toPeriod (startMs: number, energyKwh: number, slotDurationSecs: number): Period {
-  const startUtc = instantText(startMs)
-  const endUtc = instantText(startMs + slotDurationSecs * 1000)
+/**
+ * The rule (DECISIONS.md "Inbound"): a slot with energy > 0 is a floor (`minKw`, the
+ * power that delivers it), a slot with energy 0 a curtailment (`maxKw = 0`, no floor).
+ */
+export function floorOrCurtailment (startUtc: string, endUtc: string, energyKwh: number, slotDurationSecs: number): Period {
   return energyKwh > 0
     ? { startUtc, endUtc, minKw: powerKw(energyKwh, slotDurationSecs) }
     : { startUtc, endUtc, maxKw: 0 }
+}
+
+/** One slot as a solver period. */
+export function toPeriod (startMs: number, energyKwh: number, slotDurationSecs: number): Period {
+  return floorOrCurtailment(instantText(startMs), instantText(startMs + slotDurationSecs * 1000), energyKwh, slotDurationSecs)
 }
 
 /**
@@ -34,13 +40,10 @@ export function periodsOf (starts: Float64Array, kwh: Float64Array, from: number
   let prevEnd = ''
   for (let k = from; k < to; k++) {
     const startMs = starts[k]!
-    const energyKwh = kwh[k]!
     const startUtc = startMs === prevEndMs ? prevEnd : instantText(startMs)
     prevEndMs = startMs + durationMs
     const endUtc = prevEnd = instantText(prevEndMs)
-    out[k - from] = energyKwh > 0
-      ? { startUtc, endUtc, minKw: powerKw(energyKwh, slotDurationSecs) }
-      : { startUtc, endUtc, maxKw: 0 }
+    out[k - from] = floorOrCurtailment(startUtc, endUtc, kwh[k]!, slotDurationSecs)
   }
   return out
 }

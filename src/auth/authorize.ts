@@ -3,10 +3,10 @@
  * DECISIONS.md "Authentication and tenancy", in one function (`createAuthorizer`).
  * @module
  */
-import { EpxError } from '../errors.ts'
+import { EpxError, NO_CREDENTIALS_HEADERS } from '../errors.ts'
 import type { Caller } from './caller.ts'
 import type { Companies, CompanyRecord } from '../store/companies.ts'
-import type { TokenRecord, Tokens } from '../store/tokens.ts'
+import { expiresAtMsOf, tokenState, type TokenRecord, type Tokens } from '../store/tokens.ts'
 import { readStore } from '../store/open-store.ts'
 import type { CertVerdict } from './client-cert.ts'
 import { certificateMismatch } from './tenancy.ts'
@@ -28,16 +28,6 @@ export interface AuthorizerDeps {
   readonly tokens: Pick<Tokens, 'byHash' | 'touch'>
   readonly companies: Pick<Companies, 'get'>
 }
-
-/**
- * RFC 6750 §3 and §3.1, written here and nowhere else: every 401 names the scheme and
- * realm, plus `error="invalid_token"` once a token was sent (so a client tells "send a
- * token" from "this token is dead"); a 403 for a missing scope names the scope needed.
- */
-const CHALLENGE_NO_TOKEN = { 'www-authenticate': 'Bearer realm="epx"' }
-const CHALLENGE_INVALID_TOKEN = { 'www-authenticate': 'Bearer realm="epx", error="invalid_token"' }
-const challengeInsufficientScope = (scope: Scope) =>
-  ({ 'www-authenticate': `Bearer realm="epx", error="insufficient_scope", scope="${scope}"` })
 
 /**
  * The chain, with a cache per connection (bench/README.md): a keep-alive connection
@@ -84,7 +74,7 @@ function lookUp (authorization: string | undefined, deps: AuthorizerDeps, genera
   if (!token) throw unauthorized('the Bearer token is unknown; send it exactly as it was issued, or ask the service operator for a new one')
   return {
     authorization, generation, token,
-    expiresAtMs: token.expiresAt ? Date.parse(token.expiresAt) : Infinity,
+    expiresAtMs: expiresAtMsOf(token),
     lastUsedMs: token.lastUsedAt ? Date.parse(token.lastUsedAt) : -Infinity,
   }
 }
@@ -92,10 +82,9 @@ function lookUp (authorization: string | undefined, deps: AuthorizerDeps, genera
 /** Checks 2 (live token) to 5 on resolved records, in order. */
 function checkFound (found: Found, cert: CertVerdict & { ok: true }, scope: Scope, nowMs: number, deps: AuthorizerDeps): Caller {
   const { token } = found
-  if (token.revokedAt) throw unauthorized(`token ${token.id} was revoked at ${token.revokedAt}; ask the service operator for a new token`)
-  if (found.expiresAtMs <= nowMs) {
-    throw unauthorized(`token ${token.id} expired at ${token.expiresAt}; ask the service operator for a new token`)
-  }
+  const state = tokenState(token, nowMs, found.expiresAtMs)
+  if (state === 'revoked') throw unauthorized(`token ${token.id} was revoked at ${token.revokedAt}; ask the service operator for a new token`)
+  if (state === 'expired') throw unauthorized(`token ${token.id} expired at ${token.expiresAt}; ask the service operator for a new token`)
   // Read in the same turn as the token (or the generation): one consistent snapshot.
   const company = found.company ??= readStore(() => deps.companies.get(token.companyId)) ?? null
   // A token whose company is gone is as dead as a revoked one.
@@ -109,7 +98,7 @@ function checkFound (found: Found, cert: CertVerdict & { ok: true }, scope: Scop
   if (company.status !== 'active') throw new EpxError('COMPANY_SUSPENDED', [company.id])
 
   // 5. The token carries the endpoint's scope.
-  if (!token.scopes.includes(scope)) throw new EpxError('SCOPE_DENIED', [scope], { headers: challengeInsufficientScope(scope) })
+  if (!token.scopes.includes(scope)) throw new EpxError('SCOPE_DENIED', [scope])
 
   // Throttled, not awaited, never fails the request.
   if (!(nowMs - found.lastUsedMs < 60_000)) {
@@ -127,7 +116,7 @@ function checkFound (found: Found, cert: CertVerdict & { ok: true }, scope: Scop
 /** The secret of `Authorization: Bearer <secret>`; a 401 saying what is wrong otherwise. */
 function bearerSecret (header: string | undefined): string {
   if (header === undefined || header.trim() === '') {
-    throw new EpxError('UNAUTHORIZED', ['an Authorization header is required: Authorization: Bearer <token>'], { headers: CHALLENGE_NO_TOKEN })
+    throw new EpxError('UNAUTHORIZED', ['an Authorization header is required: Authorization: Bearer <token>'], { headers: NO_CREDENTIALS_HEADERS })
   }
   const m = /^Bearer +(\S+) *$/i.exec(header)
   if (!m) throw unauthorized('the Authorization header must read "Bearer <token>" (one space, no other scheme)')
@@ -138,8 +127,8 @@ function bearerSecret (header: string | undefined): string {
   return secret
 }
 
-/** A 401 for a request that sent something as its credentials (malformed included). */
+/** A 401 for a request that sent something as its credentials (malformed included): the catalogue's challenge. */
 function unauthorized (message: string): EpxError {
-  return new EpxError('UNAUTHORIZED', [message], { headers: CHALLENGE_INVALID_TOKEN })
+  return new EpxError('UNAUTHORIZED', [message])
 }
 

@@ -5,6 +5,7 @@
  */
 import { pinsOf, type CompanyRecord } from '../store/companies.ts'
 import { canonicalSubject } from './subject.ts'
+import { BoundedCache } from '../bounded-cache.ts'
 
 /** The identity a TLS connection proved (see `auth/client-cert.ts`). */
 export interface CertIdentity {
@@ -62,15 +63,13 @@ export function inPerimeter (caller: { readonly perimeter: 'all' | readonly stri
 
 const perimeterSets = new WeakMap<readonly string[], Set<string>>()
 
-const canonicalCache = new Map<string, string | null>()
+const canonicalCache = new BoundedCache<string, string | null>(1000)
 
 /** Stored subjects are few and stable; parse each spelling once. */
 function canonicalOrNull (subject: string): string | null {
-  let c = canonicalCache.get(subject)
-  if (c === undefined) {
-    try { c = canonicalSubject(subject) } catch { c = null }
-    if (canonicalCache.size > 1000) canonicalCache.clear()
-    canonicalCache.set(subject, c)
-  }
-  return c
+  return canonicalCache.getOrCompute(subject, parseSubject)
+}
+
+function parseSubject (subject: string): string | null {
+  try { return canonicalSubject(subject) } catch { return null }
 }

@@ -18,7 +18,12 @@ export function isPrm (text: unknown): text is string {
  * instant give the same id because B works on the parsed instant; two instants never do.
  */
 export function deriveInstructionId (targetDate: string, emittedAt: Instant): string {
-  return `ProgrammeSoutirage-${targetDate}-rev-${basicUtc(emittedAt.ms, emittedAt.nanos)}`
+  return instructionIdPrefix(targetDate) + basicUtc(emittedAt.ms, emittedAt.nanos)
+}
+
+/** What every instruction id of a target date starts with: a day's ids are one key range. */
+export function instructionIdPrefix (targetDate: string): string {
+  return `ProgrammeSoutirage-${targetDate}-rev-`
 }
 
 const INSTRUCTION_ID = /^ProgrammeSoutirage-(\d{4}-\d{2}-\d{2})-rev-\d{8}T\d{6}(?:\.\d{3}|\.\d{6}|\.\d{9})?Z$/

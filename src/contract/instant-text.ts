@@ -4,6 +4,7 @@
  * @module
  */
 import { formatUtcInstant } from './instants.ts'
+import { BoundedCache } from '../bounded-cache.ts'
 
 const QUARTER_MS = 900_000
 const QUARTERS_PER_DAY = 96
@@ -13,12 +14,12 @@ const QUARTERS_PER_DAY = 96
  * 96 strings per UTC day, indexed by quarter; a Paris day spans two UTC days, hence
  * the one-entry fast path plus a small map. Array reads, no hashing of a double key.
  */
-const quarterDays = new Map<number, Array<string | undefined>>()
+const quarterDays = new BoundedCache<number, Array<string | undefined>>(64)
 let lastDay = NaN
 let lastQuarters: Array<string | undefined> = []
 
 /** Other instants (seconds, milliseconds): rare in practice. */
-const others = new Map<number, string>()
+const others = new BoundedCache<number, string>(4096)
 
 /** The canonical wire form of an instant (`2026-11-21T23:15:00Z`), from a small cache. */
 export function instantText (ms: number): string {
@@ -28,7 +29,6 @@ export function instantText (ms: number): string {
   if (day !== lastDay) {
     let quarters = quarterDays.get(day)
     if (quarters === undefined) {
-      if (quarterDays.size >= 64) quarterDays.clear()
       quarters = new Array<string | undefined>(QUARTERS_PER_DAY).fill(undefined)
       quarterDays.set(day, quarters)
     }
@@ -40,11 +40,5 @@ export function instantText (ms: number): string {
 }
 
 function otherText (ms: number): string {
-  let text = others.get(ms)
-  if (text === undefined) {
-    if (others.size >= 4096) others.clear()
-    text = formatUtcInstant(ms)
-    others.set(ms, text)
-  }
-  return text
+  return others.getOrCompute(ms, formatUtcInstant)
 }

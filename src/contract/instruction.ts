@@ -5,12 +5,13 @@
  * @module
  */
 import { instantText } from './instant-text.ts'
+import { compareInstants } from './instants.ts'
 
 /** `received` → `queued` → `applied` (with the cycle), or `superseded` by a later emitted_at. */
 export type InstructionStatus = 'received' | 'queued' | 'applied' | 'superseded'
 
 /** What a programme said for one site, and who said it; immutable once stored. */
-export interface Instruction {
+export interface Instruction extends Provenance {
   readonly instructionId: string
   readonly siteId: string
   readonly siteName: string
@@ -18,11 +19,6 @@ export interface Instruction {
   /** Canonical wire form, at the precision sent (`formatUtcInstant`). */
   readonly emittedAt: string
   readonly emittedBy: string
-  readonly receivedAt: string
-  readonly companyId: string
-  readonly tokenId: string
-  /** SHA-256 fingerprint of the client certificate that sent it. */
-  readonly certFingerprint256: string
   readonly slotDurationSecs: number
   /**
    * The periods as programmed: `[debut_utc, energie_kwh]`, in order, each lasting
@@ -40,19 +36,36 @@ export interface InstructionState {
   readonly at: string
 }
 
+/** An emitted_at as stored: milliseconds, and nanoseconds within the millisecond (0 when absent). */
+export interface EmittedAt {
+  readonly emittedAtMs: number
+  readonly emittedAtNanos?: number
+}
+
+/**
+ * The supersession rule (DECISIONS.md "Inbound"): of two instructions for the same
+ * `(site_id, target_date)`, `a` takes the place of `b` when it was emitted later, at full
+ * precision. An equal emitted_at is not a later one: it is the same instruction (the
+ * same id), re-sent, and stays effective.
+ */
+export function supersedes (a: EmittedAt, b: EmittedAt): boolean {
+  return compareInstants({ ms: a.emittedAtMs, nanos: a.emittedAtNanos ?? 0 }, { ms: b.emittedAtMs, nanos: b.emittedAtNanos ?? 0 }) > 0
+}
+
 /** Who sent a programme, and when it arrived. */
 export interface Provenance {
   readonly receivedAt: string
   readonly companyId: string
   readonly tokenId: string
+  /** SHA-256 fingerprint of the client certificate that sent it. */
   readonly certFingerprint256: string
 }
 
 /**
  * A validated programme as compact arrays, so a big one crosses from the parsing
  * worker by transfer, not by copying an object graph onto the solver's thread.
- * Site i: record bytes `[recordEnds[i - 1] ?? 0, recordEnds[i])` of `records`, slots
- * `[slotEnds[i - 1] ?? 0, slotEnds[i])` of `starts` and `kwh`.
+ * Site i: its record is `siteRecord(batch, i)`, its slots `starts` and `kwh` over
+ * `slotRange(batch, i)`.
  */
 export interface InstructionBatch {
   readonly instructionId: string
@@ -71,9 +84,23 @@ export interface InstructionBatch {
   readonly slotEnds: Uint32Array
 }
 
-/** Slot range of site `i` in a batch. */
-export function slotRange (batch: InstructionBatch, i: number): [from: number, to: number] {
-  return [i === 0 ? 0 : batch.slotEnds[i - 1]!, batch.slotEnds[i]!]
+/**
+ * Where item `i` is among items stored back to back, given where each one ends:
+ * `[ends[i - 1] ?? 0, ends[i])` (a batch's slots by `slotEnds`, its records by `recordEnds`).
+ */
+export function rangeAt (ends: ArrayLike<number>, i: number): [from: number, to: number] {
+  return [i === 0 ? 0 : ends[i - 1]!, ends[i]!]
+}
+
+/** Slot range of site `i` in a batch: its slots are `starts` and `kwh` over it. */
+export function slotRange (batch: Pick<InstructionBatch, 'slotEnds'>, i: number): [from: number, to: number] {
+  return rangeAt(batch.slotEnds, i)
+}
+
+/** The stored record of site `i` of a batch (a view, not a copy). */
+export function siteRecord (batch: Pick<InstructionBatch, 'records' | 'recordEnds'>, i: number): Uint8Array {
+  const [from, to] = rangeAt(batch.recordEnds, i)
+  return batch.records.subarray(from, to)
 }
 
 /** Record format version (first byte), so the layout can change without a migration. */
@@ -94,7 +121,8 @@ export function encodeInstructionRecords (
   const recordEnds = new Uint32Array(sites.length)
   let size = 0
   for (let i = 0; i < sites.length; i++) {
-    size += 5 + Buffer.byteLength(texts[i]!) + 16 * (slotEnds[i]! - (i === 0 ? 0 : slotEnds[i - 1]!))
+    const [from, to] = rangeAt(slotEnds, i)
+    size += 5 + Buffer.byteLength(texts[i]!) + 16 * (to - from)
     recordEnds[i] = size
   }
   // Its own ArrayBuffer (never a slice of node's pool), so it can be transferred.
@@ -103,8 +131,7 @@ export function encodeInstructionRecords (
   const kwhBytes = Buffer.from(kwh.buffer, kwh.byteOffset, kwh.byteLength)
   let at = 0
   for (let i = 0; i < sites.length; i++) {
-    const from = i === 0 ? 0 : slotEnds[i - 1]!
-    const to = slotEnds[i]!
+    const [from, to] = rangeAt(slotEnds, i)
     records[at] = RECORD_V1
     const length = records.write(texts[i]!, at + 5)
     records.writeUInt32LE(length, at + 1)

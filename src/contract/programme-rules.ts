@@ -11,6 +11,7 @@ import { coverageOf, LONGEST_DAY_SECS, parisDayMs, QUARTER_HOUR_MS } from './par
 import { formatUtcInstant, readUtcInstant, utcInstantMs, type Instant } from './instants.ts'
 import { instantText } from './instant-text.ts'
 import { isPrm } from './ids.ts'
+import { BoundedCache } from '../bounded-cache.ts'
 
 /** DECISIONS.md "Inbound": at most 100 violations are reported. */
 const MAX_DETAILS = 100
@@ -179,29 +180,27 @@ interface Day {
   /** Why the day has no quarter-hour grid, when it has none. */
   readonly offGrid?: string
 }
-const days = new Map<string, Day | null>()
+const days = new BoundedCache<string, Day | null>(1000)
 
 /** The coverage of a target date (luxon, so cached: a programme names one day). */
 function dayOf (targetDate: unknown): Day | undefined {
   if (typeof targetDate !== 'string') return undefined
-  let day = days.get(targetDate)
-  if (day === undefined) {
-    try {
-      const { startMs, endMs } = parisDayMs(targetDate)
-      const c = coverageOf(targetDate)
-      day = {
-        startMs,
-        endMs,
-        text: `${targetDate} (Europe/Paris) covers [${c.startUtc}, ${c.endUtc}), ${c.slots} quarter-hours`,
-        offGrid: startMs % QUARTER_HOUR_MS === 0 && endMs % QUARTER_HOUR_MS === 0 ? undefined : offGridMessage(targetDate, c),
-      }
-    } catch {
-      day = null   // not a calendar date: the schema reports it
+  return days.getOrCompute(targetDate, readDay) ?? undefined
+}
+
+function readDay (targetDate: string): Day | null {
+  try {
+    const { startMs, endMs } = parisDayMs(targetDate)
+    const c = coverageOf(targetDate)
+    return {
+      startMs,
+      endMs,
+      text: `${targetDate} (Europe/Paris) covers [${c.startUtc}, ${c.endUtc}), ${c.slots} quarter-hours`,
+      offGrid: startMs % QUARTER_HOUR_MS === 0 && endMs % QUARTER_HOUR_MS === 0 ? undefined : offGridMessage(targetDate, c),
     }
-    if (days.size >= 1000) days.clear()
-    days.set(targetDate, day)
+  } catch {
+    return null   // not a calendar date: the schema reports it
   }
-  return day ?? undefined
 }
 
 /**

@@ -6,6 +6,7 @@
  * @module
  */
 import { PRM_PATTERN } from './ids.ts'
+import { BoundedCache } from '../bounded-cache.ts'
 import { readUtcInstant } from './instants.ts'
 import { isCalendarDate, LONGEST_DAY_SECS } from './paris-day.ts'
 
@@ -47,7 +48,7 @@ interface Format {
 /** How a wire instant must look (DECISIONS.md "Time"), for every message that asks for one. */
 const INSTANT_SHAPE = 'an ISO 8601 UTC instant ending in Z, e.g. 2026-11-21T23:15:00Z (no offset such as +01:00)'
 
-const calendarDates = new Map<string, boolean>()
+const calendarDates = new BoundedCache<string, boolean>(1000)
 
 /**
  * The formats the schema uses (registered on the ajv instance in `compiled.ts`). Slot
@@ -61,15 +62,7 @@ export const programmeFormats: Readonly<Record<string, Format>> = {
   },
   'calendar-date': {
     // luxon costs microseconds and a programme names one day: remember the answers.
-    validate: text => {
-      let ok = calendarDates.get(text)
-      if (ok === undefined) {
-        ok = isCalendarDate(text)
-        if (calendarDates.size >= 1000) calendarDates.clear()
-        calendarDates.set(text, ok)
-      }
-      return ok
-    },
+    validate: text => calendarDates.getOrCompute(text, isCalendarDate),
     explain: text => `must be a real calendar date YYYY-MM-DD (the Europe/Paris target day), e.g. 2026-11-22; got ${quote(text)}`,
   },
 }

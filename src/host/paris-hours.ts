@@ -5,17 +5,16 @@
  */
 import { DateTime } from 'luxon'
 import type { Coverage } from './contract.ts'
+import { BoundedCache } from '../bounded-cache.ts'
 
-const cache = new Map<string, readonly number[]>()
+const cache = new BoundedCache<string, readonly number[]>(400)
 
 export function parisHoursOf (coverage: Coverage): readonly number[] {
-  let hours = cache.get(coverage.targetDate)
-  if (!hours) {
-    const start = Date.parse(coverage.startUtc)
-    hours = Array.from({ length: coverage.slots }, (_, i) =>
-      DateTime.fromMillis(start + i * 900_000, { zone: 'Europe/Paris' }).hour)
-    if (cache.size > 400) cache.clear()
-    cache.set(coverage.targetDate, hours)
-  }
-  return hours
+  return cache.getOrCompute(coverage.targetDate, hoursOf, coverage)
+}
+
+function hoursOf (_targetDate: string, coverage: Coverage): readonly number[] {
+  const start = Date.parse(coverage.startUtc)
+  return Array.from({ length: coverage.slots }, (_, i) =>
+    DateTime.fromMillis(start + i * 900_000, { zone: 'Europe/Paris' }).hour)
 }

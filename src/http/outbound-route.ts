@@ -7,6 +7,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import { EpxError } from '../errors.ts'
+import { BoundedCache } from '../bounded-cache.ts'
 import { isPrm } from '../contract/ids.ts'
 import { isCalendarDate } from '../contract/paris-day.ts'
 import { inPerimeter } from '../auth/tenancy.ts'
@@ -68,18 +69,11 @@ export function outboundRoute (deps: OutboundDeps): Route {
 function readQuery (target: string, ctx: RequestContext): Pair {
   // A BSP polls the same few targets: a valid one is parsed once (the answer depends on
   // the target string alone).
-  let pair = validQueries.get(target)
-  if (pair === undefined) {
-    pair = parseQuery(target, ctx)
-    if (validQueries.size >= MAX_REMEMBERED_QUERIES) validQueries.clear()
-    validQueries.set(target, pair)
-  }
-  return pair
+  return validQueries.getOrCompute(target, parseQuery, ctx)
 }
 
 interface Pair { readonly siteId: string; readonly targetDate: string }
-const validQueries = new Map<string, Pair>()
-const MAX_REMEMBERED_QUERIES = 1024
+const validQueries = new BoundedCache<string, Pair>(1024)
 
 function parseQuery (target: string, ctx: RequestContext): Pair {
   const q = ctx.url.searchParams
@@ -103,5 +97,5 @@ function readParam (q: Pick<URLSearchParams, 'getAll'>, details: Record<string, 
 }
 
 function notPublished (siteId: string, targetDate: string): EpxError {
-  return new EpxError('NOT_PUBLISHED', [siteId, targetDate])   // the door adds Retry-After: 300
+  return new EpxError('NOT_PUBLISHED', [siteId, targetDate])   // with its Retry-After (errors.ts)
 }

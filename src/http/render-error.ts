@@ -68,22 +68,15 @@ export function toWireError (err: unknown): { error: EpxError; unexpected?: unkn
 }
 
 /**
- * Headers a code always carries, whoever threw it (DECISIONS.md: 503 `Retry-After: 5`,
- * "not published" `Retry-After: 300`). The error's own win. `WWW-Authenticate` is not
- * here: its value depends on what the request sent, so auth/authorize.ts writes it.
+ * Pure: status, headers and body of an error for a door (undefined door = unknown path).
+ * The error's headers are those its code carries in the catalogue (`errors.ts`:
+ * Retry-After, WWW-Authenticate, Allow) and the thrower's.
  */
-const DEFAULT_HEADERS: Partial<Record<ErrorCode, Record<string, string>>> = {
-  NOT_PUBLISHED: { 'retry-after': '300' },
-  NO_STORE: { 'retry-after': '5' },
-}
-
-/** Pure: status, headers and body of an error for a door (undefined door = unknown path). */
 export function renderError (err: unknown, door: Door | undefined, baseUrl: string): ErrorResponse {
   const { error, unexpected } = toWireError(err)
   const inbound = door === 'inbound'
   const body = JSON.stringify(inbound ? inboundBody(error) : problemBody(error, baseUrl))
   const headers: Record<string, string> = {}
-  for (const [k, v] of Object.entries(DEFAULT_HEADERS[error.code] ?? {})) headers[k] = v
   for (const [k, v] of Object.entries(error.headers ?? {})) headers[k.toLowerCase()] = v
   headers['content-type'] = inbound ? 'application/json' : 'application/problem+json'
   headers['x-content-type-options'] = NOSNIFF

@@ -83,7 +83,7 @@ export function createRouter (routes: readonly Route[], origin: string): Router 
       }
       const handler = (entry.route.methods as Record<string, RouteHandler | undefined>)[method]
       if (!handler || !Object.hasOwn(entry.route.methods, method)) {
-        throw new EpxError('METHOD_NOT_ALLOWED', [method.slice(0, 20), entry.allow], { headers: { allow: entry.allow } })
+        throw new EpxError('METHOD_NOT_ALLOWED', [method.slice(0, 20), entry.allow])
       }
       return new Match(entry.route, handler, at.url, target, parse)
     },

@@ -33,23 +33,32 @@ export function pinsOf (c: CompanyRecord): readonly string[] {
   return c.certFingerprint256 ? [c.certFingerprint256] : []
 }
 
-export function openCompanies (store: Store) {
+/** The company records: what the door and the CLI may ask of them. */
+export interface Companies {
+  get(id: string): CompanyRecord | undefined
+  list(): CompanyRecord[]
+  /** EPX_CONFLICT when the id is taken. */
+  add(c: CompanyRecord): Promise<void>
+  /** Rewrites a record with `change`; EPX_NOT_FOUND when there is no such company. */
+  update(id: string, change: (c: CompanyRecord) => CompanyRecord): Promise<CompanyRecord>
+  /** Replaces the pins; an update, so the generation moves and open connections see it. */
+  setPins(id: string, change: (pins: readonly string[]) => readonly string[]): Promise<CompanyRecord>
+}
+
+export function openCompanies (store: Store): Companies {
   const db = store.db<CompanyRecord>('companies')
   const generation = openGeneration(store)
-  const companies = {
+  const companies: Companies = {
     get (id: string): CompanyRecord | undefined {
-      store.guard()
       return db.get(id)
     },
     list (): CompanyRecord[] {
-      store.guard()
       // String keys only: the msgpack shapes live under a symbol key of the same db.
       return [...db.getRange()].filter(e => typeof e.key === 'string').map(e => e.value)
     },
     async add (c: CompanyRecord): Promise<void> {
       const added = await store.writeDurable(() => {
         if (db.get(c.id)) return false
-        store.checkWrite()
         db.putSync(c.id, c)
         generation.bump()
         return true
@@ -61,7 +70,6 @@ export function openCompanies (store: Store) {
         const c = db.get(id)
         if (!c) return undefined
         const n = change(c)
-        store.checkWrite()
         db.putSync(id, n)
         generation.bump()   // a suspension or a new binding reaches cached callers
         return n
@@ -69,7 +77,6 @@ export function openCompanies (store: Store) {
       if (!next) throw new EpxError('EPX_NOT_FOUND', [`no company ${id}`])
       return next
     },
-    /** Replaces the pins; an update, so the generation moves and open connections see it. */
     setPins (id: string, change: (pins: readonly string[]) => readonly string[]): Promise<CompanyRecord> {
       return companies.update(id, c => {
         const { certFingerprint256: _legacy, ...rest } = c
@@ -79,4 +86,3 @@ export function openCompanies (store: Store) {
   }
   return companies
 }
-export type Companies = ReturnType<typeof openCompanies>

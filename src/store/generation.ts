@@ -9,18 +9,23 @@ import type { Store } from './open-store.ts'
 
 const KEY = 'generation'
 
-export function openGeneration (store: Store) {
+/** The counter: read by whoever caches, bumped by whoever changes what is cached. */
+export interface Generation {
+  /**
+   * Sync, every request: one small read instead of the records it stands for. It
+   * lives in LMDB, not in memory, so a write by the CLI (another process) moves it too.
+   */
+  read(): number
+  /** Call inside the `writeDurable` fn that changes a cached record. */
+  bump(): void
+}
+
+export function openGeneration (store: Store): Generation {
   const db = store.db<number>('generation')
   return {
-    /**
-     * Sync, every request: one small read instead of the records it stands for. It
-     * lives in LMDB, not in memory, so a write by the CLI (another process) moves it too.
-     */
     read (): number {
-      store.guard()
       return db.get(KEY) ?? 0
     },
-    /** Call inside the `writeDurable` fn that changes a cached record. */
     bump (): void {
       db.putSync(KEY, (db.get(KEY) ?? 0) + 1)
     },

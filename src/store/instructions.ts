@@ -7,24 +7,19 @@
  */
 import type { Store } from './open-store.ts'
 import {
-  decodeInstruction, type Instruction, type InstructionBatch, type InstructionState,
+  decodeInstruction, siteRecord, supersedes, type EmittedAt, type Instruction, type InstructionBatch, type InstructionState,
 } from '../contract/instruction.ts'
 import { compareInstants, readUtcInstant, type Instant } from '../contract/instants.ts'
+import { instructionIdPrefix } from '../contract/ids.ts'
 
 /**
  * The effective instruction of a (target_date, site_id). `emittedAtNanos` (within the
  * millisecond) is written only when non-zero: records written before it existed are
  * millisecond instants, and read the same way.
  */
-interface EffectiveRef {
+interface EffectiveRef extends EmittedAt {
   readonly instructionId: string
-  readonly emittedAtMs: number
-  readonly emittedAtNanos?: number
 }
-
-/** emitted_at at full precision (DECISIONS.md "Inbound": the greatest one is effective). */
-const emittedOf = (r: { readonly emittedAtMs: number; readonly emittedAtNanos?: number }): Instant =>
-  ({ ms: r.emittedAtMs, nanos: r.emittedAtNanos ?? 0 })
 
 /** How many recent saves `supersedersOf` remembers. */
 const RECENT_SAVES = 64
@@ -39,7 +34,42 @@ export interface StoredInstruction extends Instruction {
   readonly state: InstructionState
 }
 
-export function openInstructions (store: Store) {
+/** The instructions: what the inbound path, the solver feed and the CLI may ask of them. */
+export interface Instructions {
+  /**
+   * Saves every site of a batch in one durable transaction. Resolves to, per site,
+   * whether the instruction is now the effective one (to be fed to the solver).
+   * Rejects with NO_STORE, having written nothing, when any put fails. `status` is
+   * what the effective ones start as: the inbound path writes `queued` here, in the
+   * same write, since it hands them to the solver right after this commit.
+   */
+  save(batch: InstructionBatch, at: string, status?: 'received' | 'queued'): Promise<boolean[]>
+  /**
+   * The sites of `batch` that a save run after its own may have superseded: only a
+   * later emitted_at for the same day can (DECISIONS.md "Inbound"; an equal one is the
+   * same instruction). `all` when `batch` is too old to tell. This process is the only
+   * writer of instructions, so what it saw is what the store holds: no read back.
+   */
+  supersedersOf(batch: InstructionBatch): 'all' | ReadonlySet<string>
+  /** The effective instruction id of a site and day (sync read). */
+  effectiveId(targetDate: string, siteId: string): string | undefined
+  /** Effective instructions of `fromDate` and later days, in (day, site) order. */
+  effectiveFrom(fromDate: string): Generator<InstructionRef & { targetDate: string }>
+  get(instructionId: string, siteId: string): StoredInstruction | undefined
+  /**
+   * Instructions, optionally of some sites and one target date, in (target date,
+   * emitted_at, site) order. Not the key order: `…T123000.250Z` sorts before `…T123000Z`.
+   */
+  list(filter?: { siteIds?: readonly string[]; targetDate?: string }): StoredInstruction[]
+  /** `queued`, for instructions handed to the solver (not durable-critical: a restart re-queues). */
+  markQueued(refs: readonly InstructionRef[], at: string): Promise<void>
+  /** Back to `received`, for `queued` ones the solver refused (the next activation queues them). */
+  unqueue(refs: readonly InstructionRef[], at: string): Promise<void>
+  /** `applied`, with the solver cycle that applied them. */
+  markApplied(refs: readonly InstructionRef[], cycle: number, at: string): Promise<void>
+}
+
+export function openInstructions (store: Store): Instructions {
   // Records are the bytes the parser built (see encodeInstructionRecords): no re-encoding here.
   const records = store.db<Uint8Array>('instructions', { binary: true })          // [instruction_id, site_id]
   const states = store.db<InstructionState>('instruction-states')               // [instruction_id, site_id]
@@ -56,18 +86,10 @@ export function openInstructions (store: Store) {
     const key = [ref.instructionId, ref.siteId]
     const current = states.get(key)
     if (!current || current.status === 'superseded') return
-    store.checkWrite()
     states.putSync(key, next)
   }
 
   return {
-    /**
-     * Saves every site of a batch in one durable transaction. Resolves to, per site,
-     * whether the instruction is now the effective one (to be fed to the solver).
-     * Rejects with NO_STORE, having written nothing, when any put fails. `status` is
-     * what the effective ones start as: the inbound path writes `queued` here, in the
-     * same write, since it hands them to the solver right after this commit.
-     */
     save (batch: InstructionBatch, at: string, status: 'received' | 'queued' = 'received'): Promise<boolean[]> {
       return store.writeDurable(() => {
         const fresh: InstructionState = { status, at }
@@ -75,7 +97,6 @@ export function openInstructions (store: Store) {
         const mine: EffectiveRef = batch.emittedAtNanos === 0
           ? { instructionId: batch.instructionId, emittedAtMs: batch.emittedAtMs }
           : { instructionId: batch.instructionId, emittedAtMs: batch.emittedAtMs, emittedAtNanos: batch.emittedAtNanos }
-        const emitted = emittedOf(batch)
         const n = batch.siteIds.length
         const out = new Array<boolean>(n)
         for (let i = 0; i < n; i++) {
@@ -84,18 +105,14 @@ export function openInstructions (store: Store) {
           const day = [batch.targetDate, siteId]
           const current = effective.get(day)
           // Same id = same (target_date, emitted_at): a re-send overwrites and stays effective.
-          const wins = !current || compareInstants(emitted, emittedOf(current)) >= 0
-          store.checkWrite()
-          records.putSync(key, batch.records.subarray(i === 0 ? 0 : batch.recordEnds[i - 1]!, batch.recordEnds[i]!))
-          store.checkWrite()
+          const wins = !current || !supersedes(current, batch)
+          records.putSync(key, siteRecord(batch, i))
           states.putSync(key, wins ? fresh : stale)
           // A re-send is already the effective one: nothing to rewrite there.
           if (wins && current?.instructionId !== batch.instructionId) {
             if (current) {
-              store.checkWrite()
               states.putSync([current.instructionId, siteId], stale)
             }
-            store.checkWrite()
             effective.putSync(day, mine)
           }
           out[i] = wins
@@ -106,35 +123,24 @@ export function openInstructions (store: Store) {
       })
     },
 
-    /**
-     * The sites of `batch` that a save run after its own may have superseded: only a
-     * later emitted_at for the same day can (DECISIONS.md "Inbound"; an equal one is the
-     * same instruction). `all` when `batch` is too old to tell. This process is the only
-     * writer of instructions, so what it saw is what the store holds: no read back.
-     */
     supersedersOf (batch: InstructionBatch): 'all' | ReadonlySet<string> {
       const at = recentSaves.lastIndexOf(batch)
       if (at === -1) return 'all'
       let sites: Set<string> | undefined
-      const emitted = emittedOf(batch)
       for (let k = at + 1; k < recentSaves.length; k++) {
         const later = recentSaves[k]!
-        if (later.targetDate !== batch.targetDate || compareInstants(emittedOf(later), emitted) <= 0) continue
+        if (later.targetDate !== batch.targetDate || !supersedes(later, batch)) continue
         sites ??= new Set()
         for (const s of later.siteIds) sites.add(s)
       }
       return sites ?? NONE
     },
 
-    /** The effective instruction id of a site and day (sync read). */
     effectiveId (targetDate: string, siteId: string): string | undefined {
-      store.guard()
       return effective.get([targetDate, siteId])?.instructionId
     },
 
-    /** Effective instructions of `fromDate` and later days, in (day, site) order. */
     * effectiveFrom (fromDate: string): Generator<InstructionRef & { targetDate: string }> {
-      store.guard()
       for (const { key, value } of effective.getRange({ start: [fromDate] })) {
         const [targetDate, siteId] = key as [string, string]
         yield { targetDate, siteId, instructionId: value.instructionId }
@@ -142,20 +148,13 @@ export function openInstructions (store: Store) {
     },
 
     get (instructionId: string, siteId: string): StoredInstruction | undefined {
-      store.guard()
       const bytes = records.get([instructionId, siteId])
       const state = states.get([instructionId, siteId])
       return bytes && state ? { ...decodeInstruction(bytes), state } : undefined
     },
 
-    /**
-     * Instructions, optionally of some sites and one target date, in (target date,
-     * emitted_at, site) order. Not the key order: `…T123000.250Z` sorts before `…T123000Z`.
-     */
     list (filter: { siteIds?: readonly string[]; targetDate?: string } = {}): StoredInstruction[] {
-      store.guard()
-      // Ids start with the target date, so one day is one key range.
-      const prefix = filter.targetDate === undefined ? undefined : `ProgrammeSoutirage-${filter.targetDate}-rev-`
+      const prefix = filter.targetDate === undefined ? undefined : instructionIdPrefix(filter.targetDate)
       const range = prefix === undefined ? {} : { start: [prefix], end: [prefix + '~'] }
       const sites = filter.siteIds?.length ? new Set(filter.siteIds) : undefined
       const out: StoredInstruction[] = []
@@ -168,7 +167,6 @@ export function openInstructions (store: Store) {
       return out.sort(byDayEmittedSite)
     },
 
-    /** `queued`, for instructions handed to the solver (not durable-critical: a restart re-queues). */
     markQueued (refs: readonly InstructionRef[], at: string): Promise<void> {
       return store.writeDurable(() => {
         const next: InstructionState = { status: 'queued', at }
@@ -176,20 +174,17 @@ export function openInstructions (store: Store) {
       })
     },
 
-    /** Back to `received`, for `queued` ones the solver refused (the next activation queues them). */
     unqueue (refs: readonly InstructionRef[], at: string): Promise<void> {
       return store.writeDurable(() => {
         const next: InstructionState = { status: 'received', at }
         for (const r of refs) {
           const key = [r.instructionId, r.siteId]
           if (states.get(key)?.status !== 'queued') continue
-          store.checkWrite()
           states.putSync(key, next)
         }
       })
     },
 
-    /** `applied`, with the solver cycle that applied them. */
     markApplied (refs: readonly InstructionRef[], cycle: number, at: string): Promise<void> {
       return store.writeDurable(() => {
         const next: InstructionState = { status: 'applied', cycle, at }
@@ -198,7 +193,6 @@ export function openInstructions (store: Store) {
     },
   }
 }
-export type Instructions = ReturnType<typeof openInstructions>
 
 function byDayEmittedSite (a: Instruction, b: Instruction): number {
   if (a.targetDate !== b.targetDate) return a.targetDate < b.targetDate ? -1 : 1

@@ -1,7 +1,8 @@
 /**
  * The LMDB environment in the data folder, with the fault seam the 503 paths are
  * tested through. Domain files (companies, tokens, instructions, revisions) open
- * their own sub-databases from `root` and write through `writeDurable`.
+ * their own sub-databases with `db()`, guarded (guarded-db.ts), and write through
+ * `writeDurable`.
  * @module
  */
 import { mkdirSync } from 'node:fs'
@@ -10,24 +11,27 @@ import { EpxError, isEpxError } from '../errors.ts'
 import type { Logger } from '../host/contract.ts'
 import { checkStoreFiles } from './check-file.ts'
 import { createFaultLog, muteLmdbWriteErrors } from './fault-log.ts'
+import { guardedDb, storeChecks, type StoreDb, type StoreState } from './guarded-db.ts'
 
 /** Test seam: make the store refuse, as a dead disk or a full map would. */
 export interface StoreFaults {
   /** Every read and write throws NO_STORE while true. */
   unavailable?: boolean
-  /** Writes inside `writeDurable` fail after this many `checkWrite()` calls (then resets). */
+  /** Writes inside `writeDurable` fail after this many puts and removes (then resets). */
   failWriteAfter?: number
 }
 
 export interface Store {
   readonly path: string
   readonly root: RootDatabase
-  /** A named sub-database (msgpack values unless `binary`). */
-  db<V = unknown>(name: string, opts?: { binary?: boolean; dupSort?: boolean }): Database<V, any>
-  /** Throws NO_STORE when the store cannot answer; call before reads that decide a status. */
+  /**
+   * A named sub-database (msgpack values unless `binary`), guarded: its reads throw
+   * NO_STORE when the store cannot answer, its writes are refused outside `writeDurable`
+   * and go through the fault seam (a test fails a write half-way).
+   */
+  db<V = unknown>(name: string, opts?: { binary?: boolean; dupSort?: boolean }): StoreDb<V>
+  /** Throws NO_STORE when the store cannot answer: for a read of what lives beside LMDB. */
   guard(): void
-  /** Call before each put inside `writeDurable`: lets a test fail a write half-way. */
-  checkWrite(): void
   /**
    * Runs `fn` as one LMDB (child) transaction (all or nothing) and resolves once it is
    * on disk: under lmdb-js's default overlappingSync a commit is durable only when
@@ -60,7 +64,7 @@ export interface OpenStoreOptions {
   log?: Logger
 }
 
-/** NO_STORE; the door adds `Retry-After: 5` (http/render-error.ts). */
+/** NO_STORE, with its `Retry-After: 5` (the catalogue, errors.ts). */
 export function storeUnavailable (cause?: unknown): EpxError {
   return new EpxError('NO_STORE', [], cause === undefined ? {} : { cause })
 }
@@ -109,11 +113,11 @@ export function openStore (path: string, opts: OpenStoreOptions = {}): Store {
   const faultLog = createFaultLog(path, opts.log)
   const faults: StoreFaults = opts.faults ?? {}
   const dbs = new Map<string, Database<any, any>>()
-  let closed = false
-
-  const guard = () => {
-    if (closed || faults.unavailable) throw storeUnavailable()
-  }
+  const handles = new Map<string, StoreDb<any>>()
+  /** Where the store stands, for its checks (guarded-db.ts). */
+  const state: StoreState = { closed: false, writing: false, faults }
+  const checks = storeChecks(state, storeUnavailable)
+  const guard = checks.readable
 
   /**
    * A write that did not commit may have saved a new msgpack record shape in its
@@ -132,6 +136,26 @@ export function openStore (path: string, opts: OpenStoreOptions = {}): Store {
   let queue: Job[] = []
   let batching: Promise<void> | undefined
 
+  /** Runs each job as one child transaction (all or nothing) of the current transaction. */
+  const runJobs = (jobs: readonly Job[]): void => {
+    state.writing = true
+    try {
+      for (const job of jobs) {
+        try {
+          // childTransaction, not transaction: lmdb-js commits what a throwing nested
+          // `transaction` callback wrote before it threw; a child transaction is aborted.
+          job.result = root.childTransaction(job.fn) as unknown
+          job.ok = true
+        } catch (err) {
+          job.error = err
+          forgetUnsavedStructures()
+        }
+      }
+    } finally {
+      state.writing = false
+    }
+  }
+
   /** One transaction for every queued write, one child transaction (all or nothing) each. */
   const runOneBatch = async (): Promise<void> => {
     let jobs: Job[] = []
@@ -140,17 +164,7 @@ export function openStore (path: string, opts: OpenStoreOptions = {}): Store {
         // Taken when the transaction starts, so writes queued until then join it.
         jobs = queue
         queue = []
-        for (const job of jobs) {
-          try {
-            // childTransaction, not transaction: lmdb-js commits what a throwing nested
-            // `transaction` callback wrote before it threw; a child transaction is aborted.
-            job.result = root.childTransaction(job.fn) as unknown
-            job.ok = true
-          } catch (err) {
-            job.error = err
-            forgetUnsavedStructures()
-          }
-        }
+        runJobs(jobs)
       })
       await root.flushed
     } catch (err) {
@@ -171,7 +185,7 @@ export function openStore (path: string, opts: OpenStoreOptions = {}): Store {
 
   /** A write that did not land: its caller gets NO_STORE, the fault log counts it (not after close()). */
   const refuse = (job: Job, err: EpxError): void => {
-    if (!closed) faultLog.failed(err)
+    if (!state.closed) faultLog.failed(err)
     job.reject(err)
   }
 
@@ -188,31 +202,20 @@ export function openStore (path: string, opts: OpenStoreOptions = {}): Store {
     root,
     faults,
     db (name, o = {}) {
-      let d = dbs.get(name)
-      if (!d) {
+      let handle = handles.get(name)
+      if (!handle) {
         // Shared structures: msgpackr keeps each record shape once, under STRUCTURES_KEY,
         // instead of rebuilding it from every record on every read (bench/README.md,
         // ~6 µs a GET). Not `cache: true`: that cache would hide the CLI's writes.
-        d = o.binary
+        const d: Database<any, any> = o.binary
           ? root.openDB({ name, encoding: 'binary', dupSort: o.dupSort ?? false })
           : root.openDB({ name, encoding: 'msgpack', dupSort: o.dupSort ?? false, sharedStructuresKey: STRUCTURES_KEY })
         dbs.set(name, d)
+        handles.set(name, handle = guardedDb(d, checks))
       }
-      return d
+      return handle
     },
     guard,
-    checkWrite () {
-      // Not `guard()`: a write accepted before close() runs after `closed` is set, and
-      // close() promises it finishes (README "Guarantees"); only a dead store refuses it.
-      if (faults.unavailable) throw storeUnavailable()
-      if (faults.failWriteAfter !== undefined) {
-        if (faults.failWriteAfter <= 0) {
-          faults.failWriteAfter = undefined
-          throw new Error('injected write failure')
-        }
-        faults.failWriteAfter--
-      }
-    },
     writeDurable<T> (fn: () => T): Promise<T> {
       return new Promise<T>((resolve, reject) => {
         const job = { fn, resolve, reject } as Job
@@ -223,8 +226,8 @@ export function openStore (path: string, opts: OpenStoreOptions = {}): Store {
       })
     },
     async close () {
-      if (closed) return
-      closed = true
+      if (state.closed) return
+      state.closed = true
       // Writes already accepted finish (or fail) before the environment goes.
       try { await batching; await root.flushed } finally {
         await root.close()

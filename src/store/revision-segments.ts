@@ -23,6 +23,30 @@ const NAME = /^[0-9a-z]+-[0-9a-z]+\.seg$/
 
 const fdatasync = promisify(fs.fdatasync)
 
+/** The segment files of a store: what revisions.ts asks of them. */
+export interface Segments {
+  /**
+   * Sync: appends `bytes`, documents of `sizes` back to back, in one write (page cache
+   * only; `sync()` makes them durable). The caller may reuse `bytes` afterwards.
+   */
+  append(bytes: Buffer, sizes: readonly number[], nowMs: number): SegmentRef[]
+  /** Resolves once everything appended so far is on disk (before committing its metadata). */
+  sync(): Promise<void>
+  /** Sync variant, for the rare re-render inside a transaction. */
+  syncNow(): void
+  /** Sync: the bytes at `ref` if recently read, without any I/O. */
+  cached(ref: SegmentRef): Buffer | undefined
+  /** Sync: the bytes at `ref`, or undefined when the segment is gone. */
+  read(ref: SegmentRef): Buffer | undefined
+  /** Forgets cached documents (after revisions were removed). */
+  forget(): void
+  /** Deletes whole segment files (none may hold a kept revision). */
+  remove(segments: Iterable<string>): void
+  /** Every segment file present (including other processes' files). */
+  names(): string[]
+  close(): void
+}
+
 /*
  * Why not LMDB: every read through LMDB's map faults in, besides the page read, the
  * neighbouring pages the kernel still caches (fault-around, 64 KiB), and B-tree writes
@@ -30,7 +54,7 @@ const fdatasync = promisify(fs.fdatasync)
  * ~50-150 MB of file pages per 10,000-site day stayed resident. Written with pwrite and
  * read with pread, these files live in the page cache only, never in our RSS.
  */
-export function openSegments (dir: string) {
+export function openSegments (dir: string): Segments {
   fs.mkdirSync(dir, { recursive: true })
   // Each process appends to its own files: the CLI may publish while the service runs.
   // A file is open only while it has unsynced appends: nothing to close at shutdown.
@@ -71,10 +95,6 @@ export function openSegments (dir: string) {
   }
 
   return {
-    /**
-     * Sync: appends `bytes`, documents of `sizes` back to back, in one write (page cache
-     * only; `sync()` makes them durable). The caller may reuse `bytes` afterwards.
-     */
     append (bytes: Buffer, sizes: readonly number[], nowMs: number): SegmentRef[] {
       const total = bytes.length
       const day = Math.floor(nowMs / 86_400_000)
@@ -96,7 +116,6 @@ export function openSegments (dir: string) {
       })
     },
 
-    /** Resolves once everything appended so far is on disk (before committing its metadata). */
     sync (): Promise<void> {
       const list = unsynced
       unsynced = []
@@ -114,7 +133,6 @@ export function openSegments (dir: string) {
       return p
     },
 
-    /** Sync variant, for the rare re-render inside a transaction. */
     syncNow (): void {
       for (const w of unsynced.splice(0)) {
         const fd = w.fd!
@@ -123,12 +141,10 @@ export function openSegments (dir: string) {
       }
     },
 
-    /** Sync: the bytes at `ref` if recently read, without any I/O. */
     cached (ref: SegmentRef): Buffer | undefined {
       return cache.get(`${ref.segment}:${ref.offset}`)
     },
 
-    /** Sync: the bytes at `ref`, or undefined when the segment is gone. */
     read (ref: SegmentRef): Buffer | undefined {
       const key = `${ref.segment}:${ref.offset}`
       const hit = cache.get(key)
@@ -146,13 +162,11 @@ export function openSegments (dir: string) {
       return buf
     },
 
-    /** Forgets cached documents (after revisions were removed). */
     forget (): void {
       cache.clear()
       cached = 0
     },
 
-    /** Deletes whole segment files (none may hold a kept revision). */
     remove (segments: Iterable<string>): void {
       for (const s of segments) {
         if (!NAME.test(s) || s === writer?.name) continue
@@ -163,7 +177,6 @@ export function openSegments (dir: string) {
       this.forget()
     },
 
-    /** Every segment file present (including other processes' files). */
     names (): string[] {
       return fs.readdirSync(dir).filter(n => NAME.test(n))
     },
@@ -178,4 +191,3 @@ export function openSegments (dir: string) {
     },
   }
 }
-export type Segments = ReturnType<typeof openSegments>

@@ -10,6 +10,7 @@ import { storeUnavailable, type Store } from './open-store.ts'
 import { openSegments, type SegmentRef } from './revision-segments.ts'
 import { openGeneration } from './generation.ts'
 import { formatUtcInstant, httpDate } from '../contract/instants.ts'
+import { BoundedCache } from '../bounded-cache.ts'
 
 /** What is known of a revision without its document. */
 export interface RevisionMeta {
@@ -77,7 +78,42 @@ export function nextEmittedAtMs (previousMs: number | undefined, nowMs: number):
   return Math.max(nowMs, Math.floor(previousMs / 1000) * 1000 + 1000)
 }
 
-export function openRevisions (store: Store, opts: { retentionDays: number }) {
+/** The published revisions: what the GET, the publisher and the CLI may ask of them. */
+export interface Revisions {
+  /** Sync: the latest revision of a pair, from the small index (no document read). */
+  latest(siteId: string, targetDate: string, knownGeneration?: number): RevisionMeta | undefined
+  /** Sync: the stored bytes of one kept revision. */
+  bytesOf(meta: RevisionMeta): Buffer | undefined
+  /** Sync: every kept revision of a pair, oldest first. */
+  list(siteId: string, targetDate: string): RevisionMeta[]
+  /**
+   * Renders drafts (on this thread: callers keep batches small) and appends their bytes
+   * to a segment file; `commit` makes them revisions. Reads only the pairs' latest.
+   */
+  stage(drafts: readonly RevisionDraft[], nowMs: number): StagedRevision[]
+  /**
+   * Publishes staged revisions in one durable transaction, once their bytes are on disk.
+   * Few large commits, not one per chunk: each transaction re-reads the pages at the
+   * tree's edge, which then stay resident. The transaction re-checks each pair and
+   * re-renders in the rare case another writer (the CLI, another process) got a later
+   * revision in between.
+   */
+  commit(staged: readonly StagedRevision[], nowMs: number): Promise<RevisionMeta[]>
+  /** Publishes drafts as new revisions, all in one durable transaction. */
+  publish(drafts: readonly RevisionDraft[], nowMs: number): Promise<RevisionMeta[]>
+  /**
+   * Removes revisions emitted more than `retentionDays` before `nowMs` (DECISIONS.md:
+   * retention configurable, default 90 days), in small transactions with a yield in
+   * between so a large purge never stalls the solver's event loop. A pair whose
+   * latest revision goes is no longer published (404). Then deletes the segment files
+   * left without a kept revision.
+   */
+  prune(nowMs: number): Promise<number>
+  /** Releases the segment files' descriptors; the plugin calls it when it closes. */
+  close(): void
+}
+
+export function openRevisions (store: Store, opts: { retentionDays: number }): Revisions {
   const latestDb = store.db<Stored>('rev-latest')     // the revision a GET serves
   const olderDb = store.db<Stored>('rev-older')       // superseded revisions, kept for audit
   const expiry = store.db<number>('rev-expiry')
@@ -89,9 +125,15 @@ export function openRevisions (store: Store, opts: { retentionDays: number }) {
   // generation moves, which every write of the latest index bumps (this process's, the
   // CLI's). A hit costs one small read instead of a read and a decode (bench/README.md, GET).
   const generation = openGeneration(store)
-  const cached = new Map<string, RevisionMeta | null>()
+  const cached = new BoundedCache<string, RevisionMeta | null>(MAX_CACHED_PAIRS)
   let cachedGeneration = -1
   const stored = ({ siteId: _s, targetDate: _d, ...v }: RevisionMeta): Stored => v
+  /** A cache miss of `latest`: the key is the target date followed by the site id. */
+  const readLatest = (key: string, siteId: string): RevisionMeta | null => {
+    const targetDate = key.slice(0, key.length - siteId.length)
+    const v = latestDb.get([targetDate, siteId] satisfies PairKey)
+    return v ? withPair(siteId, targetDate, v) : null
+  }
 
   // A run publishes its sites at the same instant: format it once, not once per site.
   let stamp = { ms: NaN, iso: '', http: '' }
@@ -132,8 +174,7 @@ export function openRevisions (store: Store, opts: { retentionDays: number }) {
     }))
   }
 
-  const api = {
-    /** Sync: the latest revision of a pair, from the small index (no document read). */
+  const api: Revisions = {
     latest (siteId: string, targetDate: string, knownGeneration?: number): RevisionMeta | undefined {
       // The door passes the generation it read for the request; otherwise it is read here.
       // Either read guards the store: an outage is NO_STORE, never a stale answer.
@@ -142,20 +183,12 @@ export function openRevisions (store: Store, opts: { retentionDays: number }) {
         cached.clear()
         cachedGeneration = g
       }
-      const key = targetDate + siteId   // fixed-width date: no separator needed
-      let meta = cached.get(key)
-      if (meta === undefined) {
-        const v = latestDb.get([targetDate, siteId] satisfies PairKey)
-        meta = v ? withPair(siteId, targetDate, v) : null
-        if (cached.size >= MAX_CACHED_PAIRS) cached.clear()
-        cached.set(key, meta)
-      }
-      return meta ?? undefined
+      // Fixed-width date: no separator needed.
+      return cached.getOrCompute(targetDate + siteId, readLatest, siteId) ?? undefined
     },
 
-    /** Sync: the stored bytes of one kept revision. */
     bytesOf (meta: RevisionMeta): Buffer | undefined {
-      store.guard()
+      store.guard()   // a cached document is outside LMDB: an outage is NO_STORE all the same
       const hit = segments.cached(meta)
       if (hit) return hit
       // A revision removed by retention may still have its bytes in a shared segment.
@@ -164,33 +197,19 @@ export function openRevisions (store: Store, opts: { retentionDays: number }) {
       return kept ? segments.read(meta) : undefined
     },
 
-    /** Sync: every kept revision of a pair, oldest first. */
     list (siteId: string, targetDate: string): RevisionMeta[] {
-      store.guard()
       const older = [...olderDb.getRange({ start: [targetDate, siteId, 0], end: [targetDate, siteId, MAX_MS] })]
         .map(e => withPair(siteId, targetDate, e.value))
       const latest = api.latest(siteId, targetDate)
       return latest ? [...older, latest] : older
     },
 
-    /**
-     * Renders drafts (on this thread: callers keep batches small) and appends their bytes
-     * to a segment file; `commit` makes them revisions. Reads only the pairs' latest.
-     */
     stage (drafts: readonly RevisionDraft[], nowMs: number): StagedRevision[] {
-      store.guard()
       return prepare(drafts.map(draft => ({ draft, previousMs: latestDb.get([draft.targetDate, draft.siteId])?.emittedAtMs })), nowMs)
     },
 
-    /**
-     * Publishes staged revisions in one durable transaction, once their bytes are on disk.
-     * Few large commits, not one per chunk: each transaction re-reads the pages at the
-     * tree's edge, which then stay resident. The transaction re-checks each pair and
-     * re-renders in the rare case another writer (the CLI, another process) got a later
-     * revision in between.
-     */
     async commit (staged: readonly StagedRevision[], nowMs: number): Promise<RevisionMeta[]> {
-      store.guard()
+      store.guard()   // before the segment files are synced for nothing
       try { await segments.sync() } catch (err) { throw storeUnavailable(err) }
       return store.writeDurable(() => {
         const previous = staged.map(s => latestDb.get([s.meta.targetDate, s.meta.siteId] satisfies PairKey))
@@ -201,8 +220,6 @@ export function openRevisions (store: Store, opts: { retentionDays: number }) {
           segments.syncNow()
           return again!.meta
         })
-        // Every fault check before the first put: a failed batch leaves nothing behind.
-        for (let i = 0; i < final.length; i++) store.checkWrite()
         const newest = new Map<string, number>()
         final.forEach((meta, i) => {
           const prev = previous[i]
@@ -219,27 +236,17 @@ export function openRevisions (store: Store, opts: { retentionDays: number }) {
       })
     },
 
-    /** Publishes drafts as new revisions, all in one durable transaction. */
     async publish (drafts: readonly RevisionDraft[], nowMs: number): Promise<RevisionMeta[]> {
       return api.commit(api.stage(drafts, nowMs), nowMs)
     },
 
-    /**
-     * Removes revisions emitted more than `retentionDays` before `nowMs` (DECISIONS.md:
-     * retention configurable, default 90 days), in small transactions with a yield in
-     * between so a large purge never stalls the solver's event loop. A pair whose
-     * latest revision goes is no longer published (404). Then deletes the segment files
-     * left without a kept revision.
-     */
     async prune (nowMs: number): Promise<number> {
       const cutoff = nowMs - retentionMs
       let removed = 0
       for (;;) {
-        store.guard()
         const keys = [...expiry.getKeys({ end: [cutoff], limit: PRUNE_CHUNK })] as ExpiryKey[]
         if (!keys.length) break
         await store.writeDurable(() => {
-          for (let i = 0; i < keys.length; i++) store.checkWrite()
           for (const [ms, targetDate, siteId] of keys) {
             expiry.removeSync([ms, targetDate, siteId] satisfies ExpiryKey)
             const pair: PairKey = [targetDate, siteId]
@@ -261,11 +268,9 @@ export function openRevisions (store: Store, opts: { retentionDays: number }) {
       }
       return removed
     },
-    /** Releases the segment files' descriptors; the plugin calls it when it closes. */
     close (): void {
       segments.close()
     },
   }
   return api
 }
-export type Revisions = ReturnType<typeof openRevisions>

@@ -19,30 +19,59 @@ export interface TokenRecord {
   readonly lastUsedAt?: string
 }
 
-export function openTokens (store: Store) {
+/** Whether a token still opens the door (`active`), and if not, why. */
+export type TokenState = 'active' | 'revoked' | 'expired'
+
+/**
+ * Token liveness at an instant (DECISIONS.md "Authentication and tenancy"): a revoked
+ * token is dead whatever its expiry; an expiring one is dead from its `expiresAt` on
+ * (at that very instant included). `expiresAtMs` is for a caller that parsed it once.
+ */
+export function tokenState (t: Pick<TokenRecord, 'revokedAt' | 'expiresAt'>, nowMs: number, expiresAtMs = expiresAtMsOf(t)): TokenState {
+  if (t.revokedAt) return 'revoked'
+  return expiresAtMs <= nowMs ? 'expired' : 'active'
+}
+
+/** When a token expires, in ms since the epoch; Infinity for one that never does. */
+export function expiresAtMsOf (t: Pick<TokenRecord, 'expiresAt'>): number {
+  return t.expiresAt ? Date.parse(t.expiresAt) : Infinity
+}
+
+/** The token records: what the door and the CLI may ask of them. */
+export interface Tokens {
+  /** Sync read: the door calls it on every request. */
+  byHash(hash: string): TokenRecord | undefined
+  get(id: string): TokenRecord | undefined
+  /** Every token, or a company's. */
+  list(companyId?: string): TokenRecord[]
+  add(t: TokenRecord): Promise<void>
+  /** Marks it revoked (the first revocation time stays); EPX_NOT_FOUND when there is no such token. */
+  revoke(id: string, at: string): Promise<TokenRecord>
+  /** The store generation (see `generation.ts`). */
+  generation(): number
+  /** Records the last use, best effort and not awaited (see below). */
+  touch(t: TokenRecord, nowMs: number): void
+}
+
+export function openTokens (store: Store): Tokens {
   const byId = store.db<TokenRecord>('tokens')
   const idByHash = store.db<string>('token-hashes')
   const generation = openGeneration(store)
   return {
-    /** Sync read: the door calls it on every request. */
     byHash (hash: string): TokenRecord | undefined {
-      store.guard()
       const id = idByHash.get(hash)
       return id === undefined ? undefined : byId.get(id)
     },
     get (id: string): TokenRecord | undefined {
-      store.guard()
       return byId.get(id)
     },
     list (companyId?: string): TokenRecord[] {
-      store.guard()
       // String keys only: the msgpack shapes live under a symbol key of the same db.
       return [...byId.getRange()].filter(e => typeof e.key === 'string').map(e => e.value)
         .filter(t => !companyId || t.companyId === companyId)
     },
     async add (t: TokenRecord): Promise<void> {
       await store.writeDurable(() => {
-        store.checkWrite()
         byId.putSync(t.id, t)
         idByHash.putSync(t.hash, t.id)
         generation.bump()
@@ -60,7 +89,6 @@ export function openTokens (store: Store) {
       if (!t) throw new EpxError('EPX_NOT_FOUND', [`no token ${id}`])
       return t
     },
-    /** The store generation (see `generation.ts`). */
     generation: generation.read,
     /**
      * Best effort, not awaited by the door: a lost last-used time is not worth a 503.
@@ -78,4 +106,3 @@ export function openTokens (store: Store) {
     },
   }
 }
-export type Tokens = ReturnType<typeof openTokens>

@@ -1,5 +1,5 @@
 import t from 'tap'
-import { instructionPeriods, periodsOf, powerKw, toPeriod } from '../../src/apply/to-constraints.ts'
+import { floorOrCurtailment, instructionPeriods, periodsOf, powerKw, toPeriod } from '../../src/apply/to-constraints.ts'
 
 const at = Date.parse('2026-11-21T23:00:00Z')
 
@@ -28,4 +28,13 @@ t.test('a batch range converts slot by slot', async t => {
   const starts = Float64Array.of(at, at + 900_000, at + 1_800_000)
   const kwh = Float64Array.of(1, 0.25, 3)
   t.same(periodsOf(starts, kwh, 1, 3, 900).map(p => p.minKw), [1, 12])
+})
+
+t.test('floorOrCurtailment is the one rule: any energy > 0 is a floor, 0 a curtailment, and every conversion agrees with it', async t => {
+  const [s, e] = ['2026-11-21T23:00:00Z', '2026-11-21T23:15:00Z']
+  t.same(floorOrCurtailment(s, e, 0.001, 900), { startUtc: s, endUtc: e, minKw: 0.004 }, 'the smallest energy is still a floor')
+  t.same(floorOrCurtailment(s, e, 0, 900), { startUtc: s, endUtc: e, maxKw: 0 })
+  const starts = Float64Array.of(at, at + 900_000)
+  const kwh = Float64Array.of(0.001, 0)
+  t.same(periodsOf(starts, kwh, 0, 2, 900), [toPeriod(at, 0.001, 900), toPeriod(at + 900_000, 0, 900)], 'a batch and a stored slot convert alike')
 })

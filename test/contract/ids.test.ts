@@ -1,5 +1,5 @@
 import t from 'tap'
-import { isPrm, targetDateOfInstructionId } from '../../src/contract/ids.ts'
+import { deriveInstructionId, instructionIdPrefix, isPrm, targetDateOfInstructionId } from '../../src/contract/ids.ts'
 import { createProgrammeCheck } from '../../src/http/check-programme.ts'
 import { programme } from '../helpers/programme.ts'
 
@@ -79,4 +79,11 @@ t.test('an instruction id names its target date; other text names none', async t
   for (const bad of ['ProgrammeSoutirage-2026-11-22', 'x-2026-11-22-rev-20261121T110000Z', 'ProgrammeSoutirage-2026-11-22-rev-20261121T110000.12Z']) {
     t.equal(targetDateOfInstructionId(bad), undefined, bad)
   }
+})
+
+t.test('every id of a target date starts with instructionIdPrefix, and no other date\'s id does', async t => {
+  const emitted = { ms: Date.parse('2026-11-21T12:30:00Z'), nanos: 0 }
+  t.equal(instructionIdPrefix('2026-11-22'), 'ProgrammeSoutirage-2026-11-22-rev-')
+  t.ok(deriveInstructionId('2026-11-22', emitted).startsWith(instructionIdPrefix('2026-11-22')))
+  t.notOk(deriveInstructionId('2026-11-23', emitted).startsWith(instructionIdPrefix('2026-11-22')))
 })

@@ -74,8 +74,7 @@ t.test('an outbound 403 adds the code; other statuses do not', async t => {
 t.test('the error headers are sent: Allow, Retry-After, WWW-Authenticate', async t => {
   t.equal(renderError(new EpxError('METHOD_NOT_ALLOWED', ['PUT', 'POST'], { headers: { Allow: 'POST' } }), 'inbound', BASE).headers.allow, 'POST')
   t.equal(renderError(new EpxError('NO_STORE', [], { headers: { 'retry-after': '7' } }), 'outbound', BASE).headers['retry-after'], '7')
-  // The challenge depends on the request (token sent or not, scope needed): the authorizer
-  // writes it (auth/authorize.ts) and the door sends it as it is, on both doors.
+  // A header the thrower passes is sent as it is, on both doors, over the code's own.
   const challenge = 'Bearer realm="epx", error="insufficient_scope", scope="outbound:besoins-agreges"'
   for (const door of ['inbound', 'outbound'] as const) {
     t.equal(renderError(new EpxError('SCOPE_DENIED', ['outbound:besoins-agreges'], { headers: { 'WWW-Authenticate': challenge } }), door, BASE)

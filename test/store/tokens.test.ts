@@ -1,6 +1,6 @@
 import t from 'tap'
 import { openStore } from '../../src/store/open-store.ts'
-import { openTokens } from '../../src/store/tokens.ts'
+import { openTokens, tokenState } from '../../src/store/tokens.ts'
 import { hashToken, newTokenId, newTokenSecret } from '../../src/auth/tokens.ts'
 
 t.test('recording the last use never undoes a revocation made after the caller read the token', async t => {
@@ -29,4 +29,13 @@ t.test('an older use never replaces a newer one', async t => {
   tokens.touch(copy, Date.parse('2026-11-21T12:00:00Z'))
   await store.writeDurable(() => {})
   t.equal(tokens.get(id)!.lastUsedAt, '2026-11-21T12:05:00.000Z')
+})
+
+t.test('tokenState: revoked whatever the expiry, expired from the expiry instant on, active otherwise', async t => {
+  const now = Date.parse('2026-11-21T12:00:00Z')
+  t.equal(tokenState({}, now), 'active', 'no expiry, not revoked')
+  t.equal(tokenState({ expiresAt: '2026-11-21T12:00:00.001Z' }, now), 'active', '1 ms before its expiry')
+  t.equal(tokenState({ expiresAt: '2026-11-21T12:00:00.000Z' }, now), 'expired', 'at its expiry instant')
+  t.equal(tokenState({ revokedAt: '2026-11-20T00:00:00Z', expiresAt: '2026-11-21T11:00:00Z' }, now), 'revoked', 'revoked and expired reads revoked')
+  t.equal(tokenState({ revokedAt: '2026-11-20T00:00:00Z', expiresAt: '2027-01-01T00:00:00Z' }, now), 'revoked')
 })

@@ -7,7 +7,7 @@ import { canonicalSubject } from '../../auth/subject.ts'
 import { isPrm } from '../../contract/ids.ts'
 import { EpxError } from '../../errors.ts'
 import { COMPANY_ID, openCompanies, pinsOf, type CompanyRecord } from '../../store/companies.ts'
-import { openTokens } from '../../store/tokens.ts'
+import { openTokens, tokenState } from '../../store/tokens.ts'
 import { required } from '../args.ts'
 import { defineCommand, usageError, type CommandSpec } from '../define-command.ts'
 import type { CliIo, Command } from '../io.ts'
@@ -114,7 +114,7 @@ const show = defineCommand(showSpec, async (args, io) => {
     return
   }
   const now = Date.now()
-  const live = tokens.filter(t => !t.revokedAt && !(t.expiresAt && Date.parse(t.expiresAt) <= now)).length
+  const live = tokens.filter(t => tokenState(t, now) === 'active').length
   for (const line of formatTable([
     ['id:', company.id],
     ['name:', company.name],

@@ -7,7 +7,7 @@
 import { SCOPES, hashToken, isScope, newTokenId, newTokenSecret, parseDuration, type Scope } from '../../auth/tokens.ts'
 import { EpxError } from '../../errors.ts'
 import { openCompanies } from '../../store/companies.ts'
-import { openTokens, type TokenRecord } from '../../store/tokens.ts'
+import { openTokens, tokenState, type TokenRecord } from '../../store/tokens.ts'
 import type { Store } from '../../store/open-store.ts'
 import { required } from '../args.ts'
 import { defineCommand, usageError, type CommandSpec } from '../define-command.ts'
@@ -95,12 +95,6 @@ const listSpec: CommandSpec = {
   },
 }
 
-function stateOf (t: TokenRecord, now: number): string {
-  if (t.revokedAt) return 'revoked'
-  if (t.expiresAt && Date.parse(t.expiresAt) <= now) return 'expired'
-  return 'active'
-}
-
 const list = defineCommand(listSpec, async (args, io) => {
   const companyId = args.string('company')
   if (companyId !== undefined) checkCompanyId(companyId, listSpec)
@@ -113,7 +107,7 @@ const list = defineCommand(listSpec, async (args, io) => {
   const now = Date.now()
   // Explicit fields: the hash never leaves the store, not even in JSON.
   const shown = tokens.map(t => ({
-    id: t.id, company: t.companyId, scopes: t.scopes, state: stateOf(t, now),
+    id: t.id, company: t.companyId, scopes: t.scopes, state: tokenState(t, now),
     createdAt: t.createdAt, expiresAt: t.expiresAt ?? null, revokedAt: t.revokedAt ?? null, lastUsedAt: t.lastUsedAt ?? null,
   }))
   if (args.flag('json')) {
