@@ -31,12 +31,15 @@ import { openCompanies, type CompanyRecord, type Companies } from '../../src/sto
 import { openTokens, type Tokens } from '../../src/store/tokens.ts'
 import { hashToken, newTokenId, newTokenSecret, type Scope } from '../../src/auth/tokens.ts'
 import { clientCert, testPki, writePki, type KeyPairPem } from './certs.ts'
+import { conformsToDescription } from './openapi.ts'
 
 export interface StartEpxOptions {
   readonly now?: string
   readonly config?: Record<string, any>
   readonly sites?: number
   readonly dataDir?: string
+  /** Check every response against openapi/epx.openapi.json (default true; the recorder of that file turns it off). */
+  readonly checkResponses?: boolean
 }
 
 export interface TestRequest {
@@ -172,7 +175,9 @@ export async function startEpx (t: Test, opts: StartEpxOptions = {}): Promise<Te
       const text = await res.body.text()
       const flat: Record<string, string> = {}
       for (const [k, v] of Object.entries(res.headers)) if (v !== undefined) flat[k] = Array.isArray(v) ? v.join(', ') : v
-      return { status: res.statusCode, headers: flat, text, json: () => JSON.parse(text) }
+      const response = { status: res.statusCode, headers: flat, text, json: () => JSON.parse(text) }
+      if (opts.checkResponses !== false) await conformsToDescription({ method: r.method ?? 'GET', path: url.pathname }, response)
+      return response
     },
 
     logs: () => lines.map(l => JSON.parse(l)),
