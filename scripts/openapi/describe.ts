@@ -44,22 +44,25 @@ export function describeApi (recorded: readonly Recorded[], opts: { version: str
     ],
     paths: {
       [OUTBOUND_PATH]: {
+        'x-other-methods': { $ref: '#/components/responses/MethodNotAllowedOutbound' },
         get: { operationId: 'getBesoinsAgreges', summary: 'The latest Besoins_Agreges of a site and day', ...get },
         head: { operationId: 'headBesoinsAgreges', summary: 'The headers GET would send (validators), without the body', ...operation('outbound', [...of('HEAD'), ...of('GET').filter(r => r.status !== 200)], { head: true }) },
       },
       [INBOUND_PATH]: {
+        'x-other-methods': { $ref: '#/components/responses/MethodNotAllowedInbound' },
         post: { operationId: 'postProgrammeSoutirage', summary: 'Send a Programme_Soutirage (one instruction per site)', ...operation('inbound', of('POST'), { head: false }) },
       },
     },
     components: {
       schemas: {
         Receipt: receiptJsonSchema(),
-        InboundError: inboundErrorJsonSchema(DOOR_CODES.inbound),
+        InboundError: inboundErrorJsonSchema([...DOOR_CODES.inbound, 'METHOD_NOT_ALLOWED']),
         Problem: problemJsonSchema(),
       },
       responses: {
-        UnknownPath: otherResponse(of('other'), 404, 'NOT_FOUND'),
-        MethodNotAllowed: otherResponse(of('other'), 405, 'METHOD_NOT_ALLOWED'),
+        UnknownPath: otherResponse('outbound', of('other'), 404, 'NOT_FOUND'),
+        MethodNotAllowedOutbound: otherResponse('outbound', of('other').filter(r => r.request.path.startsWith(OUTBOUND_PATH)), 405, 'METHOD_NOT_ALLOWED'),
+        MethodNotAllowedInbound: otherResponse('inbound', of('other').filter(r => r.request.path.startsWith(INBOUND_PATH)), 405, 'METHOD_NOT_ALLOWED'),
       },
       securitySchemes: {
         mutualTLS: { type: 'mutualTLS', description: MTLS_DESCRIPTION },
@@ -157,14 +160,18 @@ function examplesOf (seen: readonly Recorded[], side: 'request' | 'response'): R
     const request = `${r.request.method} ${r.request.path}` +
       Object.entries(r.request.headers).map(([k, v]) => `, ${k}: ${v}`).join('')
     const value = side === 'request' ? r.request.body : r.body
-    if (value !== undefined) out[r.name] = { summary: r.summary, description: side === 'response' ? `Recorded answer to ${request}` : r.summary, value }
+    const recorded = side === 'response' && r.request.method !== '-'
+    if (value !== undefined) out[r.name] = { summary: r.summary, ...(recorded ? { description: `Recorded answer to ${request}` } : {}), value }
   }
   return out
 }
 
-/** Unknown path (404) and other method (405): problem+json on every path. */
-function otherResponse (seen: readonly Recorded[], status: number, code: ErrorCode) {
-  return response('outbound', status, [code], seen.filter(r => r.status === status), false)
+/**
+ * Unknown path (404, problem+json) and a method a path does not serve (405, in the
+ * format of the path's door): `x-other-methods` of a path item names the latter.
+ */
+function otherResponse (door: Door, seen: readonly Recorded[], status: number, code: ErrorCode) {
+  return response(door, status, [code], seen.filter(r => r.status === status), false)
 }
 
 /** The door's own rendering of codes no run produced (500): example marked as such. */

@@ -110,6 +110,7 @@ async function record (t: Test): Promise<Recorded[]> {
   await go('POST', 'invalidProgramme', 'Every problem at once, keyed by JSON Pointer', post({ body: broken }))
   await go('POST', 'notJson', 'A body that is not JSON', post({ body: '{"schema_version": "v0.2",', headers: { 'content-type': 'application/json' } }))
   await go('POST', 'noToken', 'No Authorization header', post({ token: undefined }))
+  await go('POST', 'invalidToken', 'A token unknown, expired or revoked', post({ token: 'epx_' + 'A'.repeat(43) }))
   await go('POST', 'noCertificate', 'No client certificate', post({ cert: null }))
   await go('POST', 'scopeDenied', 'A token without inbound:programme-soutirage', post({ token: outbound }))
   await go('POST', 'suspended', 'The company is suspended', post({ cert: suspendedCert, token: suspended }))
@@ -120,7 +121,8 @@ async function record (t: Test): Promise<Recorded[]> {
   epx.faults.unavailable = false
 
   await go('other', 'unknownPath', 'A path the API does not serve', { path: '/api/v0.5/energy-programs/unknown', cert, token: outbound })
-  await go('other', 'methodNotAllowed', 'A method the path does not serve', get(pair, { method: 'DELETE' }))
+  await go('other', 'methodNotAllowedOutbound', 'A method besoins-agreges does not serve', get(pair, { method: 'DELETE' }))
+  await go('other', 'methodNotAllowedInbound', 'A method programme-soutirage does not serve', post({ method: 'GET', body: undefined }))
   await epx.close()
   return out.map(r => r.name === 'tooLarge' ? { ...r, request: { ...r.request, body: '(a body over the limit)' } } : r)
 }

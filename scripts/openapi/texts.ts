@@ -46,7 +46,10 @@ export const ADVICE: Partial<Record<ErrorCode, string>> = {
   INTERNAL: 'an unexpected fault of the service; nothing was applied. Retry later, and report it if it persists.',
 }
 
-/** The headers the description documents, by their canonical name. `varies`: never a constant. */
+/**
+ * The headers the description documents, by their canonical name. `varies`: depends on
+ * the revision, the request or the path, so it is described by its pattern, never as a constant.
+ */
 export const HEADER_SPECS: Readonly<Record<string, { description: string; pattern: string; varies?: boolean }>> = {
   ETag: { description: 'Weak validator of the revision; send it back as If-None-Match.', pattern: '^W/"[^"]*"$', varies: true },
   'Last-Modified': {
@@ -56,7 +59,7 @@ export const HEADER_SPECS: Readonly<Record<string, { description: string; patter
   },
   'Cache-Control': { description: 'How long the answer may be reused without asking again.', pattern: '^.+$' },
   'Retry-After': { description: 'Seconds to wait at least before asking again.', pattern: '^[0-9]+$' },
-  'WWW-Authenticate': { description: 'RFC 6750 Bearer challenge: what was wrong with the token (error=, scope=).', pattern: '^Bearer realm="[^"]*"' },
-  Allow: { description: 'The methods this path serves.', pattern: '^[A-Z]+(, [A-Z]+)*$' },
+  'WWW-Authenticate': { description: 'RFC 6750 Bearer challenge: what was wrong with the token (error=, scope=).', pattern: '^Bearer realm="[^"]*"', varies: true },
+  Allow: { description: 'The methods this path serves.', pattern: '^[A-Z]+(, [A-Z]+)*$', varies: true },
   'X-Content-Type-Options': { description: 'The Content-Type is the truth; do not sniff.', pattern: '^nosniff$' },
 }

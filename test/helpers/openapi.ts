@@ -8,8 +8,8 @@
  *   await conformsToDescription({ method: 'GET', path: '/api/...' }, { status, headers, text })
  *
  * A path the description does not serve is checked against `components.responses.UnknownPath`
- * (404) and a method it does not list against `MethodNotAllowed` (405): those answers are
- * documented too, so no response goes unchecked.
+ * (404), and a method a path does not list against the path's `x-other-methods` (405, in
+ * the format of the path's door): those answers are documented too, so none goes unchecked.
  * @module
  */
 import { fileURLToPath } from 'node:url'
@@ -26,7 +26,7 @@ interface Described {
   readonly content?: Record<string, { schema: object }>
 }
 interface Document {
-  paths: Record<string, Record<string, { responses: Record<string, Described> }>>
+  paths: Record<string, Record<string, { responses: Record<string, Described> }> & { 'x-other-methods'?: Described }>
   components: { responses: Record<string, Described> }
 }
 
@@ -58,7 +58,7 @@ function check (doc: Document, req: { method: string; path: string }, res: Respo
   const op = item?.[req.method.toLowerCase()]
   let described: Described | undefined
   if (!item) described = res.status === 404 ? doc.components.responses.UnknownPath : undefined
-  else if (!op) described = res.status === 405 ? doc.components.responses.MethodNotAllowed : undefined
+  else if (!op || req.method.toLowerCase().startsWith('x-')) described = res.status === 405 ? item['x-other-methods'] : undefined
   else described = op.responses[String(res.status)]
   if (!described) return [`status ${res.status} is not listed for ${item ? (op ? 'this operation' : 'a method the path does not serve') : 'an unknown path'}`]
 
