@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import { validate, compileErrors } from '@readme/openapi-parser'
 import { buildOpenapiFiles, OPENAPI_DIR } from '../scripts/openapi/build.ts'
-import { conformsToDescription, DESCRIPTION_PATH, description } from './helpers/openapi.ts'
+import { conformance, conformsToDescription, DESCRIPTION_PATH, description } from './helpers/openapi.ts'
 import { OUTBOUND_PATH, INBOUND_PATH } from '../src/http/route.ts'
 
 t.test('the committed openapi/ files are what `npm run openapi` builds from the contract and a real run', async t => {
@@ -49,4 +49,23 @@ t.test('the response check refuses what the description does not say', async t =
   await t.resolves(conformsToDescription({ method: 'GET', path: '/nowhere' }, { ...notPublished, headers: { 'content-type': 'application/problem+json', 'x-content-type-options': 'nosniff' } }), 'an unknown path is a documented 404')
   await t.rejects(conformsToDescription({ method: 'POST', path: INBOUND_PATH }, { status: 202, headers: { 'content-type': 'application/json', 'x-content-type-options': 'nosniff' }, text: '{"status":"received"}' }), /required property/)
   await t.rejects(conformsToDescription(get, { status: 304, headers: { etag: 'W/"a"', 'cache-control': 'private, max-age=60, must-revalidate', 'x-content-type-options': 'nosniff' }, text: '' }), /Last-Modified is missing/)
+})
+
+t.test('through the conformance interceptor, an answer the description does not describe fails the request', async t => {
+  const { createServer } = await import('node:http')
+  const { Agent, request } = await import('undici')
+  const server = createServer((req, res) => {
+    // A 404 without its Retry-After, as a door that lost the header would send it.
+    res.writeHead(404, { 'content-type': 'application/problem+json', 'x-content-type-options': 'nosniff' })
+    res.end(JSON.stringify({ type: 'http://127.0.0.1/errors/not-found', title: 'Not Found', status: 404, detail: 'no' }))
+  })
+  await new Promise<void>(resolve => server.listen(0, '127.0.0.1', resolve))
+  t.teardown(() => server.close())
+  const agent = new Agent().compose(conformance)
+  t.teardown(() => agent.close())
+  const base = `http://127.0.0.1:${(server.address() as { port: number }).port}`
+  const res = await request(`${base}${OUTBOUND_PATH}?site_id=x`, { dispatcher: agent })
+  await t.rejects(res.body.text(), /header Retry-After is missing/)
+  const unknown = await request(`${base}/elsewhere`, { dispatcher: agent })
+  t.match(JSON.parse(await unknown.body.text()), { status: 404 }, 'the same answer on an unknown path is the documented UnknownPath')
 })

@@ -5,7 +5,18 @@
  * and body of the response's schema), so a change to the door that the description does
  * not say fails the test that saw it. Run `npm run openapi` when the change is meant.
  *
- *   await conformsToDescription({ method: 'GET', path: '/api/...' }, { status, headers, text })
+ *   new Agent({ connect }).compose(conformance)   // an undici dispatcher that checks every answer
+ *   await conformsToDescription({ method: 'GET', path: '/api/...' }, { status, headers, text })   // one answer
+ *
+ * Through `conformance` a non-conforming answer fails the request: its body stream errors
+ * with the list of problems, so `await res.body.text()` (or `.json()`) rejects.
+ *
+ * Not checked, on purpose: answers read off raw sockets by tests of the socket itself
+ * (slow or half-sent requests, early refusal, lingering, in test/http/{body,early-refusal,
+ * hardening,linger,listener}.test.ts and test/auth/authorize.test.ts: they assert bytes,
+ * timeouts and closes, and their answers come from the same renderer the checked tests
+ * exercise), and test/host/fixtures/activation-cycles.ts, which measures the heap of
+ * repeated activations: loading this oracle there would be measured too.
  *
  * A path the description does not serve is checked against `components.responses.UnknownPath`
  * (404), and a method a path does not list against the path's `x-other-methods` (405, in
@@ -14,6 +25,7 @@
  */
 import { fileURLToPath } from 'node:url'
 import { dereference } from '@readme/openapi-parser'
+import { DecoratorHandler, type Dispatcher } from 'undici'
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js'
 import { readUtcInstant } from '../../src/contract/instants.ts'
 import { isCalendarDate } from '../../src/contract/paris-day.ts'
@@ -90,6 +102,49 @@ function check (doc: Document, req: { method: string; path: string }, res: Respo
   const v = validator(media.schema)
   if (!v(body)) problems.push(...(v.errors ?? []).map(e => `body${e.instancePath}: ${e.message ?? e.keyword} ${JSON.stringify(e.params)}`))
   return problems
+}
+
+/** undici interceptor: each answer is checked once complete; see the module comment. */
+export const conformance: Dispatcher.DispatcherComposeInterceptor = dispatch => (opts, handler) =>
+  dispatch(opts, new ConformingHandler(handler, { method: opts.method, path: opts.path.split('?')[0]! }))
+
+type Headers = Record<string, string | string[] | undefined>
+/** DecoratorHandler speaks undici 7's handler API (wrapping older handlers); its types lag. */
+interface ResponseHandler {
+  onResponseStart(controller: unknown, status: number, headers: Headers, message?: string): void
+  onResponseData(controller: unknown, chunk: Buffer): void
+  onResponseEnd(controller: unknown, trailers: Headers): void
+  onResponseError(controller: unknown, err: Error): void
+}
+const Decorator = DecoratorHandler as unknown as new (h: Dispatcher.DispatchHandler) => ResponseHandler & Dispatcher.DispatchHandler
+
+class ConformingHandler extends Decorator {
+  #status = 0
+  #headers: Record<string, string> = {}
+  #chunks: Buffer[] = []
+
+  constructor (handler: Dispatcher.DispatchHandler, private readonly req: { method: string; path: string }) {
+    super(handler)
+  }
+
+  override onResponseStart (controller: unknown, status: number, headers: Headers, message?: string): void {
+    this.#status = status
+    for (const [k, v] of Object.entries(headers)) if (v !== undefined) this.#headers[k.toLowerCase()] = Array.isArray(v) ? v.join(', ') : v
+    return super.onResponseStart(controller, status, headers, message)
+  }
+
+  override onResponseData (controller: unknown, chunk: Buffer): void {
+    this.#chunks.push(chunk)
+    return super.onResponseData(controller, chunk)
+  }
+
+  override onResponseEnd (controller: unknown, trailers: Headers): void {
+    const res = { status: this.#status, headers: this.#headers, text: Buffer.concat(this.#chunks).toString('utf8') }
+    conformsToDescription(this.req, res).then(
+      () => super.onResponseEnd(controller, trailers),
+      (err: Error) => super.onResponseError(controller, err),
+    )
+  }
 }
 
 /** ajv per schema object; `$id`/`$schema` of the inlined schema files dropped (they repeat). */
