@@ -7,9 +7,7 @@
  */
 import { Ajv2020 } from 'ajv/dist/2020.js'
 import { compileProgrammeValidator } from '../contract/compiled.ts'
-import { readUtcInstant } from '../contract/instants.ts'
-import { isCalendarDate } from '../contract/paris-day.ts'
-import { besoinsAgregesJsonSchema } from '../contract/published-schemas.ts'
+import { besoinsAgregesJsonSchema, PUBLISHED_FORMATS } from '../contract/published-schemas.ts'
 import type { BesoinsAgreges } from '../contract/besoins-agreges.ts'
 
 /** The server's default `inbound.maxSites`; the server may allow fewer (it then says so). */
@@ -27,8 +25,7 @@ export function checkBesoinsAgreges (doc: unknown): Checked<BesoinsAgreges> {
 
 function compileBesoins (): (doc: unknown) => Checked<BesoinsAgreges> {
   const ajv = new Ajv2020({ allErrors: true, strict: true })
-  ajv.addFormat('date-time', { type: 'string', validate: s => typeof readUtcInstant(s) !== 'string' })
-  ajv.addFormat('date', { type: 'string', validate: isCalendarDate })
+  for (const [name, validate] of Object.entries(PUBLISHED_FORMATS)) ajv.addFormat(name, { type: 'string', validate })
   const validate = ajv.compile(besoinsAgregesJsonSchema())
   return doc => {
     if (validate(doc)) return { ok: true, value: doc as BesoinsAgreges }

@@ -9,8 +9,8 @@
  */
 import { besoinsAgregesSchema } from './besoins-agreges.ts'
 import { receiptSchema } from './compiled.ts'
-import { UTC_INSTANT_PATTERN } from './instants.ts'
-import { DATE_PATTERN } from './paris-day.ts'
+import { readUtcInstant, UTC_INSTANT_PATTERN } from './instants.ts'
+import { DATE_PATTERN, isCalendarDate } from './paris-day.ts'
 import { programmeSoutirageSchema } from './programme-soutirage.ts'
 
 export const JSON_SCHEMA_DIALECT = 'https://json-schema.org/draft/2020-12/schema'
@@ -22,6 +22,15 @@ export type JsonSchema = { [k: string]: Json }
 const NAMED_FORMATS: Readonly<Record<string, { format: string; pattern: string }>> = {
   'utc-instant': { format: 'date-time', pattern: UTC_INSTANT_PATTERN },
   'calendar-date': { format: 'date', pattern: DATE_PATTERN },
+}
+
+/**
+ * How epx reads the standard formats its published schemas use, for a validator of them
+ * (the reference client, the tests' response checks): the contract's own readers.
+ */
+export const PUBLISHED_FORMATS: Readonly<Record<'date-time' | 'date', (text: string) => boolean>> = {
+  'date-time': text => typeof readUtcInstant(text) !== 'string',
+  date: isCalendarDate,
 }
 
 /** The standard format a serializer-only (`unsafe`) string has, known by its pattern. */

@@ -27,8 +27,7 @@ import { fileURLToPath } from 'node:url'
 import { dereference } from '@readme/openapi-parser'
 import { DecoratorHandler, type Dispatcher } from 'undici'
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js'
-import { readUtcInstant } from '../../src/contract/instants.ts'
-import { isCalendarDate } from '../../src/contract/paris-day.ts'
+import { PUBLISHED_FORMATS } from '../../src/contract/published-schemas.ts'
 
 export const DESCRIPTION_PATH = fileURLToPath(new URL('../../openapi/epx.openapi.json', import.meta.url))
 
@@ -44,8 +43,7 @@ interface Document {
 
 let loaded: Promise<Document> | undefined
 const ajv = new Ajv2020({ strict: false, allErrors: true })
-ajv.addFormat('date-time', { type: 'string', validate: s => typeof readUtcInstant(s) !== 'string' })
-ajv.addFormat('date', { type: 'string', validate: isCalendarDate })
+for (const [name, validate] of Object.entries(PUBLISHED_FORMATS)) ajv.addFormat(name, { type: 'string', validate })
 ajv.addFormat('uri', { type: 'string', validate: s => URL.canParse(s) })
 const compiled = new WeakMap<object, ValidateFunction>()
 
