@@ -23,6 +23,8 @@ export interface BspClientOptions {
   readonly token: string
   /** Connections kept open to the service (default 4). */
   readonly connections?: number
+  /** The clock a Retry-After given as a date is counted from (default the system's). */
+  readonly now?: () => Date
 }
 
 /** What GET besoins-agreges answered, as a BSP acts on it. */
@@ -55,6 +57,7 @@ export function createBspClient (opts: BspClientOptions): BspClient {
     connect: { cert: opts.cert, key: opts.key, ...(opts.ca ? { ca: opts.ca } : {}) },
   })
   const auth = `Bearer ${opts.token}`
+  const now = opts.now ?? (() => new Date())
 
   return {
     async getBesoins (q) {
@@ -74,7 +77,7 @@ export function createBspClient (opts: BspClientOptions): BspClient {
       const problem = readJson(text) as { detail?: string } | undefined
       const detail = problem?.detail ?? `HTTP ${res.statusCode}`
       if (res.statusCode === 404 || res.statusCode === 503) {
-        return { kind: 'retry', status: res.statusCode, retryAfterSecs: retryAfter(res.headers), detail }
+        return { kind: 'retry', status: res.statusCode, retryAfterSecs: retryAfter(res.headers, now()), detail }
       }
       return { kind: 'refused', status: res.statusCode, detail, body: problem }
     },
@@ -90,7 +93,7 @@ export function createBspClient (opts: BspClientOptions): BspClient {
       if (res.statusCode === 202) return { kind: 'received', receipt: JSON.parse(text) as Receipt }
       const error = (readJson(text) as { error?: { code?: string; message?: string; details?: Record<string, string> } } | undefined)?.error
       const message = error?.message ?? `HTTP ${res.statusCode}`
-      if (res.statusCode === 503) return { kind: 'retry', status: 503, retryAfterSecs: retryAfter(res.headers), detail: message }
+      if (res.statusCode === 503) return { kind: 'retry', status: 503, retryAfterSecs: retryAfter(res.headers, now()), detail: message }
       return { kind: 'refused', status: res.statusCode, code: error?.code, message, details: error?.details ?? {} }
     },
 
@@ -104,12 +107,12 @@ function header (headers: Record<string, string | string[] | undefined>, name: s
 }
 
 /** Retry-After in seconds (RFC 9110 §10.2.3: seconds or an HTTP date). */
-function retryAfter (headers: Record<string, string | string[] | undefined>): number | undefined {
+function retryAfter (headers: Record<string, string | string[] | undefined>, now: Date): number | undefined {
   const v = header(headers, 'retry-after')
   if (v === undefined) return undefined
   if (/^\d+$/.test(v)) return Number(v)
   const at = Date.parse(v)
-  return Number.isNaN(at) ? undefined : Math.max(0, Math.ceil((at - Date.now()) / 1000))
+  return Number.isNaN(at) ? undefined : Math.max(0, Math.ceil((at - now.getTime()) / 1000))
 }
 
 function readJson (text: string): unknown {
