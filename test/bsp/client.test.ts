@@ -1,10 +1,10 @@
-import t from 'tap'
+import t, { type Test } from 'tap'
 import { createServer } from 'node:https'
 import { testPki, clientCert } from '../helpers/certs.ts'
 import { createBspClient } from '../../src/bsp/client.ts'
 
 /** A TLS server that answers what the test says: how the client reads answers epx does not send (proxies, other versions). */
-async function server (t: Parameters<Parameters<typeof t.test>[1]>[0], answer: (path: string) => { status: number; headers?: Record<string, string>; body?: string }) {
+async function server (t: Test, answer: (path: string) => { status: number; headers?: Record<string, string>; body?: string }) {
   const pki = testPki()
   const s = createServer({ cert: pki.server.certPem, key: pki.server.keyPem }, (req, res) => {
     const a = answer(req.url ?? '')
