@@ -16,7 +16,7 @@ import { INBOUND_PATH, OUTBOUND_PATH } from '../../src/http/route.ts'
 /** `{base_url}` in the examples (problem `type`s). */
 export const EXAMPLE_BASE_URL = 'https://epx.example.com'
 /** The body limit while recording, so the 413 example stays small. */
-const RECORD_MAX_BODY = 65_536
+const RECORD_MAX_BODY = 16_384
 
 export interface Recorded {
   /** Operation key: `GET`, `HEAD`, `POST`, or `other` (unknown path, other method). */
