@@ -35,3 +35,17 @@ t.test('unknown formats and plain values pass through', async t => {
   t.same(toPortableSchema({ type: 'string', format: 'unsafe' }), { type: 'string' })
   t.same(toPortableSchema([1, 'a', null]), [1, 'a', null])
 })
+
+t.test('the published instant and date patterns accept what the contract\'s readers accept, and refuse offsets', async t => {
+  const { readUtcInstant, UTC_INSTANT_PATTERN } = await import('../../src/contract/instants.ts')
+  const { isCalendarDate, DATE_PATTERN } = await import('../../src/contract/paris-day.ts')
+  const instant = new RegExp(UTC_INSTANT_PATTERN)
+  for (const s of ['2026-11-21T23:15:00Z', '2026-11-21T23:15:00.1Z', '2026-11-21T23:15:00.123456789Z', '0000-01-01T00:00:00Z']) {
+    t.ok(typeof readUtcInstant(s) !== 'string' && instant.test(s), `${s}: read and matched`)
+  }
+  for (const s of ['2026-11-21T23:15:00+01:00', '2026-11-21T23:15Z', '2026-11-21 23:15:00Z', '2026-11-21T23:15:00.1234567890Z']) {
+    t.ok(typeof readUtcInstant(s) === 'string' && !instant.test(s), `${s}: refused by both`)
+  }
+  t.ok(new RegExp(DATE_PATTERN).test('2026-11-22') && isCalendarDate('2026-11-22'))
+  t.notOk(new RegExp(DATE_PATTERN).test('2026-1-22') || isCalendarDate('2026-1-22'))
+})
