@@ -6,7 +6,8 @@ import { join, relative, resolve, dirname } from 'node:path'
 // domain may import contract/ and store/, nothing imports a door, and only plugin.ts
 // and host/ know the host's concrete shape.
 const src = resolve(import.meta.dirname, '../src')
-const DOORS = ['http', 'cli', 'console']
+// bsp/ is a door too, the other way round: the reference BSP client (`epx-gateway/bsp`).
+const DOORS = ['http', 'cli', 'console', 'bsp']
 const DOMAIN = ['contract', 'auth', 'publish', 'apply']
 
 function files (dir: string): string[] {
@@ -40,6 +41,11 @@ t.test('the domain imports neither doors nor the reference host', async t => {
 t.test('the store imports no door and no domain logic beyond contract types', async t => {
   const bad = edges.filter(e => area(e.from) === 'store' &&
     (DOORS.includes(area(e.to)) || ['publish', 'apply'].includes(area(e.to))))
+  t.same(bad, [])
+})
+
+t.test('the reference BSP client stands on the contract alone: what a BSP runs holds no server code', async t => {
+  const bad = edges.filter(e => area(e.from) === 'bsp' && !['bsp', 'contract'].includes(area(e.to)))
   t.same(bad, [])
 })
 

@@ -7,6 +7,7 @@ import { copyFileSync, mkdirSync, readdirSync, readFileSync } from 'node:fs'
 import { join, resolve } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import { Agent, request } from 'undici'
+import { conformance } from './helpers/openapi.ts'
 import { loadPlugin } from '../src/host/load-plugin.ts'
 import { createReferenceHost, ManualClock } from '../src/host/reference-host.ts'
 import { openStore } from '../src/store/open-store.ts'
@@ -95,7 +96,7 @@ t.test('a programme over 1 MiB is parsed by the built worker (dist/programme-wor
   const ref = createReferenceHost({ dataDir, clock: new ManualClock('2026-11-21T12:30:00Z'), sites: 150, cycleSeconds: 0 })
   const { handle } = await loadPlugin(root, ref.host, { api: { host: '127.0.0.1', port: 0 }, publish: { schedule: false }, inbound: { maxSites: 200 } })
   const cert = clientCert('CN=acme,O=acme')
-  const agent = new Agent({ connect: { ca: testPki().serverCa.certPem, cert: cert.certPem, key: cert.keyPem } })
+  const agent = new Agent({ connect: { ca: testPki().serverCa.certPem, cert: cert.certPem, key: cert.keyPem } }).compose(conformance)
   t.teardown(async () => { await agent.close(); await handle.close(); await ref.close() })
 
   const body = JSON.stringify(programme({ sites: 150 }))

@@ -7,6 +7,8 @@
  */
 import fastJson from 'fast-json-stringify'
 import { PRM_PATTERN } from './ids.ts'
+import { UTC_INSTANT_PATTERN } from './instants.ts'
+import { DATE_PATTERN } from './paris-day.ts'
 
 export const BESOINS_SCHEMA_VERSION = 'v0.3'
 export const BESOINS_TYPE = 'besoins_agreges'
@@ -53,7 +55,7 @@ export interface BesoinsAgreges {
  * checks were a fifth of the serializer's time for 10,000 sites (bench/README.md).
  * Free text (`emitted_by`, `site_name`) is always escaped.
  */
-const instant = { type: 'string', format: 'unsafe' } as const
+const instant = { type: 'string', format: 'unsafe', pattern: UTC_INSTANT_PATTERN } as const
 
 /** The document schema; `properties` order IS the wire order (contract §2.1). */
 export const besoinsAgregesSchema = {
@@ -68,7 +70,7 @@ export const besoinsAgregesSchema = {
     type: { type: 'string', const: BESOINS_TYPE },
     emitted_by: { type: 'string', minLength: 1 },
     emitted_at: instant,
-    target_date: { type: 'string', format: 'unsafe', pattern: '^[0-9]{4}-[0-9]{2}-[0-9]{2}$' },
+    target_date: { type: 'string', format: 'unsafe', pattern: DATE_PATTERN },
     coverage_start_utc: instant,
     coverage_end_utc: instant,
     slot_duration_secs: { type: 'integer' },

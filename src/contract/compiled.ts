@@ -85,7 +85,8 @@ export interface Receipt {
   message: string
 }
 
-export const serializeReceipt: (r: Receipt) => string = fastJson({
+/** The 202 body's schema: the serializer's, and the description's (openapi/). */
+export const receiptSchema = {
   title: 'Programme_Soutirage receipt',
   type: 'object',
   required: ['status', 'count', 'instructions', 'message'],
@@ -106,4 +107,6 @@ export const serializeReceipt: (r: Receipt) => string = fastJson({
     },
     message: { type: 'string' },
   },
-})
+} as const
+
+export const serializeReceipt: (r: Receipt) => string = fastJson(receiptSchema)

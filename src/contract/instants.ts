@@ -17,6 +17,12 @@ export interface Instant {
   readonly nanos: number
 }
 
+/**
+ * The shape of a wire instant for JSON Schema readers (openapi/schemas, the BSP client);
+ * `readUtcInstant` decides (it also checks the calendar).
+ */
+export const UTC_INSTANT_PATTERN = '^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\\.[0-9]{1,9})?Z$'
+
 /** Orders two instants at full precision: negative, 0 or positive. */
 export function compareInstants (a: Instant, b: Instant): number {
   return a.ms !== b.ms ? a.ms - b.ms : a.nanos - b.nanos

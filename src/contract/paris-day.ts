@@ -14,6 +14,8 @@ export const QUARTER_HOUR_MS = 900_000
 export const LONGEST_DAY_SECS = 100 * 900
 
 const DATE = /^(\d{4})-(\d{2})-(\d{2})$/
+/** The shape of a date for JSON Schema readers (openapi/schemas); `isCalendarDate` decides. */
+export const DATE_PATTERN = '^[0-9]{4}-[0-9]{2}-[0-9]{2}$'
 
 /**
  * True when `text` is a real calendar date `YYYY-MM-DD`. A calendar check needs no

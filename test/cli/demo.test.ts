@@ -4,6 +4,7 @@ import { existsSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { promisify } from 'node:util'
 import { Agent, request } from 'undici'
+import { conformance } from '../helpers/openapi.ts'
 import { looksLikeToken } from '../../src/auth/tokens.ts'
 import { epx, startEpx } from '../helpers/cli.ts'
 
@@ -30,7 +31,7 @@ async function statusOf (line: string, cwd: string): Promise<number> {
   const headers: Record<string, string> = {}
   words.forEach((w, i) => { if (w === '-H') { const [k, ...v] = words[i + 1]!.split(':'); headers[k!.toLowerCase()] = v.join(':').trim() } })
   const data = words.includes('--data-binary') ? file(opt('--data-binary').slice(1)) : undefined
-  const agent = new Agent({ connect: { ca: file(opt('--cacert')), cert: file(opt('--cert')), key: file(opt('--key')) } })
+  const agent = new Agent({ connect: { ca: file(opt('--cacert')), cert: file(opt('--cert')), key: file(opt('--key')) } }).compose(conformance)
   try {
     const res = await request(words.at(-1)!, { dispatcher: agent, method: data ? 'POST' : 'GET', headers, body: data })
     await res.body.text()

@@ -2,6 +2,7 @@ import t from 'tap'
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { Agent, request } from 'undici'
+import { conformance } from '../helpers/openapi.ts'
 import { OUTBOUND_PATH } from '../../src/http/route.ts'
 import { epx, initializedDataDir, startEpx } from '../helpers/cli.ts'
 
@@ -13,7 +14,7 @@ const bundleAgent = (bundle: string) => new Agent({
     key: readFileSync(join(bundle, 'client.key')),
     servername: 'localhost',
   },
-})
+}).compose(conformance)
 
 t.test('epx start --port 0 listens with mTLS, answers a company with its certificate and token, and stops cleanly on SIGTERM', async t => {
   const dir = await initializedDataDir(t)

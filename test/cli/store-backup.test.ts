@@ -3,6 +3,7 @@ import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, 
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Agent, request } from 'undici'
+import { conformance } from '../helpers/openapi.ts'
 import { epx, initializedDataDir, startEpx } from '../helpers/cli.ts'
 import { INBOUND_PATH, programme } from '../helpers/programme.ts'
 import { openStore } from '../../src/store/open-store.ts'
@@ -28,7 +29,7 @@ t.test('epx store backup while epx start takes programmes: the restored copy has
     connect: {
       ca: readFileSync(join(bundle, 'ca.crt')), cert: readFileSync(join(bundle, 'client.crt')), key: readFileSync(join(bundle, 'client.key')), servername: 'localhost',
     },
-  })
+  }).compose(conformance)
   t.teardown(() => agent.close())
   const url = new URL(INBOUND_PATH, run.match[1]!)
 

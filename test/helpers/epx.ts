@@ -17,12 +17,14 @@
  *   "one line per request" or "no secret in logs".
  * - `restart()` closes epx and starts it again on the same data folder and reference
  *   host (`{ solver: true }` also replaces the reference host), e.g. to test re-queueing.
+ * - Every answer is checked against openapi/epx.openapi.json (`openapi.ts`, `conformance`):
+ *   one the description does not describe fails the request.
  * - Everything is closed by `t.teardown`; `close()` is idempotent.
  * @module
  */
 import type { Test } from 'tap'
 import pino from 'pino'
-import { Agent, request as undiciRequest } from 'undici'
+import { Agent, request as undiciRequest, type Dispatcher } from 'undici'
 import { createEpx } from '../../src/plugin.ts'
 import { createReferenceHost, ManualClock, type ReferenceHost } from '../../src/host/reference-host.ts'
 import type { EpxHandle, Logger } from '../../src/host/contract.ts'
@@ -31,12 +33,15 @@ import { openCompanies, type CompanyRecord, type Companies } from '../../src/sto
 import { openTokens, type Tokens } from '../../src/store/tokens.ts'
 import { hashToken, newTokenId, newTokenSecret, type Scope } from '../../src/auth/tokens.ts'
 import { clientCert, testPki, writePki, type KeyPairPem } from './certs.ts'
+import { conformance } from './openapi.ts'
 
 export interface StartEpxOptions {
   readonly now?: string
   readonly config?: Record<string, any>
   readonly sites?: number
   readonly dataDir?: string
+  /** Check every response against openapi/epx.openapi.json (default true; the recorder of that file turns it off). */
+  readonly checkResponses?: boolean
 }
 
 export interface TestRequest {
@@ -100,12 +105,13 @@ export async function startEpx (t: Test, opts: StartEpxOptions = {}): Promise<Te
   })
   let handle = await open()
 
-  const agents = new Map<string, Agent>()
-  const agentFor = (cert: KeyPairPem | null | undefined): Agent => {
+  const agents = new Map<string, Dispatcher>()
+  const agentFor = (cert: KeyPairPem | null | undefined): Dispatcher => {
     const key = cert ? cert.certPem : 'none'
     let a = agents.get(key)
     if (!a) {
-      a = new Agent({ connect: { ca: testPki().serverCa.certPem, ...(cert ? { cert: cert.certPem, key: cert.keyPem } : {}) } })
+      const agent = new Agent({ connect: { ca: testPki().serverCa.certPem, ...(cert ? { cert: cert.certPem, key: cert.keyPem } : {}) } })
+      a = opts.checkResponses === false ? agent : agent.compose(conformance)
       agents.set(key, a)
     }
     return a

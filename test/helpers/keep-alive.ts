@@ -7,12 +7,14 @@
  *   const res = await conn.get('/path?x=1', token)          // { status, body, headers }
  *   conn.closed      // false while the one connection lives (it never reconnects); conn.close()
  *
+ * Each answer is checked against the published description (`openapi.ts`).
  * Requests go one at a time (HTTP/1.1 keep-alive, no pipelining); a response must carry
  * Content-Length, as every epx answer does.
  * @module
  */
 import tls from 'node:tls'
 import { testPki, type KeyPairPem } from './certs.ts'
+import { conformsToDescription } from './openapi.ts'
 
 export interface RawResponse {
   readonly status: number
@@ -63,17 +65,22 @@ export function keepAliveConnection (url: URL, cert: KeyPairPem | null, opts: { 
       w.resolve({ status: Number(lines[0]!.split(' ')[1]), headers, body })
     })
     const conn: KeepAliveConnection = {
-      get (path, token) {
-        if (waiting) return Promise.reject(new Error('one request at a time'))
-        return new Promise<RawResponse>((res, rej) => {
-          waiting = { resolve: res, reject: rej }
-          const auth = token === undefined ? '' : `Authorization: Bearer ${token}\r\n`
-          socket.write(`GET ${path} HTTP/1.1\r\nHost: ${url.host}\r\n${auth}\r\n`)
-        })
+      async get (path, token) {
+        const res = await send(path, token)
+        await conformsToDescription({ method: 'GET', path: path.split('?')[0]! }, { ...res, text: res.body })
+        return res
       },
       get closed () { return closed },
       get reused () { return reused },
       close: () => socket.destroy(),
+    }
+    const send = (path: string, token?: string): Promise<RawResponse> => {
+      if (waiting) return Promise.reject(new Error('one request at a time'))
+      return new Promise<RawResponse>((res, rej) => {
+        waiting = { resolve: res, reject: rej }
+        const auth = token === undefined ? '' : `Authorization: Bearer ${token}\r\n`
+        socket.write(`GET ${path} HTTP/1.1\r\nHost: ${url.host}\r\n${auth}\r\n`)
+      })
     }
   })
 }

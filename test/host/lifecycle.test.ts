@@ -3,7 +3,8 @@ import { join, resolve } from 'node:path'
 import { readdirSync } from 'node:fs'
 import { setFlagsFromString } from 'node:v8'
 import { runInNewContext } from 'node:vm'
-import { Agent, request } from 'undici'
+import { Agent, request, type Dispatcher } from 'undici'
+import { conformance } from '../helpers/openapi.ts'
 import { loadPlugin } from '../../src/host/load-plugin.ts'
 import { createReferenceHost } from '../../src/host/reference-host.ts'
 import { createEpx } from '../../src/plugin.ts'
@@ -71,7 +72,7 @@ t.test('activating and closing many times in one process leaves handles, descrip
   await seed.close()
   const cert = clientCert('CN=acme,O=acme')
   const site = ref.sites[0]!.site_id
-  const cycle = async (agent: Agent) => {
+  const cycle = async (agent: Dispatcher) => {
     const { handle } = await loadPlugin(root, ref.host, config)
     await handle.publish({ targetDate: '2026-11-22', siteIds: [site] })
     // A real connection and a real document each time: sockets, TLS state and the
@@ -83,7 +84,7 @@ t.test('activating and closing many times in one process leaves handles, descrip
     t.equal(res.statusCode, 200)
     await handle.close()
   }
-  const agentFor = () => new Agent({ connect: { ca: testPki().serverCa.certPem, cert: cert.certPem, key: cert.keyPem } })
+  const agentFor = () => new Agent({ connect: { ca: testPki().serverCa.certPem, cert: cert.certPem, key: cert.keyPem } }).compose(conformance)
   const warm = agentFor()
   for (let i = 0; i < 3; i++) await cycle(warm)   // warm-up: module caches, lmdb env, TLS contexts
   await warm.close()

@@ -3,6 +3,7 @@
 import t from 'tap'
 import tls from 'node:tls'
 import { Client } from 'undici'
+import { conformance } from '../helpers/openapi.ts'
 import { testPki, type KeyPairPem } from '../helpers/certs.ts'
 import { startEpx } from '../helpers/epx.ts'
 import { INBOUND_PATH, programme } from '../helpers/programme.ts'
@@ -81,9 +82,10 @@ t.test('api.maxRequestsPerSocket: the last answer on a connection says Connectio
   const client = new Client(epx.url, { connect: { ca: testPki().serverCa.certPem, cert: cert.certPem, key: cert.keyPem } })
   let connects = 0
   client.on('connect', () => { connects++ })
+  const checked = client.compose(conformance)
   const statuses: number[] = []
   for (let i = 0; i < 4; i++) {
-    const res = await client.request({ method: 'GET', path, headers: { authorization: `Bearer ${secret}` } })
+    const res = await checked.request({ method: 'GET', path, headers: { authorization: `Bearer ${secret}` } })
     await res.body.text()
     statuses.push(res.statusCode)
   }

@@ -3,6 +3,7 @@ import net from 'node:net'
 import tls from 'node:tls'
 import pino from 'pino'
 import { Agent, request } from 'undici'
+import { conformance } from '../helpers/openapi.ts'
 import { loadConfig } from '../../src/config.ts'
 import { EpxError } from '../../src/errors.ts'
 import type { Logger } from '../../src/host/contract.ts'
@@ -152,7 +153,7 @@ t.test('a handler that throws anything but an EpxError answers 500 INTERNAL, log
       HEAD: async () => { await Promise.resolve(); throw new EpxError('EPX_CONFIG_INVALID', ['operator-only']) },
     })],
   })
-  const agent = new Agent({ connect: { ca: testPki().serverCa.certPem, cert: l.cert.certPem, key: l.cert.keyPem } })
+  const agent = new Agent({ connect: { ca: testPki().serverCa.certPem, cert: l.cert.certPem, key: l.cert.keyPem } }).compose(conformance)
   t.teardown(() => agent.close())
   const headers = { authorization: `Bearer ${l.secret}` }
   const res = await request(new URL(OUTBOUND_PATH, l.api.url), { dispatcher: agent, headers })

@@ -1,0 +1,128 @@
+/**
+ * Real runs for the description's examples: activates the plugin as the tests do (real
+ * TLS, real LMDB in a temp folder, the reference host on a fixed clock), makes one request
+ * per status of each operation and records what came back. The clock, the sites and the
+ * base URL are fixed, so two runs record the same bytes (the committed file is compared).
+ * @module
+ */
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import type { Test } from 'tap'
+import { startEpx, type TestRequest } from '../../test/helpers/epx.ts'
+import { programme } from '../../test/helpers/programme.ts'
+import { INBOUND_PATH, OUTBOUND_PATH } from '../../src/http/route.ts'
+
+/** `{base_url}` in the examples (problem `type`s). */
+export const EXAMPLE_BASE_URL = 'https://epx.example.com'
+/** The body limit while recording, so the 413 example stays small. */
+const RECORD_MAX_BODY = 16_384
+
+export interface Recorded {
+  /** Operation key: `GET`, `HEAD`, `POST`, or `other` (unknown path, other method). */
+  readonly operation: 'GET' | 'HEAD' | 'POST' | 'other'
+  /** What this example shows, e.g. `notPublished`. */
+  readonly name: string
+  readonly summary: string
+  readonly request: { readonly method: string; readonly path: string; readonly headers: Record<string, string>; readonly body?: unknown }
+  readonly status: number
+  readonly headers: Readonly<Record<string, string>>
+  readonly body?: unknown
+}
+
+/** Headers that change with every run or say nothing about the API. */
+const UNRECORDED = new Set(['date', 'connection', 'keep-alive', 'content-length'])
+
+export async function recordExamples (): Promise<Recorded[]> {
+  const dir = mkdtempSync(join(tmpdir(), 'epx-openapi-'))
+  const teardowns: Array<() => unknown> = []
+  // startEpx wants a tap Test for its folder and teardown: these two are all it uses.
+  const t = { testdir: () => dir, teardown: (f: () => unknown) => { teardowns.push(f) } } as unknown as Test
+  try {
+    return await record(t)
+  } finally {
+    for (const f of teardowns.reverse()) await f()
+    rmSync(dir, { recursive: true, force: true })
+  }
+}
+
+async function record (t: Test): Promise<Recorded[]> {
+  const epx = await startEpx(t, {
+    sites: 1,
+    checkResponses: false,   // the description is what is being made
+    config: { api: { publicBaseUrl: EXAMPLE_BASE_URL }, inbound: { maxBodyBytes: RECORD_MAX_BODY } },
+  })
+  const { cert } = await epx.addCompany('acme')
+  const { secret: outbound } = await epx.addToken('acme', ['outbound:besoins-agreges'])
+  const { secret: inbound } = await epx.addToken('acme', ['inbound:programme-soutirage'])
+  const { cert: suspendedCert } = await epx.addCompany('dormant', { status: 'suspended' })
+  const { secret: suspended } = await epx.addToken('dormant', ['outbound:besoins-agreges', 'inbound:programme-soutirage'])
+  const site = 'PRM30000000000001'
+  const day = '2026-11-22'
+  await epx.handle.publish({ targetDate: day })
+
+  const out: Recorded[] = []
+  const go = async (operation: Recorded['operation'], name: string, summary: string, r: TestRequest) => {
+    const res = await epx.request(r)
+    const url = new URL(r.path, 'https://x')
+    for (const [k, v] of Object.entries(r.query ?? {})) url.searchParams.set(k, v)
+    const headers: Record<string, string> = {}
+    if (r.token !== undefined) headers.authorization = 'Bearer <token>'
+    if (r.body !== undefined && typeof r.body === 'object') headers['content-type'] = 'application/json'
+    Object.assign(headers, r.headers)
+    const resHeaders = Object.fromEntries(Object.entries(res.headers).filter(([k]) => !UNRECORDED.has(k)).sort(([a], [b]) => a.localeCompare(b)))
+    out.push({
+      operation, name, summary,
+      request: { method: r.method ?? 'GET', path: url.pathname + url.search, headers, ...(typeof r.body === 'object' ? { body: r.body } : r.body !== undefined ? { body: String(r.body).slice(0, 200) } : {}) },
+      status: res.status,
+      headers: resHeaders,
+      ...(res.text === '' ? {} : { body: res.json() }),
+    })
+    return res
+  }
+  const get = (query: Record<string, string>, o: Partial<TestRequest> = {}): TestRequest =>
+    ({ method: 'GET', path: OUTBOUND_PATH, query, cert, token: outbound, ...o })
+  const pair = { site_id: site, target_date: day }
+
+  const ok = await go('GET', 'latest', 'The latest revision of a site and day', get(pair))
+  await go('GET', 'notModified', 'If-None-Match with the ETag last received: nothing new', get(pair, { headers: { 'if-none-match': ok.headers.etag! } }))
+  await go('GET', 'notModifiedSince', 'If-Modified-Since with the Last-Modified last received', get(pair, { headers: { 'if-modified-since': ok.headers['last-modified']! } }))
+  await go('GET', 'invalidQuery', 'site_id not a PRM, target_date not a calendar date', get({ site_id: 'PRM123', target_date: '2026-02-30' }))
+  await go('GET', 'noToken', 'No Authorization header', get(pair, { token: undefined }))
+  await go('GET', 'invalidToken', 'A token unknown, expired or revoked', get(pair, { token: 'epx_' + 'A'.repeat(43) }))
+  await go('GET', 'noCertificate', 'No client certificate', get(pair, { cert: null }))
+  await go('GET', 'suspended', 'The company is suspended', get(pair, { cert: suspendedCert, token: suspended }))
+  await go('GET', 'scopeDenied', 'A token without outbound:besoins-agreges', get(pair, { token: inbound }))
+  await go('GET', 'notPublished', 'Nothing published for the pair (yet)', get({ site_id: site, target_date: '2026-11-23' }))
+  epx.faults.unavailable = true
+  await go('GET', 'storeUnavailable', 'The store cannot answer', get(pair))
+  epx.faults.unavailable = false
+  await go('HEAD', 'latest', 'The headers of GET, no body', get(pair, { method: 'HEAD' }))
+
+  const body = programme({ targetDate: day, slots: 8, kwh: j => (j < 4 ? 2.5 : 0) })
+  const post = (o: Partial<TestRequest> = {}): TestRequest =>
+    ({ method: 'POST', path: INBOUND_PATH, cert, token: inbound, body, ...o })
+  await go('POST', 'received', 'A programme for one site: one instruction persisted', post())
+  const broken = structuredClone(body)
+  broken.sites[0]!.energie_programmee[1]!.debut_utc = '2026-11-21T23:20:00Z'
+  broken.sites[0]!.energie_programmee[2]!.energie_kwh = -1
+  delete (broken as Partial<typeof broken>).schema_version
+  await go('POST', 'invalidProgramme', 'Every problem at once, keyed by JSON Pointer', post({ body: broken }))
+  await go('POST', 'notJson', 'A body that is not JSON', post({ body: '{"schema_version": "v0.2",', headers: { 'content-type': 'application/json' } }))
+  await go('POST', 'noToken', 'No Authorization header', post({ token: undefined }))
+  await go('POST', 'invalidToken', 'A token unknown, expired or revoked', post({ token: 'epx_' + 'A'.repeat(43) }))
+  await go('POST', 'noCertificate', 'No client certificate', post({ cert: null }))
+  await go('POST', 'scopeDenied', 'A token without inbound:programme-soutirage', post({ token: outbound }))
+  await go('POST', 'suspended', 'The company is suspended', post({ cert: suspendedCert, token: suspended }))
+  await go('POST', 'tooLarge', `A body over the limit (inbound.maxBodyBytes, default 10 MiB; ${RECORD_MAX_BODY} bytes here)`, post({ body: { ...body, padding: 'x'.repeat(RECORD_MAX_BODY) } }))
+  await go('POST', 'notJsonType', 'Content-Type other than application/json', post({ body: 'schema_version=v0.2', headers: { 'content-type': 'text/plain' } }))
+  epx.faults.unavailable = true
+  await go('POST', 'storeUnavailable', 'The store cannot answer: nothing was persisted, send it again', post())
+  epx.faults.unavailable = false
+
+  await go('other', 'unknownPath', 'A path the API does not serve', { path: '/api/v0.5/energy-programs/unknown', cert, token: outbound })
+  await go('other', 'methodNotAllowedOutbound', 'A method besoins-agreges does not serve', get(pair, { method: 'DELETE' }))
+  await go('other', 'methodNotAllowedInbound', 'A method programme-soutirage does not serve', post({ method: 'GET', body: undefined }))
+  await epx.close()
+  return out.map(r => r.name === 'tooLarge' ? { ...r, request: { ...r.request, body: '(a body over the limit)' } } : r)
+}

@@ -1,0 +1,65 @@
+/**
+ * The prose of the description: what a BSP developer reads next to each status and
+ * header. What the API does comes from the door (describe.ts); what to do about it is here.
+ * @module
+ */
+import type { ErrorCode } from '../../src/errors.ts'
+
+export const API_DESCRIPTION = [
+  'The BSP-facing API of epx: pull the Besoins_Agreges the service publishes (GET), send a Programme_Soutirage (POST).',
+  '',
+  'Every call needs both a client certificate (mutual TLS) and `Authorization: Bearer <token>` with the endpoint\'s scope.',
+  'Every instant is ISO 8601 UTC ending in Z; a target_date is a Europe/Paris day (92, 96 or 100 quarter-hours).',
+  '',
+  'Polling (outbound): make the day\'s first attempt at about 08:30 Europe/Paris (publication is at 08:00, Fridays also for the weekend);',
+  'keep the ETag per (site_id, target_date) and send it as If-None-Match: 304 means nothing new.',
+  'After a 404 wait Retry-After (300 s) at least; after a 503 wait Retry-After (5 s), with jitter.',
+  '',
+  'Errors: outbound errors are application/problem+json (RFC 9457); inbound errors are {"error": {code, message, details}}',
+  'where details maps RFC 6901 JSON Pointers into your body to what to fix.',
+  '',
+  'The JSON Schemas of the two documents are files beside this description (schemas/). The guide for BSP developers is docs/bsp-guide.md.',
+].join('\n')
+
+export const MTLS_DESCRIPTION = 'A client certificate issued by the service\'s client CA and bound to your company (its subject, and its SHA-256 fingerprint where pinned). Without it, or with another one: 403 MTLS_REQUIRED.'
+
+export const BEARER_DESCRIPTION = [
+  'A token from the service (shown once at creation; keep it in a file or a secret store, never on a command line).',
+  'Scopes: `outbound:besoins-agreges` for GET/HEAD besoins-agreges, `inbound:programme-soutirage` for POST programme-soutirage.',
+  'Absent, unknown, expired or revoked: 401 with WWW-Authenticate. Without the scope: 403 SCOPE_DENIED.',
+].join(' ')
+
+/** What each code means to a BSP and what to do about it. */
+export const ADVICE: Partial<Record<ErrorCode, string>> = {
+  INVALID_QUERY: 'site_id or target_date missing, repeated or malformed; `invalid_params` names each. Fix the request; do not retry as is.',
+  INVALID_PROGRAMME_SOUTIRAGE_REQUEST: 'the programme was refused as a whole (nothing stored); `error.details` maps each faulty field (JSON Pointer) to what to fix. Fix and send again.',
+  UNAUTHORIZED: 'no Bearer token, or one unknown, expired or revoked (`error="invalid_token"` in WWW-Authenticate). Get a new token; retrying will not help.',
+  MTLS_REQUIRED: 'no client certificate, one the service\'s CA did not issue or has revoked, or one not bound to the token\'s company. Present your company\'s certificate.',
+  COMPANY_SUSPENDED: 'your company is suspended by the service. Contact the service operator.',
+  SCOPE_DENIED: 'the token lacks this endpoint\'s scope (named in WWW-Authenticate). Use a token with that scope.',
+  NOT_PUBLISHED: 'nothing published for this site and day (yet), or a site outside your perimeter. Retry after Retry-After (300 s) at the earliest.',
+  NOT_FOUND: 'no such path. Check the base URL and the version segment /api/v0.5/.',
+  METHOD_NOT_ALLOWED: 'the path does not serve this method; `Allow` lists those it does.',
+  PAYLOAD_TOO_LARGE: 'the body is over the service\'s limit (default 10 MiB). Split the programme by sites.',
+  UNSUPPORTED_MEDIA_TYPE: 'Content-Type must be application/json.',
+  NO_STORE: 'the service\'s storage cannot answer for now; nothing was stored. Retry after Retry-After (5 s), with backoff; re-sending the same programme is safe (same emitted_at, same instruction ids).',
+  INTERNAL: 'an unexpected fault of the service; nothing was applied. Retry later, and report it if it persists.',
+}
+
+/**
+ * The headers the description documents, by their canonical name. `varies`: depends on
+ * the revision, the request or the path, so it is described by its pattern, never as a constant.
+ */
+export const HEADER_SPECS: Readonly<Record<string, { description: string; pattern: string; varies?: boolean }>> = {
+  ETag: { description: 'Weak validator of the revision; send it back as If-None-Match.', pattern: '^W/"[^"]*"$', varies: true },
+  'Last-Modified': {
+    description: 'emitted_at of the revision as an HTTP date; send it back as If-Modified-Since.',
+    pattern: '^(Mon|Tue|Wed|Thu|Fri|Sat|Sun), [0-9]{2} (Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) [0-9]{4} [0-9]{2}:[0-9]{2}:[0-9]{2} GMT$',
+    varies: true,
+  },
+  'Cache-Control': { description: 'How long the answer may be reused without asking again.', pattern: '^.+$' },
+  'Retry-After': { description: 'Seconds to wait at least before asking again.', pattern: '^[0-9]+$' },
+  'WWW-Authenticate': { description: 'RFC 6750 Bearer challenge: what was wrong with the token (error=, scope=).', pattern: '^Bearer realm="[^"]*"', varies: true },
+  Allow: { description: 'The methods this path serves.', pattern: '^[A-Z]+(, [A-Z]+)*$', varies: true },
+  'X-Content-Type-Options': { description: 'The Content-Type is the truth; do not sniff.', pattern: '^nosniff$' },
+}

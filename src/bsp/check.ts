@@ -1,0 +1,53 @@
+/**
+ * The BSP's checks, with the server's own rules: a received Besoins_Agreges against the
+ * published schema (openapi/schemas/besoins-agreges.json is made from the same object),
+ * and a programme with the validator the door compiles, so the JSON-pointer details
+ * printed before sending are the ones the server would answer.
+ * @module
+ */
+import { Ajv2020 } from 'ajv/dist/2020.js'
+import { compileProgrammeValidator } from '../contract/compiled.ts'
+import { besoinsAgregesJsonSchema, PUBLISHED_FORMATS } from '../contract/published-schemas.ts'
+import type { BesoinsAgreges } from '../contract/besoins-agreges.ts'
+
+/** The server's default `inbound.maxSites`; the server may allow fewer (it then says so). */
+const DEFAULT_MAX_SITES = 5000
+
+export type Checked<T> = { readonly ok: true; readonly value: T } | { readonly ok: false; readonly details: Readonly<Record<string, string>> }
+
+let besoinsValidator: ((doc: unknown) => Checked<BesoinsAgreges>) | undefined
+
+/** A received document against the Besoins_Agreges v0.3 schema; details keyed by JSON Pointer. */
+export function checkBesoinsAgreges (doc: unknown): Checked<BesoinsAgreges> {
+  besoinsValidator ??= compileBesoins()
+  return besoinsValidator(doc)
+}
+
+function compileBesoins (): (doc: unknown) => Checked<BesoinsAgreges> {
+  const ajv = new Ajv2020({ allErrors: true, strict: true })
+  for (const [name, validate] of Object.entries(PUBLISHED_FORMATS)) ajv.addFormat(name, { type: 'string', validate })
+  const validate = ajv.compile(besoinsAgregesJsonSchema())
+  return doc => {
+    if (validate(doc)) return { ok: true, value: doc as BesoinsAgreges }
+    const details: Record<string, string> = {}
+    for (const e of validate.errors ?? []) details[e.instancePath] ??= e.message ?? e.keyword
+    return { ok: false, details }
+  }
+}
+
+const programmeValidators = new Map<number, ReturnType<typeof compileProgrammeValidator>>()
+
+/**
+ * A Programme_Soutirage as the server checks it, perimeter aside (only the server knows
+ * it): the same schema, rules and messages, the same `{ pointer: message }` details.
+ */
+export function checkProgramme (body: unknown, opts: { maxSites?: number; requireContiguous?: boolean } = {}): Checked<unknown> {
+  const maxSites = opts.maxSites ?? DEFAULT_MAX_SITES
+  let validate = programmeValidators.get(maxSites)
+  if (!validate) {
+    validate = compileProgrammeValidator({ maxSites })
+    programmeValidators.set(maxSites, validate)
+  }
+  const v = validate(body, { allowed: () => true, requireContiguous: opts.requireContiguous ?? false })
+  return v.ok ? { ok: true, value: body } : { ok: false, details: v.details }
+}

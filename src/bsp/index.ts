@@ -1,0 +1,13 @@
+/**
+ * `epx-gateway/bsp`: the reference BSP client. The two calls with a client certificate
+ * and a Bearer token on one keep-alive pool (`createBspClient`), pulling by the book
+ * (`pullRound`, `watch`), sending a programme after the server's own checks
+ * (`pushProgramme`, `checkProgramme`). docs/bsp-guide.md shows it in use.
+ * @module
+ */
+export { createBspClient, type BspClient, type BspClientOptions, type BesoinsAnswer, type ProgrammeAnswer, type BesoinsAgreges, type Receipt } from './client.ts'
+export { checkBesoinsAgreges, checkProgramme, type Checked } from './check.ts'
+export { pullRound, documentFile, STATE_FILE, type PullOptions, type RoundReport, type Outcome, type PairState } from './pull.ts'
+export { watch, DEFAULT_INTERVAL_SECS, type WatchOptions } from './watch.ts'
+export { pushProgramme, type PushOptions, type PushResult } from './push.ts'
+export { backoffMs, firstAttemptAt, realTiming, type Timing } from './timing.ts'

@@ -1,0 +1,50 @@
+/**
+ * Sending a Programme_Soutirage: checked locally first with the server's own validator
+ * (the same JSON-pointer details, without a round trip), then posted; a 503 or a network
+ * error is retried after a jittered backoff that honours Retry-After. Retrying is safe:
+ * the same emitted_at gives the same instruction ids and overwrites (contract §2.3).
+ * @module
+ */
+import type { BspClient, ProgrammeAnswer } from './client.ts'
+import { checkProgramme } from './check.ts'
+import { backoffMs, type Timing } from './timing.ts'
+
+export type PushResult =
+  | ProgrammeAnswer
+  | { readonly kind: 'invalid'; readonly details: Readonly<Record<string, string>> }
+  | { readonly kind: 'unreachable'; readonly detail: string }
+
+export interface PushOptions {
+  readonly client: BspClient
+  /** The programme, parsed. */
+  readonly programme: unknown
+  /** Tries on 503 or a network error (default 5). */
+  readonly attempts?: number
+  readonly timing: Timing
+  /** Called before each wait, e.g. to say so. */
+  readonly onRetry?: (why: string, waitMs: number) => void
+}
+
+export async function pushProgramme (o: PushOptions): Promise<PushResult> {
+  const checked = checkProgramme(o.programme)
+  if (!checked.ok) return { kind: 'invalid', details: checked.details }
+  const attempts = o.attempts ?? 5
+  const body = JSON.stringify(o.programme)
+  let last: PushResult = { kind: 'unreachable', detail: 'no attempt made' }
+  for (let attempt = 0; attempt < attempts; attempt++) {
+    let retryAfter: number | undefined
+    try {
+      last = await o.client.postProgramme(body)
+      if (last.kind !== 'retry') return last
+      retryAfter = last.retryAfterSecs
+    } catch (err) {
+      last = { kind: 'unreachable', detail: (err as Error).message }
+    }
+    if (attempt + 1 < attempts) {
+      const wait = backoffMs(attempt, retryAfter, o.timing.random)
+      o.onRetry?.(last.kind === 'retry' ? `${last.status}: ${last.detail}` : `network: ${(last as { detail: string }).detail}`, wait)
+      await o.timing.sleep(wait)
+    }
+  }
+  return last
+}

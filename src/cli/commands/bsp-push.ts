@@ -1,0 +1,85 @@
+/**
+ * `epx bsp push FILE`: send a Programme_Soutirage after the server's own checks (src/bsp/push.ts).
+ * @module
+ */
+import { readFileSync } from 'node:fs'
+import { parseJson } from '../../http/body.ts'
+import { isEpxError } from '../../errors.ts'
+import { pushProgramme } from '../../bsp/push.ts'
+import { realTiming } from '../../bsp/timing.ts'
+import { defineCommand, usageError, type CommandSpec } from '../define-command.ts'
+import type { CliIo } from '../io.ts'
+import { connect, connectionOptions } from './bsp.ts'
+
+const spec: CommandSpec = {
+  usage: 'epx bsp push --url URL --cert FILE --key FILE [--ca FILE] [--token-file FILE] [--json] FILE',
+  summary: 'check a Programme_Soutirage as the server does, send it, print the instruction ids',
+  about: [
+    'Checks the programme in FILE with the server\'s own schema and rules (the perimeter aside) and',
+    'prints every problem as the server would (JSON Pointer: what to fix) without sending it; else',
+    'sends it and prints one line per instruction: instruction_id site_id periods_count. A 503 or a',
+    'network error is retried with backoff (safe: the same emitted_at gives the same instructions).',
+  ].join('\n'),
+  options: {
+    ...connectionOptions,
+    json: { type: 'boolean', help: 'print the 202 receipt, or the error body { error: { code, message, details } }, as JSON' },
+  },
+  positionals: ['FILE'],
+}
+
+const INVALID = 'INVALID_PROGRAMME_SOUTIRAGE_REQUEST'
+
+export const pushCommand = defineCommand(spec, async (args, io) => {
+  const path = args.positionals[0]!
+  let bytes: Buffer
+  try {
+    bytes = readFileSync(path)
+  } catch (err) {
+    throw usageError(spec, `cannot read ${path}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`)
+  }
+  const json = args.flag('json')
+  let programme: unknown
+  try {
+    programme = parseJson(bytes)
+  } catch (err) {
+    if (!isEpxError(err) || !err.details) throw err
+    return printError(io, json, { code: INVALID, message: 'the file is not a JSON document the server accepts; nothing was sent', details: err.details })
+  }
+  const client = connect(args, spec)
+  try {
+    const result = await pushProgramme({
+      client, programme, timing: realTiming,
+      onRetry: (why, ms) => io.err(`epx: ${why}; trying again in ${(ms / 1000).toFixed(1)} s`),
+    })
+    switch (result.kind) {
+      case 'received':
+        if (json) io.out(JSON.stringify(result.receipt))
+        else {
+          for (const i of result.receipt.instructions) io.out(`${i.instruction_id} ${i.site_id} ${i.periods_count}`)
+          io.err(`epx: ${result.receipt.message}`)
+        }
+        return 0
+      case 'invalid': {
+        const n = Object.keys(result.details).length
+        return printError(io, json, { code: INVALID, message: `${n} problem(s) found before sending; nothing was sent`, details: result.details })
+      }
+      case 'refused':
+        return printError(io, json, { code: result.code ?? `HTTP ${result.status}`, message: result.message, details: result.details })
+      case 'retry':
+        return printError(io, json, { code: `HTTP ${result.status}`, message: `${result.detail}; gave up after retrying`, details: {} })
+      case 'unreachable':
+        return printError(io, json, { code: 'UNREACHABLE', message: `cannot reach the service: ${result.detail}`, details: {} })
+    }
+  } finally {
+    await client.close()
+  }
+})
+
+function printError (io: CliIo, json: boolean, e: { code: string; message: string; details: Readonly<Record<string, string>> }): number {
+  if (json) io.out(JSON.stringify({ error: e }))
+  else {
+    io.err(`epx: ${e.code}: ${e.message}`)
+    for (const [pointer, why] of Object.entries(e.details)) io.err(`  ${pointer === '' ? '(the body)' : pointer}: ${why}`)
+  }
+  return 1
+}

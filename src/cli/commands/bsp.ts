@@ -1,0 +1,50 @@
+/**
+ * `epx bsp pull|push`: the reference BSP client (src/bsp/) from the command line, for a
+ * BSP trying the API and for the service's own checks. The connection options are shared
+ * here; the token is read from a file or EPX_BSP_TOKEN, never from an argument (an
+ * argument shows in `ps` and in shell history).
+ * @module
+ */
+import { readFileSync } from 'node:fs'
+import { createBspClient, type BspClient } from '../../bsp/client.ts'
+import type { Args, CommandSpec, OptionSpec } from '../define-command.ts'
+import { usageError } from '../define-command.ts'
+import { required } from '../args.ts'
+import type { Command } from '../io.ts'
+
+export const TOKEN_ENV = 'EPX_BSP_TOKEN'
+
+export const connectionOptions: Readonly<Record<string, OptionSpec>> = {
+  url: { type: 'string', arg: 'URL', help: 'the service\'s base URL, e.g. https://localhost:8443 (required)' },
+  cert: { type: 'string', arg: 'FILE', help: 'your client certificate, PEM (required)' },
+  key: { type: 'string', arg: 'FILE', help: 'its private key, PEM (required)' },
+  ca: { type: 'string', arg: 'FILE', help: 'the CA of the service\'s server certificate, PEM (default: the system\'s)' },
+  'token-file': { type: 'string', arg: 'FILE', help: `a file holding the Bearer token (default: the ${TOKEN_ENV} environment variable)` },
+}
+
+/** The client the options describe; every unreadable file is a usage error naming it. */
+export function connect (args: Args, spec: CommandSpec): BspClient {
+  const url = required(args, spec, 'url')
+  if (!URL.canParse(url) || !url.startsWith('https://')) throw usageError(spec, `--url ${url} is not an https:// URL`)
+  const file = (name: string) => {
+    const path = required(args, spec, name)
+    try {
+      return readFileSync(path)
+    } catch (err) {
+      throw usageError(spec, `cannot read --${name} ${path}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`)
+    }
+  }
+  const token = readToken(args, spec, file)
+  return createBspClient({ url, cert: file('cert'), key: file('key'), ...(args.string('ca') ? { ca: file('ca') } : {}), token })
+}
+
+function readToken (args: Args, spec: CommandSpec, file: (name: string) => Buffer): string {
+  const token = args.string('token-file') !== undefined ? file('token-file').toString('utf8').trim() : process.env[TOKEN_ENV]?.trim()
+  if (!token) throw usageError(spec, `no token: give --token-file FILE or set ${TOKEN_ENV} (never the token itself as an argument)`)
+  return token
+}
+
+export const bspSubcommands: Promise<readonly Command[]> = Promise.all([
+  import('./bsp-pull.ts').then(m => m.pullCommand),
+  import('./bsp-push.ts').then(m => m.pushCommand),
+])

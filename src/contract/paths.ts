@@ -1,0 +1,7 @@
+/**
+ * The paths of the two calls (contract §4, version segment v0.5): the server's routes
+ * and the reference BSP client both take them from here.
+ * @module
+ */
+export const INBOUND_PATH = '/api/v0.5/energy-programs/programme-soutirage'
+export const OUTBOUND_PATH = '/api/v0.5/energy-programs/besoins-agreges'

@@ -1,0 +1,148 @@
+/**
+ * The contract's schemas as a BSP reads them (openapi/schemas/*.json, the OpenAPI
+ * description, the reference client): JSON Schema draft 2020-12 made from the very
+ * objects the door compiles and serializes with, so they cannot drift. Only what is
+ * ours alone is translated: `fix` messages become `description`, the serializer's
+ * `format: 'unsafe'` and the validator's named formats become standard `date-time` /
+ * `date` with their pattern.
+ * @module
+ */
+import { besoinsAgregesSchema } from './besoins-agreges.ts'
+import { receiptSchema } from './compiled.ts'
+import { readUtcInstant, UTC_INSTANT_PATTERN } from './instants.ts'
+import { DATE_PATTERN, isCalendarDate } from './paris-day.ts'
+import { programmeSoutirageSchema } from './programme-soutirage.ts'
+
+export const JSON_SCHEMA_DIALECT = 'https://json-schema.org/draft/2020-12/schema'
+
+type Json = null | boolean | number | string | Json[] | { [k: string]: Json }
+export type JsonSchema = { [k: string]: Json }
+
+/** Standard format and pattern of each of our named formats. */
+const NAMED_FORMATS: Readonly<Record<string, { format: string; pattern: string }>> = {
+  'utc-instant': { format: 'date-time', pattern: UTC_INSTANT_PATTERN },
+  'calendar-date': { format: 'date', pattern: DATE_PATTERN },
+}
+
+/**
+ * How epx reads the standard formats its published schemas use, for a validator of them
+ * (the reference client, the tests' response checks): the contract's own readers.
+ */
+export const PUBLISHED_FORMATS: Readonly<Record<'date-time' | 'date', (text: string) => boolean>> = {
+  'date-time': text => typeof readUtcInstant(text) !== 'string',
+  date: isCalendarDate,
+}
+
+/** The standard format a serializer-only (`unsafe`) string has, known by its pattern. */
+const FORMAT_OF_PATTERN: Readonly<Record<string, string>> = {
+  [UTC_INSTANT_PATTERN]: 'date-time',
+  [DATE_PATTERN]: 'date',
+}
+
+/** One schema node, and all below it, in portable JSON Schema. */
+export function toPortableSchema (schema: unknown): Json {
+  if (Array.isArray(schema)) return schema.map(toPortableSchema)
+  if (schema === null || typeof schema !== 'object') return schema as Json
+  const out: JsonSchema = {}
+  const src = schema as Record<string, unknown>
+  for (const [k, v] of Object.entries(src)) {
+    if (k === 'fix') continue
+    if (k === 'format') {
+      const named = NAMED_FORMATS[v as string]
+      if (named) Object.assign(out, named)
+      else if (v === 'unsafe') {
+        const f = FORMAT_OF_PATTERN[src.pattern as string]
+        if (f) out.format = f
+      } else out.format = v as string
+      continue
+    }
+    // `properties` maps names to schemas: its keys are not keywords.
+    out[k] = k === 'properties'
+      ? Object.fromEntries(Object.entries(v as object).map(([name, s]) => [name, toPortableSchema(s)]))
+      : toPortableSchema(v)
+  }
+  const fix = src.fix as string | Record<string, string> | undefined
+  if (fix !== undefined && out.description === undefined) out.description = typeof fix === 'string' ? fix : fix['*'] ?? ''
+  return out
+}
+
+function fileSchema (schema: object, description: string): JsonSchema {
+  const { $id, ...rest } = toPortableSchema(schema) as JsonSchema
+  return { $schema: JSON_SCHEMA_DIALECT, $id: $id!, ...rest, description }
+}
+
+/** Besoins_Agreges v0.3 (contract §2.1), what GET besoins-agreges answers. */
+export function besoinsAgregesJsonSchema (): JsonSchema {
+  return fileSchema(besoinsAgregesSchema, 'Besoins_Agreges v0.3, the aggregated needs of one or more sites for a Europe/Paris day (contract section 2.1). Field order is the contract\'s.')
+}
+
+/**
+ * Programme_Soutirage v0.2 (contract §2.2), the fields taken alone. The rules between
+ * fields (slot alignment and length, coverage of the day, order, unique sites, perimeter)
+ * are the server's (`programme-rules.ts`) and are stated in the description.
+ */
+export function programmeSoutirageJsonSchema (limits: { readonly maxSites: number }): JsonSchema {
+  return fileSchema(programmeSoutirageSchema(limits), [
+    'Programme_Soutirage v0.2, the withdrawal programme a BSP posts (contract section 2.2).',
+    'Besides this schema the server checks: debut_utc/fin_utc on a 900 s boundary, fin_utc - debut_utc = slot_duration_secs,',
+    'every slot inside the Europe/Paris target day, slots in strictly increasing order without overlap, each site_id once,',
+    'and each site in the caller\'s perimeter. Unknown extra fields are ignored.',
+  ].join(' '))
+}
+
+/** The 202 body of POST programme-soutirage (contract §4.2). */
+export function receiptJsonSchema (): JsonSchema {
+  const s = toPortableSchema(receiptSchema) as JsonSchema
+  return { ...s, description: 'One instruction per site was persisted (on disk) and will be applied at the next solver cycle.' }
+}
+
+/** The inbound error body (contract §7.2, DECISIONS.md "Inbound"). */
+export function inboundErrorJsonSchema (codes: readonly string[]): JsonSchema {
+  return {
+    title: 'Inbound error',
+    type: 'object',
+    required: ['error'],
+    properties: {
+      error: {
+        type: 'object',
+        required: ['code', 'message', 'details'],
+        properties: {
+          code: { type: 'string', enum: [...codes] },
+          message: { type: 'string', description: 'What went wrong; for 400, that the request validation failed and how many problems.' },
+          details: {
+            type: 'object',
+            description: 'RFC 6901 JSON Pointer into the body (the key "" is the body as a whole) -> what to fix. At most 100 entries; {} when there are none.',
+            propertyNames: { pattern: '^(/.*)?$' },
+            additionalProperties: { type: 'string' },
+            maxProperties: 100,
+          },
+        },
+      },
+    },
+  }
+}
+
+/** The outbound error body: RFC 9457 problem details (DECISIONS.md "Outbound"). */
+export function problemJsonSchema (): JsonSchema {
+  return {
+    title: 'Problem details (RFC 9457)',
+    type: 'object',
+    required: ['type', 'title', 'status', 'detail'],
+    properties: {
+      type: { type: 'string', format: 'uri', pattern: '/errors/[a-z-]+$', description: '{base_url}/errors/<slug>' },
+      title: { type: 'string' },
+      status: { type: 'integer' },
+      detail: { type: 'string', description: 'What went wrong and what to do.' },
+      invalid_params: {
+        type: 'array',
+        description: 'On 400: each query parameter at fault and why.',
+        items: {
+          type: 'object',
+          required: ['name', 'reason'],
+          properties: { name: { type: 'string' }, reason: { type: 'string' } },
+        },
+      },
+      code: { type: 'string', description: 'On 403: which check refused the request.' },
+    },
+  }
+}

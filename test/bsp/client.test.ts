@@ -1,0 +1,36 @@
+import t, { type Test } from 'tap'
+import { createServer } from 'node:https'
+import { testPki, clientCert } from '../helpers/certs.ts'
+import { createBspClient } from '../../src/bsp/client.ts'
+
+/** A TLS server that answers what the test says: how the client reads answers epx does not send (proxies, other versions). */
+async function server (t: Test, answer: (path: string) => { status: number; headers?: Record<string, string>; body?: string }) {
+  const pki = testPki()
+  const s = createServer({ cert: pki.server.certPem, key: pki.server.keyPem }, (req, res) => {
+    const a = answer(req.url ?? '')
+    res.writeHead(a.status, a.headers)
+    res.end(a.body)
+  })
+  await new Promise<void>(resolve => s.listen(0, '127.0.0.1', resolve))
+  t.teardown(() => s.close())
+  const cert = clientCert('CN=acme,O=acme')
+  const client = createBspClient({ url: `https://127.0.0.1:${(s.address() as { port: number }).port}`, cert: cert.certPem, key: cert.keyPem, ca: pki.serverCa.certPem, token: 'epx_x', now: () => new Date('2026-11-21T07:00:00Z') })
+  t.teardown(() => client.close())
+  return client
+}
+
+t.test('Retry-After as an HTTP date, or absent; error bodies that are not JSON', async t => {
+  let next: { status: number; headers?: Record<string, string>; body?: string } = { status: 503 }
+  const client = await server(t, () => next)
+  next = { status: 503, headers: { 'retry-after': 'Sat, 21 Nov 2026 07:00:30 GMT' }, body: '<html>busy</html>' }
+  const busy = await client.getBesoins({ siteId: 'PRM30000000000001', targetDate: '2026-11-22' })
+  t.match(busy, { kind: 'retry', status: 503, detail: 'HTTP 503' })
+  t.equal(busy.kind === 'retry' && busy.retryAfterSecs, 30, 'seconds from the client\'s clock until that date')
+  next = { status: 404, headers: { 'retry-after': 'soon' } }
+  t.match(await client.getBesoins({ siteId: 'PRM30000000000001', targetDate: '2026-11-22', lastModified: 'Sat, 21 Nov 2026 07:00:00 GMT' }), { kind: 'retry', status: 404, retryAfterSecs: undefined })
+  next = { status: 502, body: 'bad gateway' }
+  t.match(await client.getBesoins({ siteId: 'PRM30000000000001', targetDate: '2026-11-22' }), { kind: 'refused', status: 502, detail: 'HTTP 502' })
+  t.match(await client.postProgramme('{}'), { kind: 'refused', status: 502, message: 'HTTP 502', details: {} })
+  next = { status: 503, headers: { 'retry-after': '7' }, body: '{"error":{"code":"NO_STORE","message":"storage unavailable"}}' }
+  t.match(await client.postProgramme({}), { kind: 'retry', status: 503, retryAfterSecs: 7, detail: 'storage unavailable' })
+})

@@ -1,0 +1,96 @@
+import t from 'tap'
+import { readFileSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { startEpx } from '../helpers/epx.ts'
+import { epx as runEpx } from '../helpers/cli.ts'
+import { testPki } from '../helpers/certs.ts'
+import { INBOUND_PATH, programme, siteId } from '../helpers/programme.ts'
+
+const DAY = '2026-11-22'
+
+/** A real epx, and a BSP's files: certificate, key, server CA, token file. */
+async function setup (t: Parameters<typeof startEpx>[0]) {
+  const root = t.testdir()
+  const epx = await startEpx(t, { sites: 2, dataDir: join(root, 'epx') })
+  const { cert } = await epx.addCompany('acme')
+  const { secret } = await epx.addToken('acme', ['outbound:besoins-agreges', 'inbound:programme-soutirage'])
+  const files = { cert: join(root, 'bsp.crt'), key: join(root, 'bsp.key'), ca: join(root, 'ca.crt'), token: join(root, 'token') }
+  writeFileSync(files.cert, cert.certPem)
+  writeFileSync(files.key, cert.keyPem)
+  writeFileSync(files.ca, testPki().serverCa.certPem)
+  writeFileSync(files.token, secret + '\n', { mode: 0o600 })
+  const conn = ['--url', epx.url.href, '--cert', files.cert, '--key', files.key, '--ca', files.ca, '--token-file', files.token]
+  return { root, epx, files, conn, cert, secret }
+}
+
+t.test('epx bsp pull: fetched, then unchanged, then the new revision after a publish', async t => {
+  const { root, epx, conn } = await setup(t)
+  await epx.handle.publish({ targetDate: DAY })
+  const out = join(root, 'out')
+  const pull = () => runEpx(root, 'bsp', 'pull', ...conn, '--site', siteId(1), '--site', siteId(2), '--date', DAY, '--out', out)
+  const first = await pull()
+  t.equal(first.code, 0, first.err)
+  t.match(first.lines.at(-1), `${DAY}: fetched 2, unchanged 0, missing 0, failed 0`)
+  const doc = JSON.parse(readFileSync(join(out, DAY, `${siteId(1)}.json`), 'utf8'))
+  const second = await pull()
+  t.match(second.lines.at(-1), 'fetched 0, unchanged 2, missing 0, failed 0')
+  epx.clock.advance(60_000)
+  await epx.handle.publish({ targetDate: DAY, siteIds: [siteId(1)] })
+  const third = await pull()
+  t.match(third.lines.at(-1), 'fetched 1, unchanged 1, missing 0, failed 0')
+  t.ok(JSON.parse(readFileSync(join(out, DAY, `${siteId(1)}.json`), 'utf8')).emitted_at > doc.emitted_at)
+  const missing = await runEpx(root, 'bsp', 'pull', ...conn, '--site', siteId(1), '--date', '2026-11-23', '--out', out, '--json')
+  t.equal(missing.code, 0, 'nothing published yet is not a failure')
+  t.match(JSON.parse(missing.out), { counts: { missing: 1 }, outcomes: [{ result: 'missing', retryAfterSecs: 300 }] })
+})
+
+t.test('epx bsp push: the ids of a good programme; a broken one is stopped with the server\'s details', async t => {
+  const { root, epx, conn, cert, secret } = await setup(t)
+  const good = join(root, 'good.json')
+  writeFileSync(good, JSON.stringify(programme({ sites: 2 })))
+  const ok = await runEpx(root, 'bsp', 'push', ...conn, good)
+  t.equal(ok.code, 0, ok.err)
+  t.same(ok.lines, [
+    `ProgrammeSoutirage-2026-11-22-rev-20261121T120000Z ${siteId(1)} 96`,
+    `ProgrammeSoutirage-2026-11-22-rev-20261121T120000Z ${siteId(2)} 96`,
+  ])
+  t.match(ok.err, /2 instruction\(s\) persisted/)
+
+  const body = programme() as any
+  body.sites[0].energie_programmee[2].energie_kwh = -1
+  body.sites[0].site_id = 'PRM_1'
+  const broken = join(root, 'broken.json')
+  writeFileSync(broken, JSON.stringify(body))
+  const local = await runEpx(root, 'bsp', 'push', ...conn, '--json', broken)
+  t.equal(local.code, 1)
+  const server = await epx.request({ method: 'POST', path: INBOUND_PATH, cert, token: secret, body })
+  t.same(JSON.parse(local.out).error.details, server.json().error.details, 'the same JSON-pointer details')
+  const text = await runEpx(root, 'bsp', 'push', ...conn, broken)
+  t.match(text.err, /INVALID_PROGRAMME_SOUTIRAGE_REQUEST: 2 problem\(s\) found before sending; nothing was sent/)
+  t.match(text.err, /\/sites\/0\/energie_programmee\/2\/energie_kwh: /)
+
+  writeFileSync(broken, '{"schema_version": ')
+  const notJson = await runEpx(root, 'bsp', 'push', ...conn, '--json', broken)
+  const serverNotJson = await epx.request({ method: 'POST', path: INBOUND_PATH, cert, token: secret, body: '{"schema_version": ', headers: { 'content-type': 'application/json' } })
+  t.same(JSON.parse(notJson.out).error.details, serverNotJson.json().error.details, 'not JSON: the same "" detail')
+})
+
+t.test('the token comes from a file or EPX_BSP_TOKEN, never an argument', async t => {
+  const { root, conn, secret } = await setup(t)
+  const noToken = conn.slice(0, -2)
+  const none = await runEpx(root, 'bsp', 'pull', ...noToken, '--site', siteId(1), '--date', DAY, '--out', join(root, 'o'))
+  t.equal(none.code, 2)
+  t.match(none.err, /no token: give --token-file FILE or set EPX_BSP_TOKEN/)
+  const arg = await runEpx(root, 'bsp', 'pull', ...noToken, '--token', secret, '--site', siteId(1), '--date', DAY, '--out', join(root, 'o'))
+  t.equal(arg.code, 2)
+  t.notMatch(arg.err, secret, 'the token is not echoed')
+  process.env.EPX_BSP_TOKEN = secret
+  t.teardown(() => { delete process.env.EPX_BSP_TOKEN })
+  const env = await runEpx(root, 'bsp', 'pull', ...noToken, '--site', siteId(1), '--date', DAY, '--out', join(root, 'o'))
+  t.equal(env.code, 0, env.err)
+  t.match(env.lines.at(-1), 'missing 1')
+  const badFile = await runEpx(root, 'bsp', 'pull', ...noToken, '--token-file', join(root, 'nope'), '--site', siteId(1), '--date', DAY, '--out', join(root, 'o'))
+  t.match(badFile.err, /cannot read --token-file .*nope: ENOENT/)
+  const bad = await runEpx(root, 'bsp', 'pull', ...conn, '--date', DAY, '--out', join(root, 'o'))
+  t.match(bad.err, /missing --site PRM/)
+})

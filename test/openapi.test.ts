@@ -1,0 +1,71 @@
+import t from 'tap'
+import { readFileSync } from 'node:fs'
+import { fileURLToPath } from 'node:url'
+import { validate, compileErrors } from '@readme/openapi-parser'
+import { buildOpenapiFiles, OPENAPI_DIR } from '../scripts/openapi/build.ts'
+import { conformance, conformsToDescription, DESCRIPTION_PATH, description } from './helpers/openapi.ts'
+import { OUTBOUND_PATH, INBOUND_PATH } from '../src/http/route.ts'
+
+t.test('the committed openapi/ files are what `npm run openapi` builds from the contract and a real run', async t => {
+  const built = await buildOpenapiFiles()
+  t.same(Object.keys(built).sort(), ['epx.openapi.json', 'schemas/besoins-agreges.json', 'schemas/programme-soutirage.json'])
+  for (const [path, text] of Object.entries(built)) {
+    const committed = readFileSync(fileURLToPath(new URL(path, OPENAPI_DIR)), 'utf8')
+    t.equal(committed, text, `openapi/${path} is up to date (run npm run openapi)`)
+  }
+})
+
+t.test('the description is valid OpenAPI 3.1, its schema files resolved', async t => {
+  const result = await validate(DESCRIPTION_PATH)
+  t.ok(result.valid, result.valid ? 'valid' : compileErrors(result))
+  const doc = JSON.parse(readFileSync(DESCRIPTION_PATH, 'utf8'))
+  t.equal(doc.openapi, '3.1.0')
+  t.same(doc.paths[OUTBOUND_PATH].get.security, [{ mutualTLS: [], bearer: ['outbound:besoins-agreges'] }])
+  t.same(doc.paths[INBOUND_PATH].post.security, [{ mutualTLS: [], bearer: ['inbound:programme-soutirage'] }])
+  t.equal(doc.paths[OUTBOUND_PATH].get.responses['200'].content['application/json'].schema.$ref, 'schemas/besoins-agreges.json')
+  t.equal(doc.paths[INBOUND_PATH].post.requestBody.content['application/json'].schema.$ref, 'schemas/programme-soutirage.json')
+  // Every status of the contract and DECISIONS.md, per operation.
+  t.same(Object.keys(doc.paths[OUTBOUND_PATH].get.responses), ['200', '304', '400', '401', '403', '404', '500', '503'])
+  t.same(Object.keys(doc.paths[INBOUND_PATH].post.responses), ['202', '400', '401', '403', '413', '415', '500', '503'])
+  const names = (r: any) => Object.keys(r.headers ?? {})
+  t.same(names(doc.paths[OUTBOUND_PATH].get.responses['304']).slice(0, 3), ['ETag', 'Last-Modified', 'Cache-Control'])
+  t.ok(names(doc.paths[OUTBOUND_PATH].get.responses['404']).includes('Retry-After'))
+  t.ok(names(doc.paths[INBOUND_PATH].post.responses['503']).includes('Retry-After'))
+  t.ok(doc.paths[INBOUND_PATH].post.responses['401'].headers['WWW-Authenticate'].required)
+  t.same(doc.paths[OUTBOUND_PATH].get.parameters.map((p: any) => p.name), ['site_id', 'target_date', 'If-None-Match', 'If-Modified-Since'])
+})
+
+t.test('the response check refuses what the description does not say', async t => {
+  await description()
+  const get = { method: 'GET', path: OUTBOUND_PATH }
+  const problem = (status: number, extra: object = {}) => JSON.stringify({ type: 'https://x.example/errors/not-found', title: 'Not Found', status, detail: 'no', ...extra })
+  const notPublished = { status: 404, headers: { 'content-type': 'application/problem+json', 'retry-after': '300', 'x-content-type-options': 'nosniff' }, text: problem(404) }
+  await t.resolves(conformsToDescription(get, notPublished), 'the real 404 shape passes')
+  await t.rejects(conformsToDescription(get, { ...notPublished, headers: { ...notPublished.headers, 'retry-after': '60' } }), /Retry-After/, 'another Retry-After')
+  await t.rejects(conformsToDescription(get, { ...notPublished, status: 418 }), /status 418 is not listed/)
+  await t.rejects(conformsToDescription(get, { ...notPublished, headers: { ...notPublished.headers, 'content-type': 'application/json' } }), /Content-Type/)
+  await t.rejects(conformsToDescription(get, { ...notPublished, text: problem(404, { status: 'x' }) }), /body\/status/)
+  await t.rejects(conformsToDescription({ method: 'GET', path: '/nowhere' }, { ...notPublished, status: 200 }), /unknown path/)
+  await t.resolves(conformsToDescription({ method: 'GET', path: '/nowhere' }, { ...notPublished, headers: { 'content-type': 'application/problem+json', 'x-content-type-options': 'nosniff' } }), 'an unknown path is a documented 404')
+  await t.rejects(conformsToDescription({ method: 'POST', path: INBOUND_PATH }, { status: 202, headers: { 'content-type': 'application/json', 'x-content-type-options': 'nosniff' }, text: '{"status":"received"}' }), /required property/)
+  await t.rejects(conformsToDescription(get, { status: 304, headers: { etag: 'W/"a"', 'cache-control': 'private, max-age=60, must-revalidate', 'x-content-type-options': 'nosniff' }, text: '' }), /Last-Modified is missing/)
+})
+
+t.test('through the conformance interceptor, an answer the description does not describe fails the request', async t => {
+  const { createServer } = await import('node:http')
+  const { Agent, request } = await import('undici')
+  const server = createServer((req, res) => {
+    // A 404 without its Retry-After, as a door that lost the header would send it.
+    res.writeHead(404, { 'content-type': 'application/problem+json', 'x-content-type-options': 'nosniff' })
+    res.end(JSON.stringify({ type: 'http://127.0.0.1/errors/not-found', title: 'Not Found', status: 404, detail: 'no' }))
+  })
+  await new Promise<void>(resolve => server.listen(0, '127.0.0.1', resolve))
+  t.teardown(() => server.close())
+  const agent = new Agent().compose(conformance)
+  t.teardown(() => agent.close())
+  const base = `http://127.0.0.1:${(server.address() as { port: number }).port}`
+  const res = await request(`${base}${OUTBOUND_PATH}?site_id=x`, { dispatcher: agent })
+  await t.rejects(res.body.text(), /header Retry-After is missing/)
+  const unknown = await request(`${base}/elsewhere`, { dispatcher: agent })
+  t.match(JSON.parse(await unknown.body.text()), { status: 404 }, 'the same answer on an unknown path is the documented UnknownPath')
+})
