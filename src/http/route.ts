@@ -34,8 +34,7 @@ export interface Route {
   readonly methods: Readonly<Partial<Record<'GET' | 'HEAD' | 'POST', RouteHandler>>>
 }
 
-export const INBOUND_PATH = '/api/v0.5/energy-programs/programme-soutirage'
-export const OUTBOUND_PATH = '/api/v0.5/energy-programs/besoins-agreges'
+export { INBOUND_PATH, OUTBOUND_PATH } from '../contract/api-paths.ts'
 
 /**
  * Every API answer (200, 202, 304, every error of both doors) says its Content-Type is
