@@ -96,7 +96,7 @@ export async function createEpx (host: Host, rawConfig: unknown, internals: Inte
         dataDir: host.dataDir,
         deps: {
           store, companies, tokens, users: openUsers(store), sessions: openSessions(store), revisions, instructions, publisher,
-          solver: host.solver, clock: host.clock, log: log.child({ area: 'console' }), apiUrl: api.url,
+          sites: () => host.solver.sites(), clock: host.clock, log: log.child({ area: 'console' }), apiUrl: api.url,
         },
       })
       bin.add(() => web.close())

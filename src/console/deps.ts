@@ -5,7 +5,7 @@
  * @module
  */
 import type { FastifyInstance } from 'fastify'
-import type { Clock, Logger, SolverPort } from '../host/contract.ts'
+import type { Clock, Logger, Site } from '../host/contract.ts'
 import type { Publisher } from '../publish/publish-run.ts'
 import type { Companies } from '../store/companies.ts'
 import type { Instructions } from '../store/instructions.ts'
@@ -24,7 +24,8 @@ export interface ConsoleDeps {
   readonly revisions: Revisions
   readonly instructions: Instructions
   readonly publisher: Publisher
-  readonly solver: SolverPort
+  /** The sites the solver manages (`host.solver.sites`); pages filter them by the viewer's perimeter. */
+  readonly sites: () => Promise<readonly Site[]>
   readonly clock: Clock
   readonly log: Logger
   /** The API's base URL, for the curl commands pages show. */

@@ -78,7 +78,7 @@ async function curlLines (deps: ConsoleDeps, secret: string, scopes: readonly Sc
   const perimeter = deps.companies.get(companyId)?.perimeter
   let site = 'PRM00000000000000'
   if (Array.isArray(perimeter) && perimeter.length) site = perimeter[0]!
-  else site = await deps.solver.sites().then(s => s[0]?.site_id ?? site, () => site)
+  else site = await deps.sites().then(s => s[0]?.site_id ?? site, () => site)
   const base = deps.apiUrl.origin
   const tls = '--cert client.crt --key client.key --cacert ca.crt'
   const lines: string[] = []

@@ -1,6 +1,6 @@
 import t from 'tap'
 import { addUser } from '../../src/auth/accounts.ts'
-import { accessibilityProblems, launchBrowser, login, newPage, screenshot } from '../helpers/browser.ts'
+import { accessibilityProblems, launchBrowser, login, newPage, screenshot, signIn } from '../helpers/browser.ts'
 import { startEpx } from '../helpers/epx.ts'
 
 // One epx and one browser for the whole file; each test has its own browser context.
@@ -36,7 +36,7 @@ t.test('a user logs in and out; the session cookie is __Host-, Secure, HttpOnly,
 
 t.test('a new session id at each login', async t => {
   const page = await newPage(t, browser)
-  await login(page, url, 'alice', member.password)
+  await signIn(page, url, 'alice', member.password)
   const first = (await page.context().cookies())[0]!.value
   // Logging in again over a live session (the form of another tab) replaces its id.
   const again = await page.request.post(new URL('/login', url).href, {
@@ -59,7 +59,7 @@ t.test('a wrong password is refused with 401 and a message, and no cookie', asyn
 t.test('repeated failures on an account are throttled before any hashing: 429 with Retry-After, even with the right password', async t => {
   await addUser(epx.store, { username: 'bob', admin: false, companyId: 'acme', password: 'the right password' }, Date.now())
   const page = await newPage(t, browser)
-  for (let i = 0; i < 5; i++) t.equal(await login(page, url, 'bob', `wrong ${i}`), 401, `failure ${i + 1}`)
+  for (let i = 0; i < 5; i++) t.equal(await signIn(page, url, 'bob', `wrong ${i}`), 401, `failure ${i + 1}`)
   const started = process.cpuUsage()
   const statuses: number[] = []
   const retryAfter: Array<string | null> = []
@@ -82,7 +82,7 @@ t.test('repeated failures on an account are throttled before any hashing: 429 wi
 
 t.test('a form posted without its CSRF token, or from a foreign Origin, is refused and changes nothing', async t => {
   const page = await newPage(t, browser)
-  await login(page, url, 'root', admin.password)
+  await signIn(page, url, 'root', admin.password)
   await page.goto(new URL('/admin/companies', url).href)
   const before = epx.companies.list().length
 
@@ -122,11 +122,11 @@ t.test("disabling a user or suspending its company ends that user's session at t
   const carol = await addUser(epx.store, { username: 'carol', admin: false, companyId: 'beta' }, Date.now())
   const dave = await addUser(epx.store, { username: 'dave', admin: false, companyId: 'beta' }, Date.now())
   const adminPage = await newPage(t, browser)
-  await login(adminPage, url, 'root', admin.password)
+  await signIn(adminPage, url, 'root', admin.password)
   const carolPage = await newPage(t, browser)
-  await login(carolPage, url, 'carol', carol.password)
+  await signIn(carolPage, url, 'carol', carol.password)
   const davePage = await newPage(t, browser)
-  await login(davePage, url, 'dave', dave.password)
+  await signIn(davePage, url, 'dave', dave.password)
 
   await adminPage.goto(new URL('/admin/users', url).href)
   await adminPage.locator('form[action="/admin/users/carol/disable"] button').click()
@@ -134,7 +134,7 @@ t.test("disabling a user or suspending its company ends that user's session at t
   await t.resolveMatch(adminPage.getByRole('status').first().textContent(), 'carol est désactivé')
   await carolPage.goto(new URL('/tokens', url).href)
   t.match(carolPage.url(), /\/login/, 'carol is logged out')
-  t.equal(await login(carolPage, url, 'carol', carol.password), 401, 'and cannot log in again')
+  t.equal(await signIn(carolPage, url, 'carol', carol.password), 401, 'and cannot log in again')
 
   await adminPage.goto(new URL('/admin/companies/beta', url).href)
   await adminPage.getByRole('button', { name: "Suspendre l'entreprise" }).click()
@@ -148,12 +148,12 @@ t.test("disabling a user or suspending its company ends that user's session at t
 // Last in the file: it moves the clock on.
 t.test('idle and absolute expiry end a session', async t => {
   const page = await newPage(t, browser)
-  await login(page, url, 'alice', member.password)
+  await signIn(page, url, 'alice', member.password)
   epx.clock.advance(31 * 60_000)
   await page.goto(new URL('/tokens', url).href)
   t.match(page.url(), /\/login/, 'idle for 31 minutes (console.sessionIdleMinutes 30): logged out')
 
-  await login(page, url, 'alice', member.password)
+  await signIn(page, url, 'alice', member.password)
   const tokensUrl = new URL('/tokens', url).href
   for (let elapsed = 0; elapsed < 11.5 * 60; elapsed += 25) {
     epx.clock.advance(25 * 60_000)

@@ -2,7 +2,7 @@ import t, { type Test } from 'tap'
 import type { Page } from 'playwright-core'
 import { addUser } from '../../src/auth/accounts.ts'
 import { OUTBOUND_PATH } from '../../src/contract/api-paths.ts'
-import { accessibilityProblems, launchBrowser, login, newPage, screenshot } from '../helpers/browser.ts'
+import { accessibilityProblems, launchBrowser, login, newPage, screenshot, signIn } from '../helpers/browser.ts'
 import { startEpx } from '../helpers/epx.ts'
 
 // One epx and one browser for the file; the clock stands on 2026-11-21, so "tomorrow" is the 22nd.
@@ -63,7 +63,7 @@ t.test('a token made in the console works on the API over mTLS (200), then is re
 t.test("a member cannot reach another company's token nor an admin page by editing the URL; nothing leaks", async t => {
   const beta = await epx.addToken('beta', ['outbound:besoins-agreges'])
   const page = await newPage(t, browser)
-  await login(page, url, 'alice', member.password)
+  await signIn(page, url, 'alice', member.password)
   for (const path of [`/tokens/${beta.id}/revoke`, '/tokens/tok_0000000000000000/revoke']) {
     const r = await page.goto(new URL(path, url).href)
     t.equal(r?.status(), 404, `${path}: 404, the same for another company's token and for none`)
@@ -92,7 +92,7 @@ t.test('admin pages: a company named <script> is shown as text; users and "publi
   const page = await newPage(t, browser)
   let dialogs = 0
   page.on('dialog', d => { dialogs++; d.dismiss().catch(() => {}) })
-  await login(page, url, 'root', admin.password)
+  await signIn(page, url, 'root', admin.password)
   await page.goto(new URL('/admin/companies', url).href)
   await noAccessibilityProblem(t, page, 'admin-companies')
   const evil = '<script>alert(1)</script><img src=x onerror=alert(2)>'
