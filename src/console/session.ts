@@ -31,9 +31,13 @@ function cookieOptions (maxAgeSeconds?: number) {
   return { path: '/', secure: true, httpOnly: true, sameSite: 'strict' as const, ...(maxAgeSeconds === undefined ? {} : { maxAge: maxAgeSeconds }) }
 }
 
+function expired (s: SessionRecord, deps: ConsoleDeps, nowMs: number): boolean {
+  return nowMs - s.createdAtMs >= deps.session.maxMs || nowMs - s.lastSeenAtMs >= deps.session.idleMs
+}
+
 /** Whether the session may go on, given its user as the store has it now. */
 function alive (s: SessionRecord, user: UserRecord | undefined, deps: ConsoleDeps, nowMs: number): user is UserRecord {
-  if (nowMs - s.createdAtMs >= deps.session.maxMs || nowMs - s.lastSeenAtMs >= deps.session.idleMs) return false
+  if (expired(s, deps, nowMs)) return false
   if (!user || user.disabled) return false
   if (user.admin) return true
   return user.companyId !== null && deps.companies.get(user.companyId)?.status === 'active'
@@ -63,6 +67,8 @@ export async function startSession (request: FastifyRequest, reply: FastifyReply
   await endSession(request, reply, deps)
   const id = randomBytes(32).toString('base64url')
   const nowMs = deps.clock.now().getTime()
+  // Sessions nobody came back to would stay in the store forever: each login sweeps them.
+  await deps.sessions.deleteWhere(s => expired(s, deps, nowMs))
   await deps.sessions.put(idHash(id), {
     username: user.username, csrfToken: randomBytes(32).toString('base64url'), createdAtMs: nowMs, lastSeenAtMs: nowMs,
   })

@@ -1,5 +1,6 @@
 import t from 'tap'
 import { addUser } from '../../src/auth/accounts.ts'
+import { openSessions } from '../../src/store/sessions.ts'
 import { accessibilityProblems, launchBrowser, login, newPage, screenshot, signIn } from '../helpers/browser.ts'
 import { startEpx } from '../helpers/epx.ts'
 
@@ -164,4 +165,9 @@ t.test('idle and absolute expiry end a session', async t => {
   epx.clock.advance(25 * 60_000)
   const r = await page.request.get(tokensUrl, { maxRedirects: 0 })
   t.equal(r.status(), 303, 'used every 25 minutes, it still ends 12 hours after login (console.sessionMaxHours)')
+
+  // A session whose cookie never comes back (a closed browser) is not left in the store for ever.
+  await openSessions(epx.store).put('abandoned', { username: 'root', csrfToken: 'x', createdAtMs: 0, lastSeenAtMs: 0 })
+  await signIn(page, url, 'alice', member.password)
+  t.equal(openSessions(epx.store).get('abandoned'), undefined, 'the next login swept it')
 })
