@@ -98,6 +98,8 @@ export async function buildConsole (opts: ConsoleOptions): Promise<FastifyInstan
       },
     },
     referrerPolicy: { policy: 'same-origin' },
+    // The same as frame-ancestors 'none', for browsers that only know the older header.
+    frameguard: { action: 'deny' },
     // HSTS would pin every service on this host name (localhost) to HTTPS for a year.
     strictTransportSecurity: false,
   })

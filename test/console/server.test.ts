@@ -52,6 +52,7 @@ t.test('every answer carries the security headers; pages are no-store, assets ca
       "default-src 'none';script-src 'self';style-src 'self';img-src 'self' data:;connect-src 'self';form-action 'self';frame-ancestors 'none';base-uri 'none'", path)
     t.equal(r.headers['x-content-type-options'], 'nosniff')
     t.equal(r.headers['referrer-policy'], 'same-origin')
+    t.equal(r.headers['x-frame-options'], 'DENY')
     t.equal(r.headers['cache-control'], 'no-store')
     t.notOk(r.text.includes('<script>') || /\sstyle=|\son\w+=/.test(r.text), 'no inline script, style or handler')
   }
@@ -135,6 +136,17 @@ t.test('admin companies and publish: bad input answers 400 with the reason; unkn
     t.equal(r.status, 404, p)
   }
   t.match(await call('/admin/publish', { cookie: root.cookie, form: { _csrf: root.csrf, date: '2026-13-01' } }), { status: 400, text: /Date invalide/ })
+})
+
+t.test("a suspension made elsewhere (epx company suspend, another process) ends the members' sessions at their next request", async t => {
+  await epx.addCompany('gamma')
+  const g = await addUser(epx.store, { username: 'gina', admin: false, companyId: 'gamma' }, Date.now())
+  const gina = await session('gina', g.password)
+  t.equal((await call('/tokens', { cookie: gina.cookie })).status, 200)
+  await epx.companies.update('gamma', c => ({ ...c, status: 'suspended' }))   // what the CLI does: the store only
+  t.match(await call('/tokens', { cookie: gina.cookie }), { status: 303, headers: { location: '/login?next=%2Ftokens' } })
+  await epx.companies.update('gamma', c => ({ ...c, status: 'active' }))
+  t.equal((await call('/tokens', { cookie: gina.cookie })).status, 303, 'resuming does not bring the ended session back')
 })
 
 t.test('a store that cannot answer gives a 503 page with Retry-After, never a 401 nor a login form', async t => {
