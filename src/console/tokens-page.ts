@@ -69,6 +69,9 @@ ${notice ? html`<p class="notice" role="status">${notice}</p>` : ''}
 <code>Authorization: Bearer epx_…</code>.</p>
 ${createForm(viewer, companies, problem)}
 <h2>Jetons ${companyId ? html`de ${companyId}` : 'de toutes les entreprises'}</h2>
+${viewer.admin ? html`<form method="get" action="/tokens"><p><label for="filter">Afficher l'entreprise</label>
+<select id="filter" name="company"><option value="">Toutes</option>${companies.map(c => html`<option value="${c}"${c === companyId ? html` selected` : ''}>${c}</option>`)}</select>
+<button type="submit">Filtrer</button></p></form>` : ''}
 ${tokenRows(tokens, viewer, deps.clock.now().getTime())}`,
   })
 }

@@ -138,6 +138,9 @@ t.test('admin pages: a company named <script> is shown as text; users and "publi
   t.equal(await login(erin, url, 'erin', password), 303, 'the password shown logs the new user in')
   await t.resolveMatch(erin.getByText('erin · entreprise evil-co').count(), 1)
 
+  await page.goto(new URL('/tokens?company=acme', url).href)
+  await noAccessibilityProblem(t, page, 'admin-tokens')
+
   await page.goto(new URL('/admin/publish', url).href)
   await noAccessibilityProblem(t, page, 'admin-publish')
   t.equal(await page.getByLabel('Jour (Europe/Paris)').inputValue(), TOMORROW, 'tomorrow by default')

@@ -107,6 +107,8 @@ t.test('the tokens form says what to fix; nothing is created', async t => {
   const made = await call('/tokens', { cookie: root.cookie, form: { _csrf: root.csrf, company: 'acme', scope: 'inbound:programme-soutirage', expires: 'never' } })
   t.equal(made.status, 200)
   t.match(made.text, /--data-binary @programme\.json/, 'an inbound token gets the POST curl line')
+  const filtered = await call('/tokens?company=acme', { cookie: root.cookie })
+  t.match(filtered.text, '<option value="acme" selected>acme</option>', 'an admin filters the list by company')
   const record = epx.tokens.list('acme').at(-1)
   t.match(record, { scopes: ['inbound:programme-soutirage'], expiresAt: undefined })
 })
