@@ -164,6 +164,18 @@ t.test('a store that cannot answer gives a 503 page with Retry-After, never a 40
   }
 })
 
+t.test('no password, session id, CSRF token or token secret reaches the logs', async t => {
+  await call('/login', { form: { username: 'root', password: 'a wrong password for the log check' } })
+  const made = await call('/tokens', { cookie: root.cookie, form: { _csrf: root.csrf, company: 'acme', scope: 'outbound:besoins-agreges' } })
+  const secret = /value="(epx_[^"]+)"/.exec(made.text)![1]!
+  const logs = JSON.stringify(epx.logs())
+  t.match(logs, 'console login refused', 'the refusal is logged')
+  t.match(logs, 'console: token created', 'and the creation')
+  for (const s of [admin.password, member.password, 'a wrong password for the log check', root.cookie.split('=')[1]!, root.csrf, secret]) {
+    t.notOk(logs.includes(s), 'a secret is absent from the logs')
+  }
+})
+
 t.test('the console is off unless enabled; a port in use fails the activation and leaves nothing open', async t => {
   const off = await startEpx(t)
   t.equal(off.handle.consoleUrl, undefined)
