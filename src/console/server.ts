@@ -87,6 +87,7 @@ export async function buildConsole (opts: ConsoleOptions): Promise<FastifyInstan
       cert: readPem(dataDir, config.api.tls.certFile),
       key: readPem(dataDir, config.api.tls.keyFile),
       minVersion: 'TLSv1.2',
+      handshakeTimeout: config.api.handshakeTimeoutMs,
     },
     // The same slow-client bounds as the API (DECISIONS.md "Robustness").
     connectionTimeout: config.api.requestTimeoutMs,

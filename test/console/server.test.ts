@@ -1,4 +1,5 @@
 import t from 'tap'
+import { connect } from 'node:net'
 import { Agent, request } from 'undici'
 import { addUser } from '../../src/auth/accounts.ts'
 import { createEpx } from '../../src/plugin.ts'
@@ -174,6 +175,18 @@ t.test('no password, session id, CSRF token or token secret reaches the logs', a
   for (const s of [admin.password, member.password, 'a wrong password for the log check', root.cookie.split('=')[1]!, root.csrf, secret]) {
     t.notOk(logs.includes(s), 'a secret is absent from the logs')
   }
+})
+
+t.test('a connection that never completes its TLS handshake is closed (api.handshakeTimeoutMs applies to the console too)', async t => {
+  const slow = await startEpx(t, { config: { console: { enabled: true }, api: { handshakeTimeoutMs: 300 } } })
+  const socket = connect(Number(slow.handle.consoleUrl!.port), '127.0.0.1')
+  const closed = await new Promise<boolean>(resolve => {
+    const limit = setTimeout(() => resolve(false), 20_000)   // a bound for a loaded machine, not a timing
+    socket.on('close', () => { clearTimeout(limit); resolve(true) })
+    socket.on('error', () => {})
+  })
+  socket.destroy()
+  t.ok(closed, 'closed by the server')
 })
 
 t.test('the console is off unless enabled; a port in use fails the activation and leaves nothing open', async t => {
