@@ -37,6 +37,13 @@ export interface EpxConfig {
     readonly retentionDays: number
   }
   readonly store: { readonly path: string; readonly mapSizeBytes: number }
+  readonly console: {
+    readonly enabled: boolean
+    readonly host: string
+    readonly port: number
+    readonly sessionIdleMinutes: number
+    readonly sessionMaxHours: number
+  }
 }
 
 const validate = new Ajv({ allErrors: true, useDefaults: true, strict: true, strictTypes: false })

@@ -21,6 +21,9 @@ import { createEnqueuer } from './apply/enqueue.ts'
 import { receiveProgramme } from './apply/receive-programme.ts'
 import { createProgrammeReader } from './http/read-programme.ts'
 import { checkNodeVersion } from './host/node-version.ts'
+import { startConsole } from './console/server.ts'
+import { openUsers } from './store/users.ts'
+import { openSessions } from './store/sessions.ts'
 
 const { version, engines } = createRequire(import.meta.url)('../package.json') as { version: string; engines: { node: string } }
 
@@ -85,16 +88,31 @@ export async function createEpx (host: Host, rawConfig: unknown, internals: Inte
     const routes = [inbound, outboundRoute({ revisions })]
     const api = await listenApi({ config, dataDir: host.dataDir, log, clock: host.clock, store, companies, tokens, routes })
     bin.add(() => api.close())
+    // The web console: its own listener, so none of its work is on the API's path.
+    let consoleUrl: URL | undefined
+    if (config.console.enabled) {
+      const web = await startConsole({
+        config,
+        dataDir: host.dataDir,
+        deps: {
+          store, companies, tokens, users: openUsers(store), sessions: openSessions(store), revisions, instructions, publisher,
+          sites: () => host.solver.sites(), clock: host.clock, log: log.child({ area: 'console' }), apiUrl: api.url,
+        },
+      })
+      bin.add(() => web.close())
+      consoleUrl = web.url
+    }
     if (config.publish.schedule) {
       const schedule = startSchedule({ config: config.publish, publisher, revisions, solver: host.solver, clock: host.clock, log: log.child({ area: 'schedule' }) })
       bin.add(() => schedule.stop())
     }
 
-    log.info({ url: api.url.href, version }, 'epx activated')
+    log.info({ url: api.url.href, consoleUrl: consoleUrl?.href, version }, 'epx activated')
     let closing: Promise<void> | undefined
     return {
       version,
       apiUrl: api.url,
+      consoleUrl,
       // Default target: tomorrow in Paris by the host clock; default sites: all of them.
       publish: (request = {}) => publisher.publish({
         targetDate: request.targetDate ?? addDays(parisDateOf(host.clock.now()), 1),

@@ -24,6 +24,8 @@ export const commands: readonly Command[] = [
     async () => (await import('./commands/certs.ts')).certSubcommands),
   commandGroup('token', 'Bearer tokens: create (secret shown once), list, revoke',
     async () => (await import('./commands/tokens.ts')).tokenSubcommands),
+  commandGroup('user', 'web console accounts: add (password shown once), list, disable, reset-password',
+    async () => (await import('./commands/users.ts')).userSubcommands),
   commandGroup('sites', 'the sites the solver manages',
     async () => (await import('./commands/sites.ts')).sitesSubcommands),
   lazyCommand('publish', 'publish Besoins_Agreges for a day now (all sites or --site)',

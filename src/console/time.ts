@@ -1,7 +1,7 @@
 /**
  * Instants as the console shows them: Europe/Paris wall time, with the UTC instant in
- * the `title` and `datetime` (issue 11: "times shown in Europe/Paris with the UTC
- * instant available"). On the autumn DST day 02:00-03:00 happens twice; the offset
+ * the `title` and `datetime` (DECISIONS.md "Time": wire instants are UTC, people read
+ * Paris time). On the autumn DST day 02:00-03:00 happens twice; the offset
  * (`+02:00`/`+01:00`) tells the two apart, so it is shown whenever the hour repeats.
  * @module
  */
@@ -49,4 +49,10 @@ function msOf (at: InstantInput): number {
 export function parisTime (at: InstantInput, style: TimeStyle = 'datetime'): SafeHtml {
   const utc = typeof at === 'number' ? formatUtcInstant(at) : at
   return html`<time datetime="${utc}" title="${utc} (UTC)">${parisText(at, style)}</time>`
+}
+
+/** `parisTime`, a dash for an instant that is not there (never used, no expiry), and text that is not an instant shown as (escaped) text. */
+export function parisTimeOrDash (at: InstantInput | null | undefined, style: TimeStyle = 'datetime'): SafeHtml {
+  if (at === null || at === undefined || at === '') return html`<span aria-label="aucune">–</span>`
+  return Number.isNaN(msOf(at)) ? html`${at}` : parisTime(at, style)
 }

@@ -1,6 +1,6 @@
 /**
- * The paths of the two calls (contract §4, version segment v0.5): the server's routes
- * and the reference BSP client both take them from here.
+ * The paths of the two calls (contract §4, version segment v0.5): the server's routes,
+ * the reference BSP client and the console's curl lines all take them from here.
  * @module
  */
 export const INBOUND_PATH = '/api/v0.5/energy-programs/programme-soutirage'

@@ -107,6 +107,8 @@ export interface EpxHandle {
   readonly version: string
   /** Where the API listens, once activated. */
   readonly apiUrl: URL
+  /** Where the web console listens; undefined when `console.enabled` is false. */
+  readonly consoleUrl?: URL
   /** Publish Besoins_Agreges now (one target date, some or all sites). */
   publish(request?: PublishRequest): Promise<PublishReport>
   /** Idempotent: stops schedules and listeners, then closes the store. */

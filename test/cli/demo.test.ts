@@ -43,7 +43,7 @@ async function statusOf (line: string, cwd: string): Promise<number> {
 
 t.test('epx demo (npm start) on a fresh folder: company, certificate, one token per scope, and curl lines that work as pasted', async t => {
   const cwd = t.testdir()
-  const demo = await startEpx(['demo', '--port', '0'], /Ctrl\+C stops the service\.\n/, { cwd })
+  const demo = await startEpx(['demo', '--port', '0', '--console-port', '0'], /Ctrl\+C stops the service\.\n/, { cwd })
   t.teardown(() => { demo.child.kill('SIGKILL') })
   const out = demo.output()
 
@@ -72,6 +72,24 @@ t.test('epx demo (npm start) on a fresh folder: company, certificate, one token 
   }
   const postStatus = await statusOf(post, cwd)
   t.equal(postStatus, 202, 'POST passes mTLS, the token and validation, and is accepted')
+
+  const web = /^Web console: (https:\/\/localhost:\d+\/)/m.exec(out)
+  t.ok(web, 'the console URL is printed, with the host name its certificate names')
+  const admin = /^ {2}admin\s+service admin\s+password \(shown once\): (\S+)$/m.exec(out)
+  t.ok(admin, "the admin's one-time password is printed")
+  t.match(out, /^ {2}demo-bsp-user\s+member of demo-bsp\s+password \(shown once\): \S+$/m, 'and a demo-bsp member')
+  const agent = new Agent({ connect: { ca: readFileSync(join(cwd, 'var/epx/pki/ca.crt')) } })
+  try {
+    const login = await request(new URL('/login', web![1]), {
+      dispatcher: agent, method: 'POST', headers: { origin: new URL(web![1]).origin, 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({ username: 'admin', password: admin![1]! }).toString(),
+    })
+    await login.body.text()
+    t.equal(login.statusCode, 303, 'the printed password logs the admin in')
+    t.match(String(login.headers['set-cookie']), /^__Host-epx_session=/)
+  } finally {
+    await agent.close()
+  }
 
   demo.child.kill('SIGINT')
   t.equal(await demo.exited, 0, 'Ctrl+C stops it cleanly')

@@ -1,5 +1,5 @@
 import t from 'tap'
-import { isRepeatedHour, parisText, parisTime } from '../../src/console/time.ts'
+import { isRepeatedHour, parisText, parisTime, parisTimeOrDash } from '../../src/console/time.ts'
 
 t.test('instants are shown in Paris wall time, winter and summer', async t => {
   t.equal(parisText('2026-11-21T23:00:00Z'), '22/11/2026 00:00:00')
@@ -21,4 +21,11 @@ t.test('<time> keeps the UTC instant, at the precision sent, in datetime and tit
     '<time datetime="2026-11-21T12:00:00.000001Z" title="2026-11-21T12:00:00.000001Z (UTC)">21/11/2026 13:00:00</time>')
   t.equal(parisTime(Date.parse('2026-11-21T12:00:00Z'), 'time').toString(),
     '<time datetime="2026-11-21T12:00:00Z" title="2026-11-21T12:00:00Z (UTC)">13:00</time>')
+})
+
+t.test('parisTimeOrDash: a dash for no instant, escaped text for text that is not one', async t => {
+  t.match(String(parisTimeOrDash(undefined)), '–')
+  t.match(String(parisTimeOrDash(null)), '–')
+  t.equal(String(parisTimeOrDash('<b>not a date</b>')), '&lt;b&gt;not a date&lt;/b&gt;', 'shown as escaped text')
+  t.match(String(parisTimeOrDash('2026-12-01T10:00:00.000Z')), '>01/12/2026 11:00:00<', 'winter: UTC+1')
 })

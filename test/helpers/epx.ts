@@ -9,7 +9,8 @@
  *   res.status, res.headers (lower-case names), res.text, res.json()
  *
  * - `now` defaults to 2026-11-21T12:30:00Z; `sites` to 3; `config` is merged over
- *   `{ api: { host: '127.0.0.1', port: 0 }, publish: { schedule: false } }`.
+ *   `{ api: { host: '127.0.0.1', port: 0 }, publish: { schedule: false }, console: { host: '127.0.0.1', port: 0 } }`
+ *   (the console stays off unless `config.console.enabled`; then `handle.consoleUrl` is set).
  * - `cert: null` sends no client certificate; omitted, too. `token` becomes
  *   `Authorization: Bearer <token>`; `headers.authorization` overrides it.
  * - `faults` is the store's fault switch object (`faults.unavailable = true` → NO_STORE).
@@ -91,8 +92,10 @@ export async function startEpx (t: Test, opts: StartEpxOptions = {}): Promise<Te
   const lines: string[] = []
   const logger = pino({ level: 'debug' }, { write: (line: string) => { lines.push(line) } }) as unknown as Logger
   const faults: StoreFaults = {}
-  const { api = {}, publish = {}, ...rest } = opts.config ?? {}
-  const config = { ...rest, api: { host: '127.0.0.1', port: 0, ...api }, publish: { schedule: false, ...publish } }
+  const { api = {}, publish = {}, console: web = {}, ...rest } = opts.config ?? {}
+  const config = {
+    ...rest, api: { host: '127.0.0.1', port: 0, ...api }, publish: { schedule: false, ...publish }, console: { host: '127.0.0.1', port: 0, ...web },
+  }
   const newRef = () => createReferenceHost({ dataDir, clock, logger, sites: opts.sites ?? 3, cycleSeconds: 0 })
 
   let ref = newRef()

@@ -3,10 +3,9 @@
  * company-pins.ts): the BSP companies, their certificate binding and their perimeter (DECISIONS.md "Authentication and tenancy").
  * @module
  */
-import { canonicalSubject } from '../../auth/subject.ts'
-import { isPrm } from '../../contract/ids.ts'
+import { companyIdProblem, readCertSubject, readPerimeter } from '../../auth/company-rules.ts'
 import { EpxError } from '../../errors.ts'
-import { COMPANY_ID, openCompanies, pinsOf, type CompanyRecord } from '../../store/companies.ts'
+import { openCompanies, pinsOf, type CompanyRecord } from '../../store/companies.ts'
 import { openTokens, tokenState } from '../../store/tokens.ts'
 import { required } from '../args.ts'
 import { defineCommand, usageError, type CommandSpec } from '../define-command.ts'
@@ -33,22 +32,16 @@ const addSpec: CommandSpec = {
 
 /** Checks an id given on the command line, naming the rule it breaks. */
 export function checkCompanyId (id: string, spec: CommandSpec): string {
-  if (!COMPANY_ID.test(id)) {
-    throw usageError(spec, `invalid company id '${id}': use 2 to 63 lowercase letters, digits or "-", starting with a letter or digit`)
-  }
+  const problem = companyIdProblem(id)
+  if (problem) throw usageError(spec, problem)
   return id
 }
 
-/** `--sites` values → perimeter; "all" alone, or PRM ids (deduplicated, in order). */
+/** `--sites` values → perimeter (auth/company-rules.ts), or EPX_USAGE naming the option. */
 function parsePerimeter (values: readonly string[], spec: CommandSpec): CompanyRecord['perimeter'] {
-  const items = values.flatMap(v => v.split(/[\s,]+/)).filter(Boolean)
-  if (items.length === 0 && values.length === 0) return 'all'
-  if (items.length === 1 && items[0] === 'all') return 'all'
-  if (items.includes('all')) throw usageError(spec, '--sites takes either "all" or a list of PRM ids, not both')
-  if (items.length === 0) throw usageError(spec, '--sites needs "all" or at least one PRM id')
-  const bad = items.filter(s => !isPrm(s))
-  if (bad.length) throw usageError(spec, `invalid site id(s) ${bad.map(s => `'${s}'`).join(', ')}: a site id is PRM followed by 14 digits`)
-  return [...new Set(items)]
+  const read = readPerimeter(values)
+  if ('problem' in read) throw usageError(spec, `--sites: ${read.problem}`)
+  return read.perimeter
 }
 
 function describePerimeter (p: CompanyRecord['perimeter']): string {
@@ -59,12 +52,9 @@ const add = defineCommand(addSpec, async (args, io) => {
   const id = checkCompanyId(args.positionals[0]!, addSpec)
   const name = required(args, addSpec, 'name').trim()
   if (!name) throw usageError(addSpec, '--name must not be blank')
-  let certSubject: string
-  try {
-    certSubject = canonicalSubject(args.string('cert-subject') ?? `CN=${id},O=${name}`)
-  } catch (err) {
-    throw usageError(addSpec, `invalid --cert-subject: ${(err as Error).message}`)
-  }
+  const subject = readCertSubject(args.string('cert-subject'), id, name)
+  if ('problem' in subject) throw usageError(addSpec, `invalid --cert-subject: ${subject.problem}`)
+  const certSubject = subject.subject
   const perimeter = parsePerimeter(args.strings('sites'), addSpec)
   const record: CompanyRecord = { id, name, status: 'active', certSubject, perimeter, createdAt: new Date().toISOString() }
   await withStore(io.dataDir, store => openCompanies(store).add(record))

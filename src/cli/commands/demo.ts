@@ -10,25 +10,35 @@ import { isAbsolute, join, relative, resolve } from 'node:path'
 import { SCOPES } from '../../auth/tokens.ts'
 import { formatUtcInstant } from '../../contract/instants.ts'
 import { addDays, coverageOf, parisDateOf, QUARTER_HOUR_MS } from '../../contract/paris-day.ts'
+import { addUser } from '../../auth/accounts.ts'
 import { openCompanies } from '../../store/companies.ts'
+import type { Store } from '../../store/open-store.ts'
+import { openUsers } from '../../store/users.ts'
 import { defineCommand, type CommandSpec } from '../define-command.ts'
 import { DEFAULT_DATA_DIR, type CliIo } from '../io.ts'
 import { withStore } from '../settings.ts'
 import { issueBundle, type CertBundle } from './certs.ts'
 import { initDataDir, reportInit } from './init.ts'
-import { serve, serveOptions, serveOverrides, type Running } from './start.ts'
+import { browserUrl, serve, serveOptions, serveOverrides, type Running } from './start.ts'
 import { createToken, type CreatedToken } from './tokens.ts'
 
 const DEMO_COMPANY = 'demo-bsp'
+const DEMO_ADMIN = 'admin'
+const DEMO_MEMBER = 'demo-bsp-user'
 const API = '/api/v0.5/energy-programs'
 
+/** A console account the demo made on this run, with its password (shown once). */
+interface DemoAccount { readonly username: string; readonly role: string; readonly password: string }
+
 const spec: CommandSpec = {
-  usage: 'epx demo [--port N] [--host H] [--cycle SECONDS]',
+  usage: 'epx demo [--port N] [--host H] [--cycle SECONDS] [--console-port N]',
   about: [
     `The demo (npm start): initializes the data folder if needed, registers company ${DEMO_COMPANY}`,
     '(perimeter: all sites), writes its client certificate bundle to <data>/demo/, creates one',
     'new token per scope (printed once), publishes Besoins_Agreges for tomorrow, starts the',
     'service like `epx start` (solver cycle every 10 s) and prints curl commands to try it.',
+    `The web console is on: the first run creates its accounts ${DEMO_ADMIN} (service admin) and`,
+    `${DEMO_MEMBER} (member of ${DEMO_COMPANY}) and prints their passwords, once.`,
   ].join('\n'),
   options: serveOptions,
 }
@@ -67,10 +77,25 @@ function demoProgramme (targetDate: string, site: { site_id: string; site_name: 
   }
 }
 
-async function prepare (io: CliIo): Promise<{ bundle: CertBundle; tokens: CreatedToken[] }> {
+/** The demo's console accounts, made once: a later run leaves them (and their passwords) alone. */
+async function demoAccounts (store: Store): Promise<DemoAccount[]> {
+  const users = openUsers(store)
+  const made: DemoAccount[] = []
+  for (const u of [
+    { username: DEMO_ADMIN, admin: true, companyId: null, role: 'service admin' },
+    { username: DEMO_MEMBER, admin: false, companyId: DEMO_COMPANY, role: `member of ${DEMO_COMPANY}` },
+  ]) {
+    if (users.get(u.username)) continue
+    const { password } = await addUser(store, u, Date.now())
+    made.push({ username: u.username, role: u.role, password })
+  }
+  return made
+}
+
+async function prepare (io: CliIo): Promise<{ bundle: CertBundle; tokens: CreatedToken[]; accounts: DemoAccount[] }> {
   const created = initDataDir(io.dataDir)
   if (created.length) reportInit(io.dataDir, created, io)
-  const tokens = await withStore(io.dataDir, async store => {
+  const { tokens, accounts } = await withStore(io.dataDir, async store => {
     const companies = openCompanies(store)
     const company = companies.get(DEMO_COMPANY)
     if (!company) {
@@ -84,10 +109,20 @@ async function prepare (io: CliIo): Promise<{ bundle: CertBundle; tokens: Create
     }
     const out: CreatedToken[] = []
     for (const scope of SCOPES) out.push(await createToken(store, DEMO_COMPANY, [scope]))
-    return out
+    return { tokens: out, accounts: await demoAccounts(store) }
   })
   const bundle = await issueBundle(io.dataDir, DEMO_COMPANY, join(io.dataDir, 'demo'))
-  return { bundle, tokens }
+  return { bundle, tokens, accounts }
+}
+
+function showConsole (io: CliIo, run: Running, accounts: readonly DemoAccount[]): void {
+  if (!run.handle.consoleUrl) return
+  io.out('')
+  io.out(`Web console: ${browserUrl(run.handle.consoleUrl)} (the browser warns about the demo's own CA: ${shellPath(join(io.dataDir, 'pki', 'ca.crt'))})`)
+  if (accounts.length === 0) {
+    io.out(`  accounts ${DEMO_ADMIN} and ${DEMO_MEMBER} exist from an earlier run; a new password: npx epx user reset-password ${DEMO_ADMIN}`)
+  }
+  for (const a of accounts) io.out(`  ${a.username.padEnd(14)} ${a.role.padEnd(20)} password (shown once): ${a.password}`)
 }
 
 async function showTryIt (io: CliIo, run: Running, bundle: CertBundle, tokens: readonly CreatedToken[]): Promise<void> {
@@ -106,9 +141,7 @@ async function showTryIt (io: CliIo, run: Running, bundle: CertBundle, tokens: r
 
   const tokenOf = (scope: string) => tokens.find(t => t.record.scopes.includes(scope as never))!.token
   // The server certificate names localhost, 127.0.0.1 and ::1; other listen addresses are shown as they are.
-  const url = new URL(run.handle.apiUrl.href)
-  if (['127.0.0.1', '[::1]', '0.0.0.0', '[::]'].includes(url.hostname)) url.hostname = 'localhost'
-  const base = url.origin
+  const base = new URL(browserUrl(run.handle.apiUrl)).origin
   const tls = `--cert ${shellPath(bundle.cert)} --key ${shellPath(bundle.key)} --cacert ${shellPath(bundle.ca)}`
   io.out('')
   io.out(`Try it (company ${DEMO_COMPANY}; site ${site.site_id}, ${site.site_name}; target date ${tomorrow}):`)
@@ -128,9 +161,12 @@ async function showTryIt (io: CliIo, run: Running, bundle: CertBundle, tokens: r
 
 export const demoCommand = defineCommand(spec, async (args, io) => {
   const overrides = serveOverrides(args, spec)
-  const { bundle, tokens } = await prepare(io)
+  const { bundle, tokens, accounts } = await prepare(io)
   io.out(`client certificate bundle of ${DEMO_COMPANY}: ${shellPath(bundle.dir)} (client.crt, client.key, ca.crt)`)
   io.out('new tokens, shown this once:')
   for (const t of tokens) io.out(`  ${t.record.scopes.join(',').padEnd(28)} ${t.record.id}  ${t.token}`)
-  return serve(io, { cycleSeconds: 10, ...overrides }, run => showTryIt(io, run, bundle, tokens))
+  return serve(io, { cycleSeconds: 10, ...overrides, console: true }, async run => {
+    showConsole(io, run, accounts)
+    await showTryIt(io, run, bundle, tokens)
+  })
 })

@@ -32,10 +32,11 @@ export const serveOptions = {
   port: { type: 'string', arg: 'N', help: 'API port (0 picks a free one; default: api.port of epx.config.json)' },
   host: { type: 'string', arg: 'H', help: 'API address to listen on (default: api.host, 127.0.0.1)' },
   cycle: { type: 'string', arg: 'SECONDS', help: 'seconds between two solver cycles (default: host.cycleSeconds)' },
+  'console-port': { type: 'string', arg: 'N', help: 'web console port (0 picks a free one; default: console.port, 8444)' },
 } as const
 
 const spec: CommandSpec = {
-  usage: 'epx start [--port N] [--host H] [--cycle SECONDS]',
+  usage: 'epx start [--port N] [--host H] [--cycle SECONDS] [--console-port N]',
   about: [
     'Runs the reference solver host with the epx plugin loaded through plugin.manifest.json,',
     'using <data>/epx.config.json. Logs (JSON lines, pino) go to stdout. Stops cleanly on',
@@ -44,15 +45,23 @@ const spec: CommandSpec = {
   options: serveOptions,
 }
 
-export interface ServeOverrides { readonly port?: number; readonly host?: string; readonly cycleSeconds?: number }
+export interface ServeOverrides {
+  readonly port?: number
+  readonly host?: string
+  readonly cycleSeconds?: number
+  readonly consolePort?: number
+  /** Open the web console whatever `console.enabled` says (the demo). */
+  readonly console?: boolean
+}
 
 /** `--port`, `--host`, `--cycle` → overrides, or EPX_USAGE naming the bad one. */
 export function serveOverrides (args: Args, cmd: CommandSpec): ServeOverrides {
-  const out: { port?: number; host?: string; cycleSeconds?: number } = {}
-  const port = args.string('port')
-  if (port !== undefined) {
-    if (!/^\d{1,5}$/.test(port) || Number(port) > 65535) throw usageError(cmd, `invalid --port '${port}': use an integer from 0 to 65535`)
-    out.port = Number(port)
+  const out: { port?: number; host?: string; cycleSeconds?: number; consolePort?: number } = {}
+  for (const [option, key] of [['port', 'port'], ['console-port', 'consolePort']] as const) {
+    const port = args.string(option)
+    if (port === undefined) continue
+    if (!/^\d{1,5}$/.test(port) || Number(port) > 65535) throw usageError(cmd, `invalid --${option} '${port}': use an integer from 0 to 65535`)
+    out[key] = Number(port)
   }
   const host = args.string('host')
   if (host !== undefined) {
@@ -67,6 +76,13 @@ export function serveOverrides (args: Args, cmd: CommandSpec): ServeOverrides {
   return out
 }
 
+/** A loopback URL as a browser should open it: the server certificate names localhost. */
+export function browserUrl (url: URL): string {
+  const shown = new URL(url.href)
+  if (['127.0.0.1', '[::1]', '0.0.0.0', '[::]'].includes(shown.hostname)) shown.hostname = 'localhost'
+  return shown.href
+}
+
 export interface Running { readonly handle: EpxHandle; readonly reference: ReferenceHost; readonly logger: Logger }
 
 /**
@@ -75,10 +91,13 @@ export interface Running { readonly handle: EpxHandle; readonly reference: Refer
  */
 export async function serve (io: CliIo, overrides: ServeOverrides, ready?: (r: Running) => Promise<void>): Promise<number> {
   const settings = readSettings(io.dataDir)
-  const plugin = structuredClone(settings.plugin) as { api?: Record<string, unknown> }
+  const plugin = structuredClone(settings.plugin) as { api?: Record<string, unknown>; console?: Record<string, unknown> }
   plugin.api = { ...plugin.api }
   if (overrides.port !== undefined) plugin.api.port = overrides.port
   if (overrides.host !== undefined) plugin.api.host = overrides.host
+  plugin.console = { ...plugin.console }
+  if (overrides.console) plugin.console.enabled = true
+  if (overrides.consolePort !== undefined) plugin.console.port = overrides.consolePort
   // The host's own logger; secrets never reach a log line (DECISIONS.md), belt and braces.
   const logger = pino({
     name: 'epx-reference-host',
@@ -114,6 +133,7 @@ export async function serve (io: CliIo, overrides: ServeOverrides, ready?: (r: R
   process.on('SIGTERM', onSignal)
   try {
     io.out(`epx API listening on ${handle.apiUrl.href} (${reference.sites.length} sites, solver cycle every ${overrides.cycleSeconds ?? settings.host.cycleSeconds} s; Ctrl+C to stop)`)
+    if (handle.consoleUrl) io.out(`epx web console on ${browserUrl(handle.consoleUrl)}`)
     await ready?.({ handle, reference, logger })
     const signal = await stopped
     logger.info({ signal }, 'stopping')

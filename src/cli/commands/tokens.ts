@@ -4,11 +4,11 @@
  * its SHA-256 hash is stored; `list` never shows either.
  * @module
  */
-import { SCOPES, hashToken, isScope, newTokenId, newTokenSecret, parseDuration, type Scope } from '../../auth/tokens.ts'
+import { createToken, tokenState, type CreatedToken } from '../../auth/issue-token.ts'
+import { SCOPES, isScope, parseDuration, type Scope } from '../../auth/tokens.ts'
 import { EpxError } from '../../errors.ts'
 import { openCompanies } from '../../store/companies.ts'
-import { openTokens, tokenState, type TokenRecord } from '../../store/tokens.ts'
-import type { Store } from '../../store/open-store.ts'
+import { openTokens } from '../../store/tokens.ts'
 import { required } from '../args.ts'
 import { defineCommand, usageError, type CommandSpec } from '../define-command.ts'
 import type { Command } from '../io.ts'
@@ -33,30 +33,7 @@ const createSpec: CommandSpec = {
   },
 }
 
-export interface CreatedToken {
-  readonly record: TokenRecord
-  /** The secret: shown once, never stored. */
-  readonly token: string
-}
-
-/** Creates and stores a token for an existing company (also used by `epx demo`). */
-export async function createToken (store: Store, companyId: string, scopes: readonly Scope[], ttlMs?: number): Promise<CreatedToken> {
-  if (!openCompanies(store).get(companyId)) {
-    throw new EpxError('EPX_NOT_FOUND', [`no company '${companyId}'; add it first with 'epx company add ${companyId} --name NAME'`])
-  }
-  const now = Date.now()
-  const token = newTokenSecret()
-  const record: TokenRecord = {
-    id: newTokenId(),
-    hash: hashToken(token),
-    companyId,
-    scopes: [...new Set(scopes)],
-    createdAt: new Date(now).toISOString(),
-    ...(ttlMs === undefined ? {} : { expiresAt: new Date(now + ttlMs).toISOString() }),
-  }
-  await openTokens(store).add(record)
-  return { record, token }
-}
+export { createToken, type CreatedToken }
 
 const create = defineCommand(createSpec, async (args, io) => {
   const companyId = checkCompanyId(required(args, createSpec, 'company'), createSpec)

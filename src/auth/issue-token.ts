@@ -1,0 +1,37 @@
+/**
+ * Creating a token: the one code path `epx token`, `epx demo`
+ * and the console's "Jetons d'accès" page share (DECISIONS.md "Authentication and tenancy").
+ * @module
+ */
+import { EpxError } from '../errors.ts'
+import { openCompanies } from '../store/companies.ts'
+import type { Store } from '../store/open-store.ts'
+import { openTokens, type TokenRecord } from '../store/tokens.ts'
+import { hashToken, newTokenId, newTokenSecret, type Scope } from './tokens.ts'
+
+export interface CreatedToken {
+  readonly record: TokenRecord
+  /** The secret: shown once, never stored. */
+  readonly token: string
+}
+
+/** Creates and stores a token for an existing company. */
+export async function createToken (store: Store, companyId: string, scopes: readonly Scope[], ttlMs?: number, nowMs = Date.now()): Promise<CreatedToken> {
+  if (!openCompanies(store).get(companyId)) {
+    throw new EpxError('EPX_NOT_FOUND', [`no company '${companyId}'; add it first with 'epx company add ${companyId} --name NAME'`])
+  }
+  const token = newTokenSecret()
+  const record: TokenRecord = {
+    id: newTokenId(),
+    hash: hashToken(token),
+    companyId,
+    scopes: [...new Set(scopes)],
+    createdAt: new Date(nowMs).toISOString(),
+    ...(ttlMs === undefined ? {} : { expiresAt: new Date(nowMs + ttlMs).toISOString() }),
+  }
+  await openTokens(store).add(record)
+  return { record, token }
+}
+
+// A token's state (active, expired, revoked) has one home, store/tokens.ts; re-exported for the doors that create tokens.
+export { tokenState, type TokenState } from '../store/tokens.ts'

@@ -1,0 +1,147 @@
+/**
+ * Admin page "Entreprises" (issue 11 item 6): create, suspend and resume, certificate
+ * subject binding, perimeter. The rules are `epx company`'s (auth/company-rules.ts,
+ * store/companies.ts). Suspending a company also ends its members' sessions.
+ * @module
+ */
+import type { FastifyInstance, FastifyReply } from 'fastify'
+import { companyIdProblem, readCertSubject, readPerimeter } from '../../auth/company-rules.ts'
+import { tokenState } from '../../auth/issue-token.ts'
+import { pinsOf, type CompanyRecord } from '../../store/companies.ts'
+import { fieldText } from '../access.ts'
+import type { ConsoleDeps } from '../deps.ts'
+import { html, type SafeHtml } from '../html.ts'
+import { csrfField, errorPage } from '../layout.ts'
+import { parisTimeOrDash } from '../time.ts'
+import type { Viewer } from '../viewer.ts'
+
+const ADMIN = { config: { access: 'admin' as const } }
+const STATUS_LABELS = { active: 'active', suspended: 'suspendue' } as const
+
+function perimeterText (p: CompanyRecord['perimeter']): string {
+  return p === 'all' ? 'tous les sites' : `${p.length} site${p.length > 1 ? 's' : ''}`
+}
+
+function listPage (reply: FastifyReply, deps: ConsoleDeps, viewer: Viewer, problem?: string, form: Record<string, string> = {}) {
+  const companies = deps.companies.list()
+  return reply.page({
+    title: 'Entreprises',
+    body: html`
+<table><thead><tr><th scope="col">Identifiant</th><th scope="col">Nom</th><th scope="col">État</th><th scope="col">Périmètre</th>
+<th scope="col">Sujet du certificat</th><th scope="col">Créée</th></tr></thead>
+<tbody>${companies.map(c => html`
+<tr><td><a href="/admin/companies/${c.id}">${c.id}</a></td><td>${c.name}</td><td class="state-${c.status}">${STATUS_LABELS[c.status]}</td>
+<td>${perimeterText(c.perimeter)}</td><td><code>${c.certSubject}</code></td><td>${parisTimeOrDash(c.createdAt)}</td></tr>`)}</tbody></table>
+<h2>Ajouter une entreprise</h2>
+${problem ? html`<p class="error" role="alert">${problem}</p>` : ''}
+<form method="post" action="/admin/companies">${csrfField(viewer)}
+<p><label for="id">Identifiant</label><input id="id" name="id" required value="${form.id ?? ''}" aria-describedby="id-hint">
+<span id="id-hint" class="hint">2 à 63 caractères : minuscules, chiffres ou « - ».</span></p>
+<p><label for="name">Nom</label><input id="name" name="name" required value="${form.name ?? ''}"></p>
+<p><label for="certSubject">Sujet du certificat</label><input id="certSubject" name="certSubject" value="${form.certSubject ?? ''}" aria-describedby="subject-hint">
+<span id="subject-hint" class="hint">Par défaut CN=&lt;identifiant&gt;,O=&lt;nom&gt;.</span></p>
+<p><label for="sites">Périmètre</label><input id="sites" name="sites" value="${form.sites ?? 'all'}" aria-describedby="sites-hint">
+<span id="sites-hint" class="hint">« all » ou des identifiants PRM séparés par des virgules.</span></p>
+<p><button type="submit">Ajouter</button></p>
+</form>`,
+  })
+}
+
+function detailPage (reply: FastifyReply, deps: ConsoleDeps, viewer: Viewer, c: CompanyRecord, notice?: string, problem?: string) {
+  const nowMs = deps.clock.now().getTime()
+  const tokens = deps.tokens.list(c.id)
+  const live = tokens.filter(t => tokenState(t, nowMs) === 'active').length
+  const members = deps.users.list().filter(u => u.companyId === c.id)
+  const pins = pinsOf(c)
+  const form = (action: string, inner: SafeHtml) => html`<form method="post" action="/admin/companies/${c.id}/${action}">${csrfField(viewer)}${inner}</form>`
+  return reply.page({
+    title: `Entreprise ${c.id}`,
+    body: html`
+${notice ? html`<p class="notice" role="status">${notice}</p>` : ''}
+${problem ? html`<p class="error" role="alert">${problem}</p>` : ''}
+<table><tbody>
+<tr><th scope="row">Nom</th><td>${c.name}</td></tr>
+<tr><th scope="row">État</th><td class="state-${c.status}">${STATUS_LABELS[c.status]}</td></tr>
+<tr><th scope="row">Sujet du certificat</th><td><code>${c.certSubject}</code></td></tr>
+<tr><th scope="row">Empreintes épinglées</th><td>${pins.length ? pins.map(p => html`<code>${p}</code><br>`) : 'aucune (le sujet seul décide)'}</td></tr>
+<tr><th scope="row">Périmètre</th><td>${c.perimeter === 'all' ? 'tous les sites' : c.perimeter.join(', ')}</td></tr>
+<tr><th scope="row">Jetons</th><td>${live} utilisables sur ${tokens.length} (<a href="/tokens?company=${c.id}">voir</a>)</td></tr>
+<tr><th scope="row">Utilisateurs</th><td>${members.length ? members.map(u => u.username).join(', ') : 'aucun'}</td></tr>
+<tr><th scope="row">Créée</th><td>${parisTimeOrDash(c.createdAt)}</td></tr>
+</tbody></table>
+<h2>${c.status === 'active' ? 'Suspendre' : 'Réactiver'}</h2>
+${form('status', html`<input type="hidden" name="status" value="${c.status === 'active' ? 'suspended' : 'active'}">
+<p class="hint">${c.status === 'active'
+    ? "Ses appels à l'API sont refusés (403 COMPANY_SUSPENDED) dès la prochaine requête, et les sessions de ses utilisateurs se terminent. Ses jetons sont conservés."
+    : 'Ses jetons valides fonctionnent de nouveau dès la prochaine requête.'}</p>
+<p><button type="submit"${c.status === 'active' ? html` class="danger"` : ''}>${c.status === 'active' ? "Suspendre l'entreprise" : "Réactiver l'entreprise"}</button></p>`)}
+<h2>Certificat client</h2>
+${form('subject', html`<p><label for="certSubject">Sujet lié</label><input id="certSubject" name="certSubject" required value="${c.certSubject}" size="50"></p>
+<p><button type="submit">Enregistrer le sujet</button></p>`)}
+<h2>Périmètre</h2>
+${form('perimeter', html`<p><label for="sites">Sites</label><textarea id="sites" name="sites" rows="3" cols="60" aria-describedby="sites-hint">${c.perimeter === 'all' ? 'all' : c.perimeter.join(', ')}</textarea>
+<span id="sites-hint" class="hint">« all » ou des identifiants PRM séparés par des virgules.</span></p>
+<p><button type="submit">Enregistrer le périmètre</button></p>`)}
+<p><a href="/admin/companies">Toutes les entreprises</a></p>`,
+  })
+}
+
+export function companiesAdmin (app: FastifyInstance, deps: ConsoleDeps): void {
+  app.get('/admin/companies', ADMIN, async (request, reply) => listPage(reply, deps, request.viewer!))
+
+  app.post('/admin/companies', ADMIN, async (request, reply) => {
+    const form = { id: fieldText(request.body, 'id'), name: fieldText(request.body, 'name'), certSubject: fieldText(request.body, 'certSubject'), sites: fieldText(request.body, 'sites') }
+    const subject = readCertSubject(form.certSubject || undefined, form.id, form.name)
+    const perimeter = readPerimeter(form.sites ? [form.sites] : [])
+    const problem = companyIdProblem(form.id) ?? (form.name ? undefined : 'Le nom est obligatoire.') ??
+      ('problem' in subject ? `Sujet de certificat invalide : ${subject.problem}` : undefined) ??
+      ('problem' in perimeter ? `Périmètre invalide : ${perimeter.problem}` : undefined)
+    if (problem || 'problem' in subject || 'problem' in perimeter) return listPage(reply.code(400), deps, request.viewer!, problem, form)
+    if (deps.companies.get(form.id)) return listPage(reply.code(409), deps, request.viewer!, `L'entreprise ${form.id} existe déjà.`, form)
+    const record: CompanyRecord = {
+      id: form.id, name: form.name, status: 'active', certSubject: subject.subject, perimeter: perimeter.perimeter, createdAt: deps.clock.now().toISOString(),
+    }
+    await deps.companies.add(record)
+    deps.log.info({ company: record.id, by: request.viewer!.username }, 'console: company added')
+    return reply.redirect(`/admin/companies/${record.id}`, 303)
+  })
+
+  const companyOf = (request: { params: unknown }) => deps.companies.get((request.params as { id: string }).id)
+  const notFound = (reply: FastifyReply) => errorPage(reply, 404, 'Entreprise introuvable', "Cette entreprise n'existe pas.")
+
+  app.get('/admin/companies/:id', ADMIN, async (request, reply) => {
+    const c = companyOf(request)
+    return c ? detailPage(reply, deps, request.viewer!, c) : notFound(reply)
+  })
+
+  app.post('/admin/companies/:id/status', ADMIN, async (request, reply) => {
+    const c = companyOf(request)
+    if (!c) return notFound(reply)
+    const status = fieldText(request.body, 'status')
+    if (status !== 'active' && status !== 'suspended') return detailPage(reply.code(400), deps, request.viewer!, c, undefined, 'État inconnu.')
+    const next = await deps.companies.update(c.id, r => ({ ...r, status }))
+    if (status === 'suspended') {
+      await deps.sessions.deleteWhere(s => deps.users.get(s.username)?.companyId === c.id)
+    }
+    deps.log.info({ company: c.id, status, by: request.viewer!.username }, 'console: company status')
+    return detailPage(reply, deps, request.viewer!, next, status === 'suspended' ? 'Entreprise suspendue.' : 'Entreprise réactivée.')
+  })
+
+  app.post('/admin/companies/:id/subject', ADMIN, async (request, reply) => {
+    const c = companyOf(request)
+    if (!c) return notFound(reply)
+    const subject = readCertSubject(fieldText(request.body, 'certSubject') || undefined, c.id, c.name)
+    if ('problem' in subject) return detailPage(reply.code(400), deps, request.viewer!, c, undefined, `Sujet de certificat invalide : ${subject.problem}`)
+    const next = await deps.companies.update(c.id, r => ({ ...r, certSubject: subject.subject }))
+    return detailPage(reply, deps, request.viewer!, next, 'Sujet du certificat enregistré.')
+  })
+
+  app.post('/admin/companies/:id/perimeter', ADMIN, async (request, reply) => {
+    const c = companyOf(request)
+    if (!c) return notFound(reply)
+    const perimeter = readPerimeter([fieldText(request.body, 'sites')])
+    if ('problem' in perimeter) return detailPage(reply.code(400), deps, request.viewer!, c, undefined, `Périmètre invalide : ${perimeter.problem}`)
+    const next = await deps.companies.update(c.id, r => ({ ...r, perimeter: perimeter.perimeter }))
+    return detailPage(reply, deps, request.viewer!, next, 'Périmètre enregistré.')
+  })
+}

@@ -1,0 +1,7 @@
+/** The admin pages (issue 11 item 6); every route of theirs is `access: 'admin'`. */
+import type { ConsolePage } from '../deps.ts'
+import { companiesAdmin } from './companies.ts'
+import { publishAdmin } from './publish.ts'
+import { usersAdmin } from './users.ts'
+
+export const adminPages: readonly ConsolePage[] = [companiesAdmin, usersAdmin, publishAdmin]

@@ -1,0 +1,51 @@
+/**
+ * Admin page "Publier maintenant": what `epx publish` does, through the plugin's own
+ * publisher (so runs never overlap with the schedule's), with its report.
+ * @module
+ */
+import type { FastifyInstance } from 'fastify'
+import { addDays, isCalendarDate, parisDateOf } from '../../contract/paris-day.ts'
+import { fieldText } from '../access.ts'
+import type { ConsoleDeps } from '../deps.ts'
+import { html, type SafeHtml } from '../html.ts'
+import { csrfField } from '../layout.ts'
+import { parisTimeOrDash } from '../time.ts'
+import type { Viewer } from '../viewer.ts'
+
+const ADMIN = { config: { access: 'admin' as const } }
+
+function form (viewer: Viewer, date: string): SafeHtml {
+  return html`<form method="post" action="/admin/publish">${csrfField(viewer)}
+<p><label for="date">Jour (Europe/Paris)</label><input id="date" name="date" type="date" required value="${date}"></p>
+<p class="hint">Publie une nouvelle révision des Besoins agrégés de ce jour pour tous les sites gérés par le solveur.</p>
+<p><button type="submit">Publier maintenant</button></p>
+</form>`
+}
+
+export function publishAdmin (app: FastifyInstance, deps: ConsoleDeps): void {
+  const tomorrow = () => addDays(parisDateOf(deps.clock.now()), 1)
+
+  app.get('/admin/publish', ADMIN, async (request, reply) =>
+    reply.page({ title: 'Publier maintenant', body: form(request.viewer!, tomorrow()) }))
+
+  app.post('/admin/publish', ADMIN, async (request, reply) => {
+    const viewer = request.viewer!
+    const date = fieldText(request.body, 'date')
+    if (!isCalendarDate(date)) {
+      return reply.code(400).page({ title: 'Publier maintenant', body: html`<p class="error" role="alert">Date invalide : choisissez un jour (AAAA-MM-JJ).</p>${form(viewer, tomorrow())}` })
+    }
+    const report = await deps.publisher.publish({ targetDate: date })
+    deps.log.info({ targetDate: date, published: report.published.length, failed: report.failed.length, by: viewer.username }, 'console: publish')
+    return reply.page({
+      title: 'Publier maintenant',
+      body: html`
+<p class="${report.failed.length ? 'error' : 'notice'}" role="status">${report.published.length} site(s) publié(s) pour le ${date} ; ${report.failed.length} en échec.</p>
+${report.published.length ? html`<table><caption>Publiés</caption><thead><tr><th scope="col">Site</th><th scope="col">Émis à</th><th scope="col">ETag</th></tr></thead>
+<tbody>${report.published.map(p => html`<tr><td>${p.siteId}</td><td>${parisTimeOrDash(p.emittedAt)}</td><td><code>${p.etag}</code></td></tr>`)}</tbody></table>` : ''}
+${report.failed.length ? html`<table><caption>En échec</caption><thead><tr><th scope="col">Site</th><th scope="col">Raison</th></tr></thead>
+<tbody>${report.failed.map(f => html`<tr><td>${f.siteId}</td><td>${f.reason}</td></tr>`)}</tbody></table>` : ''}
+<h2>Publier un autre jour</h2>
+${form(viewer, date)}`,
+    })
+  })
+}

@@ -1,0 +1,101 @@
+/**
+ * Admin page "Utilisateurs": create an account (a generated password, shown once),
+ * disable or enable it, reset its password. The rules are `epx user`'s (auth/accounts.ts).
+ * @module
+ */
+import type { FastifyInstance, FastifyReply } from 'fastify'
+import { addUser, resetPassword, setUserDisabled } from '../../auth/accounts.ts'
+import { isEpxError } from '../../errors.ts'
+import type { UserRecord } from '../../store/users.ts'
+import { fieldText } from '../access.ts'
+import type { ConsoleDeps } from '../deps.ts'
+import { html, type SafeHtml } from '../html.ts'
+import { csrfField, errorPage } from '../layout.ts'
+import { parisTimeOrDash } from '../time.ts'
+import type { Viewer } from '../viewer.ts'
+
+const ADMIN = { config: { access: 'admin' as const } }
+
+function action (viewer: Viewer, u: UserRecord, path: string, label: string, danger = false): SafeHtml {
+  return html`<form method="post" action="/admin/users/${u.username}/${path}" class="inline">${csrfField(viewer)}<button type="submit"${danger ? html` class="danger"` : ''}>${label}</button></form>`
+}
+
+function listPage (reply: FastifyReply, deps: ConsoleDeps, viewer: Viewer, top?: SafeHtml) {
+  const users = deps.users.list()
+  const companies = deps.companies.list()
+  return reply.page({
+    title: 'Utilisateurs',
+    body: html`${top ?? ''}
+<table><thead><tr><th scope="col">Identifiant</th><th scope="col">Rôle</th><th scope="col">État</th><th scope="col">Créé</th>
+<th scope="col">Mot de passe changé</th><th scope="col">Actions</th></tr></thead>
+<tbody>${users.map(u => html`
+<tr><td>${u.username}</td><td>${u.admin ? 'administrateur' : `membre de ${u.companyId}`}</td>
+<td class="state-${u.disabled ? 'disabled' : 'active'}">${u.disabled ? 'désactivé' : 'actif'}</td>
+<td>${parisTimeOrDash(u.createdAt)}</td><td>${parisTimeOrDash(u.passwordChangedAt)}</td>
+<td>${u.username === viewer.username ? html`<span class="hint">(vous)</span>` : html`${u.disabled ? action(viewer, u, 'enable', 'Réactiver') : action(viewer, u, 'disable', 'Désactiver', true)}
+${action(viewer, u, 'reset-password', 'Nouveau mot de passe')}`}</td></tr>`)}</tbody></table>
+<h2>Ajouter un utilisateur</h2>
+<form method="post" action="/admin/users">${csrfField(viewer)}
+<p><label for="username">Identifiant</label><input id="username" name="username" required></p>
+<p><label for="role">Rôle</label><select id="role" name="role">
+<option value="">Choisir…</option>
+<option value="admin">Administrateur du service</option>
+${companies.map(c => html`<option value="company:${c.id}">Membre de ${c.id} (${c.name})</option>`)}
+</select></p>
+<p class="hint">Un mot de passe est généré et affiché une seule fois.</p>
+<p><button type="submit">Ajouter</button></p>
+</form>`,
+  })
+}
+
+function passwordShown (username: string, password: string): SafeHtml {
+  return html`<div role="status"><p class="notice">Mot de passe de ${username}, affiché cette seule fois : transmettez-le maintenant.</p>
+<p><label for="new-password">Mot de passe</label></p><input id="new-password" class="secret" readonly value="${password}"></div>`
+}
+
+export function usersAdmin (app: FastifyInstance, deps: ConsoleDeps): void {
+  app.get('/admin/users', ADMIN, async (request, reply) => listPage(reply, deps, request.viewer!))
+
+  app.post('/admin/users', ADMIN, async (request, reply) => {
+    const role = fieldText(request.body, 'role')
+    const username = fieldText(request.body, 'username')
+    const admin = role === 'admin'
+    const companyId = role.startsWith('company:') ? role.slice('company:'.length) : null
+    if (!admin && companyId === null) {
+      return listPage(reply.code(400), deps, request.viewer!, html`<p class="error" role="alert">Choisissez un rôle.</p>`)
+    }
+    try {
+      const { record, password } = await addUser(deps.store, { username, admin, companyId }, deps.clock.now().getTime())
+      deps.log.info({ user: record.username, by: request.viewer!.username }, 'console: user added')
+      return listPage(reply, deps, request.viewer!, passwordShown(record.username, password))
+    } catch (err) {
+      if (!isEpxError(err) || err.code === 'NO_STORE') throw err
+      return listPage(reply.code(err.code === 'EPX_CONFLICT' ? 409 : 400), deps, request.viewer!, html`<p class="error" role="alert">Refusé : ${err.message}</p>`)
+    }
+  })
+
+  const userOf = (request: { params: unknown }, viewer: Viewer) => {
+    const u = deps.users.get((request.params as { name: string }).name)
+    // An admin does not lock itself out from here (the CLI can).
+    return u && u.username !== viewer.username ? u : undefined
+  }
+  const notFound = (reply: FastifyReply) => errorPage(reply, 404, 'Utilisateur introuvable', "Cet utilisateur n'existe pas (ou c'est vous : utilisez la ligne de commande).")
+
+  for (const [path, disabled] of [['disable', true], ['enable', false]] as const) {
+    app.post(`/admin/users/:name/${path}`, ADMIN, async (request, reply) => {
+      const u = userOf(request, request.viewer!)
+      if (!u) return notFound(reply)
+      await setUserDisabled(deps.store, u.username, disabled)
+      deps.log.info({ user: u.username, disabled, by: request.viewer!.username }, 'console: user state')
+      return listPage(reply, deps, request.viewer!, html`<p class="notice" role="status">${u.username} est ${disabled ? 'désactivé : ses sessions sont terminées' : 'réactivé'}.</p>`)
+    })
+  }
+
+  app.post('/admin/users/:name/reset-password', ADMIN, async (request, reply) => {
+    const u = userOf(request, request.viewer!)
+    if (!u) return notFound(reply)
+    const { record, password } = await resetPassword(deps.store, u.username, deps.clock.now().getTime())
+    deps.log.info({ user: u.username, by: request.viewer!.username }, 'console: password reset')
+    return listPage(reply, deps, request.viewer!, passwordShown(record.username, password))
+  })
+}

@@ -1,0 +1,37 @@
+/**
+ * What every console page module gets: the plugin's store and the records opened on
+ * it, its publisher and solver, the clock, and where the API listens (for the curl
+ * lines a page shows). Built once by `server.ts`; pages never open the store themselves.
+ * @module
+ */
+import type { FastifyInstance } from 'fastify'
+import type { Clock, Logger, Site } from '../host/contract.ts'
+import type { Publisher } from '../publish/publish-run.ts'
+import type { Companies } from '../store/companies.ts'
+import type { Instructions } from '../store/instructions.ts'
+import type { Store } from '../store/open-store.ts'
+import type { Revisions } from '../store/revisions.ts'
+import type { Sessions } from '../store/sessions.ts'
+import type { Tokens } from '../store/tokens.ts'
+import type { Users } from '../store/users.ts'
+
+export interface ConsoleDeps {
+  readonly store: Store
+  readonly companies: Companies
+  readonly tokens: Tokens
+  readonly users: Users
+  readonly sessions: Sessions
+  readonly revisions: Revisions
+  readonly instructions: Instructions
+  readonly publisher: Publisher
+  /** The sites the solver manages (`host.solver.sites`); pages filter them by the viewer's perimeter. */
+  readonly sites: () => Promise<readonly Site[]>
+  readonly clock: Clock
+  readonly log: Logger
+  /** The API's base URL, for the curl commands pages show. */
+  readonly apiUrl: URL
+  readonly session: { readonly idleMs: number; readonly maxMs: number }
+}
+
+/** A page module: registers its routes on the console (see `server.ts`, PAGES). */
+export type ConsolePage = (app: FastifyInstance, deps: ConsoleDeps) => void | Promise<void>

@@ -1,0 +1,63 @@
+/**
+ * Login throttling, per account and per client address, decided BEFORE the password is
+ * hashed (DECISIONS.md "Robustness": a scrypt hash is the costly part, so a throttled
+ * burst must cost none). Each attempt is counted when it starts, not when it fails, so
+ * a burst of concurrent attempts cannot all slip in before the first failure lands; a
+ * success clears the account's count and gives the address its attempt back.
+ * @module
+ */
+
+export interface ThrottleLimits {
+  /** Attempts per account within the window. */
+  readonly perAccount: number
+  /** Attempts per client address within the window (several people behind one NAT). */
+  readonly perAddress: number
+  readonly windowMs: number
+}
+
+export const LOGIN_LIMITS: ThrottleLimits = { perAccount: 5, perAddress: 20, windowMs: 15 * 60_000 }
+
+interface Window { count: number; readonly resetAtMs: number }
+
+export function createLoginThrottle (limits: ThrottleLimits = LOGIN_LIMITS) {
+  const windows = new Map<string, Window>()
+
+  const current = (key: string, nowMs: number): Window | undefined => {
+    const w = windows.get(key)
+    if (w && w.resetAtMs <= nowMs) { windows.delete(key); return undefined }
+    return w
+  }
+  const prune = (nowMs: number) => {
+    if (windows.size < 10_000) return
+    for (const [k, w] of windows) if (w.resetAtMs <= nowMs) windows.delete(k)
+  }
+
+  return {
+    /**
+     * Counts an attempt for (account, address) and returns undefined, or, when either is
+     * over its limit, the seconds until it may try again (and counts nothing).
+     */
+    attempt (account: string, address: string, nowMs: number): number | undefined {
+      const keys: Array<[string, number]> = [[`a:${account}`, limits.perAccount], [`ip:${address}`, limits.perAddress]]
+      let waitMs = 0
+      for (const [key, limit] of keys) {
+        const w = current(key, nowMs)
+        if (w && w.count >= limit) waitMs = Math.max(waitMs, w.resetAtMs - nowMs)
+      }
+      if (waitMs > 0) return Math.ceil(waitMs / 1000)
+      prune(nowMs)
+      for (const [key] of keys) {
+        const w = current(key, nowMs)
+        if (w) w.count++
+        else windows.set(key, { count: 1, resetAtMs: nowMs + limits.windowMs })
+      }
+      return undefined
+    },
+    succeeded (account: string, address: string): void {
+      windows.delete(`a:${account}`)
+      const w = windows.get(`ip:${address}`)
+      if (w && w.count > 0) w.count--
+    },
+  }
+}
+export type LoginThrottle = ReturnType<typeof createLoginThrottle>

@@ -1,0 +1,74 @@
+/**
+ * `/login` and `/logout`. The throttle is asked before any hashing; an unknown user
+ * costs one hash too, against a fixed dummy, so timing does not tell who exists.
+ * @module
+ */
+import type { FastifyInstance } from 'fastify'
+import { hashPassword, verifyPassword } from '../auth/password.ts'
+import { normalizeUsername } from '../store/users.ts'
+import type { ConsoleDeps } from './deps.ts'
+import { html } from './html.ts'
+import { createLoginThrottle, type ThrottleLimits } from './login-throttle.ts'
+import { endSession, startSession } from './session.ts'
+
+/** Where to go after login: a path of this console only (never `//host` or a URL). */
+function safeNext (next: unknown): string {
+  return typeof next === 'string' && /^\/(?![/\\])/.test(next) ? next : '/'
+}
+
+function loginForm (next: string, username = '', problem?: string) {
+  return html`
+${problem ? html`<p class="error" role="alert">${problem}</p>` : ''}
+<form method="post" action="/login" class="login">
+  <input type="hidden" name="next" value="${next}">
+  <p><label for="username">Identifiant</label>
+  <input id="username" name="username" autocomplete="username" required value="${username}"></p>
+  <p><label for="password">Mot de passe</label>
+  <input id="password" name="password" type="password" autocomplete="current-password" required></p>
+  <p><button type="submit">Se connecter</button></p>
+</form>`
+}
+
+export function loginRoutes (app: FastifyInstance, deps: ConsoleDeps, limits?: ThrottleLimits): void {
+  const throttle = createLoginThrottle(limits)
+  const dummyHash = hashPassword('not a password of anyone, only a timing twin')
+
+  app.get('/login', { config: { access: 'public' } }, async (request, reply) => {
+    if (request.viewer) return reply.redirect('/', 303)
+    const next = safeNext((request.query as Record<string, unknown>).next)
+    return reply.page({ title: 'Connexion', body: loginForm(next) })
+  })
+
+  app.post('/login', { config: { access: 'public' } }, async (request, reply) => {
+    const body = (request.body ?? {}) as Record<string, unknown>
+    const username = normalizeUsername(typeof body.username === 'string' ? body.username : '')
+    const password = typeof body.password === 'string' ? body.password : ''
+    const next = safeNext(body.next)
+    const retryAfter = throttle.attempt(username, request.ip, deps.clock.now().getTime())
+    if (retryAfter !== undefined) {
+      const minutes = Math.ceil(retryAfter / 60)
+      return reply.code(429).header('Retry-After', String(retryAfter)).page({
+        title: 'Connexion',
+        body: loginForm(next, username, `Trop de tentatives de connexion. Réessayez dans ${minutes} minute${minutes > 1 ? 's' : ''}.`),
+      })
+    }
+    const user = username ? deps.users.get(username) : undefined
+    const ok = await verifyPassword(password, user?.passwordHash ?? await dummyHash)
+    if (!ok || !user || user.disabled) {
+      deps.log.info({ username, address: request.ip }, 'console login refused')
+      return reply.code(401).page({ title: 'Connexion', body: loginForm(next, username, 'Identifiant ou mot de passe incorrect.') })
+    }
+    if (!user.admin && deps.companies.get(user.companyId ?? '')?.status !== 'active') {
+      return reply.code(403).page({ title: 'Connexion', body: loginForm(next, username, 'Votre entreprise est suspendue : contactez l\'exploitant du service.') })
+    }
+    throttle.succeeded(username, request.ip)
+    await startSession(request, reply, deps, user)
+    deps.log.info({ username }, 'console login')
+    return reply.redirect(next, 303)
+  })
+
+  app.post('/logout', async (request, reply) => {
+    await endSession(request, reply, deps)
+    return reply.redirect('/login', 303)
+  })
+}

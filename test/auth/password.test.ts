@@ -1,0 +1,26 @@
+import t from 'tap'
+import { hashPassword, newPassword, passwordProblem, SCRYPT, verifyPassword } from '../../src/auth/password.ts'
+
+t.test('a hash records its scrypt parameters and a random salt, and verifies only its password', async t => {
+  const a = await hashPassword('correct horse battery staple')
+  const b = await hashPassword('correct horse battery staple')
+  t.match(a, new RegExp(`^scrypt\\$${SCRYPT.N}\\$${SCRYPT.r}\\$${SCRYPT.p}\\$[A-Za-z0-9_-]{22}\\$[A-Za-z0-9_-]{43}$`))
+  t.not(a, b, 'a new salt each time')
+  t.equal(await verifyPassword('correct horse battery staple', a), true)
+  t.equal(await verifyPassword('correct horse battery stapl', a), false)
+  t.equal(await verifyPassword('cafe\u0301 au lait!!!', await hashPassword('caf\u00e9 au lait!!!')), true, 'NFC: the same text typed two ways')
+})
+
+t.test('a malformed stored hash verifies nothing and throws nothing', async t => {
+  for (const stored of ['', 'bcrypt$x', 'scrypt$a$b$c$d$e', 'scrypt$16384$8$1$c2FsdA$', 'scrypt$3$8$1$c2FsdA$AAAA']) {
+    t.equal(await verifyPassword('x', stored), false, stored)
+  }
+})
+
+t.test('generated passwords and the rules for chosen ones', async t => {
+  t.match(newPassword(), /^[A-Za-z0-9_-]{24}$/)
+  t.not(newPassword(), newPassword())
+  t.match(passwordProblem('short'), /at least 12/)
+  t.match(passwordProblem('x'.repeat(257)), /at most 256/)
+  t.equal(passwordProblem('twelve chars'), undefined)
+})

@@ -1,0 +1,31 @@
+import t from 'tap'
+import { createLoginThrottle } from '../../src/console/login-throttle.ts'
+
+const limits = { perAccount: 3, perAddress: 5, windowMs: 60_000 }
+
+t.test('an account is throttled after its attempts, for what is left of its window; then it may try again', async t => {
+  const th = createLoginThrottle(limits)
+  for (let i = 0; i < 3; i++) t.equal(th.attempt('bob', '10.0.0.1', 1_000 + i), undefined)
+  t.equal(th.attempt('bob', '10.0.0.2', 11_000), 50, 'seconds until the window ends, from any address')
+  t.equal(th.attempt('bob', '10.0.0.2', 60_999), 1)
+  t.equal(th.attempt('bob', '10.0.0.2', 61_000), undefined, 'a new window')
+})
+
+t.test('an address is throttled across accounts (a spray of usernames)', async t => {
+  const th = createLoginThrottle(limits)
+  for (let i = 0; i < 5; i++) t.equal(th.attempt(`user${i}`, '10.0.0.9', 0), undefined)
+  t.equal(th.attempt('someone-else', '10.0.0.9', 0), 60)
+  t.equal(th.attempt('someone-else', '10.0.0.8', 0), undefined, 'another address is not affected')
+})
+
+t.test("a success clears the account's count and gives the address its attempt back; a throttled attempt counts nothing", async t => {
+  const th = createLoginThrottle(limits)
+  th.attempt('bob', 'a', 0)
+  th.attempt('bob', 'a', 0)
+  th.succeeded('bob', 'a')
+  for (let i = 0; i < 3; i++) t.equal(th.attempt('bob', 'a', 0), undefined, `attempt ${i + 1} after the success`)
+  t.equal(th.attempt('bob', 'a', 0), 60)
+  t.equal(th.attempt('carol', 'a', 0), undefined, 'the address has 5 - 2 (the success gave one back) - ... attempts: the refused one was not counted')
+  t.equal(th.attempt('carol', 'a', 0), 60, 'now the address is at its limit')
+  th.succeeded('nobody', 'unknown-address')   // nothing to clear: no throw
+})

@@ -1,0 +1,173 @@
+import t from 'tap'
+import { addUser } from '../../src/auth/accounts.ts'
+import { openSessions } from '../../src/store/sessions.ts'
+import { accessibilityProblems, launchBrowser, login, newPage, screenshot, signIn } from '../helpers/browser.ts'
+import { startEpx } from '../helpers/epx.ts'
+
+// One epx and one browser for the whole file; each test has its own browser context.
+const epx = await startEpx(t, { config: { console: { enabled: true } } })
+const url = epx.handle.consoleUrl!
+const browser = await launchBrowser(t)
+await epx.addCompany('acme')
+const admin = await addUser(epx.store, { username: 'root', admin: true, companyId: null }, Date.now())
+const member = await addUser(epx.store, { username: 'alice', admin: false, companyId: 'acme' }, Date.now())
+
+t.test('a user logs in and out; the session cookie is __Host-, Secure, HttpOnly, SameSite=Strict, and ends at logout', async t => {
+  const page = await newPage(t, browser)
+  await page.goto(new URL('/tokens', url).href)
+  t.match(page.url(), /\/login\?next=%2Ftokens$/, 'a page asked for while logged out leads to the login form')
+  t.same(await accessibilityProblems(page), [], 'login page: no serious or critical accessibility problem')
+  await screenshot(page, 'login')
+  t.equal(await login(page, url, 'alice', member.password), 303)
+  t.match(page.url(), /\/tokens$/, 'back to the page asked for')
+  const [cookie] = await page.context().cookies()
+  t.match(cookie, { name: '__Host-epx_session', path: '/', secure: true, httpOnly: true, sameSite: 'Strict' })
+  t.ok(Buffer.from(cookie!.value, 'base64url').length >= 16, 'the session id carries at least 128 bits')
+  t.equal(epx.store.db('sessions').get(cookie!.value), undefined, 'the id itself is not a key of the store (only its hash is)')
+  await t.resolveMatch(page.getByText('alice · entreprise acme').count(), 1)
+
+  await page.getByRole('button', { name: 'Se déconnecter' }).click()
+  await page.waitForURL(/\/login$/)
+  t.same(await page.context().cookies(), [], 'the cookie is cleared')
+  // The old id no longer opens anything, even if a copy was kept.
+  await page.context().addCookies([{ ...cookie!, sameSite: 'Strict' }])
+  await page.goto(new URL('/tokens', url).href)
+  t.match(page.url(), /\/login/, 'the old session id is dead server-side')
+})
+
+t.test('a new session id at each login', async t => {
+  const page = await newPage(t, browser)
+  await signIn(page, url, 'alice', member.password)
+  const first = (await page.context().cookies())[0]!.value
+  // Logging in again over a live session (the form of another tab) replaces its id.
+  const again = await page.request.post(new URL('/login', url).href, {
+    form: { username: 'alice', password: member.password }, headers: { origin: url.origin }, maxRedirects: 0,
+  })
+  t.equal(again.status(), 303)
+  const second = (await page.context().cookies())[0]!.value
+  t.not(first, second)
+})
+
+t.test('a wrong password is refused with 401 and a message, and no cookie', async t => {
+  const page = await newPage(t, browser)
+  t.equal(await login(page, url, 'root', 'not-the-password'), 401)
+  await t.resolveMatch(page.getByRole('alert').textContent(), 'Identifiant ou mot de passe incorrect.')
+  t.same(await page.context().cookies(), [])
+  t.equal(await login(page, url, 'nobody-here', 'whatever-it-is'), 401, 'an unknown user gets exactly the same answer')
+  await screenshot(page, 'login-refused')
+})
+
+t.test('repeated failures on an account are throttled before any hashing: 429 with Retry-After, even with the right password', async t => {
+  await addUser(epx.store, { username: 'bob', admin: false, companyId: 'acme', password: 'the right password' }, Date.now())
+  const page = await newPage(t, browser)
+  for (let i = 0; i < 5; i++) t.equal(await signIn(page, url, 'bob', `wrong ${i}`), 401, `failure ${i + 1}`)
+  const started = process.cpuUsage()
+  const statuses: number[] = []
+  const retryAfter: Array<string | null> = []
+  for (let i = 0; i < 20; i++) {
+    const r = await page.request.post(new URL('/login', url).href, {
+      form: { username: 'bob', password: 'wrong again' }, headers: { origin: url.origin }, maxRedirects: 0,
+    })
+    statuses.push(r.status())
+    retryAfter.push(r.headers()['retry-after'] ?? null)
+  }
+  const cpuMs = (process.cpuUsage(started).user) / 1000
+  t.same([...new Set(statuses)], [429], 'every attempt past the limit is 429')
+  t.ok(retryAfter.every(v => v !== null && Number(v) > 0 && Number(v) <= 900), 'with Retry-After in seconds')
+  // 20 scrypt hashes would cost ~2 s of CPU; throttled attempts cost none (a loose bound, not a timing).
+  t.ok(cpuMs < 1500, `20 throttled attempts used ${cpuMs.toFixed(0)} ms of CPU: no hash`)
+  t.equal(await login(page, url, 'bob', 'the right password'), 429, 'the right password waits too')
+  await t.resolveMatch(page.getByRole('alert').textContent(), /Trop de tentatives de connexion\. Réessayez dans 15 minutes\./)
+  await screenshot(page, 'login-throttled')
+})
+
+t.test('a form posted without its CSRF token, or from a foreign Origin, is refused and changes nothing', async t => {
+  const page = await newPage(t, browser)
+  await signIn(page, url, 'root', admin.password)
+  await page.goto(new URL('/admin/companies', url).href)
+  const before = epx.companies.list().length
+
+  await page.getByLabel('Identifiant', { exact: true }).fill('csrf-victim')
+  await page.getByLabel('Nom').fill('Victim')
+  await page.locator('form[action="/admin/companies"] input[name="_csrf"]').evaluate(e => e.remove())
+  const [noToken] = await Promise.all([
+    page.waitForResponse(r => r.request().method() === 'POST'),
+    page.getByRole('button', { name: 'Ajouter' }).click(),
+  ])
+  t.equal(noToken.status(), 403, 'no _csrf: 403')
+  await t.resolveMatch(page.getByRole('alert').textContent(), /Le formulaire a expiré ou n'est pas valide/)
+  await screenshot(page, 'csrf-refused')
+
+  // The right session cookie and the right CSRF token, but posted from another origin.
+  await page.goto(new URL('/admin/companies', url).href)
+  const csrf = await page.locator('input[name="_csrf"]').first().inputValue()
+  const foreign = await page.request.post(new URL('/admin/companies', url).href, {
+    form: { _csrf: csrf, id: 'csrf-victim', name: 'Victim', sites: 'all' }, headers: { origin: 'https://evil.example' }, maxRedirects: 0,
+  })
+  t.equal(foreign.status(), 403, 'foreign Origin: 403')
+  const crossSite = await page.request.post(new URL('/admin/companies', url).href, {
+    form: { _csrf: csrf, id: 'csrf-victim', name: 'Victim', sites: 'all' }, headers: { 'sec-fetch-site': 'cross-site', origin: url.origin }, maxRedirects: 0,
+  })
+  t.equal(crossSite.status(), 403, 'Sec-Fetch-Site: cross-site: 403')
+  t.equal(epx.companies.list().length, before, 'nothing was created')
+  t.equal(epx.companies.get('csrf-victim'), undefined)
+
+  const same = await page.request.post(new URL('/admin/companies', url).href, {
+    form: { _csrf: csrf, id: 'csrf-ok', name: 'Ok', sites: 'all' }, headers: { origin: url.origin }, maxRedirects: 0,
+  })
+  t.equal(same.status(), 303, 'the same request from the console itself goes through (the refusals above were the checks)')
+})
+
+t.test("disabling a user or suspending its company ends that user's session at the next click", async t => {
+  await epx.addCompany('beta')
+  const carol = await addUser(epx.store, { username: 'carol', admin: false, companyId: 'beta' }, Date.now())
+  const dave = await addUser(epx.store, { username: 'dave', admin: false, companyId: 'beta' }, Date.now())
+  const adminPage = await newPage(t, browser)
+  await signIn(adminPage, url, 'root', admin.password)
+  const carolPage = await newPage(t, browser)
+  await signIn(carolPage, url, 'carol', carol.password)
+  const davePage = await newPage(t, browser)
+  await signIn(davePage, url, 'dave', dave.password)
+
+  await adminPage.goto(new URL('/admin/users', url).href)
+  await adminPage.locator('form[action="/admin/users/carol/disable"] button').click()
+  await adminPage.waitForLoadState()
+  await t.resolveMatch(adminPage.getByRole('status').first().textContent(), 'carol est désactivé')
+  await carolPage.goto(new URL('/tokens', url).href)
+  t.match(carolPage.url(), /\/login/, 'carol is logged out')
+  t.equal(await signIn(carolPage, url, 'carol', carol.password), 401, 'and cannot log in again')
+
+  await adminPage.goto(new URL('/admin/companies/beta', url).href)
+  await adminPage.getByRole('button', { name: "Suspendre l'entreprise" }).click()
+  await adminPage.waitForLoadState()
+  await davePage.goto(new URL('/tokens', url).href)
+  t.match(davePage.url(), /\/login/, "dave's session ended with its company's suspension")
+  t.equal(await login(davePage, url, 'dave', dave.password), 403, 'a suspended company cannot log in')
+  await t.resolveMatch(davePage.getByRole('alert').textContent(), /entreprise est suspendue/)
+})
+
+// Last in the file: it moves the clock on.
+t.test('idle and absolute expiry end a session', async t => {
+  const page = await newPage(t, browser)
+  await signIn(page, url, 'alice', member.password)
+  epx.clock.advance(31 * 60_000)
+  await page.goto(new URL('/tokens', url).href)
+  t.match(page.url(), /\/login/, 'idle for 31 minutes (console.sessionIdleMinutes 30): logged out')
+
+  await signIn(page, url, 'alice', member.password)
+  const tokensUrl = new URL('/tokens', url).href
+  for (let elapsed = 0; elapsed < 11.5 * 60; elapsed += 25) {
+    epx.clock.advance(25 * 60_000)
+    const r = await page.request.get(tokensUrl, { maxRedirects: 0 })
+    if (r.status() !== 200) { t.fail(`still logged in after ${elapsed + 25} minutes of use: ${r.status()}`); return }
+    await epx.store.writeDurable(() => {})   // the last-seen time it wrote has landed
+  }
+  epx.clock.advance(25 * 60_000)
+  const r = await page.request.get(tokensUrl, { maxRedirects: 0 })
+  t.equal(r.status(), 303, 'used every 25 minutes, it still ends 12 hours after login (console.sessionMaxHours)')
+
+  // A session whose cookie never comes back (a closed browser) is not left in the store for ever.
+  await openSessions(epx.store).put('abandoned', { username: 'root', csrfToken: 'x', createdAtMs: 0, lastSeenAtMs: 0 })
+  await signIn(page, url, 'alice', member.password)
+  t.equal(openSessions(epx.store).get('abandoned'), undefined, 'the next login swept it')
+})

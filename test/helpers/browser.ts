@@ -1,0 +1,79 @@
+/**
+ * The console's browser tests: Debian's chromium driven by playwright-core, one browser
+ * per test file (launching is the slow part), one context per test (its own cookies).
+ *
+ *   const browser = await launchBrowser(t)                 // closed by t.teardown
+ *   const page = await newPage(t, browser)                 // HTTPS errors ignored: the test PKI
+ *   await login(page, consoleUrl, 'alice', password)       // through the form; lands on the page after login
+ *   await signIn(page, consoleUrl, 'alice', password)      // the same POST without rendering a page (faster)
+ *   await screenshot(page, 'tokens-created')               // test-output/screenshots/<name>.png
+ *   t.same(await accessibilityProblems(page), [])         // axe-core: serious or critical only
+ *
+ * `CHROMIUM` overrides the browser's path (default: `which chromium`, /usr/bin/chromium).
+ * @module
+ */
+import { execFileSync } from 'node:child_process'
+import { mkdirSync } from 'node:fs'
+import { fileURLToPath } from 'node:url'
+import type { Test } from 'tap'
+import { chromium, type Browser, type Page } from 'playwright-core'
+import { AxeBuilder } from '@axe-core/playwright'
+
+export const SCREENSHOTS = fileURLToPath(new URL('../../test-output/screenshots/', import.meta.url))
+
+function chromiumPath (): string {
+  if (process.env.CHROMIUM) return process.env.CHROMIUM
+  try {
+    return execFileSync('which', ['chromium'], { encoding: 'utf8' }).trim() || '/usr/bin/chromium'
+  } catch {
+    return '/usr/bin/chromium'
+  }
+}
+
+export async function launchBrowser (t: Test): Promise<Browser> {
+  const browser = await chromium.launch({ executablePath: chromiumPath(), args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'] })
+  t.teardown(() => browser.close())
+  return browser
+}
+
+export async function newPage (t: Test, browser: Browser): Promise<Page> {
+  const context = await browser.newContext({ ignoreHTTPSErrors: true, locale: 'fr-FR', timezoneId: 'Europe/Paris', viewport: { width: 1200, height: 800 } })
+  t.teardown(() => context.close())
+  const page = await context.newPage()
+  page.setDefaultTimeout(15_000)
+  return page
+}
+
+/** Logs in through the form; resolves once the answer to the login POST has loaded. */
+export async function login (page: Page, consoleUrl: URL, username: string, password: string): Promise<number> {
+  await page.goto(new URL('/login', consoleUrl).href)
+  await page.getByLabel('Identifiant').fill(username)
+  await page.getByLabel('Mot de passe').fill(password)
+  const [response] = await Promise.all([
+    page.waitForResponse(r => r.url().endsWith('/login') && r.request().method() === 'POST'),
+    page.getByRole('button', { name: 'Se connecter' }).click(),
+  ])
+  await page.waitForLoadState()
+  return response.status()
+}
+
+/** Logs the page's context in with the login POST alone (the session cookie lands in the context); resolves to the status. */
+export async function signIn (page: Page, consoleUrl: URL, username: string, password: string): Promise<number> {
+  const r = await page.request.post(new URL('/login', consoleUrl).href, {
+    form: { username, password }, headers: { origin: consoleUrl.origin }, maxRedirects: 0,
+  })
+  return r.status()
+}
+
+export async function screenshot (page: Page, name: string): Promise<void> {
+  mkdirSync(SCREENSHOTS, { recursive: true })
+  await page.screenshot({ path: `${SCREENSHOTS}${name}.png`, fullPage: true })
+}
+
+/** axe-core's serious and critical violations on the page as it is now: `rule: target…` lines. */
+export async function accessibilityProblems (page: Page): Promise<string[]> {
+  const result = await new AxeBuilder({ page }).analyze()
+  return result.violations
+    .filter(v => v.impact === 'serious' || v.impact === 'critical')
+    .map(v => `${v.id} (${v.impact}): ${v.nodes.map(n => n.target.join(' ')).join(', ')}`)
+}
