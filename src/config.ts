@@ -26,7 +26,7 @@ export interface EpxConfig {
     readonly maxRequestsPerSocket: number
     readonly logRequests: boolean
   }
-  readonly inbound: { readonly maxBodyBytes: number; readonly maxSites: number; readonly requireContiguous: boolean }
+  readonly inbound: { readonly maxBodyBytes: number; readonly maxSites: number; readonly requireContiguous: boolean; readonly retentionDays: number }
   readonly publish: {
     readonly emittedBy: string
     readonly schedule: boolean
@@ -35,6 +35,8 @@ export interface EpxConfig {
     readonly timezone: string
     readonly retentionDays: number
   }
+  readonly audit: { readonly retentionDays: number }
+  readonly metrics: { readonly enabled: boolean; readonly host: string; readonly port: number }
   readonly store: { readonly path: string; readonly mapSizeBytes: number }
 }
 

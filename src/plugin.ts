@@ -21,6 +21,13 @@ import { createEnqueuer } from './apply/enqueue.ts'
 import { receiveProgramme } from './apply/receive-programme.ts'
 import { createProgrammeReader } from './http/read-programme.ts'
 import { checkNodeVersion } from './host/node-version.ts'
+import { openAudit } from './store/audit.ts'
+import { openDeliveries } from './store/deliveries.ts'
+import { openInstructionFlags } from './store/instruction-flags.ts'
+import { createOperations } from './apply/operations.ts'
+import { createMetrics } from './metrics/registry.ts'
+import { listenMetrics } from './metrics/server.ts'
+import { watchExpiries } from './metrics/expiries.ts'
 
 const { version, engines } = createRequire(import.meta.url)('../package.json') as { version: string; engines: { node: string } }
 
@@ -52,10 +59,22 @@ export async function createEpx (host: Host, rawConfig: unknown, internals: Inte
   const log = host.logger.child({ plugin: 'energy-programs-exchange' })
   const bin = new Disposer()
   try {
+    // Late-bound: the scrape-time gauges read parts made below.
+    const tomorrow = () => addDays(parisDateOf(host.clock.now()), 1)
+    const expiries = watchExpiries(host.dataDir, config.api.tls, () => host.clock.now().getTime())
+    const metrics = createMetrics({
+      nowMs: () => host.clock.now().getTime(),
+      tomorrowPublishedMs: () => revisions.latestOfDay(tomorrow()).reduce<number | undefined>((n, m) => Math.max(n ?? 0, m.emittedAtMs), undefined),
+      tomorrowInstructions: () => { let n = 0; for (const i of instructions.effectiveFrom(tomorrow())) { if (i.targetDate !== tomorrow()) break; n++ } return n },
+      lastFetchByCompany: () => deliveries.lastFetchByCompany(),
+      expiries,
+    }, host.metricsRegistry)
+    bin.add(() => metrics.close())
     const store = openStore(inDataDir(host.dataDir, config.store.path), {
       mapSizeBytes: config.store.mapSizeBytes,
       faults: internals.storeFaults,
       log: log.child({ area: 'store' }),
+      onWriteFailed: metrics.storeError,
     })
     bin.add(() => store.close())
     internals.onStore?.(store)
@@ -64,12 +83,32 @@ export async function createEpx (host: Host, rawConfig: unknown, internals: Inte
 
     const revisions = openRevisions(store, { retentionDays: config.publish.retentionDays })
     bin.add(() => revisions.close())
+    const orphans = revisions.removeOrphanSegments()
+    if (orphans.length) log.warn({ segments: orphans }, 'removed revision files a crash left uncommitted')
+    const instructions = openInstructions(store)
+    const deliveries = openDeliveries(store)
+    deliveries.start()
+    bin.add(() => deliveries.close())
+    const ops = createOperations({
+      audit: openAudit(store, config.audit),
+      metrics,
+      feasibility: { revisions, flags: openInstructionFlags(store), log: log.child({ area: 'inbound' }) },
+      instructions,
+      deliveries,
+      retentionDays: { instructions: config.inbound.retentionDays, deliveries: config.publish.retentionDays },
+      clock: host.clock,
+      log,
+    })
+    bin.add(() => ops.settle())
+    const unsubscribe = host.solver.onCycleApplied(report => metrics.instructionsApplied(report.inputs.length))
+    bin.add(unsubscribe)
+    ops.retentionInBackground()
+
     const publisher = createPublisher({
-      solver: host.solver, revisions, clock: host.clock, log: log.child({ area: 'publish' }), emittedBy: config.publish.emittedBy,
+      solver: host.solver, revisions, clock: host.clock, log: log.child({ area: 'publish' }), emittedBy: config.publish.emittedBy, onRun: ops.publication,
     })
     bin.add(() => publisher.close())
 
-    const instructions = openInstructions(store)
     const enqueuer = createEnqueuer({ solver: host.solver, instructions, clock: host.clock, log: log.child({ area: 'inbound' }) })
     bin.add(() => enqueuer.close())
     // Before the API listens, so no newer programme can be overtaken by an old one.
@@ -80,25 +119,40 @@ export async function createEpx (host: Host, rawConfig: unknown, internals: Inte
       maxBodyBytes: config.inbound.maxBodyBytes,
       reader,
       receive: (batch, at) => receiveProgramme(batch, at, { instructions, enqueuer }),
+      observe: ops.programme,
     })
 
-    const routes = [inbound, outboundRoute({ revisions })]
-    const api = await listenApi({ config, dataDir: host.dataDir, log, clock: host.clock, store, companies, tokens, routes })
+    const routes = [inbound, outboundRoute({ revisions, receipts: deliveries })]
+    const observer = { ...metrics, deadToken: ops.deadToken }
+    const api = await listenApi({ config, dataDir: host.dataDir, log, clock: host.clock, store, companies, tokens, routes, observer })
     bin.add(() => api.close())
+    let apiListening = true
+    bin.add(() => { apiListening = false })
+    const metricsListener = !config.metrics.enabled ? undefined : await listenMetrics({
+      host: config.metrics.host, port: config.metrics.port, registry: metrics.registry, log,
+      checks: [
+        { name: 'store', check: () => { tokens.generation(); return undefined } },
+        { name: 'api', check: () => apiListening ? undefined : 'the API listener is closed' },
+        { name: 'publication', check: ops.publicationProblem },
+      ],
+    })
+    if (metricsListener) bin.add(() => metricsListener.close())
     if (config.publish.schedule) {
       const schedule = startSchedule({ config: config.publish, publisher, revisions, solver: host.solver, clock: host.clock, log: log.child({ area: 'schedule' }) })
       bin.add(() => schedule.stop())
     }
 
-    log.info({ url: api.url.href, version }, 'epx activated')
+    log.info({ url: api.url.href, version, ...(metricsListener ? { metricsUrl: metricsListener.url.href } : {}) }, 'epx activated')
     let closing: Promise<void> | undefined
     return {
       version,
       apiUrl: api.url,
+      ...(metricsListener ? { metricsUrl: metricsListener.url } : {}),
       // Default target: tomorrow in Paris by the host clock; default sites: all of them.
       publish: (request = {}) => publisher.publish({
         targetDate: request.targetDate ?? addDays(parisDateOf(host.clock.now()), 1),
         siteIds: request.siteIds,
+        trigger: 'host',
       }),
       close () {
         closing ??= bin.dispose().then(() => log.info({}, 'epx closed'))

@@ -27,6 +27,8 @@ export interface AuthorizeInput {
 export interface AuthorizerDeps {
   readonly tokens: Pick<Tokens, 'byHash' | 'touch'>
   readonly companies: Pick<Companies, 'get'>
+  /** Told when a revoked or expired token is presented (the audit trail). */
+  readonly onDeadToken?: (token: TokenRecord, reason: 'revoked' | 'expired', nowMs: number) => void
 }
 
 /**
@@ -92,6 +94,8 @@ function lookUp (authorization: string | undefined, deps: AuthorizerDeps, genera
 /** Checks 2 (live token) to 5 on resolved records, in order. */
 function checkFound (found: Found, cert: CertVerdict & { ok: true }, scope: Scope, nowMs: number, deps: AuthorizerDeps): Caller {
   const { token } = found
+  if (token.revokedAt) deps.onDeadToken?.(token, 'revoked', nowMs)
+  else if (found.expiresAtMs <= nowMs) deps.onDeadToken?.(token, 'expired', nowMs)
   if (token.revokedAt) throw unauthorized(`token ${token.id} was revoked at ${token.revokedAt}; ask the service operator for a new token`)
   if (found.expiresAtMs <= nowMs) {
     throw unauthorized(`token ${token.id} expired at ${token.expiresAt}; ask the service operator for a new token`)

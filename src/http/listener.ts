@@ -22,6 +22,7 @@ import { renderError, sendError } from './render-error.ts'
 import { isLingering, lingerAfterRefusal, lingerMaxBytes } from './linger.ts'
 import { capConnections } from './connection-cap.ts'
 import { afterHandlesReleased, createApiServer, listen } from './api-server.ts'
+import type { ApiObserver } from './observer.ts'
 
 export interface ListenApiOptions {
   readonly config: Readonly<EpxConfig>
@@ -32,6 +33,8 @@ export interface ListenApiOptions {
   readonly companies: Companies
   readonly tokens: Tokens
   readonly routes: readonly Route[]
+  /** Metrics and audit (plugin.ts); none: nothing is told. */
+  readonly observer?: ApiObserver
 }
 
 export interface ApiListener {
@@ -77,15 +80,18 @@ export async function listenApi (opts: ListenApiOptions): Promise<ApiListener> {
     s.once('close', () => { sockets.delete(s); cap.onClosed() })
   })
   // The certificate verdict is cached per connection: no renegotiation may change it.
-  server.on('secureConnection', (s: TLSSocket) => s.disableRenegotiation())
-  server.on('tlsClientError', (err: Error & { code?: string }) => log.debug({ code: err.code, reason: err.message }, 'tls handshake failed'))
+  server.on('secureConnection', (s: TLSSocket) => { s.disableRenegotiation(); opts.observer?.handshake() })
+  server.on('tlsClientError', (err: Error & { code?: string }) => {
+    log.debug({ code: err.code, reason: err.message }, 'tls handshake failed')
+    opts.observer?.handshakeFailed(err.code ?? 'unknown')
+  })
 
   await listen(server, api.host, api.port).catch((err: unknown) => { revocation?.close(); throw err })
   const { port } = server.address() as AddressInfo
   const url = new URL(`https://${api.host.includes(':') ? `[${api.host}]` : api.host}:${port}`)
   const baseUrl = (api.publicBaseUrl ?? url.origin).replace(/\/+$/, '')
   const router = createRouter(opts.routes, url.origin)
-  const authorizer = createAuthorizer({ tokens: opts.tokens, companies: opts.companies })
+  const authorizer = createAuthorizer({ tokens: opts.tokens, companies: opts.companies, onDeadToken: opts.observer?.deadToken })
   server.on('error', (err: Error) => log.error({ err }, 'api listener error'))
 
   // Responses in progress: close() asks them to end their connection when done.
@@ -109,6 +115,7 @@ export async function listenApi (opts: ListenApiOptions): Promise<ApiListener> {
   function onClose (this: ServerResponse): void {
     const state = (this as Tracked)[STATE]!
     inflight.delete(this)
+    opts.observer?.answered(state.door ?? 'none', state.method, this.statusCode, state.code, (performance.now() - state.started) / 1000)
     if (!api.logRequests) return
     // Exactly one line per request, written when the exchange ends (or is cut).
     const line: Record<string, unknown> = {

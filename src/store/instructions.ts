@@ -189,6 +189,25 @@ export function openInstructions (store: Store) {
       })
     },
 
+    /**
+     * Removes every instruction whose target date is before `beforeDate` (retention:
+     * `inbound.retentionDays`), with its status, effective index and flags. Ids start
+     * with the target date, so each table is one key range.
+     */
+    async prune (beforeDate: string): Promise<number> {
+      store.guard()
+      const end = `ProgrammeSoutirage-${beforeDate}`
+      const keys = [...records.getKeys({ start: [''], end: [end] })].filter(Array.isArray) as Array<[string, string]>
+      const days = [...effective.getKeys({ start: [''], end: [beforeDate] })].filter(Array.isArray) as Array<[string, string]>
+      if (!keys.length && !days.length) return 0
+      const flags = store.db('instruction-feasibility')
+      await store.writeDurable(() => {
+        for (const k of keys) { records.removeSync(k); states.removeSync(k); flags.removeSync(k) }
+        for (const d of days) effective.removeSync(d)
+      })
+      return keys.length
+    },
+
     /** `applied`, with the solver cycle that applied them. */
     markApplied (refs: readonly InstructionRef[], cycle: number, at: string): Promise<void> {
       return store.writeDurable(() => {

@@ -58,6 +58,8 @@ export interface OpenStoreOptions {
   faults?: StoreFaults
   /** Where store faults are reported (one line per episode, fault-log.ts); none: not reported. */
   log?: Logger
+  /** Told of every durable write that failed (the metrics). */
+  onWriteFailed?: () => void
 }
 
 /** NO_STORE; the door adds `Retry-After: 5` (http/render-error.ts). */
@@ -106,7 +108,7 @@ export function openStore (path: string, opts: OpenStoreOptions = {}): Store {
     unmute()
     throw new EpxError('EPX_STORE_OPEN_FAILED', [path, (err as Error).message], { cause: err })
   }
-  const faultLog = createFaultLog(path, opts.log)
+  const faultLog = createFaultLog(path, opts.log, undefined, opts.onWriteFailed)
   const faults: StoreFaults = opts.faults ?? {}
   const dbs = new Map<string, Database<any, any>>()
   let closed = false

@@ -163,6 +163,11 @@ export function openSegments (dir: string) {
       this.forget()
     },
 
+    /** When a segment file was last written (ms, the file system's clock), or undefined when gone. */
+    modifiedMs (name: string): number | undefined {
+      try { return fs.statSync(join(dir, name)).mtimeMs } catch { return undefined }
+    },
+
     /** Every segment file present (including other processes' files). */
     names (): string[] {
       return fs.readdirSync(dir).filter(n => NAME.test(n))

@@ -164,6 +164,13 @@ export function openRevisions (store: Store, opts: { retentionDays: number }) {
       return kept ? segments.read(meta) : undefined
     },
 
+    /** Sync: the latest revision of every site published for a day (a range read of the small index). */
+    latestOfDay (targetDate: string): RevisionMeta[] {
+      store.guard()
+      return [...latestDb.getRange({ start: [targetDate], end: [targetDate, '\uffff'] })]
+        .map(e => withPair((e.key as PairKey)[1], targetDate, e.value))
+    },
+
     /** Sync: every kept revision of a pair, oldest first. */
     list (siteId: string, targetDate: string): RevisionMeta[] {
       store.guard()
@@ -261,6 +268,25 @@ export function openRevisions (store: Store, opts: { retentionDays: number }) {
       }
       return removed
     },
+    /**
+     * Deletes segment files no commit ever named: bytes appended before a crash whose
+     * metadata never committed. Only files untouched for `minAgeMs` (default 1 h; the
+     * file system's clock), so a segment another process (the CLI) is publishing into
+     * right now is never taken for one. Resolves to the names removed.
+     */
+    removeOrphanSegments (minAgeMs = 3_600_000): string[] {
+      store.guard()
+      const named = new Set([...segmentsDb.getKeys()].filter(k => typeof k === 'string'))
+      const now = Date.now()
+      const orphans = segments.names().filter(n => {
+        if (named.has(n)) return false
+        const at = segments.modifiedMs(n)
+        return at !== undefined && now - at >= minAgeMs
+      })
+      try { segments.remove(orphans) } catch (err) { throw storeUnavailable(err) }
+      return orphans
+    },
+
     /** Releases the segment files' descriptors; the plugin calls it when it closes. */
     close (): void {
       segments.close()

@@ -8,6 +8,7 @@ import { isPrm } from '../../contract/ids.ts'
 import { EpxError } from '../../errors.ts'
 import { COMPANY_ID, openCompanies, pinsOf, type CompanyRecord } from '../../store/companies.ts'
 import { openTokens } from '../../store/tokens.ts'
+import { cliActor, openAudit } from '../../store/audit.ts'
 import { required } from '../args.ts'
 import { defineCommand, usageError, type CommandSpec } from '../define-command.ts'
 import type { CliIo, Command } from '../io.ts'
@@ -67,7 +68,10 @@ const add = defineCommand(addSpec, async (args, io) => {
   }
   const perimeter = parsePerimeter(args.strings('sites'), addSpec)
   const record: CompanyRecord = { id, name, status: 'active', certSubject, perimeter, createdAt: new Date().toISOString() }
-  await withStore(io.dataDir, store => openCompanies(store).add(record))
+  await withStore(io.dataDir, async store => {
+    await openCompanies(store).add(record)
+    await openAudit(store).append({ actor: cliActor(), action: 'company.created', subject: id, outcome: 'ok', details: { certSubject, perimeter } }, Date.now())
+  })
   io.out(`added company ${id} (${name})`)
   io.out(`  certificate subject: ${certSubject}`)
   io.out(`  perimeter: ${describePerimeter(perimeter)}`)
@@ -88,6 +92,8 @@ function statusCommand (name: 'suspend' | 'resume', status: CompanyRecord['statu
     const before = await withStore(io.dataDir, async store => {
       let previous: CompanyRecord['status'] | undefined
       await openCompanies(store).update(id, c => { previous = c.status; return { ...c, status } })
+      const outcome = previous === status ? `already ${status}` : 'ok'
+      await openAudit(store).append({ actor: cliActor(), action: name === 'suspend' ? 'company.suspended' : 'company.resumed', subject: id, outcome }, Date.now())
       return previous
     })
     io.out(before === status ? `company ${id} was already ${status}` : `company ${id} is now ${status}`)

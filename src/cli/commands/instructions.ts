@@ -7,6 +7,7 @@
 import { EpxError } from '../../errors.ts'
 import { openInstructions, type StoredInstruction } from '../../store/instructions.ts'
 import { instructionPeriods } from '../../apply/to-constraints.ts'
+import { openInstructionFlags, type FeasibilityFlag } from '../../store/instruction-flags.ts'
 import { calendarDate, siteIds as siteIdsOf } from '../args.ts'
 import { defineCommand, type CommandSpec } from '../define-command.ts'
 import type { Command } from '../io.ts'
@@ -75,14 +76,17 @@ const list = defineCommand(listSpec, async (args, io) => {
 const show = defineCommand(showSpec, async (args, io) => {
   const [id] = args.positionals as [string]
   const siteIds = siteIdsOf(args, showSpec)
-  const found = await withStore(io.dataDir, store => openInstructions(store).list({ siteIds })
-    .filter(i => i.instructionId === id))
+  const found = await withStore(io.dataDir, store => {
+    const flags = openInstructionFlags(store)
+    return openInstructions(store).list({ siteIds }).filter(i => i.instructionId === id)
+      .map(i => ({ ...i, feasibility: flags.get(i.instructionId, i.siteId) }))
+  })
   if (found.length === 0) {
     const where = siteIds.length ? ` for site ${siteIds.join(', ')}` : ''
     throw new EpxError('EPX_NOT_FOUND', [`no instruction ${id}${where}; see 'epx instructions list'`])
   }
   if (args.flag('json')) {
-    io.out(JSON.stringify(found.map(i => ({ ...summary(i), periods: instructionPeriods(i) })), null, 2))
+    io.out(JSON.stringify(found.map(i => ({ ...summary(i), feasibility: i.feasibility ?? null, periods: instructionPeriods(i) })), null, 2))
     return
   }
   found.forEach((i, n) => {
@@ -97,6 +101,7 @@ const show = defineCommand(showSpec, async (args, io) => {
       ['certificate', i.certFingerprint256],
       ['status', status],
       ['periods', `${i.slots.length} of ${i.slotDurationSecs} s`],
+      ['feasibility', describeFeasibility(i.feasibility)],
     ])) io.out(line)
     if (i.slots.length === 0) {
       io.out('(no periods: this instruction clears the site\'s constraints for the day)')
@@ -104,13 +109,24 @@ const show = defineCommand(showSpec, async (args, io) => {
     }
     io.out('')
     const periods = instructionPeriods(i)
+    const over = new Map((i.feasibility?.infeasibleSlots ?? []).map(s => [s.startUtc, s.availableKw]))
     const rows = periods.map((p, k) => [
       p.startUtc, p.endUtc, String(i.slots[k]![1]),
       p.minKw !== undefined ? `min_kw ${round(p.minKw)}` : `max_kw ${p.maxKw}`,
+      over.has(p.startUtc) ? `over the available ${round(over.get(p.startUtc)!)} kW` : '',
     ])
-    for (const line of formatTable([['START_UTC', 'END_UTC', 'ENERGY_KWH', 'CONSTRAINT'], ...rows])) io.out(line)
+    for (const line of formatTable([['START_UTC', 'END_UTC', 'ENERGY_KWH', 'CONSTRAINT', 'FEASIBILITY'], ...rows])) io.out(line)
   })
 })
+
+/** One line: checked and fine, or what is over (the solver applies it anyway). */
+function describeFeasibility (f: FeasibilityFlag | undefined): string {
+  if (!f) return 'no excess found against the published needs (or none published)'
+  const parts: string[] = []
+  if (f.infeasibleSlots.length) parts.push(`${f.infeasibleSlots.length} slot(s) with a floor over the available power`)
+  if (f.day) parts.push(`${round(f.day.programmedKwh)} kWh programmed for the day, needs ${round(f.day.needsKwh)} kWh, power allows ${round(f.day.availableKwh)} kWh`)
+  return `INFEASIBLE: ${parts.join('; ')} (checked against Besoins_Agreges of ${f.checkedAgainst}; applied anyway, the solver decides)`
+}
 
 function round (kw: number): string {
   return String(Math.round(kw * 1000) / 1000)

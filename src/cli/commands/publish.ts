@@ -9,6 +9,8 @@ import type { Logger, PublishReport } from '../../host/contract.ts'
 import { createReferenceHost, systemClock } from '../../host/reference-host.ts'
 import { openRevisions } from '../../store/revisions.ts'
 import { createPublisher } from '../../publish/publish-run.ts'
+import { publicationRun } from '../../apply/audit-events.ts'
+import { cliActor, openAudit } from '../../store/audit.ts'
 import { calendarDate, required, siteId, siteIds } from '../args.ts'
 import { defineCommand, type CommandSpec } from '../define-command.ts'
 import type { CliIo, Command } from '../io.ts'
@@ -64,9 +66,10 @@ export const publishCommand = defineCommand(publishSpec, async (args, io) => {
         clock: systemClock,
         log: cliLogger(io),
         emittedBy: settings.config.publish.emittedBy,
+        onRun: (done, request, ms) => openAudit(store).record(publicationRun(done, cliActor(), ms), Date.now()),
       })
       try {
-        return await publisher.publish({ targetDate, siteIds: sites.length ? sites : undefined })
+        return await publisher.publish({ targetDate, siteIds: sites.length ? sites : undefined, trigger: 'cli' })
       } finally {
         await publisher.close()
       }

@@ -9,6 +9,7 @@ import { EpxError } from '../../errors.ts'
 import { openCompanies } from '../../store/companies.ts'
 import { openTokens, type TokenRecord } from '../../store/tokens.ts'
 import type { Store } from '../../store/open-store.ts'
+import { cliActor, openAudit } from '../../store/audit.ts'
 import { required } from '../args.ts'
 import { defineCommand, usageError, type CommandSpec } from '../define-command.ts'
 import type { Command } from '../io.ts'
@@ -55,6 +56,7 @@ export async function createToken (store: Store, companyId: string, scopes: read
     ...(ttlMs === undefined ? {} : { expiresAt: new Date(now + ttlMs).toISOString() }),
   }
   await openTokens(store).add(record)
+  await openAudit(store).append({ actor: cliActor(), action: 'token.created', subject: record.id, outcome: 'ok', details: { companyId, scopes: record.scopes, expiresAt: record.expiresAt ?? null } }, now)
   return { record, token }
 }
 
@@ -141,9 +143,11 @@ const revoke = defineCommand(revokeSpec, async (args, io) => {
     // Never echo what looks like a secret back (DECISIONS.md: secrets never in output).
     throw usageError(revokeSpec, "that is a token secret, not its id; revoke by id (tok_..., see 'epx token list')")
   }
-  const record = await withStore(io.dataDir, store => {
+  const record = await withStore(io.dataDir, async store => {
     if (!openTokens(store).get(id)) throw new EpxError('EPX_NOT_FOUND', [`no token '${id}' (see 'epx token list')`])
-    return openTokens(store).revoke(id, new Date().toISOString())
+    const revoked = await openTokens(store).revoke(id, new Date().toISOString())
+    await openAudit(store).append({ actor: cliActor(), action: 'token.revoked', subject: id, outcome: 'ok', details: { companyId: revoked.companyId } }, Date.now())
+    return revoked
   })
   io.out(`token ${record.id} of company ${record.companyId} is revoked (since ${record.revokedAt})`)
 })
