@@ -59,6 +59,7 @@ export function openDeliveries (store: Store, opts: DeliveriesOptions = {}) {
       await store.writeDurable(() => {
         for (let i = 0; i < batch.length; i++) {
           const e = batch[i]!
+          store.checkWrite()
           db.putSync([e.targetDate, e.companyId, e.siteId], values[i]!)
         }
       })
