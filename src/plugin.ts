@@ -62,19 +62,19 @@ export async function createEpx (host: Host, rawConfig: unknown, internals: Inte
     // Late-bound: the scrape-time gauges read parts made below.
     const tomorrow = () => addDays(parisDateOf(host.clock.now()), 1)
     const expiries = watchExpiries(host.dataDir, config.api.tls, () => host.clock.now().getTime())
-    const metrics = createMetrics({
+    const metrics = !config.metrics.enabled && !host.metricsRegistry ? undefined : await createMetrics({
       nowMs: () => host.clock.now().getTime(),
       tomorrowPublishedMs: () => revisions.latestOfDay(tomorrow()).reduce<number | undefined>((n, m) => Math.max(n ?? 0, m.emittedAtMs), undefined),
       tomorrowInstructions: () => { let n = 0; for (const i of instructions.effectiveFrom(tomorrow())) { if (i.targetDate !== tomorrow()) break; n++ } return n },
       lastFetchByCompany: () => deliveries.lastFetchByCompany(),
       expiries,
     }, host.metricsRegistry)
-    bin.add(() => metrics.close())
+    if (metrics) bin.add(() => metrics.close())
     const store = openStore(inDataDir(host.dataDir, config.store.path), {
       mapSizeBytes: config.store.mapSizeBytes,
       faults: internals.storeFaults,
       log: log.child({ area: 'store' }),
-      onWriteFailed: metrics.storeError,
+      onWriteFailed: metrics?.storeError,
     })
     bin.add(() => store.close())
     internals.onStore?.(store)
@@ -100,8 +100,7 @@ export async function createEpx (host: Host, rawConfig: unknown, internals: Inte
       log,
     })
     bin.add(() => ops.settle())
-    const unsubscribe = host.solver.onCycleApplied(report => metrics.instructionsApplied(report.inputs.length))
-    bin.add(unsubscribe)
+    if (metrics) bin.add(host.solver.onCycleApplied(report => metrics.instructionsApplied(report.inputs.length)))
     ops.retentionInBackground()
 
     const publisher = createPublisher({
@@ -128,7 +127,7 @@ export async function createEpx (host: Host, rawConfig: unknown, internals: Inte
     bin.add(() => api.close())
     let apiListening = true
     bin.add(() => { apiListening = false })
-    const metricsListener = !config.metrics.enabled ? undefined : await listenMetrics({
+    const metricsListener = !config.metrics.enabled || !metrics ? undefined : await listenMetrics({
       host: config.metrics.host, port: config.metrics.port, registry: metrics.registry, log,
       checks: [
         { name: 'store', check: () => { tokens.generation(); return undefined } },

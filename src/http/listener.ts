@@ -80,10 +80,10 @@ export async function listenApi (opts: ListenApiOptions): Promise<ApiListener> {
     s.once('close', () => { sockets.delete(s); cap.onClosed() })
   })
   // The certificate verdict is cached per connection: no renegotiation may change it.
-  server.on('secureConnection', (s: TLSSocket) => { s.disableRenegotiation(); opts.observer?.handshake() })
+  server.on('secureConnection', (s: TLSSocket) => { s.disableRenegotiation(); opts.observer?.handshake?.() })
   server.on('tlsClientError', (err: Error & { code?: string }) => {
     log.debug({ code: err.code, reason: err.message }, 'tls handshake failed')
-    opts.observer?.handshakeFailed(err.code ?? 'unknown')
+    opts.observer?.handshakeFailed?.(err.code ?? 'unknown')
   })
 
   await listen(server, api.host, api.port).catch((err: unknown) => { revocation?.close(); throw err })
@@ -115,7 +115,7 @@ export async function listenApi (opts: ListenApiOptions): Promise<ApiListener> {
   function onClose (this: ServerResponse): void {
     const state = (this as Tracked)[STATE]!
     inflight.delete(this)
-    opts.observer?.answered(state.door ?? 'none', state.method, this.statusCode, state.code, (performance.now() - state.started) / 1000)
+    opts.observer?.answered?.(state.door ?? 'none', state.method, this.statusCode, state.code, (performance.now() - state.started) / 1000)
     if (!api.logRequests) return
     // Exactly one line per request, written when the exchange ends (or is cut).
     const line: Record<string, unknown> = {
