@@ -104,9 +104,10 @@ export function createOperations (deps: OperationsDeps) {
       track(ops.retention())
     },
 
-    /** Resolves once the checks and retention started so far have ended (close()). */
+    /** Resolves once the checks and retention started so far have ended and the audit records are written (close()). */
     async settle (): Promise<void> {
       while (pending.size) await Promise.all(pending)
+      await audit.flush().catch(() => {})
     },
   }
   return ops

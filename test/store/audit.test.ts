@@ -52,3 +52,24 @@ t.test('a store that cannot write refuses the append (NO_STORE); record() never 
   t.doesNotThrow(() => audit.record({ actor: { kind: 'host' }, action: 'publication.run', subject: 'x', outcome: 'ok' }, T0))
   t.throws(() => audit.list(), { code: 'NO_STORE' })
 })
+
+t.test('record() gathers the records of a burst into one write, and flush() writes what waits', async t => {
+  const store = openStore(t.testdir())
+  t.teardown(() => store.close())
+  const audit = openAudit(store)
+  let puts = 0
+  const db = store.db('audit')
+  const put = db.putSync.bind(db)
+  db.putSync = ((...a: Parameters<typeof put>) => { puts++; return put(...a) }) as typeof db.putSync
+  let writes = 0
+  const writeDurable = store.writeDurable.bind(store)
+  store.writeDurable = (fn => { writes++; return writeDurable(fn) }) as typeof store.writeDurable
+  for (let i = 0; i < 8; i++) audit.record({ actor: { kind: 'company', companyId: 'acme' }, action: 'programme.accepted', subject: `P${i}`, outcome: 'ok' }, T0 + i)
+  t.equal(audit.list().length, 0, 'not yet written: the POSTs were answered already')
+  await audit.flush()
+  t.equal(audit.list().length, 8)
+  t.equal(writes, 1, 'one durable write for the burst')
+  t.equal(puts, 8)
+  await audit.flush()
+  t.equal(writes, 1, 'nothing waiting: no write')
+})
