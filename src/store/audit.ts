@@ -6,6 +6,7 @@
  * anything shaped like a token secret is masked before it is stored.
  * @module
  */
+import { userInfo } from 'node:os'
 import type { Store } from './open-store.ts'
 
 /** Who caused the event. */
@@ -167,7 +168,11 @@ function concerns (r: AuditRecord, companyId: string): boolean {
   return r.details?.companyId === companyId
 }
 
-/** The CLI's actor: the operating-system user running `epx`. */
+/** The CLI's actor: the operating-system user running `epx` (no `USER` in a container or a cron job: asked of the system). */
 export function cliActor (): AuditActor {
-  return { kind: 'cli', user: process.env.USER ?? process.env.USERNAME ?? 'unknown' }
+  let user = process.env.USER ?? process.env.USERNAME
+  if (!user) {
+    try { user = userInfo().username } catch { user = `uid ${process.getuid?.() ?? 'unknown'}` }
+  }
+  return { kind: 'cli', user }
 }

@@ -123,6 +123,8 @@ async function showTryIt (io: CliIo, run: Running, bundle: CertBundle, tokens: r
   io.out('')
   const data = io.dataDir === resolve(DEFAULT_DATA_DIR) ? '' : ` --data ${shellPath(io.dataDir)}`
   io.out(`In another terminal: npx epx${data} token list, npx epx${data} company list, npx epx${data} sites list.`)
+  io.out(`Then: npx epx${data} audit list (who sent what), npx epx${data} deliveries --date ${tomorrow} (who fetched what),`)
+  io.out(`npx epx${data} instructions list and show ID (what is infeasible)` + (run.handle.metricsUrl ? `, curl ${run.handle.metricsUrl.href}metrics.` : '.'))
   io.out('Ctrl+C stops the service.')
 }
 
@@ -132,5 +134,5 @@ export const demoCommand = defineCommand(spec, async (args, io) => {
   io.out(`client certificate bundle of ${DEMO_COMPANY}: ${shellPath(bundle.dir)} (client.crt, client.key, ca.crt)`)
   io.out('new tokens, shown this once:')
   for (const t of tokens) io.out(`  ${t.record.scopes.join(',').padEnd(28)} ${t.record.id}  ${t.token}`)
-  return serve(io, { cycleSeconds: 10, ...overrides }, run => showTryIt(io, run, bundle, tokens))
+  return serve(io, { cycleSeconds: 10, metrics: true, ...overrides }, run => showTryIt(io, run, bundle, tokens))
 })

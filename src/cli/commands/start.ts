@@ -44,7 +44,7 @@ const spec: CommandSpec = {
   options: serveOptions,
 }
 
-export interface ServeOverrides { readonly port?: number; readonly host?: string; readonly cycleSeconds?: number }
+export interface ServeOverrides { readonly port?: number; readonly host?: string; readonly cycleSeconds?: number; readonly metrics?: boolean }
 
 /** `--port`, `--host`, `--cycle` → overrides, or EPX_USAGE naming the bad one. */
 export function serveOverrides (args: Args, cmd: CommandSpec): ServeOverrides {
@@ -79,6 +79,8 @@ export async function serve (io: CliIo, overrides: ServeOverrides, ready?: (r: R
   plugin.api = { ...plugin.api }
   if (overrides.port !== undefined) plugin.api.port = overrides.port
   if (overrides.host !== undefined) plugin.api.host = overrides.host
+  // The demo serves metrics too: on metrics.port when configured, else on a free port.
+  if (overrides.metrics) Object.assign(plugin, { metrics: { port: 0, ...(plugin as { metrics?: object }).metrics, enabled: true } })
   // The host's own logger; secrets never reach a log line (DECISIONS.md), belt and braces.
   const logger = pino({
     name: 'epx-reference-host',
@@ -114,6 +116,7 @@ export async function serve (io: CliIo, overrides: ServeOverrides, ready?: (r: R
   process.on('SIGTERM', onSignal)
   try {
     io.out(`epx API listening on ${handle.apiUrl.href} (${reference.sites.length} sites, solver cycle every ${overrides.cycleSeconds ?? settings.host.cycleSeconds} s; Ctrl+C to stop)`)
+    if (handle.metricsUrl) io.out(`metrics, health and readiness on ${handle.metricsUrl.href}metrics, /healthz, /readyz`)
     await ready?.({ handle, reference, logger })
     const signal = await stopped
     logger.info({ signal }, 'stopping')
