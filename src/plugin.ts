@@ -25,7 +25,8 @@ import { openAudit } from './store/audit.ts'
 import { openDeliveries } from './store/deliveries.ts'
 import { openInstructionFlags } from './store/instruction-flags.ts'
 import { createOperations } from './apply/operations.ts'
-import { createMetrics } from './metrics/registry.ts'
+import { createMetrics, type EpxMetrics } from './metrics/registry.ts'
+import { metricSources } from './metrics/sources.ts'
 import { listenMetrics } from './metrics/server.ts'
 import { watchExpiries } from './metrics/expiries.ts'
 
@@ -59,22 +60,12 @@ export async function createEpx (host: Host, rawConfig: unknown, internals: Inte
   const log = host.logger.child({ plugin: 'energy-programs-exchange' })
   const bin = new Disposer()
   try {
-    // Late-bound: the scrape-time gauges read parts made below.
-    const tomorrow = () => addDays(parisDateOf(host.clock.now()), 1)
-    const expiries = watchExpiries(host.dataDir, config.api.tls, () => host.clock.now().getTime())
-    const metrics = !config.metrics.enabled && !host.metricsRegistry ? undefined : await createMetrics({
-      nowMs: () => host.clock.now().getTime(),
-      tomorrowPublishedMs: () => revisions.latestOfDay(tomorrow()).reduce<number | undefined>((n, m) => Math.max(n ?? 0, m.emittedAtMs), undefined),
-      tomorrowInstructions: () => { let n = 0; for (const i of instructions.effectiveFrom(tomorrow())) { if (i.targetDate !== tomorrow()) break; n++ } return n },
-      lastFetchByCompany: () => deliveries.lastFetchByCompany(),
-      expiries,
-    }, host.metricsRegistry)
-    if (metrics) bin.add(() => metrics.close())
+    let metrics: EpxMetrics | undefined
     const store = openStore(inDataDir(host.dataDir, config.store.path), {
       mapSizeBytes: config.store.mapSizeBytes,
       faults: internals.storeFaults,
       log: log.child({ area: 'store' }),
-      onWriteFailed: metrics?.storeError,
+      onWriteFailed: () => metrics?.storeError(),
     })
     bin.add(() => store.close())
     internals.onStore?.(store)
@@ -89,6 +80,12 @@ export async function createEpx (host: Host, rawConfig: unknown, internals: Inte
     const deliveries = openDeliveries(store)
     deliveries.start()
     bin.add(() => deliveries.close())
+    if (config.metrics.enabled || host.metricsRegistry) {
+      const expiries = watchExpiries(host.dataDir, config.api.tls, () => host.clock.now().getTime())
+      const m = metrics = await createMetrics(metricSources({ clock: host.clock, generation: tokens.generation, revisions, instructions, deliveries, expiries }), host.metricsRegistry)
+      bin.add(() => m.close())
+      bin.add(host.solver.onCycleApplied(report => m.instructionsApplied(report.inputs.length)))
+    }
     const ops = createOperations({
       audit: openAudit(store, config.audit),
       metrics,
@@ -100,7 +97,6 @@ export async function createEpx (host: Host, rawConfig: unknown, internals: Inte
       log,
     })
     bin.add(() => ops.settle())
-    if (metrics) bin.add(host.solver.onCycleApplied(report => metrics.instructionsApplied(report.inputs.length)))
     ops.retentionInBackground()
 
     const publisher = createPublisher({
