@@ -91,7 +91,9 @@ export function createOperations (deps: OperationsDeps) {
       const today = parisDateOf(now)
       try {
         const audited = await audit.prune(now.getTime())
-        const instructions = await deps.instructions.prune(addDays(today, -deps.retentionDays.instructions))
+        const before = addDays(today, -deps.retentionDays.instructions)
+        const instructions = await deps.instructions.prune(before)
+        await deps.feasibility.flags.prune(before)
         const receipts = await deps.deliveries.prune(addDays(today, -deps.retentionDays.deliveries))
         if (audited || instructions || receipts) log.info({ audited, instructions, receipts }, 'expired audit records, instructions and delivery receipts removed')
       } catch (err) {

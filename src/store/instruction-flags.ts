@@ -30,9 +30,12 @@ export function openInstructionFlags (store: Store) {
       store.guard()
       return db.get([instructionId, siteId])
     },
-    /** Removes the flags of the given instructions (retention). */
-    remove (refs: ReadonlyArray<readonly [string, string]>): void {
-      for (const key of refs) db.removeSync(key as [string, string])
+    /** Removes the flags of instructions whose target date is before `beforeDate` (ids start with it). */
+    async prune (beforeDate: string): Promise<number> {
+      store.guard()
+      const keys = [...db.getKeys({ start: [''], end: [`ProgrammeSoutirage-${beforeDate}`] })].filter(Array.isArray)
+      if (keys.length) await store.writeDurable(() => { for (const k of keys) db.removeSync(k) })
+      return keys.length
     },
   }
 }

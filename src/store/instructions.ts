@@ -191,8 +191,8 @@ export function openInstructions (store: Store) {
 
     /**
      * Removes every instruction whose target date is before `beforeDate` (retention:
-     * `inbound.retentionDays`), with its status, effective index and flags. Ids start
-     * with the target date, so each table is one key range.
+     * `inbound.retentionDays`), with its status and effective index. Ids start with the
+     * target date, so each table is one key range.
      */
     async prune (beforeDate: string): Promise<number> {
       store.guard()
@@ -200,9 +200,8 @@ export function openInstructions (store: Store) {
       const keys = [...records.getKeys({ start: [''], end: [end] })].filter(Array.isArray) as Array<[string, string]>
       const days = [...effective.getKeys({ start: [''], end: [beforeDate] })].filter(Array.isArray) as Array<[string, string]>
       if (!keys.length && !days.length) return 0
-      const flags = store.db('instruction-feasibility')
       await store.writeDurable(() => {
-        for (const k of keys) { records.removeSync(k); states.removeSync(k); flags.removeSync(k) }
+        for (const k of keys) { records.removeSync(k); states.removeSync(k) }
         for (const d of days) effective.removeSync(d)
       })
       return keys.length
