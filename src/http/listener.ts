@@ -115,7 +115,7 @@ export async function listenApi (opts: ListenApiOptions): Promise<ApiListener> {
   function onClose (this: ServerResponse): void {
     const state = (this as Tracked)[STATE]!
     inflight.delete(this)
-    opts.observer?.answered?.(state.door ?? 'none', state.method, this.statusCode, state.code, (performance.now() - state.started) / 1000)
+    opts.observer?.answered?.(state.door ?? 'none', state.method, this.headersSent ? this.statusCode : 0, state.code, (performance.now() - state.started) / 1000)
     if (!api.logRequests) return
     // Exactly one line per request, written when the exchange ends (or is cut).
     const line: Record<string, unknown> = {
