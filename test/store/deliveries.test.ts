@@ -58,8 +58,9 @@ t.test('receipts recorded in memory are written by flush(), in one write, and on
   deliveries.record('acme', siteId(1), DAY, 2000, 304, 6000)
   t.same(deliveries.list(DAY).map(r => r.emittedAtMs), [2000], 'the last exchange wins, before a flush too')
   await deliveries.flush()
-  const reopened = openDeliveries(store)
-  t.same(reopened.list(DAY).map(r => [r.emittedAtMs, r.atMs, r.status]), [[2000, 6000, 304]])
+  deliveries.record('acme', siteId(2), DAY, 2000, 200, 7000)   // after the last flush: a crash now loses it
+  const reopened = openDeliveries(store)   // what a restart reads
+  t.same(reopened.list(DAY).map(r => [r.siteId, r.emittedAtMs, r.atMs, r.status]), [[siteId(1), 2000, 6000, 304]])
   t.equal(await reopened.prune('2026-11-23'), 1, 'retention removes the days before the cutoff')
   t.same(reopened.list(DAY), [])
 })
