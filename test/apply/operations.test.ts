@@ -13,6 +13,7 @@ const { cert } = await epx.addCompany('acme')
 const inbound = await epx.addToken('acme', ['inbound:programme-soutirage'])
 const outbound = await epx.addToken('acme', ['outbound:besoins-agreges'])
 const revoked = await epx.addToken('acme', ['outbound:besoins-agreges'], { revoked: true })
+const expired = await epx.addToken('acme', ['outbound:besoins-agreges'], { expiresAt: '2026-11-21T12:00:00Z' })
 await epx.handle.publish({ targetDate: '2026-11-22' })
 
 const ID = 'ProgrammeSoutirage-2026-11-22-rev-20261121T120000Z'
@@ -23,6 +24,7 @@ const rejected = await epx.request({ method: 'POST', path: INBOUND_PATH, cert, t
 const query = { site_id: siteId(1), target_date: '2026-11-22' }
 const dead1 = await epx.request({ path: OUTBOUND_PATH, query, cert, token: revoked.secret })
 const dead2 = await epx.request({ path: OUTBOUND_PATH, query, cert, token: revoked.secret })
+const lapsed = await epx.request({ path: OUTBOUND_PATH, query, cert, token: expired.secret })
 
 /** Polls (bounded) for what the service writes after it answered. */
 async function eventually<T> (read: () => Promise<T> | T, done: (v: T) => boolean): Promise<T> {
@@ -63,13 +65,19 @@ t.test('a revoked token used is audited once, not once per retry', async t => {
   t.equal(dead1.status, 401)
   t.equal(dead2.status, 401)
   const refused = (await eventually(audited, l => l.some(x => x.action === 'token.refused'))).filter(x => x.action === 'token.refused')
-  t.equal(refused.length, 1)
+  t.equal(refused.filter(r => r.subject === revoked.id).length, 1)
   t.match(refused[0], { subject: revoked.id, outcome: 'refused 401 revoked', actor: { companyId: 'acme', tokenId: revoked.id } })
+})
+
+t.test('an expired token used is audited as expired-on-use', async t => {
+  t.equal(lapsed.status, 401)
+  const r = (await eventually(audited, l => l.some(x => x.subject === expired.id))).find(x => x.subject === expired.id)
+  t.match(r, { action: 'token.refused', outcome: 'refused 401 expired', details: { reason: 'expired', expiresAt: '2026-11-21T12:00:00Z' } })
 })
 
 t.test('the audit trail never holds a token secret', async t => {
   const text = JSON.stringify(audited())
-  for (const secret of [inbound.secret, outbound.secret, revoked.secret]) t.notOk(text.includes(secret))
+  for (const secret of [inbound.secret, outbound.secret, revoked.secret, expired.secret]) t.notOk(text.includes(secret))
 })
 
 t.test('an instruction with a floor over the available power is flagged, warned once, and still applied', async t => {
