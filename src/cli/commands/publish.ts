@@ -59,6 +59,7 @@ export const publishCommand = defineCommand(publishSpec, async (args, io) => {
   const sites = siteIds(args, publishSpec)
   const report: PublishReport = await withStore(io.dataDir, async (store, settings) => {
     const ref = createReferenceHost({ dataDir: io.dataDir, sites: settings.host.sites, cycleSeconds: 0 })
+    let audited: Promise<void> | undefined
     try {
       const publisher = createPublisher({
         solver: ref.host.solver,
@@ -66,10 +67,12 @@ export const publishCommand = defineCommand(publishSpec, async (args, io) => {
         clock: systemClock,
         log: cliLogger(io),
         emittedBy: settings.config.publish.emittedBy,
-        onRun: (done, request, ms) => openAudit(store).record(publicationRun(done, cliActor(), ms), Date.now()),
+        onRun: (done, _request, ms) => { audited = openAudit(store).append(publicationRun(done, cliActor(), ms), Date.now()) },
       })
       try {
-        return await publisher.publish({ targetDate, siteIds: sites.length ? sites : undefined, trigger: 'cli' })
+        const done = await publisher.publish({ targetDate, siteIds: sites.length ? sites : undefined, trigger: 'cli' })
+        await audited   // on disk before the command returns
+        return done
       } finally {
         await publisher.close()
       }
