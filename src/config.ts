@@ -27,7 +27,7 @@ export interface EpxConfig {
     readonly maxRequestsPerSocket: number
     readonly logRequests: boolean
   }
-  readonly inbound: { readonly maxBodyBytes: number; readonly maxSites: number; readonly requireContiguous: boolean }
+  readonly inbound: { readonly maxBodyBytes: number; readonly maxSites: number; readonly requireContiguous: boolean; readonly retentionDays: number }
   readonly publish: {
     readonly emittedBy: string
     readonly schedule: boolean
@@ -36,6 +36,8 @@ export interface EpxConfig {
     readonly timezone: string
     readonly retentionDays: number
   }
+  readonly audit: { readonly retentionDays: number }
+  readonly metrics: { readonly enabled: boolean; readonly host: string; readonly port: number }
   readonly store: { readonly path: string; readonly mapSizeBytes: number }
   readonly console: {
     readonly enabled: boolean

@@ -24,6 +24,14 @@ import { checkNodeVersion } from './host/node-version.ts'
 import { startConsole } from './console/server.ts'
 import { openUsers } from './store/users.ts'
 import { openSessions } from './store/sessions.ts'
+import { openAudit } from './store/audit.ts'
+import { openDeliveries } from './store/deliveries.ts'
+import { openInstructionFlags } from './store/instruction-flags.ts'
+import { createOperations } from './apply/operations.ts'
+import { createMetrics, type EpxMetrics } from './metrics/registry.ts'
+import { metricSources } from './metrics/sources.ts'
+import { listenMetrics } from './metrics/server.ts'
+import { watchExpiries } from './metrics/expiries.ts'
 
 const { version, engines } = createRequire(import.meta.url)('../package.json') as { version: string; engines: { node: string } }
 
@@ -55,10 +63,12 @@ export async function createEpx (host: Host, rawConfig: unknown, internals: Inte
   const log = host.logger.child({ plugin: 'energy-programs-exchange' })
   const bin = new Disposer()
   try {
+    let metrics: EpxMetrics | undefined
     const store = openStore(inDataDir(host.dataDir, config.store.path), {
       mapSizeBytes: config.store.mapSizeBytes,
       faults: internals.storeFaults,
       log: log.child({ area: 'store' }),
+      onWriteFailed: () => metrics?.storeError(),
     })
     bin.add(() => store.close())
     internals.onStore?.(store)
@@ -67,12 +77,37 @@ export async function createEpx (host: Host, rawConfig: unknown, internals: Inte
 
     const revisions = openRevisions(store, { retentionDays: config.publish.retentionDays })
     bin.add(() => revisions.close())
+    const orphans = revisions.removeOrphanSegments()
+    if (orphans.length) log.warn({ segments: orphans }, 'removed revision files a crash left uncommitted')
+    const instructions = openInstructions(store)
+    const deliveries = openDeliveries(store)
+    deliveries.start()
+    bin.add(() => deliveries.close())
+    if (config.metrics.enabled || host.metricsRegistry) {
+      const expiries = watchExpiries(host.dataDir, config.api.tls, () => host.clock.now().getTime())
+      const m = metrics = await createMetrics(metricSources({ clock: host.clock, generation: tokens.generation, revisions, instructions, deliveries, expiries }), host.metricsRegistry)
+      bin.add(() => m.close())
+      bin.add(host.solver.onCycleApplied(report => m.instructionsApplied(report.inputs.length)))
+    }
+    const audit = openAudit(store, config.audit)
+    const ops = createOperations({
+      audit,
+      metrics,
+      feasibility: { revisions, flags: openInstructionFlags(store), log: log.child({ area: 'inbound' }) },
+      instructions,
+      deliveries,
+      retentionDays: { instructions: config.inbound.retentionDays, deliveries: config.publish.retentionDays },
+      clock: host.clock,
+      log,
+    })
+    bin.add(() => ops.settle())
+    ops.retentionInBackground()
+
     const publisher = createPublisher({
-      solver: host.solver, revisions, clock: host.clock, log: log.child({ area: 'publish' }), emittedBy: config.publish.emittedBy,
+      solver: host.solver, revisions, clock: host.clock, log: log.child({ area: 'publish' }), emittedBy: config.publish.emittedBy, onRun: ops.publication,
     })
     bin.add(() => publisher.close())
 
-    const instructions = openInstructions(store)
     const enqueuer = createEnqueuer({ solver: host.solver, instructions, clock: host.clock, log: log.child({ area: 'inbound' }) })
     bin.add(() => enqueuer.close())
     // Before the API listens, so no newer programme can be overtaken by an old one.
@@ -83,10 +118,12 @@ export async function createEpx (host: Host, rawConfig: unknown, internals: Inte
       maxBodyBytes: config.inbound.maxBodyBytes,
       reader,
       receive: (batch, at) => receiveProgramme(batch, at, { instructions, enqueuer }),
+      observe: ops.programme,
     })
 
-    const routes = [inbound, outboundRoute({ revisions })]
-    const api = await listenApi({ config, dataDir: host.dataDir, log, clock: host.clock, store, companies, tokens, routes })
+    const routes = [inbound, outboundRoute({ revisions, receipts: deliveries })]
+    const observer = { ...metrics, deadToken: ops.deadToken }
+    const api = await listenApi({ config, dataDir: host.dataDir, log, clock: host.clock, store, companies, tokens, routes, observer })
     bin.add(() => api.close())
     // The web console: its own listener, so none of its work is on the API's path.
     let consoleUrl: URL | undefined
@@ -95,28 +132,41 @@ export async function createEpx (host: Host, rawConfig: unknown, internals: Inte
         config,
         dataDir: host.dataDir,
         deps: {
-          store, companies, tokens, users: openUsers(store), sessions: openSessions(store), revisions, instructions, publisher,
+          store, companies, tokens, users: openUsers(store), sessions: openSessions(store), revisions, instructions, publisher, audit,
           sites: () => host.solver.sites(), clock: host.clock, log: log.child({ area: 'console' }), apiUrl: api.url,
         },
       })
       bin.add(() => web.close())
       consoleUrl = web.url
     }
+    let apiListening = true
+    bin.add(() => { apiListening = false })
+    const metricsListener = !config.metrics.enabled || !metrics ? undefined : await listenMetrics({
+      host: config.metrics.host, port: config.metrics.port, registry: metrics.registry, log,
+      checks: [
+        { name: 'store', check: () => { tokens.generation(); return undefined } },
+        { name: 'api', check: () => apiListening ? undefined : 'the API listener is closed' },
+        { name: 'publication', check: ops.publicationProblem },
+      ],
+    })
+    if (metricsListener) bin.add(() => metricsListener.close())
     if (config.publish.schedule) {
       const schedule = startSchedule({ config: config.publish, publisher, revisions, solver: host.solver, clock: host.clock, log: log.child({ area: 'schedule' }) })
       bin.add(() => schedule.stop())
     }
 
-    log.info({ url: api.url.href, consoleUrl: consoleUrl?.href, version }, 'epx activated')
+    log.info({ url: api.url.href, consoleUrl: consoleUrl?.href, version, ...(metricsListener ? { metricsUrl: metricsListener.url.href } : {}) }, 'epx activated')
     let closing: Promise<void> | undefined
     return {
       version,
       apiUrl: api.url,
       consoleUrl,
+      ...(metricsListener ? { metricsUrl: metricsListener.url } : {}),
       // Default target: tomorrow in Paris by the host clock; default sites: all of them.
       publish: (request = {}) => publisher.publish({
         targetDate: request.targetDate ?? addDays(parisDateOf(host.clock.now()), 1),
         siteIds: request.siteIds,
+        trigger: 'host',
       }),
       close () {
         closing ??= bin.dispose().then(() => log.info({}, 'epx closed'))

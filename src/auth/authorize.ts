@@ -27,6 +27,8 @@ export interface AuthorizeInput {
 export interface AuthorizerDeps {
   readonly tokens: Pick<Tokens, 'byHash' | 'touch'>
   readonly companies: Pick<Companies, 'get'>
+  /** Told when a revoked or expired token is presented (the audit trail). */
+  readonly onDeadToken?: (token: TokenRecord, reason: 'revoked' | 'expired', nowMs: number) => void
 }
 
 /**
@@ -83,6 +85,7 @@ function lookUp (authorization: string | undefined, deps: AuthorizerDeps, genera
 function checkFound (found: Found, cert: CertVerdict & { ok: true }, scope: Scope, nowMs: number, deps: AuthorizerDeps): Caller {
   const { token } = found
   const state = tokenState(token, nowMs, found.expiresAtMs)
+  if (state !== 'active') deps.onDeadToken?.(token, state, nowMs)
   if (state === 'revoked') throw unauthorized(`token ${token.id} was revoked at ${token.revokedAt}; ask the service operator for a new token`)
   if (state === 'expired') throw unauthorized(`token ${token.id} expired at ${token.expiresAt}; ask the service operator for a new token`)
   // Read in the same turn as the token (or the generation): one consistent snapshot.

@@ -7,6 +7,7 @@ import { EpxError } from '../errors.ts'
 import { openCompanies } from '../store/companies.ts'
 import type { Store } from '../store/open-store.ts'
 import { openTokens, type TokenRecord } from '../store/tokens.ts'
+import { openAudit, type AuditActor } from '../store/audit.ts'
 import { hashToken, newTokenId, newTokenSecret, type Scope } from './tokens.ts'
 
 export interface CreatedToken {
@@ -15,8 +16,8 @@ export interface CreatedToken {
   readonly token: string
 }
 
-/** Creates and stores a token for an existing company. */
-export async function createToken (store: Store, companyId: string, scopes: readonly Scope[], ttlMs?: number, nowMs = Date.now()): Promise<CreatedToken> {
+/** Creates and stores a token for an existing company, and says who made it in the audit trail. */
+export async function createToken (store: Store, actor: AuditActor, companyId: string, scopes: readonly Scope[], ttlMs?: number, nowMs = Date.now()): Promise<CreatedToken> {
   if (!openCompanies(store).get(companyId)) {
     throw new EpxError('EPX_NOT_FOUND', [`no company '${companyId}'; add it first with 'epx company add ${companyId} --name NAME'`])
   }
@@ -30,6 +31,7 @@ export async function createToken (store: Store, companyId: string, scopes: read
     ...(ttlMs === undefined ? {} : { expiresAt: new Date(nowMs + ttlMs).toISOString() }),
   }
   await openTokens(store).add(record)
+  await openAudit(store).append({ actor, action: 'token.created', subject: record.id, outcome: 'ok', details: { companyId, scopes: record.scopes, expiresAt: record.expiresAt ?? null } }, nowMs)
   return { record, token }
 }
 

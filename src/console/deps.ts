@@ -14,6 +14,7 @@ import type { Revisions } from '../store/revisions.ts'
 import type { Sessions } from '../store/sessions.ts'
 import type { Tokens } from '../store/tokens.ts'
 import type { Users } from '../store/users.ts'
+import type { Audit } from '../store/audit.ts'
 
 export interface ConsoleDeps {
   readonly store: Store
@@ -24,6 +25,8 @@ export interface ConsoleDeps {
   readonly revisions: Revisions
   readonly instructions: Instructions
   readonly publisher: Publisher
+  /** The plugin's audit trail: every change made in the console is recorded with its user. */
+  readonly audit: Audit
   /** The sites the solver manages (`host.solver.sites`); pages filter them by the viewer's perimeter. */
   readonly sites: () => Promise<readonly Site[]>
   readonly clock: Clock

@@ -10,6 +10,7 @@ import type { ConsoleDeps } from './deps.ts'
 import { html } from './html.ts'
 import { createLoginThrottle, type ThrottleLimits } from './login-throttle.ts'
 import { endSession, startSession } from './session.ts'
+import { auditConsole } from './audit.ts'
 
 /** Where to go after login: a path of this console only (never `//host` or a URL). */
 function safeNext (next: unknown): string {
@@ -56,6 +57,7 @@ export function loginRoutes (app: FastifyInstance, deps: ConsoleDeps, limits?: T
     const ok = await verifyPassword(password, user?.passwordHash ?? await dummyHash)
     if (!ok || !user || user.disabled) {
       deps.log.info({ username, address: request.ip }, 'console login refused')
+      auditConsole(deps, username || '(none)', 'user.login-failed', username || '(none)', 'refused 401', { address: request.ip })
       return reply.code(401).page({ title: 'Connexion', body: loginForm(next, username, 'Identifiant ou mot de passe incorrect.') })
     }
     if (!user.admin && deps.companies.get(user.companyId ?? '')?.status !== 'active') {
@@ -64,10 +66,12 @@ export function loginRoutes (app: FastifyInstance, deps: ConsoleDeps, limits?: T
     throttle.succeeded(username, request.ip)
     await startSession(request, reply, deps, user)
     deps.log.info({ username }, 'console login')
+    auditConsole(deps, user.username, 'user.login', user.username, 'ok', { address: request.ip })
     return reply.redirect(next, 303)
   })
 
   app.post('/logout', async (request, reply) => {
+    if (request.viewer) auditConsole(deps, request.viewer.username, 'user.logout', request.viewer.username)
     await endSession(request, reply, deps)
     return reply.redirect('/login', 303)
   })

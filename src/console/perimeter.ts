@@ -1,5 +1,5 @@
 /**
- * What a console viewer may see (issue 11: "a company member sees its own perimeter
+ * What a console viewer may see ("a company member sees its own perimeter
  * only"): the sites of its company's perimeter (an admin: every site the solver
  * manages) and the instructions its company sent. The perimeter rule itself is
  * `auth/tenancy.ts`'s, the one the API applies.

@@ -1,5 +1,5 @@
 /**
- * The web console's listener (issue 11, DECISIONS.md "Web console"): Fastify 5 over
+ * The web console's listener (DECISIONS.md "Web console"): Fastify 5 over
  * HTTPS with the API's server certificate and no client certificate, on its own port,
  * so no console work ever runs on the API's request path. Security headers (helmet:
  * strict CSP without inline script, frame-ancestors 'none', nosniff, Referrer-Policy),

@@ -1,5 +1,5 @@
 /**
- * The session layer (DECISIONS.md "Web console", issue 11): a 256-bit random id in a
+ * The session layer (DECISIONS.md "Web console"): a 256-bit random id in a
  * `__Host-` cookie (Secure, HttpOnly, SameSite=Strict, Path=/), stored only as its
  * SHA-256; idle and absolute expiry; a new id at each login, deleted at logout. A
  * session also ends as soon as its user is disabled or its company suspended: checked

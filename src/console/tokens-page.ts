@@ -1,5 +1,5 @@
 /**
- * "Jetons d'accès" (issue 11 item 4): create a token (scopes, expiry), shown once with a
+ * "Jetons d'accès": create a token (scopes, expiry), shown once with a
  * copy button and the curl command that uses it; list; revoke after a confirmation. The
  * same code paths as `epx token` (auth/issue-token.ts, store/tokens.ts).
  * @module
@@ -16,6 +16,7 @@ import { html, type SafeHtml } from './html.ts'
 import { csrfField, errorPage } from './layout.ts'
 import { parisTimeOrDash } from './time.ts'
 import type { Viewer } from './viewer.ts'
+import { auditConsole } from './audit.ts'
 
 const SCOPE_LABELS: Record<Scope, string> = {
   'outbound:besoins-agreges': 'Lire les Besoins agrégés (GET besoins-agreges)',
@@ -116,7 +117,7 @@ export function tokensPage (app: FastifyInstance, deps: ConsoleDeps): void {
     else if (!scopes.every(isScope)) problem = 'Portée inconnue.'
     else if (expires !== 'never' && ttlMs === undefined) problem = 'Expiration invalide.'
     if (problem) return listPage(reply.code(400), deps, viewer, companyId, undefined, problem)
-    const { record, token } = await createToken(deps.store, companyId, scopes as Scope[], ttlMs, deps.clock.now().getTime())
+    const { record, token } = await createToken(deps.store, { kind: 'console', user: viewer.username }, companyId, scopes as Scope[], ttlMs, deps.clock.now().getTime())
     deps.log.info({ token: record.id, company: companyId, by: viewer.username }, 'console: token created')
     return reply.page({
       title: 'Jeton créé',
@@ -164,6 +165,7 @@ Toute requête qui l'utilise sera refusée (401) dès la prochaine. C'est défin
     if (!t) return notFound(reply)
     await deps.tokens.revoke(t.id, deps.clock.now().toISOString())
     deps.log.info({ token: t.id, company: t.companyId, by: viewer.username }, 'console: token revoked')
+    auditConsole(deps, viewer.username, 'token.revoked', t.id, 'ok', { companyId: t.companyId })
     return reply.redirect(`/tokens?revoked=${t.id}`, 303)
   })
 }

@@ -80,6 +80,12 @@ export interface SolverPort {
 }
 
 export interface Host {
+  /**
+   * Optional: the host's own prom-client registry. epx then registers its metrics there
+   * (and removes them on close) instead of in a registry of its own; `metrics.enabled`
+   * still decides whether epx also serves them on its own listener.
+   */
+  readonly metricsRegistry?: import('prom-client').Registry
   /** Checked against the manifest's `engines.host` range. */
   readonly apiVersion: string
   readonly logger: Logger
@@ -109,6 +115,8 @@ export interface EpxHandle {
   readonly apiUrl: URL
   /** Where the web console listens; undefined when `console.enabled` is false. */
   readonly consoleUrl?: URL
+  /** Where `/metrics`, `/healthz` and `/readyz` are served (`metrics.enabled`). */
+  readonly metricsUrl?: URL
   /** Publish Besoins_Agreges now (one target date, some or all sites). */
   publish(request?: PublishRequest): Promise<PublishReport>
   /** Idempotent: stops schedules and listeners, then closes the store. */

@@ -23,6 +23,7 @@ import { isLingering, lingerAfterRefusal, lingerMaxBytes } from './linger.ts'
 import { capConnections } from './connection-cap.ts'
 import { afterHandlesReleased, createApiServer, listen } from './api-server.ts'
 import { keepSessionVerdicts } from './tls-sessions.ts'
+import type { ApiObserver } from './observer.ts'
 
 export interface ListenApiOptions {
   readonly config: Readonly<EpxConfig>
@@ -33,6 +34,8 @@ export interface ListenApiOptions {
   readonly companies: Companies
   readonly tokens: Tokens
   readonly routes: readonly Route[]
+  /** Metrics and audit (plugin.ts); none: nothing is told. */
+  readonly observer?: ApiObserver
 }
 
 export interface ApiListener {
@@ -78,16 +81,19 @@ export async function listenApi (opts: ListenApiOptions): Promise<ApiListener> {
     s.once('close', () => { sockets.delete(s); cap.onClosed() })
   })
   // The certificate verdict is cached per connection: no renegotiation may change it.
-  server.on('secureConnection', (s: TLSSocket) => s.disableRenegotiation())
+  server.on('secureConnection', (s: TLSSocket) => { s.disableRenegotiation(); opts.observer?.handshake?.() })
   keepSessionVerdicts(server, { size: api.tls.sessionCacheSize, timeoutSeconds: api.tls.sessionTimeoutSeconds, clock }, revocation)
-  server.on('tlsClientError', (err: Error & { code?: string }) => log.debug({ code: err.code, reason: err.message }, 'tls handshake failed'))
+  server.on('tlsClientError', (err: Error & { code?: string }) => {
+    log.debug({ code: err.code, reason: err.message }, 'tls handshake failed')
+    opts.observer?.handshakeFailed?.(err.code ?? 'unknown')
+  })
 
   await listen(server, api.host, api.port).catch((err: unknown) => { revocation?.close(); throw err })
   const { port } = server.address() as AddressInfo
   const url = new URL(`https://${api.host.includes(':') ? `[${api.host}]` : api.host}:${port}`)
   const baseUrl = (api.publicBaseUrl ?? url.origin).replace(/\/+$/, '')
   const router = createRouter(opts.routes, url.origin)
-  const authorizer = createAuthorizer({ tokens: opts.tokens, companies: opts.companies })
+  const authorizer = createAuthorizer({ tokens: opts.tokens, companies: opts.companies, onDeadToken: opts.observer?.deadToken })
   server.on('error', (err: Error) => log.error({ err }, 'api listener error'))
 
   // Responses in progress: close() asks them to end their connection when done.
@@ -111,6 +117,7 @@ export async function listenApi (opts: ListenApiOptions): Promise<ApiListener> {
   function onClose (this: ServerResponse): void {
     const state = (this as Tracked)[STATE]!
     inflight.delete(this)
+    opts.observer?.answered?.(state.door ?? 'none', state.method, this.headersSent ? this.statusCode : 0, state.code, (performance.now() - state.started) / 1000)
     if (!api.logRequests) return
     // Exactly one line per request, written when the exchange ends (or is cut).
     const line: Record<string, unknown> = {

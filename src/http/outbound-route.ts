@@ -12,11 +12,14 @@ import { isPrm } from '../contract/ids.ts'
 import { isCalendarDate } from '../contract/paris-day.ts'
 import { inPerimeter } from '../auth/tenancy.ts'
 import type { Revisions } from '../store/revisions.ts'
+import type { Deliveries } from '../store/deliveries.ts'
 import { isNotModified } from './conditional.ts'
 import { NOSNIFF, OUTBOUND_PATH, type RequestContext, type Route } from './route.ts'
 
 export interface OutboundDeps {
   readonly revisions: Revisions
+  /** Delivery receipts (store/deliveries.ts): in memory, no store write on this path. */
+  readonly receipts?: Pick<Deliveries, 'record'>
 }
 
 /** Contract §4.1 and §8: the cache lifetime the operator is told. */
@@ -35,6 +38,7 @@ export function outboundRoute (deps: OutboundDeps): Route {
     const conditional = { ifNoneMatch: req.headers['if-none-match'], ifModifiedSince: req.headers['if-modified-since'] }
     if (isNotModified(conditional, { etag: latest.etag, lastModifiedMs: latest.emittedAtMs })) {
       // RFC 9110 §15.4.5: a 304 repeats the validators and Cache-Control, no body.
+      deps.receipts?.record(ctx.caller.companyId, siteId, targetDate, latest.emittedAtMs, 304, ctx.receivedAt.getTime())
       res.writeHead(304, { etag: latest.etag, 'last-modified': latest.lastModified, 'cache-control': CACHE_CONTROL, 'x-content-type-options': NOSNIFF })
       res.end()
       return
@@ -51,6 +55,7 @@ export function outboundRoute (deps: OutboundDeps): Route {
       'x-content-type-options': NOSNIFF,
     })
     res.end(bytes)
+    if (!head) deps.receipts?.record(ctx.caller.companyId, siteId, targetDate, latest.emittedAtMs, 200, ctx.receivedAt.getTime())
   }
 
   return {

@@ -29,12 +29,16 @@ export interface PublisherOptions {
   readonly retryDelayMs?: number
   /** A site whose needs take longer fails for this attempt (default 30 s). */
   readonly needsTimeoutMs?: number
+  /** Told once per run, when it ends (plugin.ts: audit trail, metrics, retention). */
+  readonly onRun?: (report: PublishReport, request: RunRequest, durationMs: number) => void
 }
 
 export interface RunRequest {
   readonly targetDate: string
   /** Default: every site the solver manages. */
   readonly siteIds?: readonly string[]
+  /** Who asked (audit and metrics); a request that joins a run takes the run's. */
+  readonly trigger?: 'schedule' | 'host' | 'cli'
 }
 
 export interface Publisher {
@@ -146,6 +150,7 @@ export function createPublisher (opts: PublisherOptions): Publisher {
       targetDate: req.targetDate, published: report.published.length, failed: failed.length,
       durationMs: Math.round(performance.now() - started),
     }, 'Besoins_Agreges publication run')
+    o.onRun?.(report, req, performance.now() - started)
     // Retention rides on publication runs, so it also happens when schedules are off.
     try {
       const pruned = await o.revisions.prune(o.clock.now().getTime())

@@ -88,7 +88,7 @@ export async function catchUp (opts: Omit<ScheduleOptions, 'config'> & { config:
     const missing = sites.filter(s => !opts.revisions.latest(s.site_id, targetDate)).map(s => s.site_id)
     if (!missing.length) continue
     opts.log.info({ targetDate, sites: missing.length }, 'catching up a missed Besoins_Agreges publication')
-    runs.push(opts.publisher.publish({ targetDate, siteIds: missing.length === sites.length ? undefined : missing }))
+    runs.push(opts.publisher.publish({ targetDate, siteIds: missing.length === sites.length ? undefined : missing, trigger: 'schedule' }))
   }
   await Promise.all(runs)
 }
@@ -107,7 +107,7 @@ export function startSchedule (opts: ScheduleOptions): Schedule {
     log.info({ run: kind, targetDates: dates }, 'scheduled Besoins_Agreges publication')
     // All requested at once: the publisher serializes them, and a date that the other
     // schedule is already publishing joins that run.
-    const results = await Promise.allSettled(dates.map(targetDate => opts.publisher.publish({ targetDate })))
+    const results = await Promise.allSettled(dates.map(targetDate => opts.publisher.publish({ targetDate, trigger: 'schedule' })))
     for (const r of results) if (r.status === 'rejected') log.error({ run: kind, err: r.reason }, 'scheduled publication failed')
   }
   try {

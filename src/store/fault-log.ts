@@ -38,10 +38,11 @@ function describe (cause: unknown): string {
   return cause === undefined ? 'the store is unavailable' : String(cause)
 }
 
-export function createFaultLog (path: string, log: Logger | undefined, now: () => number = Date.now): FaultLog {
+export function createFaultLog (path: string, log: Logger | undefined, now: () => number = Date.now, onFailed?: () => void): FaultLog {
   let episode: { since: number; failures: number } | undefined
   return {
     failed (err) {
+      onFailed?.()   // every failure (the metrics), not once per episode
       if (episode) { episode.failures++; return }
       episode = { since: now(), failures: 1 }
       if (!log) return

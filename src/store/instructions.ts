@@ -66,6 +66,11 @@ export interface Instructions {
   /** Back to `received`, for `queued` ones the solver refused (the next activation queues them). */
   unqueue(refs: readonly InstructionRef[], at: string): Promise<void>
   /** `applied`, with the solver cycle that applied them. */
+  /**
+   * Removes every instruction whose target date is before `beforeDate` (retention:
+   * `inbound.retentionDays`), with its status and effective index; resolves to how many.
+   */
+  prune(beforeDate: string): Promise<number>
   markApplied(refs: readonly InstructionRef[], cycle: number, at: string): Promise<void>
 }
 
@@ -183,6 +188,23 @@ export function openInstructions (store: Store): Instructions {
           states.putSync(key, next)
         }
       })
+    },
+
+    /**
+     * Removes every instruction whose target date is before `beforeDate` (retention:
+     * `inbound.retentionDays`), with its status and effective index. Ids start with the
+     * target date, so each table is one key range.
+     */
+    async prune (beforeDate: string): Promise<number> {
+      const end = instructionIdPrefix(beforeDate)
+      const keys = [...records.getKeys({ start: [''], end: [end] })].filter(Array.isArray) as Array<[string, string]>
+      const days = [...effective.getKeys({ start: [''], end: [beforeDate] })].filter(Array.isArray) as Array<[string, string]>
+      if (!keys.length && !days.length) return 0
+      await store.writeDurable(() => {
+        for (const k of keys) { records.removeSync(k); states.removeSync(k) }
+        for (const d of days) effective.removeSync(d)
+      })
+      return keys.length
     },
 
     markApplied (refs: readonly InstructionRef[], cycle: number, at: string): Promise<void> {

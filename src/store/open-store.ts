@@ -62,6 +62,8 @@ export interface OpenStoreOptions {
   faults?: StoreFaults
   /** Where store faults are reported (one line per episode, fault-log.ts); none: not reported. */
   log?: Logger
+  /** Told of every durable write that failed (the metrics). */
+  onWriteFailed?: () => void
 }
 
 /** NO_STORE, with its `Retry-After: 5` (the catalogue, errors.ts). */
@@ -110,7 +112,7 @@ export function openStore (path: string, opts: OpenStoreOptions = {}): Store {
     unmute()
     throw new EpxError('EPX_STORE_OPEN_FAILED', [path, (err as Error).message], { cause: err })
   }
-  const faultLog = createFaultLog(path, opts.log)
+  const faultLog = createFaultLog(path, opts.log, undefined, opts.onWriteFailed)
   const faults: StoreFaults = opts.faults ?? {}
   const dbs = new Map<string, Database<any, any>>()
   const handles = new Map<string, StoreDb<any>>()

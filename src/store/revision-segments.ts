@@ -42,6 +42,8 @@ export interface Segments {
   forget(): void
   /** Deletes whole segment files (none may hold a kept revision). */
   remove(segments: Iterable<string>): void
+  /** When a segment file was last written (ms, the file system's clock), or undefined when gone. */
+  modifiedMs(name: string): number | undefined
   /** Every segment file present (including other processes' files). */
   names(): string[]
   close(): void
@@ -175,6 +177,11 @@ export function openSegments (dir: string): Segments {
         fs.rmSync(join(dir, s), { force: true })
       }
       this.forget()
+    },
+
+    /** When a segment file was last written (ms, the file system's clock), or undefined when gone. */
+    modifiedMs (name: string): number | undefined {
+      try { return fs.statSync(join(dir, name)).mtimeMs } catch { return undefined }
     },
 
     names (): string[] {

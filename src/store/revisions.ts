@@ -85,6 +85,8 @@ export interface Revisions {
   /** Sync: the stored bytes of one kept revision. */
   bytesOf(meta: RevisionMeta): Buffer | undefined
   /** Sync: every kept revision of a pair, oldest first. */
+  /** Sync: the latest revision of every site published for a day (a range read of the small index). */
+  latestOfDay(targetDate: string): RevisionMeta[]
   list(siteId: string, targetDate: string): RevisionMeta[]
   /**
    * Renders drafts (on this thread: callers keep batches small) and appends their bytes
@@ -110,6 +112,13 @@ export interface Revisions {
    */
   prune(nowMs: number): Promise<number>
   /** Releases the segment files' descriptors; the plugin calls it when it closes. */
+  /**
+   * Deletes segment files no commit ever named: bytes appended before a crash whose
+   * metadata never committed. Only files untouched for `minAgeMs` (default 1 h; the
+   * file system's clock), so a segment another process (the CLI) is publishing into
+   * right now is never taken for one. Returns the names removed.
+   */
+  removeOrphanSegments(minAgeMs?: number): string[]
   close(): void
 }
 
@@ -197,6 +206,12 @@ export function openRevisions (store: Store, opts: { retentionDays: number }): R
       return kept ? segments.read(meta) : undefined
     },
 
+    /** Sync: the latest revision of every site published for a day (a range read of the small index). */
+    latestOfDay (targetDate: string): RevisionMeta[] {
+      return [...latestDb.getRange({ start: [targetDate], end: [targetDate, '\uffff'] })]
+        .map(e => withPair((e.key as PairKey)[1], targetDate, e.value))
+    },
+
     list (siteId: string, targetDate: string): RevisionMeta[] {
       const older = [...olderDb.getRange({ start: [targetDate, siteId, 0], end: [targetDate, siteId, MAX_MS] })]
         .map(e => withPair(siteId, targetDate, e.value))
@@ -268,6 +283,24 @@ export function openRevisions (store: Store, opts: { retentionDays: number }): R
       }
       return removed
     },
+    /**
+     * Deletes segment files no commit ever named: bytes appended before a crash whose
+     * metadata never committed. Only files untouched for `minAgeMs` (default 1 h; the
+     * file system's clock), so a segment another process (the CLI) is publishing into
+     * right now is never taken for one. Resolves to the names removed.
+     */
+    removeOrphanSegments (minAgeMs = 3_600_000): string[] {
+      const named = new Set([...segmentsDb.getKeys()].filter(k => typeof k === 'string'))
+      const now = Date.now()
+      const orphans = segments.names().filter(n => {
+        if (named.has(n)) return false
+        const at = segments.modifiedMs(n)
+        return at !== undefined && now - at >= minAgeMs
+      })
+      try { segments.remove(orphans) } catch (err) { throw storeUnavailable(err) }
+      return orphans
+    },
+
     close (): void {
       segments.close()
     },

@@ -72,6 +72,9 @@ t.test('epx demo (npm start) on a fresh folder: company, certificate, one token 
   }
   const postStatus = await statusOf(post, cwd)
   t.equal(postStatus, 202, 'POST passes mTLS, the token and validation, and is accepted')
+  const metrics = /metrics, health and readiness on (http:\/\/127\.0\.0\.1:\d+\/)metrics/.exec(out)
+  t.ok(metrics, 'the demo serves metrics on a loopback port of their own')
+  if (metrics) t.match(await (await fetch(new URL('metrics', metrics[1]!))).text(), /epx_programmes_total\{status="accepted"\} 1/)
 
   const web = /^Web console: (https:\/\/localhost:\d+\/)/m.exec(out)
   t.ok(web, 'the console URL is printed, with the host name its certificate names')

@@ -19,5 +19,5 @@ t.test('a full disk answers 503 NO_STORE, leaves no unhandled rejection behind, 
   t.notMatch(run.stderr, /Unhandled|ERR_UNHANDLED_REJECTION/)
   // Nothing from a dependency on the host's stderr (lmdb-js printed its stack there).
   t.equal(run.stderr, '', 'the host\'s stderr stays empty')
-  t.match(run.stdout, /ok \d+ - one error line for the episode/)
+  t.match(run.stdout, /ok \d+ - one error line an episode/)
 })

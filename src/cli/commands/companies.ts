@@ -7,6 +7,7 @@ import { companyIdProblem, readCertSubject, readPerimeter } from '../../auth/com
 import { EpxError } from '../../errors.ts'
 import { openCompanies, pinsOf, type CompanyRecord } from '../../store/companies.ts'
 import { openTokens, tokenState } from '../../store/tokens.ts'
+import { cliActor, openAudit } from '../../store/audit.ts'
 import { required } from '../args.ts'
 import { defineCommand, usageError, type CommandSpec } from '../define-command.ts'
 import type { CliIo, Command } from '../io.ts'
@@ -57,7 +58,10 @@ const add = defineCommand(addSpec, async (args, io) => {
   const certSubject = subject.subject
   const perimeter = parsePerimeter(args.strings('sites'), addSpec)
   const record: CompanyRecord = { id, name, status: 'active', certSubject, perimeter, createdAt: new Date().toISOString() }
-  await withStore(io.dataDir, store => openCompanies(store).add(record))
+  await withStore(io.dataDir, async store => {
+    await openCompanies(store).add(record)
+    await openAudit(store).append({ actor: cliActor(), action: 'company.created', subject: id, outcome: 'ok', details: { certSubject, perimeter } }, Date.now())
+  })
   io.out(`added company ${id} (${name})`)
   io.out(`  certificate subject: ${certSubject}`)
   io.out(`  perimeter: ${describePerimeter(perimeter)}`)
@@ -78,6 +82,8 @@ function statusCommand (name: 'suspend' | 'resume', status: CompanyRecord['statu
     const before = await withStore(io.dataDir, async store => {
       let previous: CompanyRecord['status'] | undefined
       await openCompanies(store).update(id, c => { previous = c.status; return { ...c, status } })
+      const outcome = previous === status ? `already ${status}` : 'ok'
+      await openAudit(store).append({ actor: cliActor(), action: name === 'suspend' ? 'company.suspended' : 'company.resumed', subject: id, outcome }, Date.now())
       return previous
     })
     io.out(before === status ? `company ${id} was already ${status}` : `company ${id} is now ${status}`)

@@ -11,6 +11,8 @@ import { readFileSync } from 'node:fs'
 import { canonicalSubject } from '../../auth/subject.ts'
 import { normalizeFingerprint, parseFingerprint256 } from '../../auth/tenancy.ts'
 import { openCompanies, pinsOf, type CompanyRecord } from '../../store/companies.ts'
+import { cliActor, openAudit } from '../../store/audit.ts'
+import type { Store } from '../../store/open-store.ts'
 import { defineCommand, usageError, type CommandSpec } from '../define-command.ts'
 import type { Command } from '../io.ts'
 import { withStore } from '../settings.ts'
@@ -61,10 +63,10 @@ const pin = defineCommand(pinSpec, async (args, io) => {
   const id = checkCompanyId(args.positionals[0]!, pinSpec)
   const named = namedCertificate(args.positionals[1]!, pinSpec)
   let already = false
-  const company = await withStore(io.dataDir, store => openCompanies(store).setPins(id, pins => {
+  const company = await withStore(io.dataDir, async store => rebound(store, id, 'pinned', named.fingerprint, await openCompanies(store).setPins(id, pins => {
     already = pins.some(p => same(p, named.fingerprint))
     return already ? pins : [...pins, named.fingerprint]
-  }))
+  })))
   io.out(already ? `${named.fingerprint} was already pinned for company ${id}` : `pinned ${named.fingerprint} for company ${id}`)
   io.out(`  ${describePins(pinsOf(company))}`)
   if (named.subject !== undefined && named.subject !== canonicalOrSelf(company)) {
@@ -87,13 +89,19 @@ const unpin = defineCommand(unpinSpec, async (args, io) => {
   const id = checkCompanyId(args.positionals[0]!, unpinSpec)
   const named = namedCertificate(args.positionals[1]!, unpinSpec)
   let found = false
-  const company = await withStore(io.dataDir, store => openCompanies(store).setPins(id, pins => {
+  const company = await withStore(io.dataDir, async store => rebound(store, id, 'unpinned', named.fingerprint, await openCompanies(store).setPins(id, pins => {
     found = pins.some(p => same(p, named.fingerprint))
     return pins.filter(p => !same(p, named.fingerprint))
-  }))
+  })))
   io.out(found ? `unpinned ${named.fingerprint} from company ${id}` : `${named.fingerprint} was not pinned for company ${id}`)
   io.out(`  ${describePins(pinsOf(company))}`)
 })
+
+/** The audit record of a change of a company's certificate binding; returns the company. */
+async function rebound (store: Store, id: string, change: 'pinned' | 'unpinned', fingerprint: string, company: CompanyRecord): Promise<CompanyRecord> {
+  await openAudit(store).append({ actor: cliActor(), action: 'company.rebound', subject: id, outcome: 'ok', details: { [change]: fingerprint, pins: pinsOf(company).length } }, Date.now())
+  return company
+}
 
 function canonicalOrSelf (c: CompanyRecord): string {
   try { return canonicalSubject(c.certSubject) } catch { return c.certSubject }

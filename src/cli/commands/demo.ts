@@ -14,6 +14,7 @@ import { addUser } from '../../auth/accounts.ts'
 import { openCompanies } from '../../store/companies.ts'
 import type { Store } from '../../store/open-store.ts'
 import { openUsers } from '../../store/users.ts'
+import { cliActor } from '../../store/audit.ts'
 import { defineCommand, type CommandSpec } from '../define-command.ts'
 import { DEFAULT_DATA_DIR, type CliIo } from '../io.ts'
 import { withStore } from '../settings.ts'
@@ -108,7 +109,7 @@ async function prepare (io: CliIo): Promise<{ bundle: CertBundle; tokens: Create
       io.err(`epx: warning: company ${DEMO_COMPANY} is suspended; its calls get 403 until 'epx company resume ${DEMO_COMPANY}'`)
     }
     const out: CreatedToken[] = []
-    for (const scope of SCOPES) out.push(await createToken(store, DEMO_COMPANY, [scope]))
+    for (const scope of SCOPES) out.push(await createToken(store, cliActor(), DEMO_COMPANY, [scope]))
     return { tokens: out, accounts: await demoAccounts(store) }
   })
   const bundle = await issueBundle(io.dataDir, DEMO_COMPANY, join(io.dataDir, 'demo'))
@@ -156,6 +157,8 @@ async function showTryIt (io: CliIo, run: Running, bundle: CertBundle, tokens: r
   io.out('')
   const data = io.dataDir === resolve(DEFAULT_DATA_DIR) ? '' : ` --data ${shellPath(io.dataDir)}`
   io.out(`In another terminal: npx epx${data} token list, npx epx${data} company list, npx epx${data} sites list.`)
+  io.out(`Then: npx epx${data} audit list (who sent what), npx epx${data} deliveries --date ${tomorrow} (who fetched what),`)
+  io.out(`npx epx${data} instructions list and show ID (what is infeasible)` + (run.handle.metricsUrl ? `, curl ${run.handle.metricsUrl.href}metrics.` : '.'))
   io.out('Ctrl+C stops the service.')
 }
 
@@ -165,7 +168,7 @@ export const demoCommand = defineCommand(spec, async (args, io) => {
   io.out(`client certificate bundle of ${DEMO_COMPANY}: ${shellPath(bundle.dir)} (client.crt, client.key, ca.crt)`)
   io.out('new tokens, shown this once:')
   for (const t of tokens) io.out(`  ${t.record.scopes.join(',').padEnd(28)} ${t.record.id}  ${t.token}`)
-  return serve(io, { cycleSeconds: 10, ...overrides, console: true }, async run => {
+  return serve(io, { cycleSeconds: 10, metrics: true, ...overrides, console: true }, async run => {
     showConsole(io, run, accounts)
     await showTryIt(io, run, bundle, tokens)
   })

@@ -9,6 +9,7 @@ import { openInstructions } from '../../store/instructions.ts'
 import {
   instructionSummary, instructionViewsOf, listInstructionViews, roundKw, slotConstraints,
 } from '../../apply/instruction-view.ts'
+import { openInstructionFlags, type FeasibilityFlag } from '../../store/instruction-flags.ts'
 import { calendarDate, siteIds as siteIdsOf } from '../args.ts'
 import { defineCommand, type CommandSpec } from '../define-command.ts'
 import type { Command } from '../io.ts'
@@ -56,16 +57,20 @@ const list = defineCommand(listSpec, async (args, io) => {
 const show = defineCommand(showSpec, async (args, io) => {
   const [id] = args.positionals as [string]
   const siteIds = siteIdsOf(args, showSpec)
-  const found = await withStore(io.dataDir, store => instructionViewsOf(openInstructions(store), id, { siteIds }))
+  const found = await withStore(io.dataDir, store => {
+    const flags = openInstructionFlags(store)
+    return instructionViewsOf(openInstructions(store), id, { siteIds })
+      .map(v => ({ ...v, feasibility: flags.get(v.instruction.instructionId, v.instruction.siteId) }))
+  })
   if (found.length === 0) {
     const where = siteIds.length ? ` for site ${siteIds.join(', ')}` : ''
     throw new EpxError('EPX_NOT_FOUND', [`no instruction ${id}${where}; see 'epx instructions list'`])
   }
   if (args.flag('json')) {
-    io.out(JSON.stringify(found.map(v => ({ ...instructionSummary(v), periods: slotConstraints(v.instruction).map(({ energyKwh: _, ...p }) => p) })), null, 2))
+    io.out(JSON.stringify(found.map(v => ({ ...instructionSummary(v), feasibility: v.feasibility ?? null, periods: slotConstraints(v.instruction).map(({ energyKwh: _, ...p }) => p) })), null, 2))
     return
   }
-  found.forEach(({ instruction: i, supersededBy }, n) => {
+  found.forEach(({ instruction: i, supersededBy, feasibility }, n) => {
     if (n > 0) io.out('')
     const status = i.state.status + (i.state.cycle === undefined ? '' : ` (solver cycle ${i.state.cycle})`) +
       (supersededBy ? ` by ${supersededBy.instructionId}` : '') + ` since ${i.state.at}`
@@ -78,18 +83,30 @@ const show = defineCommand(showSpec, async (args, io) => {
       ['certificate', i.certFingerprint256],
       ['status', status],
       ['periods', `${i.slots.length} of ${i.slotDurationSecs} s`],
+      ['feasibility', describeFeasibility(feasibility)],
     ])) io.out(line)
     if (i.slots.length === 0) {
       io.out('(no periods: this instruction clears the site\'s constraints for the day)')
       return
     }
     io.out('')
+    const over = new Map((feasibility?.infeasibleSlots ?? []).map(s => [s.startUtc, s.availableKw]))
     const rows = slotConstraints(i).map(p => [
       p.startUtc, p.endUtc, String(p.energyKwh),
       p.minKw !== undefined ? `min_kw ${roundKw(p.minKw)}` : `max_kw ${p.maxKw}`,
+      over.has(p.startUtc) ? `over the available ${roundKw(over.get(p.startUtc)!)} kW` : '',
     ])
-    for (const line of formatTable([['START_UTC', 'END_UTC', 'ENERGY_KWH', 'CONSTRAINT'], ...rows])) io.out(line)
+    for (const line of formatTable([['START_UTC', 'END_UTC', 'ENERGY_KWH', 'CONSTRAINT', 'FEASIBILITY'], ...rows])) io.out(line)
   })
 })
+
+/** One line: checked and fine, or what is over (the solver applies it anyway). */
+function describeFeasibility (f: FeasibilityFlag | undefined): string {
+  if (!f) return 'no excess found against the published needs (or none published)'
+  const parts: string[] = []
+  if (f.infeasibleSlots.length) parts.push(`${f.infeasibleSlots.length} slot(s) with a floor over the available power`)
+  if (f.day) parts.push(`${roundKw(f.day.programmedKwh)} kWh programmed for the day, needs ${roundKw(f.day.needsKwh)} kWh, power allows ${roundKw(f.day.availableKwh)} kWh`)
+  return `INFEASIBLE: ${parts.join('; ')} (checked against Besoins_Agreges of ${f.checkedAgainst}; applied anyway, the solver decides)`
+}
 
 export const instructionsSubcommands: readonly Command[] = [list, show]

@@ -9,6 +9,8 @@ import type { Logger, PublishReport } from '../../host/contract.ts'
 import { createReferenceHost, systemClock } from '../../host/reference-host.ts'
 import { openRevisions } from '../../store/revisions.ts'
 import { createPublisher } from '../../publish/publish-run.ts'
+import { publicationRun } from '../../apply/audit-events.ts'
+import { cliActor, openAudit } from '../../store/audit.ts'
 import { calendarDate, required, siteId, siteIds } from '../args.ts'
 import { defineCommand, type CommandSpec } from '../define-command.ts'
 import type { CliIo, Command } from '../io.ts'
@@ -57,6 +59,7 @@ export const publishCommand = defineCommand(publishSpec, async (args, io) => {
   const sites = siteIds(args, publishSpec)
   const report: PublishReport = await withStore(io.dataDir, async (store, settings) => {
     const ref = createReferenceHost({ dataDir: io.dataDir, sites: settings.host.sites, cycleSeconds: 0 })
+    let audited: Promise<void> | undefined
     try {
       const publisher = createPublisher({
         solver: ref.host.solver,
@@ -64,9 +67,12 @@ export const publishCommand = defineCommand(publishSpec, async (args, io) => {
         clock: systemClock,
         log: cliLogger(io),
         emittedBy: settings.config.publish.emittedBy,
+        onRun: (done, _request, ms) => { audited = openAudit(store).append(publicationRun(done, cliActor(), ms), Date.now()) },
       })
       try {
-        return await publisher.publish({ targetDate, siteIds: sites.length ? sites : undefined })
+        const done = await publisher.publish({ targetDate, siteIds: sites.length ? sites : undefined, trigger: 'cli' })
+        await audited   // on disk before the command returns
+        return done
       } finally {
         await publisher.close()
       }

@@ -52,6 +52,8 @@ export interface ServeOverrides {
   readonly consolePort?: number
   /** Open the web console whatever `console.enabled` says (the demo). */
   readonly console?: boolean
+  /** Serve metrics whatever `metrics.enabled` says (the demo): on `metrics.port` when configured, else a free port. */
+  readonly metrics?: boolean
 }
 
 /** `--port`, `--host`, `--cycle` → overrides, or EPX_USAGE naming the bad one. */
@@ -98,6 +100,8 @@ export async function serve (io: CliIo, overrides: ServeOverrides, ready?: (r: R
   plugin.console = { ...plugin.console }
   if (overrides.console) plugin.console.enabled = true
   if (overrides.consolePort !== undefined) plugin.console.port = overrides.consolePort
+  // The demo serves metrics too: on metrics.port when configured, else on a free port.
+  if (overrides.metrics) Object.assign(plugin, { metrics: { port: 0, ...(plugin as { metrics?: object }).metrics, enabled: true } })
   // The host's own logger; secrets never reach a log line (DECISIONS.md), belt and braces.
   const logger = pino({
     name: 'epx-reference-host',
@@ -134,6 +138,7 @@ export async function serve (io: CliIo, overrides: ServeOverrides, ready?: (r: R
   try {
     io.out(`epx API listening on ${handle.apiUrl.href} (${reference.sites.length} sites, solver cycle every ${overrides.cycleSeconds ?? settings.host.cycleSeconds} s; Ctrl+C to stop)`)
     if (handle.consoleUrl) io.out(`epx web console on ${browserUrl(handle.consoleUrl)}`)
+    if (handle.metricsUrl) io.out(`metrics, health and readiness on ${handle.metricsUrl.href}metrics, /healthz, /readyz`)
     await ready?.({ handle, reference, logger })
     const signal = await stopped
     logger.info({ signal }, 'stopping')

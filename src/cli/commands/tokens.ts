@@ -9,6 +9,7 @@ import { SCOPES, isScope, parseDuration, type Scope } from '../../auth/tokens.ts
 import { EpxError } from '../../errors.ts'
 import { openCompanies } from '../../store/companies.ts'
 import { openTokens } from '../../store/tokens.ts'
+import { cliActor, openAudit } from '../../store/audit.ts'
 import { required } from '../args.ts'
 import { defineCommand, usageError, type CommandSpec } from '../define-command.ts'
 import type { Command } from '../io.ts'
@@ -49,7 +50,7 @@ const create = defineCommand(createSpec, async (args, io) => {
   const { record, token } = await withStore(io.dataDir, async store => {
     const company = openCompanies(store).get(companyId)
     if (company?.status === 'suspended') io.err(`epx: warning: company ${companyId} is suspended; the token answers 403 until 'epx company resume ${companyId}'`)
-    return createToken(store, companyId, scopes as Scope[], ttlMs)
+    return createToken(store, cliActor(), companyId, scopes as Scope[], ttlMs)
   })
   if (args.flag('json')) {
     io.out(JSON.stringify({ id: record.id, company: record.companyId, scopes: record.scopes, expiresAt: record.expiresAt ?? null, token }, null, 2))
@@ -112,9 +113,11 @@ const revoke = defineCommand(revokeSpec, async (args, io) => {
     // Never echo what looks like a secret back (DECISIONS.md: secrets never in output).
     throw usageError(revokeSpec, "that is a token secret, not its id; revoke by id (tok_..., see 'epx token list')")
   }
-  const record = await withStore(io.dataDir, store => {
+  const record = await withStore(io.dataDir, async store => {
     if (!openTokens(store).get(id)) throw new EpxError('EPX_NOT_FOUND', [`no token '${id}' (see 'epx token list')`])
-    return openTokens(store).revoke(id, new Date().toISOString())
+    const revoked = await openTokens(store).revoke(id, new Date().toISOString())
+    await openAudit(store).append({ actor: cliActor(), action: 'token.revoked', subject: id, outcome: 'ok', details: { companyId: revoked.companyId } }, Date.now())
+    return revoked
   })
   io.out(`token ${record.id} of company ${record.companyId} is revoked (since ${record.revokedAt})`)
 })

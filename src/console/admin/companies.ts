@@ -1,5 +1,5 @@
 /**
- * Admin page "Entreprises" (issue 11 item 6): create, suspend and resume, certificate
+ * Admin page "Entreprises": create, suspend and resume, certificate
  * subject binding, perimeter. The rules are `epx company`'s (auth/company-rules.ts,
  * store/companies.ts). Suspending a company also ends its members' sessions.
  * @module
@@ -14,6 +14,7 @@ import { html, type SafeHtml } from '../html.ts'
 import { csrfField, errorPage } from '../layout.ts'
 import { parisTimeOrDash } from '../time.ts'
 import type { Viewer } from '../viewer.ts'
+import { auditConsole } from '../audit.ts'
 
 const ADMIN = { config: { access: 'admin' as const } }
 const STATUS_LABELS = { active: 'active', suspended: 'suspendue' } as const
@@ -103,6 +104,7 @@ export function companiesAdmin (app: FastifyInstance, deps: ConsoleDeps): void {
     }
     await deps.companies.add(record)
     deps.log.info({ company: record.id, by: request.viewer!.username }, 'console: company added')
+    auditConsole(deps, request.viewer!.username, 'company.created', record.id, 'ok', { certSubject: record.certSubject, perimeter: record.perimeter })
     return reply.redirect(`/admin/companies/${record.id}`, 303)
   })
 
@@ -124,6 +126,7 @@ export function companiesAdmin (app: FastifyInstance, deps: ConsoleDeps): void {
       await deps.sessions.deleteWhere(s => deps.users.get(s.username)?.companyId === c.id)
     }
     deps.log.info({ company: c.id, status, by: request.viewer!.username }, 'console: company status')
+    auditConsole(deps, request.viewer!.username, status === 'suspended' ? 'company.suspended' : 'company.resumed', c.id)
     return detailPage(reply, deps, request.viewer!, next, status === 'suspended' ? 'Entreprise suspendue.' : 'Entreprise réactivée.')
   })
 
@@ -133,6 +136,7 @@ export function companiesAdmin (app: FastifyInstance, deps: ConsoleDeps): void {
     const subject = readCertSubject(fieldText(request.body, 'certSubject') || undefined, c.id, c.name)
     if ('problem' in subject) return detailPage(reply.code(400), deps, request.viewer!, c, undefined, `Sujet de certificat invalide : ${subject.problem}`)
     const next = await deps.companies.update(c.id, r => ({ ...r, certSubject: subject.subject }))
+    auditConsole(deps, request.viewer!.username, 'company.rebound', c.id, 'ok', { certSubject: subject.subject })
     return detailPage(reply, deps, request.viewer!, next, 'Sujet du certificat enregistré.')
   })
 
@@ -142,6 +146,7 @@ export function companiesAdmin (app: FastifyInstance, deps: ConsoleDeps): void {
     const perimeter = readPerimeter([fieldText(request.body, 'sites')])
     if ('problem' in perimeter) return detailPage(reply.code(400), deps, request.viewer!, c, undefined, `Périmètre invalide : ${perimeter.problem}`)
     const next = await deps.companies.update(c.id, r => ({ ...r, perimeter: perimeter.perimeter }))
+    auditConsole(deps, request.viewer!.username, 'company.rebound', c.id, 'ok', { perimeter: perimeter.perimeter })
     return detailPage(reply, deps, request.viewer!, next, 'Périmètre enregistré.')
   })
 }

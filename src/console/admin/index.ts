@@ -1,4 +1,4 @@
-/** The admin pages (issue 11 item 6); every route of theirs is `access: 'admin'`. */
+/** The admin pages; every route of theirs is `access: 'admin'`. */
 import type { ConsolePage } from '../deps.ts'
 import { companiesAdmin } from './companies.ts'
 import { publishAdmin } from './publish.ts'

@@ -13,6 +13,7 @@ import { html, type SafeHtml } from '../html.ts'
 import { csrfField, errorPage } from '../layout.ts'
 import { parisTimeOrDash } from '../time.ts'
 import type { Viewer } from '../viewer.ts'
+import { auditConsole } from '../audit.ts'
 
 const ADMIN = { config: { access: 'admin' as const } }
 
@@ -67,6 +68,7 @@ export function usersAdmin (app: FastifyInstance, deps: ConsoleDeps): void {
     try {
       const { record, password } = await addUser(deps.store, { username, admin, companyId }, deps.clock.now().getTime())
       deps.log.info({ user: record.username, by: request.viewer!.username }, 'console: user added')
+      auditConsole(deps, request.viewer!.username, 'user.changed', record.username, 'ok', { change: 'added', admin: record.admin, companyId: record.companyId })
       return listPage(reply, deps, request.viewer!, passwordShown(record.username, password))
     } catch (err) {
       if (!isEpxError(err) || err.code === 'NO_STORE') throw err
@@ -87,6 +89,7 @@ export function usersAdmin (app: FastifyInstance, deps: ConsoleDeps): void {
       if (!u) return notFound(reply)
       await setUserDisabled(deps.store, u.username, disabled)
       deps.log.info({ user: u.username, disabled, by: request.viewer!.username }, 'console: user state')
+      auditConsole(deps, request.viewer!.username, 'user.changed', u.username, 'ok', { change: disabled ? 'disabled' : 'enabled' })
       return listPage(reply, deps, request.viewer!, html`<p class="notice" role="status">${u.username} est ${disabled ? 'désactivé : ses sessions sont terminées' : 'réactivé'}.</p>`)
     })
   }
@@ -96,6 +99,7 @@ export function usersAdmin (app: FastifyInstance, deps: ConsoleDeps): void {
     if (!u) return notFound(reply)
     const { record, password } = await resetPassword(deps.store, u.username, deps.clock.now().getTime())
     deps.log.info({ user: u.username, by: request.viewer!.username }, 'console: password reset')
+    auditConsole(deps, request.viewer!.username, 'user.changed', u.username, 'ok', { change: 'password reset' })
     return listPage(reply, deps, request.viewer!, passwordShown(record.username, password))
   })
 }

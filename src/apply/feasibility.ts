@@ -1,0 +1,107 @@
+/**
+ * Instructions checked against the needs epx published: a slot whose floor exceeds the
+ * site's available power in the latest Besoins_Agreges of that day, or a day whose
+ * programmed energy exceeds what its milestones need or its available power can take,
+ * is flagged. The instruction is applied all the same (the solver decides); the flag is
+ * data for people (`epx instructions show`), with one `warn` line per programme.
+ * @module
+ */
+import type { BesoinsAgreges } from '../contract/besoins-agreges.ts'
+import { slotRange, type InstructionBatch } from '../contract/instruction.ts'
+import { instantText } from '../contract/instant-text.ts'
+import { utcInstantMs } from '../contract/instants.ts'
+import type { Logger } from '../host/contract.ts'
+import type { Revisions } from '../store/revisions.ts'
+import type { FeasibilityFlag, InstructionFlags } from '../store/instruction-flags.ts'
+import { powerKw } from './to-constraints.ts'
+
+/** Rounding noise of kWh ↔ kW conversions is not infeasibility. */
+const EPSILON = 1e-6
+const QUARTER_MS = 900_000
+const SITES_PER_TURN = 64
+
+/** The needs of one site and day, as the check reads them. */
+export interface SiteNeedsSeen {
+  readonly emittedAt: string
+  /** p_max_kw by quarter-hour start (ms). */
+  readonly availableKw: ReadonlyMap<number, number>
+  readonly needsKwh: number
+}
+
+/** Reads the site's part of a published document. */
+export function needsOf (doc: BesoinsAgreges): SiteNeedsSeen {
+  const site = doc.sites[0]!
+  const availableKw = new Map<number, number>()
+  for (const p of site.puissance_disponible) availableKw.set(utcInstantMs(p.debut_utc), p.p_max_kw)
+  return { emittedAt: doc.emitted_at, availableKw, needsKwh: site.jalons_besoin.reduce((n, j) => n + j.valeur_kwh, 0) }
+}
+
+/** The flag of slots `[from, to)` of a batch against a site's needs; undefined when feasible. */
+export function checkSlots (batch: Pick<InstructionBatch, 'starts' | 'kwh' | 'slotDurationSecs'>, from: number, to: number, needs: SiteNeedsSeen): FeasibilityFlag | undefined {
+  const slots: Array<{ startUtc: string; floorKw: number; availableKw: number }> = []
+  let programmedKwh = 0
+  const quarters = Math.max(1, Math.round(batch.slotDurationSecs * 1000 / QUARTER_MS))
+  for (let k = from; k < to; k++) {
+    const energy = batch.kwh[k]!
+    if (!(energy > 0)) continue
+    programmedKwh += energy
+    const floorKw = powerKw(energy, batch.slotDurationSecs)
+    // A slot longer than a quarter-hour needs its floor in each quarter-hour it covers.
+    let available = Infinity
+    for (let q = 0; q < quarters; q++) {
+      const kw = needs.availableKw.get(batch.starts[k]! + q * QUARTER_MS)
+      if (kw !== undefined && kw < available) available = kw
+    }
+    if (available !== Infinity && floorKw > available + EPSILON) slots.push({ startUtc: instantText(batch.starts[k]!), floorKw, availableKw: available })
+  }
+  let powerKwh = 0
+  for (const kw of needs.availableKw.values()) powerKwh += kw / 4
+  const overNeeds = programmedKwh > needs.needsKwh + EPSILON
+  const overPower = programmedKwh > powerKwh + EPSILON
+  if (slots.length === 0 && !overNeeds && !overPower) return undefined
+  return {
+    checkedAgainst: needs.emittedAt,
+    infeasibleSlots: slots,
+    ...(overNeeds || overPower ? { day: { programmedKwh, needsKwh: needs.needsKwh, availableKwh: powerKwh } } : {}),
+  }
+}
+
+export interface FeasibilityDeps {
+  readonly revisions: Pick<Revisions, 'latest' | 'bytesOf'>
+  readonly flags: InstructionFlags
+  readonly log: Logger
+  /** Told how many instructions of a programme were flagged (metrics). */
+  readonly onFlagged?: (count: number) => void
+}
+
+/**
+ * Checks every site of an accepted batch against the latest published needs of its day,
+ * a few sites per event-loop turn (the solver shares the loop), stores the flags and
+ * warns once. A site with no published needs is not checked. Never rejects.
+ */
+export async function checkBatch (batch: InstructionBatch, deps: FeasibilityDeps): Promise<number> {
+  const flagged: Array<{ siteId: string; flag: FeasibilityFlag }> = []
+  try {
+    for (let i = 0; i < batch.siteIds.length; i++) {
+      if (i > 0 && i % SITES_PER_TURN === 0) await new Promise<void>(resolve => setImmediate(resolve))
+      const siteId = batch.siteIds[i]!
+      const meta = deps.revisions.latest(siteId, batch.targetDate)
+      const bytes = meta && deps.revisions.bytesOf(meta)
+      if (!bytes) continue
+      const [from, to] = slotRange(batch, i)
+      const flag = checkSlots(batch, from, to, needsOf(JSON.parse(bytes.toString('utf8')) as BesoinsAgreges))
+      if (flag) flagged.push({ siteId, flag })
+    }
+    if (flagged.length === 0) return 0
+    await deps.flags.put(batch.instructionId, flagged)
+    deps.onFlagged?.(flagged.length)
+    const first = flagged[0]!
+    deps.log.warn({
+      instructionId: batch.instructionId, targetDate: batch.targetDate, sites: flagged.length, firstSite: first.siteId,
+      firstSlot: first.flag.infeasibleSlots[0], day: first.flag.day,
+    }, 'instruction asks more than the site can take (floor over the available power, or more energy than the needs): applied anyway, the solver decides; see epx instructions show')
+  } catch (err) {
+    deps.log.warn({ instructionId: batch.instructionId, err }, 'could not check the instruction against the needs')
+  }
+  return flagged.length
+}

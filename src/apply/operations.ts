@@ -1,0 +1,117 @@
+/**
+ * What the running service records about itself, in one place: each event the doors and
+ * the publisher report (a programme's outcome, a publication run, a dead token used)
+ * becomes an audit record, metrics and, for an accepted programme, a feasibility check;
+ * retention of everything that grows runs after each publication run.
+ * @module
+ */
+import type { Clock, Logger, PublishReport } from '../host/contract.ts'
+import type { EpxMetrics } from '../metrics/registry.ts'
+import type { Audit, AuditActor } from '../store/audit.ts'
+import type { Deliveries } from '../store/deliveries.ts'
+import type { Instructions } from '../store/instructions.ts'
+import type { TokenRecord } from '../store/tokens.ts'
+import type { RunRequest } from '../publish/publish-run.ts'
+import { addDays, parisDateOf } from '../contract/paris-day.ts'
+import { programmeAccepted, programmeRejected, publicationRun, type ProgrammeOutcome } from './audit-events.ts'
+import { checkBatch, type FeasibilityDeps } from './feasibility.ts'
+
+export interface OperationsDeps {
+  readonly audit: Audit
+  readonly metrics?: EpxMetrics
+  readonly feasibility: Omit<FeasibilityDeps, 'onFlagged'>
+  readonly instructions: Pick<Instructions, 'prune'>
+  readonly deliveries: Pick<Deliveries, 'prune'>
+  readonly retentionDays: { readonly instructions: number; readonly deliveries: number }
+  readonly clock: Clock
+  readonly log: Logger
+}
+
+/** A dead token presented again within this time is not recorded again (a BSP retrying in a loop). */
+const DEAD_TOKEN_QUIET_MS = 3_600_000
+
+export function createOperations (deps: OperationsDeps) {
+  const { audit, metrics, clock, log } = deps
+  const pending = new Set<Promise<unknown>>()
+  const track = (p: Promise<unknown>) => {
+    const settled = p.catch(() => {}).finally(() => pending.delete(settled))
+    pending.add(settled)
+  }
+  const deadTokens = new Map<string, number>()
+  /** The last scheduled run: readiness wants it to have published every site. */
+  let lastScheduled: { ok: boolean; targetDate: string } | undefined
+
+  const ops = {
+    programme (o: ProgrammeOutcome): void {
+      const atMs = o.at.getTime()
+      if (!o.accepted) {
+        audit.record(programmeRejected(o.caller, o.error), atMs)
+        metrics?.programme(false, o.caller.companyId, 0, atMs)
+        return
+      }
+      audit.record(programmeAccepted(o.batch, o.caller, o.bytes), atMs)
+      metrics?.programme(true, o.caller.companyId, o.batch.siteIds.length, atMs)
+      track(checkBatch(o.batch, { ...deps.feasibility, onFlagged: n => metrics?.infeasible(n) }))
+    },
+
+    publication (report: PublishReport, request: RunRequest, durationMs: number): void {
+      const trigger = request.trigger ?? 'host'
+      const actor: AuditActor = trigger === 'schedule' ? { kind: 'schedule' } : { kind: 'host' }
+      const endMs = clock.now().getTime()
+      audit.record(publicationRun(report, actor, durationMs), endMs)
+      metrics?.publication(report, trigger, durationMs / 1000, endMs)
+      if (trigger === 'schedule') lastScheduled = { ok: report.failed.length === 0, targetDate: report.targetDate }
+      ops.retentionInBackground()
+    },
+
+    deadToken (token: TokenRecord, reason: 'revoked' | 'expired', nowMs: number): void {
+      const key = `${token.id}/${reason}`
+      const last = deadTokens.get(key)
+      if (last !== undefined && nowMs - last < DEAD_TOKEN_QUIET_MS) return
+      if (deadTokens.size > 10_000) deadTokens.clear()
+      deadTokens.set(key, nowMs)
+      audit.record({
+        actor: { kind: 'company', companyId: token.companyId, tokenId: token.id },
+        action: 'token.refused',
+        subject: token.id,
+        outcome: `refused 401 ${reason}`,
+        details: { reason, ...(reason === 'revoked' ? { revokedAt: token.revokedAt } : { expiresAt: token.expiresAt }) },
+      }, nowMs)
+    },
+
+    /** Why the service is not ready for publication, or undefined. */
+    publicationProblem (): string | undefined {
+      if (lastScheduled && !lastScheduled.ok) return `the last scheduled publication (${lastScheduled.targetDate}) left sites unpublished`
+      return undefined
+    },
+
+    /** Removes audit records, instructions and receipts past their retention. Never rejects. */
+    async retention (): Promise<void> {
+      const now = clock.now()
+      const today = parisDateOf(now)
+      try {
+        const audited = await audit.prune(now.getTime())
+        const before = addDays(today, -deps.retentionDays.instructions)
+        const instructions = await deps.instructions.prune(before)
+        await deps.feasibility.flags.prune(before)
+        const receipts = await deps.deliveries.prune(addDays(today, -deps.retentionDays.deliveries))
+        if (audited || instructions || receipts) log.info({ audited, instructions, receipts }, 'expired audit records, instructions and delivery receipts removed')
+      } catch (err) {
+        log.warn({ reason: (err as Error).message }, 'retention could not run; the next publication run retries')
+      }
+    },
+
+    /** Runs retention without waiting for it (close() does). */
+    retentionInBackground (): void {
+      track(ops.retention())
+    },
+
+    /** Resolves once the checks and retention started so far have ended and the audit records are written (close()). */
+    async settle (): Promise<void> {
+      while (pending.size) await Promise.all(pending)
+      await audit.flush().catch(() => {})
+    },
+  }
+  return ops
+}
+export type Operations = ReturnType<typeof createOperations>

@@ -1,0 +1,17 @@
+/**
+ * What the API door tells whoever watches it (plugin.ts wires the metrics and the audit
+ * trail to it): every method is optional (metrics off: only the audit's), cheap, and never throws.
+ * @module
+ */
+import type { TokenRecord } from '../store/tokens.ts'
+
+export interface ApiObserver {
+  /** A TLS handshake completed. */
+  handshake?(): void
+  /** A TLS handshake failed; `reason` is node's error code (or `unknown`). */
+  handshakeFailed?(reason: string): void
+  /** A request ended: its door (`none` for an unknown path), method, status, error code if any, duration. */
+  answered?(door: string, method: string, status: number, code: string | undefined, seconds: number): void
+  /** A revoked or expired token was presented. */
+  deadToken?(token: TokenRecord, reason: 'revoked' | 'expired', nowMs: number): void
+}

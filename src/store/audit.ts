@@ -1,0 +1,175 @@
+/**
+ * The audit trail: one append-only record per state-changing event (a programme
+ * accepted or rejected, a publication run, a token or company change, a dead token
+ * used), durable in LMDB, kept `audit.retentionDays` (400 by default), so an operator
+ * answers "who sent what, when" from epx's own records. Never a secret: ids only, and
+ * anything shaped like a token secret is masked before it is stored.
+ * @module
+ */
+import { userInfo } from 'node:os'
+import type { Store } from './open-store.ts'
+
+/** Who caused the event. */
+export type AuditActor =
+  | { readonly kind: 'company'; readonly companyId: string; readonly tokenId?: string }
+  | { readonly kind: 'cli'; readonly user: string }
+  | { readonly kind: 'console'; readonly user: string }
+  | { readonly kind: 'schedule' }
+  | { readonly kind: 'host' }
+
+export type AuditAction =
+  | 'programme.accepted' | 'programme.rejected'
+  | 'publication.run'
+  | 'token.created' | 'token.revoked' | 'token.refused'
+  | 'company.created' | 'company.suspended' | 'company.resumed' | 'company.rebound'
+  | 'user.login' | 'user.login-failed' | 'user.logout' | 'user.changed'
+
+export interface AuditEvent {
+  readonly actor: AuditActor
+  readonly action: AuditAction
+  /** What the event is about: an instruction id, a token id, a company id, a date. */
+  readonly subject: string
+  /** `ok`, or what went wrong in a few words (`refused 400 INVALID_PROGRAMME_SOUTIRAGE_REQUEST`). */
+  readonly outcome: string
+  /** The facts of the event (counts, ids, the first error details); never a secret. */
+  readonly details?: Readonly<Record<string, unknown>>
+}
+
+export interface AuditRecord extends AuditEvent {
+  /** ISO 8601 UTC. */
+  readonly at: string
+}
+
+export interface AuditQuery {
+  readonly sinceMs?: number
+  readonly untilMs?: number
+  /** Events whose actor is this company, or whose subject or details name it. */
+  readonly companyId?: string
+  /** An action, or a prefix ending in `.` (`token.`). */
+  readonly action?: string
+  readonly limit?: number
+}
+
+/** [atMs, process tag, sequence]: ordered by time, unique across the CLI and the service. */
+type Key = [number, string, number]
+
+const PRUNE_CHUNK = 1000
+/** How long `record` lets records gather before their write (see `openAudit`). */
+const RECORD_DELAY_MS = 20
+/** A token secret (`epx_` + 43 base64url), wherever it would hide in a record. */
+const SECRET = /epx_[A-Za-z0-9_-]{20,}/g
+
+/** Masks anything that looks like a token secret (belt and braces: callers pass ids only). */
+function masked (value: unknown): unknown {
+  if (typeof value === 'string') return value.includes('epx_') ? value.replace(SECRET, 'epx_[redacted]') : value
+  if (Array.isArray(value)) return value.map(masked)
+  if (value && typeof value === 'object') {
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, masked(v)]))
+  }
+  return value
+}
+
+export function openAudit (store: Store, opts: { retentionDays?: number } = {}) {
+  const db = store.db<AuditRecord>('audit')
+  const retentionMs = (opts.retentionDays ?? 400) * 86_400_000
+  const tag = `${process.pid.toString(36)}${Math.floor(Math.random() * 36 ** 4).toString(36)}`
+  let seq = 0
+
+  // Records waiting for their write job: every record made before that job runs joins
+  // it. `record` (the service's events) waits RECORD_DELAY_MS first, so the audit of a
+  // burst of POSTs is one put loop riding in a group commit the saves make anyway, not
+  // one more commit each (bench/ops-costs.ts: ~100 µs of CPU a POST otherwise).
+  let pending: Array<[Key, AuditRecord]> = []
+  let job: Promise<void> | undefined
+  let timer: NodeJS.Timeout | undefined
+  const write = (): Promise<void> => {
+    if (timer) { clearTimeout(timer); timer = undefined }
+    if (job) return job
+    const mine: Promise<void> = job = store.writeDurable(() => {
+      const batch = pending
+      pending = []
+      job = undefined
+      for (const [k, r] of batch) db.putSync(k, r)
+    })
+    // Refused before it ran (the store is down): those records are lost with it, as the caller is told.
+    mine.catch(() => { if (job === mine) { job = undefined; pending = [] } })
+    return mine
+  }
+  const make = (event: AuditEvent, atMs: number): [Key, AuditRecord] =>
+    [[atMs, tag, seq++], masked({ at: new Date(atMs).toISOString(), ...event }) as AuditRecord]
+
+  const api = {
+    /** Appends one record, durably: resolves once it is on disk (the CLI's changes). */
+    append (event: AuditEvent, atMs: number): Promise<void> {
+      pending.push(make(event, atMs))
+      return write()
+    },
+
+    /**
+     * Appends without making the caller wait (the request it describes is already
+     * answered), within RECORD_DELAY_MS; a failed write is a store fault, logged once by
+     * the store's fault log. A crash may lose the records of that last moment; the
+     * instructions themselves, with their sender, are durable before their 202.
+     */
+    record (event: AuditEvent, atMs: number): void {
+      pending.push(make(event, atMs))
+      if (!job && !timer) {
+        timer = setTimeout(() => { write().catch(() => {}) }, RECORD_DELAY_MS)
+        timer.unref()
+      }
+    },
+
+    /** Writes the records still waiting (close()). */
+    flush (): Promise<void> {
+      return pending.length || job ? write() : Promise.resolve()
+    },
+
+    /** Records in time order, filtered. */
+    list (q: AuditQuery = {}): AuditRecord[] {
+      const out: AuditRecord[] = []
+      const range = {
+        start: [q.sinceMs ?? 0],
+        ...(q.untilMs === undefined ? {} : { end: [q.untilMs + 1] }),
+      }
+      for (const { key, value } of db.getRange(range)) {
+        if (!Array.isArray(key)) continue   // the msgpack shapes live under a symbol key
+        if (q.action !== undefined && !(q.action.endsWith('.') ? value.action.startsWith(q.action) : value.action === q.action)) continue
+        if (q.companyId !== undefined && !concerns(value, q.companyId)) continue
+        out.push(value)
+        if (q.limit !== undefined && out.length >= q.limit) break
+      }
+      return out
+    },
+
+    /** Removes records older than the retention, in small transactions; resolves to their count. */
+    async prune (nowMs: number): Promise<number> {
+      const cutoff = nowMs - retentionMs
+      let removed = 0
+      for (;;) {
+        const keys = [...db.getKeys({ start: [0], end: [cutoff], limit: PRUNE_CHUNK })].filter(Array.isArray) as Key[]
+        if (!keys.length) break
+        await store.writeDurable(() => { for (const k of keys) db.removeSync(k) })
+        removed += keys.length
+        if (keys.length < PRUNE_CHUNK) break
+      }
+      return removed
+    },
+  }
+  return api
+}
+export type Audit = ReturnType<typeof openAudit>
+
+function concerns (r: AuditRecord, companyId: string): boolean {
+  if (r.actor.kind === 'company' && r.actor.companyId === companyId) return true
+  if (r.subject === companyId) return true
+  return r.details?.companyId === companyId
+}
+
+/** The CLI's actor: the operating-system user running `epx` (no `USER` in a container or a cron job: asked of the system). */
+export function cliActor (): AuditActor {
+  let user = process.env.USER ?? process.env.USERNAME
+  if (!user) {
+    try { user = userInfo().username } catch { user = `uid ${process.getuid?.() ?? 'unknown'}` }
+  }
+  return { kind: 'cli', user }
+}

@@ -1,0 +1,39 @@
+/**
+ * Flags kept beside an instruction (same key, `[instruction_id, site_id]`), written
+ * after it was accepted: today, that it asks more than the published needs allow
+ * (`apply/feasibility.ts`). Data for people; it changes nothing the solver gets.
+ * @module
+ */
+import type { Store } from './open-store.ts'
+
+export interface FeasibilityFlag {
+  /** `emitted_at` of the Besoins_Agreges revision the instruction was checked against. */
+  readonly checkedAgainst: string
+  /** Slots whose floor exceeds the available power of their quarter-hour(s). */
+  readonly infeasibleSlots: ReadonlyArray<{ readonly startUtc: string; readonly floorKw: number; readonly availableKw: number }>
+  /** Present when the day's programmed energy exceeds the milestones' needs or the available power. */
+  readonly day?: { readonly programmedKwh: number; readonly needsKwh: number; readonly availableKwh: number }
+}
+
+export function openInstructionFlags (store: Store) {
+  const db = store.db<FeasibilityFlag>('instruction-feasibility')
+  return {
+    put (instructionId: string, flags: ReadonlyArray<{ siteId: string; flag: FeasibilityFlag }>): Promise<void> {
+      return store.writeDurable(() => {
+        for (const { siteId, flag } of flags) {
+          db.putSync([instructionId, siteId], flag)
+        }
+      })
+    },
+    get (instructionId: string, siteId: string): FeasibilityFlag | undefined {
+      return db.get([instructionId, siteId])
+    },
+    /** Removes the flags of instructions whose target date is before `beforeDate` (ids start with it). */
+    async prune (beforeDate: string): Promise<number> {
+      const keys = [...db.getKeys({ start: [''], end: [`ProgrammeSoutirage-${beforeDate}`] })].filter(Array.isArray)
+      if (keys.length) await store.writeDurable(() => { for (const k of keys) db.removeSync(k) })
+      return keys.length
+    },
+  }
+}
+export type InstructionFlags = ReturnType<typeof openInstructionFlags>
