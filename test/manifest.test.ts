@@ -31,8 +31,8 @@ t.test('the schedules the manifest declares are the configuration defaults', asy
   t.equal(byId['publish-daily'].timezone, config.publish.timezone)
 })
 
-t.test('package.json exposes only the public entry and names the CLI epx', async t => {
-  t.same(Object.keys(pkg.exports), ['.', './package.json'])
+t.test('package.json exposes only the public entry and the reference BSP client, and names the CLI epx', async t => {
+  t.same(Object.keys(pkg.exports), ['.', './bsp', './package.json'])
   t.equal(pkg.bin.epx, 'bin/epx.js')
   t.equal(pkg.name, 'epx-gateway')
 })

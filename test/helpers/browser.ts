@@ -46,11 +46,12 @@ export async function newPage (t: Test, browser: Browser): Promise<Page> {
 
 /** Logs in through the form; resolves once the answer to the login POST has loaded. */
 export async function login (page: Page, consoleUrl: URL, username: string, password: string): Promise<number> {
-  await page.goto(new URL('/login', consoleUrl).href)
+  // Already on the login form (sent there from a page asked for): fill it in place, so its `next` is kept.
+  if (!page.url().startsWith(new URL('/login', consoleUrl).href)) await page.goto(new URL('/login', consoleUrl).href)
   await page.getByLabel('Identifiant').fill(username)
   await page.getByLabel('Mot de passe').fill(password)
   const [response] = await Promise.all([
-    page.waitForResponse(r => r.url().endsWith('/login') && r.request().method() === 'POST'),
+    page.waitForResponse(r => new URL(r.url()).pathname === '/login' && r.request().method() === 'POST'),
     page.getByRole('button', { name: 'Se connecter' }).click(),
   ])
   await page.waitForLoadState()
