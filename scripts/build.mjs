@@ -20,7 +20,7 @@ import { basename, join, resolve } from 'node:path'
 const root = fileURLToPath(new URL('..', import.meta.url))
 const args = process.argv.slice(2)
 let outdir = resolve(root, 'dist')
-let entryPoints = { index: 'src/index.ts', 'programme-worker': 'src/http/programme-worker.ts' }
+let entryPoints = { index: 'src/index.ts', 'programme-worker': 'src/apply/programme-worker.ts' }
 let withCli = true
 for (let i = 0; i < args.length; i++) {
   if (args[i] === '--out') outdir = resolve(args[++i])

@@ -12,14 +12,10 @@ import { openTokens } from './store/tokens.ts'
 import { listenApi } from './http/listener.ts'
 import { inboundRoute } from './http/inbound-route.ts'
 import { outboundRoute } from './http/outbound-route.ts'
-import { openRevisions } from './store/revisions.ts'
-import { createPublisher } from './publish/publish-run.ts'
+import { openPublication } from './publish/open-publication.ts'
 import { startSchedule } from './publish/schedule.ts'
 import { addDays, parisDateOf } from './contract/paris-day.ts'
-import { openInstructions } from './store/instructions.ts'
-import { createEnqueuer } from './apply/enqueue.ts'
-import { receiveProgramme } from './apply/receive-programme.ts'
-import { createProgrammeReader } from './http/read-programme.ts'
+import { openInbound } from './apply/receive-programme.ts'
 import { checkNodeVersion } from './host/node-version.ts'
 
 const { version, engines } = createRequire(import.meta.url)('../package.json') as { version: string; engines: { node: string } }
@@ -62,27 +58,15 @@ export async function createEpx (host: Host, rawConfig: unknown, internals: Inte
     const companies = openCompanies(store)
     const tokens = openTokens(store)
 
-    const revisions = openRevisions(store, { retentionDays: config.publish.retentionDays })
-    bin.add(() => revisions.close())
-    const publisher = createPublisher({
-      solver: host.solver, revisions, clock: host.clock, log: log.child({ area: 'publish' }), emittedBy: config.publish.emittedBy,
-    })
-    bin.add(() => publisher.close())
+    const publication = openPublication(store, config.publish, { solver: host.solver, clock: host.clock, log: log.child({ area: 'publish' }) })
+    bin.add(() => publication.close())
+    const { revisions, publisher } = publication
 
-    const instructions = openInstructions(store)
-    const enqueuer = createEnqueuer({ solver: host.solver, instructions, clock: host.clock, log: log.child({ area: 'inbound' }) })
-    bin.add(() => enqueuer.close())
     // Before the API listens, so no newer programme can be overtaken by an old one.
-    await enqueuer.requeueEffective()
-    const reader = createProgrammeReader(config.inbound)
-    bin.add(() => reader.close())
-    const inbound = inboundRoute({
-      maxBodyBytes: config.inbound.maxBodyBytes,
-      reader,
-      receive: (batch, at) => receiveProgramme(batch, at, { instructions, enqueuer }),
-    })
+    const inbound = await openInbound({ store, solver: host.solver, clock: host.clock, log: log.child({ area: 'inbound' }), options: config.inbound })
+    bin.add(() => inbound.close())
 
-    const routes = [inbound, outboundRoute({ revisions })]
+    const routes = [inboundRoute({ maxBodyBytes: config.inbound.maxBodyBytes, inbound }), outboundRoute({ revisions })]
     const api = await listenApi({ config, dataDir: host.dataDir, log, clock: host.clock, store, companies, tokens, routes })
     bin.add(() => api.close())
     if (config.publish.schedule) {

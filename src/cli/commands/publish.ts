@@ -8,7 +8,7 @@
 import type { Logger, PublishReport } from '../../host/contract.ts'
 import { createReferenceHost, systemClock } from '../../host/reference-host.ts'
 import { openRevisions } from '../../store/revisions.ts'
-import { createPublisher } from '../../publish/publish-run.ts'
+import { openPublication } from '../../publish/open-publication.ts'
 import { calendarDate, required, siteId, siteIds } from '../args.ts'
 import { defineCommand, type CommandSpec } from '../define-command.ts'
 import type { CliIo, Command } from '../io.ts'
@@ -58,17 +58,11 @@ export const publishCommand = defineCommand(publishSpec, async (args, io) => {
   const report: PublishReport = await withStore(io.dataDir, async (store, settings) => {
     const ref = createReferenceHost({ dataDir: io.dataDir, sites: settings.host.sites, cycleSeconds: 0 })
     try {
-      const publisher = createPublisher({
-        solver: ref.host.solver,
-        revisions: openRevisions(store, { retentionDays: settings.config.publish.retentionDays }),
-        clock: systemClock,
-        log: cliLogger(io),
-        emittedBy: settings.config.publish.emittedBy,
-      })
+      const publication = openPublication(store, settings.config.publish, { solver: ref.host.solver, clock: systemClock, log: cliLogger(io) })
       try {
-        return await publisher.publish({ targetDate, siteIds: sites.length ? sites : undefined })
+        return await publication.publisher.publish({ targetDate, siteIds: sites.length ? sites : undefined })
       } finally {
-        await publisher.close()
+        await publication.close()
       }
     } finally {
       await ref.close()
