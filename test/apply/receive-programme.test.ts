@@ -20,11 +20,12 @@ async function setup (t: Test, o: { offThreadBytes?: number; faults?: StoreFault
   const store = openStore(dir, { faults })
   t.teardown(() => store.close())
   const queue: SolverInput[] = []
+  const listening = new Set<unknown>()
   const solver: SolverPort = {
     sites: async () => [],
     needs: async () => { throw new Error('unused') },
     enqueueNextCycle: inputs => { queue.push(...inputs) },
-    onCycleApplied: () => () => {},
+    onCycleApplied: l => { listening.add(l); return () => listening.delete(l) },
   }
   const log = pino({ level: 'silent' }) as unknown as Logger
   const open = () => openInbound({
@@ -33,7 +34,7 @@ async function setup (t: Test, o: { offThreadBytes?: number; faults?: StoreFault
   })
   const inbound = await open()
   t.teardown(() => inbound.close())
-  return { inbound, open, queue, faults, instructions: openInstructions(store) }
+  return { inbound, open, queue, faults, listening, instructions: openInstructions(store) }
 }
 
 t.test('a valid programme is accepted: stored with its sender, queued, and its receipt names each instruction', async t => {
@@ -98,4 +99,14 @@ t.test('opening queues again what is effective, so a restart loses nothing', asy
   const again = await open()
   t.teardown(() => again.close())
   t.same(queue.map(i => i.siteId), [siteId(1), siteId(2)])
+})
+
+t.test('a store that cannot answer at opening fails the opening and leaves nothing listening', async t => {
+  const { inbound, open, faults, listening } = await setup(t)
+  await inbound.close()
+  t.equal(listening.size, 0)
+  faults.unavailable = true
+  await t.rejects(open(), { code: 'NO_STORE' })
+  faults.unavailable = false
+  t.equal(listening.size, 0, 'the enqueuer it made no longer hears the solver')
 })

@@ -1,5 +1,5 @@
 import { join } from 'node:path'
-import t from 'tap'
+import t, { type Test } from 'tap'
 import type { Logger, SolverPort } from '../../src/host/contract.ts'
 import { openStore } from '../../src/store/open-store.ts'
 import { openPublication } from '../../src/publish/open-publication.ts'
@@ -16,13 +16,18 @@ const solver: SolverPort = {
   onCycleApplied () { return () => {} },
 }
 
-t.test('what the publisher publishes is in the revisions it comes with, emitted by the configured name', async t => {
+function open (t: Test, emittedBy = 'epx') {
   const store = openStore(join(t.testdir(), 'store'))
   t.teardown(() => store.close())
-  const publication = openPublication(store, { emittedBy: 'epx-acme', retentionDays: 90 }, {
+  const publication = openPublication(store, { emittedBy, retentionDays: 90 }, {
     solver, log: silent, clock: { now: () => new Date('2026-11-21T07:00:00Z') },
   })
   t.teardown(() => publication.close())
+  return publication
+}
+
+t.test('what the publisher publishes is in the revisions it comes with, emitted by the configured name', async t => {
+  const publication = open(t, 'epx-acme')
   const report = await publication.publisher.publish({ targetDate: '2026-11-22' })
   t.same(report.published.map(p => p.siteId), [prm(1), prm(2)])
   const latest = publication.revisions.latest(prm(2), '2026-11-22')
@@ -31,11 +36,7 @@ t.test('what the publisher publishes is in the revisions it comes with, emitted 
 })
 
 t.test('close() waits for the run in progress, then refuses new runs', async t => {
-  const store = openStore(join(t.testdir(), 'store'))
-  t.teardown(() => store.close())
-  const publication = openPublication(store, { emittedBy: 'epx', retentionDays: 90 }, {
-    solver, log: silent, clock: { now: () => new Date('2026-11-21T07:00:00Z') },
-  })
+  const publication = open(t)
   const run = publication.publisher.publish({ targetDate: '2026-11-22' })
   await publication.close()
   t.equal((await run).published.length, 2, 'the run in progress finished')
