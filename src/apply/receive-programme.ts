@@ -101,6 +101,7 @@ export async function receiveProgramme (bytes: Buffer, caller: Caller, receivedA
     if (!isEpxError(err)) throw err
     outcome = { accepted: false, error: err }
   }
+  // Every programme's fate passes here once, as one value: what records it belongs here.
   return outcome
 }
 

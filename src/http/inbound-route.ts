@@ -10,13 +10,13 @@ import type { Inbound } from '../apply/receive-programme.ts'
 import { readJsonBody } from './body.ts'
 import { INBOUND_PATH, NOSNIFF, type Route } from './route.ts'
 
-export interface InboundDeps {
+export interface InboundRouteDeps {
   /** `inbound.maxBodyBytes`. */
   readonly maxBodyBytes: number
   readonly inbound: Pick<Inbound, 'receive'>
 }
 
-export function inboundRoute (deps: InboundDeps): Route {
+export function inboundRoute (deps: InboundRouteDeps): Route {
   return {
     path: INBOUND_PATH,
     door: 'inbound',
