@@ -21,7 +21,7 @@ const root = fileURLToPath(new URL('..', import.meta.url))
 const args = process.argv.slice(2)
 let outdir = resolve(root, 'dist')
 // bsp.js: the reference BSP client, `epx-gateway/bsp` (package.json "exports").
-let entryPoints = { index: 'src/index.ts', 'programme-worker': 'src/http/programme-worker.ts', bsp: 'src/bsp/index.ts' }
+let entryPoints = { index: 'src/index.ts', 'programme-worker': 'src/apply/programme-worker.ts', bsp: 'src/bsp/index.ts' }
 let withCli = true
 for (let i = 0; i < args.length; i++) {
   if (args[i] === '--out') outdir = resolve(args[++i])

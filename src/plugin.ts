@@ -12,14 +12,10 @@ import { openTokens } from './store/tokens.ts'
 import { listenApi } from './http/listener.ts'
 import { inboundRoute } from './http/inbound-route.ts'
 import { outboundRoute } from './http/outbound-route.ts'
-import { openRevisions } from './store/revisions.ts'
-import { createPublisher } from './publish/publish-run.ts'
+import { openPublication } from './publish/open-publication.ts'
 import { startSchedule } from './publish/schedule.ts'
 import { addDays, parisDateOf } from './contract/paris-day.ts'
-import { openInstructions } from './store/instructions.ts'
-import { createEnqueuer } from './apply/enqueue.ts'
-import { receiveProgramme } from './apply/receive-programme.ts'
-import { createProgrammeReader } from './http/read-programme.ts'
+import { openInbound } from './apply/receive-programme.ts'
 import { checkNodeVersion } from './host/node-version.ts'
 import { startConsole } from './console/server.ts'
 import { openUsers } from './store/users.ts'
@@ -27,7 +23,7 @@ import { openSessions } from './store/sessions.ts'
 import { openAudit } from './store/audit.ts'
 import { openDeliveries } from './store/deliveries.ts'
 import { openInstructionFlags } from './store/instruction-flags.ts'
-import { createOperations } from './apply/operations.ts'
+import { createOperations, type Operations } from './apply/operations.ts'
 import { createMetrics, type EpxMetrics } from './metrics/registry.ts'
 import { metricSources } from './metrics/sources.ts'
 import { listenMetrics } from './metrics/server.ts'
@@ -75,11 +71,23 @@ export async function createEpx (host: Host, rawConfig: unknown, internals: Inte
     const companies = openCompanies(store)
     const tokens = openTokens(store)
 
-    const revisions = openRevisions(store, { retentionDays: config.publish.retentionDays })
-    bin.add(() => revisions.close())
+    const publication = openPublication(store, config.publish, {
+      solver: host.solver, clock: host.clock, log: log.child({ area: 'publish' }),
+      onRun: (report, request, ms) => ops.publication(report, request, ms),
+    })
+    bin.add(() => publication.close())
+    const { revisions, publisher } = publication
     const orphans = revisions.removeOrphanSegments()
     if (orphans.length) log.warn({ segments: orphans }, 'removed revision files a crash left uncommitted')
-    const instructions = openInstructions(store)
+
+    // Before the API listens, so no newer programme can be overtaken by an old one.
+    const inbound = await openInbound({
+      store, solver: host.solver, clock: host.clock, log: log.child({ area: 'inbound' }), options: config.inbound,
+      observe: report => ops.programme(report),
+    })
+    bin.add(() => inbound.close())
+    const { instructions } = inbound
+
     const deliveries = openDeliveries(store)
     deliveries.start()
     bin.add(() => deliveries.close())
@@ -90,7 +98,7 @@ export async function createEpx (host: Host, rawConfig: unknown, internals: Inte
       bin.add(host.solver.onCycleApplied(report => m.instructionsApplied(report.inputs.length)))
     }
     const audit = openAudit(store, config.audit)
-    const ops = createOperations({
+    const ops: Operations = createOperations({
       audit,
       metrics,
       feasibility: { revisions, flags: openInstructionFlags(store), log: log.child({ area: 'inbound' }) },
@@ -103,25 +111,7 @@ export async function createEpx (host: Host, rawConfig: unknown, internals: Inte
     bin.add(() => ops.settle())
     ops.retentionInBackground()
 
-    const publisher = createPublisher({
-      solver: host.solver, revisions, clock: host.clock, log: log.child({ area: 'publish' }), emittedBy: config.publish.emittedBy, onRun: ops.publication,
-    })
-    bin.add(() => publisher.close())
-
-    const enqueuer = createEnqueuer({ solver: host.solver, instructions, clock: host.clock, log: log.child({ area: 'inbound' }) })
-    bin.add(() => enqueuer.close())
-    // Before the API listens, so no newer programme can be overtaken by an old one.
-    await enqueuer.requeueEffective()
-    const reader = createProgrammeReader(config.inbound)
-    bin.add(() => reader.close())
-    const inbound = inboundRoute({
-      maxBodyBytes: config.inbound.maxBodyBytes,
-      reader,
-      receive: (batch, at) => receiveProgramme(batch, at, { instructions, enqueuer }),
-      observe: ops.programme,
-    })
-
-    const routes = [inbound, outboundRoute({ revisions, receipts: deliveries })]
+    const routes = [inboundRoute({ maxBodyBytes: config.inbound.maxBodyBytes, inbound }), outboundRoute({ revisions, receipts: deliveries })]
     const observer = { ...metrics, deadToken: ops.deadToken }
     const api = await listenApi({ config, dataDir: host.dataDir, log, clock: host.clock, store, companies, tokens, routes, observer })
     bin.add(() => api.close())

@@ -11,7 +11,8 @@ import type { AuditActor, AuditEvent } from '../store/audit.ts'
 import { isEpxError } from '../errors.ts'
 
 /** How a programme that passed authentication ended (told by the inbound route). */
-export type ProgrammeOutcome =
+/** A programme's fate as the records tell it (`receive-programme.ts` reports each once). */
+export type ProgrammeReport =
   | { readonly accepted: true; readonly caller: Caller; readonly at: Date; readonly batch: InstructionBatch; readonly bytes: number }
   | { readonly accepted: false; readonly caller: Caller; readonly at: Date; readonly error: unknown }
 

@@ -13,7 +13,7 @@ import type { Instructions } from '../store/instructions.ts'
 import type { TokenRecord } from '../store/tokens.ts'
 import type { RunRequest } from '../publish/publish-run.ts'
 import { addDays, parisDateOf } from '../contract/paris-day.ts'
-import { programmeAccepted, programmeRejected, publicationRun, type ProgrammeOutcome } from './audit-events.ts'
+import { programmeAccepted, programmeRejected, publicationRun, type ProgrammeReport } from './audit-events.ts'
 import { checkBatch, type FeasibilityDeps } from './feasibility.ts'
 
 export interface OperationsDeps {
@@ -42,7 +42,7 @@ export function createOperations (deps: OperationsDeps) {
   let lastScheduled: { ok: boolean; targetDate: string } | undefined
 
   const ops = {
-    programme (o: ProgrammeOutcome): void {
+    programme (o: ProgrammeReport): void {
       const atMs = o.at.getTime()
       if (!o.accepted) {
         audit.record(programmeRejected(o.caller, o.error), atMs)

@@ -1,29 +1,132 @@
 /**
- * The inbound use case, as the contract tells it (§4.2): a validated programme is
- * persisted, one instruction per site, atomically and durably; its effective
- * instructions are handed to the solver's next cycle; the receipt says so.
+ * The inbound use case, whole (contract §4.2, DECISIONS.md "Inbound"): the bytes of a
+ * Programme_Soutirage and the caller who sent them → one outcome. In order:
+ *
+ * 1. read: JSON, schema, rules and the caller's perimeter → one instruction per site
+ *    (`read-programme.ts`; a big body is read off the solver's thread);
+ * 2. persisted, atomically and durably (`store/instructions.ts`): a 202 survives a crash;
+ * 3. the effective instructions handed to the solver's next cycle (`enqueue.ts`);
+ * 4. the receipt says so.
+ *
+ * The HTTP door (`http/inbound-route.ts`) only reads the body and renders the outcome.
  * @module
  */
-import type { InstructionBatch } from '../contract/instruction.ts'
+import type { Clock, Logger, SolverPort } from '../host/contract.ts'
+import type { Caller } from '../auth/caller.ts'
+import { slotRange, type InstructionBatch } from '../contract/instruction.ts'
 import type { Receipt } from '../contract/compiled.ts'
-import type { Instructions } from '../store/instructions.ts'
-import type { Enqueuer } from './enqueue.ts'
+import { isEpxError, type EpxError } from '../errors.ts'
+import type { Store } from '../store/open-store.ts'
+import { openInstructions, type Instructions } from '../store/instructions.ts'
+import { createEnqueuer, type Enqueuer } from './enqueue.ts'
+import { createProgrammeReader, type ProgrammeReader } from './read-programme.ts'
+import type { ProgrammeReport } from './audit-events.ts'
 
-export interface ReceiveDeps {
+/** What became of one programme: the one value a door renders. */
+export type ProgrammeOutcome =
+  | { readonly accepted: true; readonly instructionId: string; readonly receipt: Receipt }
+  /** A catalogue error: 400 with a JSON Pointer per violation, 503 NO_STORE (nothing written), … */
+  | { readonly accepted: false; readonly error: EpxError }
+
+/** The inbound feature, opened: what a door calls, and its teardown. */
+export interface Inbound {
+  receive(bytes: Buffer, caller: Caller, receivedAt: Date): Promise<ProgrammeOutcome>
+  /** A programme the door refused before its bytes were whole (415, 413, cut short): reported like any refusal. */
+  refusedAtDoor(error: unknown, caller: Caller, receivedAt: Date): void
+  /** The instructions store the feature writes (retention, metrics and the console read it). */
+  readonly instructions: Instructions
+  /** Stops the parsing worker, then waits for the status writes already accepted. */
+  close(): Promise<void>
+}
+
+/** The `inbound` configuration, and where a big body starts (tests set it). */
+export interface InboundOptions {
+  readonly maxSites: number
+  readonly requireContiguous: boolean
+  /** Bodies above this many bytes are read off the thread (default `read-programme.ts`). */
+  readonly offThreadBytes?: number
+}
+
+export interface InboundDeps {
+  readonly store: Store
+  readonly solver: SolverPort
+  readonly clock: Clock
+  readonly log: Logger
+  readonly options: InboundOptions
+  /** Told every programme's fate once (the audit trail, metrics, the feasibility check). */
+  readonly observe?: (report: ProgrammeReport) => void
+}
+
+/** The parts one programme goes through. */
+export interface ReceiveParts {
+  readonly reader: ProgrammeReader
   readonly instructions: Instructions
   readonly enqueuer: Enqueuer
+  readonly observe?: (report: ProgrammeReport) => void
 }
 
 /**
- * Rejects with NO_STORE (nothing written) when the store fails; resolves only once
- * every instruction is on disk (DECISIONS.md "Robustness": a 202 survives a crash).
+ * Wires the feature and queues again every effective instruction whose day is not over
+ * (a solver restart loses nothing). Open it before the API listens, so no newer programme
+ * can be overtaken by an old one.
  */
-export async function receiveProgramme (batch: InstructionBatch, receivedAt: string, deps: ReceiveDeps): Promise<Receipt> {
+export async function openInbound (deps: InboundDeps): Promise<Inbound> {
+  const instructions = openInstructions(deps.store)
+  const enqueuer = createEnqueuer({ solver: deps.solver, instructions, clock: deps.clock, log: deps.log })
+  try {
+    await enqueuer.requeueEffective()
+  } catch (err) {
+    await enqueuer.close()
+    throw err
+  }
+  const parts: ReceiveParts = { reader: createProgrammeReader(deps.options), instructions, enqueuer, observe: deps.observe }
+  return {
+    instructions,
+    receive: (bytes, caller, receivedAt) => receiveProgramme(bytes, caller, receivedAt, parts),
+    refusedAtDoor: (error, caller, at) => deps.observe?.({ accepted: false, caller, at, error }),
+    async close () {
+      try {
+        await parts.reader.close()
+      } finally {
+        await enqueuer.close()
+      }
+    },
+  }
+}
+
+/**
+ * One programme, from its bytes to its outcome. Anything refused is an outcome; only a
+ * bug (not a catalogue error) is thrown, for the door to log and answer 500.
+ */
+export async function receiveProgramme (bytes: Buffer, caller: Caller, receivedAt: Date, parts: ReceiveParts): Promise<ProgrammeOutcome> {
+  const at = receivedAt.toISOString()
+  let outcome: ProgrammeOutcome
+  try {
+    const batch = await parts.reader.read(bytes, {
+      perimeter: caller.perimeter,
+      provenance: { receivedAt: at, companyId: caller.companyId, tokenId: caller.tokenId, certFingerprint256: caller.certFingerprint256 },
+    })
+    outcome = { accepted: true, instructionId: batch.instructionId, receipt: await saveAndQueue(batch, at, parts) }
+    parts.observe?.({ accepted: true, caller, at: receivedAt, batch, bytes: bytes.length })
+  } catch (err) {
+    parts.observe?.({ accepted: false, caller, at: receivedAt, error: err })
+    if (!isEpxError(err)) throw err
+    outcome = { accepted: false, error: err }
+  }
+  return outcome
+}
+
+/**
+ * Persists a read batch and queues its effective instructions. Rejects with NO_STORE
+ * (nothing written) when the store fails; resolves only once every instruction is on
+ * disk (DECISIONS.md "Robustness": a 202 survives a crash).
+ */
+export async function saveAndQueue (batch: InstructionBatch, receivedAt: string, parts: Omit<ReceiveParts, 'reader'>): Promise<Receipt> {
   // Superseded ones (an older emitted_at than the effective one) are stored, not fed.
   // The effective ones are saved as `queued` (one write, not two): they reach the
   // solver's queue right after this commit, in this process.
-  const effective = await deps.instructions.save(batch, receivedAt, 'queued')
-  await deps.enqueuer.enqueueBatch(batch, effective, 'queued')
+  const effective = await parts.instructions.save(batch, receivedAt, 'queued')
+  await parts.enqueuer.enqueueBatch(batch, effective, 'queued')
   return receiptOf(batch)
 }
 
@@ -31,11 +134,8 @@ function receiptOf (batch: InstructionBatch): Receipt {
   const n = batch.siteIds.length
   const instructions = new Array<Receipt['instructions'][number]>(n)
   for (let i = 0; i < n; i++) {
-    instructions[i] = {
-      instruction_id: batch.instructionId,
-      site_id: batch.siteIds[i]!,
-      periods_count: batch.slotEnds[i]! - (i === 0 ? 0 : batch.slotEnds[i - 1]!),
-    }
+    const [from, to] = slotRange(batch, i)
+    instructions[i] = { instruction_id: batch.instructionId, site_id: batch.siteIds[i]!, periods_count: to - from }
   }
   return {
     status: 'received',

@@ -13,8 +13,8 @@ import { instantText } from './instant-text.ts'
 import { isPrm } from './ids.ts'
 import { BoundedCache } from '../bounded-cache.ts'
 
-/** DECISIONS.md "Inbound": at most 100 violations are reported. */
-const MAX_DETAILS = 100
+/** DECISIONS.md "Inbound": at most 100 violations are reported (a full list says "or more"). */
+export const MAX_DETAILS = 100
 
 /** Violations keyed by RFC 6901 JSON Pointer; the first message at a pointer wins. */
 export class Details {

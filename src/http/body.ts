@@ -1,14 +1,12 @@
 /**
- * The inbound request body (DECISIONS.md "Inbound"): `Content-Type` must be
- * application/json (415), the size limit holds while reading (413: the door then
- * discards the rest within bounds before it closes, `linger.ts`), and the JSON is parsed without letting `__proto__` or
- * `constructor.prototype` reach an object; malformed JSON says where it broke (400).
+ * The inbound request body, as HTTP (DECISIONS.md "Inbound"): `Content-Type` must be
+ * application/json (415), and the size limit holds while reading (413: the door then
+ * discards the rest within bounds before it closes, `linger.ts`). What the bytes say is
+ * the use case's to judge (`apply/receive-programme.ts`).
  * @module
  */
 import type { IncomingMessage, ServerResponse } from 'node:http'
-import sjson from 'secure-json-parse'
 import { EpxError } from '../errors.ts'
-import { describeJsonError } from './json-error.ts'
 
 /** Reads the whole body of a JSON request, at most `maxBytes` of it. */
 export function readJsonBody (req: IncomingMessage, res: ServerResponse, maxBytes: number): Promise<Buffer> {
@@ -103,21 +101,4 @@ function tooLarge (req: IncomingMessage, res: ServerResponse, maxBytes: number):
   req.pause()
   res.shouldKeepAlive = false
   return new EpxError('PAYLOAD_TOO_LARGE', [maxBytes], { headers: { connection: 'close' } })
-}
-
-/**
- * Parses a JSON body. Throws a 400 INVALID_PROGRAMME_SOUTIRAGE_REQUEST whose details
- * `{"": why}` say where the text broke, or that a prototype key was refused.
- */
-export function parseJson (bytes: Uint8Array): unknown {
-  const text = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('utf8')
-  try {
-    // 'error', not 'remove': a body built to poison prototypes is refused, not cleaned.
-    return sjson.parse(text, undefined, { protoAction: 'error', constructorAction: 'error' })
-  } catch (err) {
-    const why = /forbidden prototype property/.test((err as Error).message)
-      ? 'the keys "__proto__" and "constructor.prototype" are not allowed in the body'
-      : describeJsonError(text)
-    throw new EpxError('INVALID_PROGRAMME_SOUTIRAGE_REQUEST', ['the body is not a JSON document we accept'], { details: { '': why } })
-  }
 }

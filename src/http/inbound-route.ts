@@ -1,54 +1,41 @@
 /**
- * POST programme-soutirage (contract §4.2), after the door's authentication chain:
- * body (415/413/400) → batch (400 with every pointer) → persisted and queued (503
- * NO_STORE when the store fails) → 202 with the contract's receipt.
+ * POST programme-soutirage (contract §4.2) as HTTP, after the door's authentication
+ * chain: the body's bytes (415/413) go to the use case (`apply/receive-programme.ts`);
+ * its outcome comes back as a 202 with the contract's receipt, or as the catalogue error
+ * it carries, which the door renders (`render-error.ts`).
  * @module
  */
-import type { IncomingMessage, ServerResponse } from 'node:http'
-import type { InstructionBatch } from '../contract/instruction.ts'
-import { serializeReceipt, type Receipt } from '../contract/compiled.ts'
+import { serializeReceipt } from '../contract/compiled.ts'
+import type { Inbound } from '../apply/receive-programme.ts'
 import { readJsonBody } from './body.ts'
-import type { ProgrammeReader } from './read-programme.ts'
-import type { ProgrammeOutcome } from '../apply/audit-events.ts'
-import { INBOUND_PATH, NOSNIFF, type RequestContext, type Route } from './route.ts'
+import { INBOUND_PATH, NOSNIFF, type Route } from './route.ts'
 
-export interface InboundDeps {
+export interface InboundRouteDeps {
   /** `inbound.maxBodyBytes`. */
   readonly maxBodyBytes: number
-  readonly reader: ProgrammeReader
-  /** The use case (`apply/receive-programme.ts`), bound to its store and solver. */
-  readonly receive: (batch: InstructionBatch, receivedAt: string) => Promise<Receipt>
-  /** Told once per programme, once its answer is decided (plugin.ts: audit, metrics, feasibility). */
-  readonly observe?: (outcome: ProgrammeOutcome) => void
+  readonly inbound: Pick<Inbound, 'receive' | 'refusedAtDoor'>
 }
 
-export function inboundRoute (deps: InboundDeps): Route {
+export function inboundRoute (deps: InboundRouteDeps): Route {
   return {
     path: INBOUND_PATH,
     door: 'inbound',
     scope: 'inbound:programme-soutirage',
     methods: {
-      POST: (req, res, ctx) => accept(req, res, ctx).then(
-        ({ batch, bytes }) => deps.observe?.({ accepted: true, caller: ctx.caller, at: ctx.receivedAt, batch, bytes }),
-        (error: unknown) => { deps.observe?.({ accepted: false, caller: ctx.caller, at: ctx.receivedAt, error }); throw error }),
-    },
-  }
-
-  async function accept (req: IncomingMessage, res: ServerResponse, { caller, receivedAt }: RequestContext): Promise<{ batch: InstructionBatch; bytes: number }> {
-    const bytes = await readJsonBody(req, res, deps.maxBodyBytes)
-    const at = receivedAt.toISOString()
-    const batch = await deps.reader.read(bytes, {
-      perimeter: caller.perimeter,
-      provenance: {
-        receivedAt: at,
-        companyId: caller.companyId,
-        tokenId: caller.tokenId,
-        certFingerprint256: caller.certFingerprint256,
+      async POST (req, res, { caller, receivedAt }) {
+        let bytes: Buffer
+        try {
+          bytes = await readJsonBody(req, res, deps.maxBodyBytes)
+        } catch (err) {
+          deps.inbound.refusedAtDoor(err, caller, receivedAt)   // 415, 413, a body cut short: a refused programme too
+          throw err
+        }
+        const outcome = await deps.inbound.receive(bytes, caller, receivedAt)
+        if (!outcome.accepted) throw outcome.error
+        const body = serializeReceipt(outcome.receipt)
+        res.writeHead(202, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), 'x-content-type-options': NOSNIFF })
+        res.end(body)
       },
-    })
-    const body = serializeReceipt(await deps.receive(batch, at))
-    res.writeHead(202, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), 'x-content-type-options': NOSNIFF })
-    res.end(body)
-    return { batch, bytes: bytes.length }
+    },
   }
 }

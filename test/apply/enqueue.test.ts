@@ -3,8 +3,8 @@ import pino from 'pino'
 import { openStore } from '../../src/store/open-store.ts'
 import { openInstructions } from '../../src/store/instructions.ts'
 import { createEnqueuer } from '../../src/apply/enqueue.ts'
-import { receiveProgramme } from '../../src/apply/receive-programme.ts'
-import { createProgrammeCheck } from '../../src/http/check-programme.ts'
+import { saveAndQueue } from '../../src/apply/receive-programme.ts'
+import { createProgrammeCheck } from '../../src/apply/check-programme.ts'
 import type { CycleApplied, Logger, SolverInput, SolverPort } from '../../src/host/contract.ts'
 import { programme, siteId, type ProgrammeOptions } from '../helpers/programme.ts'
 
@@ -41,7 +41,7 @@ function setup (t: Test, solverOverrides: Partial<SolverPort> = {}) {
 
 t.test('a saved programme reaches the queue with its kW periods, then queued, then applied with the cycle', async t => {
   const { instructions, enqueuer, queue, cycle, settle } = setup(t)
-  const receipt = await receiveProgramme(batch({ sites: 2, kwh: () => 1 }), '2026-11-21T12:30:00.000Z', { instructions, enqueuer })
+  const receipt = await saveAndQueue(batch({ sites: 2, kwh: () => 1 }), '2026-11-21T12:30:00.000Z', { instructions, enqueuer })
   t.equal(receipt.count, 2)
   t.same(queue.map(i => [i.siteId, i.periods.map(p => p.minKw)]), [[siteId(1), [4, 4]], [siteId(2), [4, 4]]])
   // `queued` is written a few milliseconds later, in one write with its neighbours.
@@ -54,7 +54,7 @@ t.test('a saved programme reaches the queue with its kW periods, then queued, th
 
 t.test('a received programme is queued in the same write that stores it, before the receipt', async t => {
   const { instructions, enqueuer, queue } = setup(t)
-  await receiveProgramme(batch({ sites: 2 }), '2026-11-21T12:30:00.000Z', { instructions, enqueuer })
+  await saveAndQueue(batch({ sites: 2 }), '2026-11-21T12:30:00.000Z', { instructions, enqueuer })
   t.equal(queue.length, 2)
   t.same(instructions.list().map(i => i.state), [{ status: 'queued', at: '2026-11-21T12:30:00.000Z' }, { status: 'queued', at: '2026-11-21T12:30:00.000Z' }])
 })
@@ -73,8 +73,8 @@ t.test('a superseded instruction is not fed, and a cycle cannot make it applied'
   const { instructions, enqueuer, queue, cycle, settle } = setup(t)
   const newer = batch({ emittedAt: '2026-11-21T11:00:00Z' })
   const older = batch({ emittedAt: '2026-11-21T10:00:00Z' })
-  await receiveProgramme(newer, 'x', { instructions, enqueuer })
-  await receiveProgramme(older, 'x', { instructions, enqueuer })
+  await saveAndQueue(newer, 'x', { instructions, enqueuer })
+  await saveAndQueue(older, 'x', { instructions, enqueuer })
   t.same(queue.map(i => i.instructionId), [newer.instructionId])
   queue.push({ instructionId: older.instructionId, siteId: siteId(1), targetDate: '2026-11-22', periods: [] })
   cycle(3)
@@ -85,7 +85,7 @@ t.test('a superseded instruction is not fed, and a cycle cannot make it applied'
 
 t.test('a solver that refuses the inputs does not turn a durable programme into an error', async t => {
   const { instructions, enqueuer, settle } = setup(t, { enqueueNextCycle: () => { throw new Error('queue full') } })
-  const receipt = await receiveProgramme(batch({}), 'x', { instructions, enqueuer })
+  const receipt = await saveAndQueue(batch({}), 'x', { instructions, enqueuer })
   t.equal(receipt.count, 1)
   await settle()
   t.equal(instructions.list()[0]!.state.status, 'received', 'left for the next activation to queue')
@@ -93,8 +93,8 @@ t.test('a solver that refuses the inputs does not turn a durable programme into 
 
 t.test('requeue takes the effective instructions of today and later, not of past days', async t => {
   const { instructions, enqueuer, queue } = setup(t)
-  await receiveProgramme(batch({ targetDate: '2026-11-20', emittedAt: '2026-11-19T10:00:00Z' }), 'x', { instructions, enqueuer })
-  await receiveProgramme(batch({ targetDate: '2026-11-21', emittedAt: '2026-11-20T10:00:00Z', sites: 70 }), 'x', { instructions, enqueuer })
+  await saveAndQueue(batch({ targetDate: '2026-11-20', emittedAt: '2026-11-19T10:00:00Z' }), 'x', { instructions, enqueuer })
+  await saveAndQueue(batch({ targetDate: '2026-11-21', emittedAt: '2026-11-20T10:00:00Z', sites: 70 }), 'x', { instructions, enqueuer })
   queue.length = 0
   t.equal(await enqueuer.requeueEffective(), 70, 'in several turns')
   t.same(new Set(queue.map(i => i.targetDate)), new Set(['2026-11-21']))
@@ -103,7 +103,7 @@ t.test('requeue takes the effective instructions of today and later, not of past
 
 t.test('a cycle acknowledged before the queued statuses are written still ends applied', async t => {
   const { instructions, enqueuer, cycle, settle } = setup(t)
-  await receiveProgramme(batch({}), 'x', { instructions, enqueuer })
+  await saveAndQueue(batch({}), 'x', { instructions, enqueuer })
   cycle(5)   // within the delay: the pending `queued` write goes first
   await settle()
   t.same(instructions.list()[0]!.state, { status: 'applied', cycle: 5, at: '2026-11-21T12:31:00.000Z' })

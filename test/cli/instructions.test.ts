@@ -2,7 +2,7 @@ import t from 'tap'
 import { inDataDir } from '../../src/config.ts'
 import { openStore } from '../../src/store/open-store.ts'
 import { openInstructions } from '../../src/store/instructions.ts'
-import { createProgrammeCheck } from '../../src/http/check-programme.ts'
+import { createProgrammeCheck } from '../../src/apply/check-programme.ts'
 import { epx, initializedDataDir } from '../helpers/cli.ts'
 import { programme, siteId, type ProgrammeOptions } from '../helpers/programme.ts'
 

@@ -1,6 +1,6 @@
 import t from 'tap'
 import { deriveInstructionId, instructionIdPrefix, isPrm, targetDateOfInstructionId } from '../../src/contract/ids.ts'
-import { createProgrammeCheck } from '../../src/http/check-programme.ts'
+import { createProgrammeCheck } from '../../src/apply/check-programme.ts'
 import { programme } from '../helpers/programme.ts'
 
 const check = createProgrammeCheck({ maxSites: 10, requireContiguous: false })

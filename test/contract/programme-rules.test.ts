@@ -1,6 +1,6 @@
 import t, { type Test as Tap } from 'tap'
-import { createProgrammeReader } from '../../src/http/read-programme.ts'
-import type { CheckContext } from '../../src/http/check-programme.ts'
+import { createProgrammeReader } from '../../src/apply/read-programme.ts'
+import type { CheckContext } from '../../src/apply/check-programme.ts'
 import { programme, siteId, type Body } from '../helpers/programme.ts'
 
 // DECISIONS.md "Inbound", one test per rule: each asserts the status, the code and the

@@ -2,7 +2,7 @@ import t, { type Test as Tap } from 'tap'
 import { openStore, type Store } from '../../src/store/open-store.ts'
 import { renderError } from '../../src/http/render-error.ts'
 import { openInstructions } from '../../src/store/instructions.ts'
-import { createProgrammeCheck } from '../../src/http/check-programme.ts'
+import { createProgrammeCheck } from '../../src/apply/check-programme.ts'
 import type { InstructionBatch } from '../../src/contract/instruction.ts'
 import { programme, siteId, type ProgrammeOptions } from '../helpers/programme.ts'
 

@@ -3,7 +3,7 @@
  * @module
  */
 import { readFileSync } from 'node:fs'
-import { parseJson } from '../../http/body.ts'
+import { parseJson } from '../../apply/parse-json.ts'
 import { isEpxError } from '../../errors.ts'
 import { pushProgramme } from '../../bsp/push.ts'
 import { realTiming } from '../../bsp/timing.ts'

@@ -8,7 +8,7 @@
 import type { Logger, PublishReport } from '../../host/contract.ts'
 import { createReferenceHost, systemClock } from '../../host/reference-host.ts'
 import { openRevisions } from '../../store/revisions.ts'
-import { createPublisher } from '../../publish/publish-run.ts'
+import { openPublication } from '../../publish/open-publication.ts'
 import { publicationRun } from '../../apply/audit-events.ts'
 import { cliActor, openAudit } from '../../store/audit.ts'
 import { calendarDate, required, siteId, siteIds } from '../args.ts'
@@ -61,20 +61,16 @@ export const publishCommand = defineCommand(publishSpec, async (args, io) => {
     const ref = createReferenceHost({ dataDir: io.dataDir, sites: settings.host.sites, cycleSeconds: 0 })
     let audited: Promise<void> | undefined
     try {
-      const publisher = createPublisher({
-        solver: ref.host.solver,
-        revisions: openRevisions(store, { retentionDays: settings.config.publish.retentionDays }),
-        clock: systemClock,
-        log: cliLogger(io),
-        emittedBy: settings.config.publish.emittedBy,
+      const publication = openPublication(store, settings.config.publish, {
+        solver: ref.host.solver, clock: systemClock, log: cliLogger(io),
         onRun: (done, _request, ms) => { audited = openAudit(store).append(publicationRun(done, cliActor(), ms), Date.now()) },
       })
       try {
-        const done = await publisher.publish({ targetDate, siteIds: sites.length ? sites : undefined, trigger: 'cli' })
+        const done = await publication.publisher.publish({ targetDate, siteIds: sites.length ? sites : undefined, trigger: 'cli' })
         await audited   // on disk before the command returns
         return done
       } finally {
-        await publisher.close()
+        await publication.close()
       }
     } finally {
       await ref.close()

@@ -1,9 +1,29 @@
 /**
- * Where a JSON text breaks, for the 400 of a malformed body: Node 20's `JSON.parse`
- * messages often omit the position ("Unexpected token '}', ... is not valid JSON").
- * A small RFC 8259 scanner, run only on the failure path, finds it.
+ * A programme's bytes → a JSON value (DECISIONS.md "Inbound"): `__proto__` and
+ * `constructor.prototype` never reach an object, and malformed JSON says where it broke.
+ * Node 20's `JSON.parse` messages often omit the position ("Unexpected token '}', ... is
+ * not valid JSON"): a small RFC 8259 scanner, run only on the failure path, finds it.
  * @module
  */
+import sjson from 'secure-json-parse'
+import { EpxError } from '../errors.ts'
+
+/**
+ * Parses a JSON body. Throws a 400 INVALID_PROGRAMME_SOUTIRAGE_REQUEST whose details
+ * `{"": why}` say where the text broke, or that a prototype key was refused.
+ */
+export function parseJson (bytes: Uint8Array): unknown {
+  const text = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('utf8')
+  try {
+    // 'error', not 'remove': a body built to poison prototypes is refused, not cleaned.
+    return sjson.parse(text, undefined, { protoAction: 'error', constructorAction: 'error' })
+  } catch (err) {
+    const why = /forbidden prototype property/.test((err as Error).message)
+      ? 'the keys "__proto__" and "constructor.prototype" are not allowed in the body'
+      : describeJsonError(text)
+    throw new EpxError('INVALID_PROGRAMME_SOUTIRAGE_REQUEST', ['the body is not a JSON document we accept'], { details: { '': why } })
+  }
+}
 
 /** What the scanner expects next. */
 const Mode = { Value: 0, ValueOrEnd: 1, KeyOrEnd: 2, Key: 3, Colon: 4, After: 5 } as const

@@ -6,10 +6,11 @@
  */
 import { compileProgrammeValidator } from '../contract/compiled.ts'
 import type { InstructionBatch, Provenance } from '../contract/instruction.ts'
-import { toInstructionBatch } from '../apply/to-instructions.ts'
+import { MAX_DETAILS } from '../contract/programme-rules.ts'
 import { inPerimeter } from '../auth/tenancy.ts'
 import { isEpxError } from '../errors.ts'
-import { parseJson } from './body.ts'
+import { parseJson } from './parse-json.ts'
+import { toInstructionBatch } from './to-instructions.ts'
 
 export interface CheckOptions {
   readonly maxSites: number
@@ -41,7 +42,7 @@ export function createProgrammeCheck (opts: CheckOptions): ProgrammeCheck {
     const v = validate(body, { allowed: siteId => inPerimeter(ctx, siteId), requireContiguous: opts.requireContiguous })
     if (!v.ok) {
       const n = Object.keys(v.details).length
-      return { ok: false, message: `${n}${n >= 100 ? ' (or more)' : ''} problem(s), see error.details`, details: v.details }
+      return { ok: false, message: `${n}${n >= MAX_DETAILS ? ' (or more)' : ''} problem(s), see error.details`, details: v.details }
     }
     return { ok: true, batch: toInstructionBatch(v.programme, v.slots, ctx.provenance) }
   }

@@ -5,7 +5,7 @@
  * @module
  */
 import { parentPort, workerData } from 'node:worker_threads'
-import { batchTransferList } from '../apply/to-instructions.ts'
+import { batchTransferList } from './to-instructions.ts'
 import { createProgrammeCheck, type CheckContext, type CheckOptions } from './check-programme.ts'
 
 /** A job: the body (transferred) and what the check needs of the request. */

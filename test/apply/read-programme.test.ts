@@ -1,6 +1,6 @@
 import t from 'tap'
-import { createProgrammeReader } from '../../src/http/read-programme.ts'
-import type { CheckContext } from '../../src/http/check-programme.ts'
+import { createProgrammeReader } from '../../src/apply/read-programme.ts'
+import type { CheckContext } from '../../src/apply/check-programme.ts'
 import { programme, siteId } from '../helpers/programme.ts'
 
 // Big bodies are parsed in a worker thread (no event-loop stall, bench/README.md); the answer
