@@ -1,4 +1,7 @@
 import t from 'tap'
+import { spawnSync } from 'node:child_process'
+import { resolve } from 'node:path'
+import { pathToFileURL } from 'node:url'
 import { loadConfig } from '../src/config.ts'
 
 t.test('an empty configuration gets every documented default', async t => {
@@ -27,4 +30,23 @@ t.test("the result is frozen and the host's object is not touched", async t => {
   const c = loadConfig(raw)
   t.same(raw, { api: { port: 9000 } }, 'no defaults written into the caller object')
   t.ok(Object.isFrozen(c) && Object.isFrozen(c.api) && Object.isFrozen(c.api.tls))
+})
+
+t.test('the validator is generated at build time: a command that reads the configuration loads no schema compiler', async t => {
+  // `epx company list` through the built CLI, in a plain node process; ajv's compiler is
+  // CommonJS, so every file of it the process loaded is in require.cache.
+  const dir = t.testdir({ 'epx.config.json': JSON.stringify({ host: {}, plugin: { api: { port: 9443 } } }) })
+  const cli = pathToFileURL(resolve(import.meta.dirname, '../dist/cli.js')).href
+  const r = spawnSync(process.execPath, ['--input-type=module', '-e', `
+    import { createRequire } from 'node:module'
+    const { runCli } = await import(${JSON.stringify(cli)})
+    const code = await runCli(['--data', ${JSON.stringify(dir)}, 'company', 'list'], { out () {}, err: console.error })
+    const ajv = Object.keys(createRequire(import.meta.url).cache).filter(f => /[\\\\/]node_modules[\\\\/]ajv[\\\\/]/.test(f))
+    process.stdout.write(JSON.stringify({ code, ajv }))`], {
+    encoding: 'utf8', env: { ...process.env, NODE_OPTIONS: '' }, timeout: 30_000,
+  })
+  t.equal(r.stderr, '')
+  const { code, ajv } = JSON.parse(r.stdout) as { code: number; ajv: string[] }
+  t.equal(code, 0)
+  t.same(ajv.filter(f => !/[\\/]ajv[\\/]dist[\\/]runtime[\\/]/.test(f)), [], 'only ajv\'s small runtime helpers are loaded')
 })
