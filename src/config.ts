@@ -6,11 +6,9 @@
  */
 import { isAbsolute, resolve } from 'node:path'
 import type { FromSchema } from 'json-schema-to-ts'
-import { configSchema } from './config-schema.ts'
+import type { configSchema } from './config-schema.ts'
 import validate from './generated/config-validator.js'
 import { EpxError } from './errors.ts'
-
-export { configSchema }
 
 /**
  * The configuration as the plugin uses it: ajv has written every default, so a key with
