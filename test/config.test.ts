@@ -2,7 +2,7 @@ import t from 'tap'
 import { spawnSync } from 'node:child_process'
 import { resolve } from 'node:path'
 import { pathToFileURL } from 'node:url'
-import { loadConfig } from '../src/config.ts'
+import { loadConfig, type EpxConfig, type EpxConfigInput } from '../src/config.ts'
 
 t.test('an empty configuration gets every documented default', async t => {
   const c = loadConfig(undefined)
@@ -15,6 +15,27 @@ t.test('an empty configuration gets every documented default', async t => {
   t.equal(c.publish.weekendCron, '0 8 * * 5')
   t.equal(c.publish.timezone, 'Europe/Paris')
   t.equal(c.publish.retentionDays, 90)
+})
+
+t.test('the EpxConfig type (from the schema) says what loadConfig returns: defaulted keys present, the two without a default optional', async t => {
+  // Checked by `npm run typecheck`: each line fails to compile if the type drifts.
+  const c: EpxConfig = loadConfig({})
+  const present: { port: number; certFile: string; retentionDays: number } = { port: c.api.port, certFile: c.api.tls.certFile, retentionDays: c.publish.retentionDays }
+  // @ts-expect-error api.publicBaseUrl has no default: it may be absent
+  const base: string = c.api.publicBaseUrl
+  // @ts-expect-error api.tls.crlFile neither
+  const crl: string = c.api.tls.crlFile
+  // @ts-expect-error the configuration is read-only
+  const mutate = () => { c.api.tls.certFile = 'x' }
+  // What a host passes: every key optional, an unknown key refused.
+  const given: EpxConfigInput = { api: { tls: { crlFile: 'pki/client-ca.crl' } } }
+  // @ts-expect-error not a key of the schema
+  const typo: EpxConfigInput = { api: { prot: 8443 } }
+  t.same(present, { port: 8443, certFile: 'pki/server.crt', retentionDays: 90 })
+  t.same([base, crl], [undefined, undefined], 'absent at run time too')
+  t.equal(loadConfig(given).api.tls.crlFile, 'pki/client-ca.crl')
+  t.throws(() => loadConfig(typo), { code: 'EPX_CONFIG_INVALID' })
+  t.throws(mutate, TypeError, 'and frozen')
 })
 
 t.test('an invalid configuration is refused with every faulty field named', async t => {
