@@ -88,12 +88,18 @@ export const configSchema = {
  */
 export const configAjvOptions = { allErrors: true, useDefaults: true, strict: true, strictTypes: false } as const
 
-/**
- * The text of config.schema.json: two-space JSON, an object on one line when none of its
- * values is a non-empty object or array (each leaf key reads as one line, as written here).
- */
+/** The text of config.schema.json. */
 export function configSchemaJson (): string {
-  return render(configSchema, '') + '\n'
+  return schemaJsonText(configSchema)
+}
+
+/**
+ * A schema as the JSON files of this repository are written: two-space indents, and an
+ * object or array on one line when its values are plain values, empty, or lists of plain
+ * values (each leaf key reads as one line, as it is written here).
+ */
+export function schemaJsonText (schema: unknown): string {
+  return render(schema, '') + '\n'
 }
 
 function render (value: unknown, indent: string): string {
@@ -103,7 +109,8 @@ function render (value: unknown, indent: string): string {
   if (entries.length === 0) return open + close
   const item = ([k, v]: readonly [string | undefined, unknown], inner: string) =>
     (k === undefined ? '' : `${JSON.stringify(k)}: `) + render(v, inner)
-  const flat = entries.every(([, v]) => v === null || typeof v !== 'object' || Object.keys(v).length === 0)
+  const plain = (v: unknown) => v === null || typeof v !== 'object'
+  const flat = entries.every(([, v]) => plain(v) || Object.keys(v as object).length === 0 || (Array.isArray(v) && v.every(plain)))
   if (flat) return `${open} ${entries.map(e => item(e, indent)).join(', ')} ${close}`
   const inner = indent + '  '
   return `${open}\n${entries.map(e => inner + item(e, inner)).join(',\n')}\n${indent}${close}`

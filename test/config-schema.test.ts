@@ -3,7 +3,7 @@
 import t from 'tap'
 import { readFileSync } from 'node:fs'
 import { join, resolve } from 'node:path'
-import { configSchema, configSchemaJson } from '../src/config-schema.ts'
+import { configSchema, configSchemaJson, schemaJsonText } from '../src/config-schema.ts'
 import { initialSettings } from '../src/cli/settings.ts'
 
 const root = resolve(import.meta.dirname, '..')
@@ -20,6 +20,25 @@ t.test('the rendering is JSON that keeps each leaf key on one line', async t => 
   t.match(text, /^ {8}"port": \{ "type": "integer", "minimum": 0, "maximum": 65535, "default": 8443, "description": "0 picks a free port\." \},$/m)
   t.match(text, /^ {6}"default": \{\},$/m, 'an empty object stays {}')
   t.ok(text.endsWith('}\n'))
+  // Keys a later schema may use: enum and required lists, nested arrays.
+  const schema = { required: ['a', 'b'], properties: { a: { enum: ['x', null, 1] }, b: { type: 'array', items: [{ type: 'string' }], default: [] } } }
+  t.equal(schemaJsonText(schema), [
+    '{',
+    '  "required": [ "a", "b" ],',
+    '  "properties": {',
+    '    "a": { "enum": [ "x", null, 1 ] },',
+    '    "b": {',
+    '      "type": "array",',
+    '      "items": [',
+    '        { "type": "string" }',
+    '      ],',
+    '      "default": []',
+    '    }',
+    '  }',
+    '}',
+    '',
+  ].join('\n'))
+  t.same(JSON.parse(schemaJsonText(schema)), schema)
 })
 
 interface Leaf { readonly default?: unknown }
