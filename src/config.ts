@@ -1,55 +1,26 @@
 /**
- * The plugin configuration: one JSON Schema (config.schema.json, also named by the
- * manifest), defaults filled in, every problem reported at once, then frozen.
+ * The plugin configuration: one JSON Schema (config-schema.ts, published as
+ * config.schema.json, which the manifest names), defaults filled in, every problem
+ * reported at once, then frozen. The validator was generated at build time.
  * @module
  */
-import { createRequire } from 'node:module'
 import { isAbsolute, resolve } from 'node:path'
-import { Ajv } from 'ajv'
+import type { FromSchema } from 'json-schema-to-ts'
+import type { configSchema } from './config-schema.ts'
+import validate from './generated/config-validator.js'
 import { EpxError } from './errors.ts'
 
-const require = createRequire(import.meta.url)
-export const configSchema = require('../config.schema.json') as object
+/**
+ * The configuration as the plugin uses it: ajv has written every default, so a key with
+ * a default is present (json-schema-to-ts counts it required); only `api.publicBaseUrl`
+ * and `api.tls.crlFile`, which have none, are optional.
+ */
+export type EpxConfig = DeepReadonly<FromSchema<typeof configSchema>>
 
-export interface EpxConfig {
-  readonly api: {
-    readonly host: string
-    readonly port: number
-    readonly publicBaseUrl?: string
-    readonly tls: { readonly certFile: string; readonly keyFile: string; readonly clientCaFile: string; readonly crlFile?: string
-      readonly sessionCacheSize: number; readonly sessionTimeoutSeconds: number }
-    readonly handshakeTimeoutMs: number
-    readonly headersTimeoutMs: number
-    readonly requestTimeoutMs: number
-    readonly keepAliveTimeoutMs: number
-    readonly maxHeaderSize: number
-    readonly maxConnections: number
-    readonly maxRequestsPerSocket: number
-    readonly logRequests: boolean
-  }
-  readonly inbound: { readonly maxBodyBytes: number; readonly maxSites: number; readonly requireContiguous: boolean; readonly retentionDays: number }
-  readonly publish: {
-    readonly emittedBy: string
-    readonly schedule: boolean
-    readonly dailyCron: string
-    readonly weekendCron: string
-    readonly timezone: string
-    readonly retentionDays: number
-  }
-  readonly audit: { readonly retentionDays: number }
-  readonly metrics: { readonly enabled: boolean; readonly host: string; readonly port: number }
-  readonly store: { readonly path: string; readonly mapSizeBytes: number }
-  readonly console: {
-    readonly enabled: boolean
-    readonly host: string
-    readonly port: number
-    readonly sessionIdleMinutes: number
-    readonly sessionMaxHours: number
-  }
-}
+/** The configuration as a host passes it: every key optional. */
+export type EpxConfigInput = FromSchema<typeof configSchema, { keepDefaultedPropertiesOptional: true }>
 
-const validate = new Ajv({ allErrors: true, useDefaults: true, strict: true, strictTypes: false })
-  .compile(configSchema)
+type DeepReadonly<T> = T extends object ? { readonly [K in keyof T]: DeepReadonly<T[K]> } : T
 
 /** Validates and freezes; throws EPX_CONFIG_INVALID naming every faulty field. */
 export function loadConfig (raw: unknown): Readonly<EpxConfig> {

@@ -1,5 +1,8 @@
 import t from 'tap'
-import { loadConfig } from '../src/config.ts'
+import { spawnSync } from 'node:child_process'
+import { resolve } from 'node:path'
+import { pathToFileURL } from 'node:url'
+import { loadConfig, type EpxConfig, type EpxConfigInput } from '../src/config.ts'
 
 t.test('an empty configuration gets every documented default', async t => {
   const c = loadConfig(undefined)
@@ -12,6 +15,27 @@ t.test('an empty configuration gets every documented default', async t => {
   t.equal(c.publish.weekendCron, '0 8 * * 5')
   t.equal(c.publish.timezone, 'Europe/Paris')
   t.equal(c.publish.retentionDays, 90)
+})
+
+t.test('the EpxConfig type (from the schema) says what loadConfig returns: defaulted keys present, the two without a default optional', async t => {
+  // Checked by `npm run typecheck`: each line fails to compile if the type drifts.
+  const c: EpxConfig = loadConfig({})
+  const present: { port: number; certFile: string; retentionDays: number } = { port: c.api.port, certFile: c.api.tls.certFile, retentionDays: c.publish.retentionDays }
+  // @ts-expect-error api.publicBaseUrl has no default: it may be absent
+  const base: string = c.api.publicBaseUrl
+  // @ts-expect-error api.tls.crlFile neither
+  const crl: string = c.api.tls.crlFile
+  // @ts-expect-error the configuration is read-only
+  const mutate = () => { c.api.tls.certFile = 'x' }
+  // What a host passes: every key optional, an unknown key refused.
+  const given: EpxConfigInput = { api: { tls: { crlFile: 'pki/client-ca.crl' } } }
+  // @ts-expect-error not a key of the schema
+  const typo: EpxConfigInput = { api: { prot: 8443 } }
+  t.same(present, { port: 8443, certFile: 'pki/server.crt', retentionDays: 90 })
+  t.same([base, crl], [undefined, undefined], 'absent at run time too')
+  t.equal(loadConfig(given).api.tls.crlFile, 'pki/client-ca.crl')
+  t.throws(() => loadConfig(typo), { code: 'EPX_CONFIG_INVALID' })
+  t.throws(mutate, TypeError, 'and frozen')
 })
 
 t.test('an invalid configuration is refused with every faulty field named', async t => {
@@ -27,4 +51,23 @@ t.test("the result is frozen and the host's object is not touched", async t => {
   const c = loadConfig(raw)
   t.same(raw, { api: { port: 9000 } }, 'no defaults written into the caller object')
   t.ok(Object.isFrozen(c) && Object.isFrozen(c.api) && Object.isFrozen(c.api.tls))
+})
+
+t.test('the validator is generated at build time: a command that reads the configuration loads no schema compiler', async t => {
+  // `epx company list` through the built CLI, in a plain node process; ajv's compiler is
+  // CommonJS, so every file of it the process loaded is in require.cache.
+  const dir = t.testdir({ 'epx.config.json': JSON.stringify({ host: {}, plugin: { api: { port: 9443 } } }) })
+  const cli = pathToFileURL(resolve(import.meta.dirname, '../dist/cli.js')).href
+  const r = spawnSync(process.execPath, ['--input-type=module', '-e', `
+    import { createRequire } from 'node:module'
+    const { runCli } = await import(${JSON.stringify(cli)})
+    const code = await runCli(['--data', ${JSON.stringify(dir)}, 'company', 'list'], { out () {}, err: console.error })
+    const ajv = Object.keys(createRequire(import.meta.url).cache).filter(f => /[\\\\/]node_modules[\\\\/]ajv[\\\\/]/.test(f))
+    process.stdout.write(JSON.stringify({ code, ajv }))`], {
+    encoding: 'utf8', env: { ...process.env, NODE_OPTIONS: '' }, timeout: 30_000,
+  })
+  t.equal(r.stderr, '')
+  const { code, ajv } = JSON.parse(r.stdout) as { code: number; ajv: string[] }
+  t.equal(code, 0)
+  t.same(ajv.filter(f => !/[\\/]ajv[\\/]dist[\\/]runtime[\\/]/.test(f)), [], 'only ajv\'s small runtime helpers are loaded')
 })

@@ -8,7 +8,7 @@
 import { existsSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import sjson from 'secure-json-parse'
-import { inDataDir, loadConfig, type EpxConfig } from '../config.ts'
+import { inDataDir, loadConfig, type EpxConfig, type EpxConfigInput } from '../config.ts'
 import { EpxError } from '../errors.ts'
 import { openStore, type Store } from '../store/open-store.ts'
 import type { Logger } from '../host/contract.ts'
@@ -34,8 +34,11 @@ export interface Settings {
 
 const DEFAULT_HOST_SETTINGS: HostSettings = { sites: 5, cycleSeconds: 10 }
 
-/** What `epx init` writes: small and explicit; every other key takes its schema default. */
-export function initialSettings (): object {
+/**
+ * What `epx init` writes: small and explicit; every other key takes its schema default
+ * (typed by the schema, so it cannot name a key the plugin would refuse).
+ */
+export function initialSettings (): { host: HostSettings; plugin: EpxConfigInput } {
   return {
     host: { ...DEFAULT_HOST_SETTINGS },
     plugin: {
