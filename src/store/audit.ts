@@ -69,7 +69,21 @@ function masked (value: unknown): unknown {
   return value
 }
 
-export function openAudit (store: Store, opts: { retentionDays?: number } = {}) {
+/** The audit trail: what the plugin, the CLI and the console may ask of it. */
+export interface Audit {
+  /** Appends one record, durably: resolves once it is on disk (the CLI's changes). */
+  append(event: AuditEvent, atMs: number): Promise<void>
+  /** Appends without making the caller wait; written within a few ms with the records around it. */
+  record(event: AuditEvent, atMs: number): void
+  /** Writes the records still waiting (close()). */
+  flush(): Promise<void>
+  /** Records in time order, filtered. */
+  list(q?: AuditQuery): AuditRecord[]
+  /** Removes records older than the retention; resolves to their count. */
+  prune(nowMs: number): Promise<number>
+}
+
+export function openAudit (store: Store, opts: { retentionDays?: number } = {}): Audit {
   const db = store.db<AuditRecord>('audit')
   const retentionMs = (opts.retentionDays ?? 400) * 86_400_000
   const tag = `${process.pid.toString(36)}${Math.floor(Math.random() * 36 ** 4).toString(36)}`
@@ -98,7 +112,7 @@ export function openAudit (store: Store, opts: { retentionDays?: number } = {}) 
   const make = (event: AuditEvent, atMs: number): [Key, AuditRecord] =>
     [[atMs, tag, seq++], masked({ at: new Date(atMs).toISOString(), ...event }) as AuditRecord]
 
-  const api = {
+  const api: Audit = {
     /** Appends one record, durably: resolves once it is on disk (the CLI's changes). */
     append (event: AuditEvent, atMs: number): Promise<void> {
       pending.push(make(event, atMs))
@@ -157,7 +171,6 @@ export function openAudit (store: Store, opts: { retentionDays?: number } = {}) 
   }
   return api
 }
-export type Audit = ReturnType<typeof openAudit>
 
 function concerns (r: AuditRecord, companyId: string): boolean {
   if (r.actor.kind === 'company' && r.actor.companyId === companyId) return true

@@ -42,7 +42,25 @@ export interface DeliveriesOptions {
 /** Receipts kept in memory; past this, the flushed ones are dropped (they are in the store). */
 const MAX_ENTRIES = 100_000
 
-export function openDeliveries (store: Store, opts: DeliveriesOptions = {}) {
+/** The receipts: recorded by the outbound door, listed by `epx deliveries` and the metrics. */
+export interface Deliveries {
+  /** The GET path: one map lookup and a few field writes; no store access, no promise. */
+  record(companyId: string, siteId: string, targetDate: string, emittedAtMs: number, status: 200 | 304, atMs: number): void
+  /** Writes the receipts changed since the last flush (one durable write); never rejects. */
+  flush(): Promise<void>
+  /** Flushes every `flushMs` until `close()`. */
+  start(): void
+  /** The receipts of a day (of one company), flushed ones and those still in memory. */
+  list(targetDate: string, companyId?: string): DeliveryReceipt[]
+  /** Latest fetch instant (ms) per company among the receipts in memory, for the metrics. */
+  lastFetchByCompany(): Map<string, number>
+  /** Removes the receipts of days before `beforeDate` (retention); resolves to their count. */
+  prune(beforeDate: string): Promise<number>
+  /** Stops the timer and writes what is left. */
+  close(): Promise<void>
+}
+
+export function openDeliveries (store: Store, opts: DeliveriesOptions = {}): Deliveries {
   const db = store.db<Stored>('deliveries')
   const byCompany = new Map<string, Map<string, Entry>>()
   let entries = 0
@@ -75,7 +93,7 @@ export function openDeliveries (store: Store, opts: DeliveriesOptions = {}) {
     }
   }
 
-  const api = {
+  const api: Deliveries = {
     /** The GET path: one map lookup and a few field writes; no store access, no promise. */
     record (companyId: string, siteId: string, targetDate: string, emittedAtMs: number, status: 200 | 304, atMs: number): void {
       let m = byCompany.get(companyId)
@@ -155,4 +173,3 @@ export function openDeliveries (store: Store, opts: DeliveriesOptions = {}) {
   }
   return api
 }
-export type Deliveries = ReturnType<typeof openDeliveries>

@@ -5,6 +5,7 @@
  * @module
  */
 import type { Store } from './open-store.ts'
+import { instructionIdPrefix } from '../contract/ids.ts'
 
 export interface FeasibilityFlag {
   /** `emitted_at` of the Besoins_Agreges revision the instruction was checked against. */
@@ -15,7 +16,15 @@ export interface FeasibilityFlag {
   readonly day?: { readonly programmedKwh: number; readonly needsKwh: number; readonly availableKwh: number }
 }
 
-export function openInstructionFlags (store: Store) {
+/** The flags of instructions, by instruction and site. */
+export interface InstructionFlags {
+  put(instructionId: string, flags: ReadonlyArray<{ siteId: string; flag: FeasibilityFlag }>): Promise<void>
+  get(instructionId: string, siteId: string): FeasibilityFlag | undefined
+  /** Removes the flags of instructions whose target date is before `beforeDate`; resolves to their count. */
+  prune(beforeDate: string): Promise<number>
+}
+
+export function openInstructionFlags (store: Store): InstructionFlags {
   const db = store.db<FeasibilityFlag>('instruction-feasibility')
   return {
     put (instructionId: string, flags: ReadonlyArray<{ siteId: string; flag: FeasibilityFlag }>): Promise<void> {
@@ -30,10 +39,9 @@ export function openInstructionFlags (store: Store) {
     },
     /** Removes the flags of instructions whose target date is before `beforeDate` (ids start with it). */
     async prune (beforeDate: string): Promise<number> {
-      const keys = [...db.getKeys({ start: [''], end: [`ProgrammeSoutirage-${beforeDate}`] })].filter(Array.isArray)
+      const keys = [...db.getKeys({ start: [''], end: [instructionIdPrefix(beforeDate)] })].filter(Array.isArray)
       if (keys.length) await store.writeDurable(() => { for (const k of keys) db.removeSync(k) })
       return keys.length
     },
   }
 }
-export type InstructionFlags = ReturnType<typeof openInstructionFlags>
