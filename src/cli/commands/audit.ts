@@ -11,7 +11,7 @@ import { openAudit, type AuditActor, type AuditRecord } from '../../store/audit.
 import { defineCommand, usageError, type CommandSpec } from '../define-command.ts'
 import type { Command } from '../io.ts'
 import { withStore } from '../settings.ts'
-import { formatTable } from '../table.ts'
+import { printList } from '../table.ts'
 import { checkCompanyId } from './companies.ts'
 
 const WHEN = 'an instant (2026-11-21T12:29:00Z), a Paris day (2026-11-21) or a duration ago (24h, 7d)'
@@ -76,16 +76,11 @@ const list = defineCommand(listSpec, async (args, io) => {
     ...(args.string('action') === undefined ? {} : { action: args.string('action')! }),
   }
   const records = await withStore(io.dataDir, (store, settings) => openAudit(store, settings.config.audit).list(query))
-  if (args.flag('json')) {
-    io.out(JSON.stringify(records, null, 2))
-    return
-  }
-  if (records.length === 0) {
-    io.out('no audit records match')
-    return
-  }
-  const rows = records.map(r => [r.at, describeActor(r.actor), r.action, r.subject, r.outcome, describeDetails(r)])
-  for (const line of formatTable([['AT', 'ACTOR', 'ACTION', 'SUBJECT', 'OUTCOME', 'DETAILS'], ...rows])) io.out(line)
+  printList(io.out, args.flag('json'), records, {
+    empty: 'no audit records match',
+    header: ['AT', 'ACTOR', 'ACTION', 'SUBJECT', 'OUTCOME', 'DETAILS'],
+    row: r => [r.at, describeActor(r.actor), r.action, r.subject, r.outcome, describeDetails(r)],
+  })
 })
 
 export const auditSubcommands: readonly Command[] = [list]

@@ -14,7 +14,7 @@ import { calendarDate, siteIds as siteIdsOf } from '../args.ts'
 import { defineCommand, type CommandSpec } from '../define-command.ts'
 import type { Command } from '../io.ts'
 import { withStore } from '../settings.ts'
-import { formatTable } from '../table.ts'
+import { formatTable, printList } from '../table.ts'
 
 const site = { type: 'string', multiple: true, arg: 'PRM', help: 'only this site (PRM + 14 digits)' } as const
 const json = { type: 'boolean', help: 'print JSON instead of a table' } as const
@@ -43,15 +43,14 @@ const list = defineCommand(listSpec, async (args, io) => {
     io.out(JSON.stringify(found.map(instructionSummary), null, 2))
     return
   }
-  if (found.length === 0) {
-    io.out('no instructions')
-    return
-  }
-  const rows = found.map(({ instruction: i }) => [
-    i.instructionId, i.siteId, i.targetDate, i.state.status, i.state.cycle === undefined ? '-' : String(i.state.cycle),
-    String(i.slots.length), i.companyId, i.receivedAt,
-  ])
-  for (const line of formatTable([['INSTRUCTION_ID', 'SITE_ID', 'TARGET_DATE', 'STATUS', 'CYCLE', 'PERIODS', 'COMPANY', 'RECEIVED_AT'], ...rows])) io.out(line)
+  printList(io.out, false, found, {
+    empty: 'no instructions',
+    header: ['INSTRUCTION_ID', 'SITE_ID', 'TARGET_DATE', 'STATUS', 'CYCLE', 'PERIODS', 'COMPANY', 'RECEIVED_AT'],
+    row: ({ instruction: i }) => [
+      i.instructionId, i.siteId, i.targetDate, i.state.status, i.state.cycle === undefined ? '-' : String(i.state.cycle),
+      String(i.slots.length), i.companyId, i.receivedAt,
+    ],
+  })
 })
 
 const show = defineCommand(showSpec, async (args, io) => {

@@ -15,7 +15,7 @@ import { calendarDate, required, siteId, siteIds } from '../args.ts'
 import { defineCommand, type CommandSpec } from '../define-command.ts'
 import type { CliIo, Command } from '../io.ts'
 import { withStore } from '../settings.ts'
-import { formatTable } from '../table.ts'
+import { formatTable, printList } from '../table.ts'
 
 const publishSpec: CommandSpec = {
   usage: 'epx publish --date YYYY-MM-DD [--site PRM]... [--json]',
@@ -99,17 +99,11 @@ const list = defineCommand(listSpec, async (args, io) => {
       lastModified: r.lastModified, size: r.size, latest: r.emittedAtMs === latest?.emittedAtMs,
     }))
   })
-  if (args.flag('json')) {
-    io.out(JSON.stringify(rows, null, 2))
-    return
-  }
-  if (!rows.length) {
-    io.out(`no revision of ${site} for ${targetDate}`)
-    return
-  }
-  const table = [['EMITTED_AT', 'ETAG', 'LAST_MODIFIED', 'BYTES', 'LATEST'],
-    ...rows.map(r => [r.emittedAt, r.etag, r.lastModified, String(r.size), r.latest ? 'yes' : ''])]
-  for (const line of formatTable(table)) io.out(line)
+  printList(io.out, args.flag('json'), rows, {
+    empty: `no revision of ${site} for ${targetDate}`,
+    header: ['EMITTED_AT', 'ETAG', 'LAST_MODIFIED', 'BYTES', 'LATEST'],
+    row: r => [r.emittedAt, r.etag, r.lastModified, String(r.size), r.latest ? 'yes' : ''],
+  })
 })
 
 export const revisionsSubcommands: readonly Command[] = [list]

@@ -7,7 +7,7 @@ import { createReferenceHost } from '../../host/reference-host.ts'
 import { defineCommand, type CommandSpec } from '../define-command.ts'
 import type { Command } from '../io.ts'
 import { readSettings } from '../settings.ts'
-import { formatTable } from '../table.ts'
+import { printList } from '../table.ts'
 
 const listSpec: CommandSpec = {
   usage: 'epx sites list [--json]',
@@ -21,11 +21,11 @@ const list = defineCommand(listSpec, async (args, io) => {
   const host = createReferenceHost({ dataDir: io.dataDir, sites: settings.host.sites, cycleSeconds: settings.host.cycleSeconds })
   const sites = host.sites.map(s => ({ site_id: s.site_id, site_name: s.site_name }))
   await host.close()
-  if (args.flag('json')) {
-    io.out(JSON.stringify(sites, null, 2))
-    return
-  }
-  for (const line of formatTable([['SITE_ID', 'SITE_NAME'], ...sites.map(s => [s.site_id, s.site_name])])) io.out(line)
+  printList(io.out, args.flag('json'), sites, {
+    empty: 'no sites',
+    header: ['SITE_ID', 'SITE_NAME'],
+    row: s => [s.site_id, s.site_name],
+  })
 })
 
 export const sitesSubcommands: readonly Command[] = [list]

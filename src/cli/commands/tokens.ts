@@ -14,7 +14,7 @@ import { required } from '../args.ts'
 import { defineCommand, usageError, type CommandSpec } from '../define-command.ts'
 import type { Command } from '../io.ts'
 import { withStore } from '../settings.ts'
-import { formatTable } from '../table.ts'
+import { printList } from '../table.ts'
 import { checkCompanyId } from './companies.ts'
 
 const createSpec: CommandSpec = {
@@ -88,16 +88,11 @@ const list = defineCommand(listSpec, async (args, io) => {
     id: t.id, company: t.companyId, scopes: t.scopes, state: tokenState(t, now),
     createdAt: t.createdAt, expiresAt: t.expiresAt ?? null, revokedAt: t.revokedAt ?? null, lastUsedAt: t.lastUsedAt ?? null,
   }))
-  if (args.flag('json')) {
-    io.out(JSON.stringify(shown, null, 2))
-    return
-  }
-  if (shown.length === 0) {
-    io.out(companyId ? `no tokens for company ${companyId}` : 'no tokens yet')
-    return
-  }
-  const rows = shown.map(t => [t.id, t.company, t.scopes.join(','), t.state, t.createdAt, t.expiresAt ?? 'never', t.lastUsedAt ?? '-'])
-  for (const line of formatTable([['ID', 'COMPANY', 'SCOPES', 'STATE', 'CREATED', 'EXPIRES', 'LAST USED'], ...rows])) io.out(line)
+  printList(io.out, args.flag('json'), shown, {
+    empty: companyId ? `no tokens for company ${companyId}` : 'no tokens yet',
+    header: ['ID', 'COMPANY', 'SCOPES', 'STATE', 'CREATED', 'EXPIRES', 'LAST USED'],
+    row: t => [t.id, t.company, t.scopes.join(','), t.state, t.createdAt, t.expiresAt ?? 'never', t.lastUsedAt ?? '-'],
+  })
 })
 
 const revokeSpec: CommandSpec = {

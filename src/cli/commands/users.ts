@@ -10,7 +10,7 @@ import { openUsers, type UserRecord } from '../../store/users.ts'
 import { defineCommand, usageError, type CommandSpec } from '../define-command.ts'
 import type { Command } from '../io.ts'
 import { withStore } from '../settings.ts'
-import { formatTable } from '../table.ts'
+import { printList } from '../table.ts'
 import { checkCompanyId } from './companies.ts'
 
 const addSpec: CommandSpec = {
@@ -64,16 +64,11 @@ const list = defineCommand(listSpec, async (args, io) => {
     username: u.username, role: u.admin ? 'admin' : 'member', company: u.companyId,
     state: u.disabled ? 'disabled' : 'active', createdAt: u.createdAt, passwordChangedAt: u.passwordChangedAt,
   }))
-  if (args.flag('json')) {
-    io.out(JSON.stringify(shown, null, 2))
-    return
-  }
-  if (shown.length === 0) {
-    io.out("no users yet; add one with 'epx user add USERNAME --admin'")
-    return
-  }
-  const rows = shown.map(u => [u.username, u.role, u.company ?? '-', u.state, u.createdAt, u.passwordChangedAt])
-  for (const line of formatTable([['USERNAME', 'ROLE', 'COMPANY', 'STATE', 'CREATED', 'PASSWORD SET'], ...rows])) io.out(line)
+  printList(io.out, args.flag('json'), shown, {
+    empty: "no users yet; add one with 'epx user add USERNAME --admin'",
+    header: ['USERNAME', 'ROLE', 'COMPANY', 'STATE', 'CREATED', 'PASSWORD SET'],
+    row: u => [u.username, u.role, u.company ?? '-', u.state, u.createdAt, u.passwordChangedAt],
+  })
 })
 
 function stateCommand (name: 'disable' | 'enable'): Command {
