@@ -57,6 +57,7 @@ for (const [day, slots] of DAYS) {
     t.ok(Buffer.compare(await download.body(), Buffer.from(api.text)) === 0, 'the download is byte-identical to the API body')
     t.equal(download.headers().etag, api.headers.etag)
     await screenshot(page, `besoins-${slots}`)
+    await screenshot(page, `besoins-${slots}-top`, { fullPage: false })
   })
 }
 

@@ -32,10 +32,12 @@ async function settled (instructionId: string, site: string, status: string): Pr
 const BETA = 'ProgrammeSoutirage-2026-11-22-rev-20261121T100000Z'
 const ACME = 'ProgrammeSoutirage-2026-11-22-rev-20261121T120000Z'
 await post(beta, programme({ emittedAt: '2026-11-21T10:00:00Z', emittedBy: 'beta-ops', sites: [siteId(1), siteId(3)], slots: 8 }))
-// Floors of 10 kW (2.5 kWh a quarter-hour), a curtailment (0 kWh) from 06:00 to 07:00 Paris.
-const kwh = (j: number) => j >= 24 && j < 28 ? 0 : 2.5
+// Floors of 10 kW (2.5 kWh a quarter-hour), a curtailment (0 kWh) from 06:00 to 07:00 Paris,
+// floors of 120 kW from 18:00.
+const kwh = (j: number) => j >= 24 && j < 28 ? 0 : j >= 72 ? 30 : 2.5
 await post(acme, programme({ emittedAt: '2026-11-21T12:00:00Z', emittedBy: 'acme-dispatch', sites: [siteId(1)], kwh }))
 await settled(ACME, siteId(1), 'queued')
+await epx.handle.publish({ targetDate: TOMORROW })
 
 const page = await newPage(t, browser)
 t.equal(await signIn(page, url, 'alice', alice.password), 303, 'alice is signed in')
@@ -71,11 +73,23 @@ t.test("the detail page: sender, emitted_at, each slot's floor or curtailment; a
   const rows = page.locator('table.slots tbody tr')
   t.equal(await rows.count(), 96)
   const constraints = await rows.locator('td:nth-child(4)').allTextContents()
-  t.same(constraints.map((c, j) => [j, c]).filter(([, c]) => c !== 'plancher 10 kW'),
-    [24, 25, 26, 27].map(j => [j, 'effacement (0 kW max)']), '10 kW floors, a curtailment from 06:00 to 07:00')
+  t.same(constraints.map((c, j) => [j, c]).filter(([, c]) => c !== 'plancher 10 kW'), [
+    ...[24, 25, 26, 27].map(j => [j, 'effacement (0 kW max)']),
+    ...Array.from({ length: 24 }, (_, k) => [72 + k, 'plancher 120 kW']),
+  ], '10 kW floors, a curtailment from 06:00 to 07:00, 120 kW floors from 18:00')
   await t.resolveMatch(rows.nth(24).locator('td').first().textContent(), '22/11/2026 06:00:00')
   t.same(await accessibilityProblems(page), [], 'the detail: no serious or critical accessibility problem')
   await screenshot(page, 'programme-detail')
+  await screenshot(page, 'programme-detail-top', { fullPage: false })
+
+  await page.getByRole('link', { name: 'Voir sur le graphique des besoins agrégés' }).click()
+  await page.waitForLoadState()
+  await t.resolveMatch(page.locator('dl.facts').textContent(), `Consigne en vigueur${ACME} (appliquée`, 'the Besoins agrégés page names the instruction in force')
+  t.equal(await page.locator('svg.chart line.floor').count(), 92, 'and draws its floors')
+  t.equal(await page.locator('svg.chart rect.curtailment').count(), 4, 'and its curtailments, on the same axis')
+  t.same(await accessibilityProblems(page), [], 'the chart with an instruction: no serious or critical accessibility problem')
+  await page.setViewportSize({ width: 1200, height: 1000 })
+  await screenshot(page, 'besoins-with-programme-top', { fullPage: false })
 })
 
 t.test("a member editing the URL to another company's programme gets a 404; nothing of it leaks", async t => {
