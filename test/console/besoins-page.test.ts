@@ -19,6 +19,9 @@ const DAYS = [['2026-11-22', 96], ['2027-03-28', 92], ['2026-10-25', 100]] as co
 for (const [day] of DAYS) await epx.handle.publish({ targetDate: day })
 
 const page = await newPage(t, browser)
+// What the browser reports as an error (a CSP refusal, a failed asset), but the 404s asked for.
+const browserErrors: string[] = []
+page.on('console', m => { if (m.type() === 'error' && !/status of 404/.test(m.text())) browserErrors.push(m.text()) })
 t.equal(await signIn(page, url, 'alice', alice.password), 303, 'alice is signed in')
 const fr = (n: number) => n.toLocaleString('fr-FR')
 
@@ -85,4 +88,8 @@ t.test("a member editing the URL to another company's site gets a 404 that names
   await page.goto(new URL('/besoins-agreges', url).href)
   t.same(await page.locator('#site_id option').evaluateAll(os => os.map(o => (o as unknown as { value: string }).value)),
     [own!.site_id, epx.ref.sites[1]!.site_id], 'the chooser offers its own sites only')
+})
+
+t.test('the browser reported no error on any page of this file (no CSP refusal, no missing asset)', async t => {
+  t.same(browserErrors, [])
 })

@@ -40,6 +40,9 @@ await settled(ACME, siteId(1), 'queued')
 await epx.handle.publish({ targetDate: TOMORROW })
 
 const page = await newPage(t, browser)
+// What the browser reports as an error (a CSP refusal, a failed asset), but the 404s asked for.
+const browserErrors: string[] = []
+page.on('console', m => { if (m.type() === 'error' && !/status of 404/.test(m.text())) browserErrors.push(m.text()) })
 t.equal(await signIn(page, url, 'alice', alice.password), 303, 'alice is signed in')
 const detail = `/programmes/${ACME}/${siteId(1)}`
 
@@ -115,4 +118,8 @@ t.test('an admin sees both companies, with who superseded what', async t => {
   await t.resolveMatch(rows.filter({ hasText: siteId(1) }).filter({ hasText: 'beta-ops' }).locator('td').nth(6).textContent(), `remplacée par ${ACME}`)
   t.same(await accessibilityProblems(admin), [])
   await screenshot(admin, 'programmes-admin')
+})
+
+t.test('the browser reported no error on any page of this file (no CSP refusal, no missing asset)', async t => {
+  t.same(browserErrors, [])
 })
