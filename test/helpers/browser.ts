@@ -66,9 +66,10 @@ export async function signIn (page: Page, consoleUrl: URL, username: string, pas
   return r.status()
 }
 
-export async function screenshot (page: Page, name: string): Promise<void> {
+/** The whole page by default; `{ fullPage: false }` keeps the viewport (a long table's top, for docs/). */
+export async function screenshot (page: Page, name: string, o: { fullPage?: boolean } = {}): Promise<void> {
   mkdirSync(SCREENSHOTS, { recursive: true })
-  await page.screenshot({ path: `${SCREENSHOTS}${name}.png`, fullPage: true })
+  await page.screenshot({ path: `${SCREENSHOTS}${name}.png`, fullPage: o.fullPage ?? true })
 }
 
 /** axe-core's serious and critical violations on the page as it is now: `rule: target…` lines. */

@@ -5,7 +5,9 @@
  * (a line at `min_kw`) and curtailments (a hatched column, `max_kw` 0) on the same
  * axis. Colours are presentation attributes, never `style`, so a strict CSP holds.
  * Every slot carries a `<title>` (a tooltip without script); the page's slot table is
- * the accessible alternative the `<desc>` points to.
+ * the accessible alternative the `<desc>` points to. SVG paints in document order: the
+ * milestone deadlines and their labels come after the constraints (a hatched curtailment
+ * hid them), with a white halo so they read over any fill.
  * @module
  */
 import { html, type SafeHtml } from '../html.ts'
@@ -64,12 +66,12 @@ export function powerChart (c: ChartInput): SafeHtml {
 <g class="dst">${ticks.filter(t => t.repeated).map(t => html`<rect class="repeated-hour" x="${x(t.ms)}" y="${M.top}" width="${round(x(t.ms + 3_600_000) - x(t.ms))}" height="${PLOT_H}" fill="${COLOURS.dst}"><title>Heure répétée : ${t.label} h (passage à l'heure d'hiver)</title></rect>`)}</g>
 <g class="grid">${yTicks.map(kw => html`<line x1="${M.left}" x2="${W - M.right}" y1="${y(kw)}" y2="${y(kw)}" stroke="${COLOURS.grid}"/><text x="${M.left - 6}" y="${y(kw) + 4}" text-anchor="end" fill="${COLOURS.text}">${frNumber(round(kw))}</text>`)}
 <text x="${M.left - 6}" y="${M.top - 12}" text-anchor="end" fill="${COLOURS.text}">kW</text></g>
-<g class="milestones">${c.milestones.map(m => html`<rect class="milestone" x="${x(m.startMs)}" y="${M.top}" width="${Math.max(1, round(x(m.deadlineMs) - x(m.startMs)))}" height="${PLOT_H}" fill="${COLOURS.milestoneFill}" opacity="0.7"><title>Jalon : ${frNumber(m.energyKwh)} kWh à ${frNumber(m.powerKw)} kW, de ${parisText(m.startMs, 'time')} à ${parisText(m.deadlineMs, 'time')}</title></rect>
-<line x1="${x(m.deadlineMs)}" x2="${x(m.deadlineMs)}" y1="${M.top}" y2="${M.top + PLOT_H}" stroke="${COLOURS.milestone}" stroke-width="2" stroke-dasharray="6 3"/>
-<text x="${x(m.deadlineMs) - 4}" y="${M.top + 14}" text-anchor="end" fill="${COLOURS.milestone}">${frNumber(m.energyKwh)} kWh</text>`)}</g>
+<g class="milestones">${c.milestones.map(m => html`<rect class="milestone" x="${x(m.startMs)}" y="${M.top}" width="${Math.max(1, round(x(m.deadlineMs) - x(m.startMs)))}" height="${PLOT_H}" fill="${COLOURS.milestoneFill}" opacity="0.7"><title>Jalon : ${frNumber(m.energyKwh)} kWh à ${frNumber(m.powerKw)} kW, de ${parisText(m.startMs, 'time')} à ${parisText(m.deadlineMs, 'time')}</title></rect>`)}</g>
 <path class="available" d="${area}" fill="${COLOURS.availableFill}" stroke="${COLOURS.available}" stroke-width="1.5"/>
 <g class="curtailments">${curtailments.map(k => html`<rect class="curtailment" x="${x(k.startMs)}" y="${M.top}" width="${round(x(k.endMs) - x(k.startMs))}" height="${PLOT_H}" fill="url(#chart-hatch)" opacity="0.8"><title>Effacement (0 kW max) de ${parisText(k.startMs, 'time')} à ${parisText(k.endMs, 'time')}</title></rect>`)}</g>
 <g class="floors">${floors.map(k => html`<line class="floor" x1="${x(k.startMs)}" x2="${x(k.endMs)}" y1="${y(k.minKw!)}" y2="${y(k.minKw!)}" stroke="${COLOURS.floor}" stroke-width="3"><title>Plancher ${frNumber(k.minKw!)} kW de ${parisText(k.startMs, 'time')} à ${parisText(k.endMs, 'time')}</title></line>`)}</g>
+<g class="deadlines">${c.milestones.map(m => html`<line x1="${x(m.deadlineMs)}" x2="${x(m.deadlineMs)}" y1="${M.top}" y2="${M.top + PLOT_H}" stroke="${COLOURS.milestone}" stroke-width="2" stroke-dasharray="6 3"/>
+<text x="${x(m.deadlineMs) - 4}" y="${M.top + 14}" text-anchor="end" fill="${COLOURS.milestone}" stroke="#ffffff" stroke-width="3" paint-order="stroke">${frNumber(m.energyKwh)} kWh</text>`)}</g>
 <g class="slots">${c.available.map(s => html`<rect class="slot" x="${x(s.startMs)}" y="${M.top}" width="${round(x(s.startMs + c.slotMs) - x(s.startMs))}" height="${PLOT_H}" fill="transparent"><title>${parisText(s.startMs, 'time')} : ${frNumber(s.kw)} kW disponibles</title></rect>`)}</g>
 <g class="x-axis"><line x1="${M.left}" x2="${W - M.right}" y1="${M.top + PLOT_H}" y2="${M.top + PLOT_H}" stroke="${COLOURS.text}"/>
 ${ticks.map(t => html`<line x1="${x(t.ms)}" x2="${x(t.ms)}" y1="${M.top + PLOT_H}" y2="${M.top + PLOT_H + 5}" stroke="${COLOURS.text}"/><text class="${t.repeated ? 'hour repeated' : t.afterSkip ? 'hour after-skip' : 'hour'}" x="${x(t.ms)}" y="${M.top + PLOT_H + 18}" text-anchor="middle" fill="${COLOURS.text}">${t.label}</text>`)}

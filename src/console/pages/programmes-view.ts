@@ -36,6 +36,11 @@ function statusCell (v: InstructionView): SafeHtml {
   return html`<span class="status status-${v.instruction.state.status}">${label}</span> <small>depuis ${parisTime(v.instruction.state.at)}</small>`
 }
 
+/** A Paris day as the console writes dates, `22/11/2026` (noon UTC falls inside that Paris day). */
+function dayText (targetDate: string): string {
+  return parisText(Date.parse(`${targetDate}T12:00:00Z`), 'date')
+}
+
 export function renderProgrammes (m: ProgrammesModel): SafeHtml {
   return html`<form method="get" action="${PROGRAMMES_PATH}" class="chooser">
 <label for="site_id">Site</label>
@@ -45,7 +50,7 @@ export function renderProgrammes (m: ProgrammesModel): SafeHtml {
 <button type="submit">Afficher</button>
 </form>
 <nav class="days" aria-label="Jours voisins"><a href="${programmesHref(addDays(m.targetDate, -1), m.siteId)}">← Jour précédent</a> <a href="${programmesHref(addDays(m.targetDate, 1), m.siteId)}">Jour suivant →</a></nav>
-<table class="programmes"><caption>Instructions reçues pour le ${parisText(Date.parse(`${m.targetDate}T12:00:00Z`), 'date')}</caption>
+<table class="programmes"><caption>Instructions reçues pour le ${dayText(m.targetDate)}</caption>
 <thead><tr><th scope="col">Instruction</th><th scope="col">Site</th><th scope="col">Émetteur</th><th scope="col">Émise le</th><th scope="col">Reçue le</th><th scope="col">Créneaux</th><th scope="col">Statut</th></tr></thead>
 <tbody>${m.views.length === 0 ? html`<tr><td colspan="7">Aucune instruction reçue pour ce jour.</td></tr>` : m.views.map(v => {
     const i = v.instruction
@@ -58,7 +63,7 @@ export function renderProgramme (m: ProgrammeModel): SafeHtml {
   return html`<dl class="facts">
 <dt>Instruction</dt><dd><code>${i.instructionId}</code></dd>
 <dt>Site</dt><dd>${i.siteId} — ${i.siteName}</dd>
-<dt>Jour</dt><dd>${i.targetDate}</dd>
+<dt>Jour</dt><dd>${dayText(i.targetDate)}</dd>
 <dt>Émetteur</dt><dd>${i.emittedBy} (entreprise ${i.companyId}, jeton ${i.tokenId})</dd>
 <dt>Émise le</dt><dd>${parisTime(i.emittedAt)}</dd>
 <dt>Reçue le</dt><dd>${parisTime(i.receivedAt)}</dd>

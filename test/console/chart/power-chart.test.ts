@@ -79,3 +79,13 @@ t.test('text in the chart is escaped', async t => {
   t.notMatch(svg, /<script>/)
   t.match(svg, /Dépôt &lt;script&gt;alert\(1\)&lt;\/script&gt;/)
 })
+
+t.test('a milestone label is painted over the curtailments and floors, so a hatched column never hides it', async t => {
+  const { startMs } = parisDayMs('2026-11-22')
+  // The milestone's deadline (slot 32) sits inside a curtailment, where its label is drawn.
+  const svg = powerChart(input('2026-11-22', { constraints: [{ startMs: startMs + 28 * Q, endMs: startMs + 33 * Q, maxKw: 0 }] })).toString()
+  const label = svg.indexOf('>120 kWh</text>')
+  t.ok(label > 0, 'the label is drawn')
+  t.ok(label > svg.lastIndexOf('<rect class="curtailment"'), 'after the last curtailment (SVG paints in document order)')
+  t.ok(label > svg.lastIndexOf('<line class="floor"') && label > svg.indexOf('<path class="available"'), 'and after the floors and the area')
+})

@@ -68,6 +68,7 @@ t.test('one instruction: each slot\'s energy, and the floor or curtailment it be
   t.match(page, /<td class="num">1<\/td><td class="floor">plancher 4 kW<\/td>/)
   t.match(page, /<td class="num">2<\/td><td class="floor">plancher 8 kW<\/td>/)
   t.match(page, /en attente du prochain cycle/)
+  t.match(page, '<dt>Jour</dt><dd>22/11/2026</dd>', 'the day as every other date of the console shows it')
   t.same(loadProgramme(deps, member('beta'), A, siteId(2)), { status: 404 })
   t.same(loadProgramme(deps, member('acme'), B, siteId(1)), { status: 404 })
   t.same(loadProgramme(deps, admin, A, 'PRM1'), { status: 404 })

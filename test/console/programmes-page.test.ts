@@ -1,0 +1,125 @@
+import t from 'tap'
+import { addUser } from '../../src/auth/accounts.ts'
+import { openInstructions } from '../../src/store/instructions.ts'
+import { accessibilityProblems, launchBrowser, newPage, screenshot, signIn } from '../helpers/browser.ts'
+import { startEpx } from '../helpers/epx.ts'
+import { INBOUND_PATH, programme, siteId } from '../helpers/programme.ts'
+
+// The "Programmes" pages of a real plugin activation, in chromium: programmes POSTed on the
+// API over mTLS, applied by the reference host's solver cycle. One epx and one browser.
+const epx = await startEpx(t, { config: { console: { enabled: true } } })
+const url = epx.handle.consoleUrl!
+const browser = await launchBrowser(t)
+const TOMORROW = '2026-11-22'
+const acme = await epx.addCompany('acme', { perimeter: [siteId(1), siteId(2)] })
+const beta = await epx.addCompany('beta', { perimeter: [siteId(1), siteId(3)] })
+const alice = await addUser(epx.store, { username: 'alice', admin: false, companyId: 'acme' }, Date.now())
+const root = await addUser(epx.store, { username: 'root', admin: true, companyId: null }, Date.now())
+
+async function post (company: typeof acme, body: object): Promise<void> {
+  const { secret } = await epx.addToken(company.record.id, ['inbound:programme-soutirage'])
+  const r = await epx.request({ method: 'POST', path: INBOUND_PATH, cert: company.cert, token: secret, body })
+  if (r.status !== 202) throw new Error(`${r.status} ${r.text}`)
+}
+
+/** Status writes after the 202 are not awaited by the request: wait for them. */
+async function settled (instructionId: string, site: string, status: string): Promise<void> {
+  const instructions = openInstructions(epx.store)
+  for (let i = 0; i < 300 && instructions.get(instructionId, site)?.state.status !== status; i++) await new Promise(r => setTimeout(r, 10))
+}
+
+// beta's programme (10:00) covers a shared site and its own; acme's (12:00) supersedes it on the shared one.
+const BETA = 'ProgrammeSoutirage-2026-11-22-rev-20261121T100000Z'
+const ACME = 'ProgrammeSoutirage-2026-11-22-rev-20261121T120000Z'
+await post(beta, programme({ emittedAt: '2026-11-21T10:00:00Z', emittedBy: 'beta-ops', sites: [siteId(1), siteId(3)], slots: 8 }))
+// Floors of 10 kW (2.5 kWh a quarter-hour), a curtailment (0 kWh) from 06:00 to 07:00 Paris,
+// floors of 120 kW from 18:00.
+const kwh = (j: number) => j >= 24 && j < 28 ? 0 : j >= 72 ? 30 : 2.5
+await post(acme, programme({ emittedAt: '2026-11-21T12:00:00Z', emittedBy: 'acme-dispatch', sites: [siteId(1)], kwh }))
+await settled(ACME, siteId(1), 'queued')
+await epx.handle.publish({ targetDate: TOMORROW })
+
+const page = await newPage(t, browser)
+// What the browser reports as an error (a CSP refusal, a failed asset), but the 404s asked for.
+const browserErrors: string[] = []
+page.on('console', m => { if (m.type() === 'error' && !/status of 404/.test(m.text())) browserErrors.push(m.text()) })
+t.equal(await signIn(page, url, 'alice', alice.password), 303, 'alice is signed in')
+const detail = `/programmes/${ACME}/${siteId(1)}`
+
+t.test('a programme posted on the API shows as received, then as applied after a solver cycle', async t => {
+  await page.goto(new URL(`/programmes?target_date=${TOMORROW}`, url).href)
+  const row = page.locator('table.programmes tbody tr', { hasText: ACME })
+  t.equal(await row.count(), 1, 'listed for its day')
+  const cells = row.locator('td')
+  t.match(await cells.nth(2).textContent(), 'acme-dispatch', 'its sender')
+  t.equal(await cells.nth(3).locator('time').getAttribute('datetime'), '2026-11-21T12:00:00Z', 'its emitted_at')
+  t.equal(await cells.nth(5).textContent(), '96', 'its slot count')
+  t.match(await cells.nth(6).textContent(), /en attente du prochain cycle|reçue/, 'received, waiting for the solver')
+  t.same(await accessibilityProblems(page), [], 'the list: no serious or critical accessibility problem')
+  await screenshot(page, 'programmes-received')
+
+  const cycle = epx.ref.runCycle()
+  t.ok(cycle.inputs.some(i => i.instructionId === ACME && i.siteId === siteId(1)), 'the cycle took it')
+  await settled(ACME, siteId(1), 'applied')
+  await page.reload()
+  t.match(await cells.nth(6).textContent(), `appliquée (cycle ${cycle.cycle})`, 'applied, at that cycle')
+  await screenshot(page, 'programmes-applied')
+})
+
+t.test("the detail page: sender, emitted_at, each slot's floor or curtailment; axe passes", async t => {
+  const r = await page.goto(new URL(detail, url).href)
+  t.equal(r?.status(), 200)
+  const facts = page.locator('dl.facts')
+  await t.resolveMatch(facts.textContent(), 'acme-dispatch (entreprise acme')
+  t.equal(await facts.locator('time').first().getAttribute('datetime'), '2026-11-21T12:00:00Z', 'emitted_at')
+  await t.resolveMatch(facts.textContent(), /appliquée \(cycle \d+\)/)
+  const rows = page.locator('table.slots tbody tr')
+  t.equal(await rows.count(), 96)
+  const constraints = await rows.locator('td:nth-child(4)').allTextContents()
+  t.same(constraints.map((c, j) => [j, c]).filter(([, c]) => c !== 'plancher 10 kW'), [
+    ...[24, 25, 26, 27].map(j => [j, 'effacement (0 kW max)']),
+    ...Array.from({ length: 24 }, (_, k) => [72 + k, 'plancher 120 kW']),
+  ], '10 kW floors, a curtailment from 06:00 to 07:00, 120 kW floors from 18:00')
+  await t.resolveMatch(rows.nth(24).locator('td').first().textContent(), '22/11/2026 06:00:00')
+  t.same(await accessibilityProblems(page), [], 'the detail: no serious or critical accessibility problem')
+  await screenshot(page, 'programme-detail')
+  await screenshot(page, 'programme-detail-top', { fullPage: false })
+
+  await page.getByRole('link', { name: 'Voir sur le graphique des besoins agrégés' }).click()
+  await page.waitForLoadState()
+  await t.resolveMatch(page.locator('dl.facts').textContent(), `Consigne en vigueur${ACME} (appliquée`, 'the Besoins agrégés page names the instruction in force')
+  t.equal(await page.locator('svg.chart line.floor').count(), 92, 'and draws its floors')
+  t.equal(await page.locator('svg.chart rect.curtailment').count(), 4, 'and its curtailments, on the same axis')
+  t.same(await accessibilityProblems(page), [], 'the chart with an instruction: no serious or critical accessibility problem')
+  await page.setViewportSize({ width: 1200, height: 1000 })
+  await screenshot(page, 'besoins-with-programme-top', { fullPage: false })
+})
+
+t.test("a member editing the URL to another company's programme gets a 404; nothing of it leaks", async t => {
+  for (const path of [`/programmes/${BETA}/${siteId(3)}`, `/programmes/${BETA}/${siteId(1)}`, `/programmes/${BETA}/${siteId(2)}`]) {
+    const r = await page.goto(new URL(path, url).href)
+    t.equal(r?.status(), 404, path)
+    const text = await page.content()
+    t.notMatch(text, /beta|Depot 3|20261121T100000Z/, 'no company, site name or instruction id of beta')
+  }
+  await screenshot(page, 'programme-foreign')
+  await page.goto(new URL(`/programmes?target_date=${TOMORROW}&site_id=${siteId(1)}`, url).href)
+  const listed = await page.locator('table.programmes').textContent()
+  t.match(listed, ACME)
+  t.notMatch(listed, /beta|20261121T100000Z/, "beta's programme of the shared site is not listed")
+})
+
+t.test('an admin sees both companies, with who superseded what', async t => {
+  const admin = await newPage(t, browser)
+  await signIn(admin, url, 'root', root.password)
+  await admin.goto(new URL(`/programmes?target_date=${TOMORROW}`, url).href)
+  const rows = admin.locator('table.programmes tbody tr')
+  t.equal(await rows.count(), 3, "beta's two sites and acme's one")
+  await t.resolveMatch(rows.filter({ hasText: siteId(1) }).filter({ hasText: 'beta-ops' }).locator('td').nth(6).textContent(), `remplacée par ${ACME}`)
+  t.same(await accessibilityProblems(admin), [])
+  await screenshot(admin, 'programmes-admin')
+})
+
+t.test('the browser reported no error on any page of this file (no CSP refusal, no missing asset)', async t => {
+  t.same(browserErrors, [])
+})
