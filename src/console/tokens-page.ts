@@ -128,7 +128,7 @@ ${company!.status === 'suspended' ? html`<p class="error">L'entreprise est suspe
 <p><label for="token-secret">Secret</label></p>
 <input id="token-secret" class="secret" readonly value="${token}">
 <p><button type="button" data-copy="token-secret" hidden>Copier le secret</button> <span id="token-secret-status" role="status"></span></p>
-<dl><dt>Portées</dt><dd>${record.scopes.join(', ')}</dd><dt>Expire</dt><dd>${record.expiresAt ? parisTimeOrDash(record.expiresAt) : 'jamais'}</dd></dl>
+<dl class="facts"><dt>Portées</dt><dd>${record.scopes.join(', ')}</dd><dt>Expire</dt><dd>${record.expiresAt ? parisTimeOrDash(record.expiresAt) : 'jamais'}</dd></dl>
 <h2>Essayer avec curl</h2>
 <p class="hint">Depuis le dossier du certificat client de l'entreprise (client.crt, client.key, ca.crt) :</p>
 <pre id="curl-command">${await curlLines(deps, token, record.scopes, companyId)}</pre>

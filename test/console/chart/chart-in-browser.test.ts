@@ -2,7 +2,7 @@
  * The "Besoins agrégés" page body in a real browser (Debian's chromium through
  * playwright-core), under a CSP as strict as the console's: the chart lays out with
  * one column per quarter-hour on 92/96/100-slot days, nothing is refused by the CSP,
- * axe finds no serious or critical violation. Screenshots go to .screenshots/ (ignored).
+ * axe finds no serious or critical violation. Screenshots go to test-output/screenshots/ (ignored), with the others.
  */
 import { mkdirSync } from 'node:fs'
 import { execFileSync } from 'node:child_process'
@@ -17,9 +17,10 @@ import { simulatedSites } from '../../../src/host/simulated-sites.ts'
 import { seedStore } from '../../helpers/seed.ts'
 import { admin } from '../../helpers/console-app.ts'
 import { siteId } from '../../helpers/programme.ts'
+import { SCREENSHOTS } from '../../helpers/browser.ts'
 import { coverageOf } from '../../../src/contract/paris-day.ts'
 
-const SHOTS = join(import.meta.dirname, '../../../.screenshots/console')
+const SHOTS = join(SCREENSHOTS, 'chart')
 const CSP = "default-src 'none'; img-src 'self'; form-action 'self'"
 
 let executablePath: string | undefined
