@@ -9,9 +9,7 @@ import { inDataDir, loadConfig } from './config.ts'
 import { openStore, type Store, type StoreFaults } from './store/open-store.ts'
 import { openCompanies } from './store/companies.ts'
 import { openTokens } from './store/tokens.ts'
-import { listenApi } from './http/listener.ts'
-import { inboundRoute } from './http/inbound-route.ts'
-import { outboundRoute } from './http/outbound-route.ts'
+import { startDoor } from './http/door-supervisor.ts'
 import { openPublication } from './publish/open-publication.ts'
 import { startSchedule } from './publish/schedule.ts'
 import { addDays, parisDateOf } from './contract/paris-day.ts'
@@ -111,9 +109,19 @@ export async function createEpx (host: Host, rawConfig: unknown, internals: Inte
     bin.add(() => ops.settle())
     ops.retentionInBackground()
 
-    const routes = [inboundRoute({ maxBodyBytes: config.inbound.maxBodyBytes, inbound }), outboundRoute({ revisions, receipts: deliveries })]
-    const observer = { ...metrics, deadToken: ops.deadToken }
-    const api = await listenApi({ config, dataDir: host.dataDir, log, clock: host.clock, store, companies, tokens, routes, observer })
+    // The API door runs in its own thread (http/door-worker.ts): its handshakes, parsing
+    // and writes never take the solver's event loop; what it tells comes back here.
+    const api = await startDoor({
+      start: { config, dataDir: host.dataDir, storePath: store.path },
+      clock: host.clock,
+      log,
+      faults: internals.storeFaults,
+      enqueue: (batch, effective) => inbound.enqueueSaved(batch, effective),
+      onRestart: () => inbound.requeueEffective(),
+      programme: report => ops.programme(report),
+      observer: { ...metrics, deadToken: ops.deadToken },
+      receipts: deliveries,
+    })
     bin.add(() => api.close())
     // The web console: its own listener, so none of its work is on the API's path.
     let consoleUrl: URL | undefined
@@ -135,7 +143,7 @@ export async function createEpx (host: Host, rawConfig: unknown, internals: Inte
       host: config.metrics.host, port: config.metrics.port, registry: metrics.registry, log,
       checks: [
         { name: 'store', check: () => { tokens.generation(); return undefined } },
-        { name: 'api', check: () => apiListening ? undefined : 'the API listener is closed' },
+        { name: 'api', check: () => !apiListening ? 'the API listener is closed' : api.up ? undefined : 'the API worker is restarting' },
         { name: 'publication', check: ops.publicationProblem },
       ],
     })
