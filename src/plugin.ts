@@ -9,7 +9,7 @@ import { inDataDir, loadConfig } from './config.ts'
 import { openStore, type Store, type StoreFaults } from './store/open-store.ts'
 import { openCompanies } from './store/companies.ts'
 import { openTokens } from './store/tokens.ts'
-import { startDoor } from './http/door-supervisor.ts'
+import { startDoor, type Door } from './http/door-supervisor.ts'
 import { openPublication } from './publish/open-publication.ts'
 import { startSchedule } from './publish/schedule.ts'
 import { addDays, parisDateOf } from './contract/paris-day.ts'
@@ -34,6 +34,8 @@ export interface Internals {
   readonly storeFaults?: StoreFaults
   /** Hands the opened store to a test, so it can seed companies and tokens. */
   readonly onStore?: (store: Store) => void
+  /** Hands the API door's supervisor to a test (to kill its worker). */
+  readonly onDoor?: (door: Door) => void
   /** The Node.js version checked against `engines.node` (default: this process's). */
   readonly nodeVersion?: string
 }
@@ -123,6 +125,7 @@ export async function createEpx (host: Host, rawConfig: unknown, internals: Inte
       receipts: deliveries,
     })
     bin.add(() => api.close())
+    internals.onDoor?.(api)
     // The web console: its own listener, so none of its work is on the API's path.
     let consoleUrl: URL | undefined
     if (config.console.enabled) {

@@ -32,7 +32,7 @@ export interface DoorDeps {
   readonly programme: (report: ProgrammeReport) => void
   readonly observer: ApiObserver & { storeError?(): void }
   readonly receipts: { record(companyId: string, siteId: string, targetDate: string, emittedAtMs: number, status: 200 | 304, atMs: number): void }
-  /** The worker's own V8 heap limit (an out-of-memory kills the worker, not the host). */
+  /** The worker's own V8 heap limit (an out-of-memory kills the worker, not the host); default 512 MB. */
   readonly heapMb?: number
 }
 
@@ -46,6 +46,8 @@ export interface Door {
   readonly worker: Worker | undefined
 }
 
+/** The door's caches and in-flight bodies (up to `inbound.maxBodyBytes` each) fit well within this. */
+const DEFAULT_HEAP_MB = 512
 const FIRST_DELAY_MS = 100
 const MAX_DELAY_MS = 5000
 /** A worker up this long has earned a fresh backoff. */
@@ -105,7 +107,7 @@ export async function startDoor (deps: DoorDeps): Promise<Door> {
     const [source, how] = workerSource(import.meta.url, 'door-worker')
     const workerData: DoorStart = { ...deps.start, port, clock, faults }
     const worker = new Worker(source, {
-      ...how, workerData, transferList, ...(deps.heapMb ? { resourceLimits: { maxOldGenerationSizeMb: deps.heapMb } } : {}),
+      ...how, workerData, transferList, resourceLimits: { maxOldGenerationSizeMb: deps.heapMb ?? DEFAULT_HEAP_MB },
     })
     const send = (m: ToDoor) => { try { worker.postMessage(m) } catch { /* the worker is gone */ } }
     return new Promise((resolve, reject) => {
