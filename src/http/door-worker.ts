@@ -27,8 +27,8 @@ const port = parentPort!
 const start = workerData as DoorStart
 const post = (m: FromDoor) => port.postMessage(m)
 
-// Events leave in one message per turn of this loop: a busy door costs the host one
-// message handler per turn, not one per request.
+// Events (metrics, audit) leave in one message per turn of this loop: a busy door costs
+// the host one message handler per turn for them, not one per event.
 let events: DoorEvent[] = []
 let flushScheduled = false
 const flush = () => {
@@ -45,7 +45,10 @@ const flush = () => {
 }
 const tell = (e: DoorEvent) => {
   events.push(e)
-  if (!flushScheduled) { flushScheduled = true; setImmediate(flush) }
+  // A log line leaves at once, with what came before it: a request's line is written as
+  // its answer is ended (listener.ts), so it reaches the host before the client has it.
+  if (e.e === 'log') flush()
+  else if (!flushScheduled) { flushScheduled = true; setImmediate(flush) }
 }
 
 /** A Logger whose lines the main thread writes to the host's logger. */
