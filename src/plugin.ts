@@ -123,6 +123,7 @@ export async function createEpx (host: Host, rawConfig: unknown, internals: Inte
       programme: report => ops.programme(report),
       observer: { ...metrics, deadToken: ops.deadToken },
       receipts: deliveries,
+      tokens,
     })
     bin.add(() => api.close())
     internals.onDoor?.(api)

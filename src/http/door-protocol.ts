@@ -65,6 +65,8 @@ export type DoorEvent =
   | { readonly e: 'deadToken'; readonly token: TokenRecord; readonly reason: 'revoked' | 'expired'; readonly nowMs: number }
   | { readonly e: 'delivered'; readonly a: [string, string, string, number, 200 | 304, number] }
   | { readonly e: 'storeError' }
+  /** A token's last use, written by the host's thread: its writes there are ordered with the host's own. */
+  | { readonly e: 'touch'; readonly token: TokenRecord; readonly nowMs: number }
 
 export function errorData (err: unknown): ErrorData {
   if (isEpxError(err)) return { code: err.code, message: err.message, details: err.details ? { ...err.details } : undefined }

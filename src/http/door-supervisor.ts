@@ -11,6 +11,7 @@
 import { MessageChannel, Worker, type MessagePort } from 'node:worker_threads'
 import type { Clock, Logger } from '../host/contract.ts'
 import type { StoreFaults } from '../store/open-store.ts'
+import type { Tokens } from '../store/tokens.ts'
 import type { InstructionBatch } from '../contract/instruction.ts'
 import type { ProgrammeReport } from '../apply/audit-events.ts'
 import { workerSource } from '../apply/read-programme.ts'
@@ -31,6 +32,8 @@ export interface DoorDeps {
   onRestart(): Promise<unknown>
   readonly programme: (report: ProgrammeReport) => void
   readonly observer: ApiObserver & { storeError?(): void }
+  /** Where a token's last use is written (the host's thread: ordered with its other writes). */
+  readonly tokens: Pick<Tokens, 'touch'>
   readonly receipts: { record(companyId: string, siteId: string, targetDate: string, emittedAtMs: number, status: 200 | 304, atMs: number): void }
   /** The worker's own V8 heap limit (an out-of-memory kills the worker, not the host); default 512 MB. */
   readonly heapMb?: number
@@ -85,6 +88,7 @@ export async function startDoor (deps: DoorDeps): Promise<Door> {
       case 'answered': deps.observer.answered?.(...ev.a); return
       case 'deadToken': deps.observer.deadToken?.(ev.token, ev.reason, ev.nowMs); return
       case 'delivered': deps.receipts.record(...ev.a); return
+      case 'touch': deps.tokens.touch(ev.token, ev.nowMs); return
       case 'storeError': deps.observer.storeError?.()
     }
   }

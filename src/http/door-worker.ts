@@ -47,7 +47,8 @@ const tell = (e: DoorEvent) => {
   events.push(e)
   // A log line leaves at once, with what came before it: a request's line is written as
   // its answer is ended (listener.ts), so it reaches the host before the client has it.
-  if (e.e === 'log') flush()
+  // So does a token's last use (rare: once a minute per token).
+  if (e.e === 'log' || e.e === 'touch') flush()
   else if (!flushScheduled) { flushScheduled = true; setImmediate(flush) }
 }
 
@@ -112,7 +113,7 @@ async function open (): Promise<{ close(): Promise<void> }> {
   try {
     api = await listenApi({
       config: { ...config, api: { ...config.api, port: start.port } },
-      dataDir: start.dataDir, log, clock, store, companies: openCompanies(store), tokens: openTokens(store), routes, observer,
+      dataDir: start.dataDir, log, clock, store, companies: openCompanies(store), tokens: { ...openTokens(store), touch: (token, nowMs) => tell({ e: 'touch', token, nowMs }) }, routes, observer,
     })
   } catch (err) {
     await reader.close()
