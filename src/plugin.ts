@@ -10,6 +10,9 @@ import { openStore, type Store, type StoreFaults } from './store/open-store.ts'
 import { openCompanies } from './store/companies.ts'
 import { openTokens } from './store/tokens.ts'
 import { startDoor, type Door } from './http/door-supervisor.ts'
+import { listenApi } from './http/listener.ts'
+import { inboundRoute } from './http/inbound-route.ts'
+import { outboundRoute } from './http/outbound-route.ts'
 import { openPublication } from './publish/open-publication.ts'
 import { startSchedule } from './publish/schedule.ts'
 import { addDays, parisDateOf } from './contract/paris-day.ts'
@@ -111,9 +114,11 @@ export async function createEpx (host: Host, rawConfig: unknown, internals: Inte
     bin.add(() => ops.settle())
     ops.retentionInBackground()
 
-    // The API door runs in its own thread (http/door-worker.ts): its handshakes, parsing
-    // and writes never take the solver's event loop; what it tells comes back here.
-    const api = await startDoor({
+    const observer = { ...metrics, deadToken: ops.deadToken }
+    // `api.inWorker`: the API door runs in its own thread (http/door-worker.ts): its
+    // handshakes, parsing and writes never take the solver's event loop; what it tells
+    // comes back here. Otherwise it serves on this thread.
+    const door = !config.api.inWorker ? undefined : await startDoor({
       start: { config, dataDir: host.dataDir, storePath: store.path },
       clock: host.clock,
       log,
@@ -121,12 +126,16 @@ export async function createEpx (host: Host, rawConfig: unknown, internals: Inte
       enqueue: (batch, effective) => inbound.enqueueSaved(batch, effective),
       onRestart: () => inbound.requeueEffective(),
       programme: report => ops.programme(report),
-      observer: { ...metrics, deadToken: ops.deadToken },
+      observer,
       receipts: deliveries,
       tokens,
     })
+    const api = door ?? await listenApi({
+      config, dataDir: host.dataDir, log, clock: host.clock, store, companies, tokens, observer,
+      routes: [inboundRoute({ maxBodyBytes: config.inbound.maxBodyBytes, inbound }), outboundRoute({ revisions, receipts: deliveries })],
+    })
     bin.add(() => api.close())
-    internals.onDoor?.(api)
+    if (door) internals.onDoor?.(door)
     // The web console: its own listener, so none of its work is on the API's path.
     let consoleUrl: URL | undefined
     if (config.console.enabled) {
@@ -147,7 +156,7 @@ export async function createEpx (host: Host, rawConfig: unknown, internals: Inte
       host: config.metrics.host, port: config.metrics.port, registry: metrics.registry, log,
       checks: [
         { name: 'store', check: () => { tokens.generation(); return undefined } },
-        { name: 'api', check: () => !apiListening ? 'the API listener is closed' : api.up ? undefined : 'the API worker is restarting' },
+        { name: 'api', check: () => !apiListening ? 'the API listener is closed' : door && !door.up ? 'the API worker is restarting' : undefined },
         { name: 'publication', check: ops.publicationProblem },
       ],
     })

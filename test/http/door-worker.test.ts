@@ -1,6 +1,6 @@
 import t, { type Test } from 'tap'
 import { readdirSync } from 'node:fs'
-import { join, resolve } from 'node:path'
+import { resolve } from 'node:path'
 import { Agent, request } from 'undici'
 import { startEpx } from '../helpers/epx.ts'
 import { INBOUND_PATH, programme } from '../helpers/programme.ts'
@@ -8,14 +8,12 @@ import { clientCert, testPki, writePki } from '../helpers/certs.ts'
 import { openInstructions } from '../../src/store/instructions.ts'
 import { loadPlugin } from '../../src/host/load-plugin.ts'
 import { createReferenceHost, ManualClock } from '../../src/host/reference-host.ts'
-import { openStore } from '../../src/store/open-store.ts'
-import { openCompanies } from '../../src/store/companies.ts'
-import { openTokens } from '../../src/store/tokens.ts'
-import { hashToken, newTokenId, newTokenSecret } from '../../src/auth/tokens.ts'
 import { OUTBOUND_PATH } from '../../src/http/route.ts'
 import type { Door } from '../../src/http/door-supervisor.ts'
 
-// The API door serves from its own thread (issue 12): the host's thread only hears of it.
+// With `api.inWorker`, the API door serves from its own thread (issue 12): the host's thread only hears of it.
+// 100 activations each start a worker: a few hundred ms each on a loaded machine.
+t.setTimeout(900_000)
 
 /** Threads of this process (Linux): the door's worker is one. */
 const root = resolve(import.meta.dirname, '../..')
@@ -32,7 +30,7 @@ async function until (what: string, ok: () => boolean | Promise<boolean>, ms = 1
 
 async function setup (t: Test) {
   let door!: Door
-  const epx = await startEpx(t, { onDoor: d => { door = d } })
+  const epx = await startEpx(t, { config: { api: { inWorker: true } }, onDoor: d => { door = d } })
   const { cert } = await epx.addCompany('acme')
   const { secret } = await epx.addToken('acme', ['inbound:programme-soutirage', 'outbound:besoins-agreges'])
   return { epx, cert, secret, door: () => door }
@@ -83,6 +81,12 @@ t.test('a worker killed while programmes are in flight: the host lives on, the w
   // Queued again after the restart (or before the kill): the solver has every one.
   await until('every acknowledged programme queued', () => acknowledged.every(o => epx.ref.pending().some(p => p.targetDate === o.targetDate)))
   t.pass('every acknowledged programme is in the solver\'s queue')
+  // A programme the worker saved but could not answer (or tell the host of) is queued too:
+  // the restart queues every effective instruction again.
+  const saved = [...instructions.effectiveFrom('2026-11-21')]
+  t.ok(saved.length >= acknowledged.length, `${saved.length} effective instructions saved`)
+  await until('every saved effective instruction queued', () => saved.every(r => epx.ref.pending().some(p => p.instructionId === r.instructionId && p.siteId === r.siteId)))
+  t.pass('every saved effective instruction is in the solver\'s queue')
 
   const after = await epx.request({ path: OUTBOUND_PATH, query: { site_id: 'PRM30000000000001', target_date: '2026-11-22' }, cert, token: secret })
   t.equal(after.status, 404, 'the door answers again on the same URL (nothing published yet)')
@@ -113,23 +117,21 @@ t.test('100 activate/close cycles leave no thread, handle or descriptor behind',
   writePki(dataDir)
   const ref = createReferenceHost({ dataDir, clock: new ManualClock('2026-11-21T12:30:00Z'), sites: 1 })
   t.teardown(() => ref.close())
-  const seed = openStore(join(dataDir, 'epx.lmdb'))
-  await openCompanies(seed).add({ id: 'acme', name: 'ACME', status: 'active', certSubject: 'CN=acme,O=acme', perimeter: 'all', createdAt: '2026-11-21T00:00:00Z' })
-  const secret = newTokenSecret()
-  await openTokens(seed).add({ id: newTokenId(), hash: hashToken(secret), companyId: 'acme', scopes: ['outbound:besoins-agreges'], createdAt: '2026-11-21T00:00:00Z' })
-  await seed.close()
+  // A real connection and a real answer each cycle (a 403: this certificate's company is unknown).
   const cert = clientCert('CN=acme,O=acme')
   const agent = new Agent({ connect: { ca: testPki().serverCa.certPem, cert: cert.certPem, key: cert.keyPem } })
-  const config = { api: { host: '127.0.0.1', port: 0 }, publish: { schedule: false } }
+  const config = { api: { host: '127.0.0.1', port: 0, inWorker: true }, publish: { schedule: false } }
   const cycle = async () => {
     // Through the manifest, as a solver loads it: dist/, the door's worker built beside it.
     const { handle } = await loadPlugin(root, ref.host, config)
     const res = await request(new URL(`${OUTBOUND_PATH}?site_id=${ref.sites[0]!.site_id}&target_date=2026-11-22`, handle.apiUrl), {
-      dispatcher: agent, headers: { authorization: `Bearer ${secret}` }, reset: true,
+      dispatcher: agent, reset: true,
     })
     await res.body.dump()
+    statuses.add(res.statusCode)
     await handle.close()
   }
+  const statuses = new Set<number>()
   await cycle()   // warm-up: libuv's and lmdb-js's own threads start once
   const resources = () => process.getActiveResourcesInfo().filter(r => !r.startsWith('FSReq') && r !== 'Timeout').sort()
   const before = { threads: threads(), fds: readdirSync('/proc/self/fd').length, resources: resources() }
@@ -143,4 +145,5 @@ t.test('100 activate/close cycles leave no thread, handle or descriptor behind',
   t.ok(after.threads <= before.threads, `threads: ${before.threads} before, ${after.threads} after 100 activations`)
   t.ok(after.fds <= before.fds, `descriptors: ${before.fds} before, ${after.fds} after`)
   t.same(after.resources.filter(r => r === 'MessagePort' || r === 'Worker'), [], 'no worker or message port left')
+  t.same([...statuses], [403], 'every cycle served a request')
 })
