@@ -117,7 +117,7 @@ t.test('100 activate/close cycles leave no thread, handle or descriptor behind',
   writePki(dataDir)
   const ref = createReferenceHost({ dataDir, clock: new ManualClock('2026-11-21T12:30:00Z'), sites: 1 })
   t.teardown(() => ref.close())
-  // A real connection and a real answer each cycle (a 403: this certificate's company is unknown).
+  // A real connection and a real answer each cycle (a 401: no token).
   const cert = clientCert('CN=acme,O=acme')
   const agent = new Agent({ connect: { ca: testPki().serverCa.certPem, cert: cert.certPem, key: cert.keyPem } })
   const config = { api: { host: '127.0.0.1', port: 0, inWorker: true }, publish: { schedule: false } }
@@ -145,5 +145,5 @@ t.test('100 activate/close cycles leave no thread, handle or descriptor behind',
   t.ok(after.threads <= before.threads, `threads: ${before.threads} before, ${after.threads} after 100 activations`)
   t.ok(after.fds <= before.fds, `descriptors: ${before.fds} before, ${after.fds} after`)
   t.same(after.resources.filter(r => r === 'MessagePort' || r === 'Worker'), [], 'no worker or message port left')
-  t.same([...statuses], [403], 'every cycle served a request')
+  t.same([...statuses], [401], 'every cycle served a request')
 })
