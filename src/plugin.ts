@@ -9,6 +9,7 @@ import { inDataDir, loadConfig } from './config.ts'
 import { openStore, type Store, type StoreFaults } from './store/open-store.ts'
 import { openCompanies } from './store/companies.ts'
 import { openTokens } from './store/tokens.ts'
+import { startDoor, type Door } from './http/door-supervisor.ts'
 import { listenApi } from './http/listener.ts'
 import { inboundRoute } from './http/inbound-route.ts'
 import { outboundRoute } from './http/outbound-route.ts'
@@ -36,6 +37,8 @@ export interface Internals {
   readonly storeFaults?: StoreFaults
   /** Hands the opened store to a test, so it can seed companies and tokens. */
   readonly onStore?: (store: Store) => void
+  /** Hands the API door's supervisor to a test (to kill its worker). */
+  readonly onDoor?: (door: Door) => void
   /** The Node.js version checked against `engines.node` (default: this process's). */
   readonly nodeVersion?: string
 }
@@ -111,10 +114,28 @@ export async function createEpx (host: Host, rawConfig: unknown, internals: Inte
     bin.add(() => ops.settle())
     ops.retentionInBackground()
 
-    const routes = [inboundRoute({ maxBodyBytes: config.inbound.maxBodyBytes, inbound }), outboundRoute({ revisions, receipts: deliveries })]
     const observer = { ...metrics, deadToken: ops.deadToken }
-    const api = await listenApi({ config, dataDir: host.dataDir, log, clock: host.clock, store, companies, tokens, routes, observer })
+    // `api.inWorker`: the API door runs in its own thread (http/door-worker.ts): its
+    // handshakes, parsing and writes never take the solver's event loop; what it tells
+    // comes back here. Otherwise it serves on this thread.
+    const door = !config.api.inWorker ? undefined : await startDoor({
+      start: { config, dataDir: host.dataDir, storePath: store.path },
+      clock: host.clock,
+      log,
+      faults: internals.storeFaults,
+      enqueue: (batch, effective) => inbound.enqueueSaved(batch, effective),
+      onRestart: () => inbound.requeueEffective(),
+      programme: report => ops.programme(report),
+      observer,
+      receipts: deliveries,
+      tokens,
+    })
+    const api = door ?? await listenApi({
+      config, dataDir: host.dataDir, log, clock: host.clock, store, companies, tokens, observer,
+      routes: [inboundRoute({ maxBodyBytes: config.inbound.maxBodyBytes, inbound }), outboundRoute({ revisions, receipts: deliveries })],
+    })
     bin.add(() => api.close())
+    if (door) internals.onDoor?.(door)
     // The web console: its own listener, so none of its work is on the API's path.
     let consoleUrl: URL | undefined
     if (config.console.enabled) {
@@ -135,7 +156,7 @@ export async function createEpx (host: Host, rawConfig: unknown, internals: Inte
       host: config.metrics.host, port: config.metrics.port, registry: metrics.registry, log,
       checks: [
         { name: 'store', check: () => { tokens.generation(); return undefined } },
-        { name: 'api', check: () => apiListening ? undefined : 'the API listener is closed' },
+        { name: 'api', check: () => !apiListening ? 'the API listener is closed' : door && !door.up ? 'the API worker is restarting' : undefined },
         { name: 'publication', check: ops.publicationProblem },
       ],
     })

@@ -33,10 +33,10 @@ type Reply = { id: number; result: CheckResult } | { id: number; crash: string }
  * `--import=tsx`) are not inherited by workers on Node 20. Never the host's flags either: a
  * relative `--import=tsx` would resolve against a cwd that may have changed since start.
  */
-function workerSource (): [string | URL, { eval?: boolean; execArgv: string[] }] {
-  if (!import.meta.url.endsWith('.ts')) return [new URL('./programme-worker.js', import.meta.url), { execArgv: [] }]
+export function workerSource (here: string, name: string): [string | URL, { eval?: boolean; execArgv: string[] }] {
+  if (!here.endsWith('.ts')) return [new URL(`./${name}.js`, here), { execArgv: [] }]
   const tsx = import.meta.resolve('tsx/esm/api')
-  const entry = new URL('./programme-worker.ts', import.meta.url).href
+  const entry = new URL(`./${name}.ts`, here).href
   return [`import(${JSON.stringify(tsx)}).then(m => { m.register(); return import(${JSON.stringify(entry)}) })`, { eval: true, execArgv: [] }]
 }
 
@@ -54,7 +54,7 @@ export function createProgrammeReader (opts: CheckOptions & { offThreadBytes?: n
   }
 
   const start = (): Worker => {
-    const [source, how] = workerSource()
+    const [source, how] = workerSource(import.meta.url, 'programme-worker')
     const w = new Worker(source, {
       ...how,
       workerData: { maxSites: opts.maxSites, requireContiguous: opts.requireContiguous } satisfies CheckOptions,

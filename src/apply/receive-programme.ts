@@ -35,6 +35,10 @@ export interface Inbound {
   refusedAtDoor(error: unknown, caller: Caller, receivedAt: Date): void
   /** The instructions store the feature writes (retention, metrics and the console read it). */
   readonly instructions: Instructions
+  /** Hands the solver a batch another thread saved (the API door's worker, `http/door-supervisor.ts`). */
+  enqueueSaved(batch: InstructionBatch, effective: readonly boolean[]): Promise<void>
+  /** Queues again every effective instruction whose day is not over (idempotent: the latest input of a site and day wins). */
+  requeueEffective(): Promise<number>
   /** Stops the parsing worker, then waits for the status writes already accepted. */
   close(): Promise<void>
 }
@@ -61,7 +65,7 @@ export interface InboundDeps {
 export interface ReceiveParts {
   readonly reader: ProgrammeReader
   readonly instructions: Instructions
-  readonly enqueuer: Enqueuer
+  readonly enqueuer: Pick<Enqueuer, 'enqueueBatch'>
   readonly observe?: (report: ProgrammeReport) => void
 }
 
@@ -83,6 +87,8 @@ export async function openInbound (deps: InboundDeps): Promise<Inbound> {
   return {
     instructions,
     receive: (bytes, caller, receivedAt) => receiveProgramme(bytes, caller, receivedAt, parts),
+    enqueueSaved: (batch, effective) => enqueuer.enqueueBatch(batch, effective, 'queued'),
+    requeueEffective: () => enqueuer.requeueEffective(),
     refusedAtDoor: (error, caller, at) => deps.observe?.({ accepted: false, caller, at, error }),
     async close () {
       try {

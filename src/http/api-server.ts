@@ -5,6 +5,7 @@
  * The request pipeline that runs on it is `listener.ts`.
  * @module
  */
+import { ServerResponse, type IncomingMessage } from 'node:http'
 import { createServer, type Server } from 'node:https'
 import { constants } from 'node:crypto'
 import { readFileSync } from 'node:fs'
@@ -35,6 +36,7 @@ export function createApiServer (dataDir: string, api: EpxConfig['api']): Server
   const headersTimeout = Math.min(api.headersTimeoutMs, api.requestTimeoutMs)
   try {
     const server = createServer({
+      ServerResponse: ApiResponse,
       cert: pem.cert,
       key: pem.key,
       ca: pem.ca,
@@ -58,6 +60,22 @@ export function createApiServer (dataDir: string, api: EpxConfig['api']): Server
     return server
   } catch (err) {
     throw new EpxError('EPX_TLS_FILES', [`${files.cert} / ${files.key} / ${files.ca}`, (err as Error).message], { cause: err })
+  }
+}
+
+/** Set on a response by its door: called once its handler ends it, before its last bytes leave. */
+export const ON_END = Symbol('epx on end')
+
+/**
+ * A response that tells its door when it is ended, before the bytes go: the request's
+ * log line then reaches the host's logger (across threads, door-worker.ts) before the
+ * client has the answer, so a client that reads the log after its answer finds the line.
+ */
+export class ApiResponse<R extends IncomingMessage = IncomingMessage> extends ServerResponse<R> {
+  declare [ON_END]?: (this: ServerResponse) => void
+  override end (...args: unknown[]): this {
+    this[ON_END]?.()
+    return (super.end as (...a: unknown[]) => this)(...args)
   }
 }
 

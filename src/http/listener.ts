@@ -21,7 +21,7 @@ import { createRouter } from './router.ts'
 import { renderError, sendError } from './render-error.ts'
 import { isLingering, lingerAfterRefusal, lingerMaxBytes } from './linger.ts'
 import { capConnections } from './connection-cap.ts'
-import { afterHandlesReleased, createApiServer, listen } from './api-server.ts'
+import { afterHandlesReleased, createApiServer, listen, ON_END, type ApiResponse } from './api-server.ts'
 import { keepSessionVerdicts } from './tls-sessions.ts'
 import type { ApiObserver } from './observer.ts'
 
@@ -55,6 +55,8 @@ interface RequestState {
   code: string | undefined
   failed: boolean
   failure: unknown
+  /** Its log line is written (when its handler ended it, or when it closed). */
+  told: boolean
 }
 const STATE = Symbol('epx request state')
 type Tracked = ServerResponse & { [STATE]?: RequestState }
@@ -113,20 +115,30 @@ export async function listenApi (opts: ListenApiOptions): Promise<ApiListener> {
     return l
   }
 
-  /** Ends a request: leaves the in-flight set and writes its one log line (if enabled). */
+  /** Ends a request: leaves the in-flight set and is told (if its handler did not end it). */
   function onClose (this: ServerResponse): void {
-    const state = (this as Tracked)[STATE]!
     inflight.delete(this)
-    opts.observer?.answered?.(state.door ?? 'none', state.method, this.headersSent ? this.statusCode : 0, state.code, (performance.now() - state.started) / 1000)
+    tell(this, true)
+  }
+  function onEnd (this: ServerResponse): void { tell(this, false) }
+
+  /** The request's one log line (if enabled) and its metrics, once, when it is ended or cut. */
+  function tell (res: ServerResponse, closed: boolean): void {
+    const state = (res as Tracked)[STATE]!
+    if (state.told) return
+    state.told = true
+    // Ended by its handler: the status is the one it set (its head may go with these bytes).
+    const status = !closed || res.headersSent ? res.statusCode : undefined
+    opts.observer?.answered?.(state.door ?? 'none', state.method, status ?? 0, state.code, (performance.now() - state.started) / 1000)
     if (!api.logRequests) return
     // Exactly one line per request, written when the exchange ends (or is cut).
     const line: Record<string, unknown> = {
-      method: state.method, path: loggablePath(state.target), status: this.headersSent ? this.statusCode : undefined,
+      method: state.method, path: loggablePath(state.target), status,
       durationMs: Math.round((performance.now() - state.started) * 10) / 10,
     }
     if (state.code !== undefined) line.code = state.code
     if (state.failed) line.err = state.failure
-    if (!this.writableFinished) line.aborted = true
+    if (closed && !res.writableFinished) line.aborted = true
     const out = state.caller ? callerLog(state.caller) : log
     if (state.failed) out.error(line, 'api request failed')
     else out.info(line, 'api request')
@@ -139,9 +151,10 @@ export async function listenApi (opts: ListenApiOptions): Promise<ApiListener> {
   function handle (req: IncomingMessage, res: ServerResponse, expectContinue: boolean): void {
     const state: RequestState = {
       started: performance.now(), method: req.method ?? '', target: req.url ?? '',
-      caller: undefined, door: undefined, code: undefined, failed: false, failure: undefined,
+      caller: undefined, door: undefined, code: undefined, failed: false, failure: undefined, told: false,
     }
     ;(res as Tracked)[STATE] = state
+    ;(res as ApiResponse)[ON_END] = onEnd
     // node 20 writes Connection: close on a connection's last allowed request
     // (maxRequestsPerSocket) but keeps it open until keepAliveTimeout; this closes it.
     if ((res as { maxRequestsOnConnectionReached?: boolean }).maxRequestsOnConnectionReached) res.shouldKeepAlive = false

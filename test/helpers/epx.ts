@@ -26,7 +26,7 @@
 import type { Test } from 'tap'
 import pino from 'pino'
 import { Agent, request as undiciRequest, type Dispatcher } from 'undici'
-import { createEpx } from '../../src/plugin.ts'
+import { createEpx, type Internals } from '../../src/plugin.ts'
 import { createReferenceHost, ManualClock, type ReferenceHost } from '../../src/host/reference-host.ts'
 import type { EpxHandle, Logger } from '../../src/host/contract.ts'
 import type { Store, StoreFaults } from '../../src/store/open-store.ts'
@@ -43,6 +43,8 @@ export interface StartEpxOptions {
   readonly dataDir?: string
   /** Check every response against openapi/epx.openapi.json (default true; the recorder of that file turns it off). */
   readonly checkResponses?: boolean
+  /** Told the API door's supervisor at every activation (to kill its worker). */
+  readonly onDoor?: Internals['onDoor']
 }
 
 export interface TestRequest {
@@ -104,6 +106,7 @@ export async function startEpx (t: Test, opts: StartEpxOptions = {}): Promise<Te
   let tokens!: Tokens
   const open = async () => createEpx(ref.host, config, {
     storeFaults: faults,
+    onDoor: opts.onDoor,
     onStore: s => { store = s; companies = openCompanies(s); tokens = openTokens(s) },
   })
   let handle = await open()

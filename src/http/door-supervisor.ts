@@ -1,0 +1,197 @@
+/**
+ * The main thread's side of the API door's worker (issue 12): starts it, answers what it
+ * asks (the solver's queue, the host's clock), hands what it tells to the host's logger,
+ * the audit trail and metrics, and keeps it alive. A worker that dies (a bug, its heap
+ * limit) is logged at `error` and started again with backoff on the same port; the host
+ * notices nothing else. While it is down the port refuses connections; every programme
+ * it acknowledged is already durable, and on restart the effective instructions are
+ * queued again (`onRestart`), so none whose enqueue was lost with the worker is missed.
+ * @module
+ */
+import { MessageChannel, Worker, type MessagePort } from 'node:worker_threads'
+import type { Clock, Logger } from '../host/contract.ts'
+import type { StoreFaults } from '../store/open-store.ts'
+import type { Tokens } from '../store/tokens.ts'
+import type { InstructionBatch } from '../contract/instruction.ts'
+import type { ProgrammeReport } from '../apply/audit-events.ts'
+import { workerSource } from '../apply/read-programme.ts'
+import type { ApiObserver } from './observer.ts'
+import {
+  answerClock, errorData, errorFrom, shareFaults, systemOffset,
+  type DoorEvent, type DoorStart, type FromDoor, type SharedClock, type ToDoor,
+} from './door-protocol.ts'
+
+export interface DoorDeps {
+  readonly start: Omit<DoorStart, 'clock' | 'faults' | 'port'>
+  readonly clock: Clock
+  readonly log: Logger
+  readonly faults?: StoreFaults
+  /** Hands a batch the worker saved to the solver's queue. */
+  enqueue(batch: InstructionBatch, effective: readonly boolean[]): Promise<void>
+  /** After a restart: queue again what the dead worker may have saved without telling. */
+  onRestart(): Promise<unknown>
+  readonly programme: (report: ProgrammeReport) => void
+  readonly observer: ApiObserver & { storeError?(): void }
+  /** Where a token's last use is written (the host's thread: ordered with its other writes). */
+  readonly tokens: Pick<Tokens, 'touch'>
+  readonly receipts: { record(companyId: string, siteId: string, targetDate: string, emittedAtMs: number, status: 200 | 304, atMs: number): void }
+  /** The worker's own V8 heap limit (an out-of-memory kills the worker, not the host); default 512 MB. */
+  readonly heapMb?: number
+}
+
+export interface Door {
+  readonly url: URL
+  /** False while the worker is down and being restarted. */
+  readonly up: boolean
+  /** Drains (in-flight requests finish within the listener's grace), then ends the thread. Idempotent. */
+  close(): Promise<void>
+  /** Test seam: the running worker, to kill it. */
+  readonly worker: Worker | undefined
+}
+
+/** The door's caches and in-flight bodies (up to `inbound.maxBodyBytes` each) fit well within this. */
+const DEFAULT_HEAP_MB = 512
+const FIRST_DELAY_MS = 100
+const MAX_DELAY_MS = 5000
+/** A worker up this long has earned a fresh backoff. */
+const STABLE_MS = 30_000
+/** How long close() waits for the worker to drain and end before it terminates it. */
+const CLOSE_BOUND_MS = 5000
+
+export async function startDoor (deps: DoorDeps): Promise<Door> {
+  const { log } = deps
+  const offset = systemOffset(deps.clock)
+  const faults = deps.faults ? shareFaults(deps.faults) : undefined
+  const loggers = new Map<string, Logger>()
+  let current: Worker | undefined
+  let up = false
+  let closing: Promise<void> | undefined
+  let restartTimer: NodeJS.Timeout | undefined
+  let delay = FIRST_DELAY_MS
+
+  const dispatch = (ev: DoorEvent): void => {
+    switch (ev.e) {
+      case 'log': {
+        const key = JSON.stringify(ev.r.b)
+        let l = loggers.get(key)
+        if (!l) loggers.set(key, l = Object.keys(ev.r.b).length ? log.child(ev.r.b) : log)
+        l[ev.r.l](ev.r.o, ev.r.m)
+        return
+      }
+      case 'programme':
+        deps.programme(ev.accepted
+          ? { accepted: true, caller: ev.caller, at: new Date(ev.at), batch: ev.batch, bytes: ev.bytes }
+          : { accepted: false, caller: ev.caller, at: new Date(ev.at), error: errorFrom(ev.error) })
+        return
+      case 'handshake': deps.observer.handshake?.(); return
+      case 'handshakeFailed': deps.observer.handshakeFailed?.(ev.reason); return
+      case 'answered': deps.observer.answered?.(...ev.a); return
+      case 'deadToken': deps.observer.deadToken?.(ev.token, ev.reason, ev.nowMs); return
+      case 'delivered': deps.receipts.record(...ev.a); return
+      case 'touch': deps.tokens.touch(ev.token, ev.nowMs); return
+      case 'storeError': deps.observer.storeError?.()
+    }
+  }
+
+  /** One worker, until it listens (resolves) or fails to (rejects). */
+  const spawn = (port: number): Promise<{ worker: Worker; url: URL }> => {
+    let clock: SharedClock
+    let asked: MessagePort | undefined
+    const transferList: MessagePort[] = []
+    if (offset !== undefined) clock = { kind: 'system', offsetMs: offset }
+    else {
+      const { port1, port2 } = new MessageChannel()
+      const cell = new SharedArrayBuffer(16)
+      answerClock(deps.clock, port1, cell)
+      port1.unref()
+      asked = port1
+      clock = { kind: 'asked', cell, port: port2 }
+      transferList.push(port2)
+    }
+    const [source, how] = workerSource(import.meta.url, 'door-worker')
+    const workerData: DoorStart = { ...deps.start, port, clock, faults }
+    const worker = new Worker(source, {
+      ...how, workerData, transferList, resourceLimits: { maxOldGenerationSizeMb: deps.heapMb ?? DEFAULT_HEAP_MB },
+    })
+    const send = (m: ToDoor) => { try { worker.postMessage(m) } catch { /* the worker is gone */ } }
+    return new Promise((resolve, reject) => {
+      let listening = false
+      worker.on('message', (m: FromDoor) => {
+        switch (m.type) {
+          case 'listening': listening = true; resolve({ worker, url: new URL(m.url) }); return
+          case 'failed': reject(errorFrom(m.error)); void worker.terminate(); return
+          case 'events': for (const ev of m.events) dispatch(ev); return
+          case 'enqueue':
+            deps.enqueue(m.batch, m.effective).then(
+              () => send({ type: 'enqueued', id: m.id }),
+              (err: unknown) => send({ type: 'enqueued', id: m.id, error: errorData(err) }))
+        }
+      })
+      worker.on('error', err => {
+        if (!listening) reject(err)
+        else if (worker === current && !closing) log.error({ err }, 'the api worker failed; restarting it')
+      })
+      worker.once('exit', code => {
+        asked?.close()
+        if (!listening) reject(new Error(`the api worker exited with code ${code} before it listened`))
+        else if (worker === current) died(code)
+      })
+    })
+  }
+
+  let firstUrl: URL
+  let startedAt = 0
+  const died = (code: number) => {
+    current = undefined
+    up = false
+    if (closing) return
+    log.error({ exitCode: code }, 'the api worker stopped; restarting it')
+    if (Date.now() - startedAt > STABLE_MS) delay = FIRST_DELAY_MS
+    scheduleRestart()
+  }
+  const scheduleRestart = () => {
+    restartTimer = setTimeout(() => {
+      restartTimer = undefined
+      spawn(Number(firstUrl.port)).then(({ worker }) => {
+        if (closing) { void worker.terminate(); return }
+        current = worker
+        up = true
+        startedAt = Date.now()
+        log.info({ url: firstUrl.href }, 'the api worker restarted')
+        deps.onRestart().catch((err: unknown) => log.error({ err }, 'could not queue the effective instructions again after the api worker restarted'))
+      }, (err: unknown) => {
+        if (closing) return
+        log.error({ err, retryInMs: delay }, 'the api worker could not start again; retrying')
+        scheduleRestart()
+      })
+      delay = Math.min(delay * 2, MAX_DELAY_MS)
+    }, delay)
+  }
+
+  const first = await spawn(deps.start.config.api.port)
+  current = first.worker
+  firstUrl = first.url
+  up = true
+  startedAt = Date.now()
+
+  return {
+    url: firstUrl,
+    get up () { return up },
+    get worker () { return current },
+    close () {
+      closing ??= (async () => {
+        if (restartTimer) clearTimeout(restartTimer)
+        const w = current
+        up = false
+        if (!w) return
+        const exited = new Promise<void>(resolve => w.once('exit', () => resolve()))
+        w.postMessage({ type: 'close' } satisfies ToDoor)
+        const bound = setTimeout(() => { void w.terminate() }, CLOSE_BOUND_MS)
+        await exited
+        clearTimeout(bound)
+        current = undefined
+      })()
+      return closing
+    },
+  }
+}

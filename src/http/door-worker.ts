@@ -1,0 +1,160 @@
+/**
+ * The API door's thread (issue 12): the mTLS listener, its handshakes, request parsing,
+ * authentication, validation, the conditional GET and the durable writes of programmes
+ * run here, off the solver's event loop. It opens the same LMDB environment as the main
+ * thread. What belongs to the host (the solver's queue, the audit trail, metrics, the
+ * host's logger) is told to the main thread through `door-protocol.ts`.
+ * @module
+ */
+import { parentPort, workerData } from 'node:worker_threads'
+import pino from 'pino'
+import type { Logger } from '../host/contract.ts'
+import type { Caller } from '../auth/caller.ts'
+import type { InstructionBatch } from '../contract/instruction.ts'
+import { openStore } from '../store/open-store.ts'
+import { openCompanies } from '../store/companies.ts'
+import { openTokens, type TokenRecord } from '../store/tokens.ts'
+import { openRevisions } from '../store/revisions.ts'
+import { openInstructions } from '../store/instructions.ts'
+import { createProgrammeReader } from '../apply/read-programme.ts'
+import { receiveProgramme, type ReceiveParts } from '../apply/receive-programme.ts'
+import { listenApi, type ApiListener } from './listener.ts'
+import { inboundRoute } from './inbound-route.ts'
+import { outboundRoute } from './outbound-route.ts'
+import { bindFaults, clockOf, errorData, errorFrom, type DoorEvent, type DoorStart, type FromDoor, type LogRecord, type ToDoor } from './door-protocol.ts'
+
+const port = parentPort!
+const start = workerData as DoorStart
+const post = (m: FromDoor) => port.postMessage(m)
+
+// Events (metrics, audit) leave in one message per turn of this loop: a busy door costs
+// the host one message handler per turn for them, not one per event.
+let events: DoorEvent[] = []
+let flushScheduled = false
+const flush = () => {
+  flushScheduled = false
+  if (events.length === 0) return
+  const batch = events
+  events = []
+  try {
+    post({ type: 'events', events: batch })
+  } catch {
+    // A field that cannot be cloned (a log line's odd object): sent as JSON instead.
+    post({ type: 'events', events: JSON.parse(JSON.stringify(batch)) })
+  }
+}
+const tell = (e: DoorEvent) => {
+  events.push(e)
+  // A log line leaves at once, with what came before it: a request's line is written as
+  // its answer is ended (listener.ts), so it reaches the host before the client has it.
+  // So does a token's last use (rare: once a minute per token).
+  if (e.e === 'log' || e.e === 'touch') flush()
+  else if (!flushScheduled) { flushScheduled = true; setImmediate(flush) }
+}
+
+/** A Logger whose lines the main thread writes to the host's logger. */
+function forwardingLogger (b: Record<string, unknown>): Logger {
+  const line = (l: LogRecord['l']) => (o: object, m?: string) => tell({ e: 'log', r: { b, l, o: plain(o), m } })
+  return { debug: line('debug'), info: line('info'), warn: line('warn'), error: line('error'), child: c => forwardingLogger({ ...b, ...c }) }
+}
+/** Errors as pino would print them (their code and own fields kept; a clone would drop them). */
+function plain (o: object): object {
+  let out: Record<string, unknown> | undefined
+  for (const [k, v] of Object.entries(o)) {
+    if (v instanceof Error) (out ??= { ...o } as Record<string, unknown>)[k] = pino.stdSerializers.err(v)
+  }
+  return out ?? o
+}
+
+let nextAck = 0
+const acks = new Map<number, { resolve: () => void; reject: (e: unknown) => void }>()
+const enqueuer = {
+  enqueueBatch (batch: InstructionBatch, effective: readonly boolean[]): Promise<void> {
+    const id = nextAck++
+    return new Promise<void>((resolve, reject) => {
+      acks.set(id, { resolve, reject })
+      post({ type: 'enqueue', id, batch, effective })
+    })
+  },
+}
+
+async function open (): Promise<{ close(): Promise<void> }> {
+  const log = forwardingLogger({})
+  const clock = clockOf(start.clock)
+  const { config } = start
+  const faults = start.faults ? bindFaults({}, start.faults) : undefined
+  const store = openStore(start.storePath, {
+    mapSizeBytes: config.store.mapSizeBytes, faults, log: log.child({ area: 'store' }), onWriteFailed: () => tell({ e: 'storeError' }),
+  })
+  const revisions = openRevisions(store, { retentionDays: config.publish.retentionDays })
+  const reader = createProgrammeReader(config.inbound)
+  const parts: ReceiveParts = {
+    reader,
+    instructions: openInstructions(store),
+    enqueuer,
+    observe: o => tell(o.accepted
+      ? { e: 'programme', accepted: true, caller: o.caller, at: o.at.getTime(), batch: o.batch, bytes: o.bytes }
+      : { e: 'programme', accepted: false, caller: o.caller, at: o.at.getTime(), error: errorData(o.error) }),
+  }
+  const inbound = {
+    receive: (bytes: Buffer, caller: Caller, at: Date) => receiveProgramme(bytes, caller, at, parts),
+    refusedAtDoor: (error: unknown, caller: Caller, at: Date) =>
+      tell({ e: 'programme', accepted: false, caller, at: at.getTime(), error: errorData(error) }),
+  }
+  const receipts = { record: (...a: [string, string, string, number, 200 | 304, number]) => tell({ e: 'delivered', a }) }
+  const routes = [inboundRoute({ maxBodyBytes: config.inbound.maxBodyBytes, inbound }), outboundRoute({ revisions, receipts })]
+  const observer = {
+    handshake: () => tell({ e: 'handshake' }),
+    handshakeFailed: (reason: string) => tell({ e: 'handshakeFailed', reason }),
+    answered: (...a: [string, string, number, string | undefined, number]) => tell({ e: 'answered', a }),
+    deadToken: (token: TokenRecord, reason: 'revoked' | 'expired', nowMs: number) => tell({ e: 'deadToken', token, reason, nowMs }),
+  }
+  let api: ApiListener
+  try {
+    api = await listenApi({
+      config: { ...config, api: { ...config.api, port: start.port } },
+      dataDir: start.dataDir, log, clock, store, companies: openCompanies(store), tokens: { ...openTokens(store), touch: (token, nowMs) => tell({ e: 'touch', token, nowMs }) }, routes, observer,
+    })
+  } catch (err) {
+    await reader.close()
+    revisions.close()
+    await store.close()
+    throw err
+  }
+  post({ type: 'listening', url: api.url.href })
+  return {
+    async close () {
+      try {
+        await api.close()
+        await reader.close()
+      } finally {
+        revisions.close()
+        await store.close()
+      }
+    },
+  }
+}
+
+let door: Promise<{ close(): Promise<void> }> | undefined
+port.on('message', (m: ToDoor) => {
+  if (m.type === 'enqueued') {
+    const ack = acks.get(m.id)
+    acks.delete(m.id)
+    if (m.error) ack?.reject(errorFrom(m.error))
+    else ack?.resolve()
+  } else if (m.type === 'close') {
+    void door!.then(d => d.close()).catch(() => {}).finally(() => {
+      flush()
+      post({ type: 'closed' })
+      port.close()
+    })
+  } else if (m.type === 'crash') {
+    setImmediate(() => { throw new Error('api door crash requested by a test') })
+  }
+})
+door = open()
+door.catch((err: unknown) => {
+  flush()
+  post({ type: 'failed', error: errorData(err) })
+  port.close()
+})

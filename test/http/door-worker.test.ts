@@ -1,0 +1,149 @@
+import t, { type Test } from 'tap'
+import { readdirSync } from 'node:fs'
+import { resolve } from 'node:path'
+import { Agent, request } from 'undici'
+import { startEpx } from '../helpers/epx.ts'
+import { INBOUND_PATH, programme } from '../helpers/programme.ts'
+import { clientCert, testPki, writePki } from '../helpers/certs.ts'
+import { openInstructions } from '../../src/store/instructions.ts'
+import { loadPlugin } from '../../src/host/load-plugin.ts'
+import { createReferenceHost, ManualClock } from '../../src/host/reference-host.ts'
+import { OUTBOUND_PATH } from '../../src/http/route.ts'
+import type { Door } from '../../src/http/door-supervisor.ts'
+
+// With `api.inWorker`, the API door serves from its own thread (issue 12): the host's thread only hears of it.
+// 100 activations each start a worker: a few hundred ms each on a loaded machine.
+t.setTimeout(900_000)
+
+/** Threads of this process (Linux): the door's worker is one. */
+const root = resolve(import.meta.dirname, '../..')
+const threads = () => readdirSync('/proc/self/task').length
+const sleep = (ms: number) => new Promise(r => setTimeout(r, ms))
+
+async function until (what: string, ok: () => boolean | Promise<boolean>, ms = 10_000): Promise<void> {
+  const end = Date.now() + ms
+  while (!(await ok())) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`)
+    await sleep(10)
+  }
+}
+
+async function setup (t: Test) {
+  let door!: Door
+  const epx = await startEpx(t, { config: { api: { inWorker: true } }, onDoor: d => { door = d } })
+  const { cert } = await epx.addCompany('acme')
+  const { secret } = await epx.addToken('acme', ['inbound:programme-soutirage', 'outbound:besoins-agreges'])
+  return { epx, cert, secret, door: () => door }
+}
+
+t.test('the door serves from a worker thread, not the host\'s', async t => {
+  const before = threads()
+  const { epx, cert, secret, door } = await setup(t)
+  t.ok(door().worker, 'a worker runs the door')
+  t.ok(threads() > before - 1, 'the process has the worker\'s thread')
+  const res = await epx.request({ method: 'POST', path: INBOUND_PATH, cert, token: secret, body: programme() })
+  t.equal(res.status, 202, res.text)
+  t.equal(epx.ref.pending().length, 1, 'the host\'s solver got the instruction from the worker')
+  await until('the request log line', () => epx.logs().some(l => l.msg === 'api request' && l.status === 202))
+  t.match(epx.logs().find(l => l.msg === 'api request'), { plugin: 'energy-programs-exchange', companyId: 'acme' }, 'logged through the host\'s logger')
+})
+
+t.test('a worker killed while programmes are in flight: the host lives on, the worker is back, every 202 is durable and queued', async t => {
+  const { epx, cert, secret, door } = await setup(t)
+  const first = door().worker!
+  const N = 30
+  const sent = Array.from({ length: N }, (_, i) => {
+    // One Paris day each: all effective, each queued on its own.
+    const targetDate = new Date(Date.UTC(2026, 10, 22 + i)).toISOString().slice(0, 10)
+    return epx.request({ method: 'POST', path: INBOUND_PATH, cert, token: secret, body: programme({ targetDate }) })
+      .then(r => ({ targetDate, status: r.status, body: r.status === 202 ? r.json() : undefined }), () => ({ targetDate, status: 0, body: undefined }))
+  })
+  // Kill it once a first programme has been acknowledged, with others still on the wire.
+  await Promise.race(sent)
+  const killedAt = Date.now()
+  await first.terminate()
+  const outcomes = await Promise.all(sent)
+  const acknowledged = outcomes.filter(o => o.status === 202)
+  t.ok(acknowledged.length >= 1, `${acknowledged.length} of ${N} acknowledged before the kill`)
+  t.ok(outcomes.every(o => o.status === 202 || o.status === 0), 'the others had their connection closed (no 500)')
+
+  await until('the worker back', () => door().up && door().worker !== first)
+  const backMs = Date.now() - killedAt
+  t.ok(backMs < 3000, `the worker was back ${backMs} ms after the kill (backoff 100 ms, then its start)`)
+  t.match(epx.logs().find(l => l.msg === 'the api worker stopped; restarting it'), { level: 50 }, 'one error line says so')
+  t.ok(epx.logs().some(l => l.msg === 'the api worker restarted'))
+
+  const instructions = openInstructions(epx.store)
+  for (const o of acknowledged) {
+    const id = o.body.instructions[0].instruction_id as string
+    t.ok(instructions.get(id, o.body.instructions[0].site_id), `${o.targetDate}: in the store`)
+  }
+  // Queued again after the restart (or before the kill): the solver has every one.
+  await until('every acknowledged programme queued', () => acknowledged.every(o => epx.ref.pending().some(p => p.targetDate === o.targetDate)))
+  t.pass('every acknowledged programme is in the solver\'s queue')
+  // A programme the worker saved but could not answer (or tell the host of) is queued too:
+  // the restart queues every effective instruction again.
+  const saved = [...instructions.effectiveFrom('2026-11-21')]
+  t.ok(saved.length >= acknowledged.length, `${saved.length} effective instructions saved`)
+  await until('every saved effective instruction queued', () => saved.every(r => epx.ref.pending().some(p => p.instructionId === r.instructionId && p.siteId === r.siteId)))
+  t.pass('every saved effective instruction is in the solver\'s queue')
+
+  const after = await epx.request({ path: OUTBOUND_PATH, query: { site_id: 'PRM30000000000001', target_date: '2026-11-22' }, cert, token: secret })
+  t.equal(after.status, 404, 'the door answers again on the same URL (nothing published yet)')
+})
+
+t.test('an uncaught exception in the door is logged at error and the door restarts; the host never sees it', async t => {
+  const { epx, cert, secret, door } = await setup(t)
+  const first = door().worker!
+  first.postMessage({ type: 'crash' })
+  await until('the worker back', () => door().up && door().worker !== first)
+  t.match(epx.logs().find(l => l.msg === 'the api worker failed; restarting it'), { level: 50, err: { message: /crash requested by a test/ } })
+  const res = await epx.request({ method: 'POST', path: INBOUND_PATH, cert, token: secret, body: programme() })
+  t.equal(res.status, 202)
+})
+
+t.test('close() while the worker is down ends the restart: nothing is left running', async t => {
+  const { epx, door } = await setup(t)
+  const before = threads()
+  await door().worker!.terminate()
+  await epx.close()
+  await sleep(300)
+  t.notOk(door().worker, 'no worker')
+  t.ok(threads() <= before, 'no thread started after close')
+})
+
+t.test('100 activate/close cycles leave no thread, handle or descriptor behind', { timeout: 600_000 }, async t => {
+  const dataDir = t.testdir()
+  writePki(dataDir)
+  const ref = createReferenceHost({ dataDir, clock: new ManualClock('2026-11-21T12:30:00Z'), sites: 1 })
+  t.teardown(() => ref.close())
+  // A real connection and a real answer each cycle (a 401: no token).
+  const cert = clientCert('CN=acme,O=acme')
+  const agent = new Agent({ connect: { ca: testPki().serverCa.certPem, cert: cert.certPem, key: cert.keyPem } })
+  const config = { api: { host: '127.0.0.1', port: 0, inWorker: true }, publish: { schedule: false } }
+  const cycle = async () => {
+    // Through the manifest, as a solver loads it: dist/, the door's worker built beside it.
+    const { handle } = await loadPlugin(root, ref.host, config)
+    const res = await request(new URL(`${OUTBOUND_PATH}?site_id=${ref.sites[0]!.site_id}&target_date=2026-11-22`, handle.apiUrl), {
+      dispatcher: agent, reset: true,
+    })
+    await res.body.dump()
+    statuses.add(res.statusCode)
+    await handle.close()
+  }
+  const statuses = new Set<number>()
+  await cycle()   // warm-up: libuv's and lmdb-js's own threads start once
+  const resources = () => process.getActiveResourcesInfo().filter(r => !r.startsWith('FSReq') && r !== 'Timeout').sort()
+  const before = { threads: threads(), fds: readdirSync('/proc/self/fd').length, resources: resources() }
+  for (let i = 0; i < 100; i++) await cycle()
+  await agent.close()
+  let after = { threads: threads(), fds: readdirSync('/proc/self/fd').length, resources: resources() }
+  for (let i = 0; i < 100 && (after.threads > before.threads || after.fds > before.fds); i++) {
+    await sleep(20)
+    after = { threads: threads(), fds: readdirSync('/proc/self/fd').length, resources: resources() }
+  }
+  t.ok(after.threads <= before.threads, `threads: ${before.threads} before, ${after.threads} after 100 activations`)
+  t.ok(after.fds <= before.fds, `descriptors: ${before.fds} before, ${after.fds} after`)
+  t.same(after.resources.filter(r => r === 'MessagePort' || r === 'Worker'), [], 'no worker or message port left')
+  t.same([...statuses], [401], 'every cycle served a request')
+})
