@@ -9,8 +9,8 @@ t.before(() => buildHost({ plugin: false }))   // .taprc's `before:` has just bu
 t.teardown(removeTempDirs)
 
 t.test('kill -9 during concurrent multi-site POSTs: every 202 is found whole after restart, nothing is stored in part', async t => {
-  const r = await killLoop({ cycles: 20, killAfterMs: [20, 250], budgetMs: 100_000 })
-  t.equal(r.cycles, 20, 'twenty kill -9 cycles ran')
+  const r = await killLoop({ cycles: 10, killAfterMs: [20, 250], budgetMs: 100_000 })
+  t.equal(r.cycles, 10, 'ten kill -9 cycles ran')
   t.ok(r.acked > 0, `some programmes were answered 202 before a kill (${r.acked} of ${r.sent})`)
   t.equal(r.lost, 0, `no acknowledged programme lost${r.firstProblem ? `: ${r.firstProblem}` : ''}`)
   t.equal(r.partial, 0, 'no programme stored in part')
