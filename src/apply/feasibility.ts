@@ -11,7 +11,8 @@ import { slotRange, type InstructionBatch } from '../contract/instruction.ts'
 import { instantText } from '../contract/instant-text.ts'
 import { utcInstantMs } from '../contract/instants.ts'
 import type { Logger } from '../host/contract.ts'
-import type { Revisions } from '../store/revisions.ts'
+import type { RevisionMeta, Revisions } from '../store/revisions.ts'
+import { BoundedCache } from '../bounded-cache.ts'
 import type { FeasibilityFlag, InstructionFlags } from '../store/instruction-flags.ts'
 import { powerKw } from './to-constraints.ts'
 
@@ -66,6 +67,19 @@ export function checkSlots (batch: Pick<InstructionBatch, 'starts' | 'kwh' | 'sl
   }
 }
 
+/**
+ * The needs of a revision, parsed once: keyed by its ETag (a hash of its bytes, so the
+ * same key is the same document whatever the store), because a BSP posting every few
+ * minutes for the same sites would otherwise parse the same Besoins_Agreges each time
+ * (~9 KB of JSON per site: most of a small POST's CPU).
+ */
+const NEEDS_SEEN = new BoundedCache<string, SiteNeedsSeen | undefined>(20_000)
+
+function readNeeds (_etag: string, { meta, revisions }: { meta: RevisionMeta; revisions: FeasibilityDeps['revisions'] }): SiteNeedsSeen | undefined {
+  const bytes = revisions.bytesOf(meta)
+  return bytes ? needsOf(JSON.parse(bytes.toString('utf8')) as BesoinsAgreges) : undefined
+}
+
 export interface FeasibilityDeps {
   readonly revisions: Pick<Revisions, 'latest' | 'bytesOf'>
   readonly flags: InstructionFlags
@@ -86,10 +100,10 @@ export async function checkBatch (batch: InstructionBatch, deps: FeasibilityDeps
       if (i > 0 && i % SITES_PER_TURN === 0) await new Promise<void>(resolve => setImmediate(resolve))
       const siteId = batch.siteIds[i]!
       const meta = deps.revisions.latest(siteId, batch.targetDate)
-      const bytes = meta && deps.revisions.bytesOf(meta)
-      if (!bytes) continue
+      const needs = meta && NEEDS_SEEN.getOrCompute(meta.etag, readNeeds, { meta, revisions: deps.revisions })
+      if (!needs) continue
       const [from, to] = slotRange(batch, i)
-      const flag = checkSlots(batch, from, to, needsOf(JSON.parse(bytes.toString('utf8')) as BesoinsAgreges))
+      const flag = checkSlots(batch, from, to, needs)
       if (flag) flagged.push({ siteId, flag })
     }
     if (flagged.length === 0) return 0
