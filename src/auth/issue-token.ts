@@ -35,5 +35,3 @@ export async function createToken (store: Store, actor: AuditActor, companyId: s
   return { record, token }
 }
 
-// A token's state (active, expired, revoked) has one home, store/tokens.ts; re-exported for the doors that create tokens.
-export { tokenState, type TokenState } from '../store/tokens.ts'

@@ -5,7 +5,8 @@
  * @module
  */
 import type { FastifyInstance, FastifyReply } from 'fastify'
-import { createToken, tokenState, type TokenState } from '../auth/issue-token.ts'
+import { createToken } from '../auth/issue-token.ts'
+import { tokenState, type TokenState } from '../store/tokens.ts'
 import { SCOPES, isScope, parseDuration, type Scope } from '../auth/tokens.ts'
 import { INBOUND_PATH, OUTBOUND_PATH } from '../contract/paths.ts'
 import { addDays, parisDateOf } from '../contract/paris-day.ts'

@@ -1,5 +1,6 @@
 import t from 'tap'
-import { createToken, tokenState } from '../../src/auth/issue-token.ts'
+import { createToken } from '../../src/auth/issue-token.ts'
+import { tokenState } from '../../src/store/tokens.ts'
 import { hashToken } from '../../src/auth/tokens.ts'
 import { openCompanies } from '../../src/store/companies.ts'
 import { openStore } from '../../src/store/open-store.ts'

@@ -21,7 +21,7 @@ import { withStore } from '../settings.ts'
 import { issueBundle, type CertBundle } from './certs.ts'
 import { initDataDir, reportInit } from './init.ts'
 import { browserUrl, serve, serveOptions, serveOverrides, type Running } from './start.ts'
-import { createToken, type CreatedToken } from './tokens.ts'
+import { createToken, type CreatedToken } from '../../auth/issue-token.ts'
 
 const DEMO_COMPANY = 'demo-bsp'
 const DEMO_ADMIN = 'admin'

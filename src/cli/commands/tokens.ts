@@ -4,11 +4,11 @@
  * its SHA-256 hash is stored; `list` never shows either.
  * @module
  */
-import { createToken, tokenState, type CreatedToken } from '../../auth/issue-token.ts'
+import { createToken } from '../../auth/issue-token.ts'
 import { SCOPES, isScope, parseDuration, type Scope } from '../../auth/tokens.ts'
 import { EpxError } from '../../errors.ts'
 import { openCompanies } from '../../store/companies.ts'
-import { openTokens } from '../../store/tokens.ts'
+import { openTokens, tokenState } from '../../store/tokens.ts'
 import { cliActor, openAudit } from '../../store/audit.ts'
 import { required } from '../args.ts'
 import { defineCommand, usageError, type CommandSpec } from '../define-command.ts'
@@ -33,8 +33,6 @@ const createSpec: CommandSpec = {
     json: { type: 'boolean', help: 'print { id, company, scopes, expiresAt, token } as JSON' },
   },
 }
-
-export { createToken, type CreatedToken }
 
 const create = defineCommand(createSpec, async (args, io) => {
   const companyId = checkCompanyId(required(args, createSpec, 'company'), createSpec)

@@ -6,7 +6,7 @@
  */
 import type { FastifyInstance, FastifyReply } from 'fastify'
 import { companyIdProblem, readCertSubject, readPerimeter } from '../../auth/company-rules.ts'
-import { tokenState } from '../../auth/issue-token.ts'
+import { tokenState } from '../../store/tokens.ts'
 import { pinsOf, type CompanyRecord } from '../../store/companies.ts'
 import { fieldText } from '../access.ts'
 import type { ConsoleDeps } from '../deps.ts'
