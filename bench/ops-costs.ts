@@ -4,8 +4,9 @@
  *
  * - receipts: CPU per `Deliveries.record` call, the work a GET 200/304 adds (target: well
  *   under 1 µs), for a BSP polling 10,000 sites round-robin;
- * - audit: CPU per accepted POST of the audit record (its own group-committed durable write),
- *   measured as the extra CPU of `save + append` over `save` alone for 1-site programmes;
+ * - audit: CPU per accepted POST of its audit record, written in the save's own transaction
+ *   (`apply/programme-records.ts`), measured as the extra CPU of a save with the record
+ *   over a save alone for 1-site programmes;
  * - disk: bytes a day of 10,000 sites adds (one revision per site, one programme of every
  *   site × 96 slots, 10,000 receipts, a day of audit records), measured over N sample days,
  *   then a year extrapolated at the default retentions.
@@ -61,17 +62,16 @@ async function auditCost (store: Store): Promise<{ withAudit: number; without: n
   const N = 800
   const batches = Array.from({ length: 5 * N }, (_, k) => batchAt(k))
   // 8 clients posting back to back, as the bench's: each programme's audit record is
-  // queued when its save resolves and joins the group commit of the saves then waiting.
+  // written by its save's transaction, as the service does.
   const run = async (from: number, audited: boolean) => {
     const t0 = cpuUs()
     await Promise.all(Array.from({ length: 8 }, async (_, w) => {
       for (let k = from + w; k < from + N; k += 8) {
         const { batch, bytes } = batches[k]!
-        await instructions.save(batch, '2026-11-21T12:00:00Z', 'queued')
-        if (audited) audit.record(programmeAccepted(batch, caller, bytes), Date.now())
+        const event = audited ? programmeAccepted(batch, caller, bytes) : undefined
+        await instructions.save(batch, '2026-11-21T12:00:00Z', 'queued', event && (() => audit.appendSync(event, Date.now())))
       }
     }))
-    await store.writeDurable(() => {})   // the last audit records land
     return (cpuUs() - t0) / N
   }
   // Fresh ids for every run (a re-save of known keys is cheaper than a new one), and the

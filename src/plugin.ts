@@ -25,6 +25,7 @@ import { openAudit } from './store/audit.ts'
 import { openDeliveries } from './store/deliveries.ts'
 import { openInstructionFlags } from './store/instruction-flags.ts'
 import { createOperations, type Operations } from './apply/operations.ts'
+import { programmeRecords } from './apply/programme-records.ts'
 import { createMetrics, type EpxMetrics } from './metrics/registry.ts'
 import { metricSources } from './metrics/sources.ts'
 import { listenMetrics } from './metrics/server.ts'
@@ -83,10 +84,13 @@ export async function createEpx (host: Host, rawConfig: unknown, internals: Inte
     const orphans = revisions.removeOrphanSegments()
     if (orphans.length) log.warn({ segments: orphans }, 'removed revision files a crash left uncommitted')
 
+    const audit = openAudit(store, config.audit)
+    const flags = openInstructionFlags(store)
+    const inboundLog = log.child({ area: 'inbound' })
     // Before the API listens, so no newer programme can be overtaken by an old one.
     const inbound = await openInbound({
-      store, solver: host.solver, clock: host.clock, log: log.child({ area: 'inbound' }), options: config.inbound,
-      observe: report => ops.programme(report),
+      store, solver: host.solver, clock: host.clock, log: inboundLog, options: config.inbound,
+      records: programmeRecords({ audit, flags, feasibility: { revisions }, log: inboundLog, counted: c => ops.programmeCounted(c) }),
     })
     bin.add(() => inbound.close())
     const { instructions } = inbound
@@ -100,11 +104,10 @@ export async function createEpx (host: Host, rawConfig: unknown, internals: Inte
       bin.add(() => m.close())
       bin.add(host.solver.onCycleApplied(report => m.instructionsApplied(report.inputs.length)))
     }
-    const audit = openAudit(store, config.audit)
     const ops: Operations = createOperations({
       audit,
       metrics,
-      feasibility: { revisions, flags: openInstructionFlags(store), log: log.child({ area: 'inbound' }) },
+      flags,
       instructions,
       deliveries,
       retentionDays: { instructions: config.inbound.retentionDays, deliveries: config.publish.retentionDays },
@@ -125,7 +128,7 @@ export async function createEpx (host: Host, rawConfig: unknown, internals: Inte
       faults: internals.storeFaults,
       enqueue: (batch, effective) => inbound.enqueueSaved(batch, effective),
       onRestart: () => inbound.requeueEffective(),
-      programme: report => ops.programme(report),
+      programme: count => ops.programmeCounted(count),
       observer,
       receipts: deliveries,
       tokens,

@@ -10,12 +10,6 @@ import type { PublishReport } from '../host/contract.ts'
 import type { AuditActor, AuditEvent } from '../store/audit.ts'
 import { isEpxError } from '../errors.ts'
 
-/** How a programme that passed authentication ended (told by the inbound route). */
-/** A programme's fate as the records tell it (`receive-programme.ts` reports each once). */
-export type ProgrammeReport =
-  | { readonly accepted: true; readonly caller: Caller; readonly at: Date; readonly batch: InstructionBatch; readonly bytes: number }
-  | { readonly accepted: false; readonly caller: Caller; readonly at: Date; readonly error: unknown }
-
 /** Sites or details listed in one record; the rest are counted (the instructions store has them all). */
 const MAX_LISTED = 100
 const MAX_DETAILS = 5

@@ -3,7 +3,8 @@
  * site's available power in the latest Besoins_Agreges of that day, or a day whose
  * programmed energy exceeds what its milestones need or its available power can take,
  * is flagged. The instruction is applied all the same (the solver decides); the flag is
- * data for people (`epx instructions show`), with one `warn` line per programme.
+ * data for people (`epx instructions show`), stored with the instruction
+ * (`programme-records.ts`), with one `warn` line per programme.
  * @module
  */
 import type { BesoinsAgreges } from '../contract/besoins-agreges.ts'
@@ -13,7 +14,7 @@ import { utcInstantMs } from '../contract/instants.ts'
 import type { Logger } from '../host/contract.ts'
 import type { RevisionMeta, Revisions } from '../store/revisions.ts'
 import { BoundedCache } from '../bounded-cache.ts'
-import type { FeasibilityFlag, InstructionFlags } from '../store/instruction-flags.ts'
+import type { FeasibilityFlag, SiteFlag } from '../store/instruction-flags.ts'
 import { powerKw } from './to-constraints.ts'
 
 /** Rounding noise of kWh ↔ kW conversions is not infeasibility. */
@@ -82,19 +83,16 @@ function readNeeds (_etag: string, { meta, revisions }: { meta: RevisionMeta; re
 
 export interface FeasibilityDeps {
   readonly revisions: Pick<Revisions, 'latest' | 'bytesOf'>
-  readonly flags: InstructionFlags
-  readonly log: Logger
-  /** Told how many instructions of a programme were flagged (metrics). */
-  readonly onFlagged?: (count: number) => void
 }
 
 /**
- * Checks every site of an accepted batch against the latest published needs of its day,
- * a few sites per event-loop turn (the solver shares the loop), stores the flags and
- * warns once. A site with no published needs is not checked. Never rejects.
+ * Checks every site of a batch against the latest published needs of its day, a few
+ * sites per event-loop turn (the solver shares the loop); resolves to the flagged sites.
+ * A site with no published needs is not checked. Never rejects: a check that cannot run
+ * is logged and flags nothing (the instruction is applied either way).
  */
-export async function checkBatch (batch: InstructionBatch, deps: FeasibilityDeps): Promise<number> {
-  const flagged: Array<{ siteId: string; flag: FeasibilityFlag }> = []
+export async function flagsOf (batch: InstructionBatch, deps: FeasibilityDeps, log: Logger): Promise<SiteFlag[]> {
+  const flagged: SiteFlag[] = []
   try {
     for (let i = 0; i < batch.siteIds.length; i++) {
       if (i > 0 && i % SITES_PER_TURN === 0) await new Promise<void>(resolve => setImmediate(resolve))
@@ -106,16 +104,19 @@ export async function checkBatch (batch: InstructionBatch, deps: FeasibilityDeps
       const flag = checkSlots(batch, from, to, needs)
       if (flag) flagged.push({ siteId, flag })
     }
-    if (flagged.length === 0) return 0
-    await deps.flags.put(batch.instructionId, flagged)
-    deps.onFlagged?.(flagged.length)
-    const first = flagged[0]!
-    deps.log.warn({
-      instructionId: batch.instructionId, targetDate: batch.targetDate, sites: flagged.length, firstSite: first.siteId,
-      firstSlot: first.flag.infeasibleSlots[0], day: first.flag.day,
-    }, 'instruction asks more than the site can take (floor over the available power, or more energy than the needs): applied anyway, the solver decides; see epx instructions show')
   } catch (err) {
-    deps.log.warn({ instructionId: batch.instructionId, err }, 'could not check the instruction against the needs')
+    log.warn({ instructionId: batch.instructionId, err }, 'could not check the instruction against the needs')
+    return []
   }
-  return flagged.length
+  return flagged
+}
+
+/** The one warn line of a programme with flagged instructions, once they are stored. */
+export function warnFlagged (batch: InstructionBatch, flagged: readonly SiteFlag[], log: Logger): void {
+  const first = flagged[0]
+  if (!first) return
+  log.warn({
+    instructionId: batch.instructionId, targetDate: batch.targetDate, sites: flagged.length, firstSite: first.siteId,
+    firstSlot: first.flag.infeasibleSlots[0], day: first.flag.day,
+  }, 'instruction asks more than the site can take (floor over the available power, or more energy than the needs): applied anyway, the solver decides; see epx instructions show')
 }

@@ -1,8 +1,9 @@
 /**
  * What the running service records about itself, in one place: each event the doors and
- * the publisher report (a programme's outcome, a publication run, a dead token used)
- * becomes an audit record, metrics and, for an accepted programme, a feasibility check;
- * retention of everything that grows runs after each publication run.
+ * the publisher report (a publication run, a dead token used) becomes an audit record
+ * and metrics, a programme's counts become metrics (its records are written with it,
+ * `programme-records.ts`); retention of everything that grows runs after each
+ * publication run.
  * @module
  */
 import type { Clock, Logger, PublishReport } from '../host/contract.ts'
@@ -10,16 +11,17 @@ import type { EpxMetrics } from '../metrics/registry.ts'
 import type { Audit, AuditActor } from '../store/audit.ts'
 import type { Deliveries } from '../store/deliveries.ts'
 import type { Instructions } from '../store/instructions.ts'
+import type { InstructionFlags } from '../store/instruction-flags.ts'
 import type { TokenRecord } from '../store/tokens.ts'
 import type { RunRequest } from '../publish/publish-run.ts'
 import { addDays, parisDateOf } from '../contract/paris-day.ts'
-import { programmeAccepted, programmeRejected, publicationRun, type ProgrammeReport } from './audit-events.ts'
-import { checkBatch, type FeasibilityDeps } from './feasibility.ts'
+import { publicationRun } from './audit-events.ts'
+import type { ProgrammeCount } from './programme-records.ts'
 
 export interface OperationsDeps {
   readonly audit: Audit
   readonly metrics?: EpxMetrics
-  readonly feasibility: Omit<FeasibilityDeps, 'onFlagged'>
+  readonly flags: Pick<InstructionFlags, 'prune'>
   readonly instructions: Pick<Instructions, 'prune'>
   readonly deliveries: Pick<Deliveries, 'prune'>
   readonly retentionDays: { readonly instructions: number; readonly deliveries: number }
@@ -42,16 +44,10 @@ export function createOperations (deps: OperationsDeps) {
   let lastScheduled: { ok: boolean; targetDate: string } | undefined
 
   const ops = {
-    programme (o: ProgrammeReport): void {
-      const atMs = o.at.getTime()
-      if (!o.accepted) {
-        audit.record(programmeRejected(o.caller, o.error), atMs)
-        metrics?.programme(false, o.caller.companyId, 0, atMs)
-        return
-      }
-      audit.record(programmeAccepted(o.batch, o.caller, o.bytes), atMs)
-      metrics?.programme(true, o.caller.companyId, o.batch.siteIds.length, atMs)
-      track(checkBatch(o.batch, { ...deps.feasibility, onFlagged: n => metrics?.infeasible(n) }))
+    programmeCounted (c: ProgrammeCount): void {
+      if (!metrics) return
+      metrics.programme(c.accepted, c.companyId, c.accepted ? c.sites : 0, c.atMs)
+      if (c.accepted && c.flagged) metrics.infeasible(c.flagged)
     },
 
     publication (report: PublishReport, request: RunRequest, durationMs: number): void {
@@ -93,7 +89,7 @@ export function createOperations (deps: OperationsDeps) {
         const audited = await audit.prune(now.getTime())
         const before = addDays(today, -deps.retentionDays.instructions)
         const instructions = await deps.instructions.prune(before)
-        await deps.feasibility.flags.prune(before)
+        await deps.flags.prune(before)
         const receipts = await deps.deliveries.prune(addDays(today, -deps.retentionDays.deliveries))
         if (audited || instructions || receipts) log.info({ audited, instructions, receipts }, 'expired audit records, instructions and delivery receipts removed')
       } catch (err) {
@@ -106,7 +102,7 @@ export function createOperations (deps: OperationsDeps) {
       track(ops.retention())
     },
 
-    /** Resolves once the checks and retention started so far have ended and the audit records are written (close()). */
+    /** Resolves once the retention runs started so far have ended and the audit records are written (close()). */
     async settle (): Promise<void> {
       while (pending.size) await Promise.all(pending)
       await audit.flush().catch(() => {})

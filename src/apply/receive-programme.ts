@@ -20,7 +20,7 @@ import type { Store } from '../store/open-store.ts'
 import { openInstructions, type Instructions } from '../store/instructions.ts'
 import { createEnqueuer, type Enqueuer } from './enqueue.ts'
 import { createProgrammeReader, type ProgrammeReader } from './read-programme.ts'
-import type { ProgrammeReport } from './audit-events.ts'
+import type { AcceptedRecords, ProgrammeRecords } from './programme-records.ts'
 
 /** What became of one programme: the one value a door renders. */
 export type ProgrammeOutcome =
@@ -57,8 +57,8 @@ export interface InboundDeps {
   readonly clock: Clock
   readonly log: Logger
   readonly options: InboundOptions
-  /** Told every programme's fate once (the audit trail, metrics, the feasibility check). */
-  readonly observe?: (report: ProgrammeReport) => void
+  /** What is kept of every programme: its audit record, feasibility flags and counts (`programme-records.ts`). */
+  readonly records?: ProgrammeRecords
 }
 
 /** The parts one programme goes through. */
@@ -66,7 +66,7 @@ export interface ReceiveParts {
   readonly reader: ProgrammeReader
   readonly instructions: Instructions
   readonly enqueuer: Pick<Enqueuer, 'enqueueBatch'>
-  readonly observe?: (report: ProgrammeReport) => void
+  readonly records?: ProgrammeRecords
 }
 
 /**
@@ -83,13 +83,13 @@ export async function openInbound (deps: InboundDeps): Promise<Inbound> {
     await enqueuer.close()
     throw err
   }
-  const parts: ReceiveParts = { reader: createProgrammeReader(deps.options), instructions, enqueuer, observe: deps.observe }
+  const parts: ReceiveParts = { reader: createProgrammeReader(deps.options), instructions, enqueuer, records: deps.records }
   return {
     instructions,
     receive: (bytes, caller, receivedAt) => receiveProgramme(bytes, caller, receivedAt, parts),
     enqueueSaved: (batch, effective) => enqueuer.enqueueBatch(batch, effective, 'queued'),
     requeueEffective: () => enqueuer.requeueEffective(),
-    refusedAtDoor: (error, caller, at) => deps.observe?.({ accepted: false, caller, at, error }),
+    refusedAtDoor: (error, caller, at) => deps.records?.refused(caller, error, at),
     async close () {
       try {
         await parts.reader.close()
@@ -107,15 +107,22 @@ export async function openInbound (deps: InboundDeps): Promise<Inbound> {
 export async function receiveProgramme (bytes: Buffer, caller: Caller, receivedAt: Date, parts: ReceiveParts): Promise<ProgrammeOutcome> {
   const at = receivedAt.toISOString()
   let outcome: ProgrammeOutcome
+  let saved = false
   try {
     const batch = await parts.reader.read(bytes, {
       perimeter: caller.perimeter,
       provenance: { receivedAt: at, companyId: caller.companyId, tokenId: caller.tokenId, certFingerprint256: caller.certFingerprint256 },
     })
-    outcome = { accepted: true, instructionId: batch.instructionId, receipt: await saveAndQueue(batch, at, parts) }
-    parts.observe?.({ accepted: true, caller, at: receivedAt, batch, bytes: bytes.length })
+    const records = await parts.records?.accepting(batch, caller, bytes.length, receivedAt)
+    const receipt = await saveAndQueue(batch, at, parts, {
+      write: records?.write ?? (() => {}),
+      landed: () => { saved = true; records?.landed() },
+    })
+    outcome = { accepted: true, instructionId: batch.instructionId, receipt }
   } catch (err) {
-    parts.observe?.({ accepted: false, caller, at: receivedAt, error: err })
+    // Saved but not handed over (the door's worker lost its host): its records are
+    // already in the store, accepted; the restart queues it again.
+    if (!saved) parts.records?.refused(caller, err, receivedAt)
     if (!isEpxError(err)) throw err
     outcome = { accepted: false, error: err }
   }
@@ -123,15 +130,17 @@ export async function receiveProgramme (bytes: Buffer, caller: Caller, receivedA
 }
 
 /**
- * Persists a read batch and queues its effective instructions. Rejects with NO_STORE
- * (nothing written) when the store fails; resolves only once every instruction is on
- * disk (DECISIONS.md "Robustness": a 202 survives a crash).
+ * Persists a read batch, with its records in the same transaction, and queues its
+ * effective instructions. Rejects with NO_STORE (nothing written) when the store fails;
+ * resolves only once every instruction is on disk (DECISIONS.md "Robustness": a 202
+ * survives a crash). `records.landed` runs once the save has committed.
  */
-export async function saveAndQueue (batch: InstructionBatch, receivedAt: string, parts: Omit<ReceiveParts, 'reader'>): Promise<Receipt> {
+export async function saveAndQueue (batch: InstructionBatch, receivedAt: string, parts: Omit<ReceiveParts, 'reader' | 'records'>, records?: AcceptedRecords): Promise<Receipt> {
   // Superseded ones (an older emitted_at than the effective one) are stored, not fed.
   // The effective ones are saved as `queued` (one write, not two): they reach the
   // solver's queue right after this commit, in this process.
-  const effective = await parts.instructions.save(batch, receivedAt, 'queued')
+  const effective = await parts.instructions.save(batch, receivedAt, 'queued', records?.write)
+  records?.landed()
   await parts.enqueuer.enqueueBatch(batch, effective, 'queued')
   return receiptOf(batch)
 }

@@ -10,7 +10,7 @@
 import type { MessagePort } from 'node:worker_threads'
 import type { EpxConfig } from '../config.ts'
 import type { InstructionBatch } from '../contract/instruction.ts'
-import type { Caller } from '../auth/caller.ts'
+import type { ProgrammeCount } from '../apply/programme-records.ts'
 import type { Clock } from '../host/contract.ts'
 import type { StoreFaults } from '../store/open-store.ts'
 import type { TokenRecord } from '../store/tokens.ts'
@@ -57,8 +57,8 @@ export type ToDoor =
 /** What the door tells the main thread, batched per turn of the door's loop. */
 export type DoorEvent =
   | { readonly e: 'log'; readonly r: LogRecord }
-  | { readonly e: 'programme'; readonly accepted: true; readonly caller: Caller; readonly at: number; readonly batch: InstructionBatch; readonly bytes: number }
-  | { readonly e: 'programme'; readonly accepted: false; readonly caller: Caller; readonly at: number; readonly error: ErrorData }
+  /** A programme's counts (its audit record and flags are written by the door, with its instructions). */
+  | { readonly e: 'programme'; readonly c: ProgrammeCount }
   | { readonly e: 'handshake' }
   | { readonly e: 'handshakeFailed'; readonly reason: string }
   | { readonly e: 'answered'; readonly a: [string, string, number, string | undefined, number] }

@@ -13,7 +13,7 @@ import type { Clock, Logger } from '../host/contract.ts'
 import type { StoreFaults } from '../store/open-store.ts'
 import type { Tokens } from '../store/tokens.ts'
 import type { InstructionBatch } from '../contract/instruction.ts'
-import type { ProgrammeReport } from '../apply/audit-events.ts'
+import type { ProgrammeCount } from '../apply/programme-records.ts'
 import { workerSource } from '../apply/read-programme.ts'
 import type { ApiObserver } from './observer.ts'
 import {
@@ -30,7 +30,8 @@ export interface DoorDeps {
   enqueue(batch: InstructionBatch, effective: readonly boolean[]): Promise<void>
   /** After a restart: queue again what the dead worker may have saved without telling. */
   onRestart(): Promise<unknown>
-  readonly programme: (report: ProgrammeReport) => void
+  /** A programme's counts (the door's thread wrote its records with its instructions). */
+  readonly programme: (count: ProgrammeCount) => void
   readonly observer: ApiObserver & { storeError?(): void }
   /** Where a token's last use is written (the host's thread: ordered with its other writes). */
   readonly tokens: Pick<Tokens, 'touch'>
@@ -78,11 +79,7 @@ export async function startDoor (deps: DoorDeps): Promise<Door> {
         l[ev.r.l](ev.r.o, ev.r.m)
         return
       }
-      case 'programme':
-        deps.programme(ev.accepted
-          ? { accepted: true, caller: ev.caller, at: new Date(ev.at), batch: ev.batch, bytes: ev.bytes }
-          : { accepted: false, caller: ev.caller, at: new Date(ev.at), error: errorFrom(ev.error) })
-        return
+      case 'programme': deps.programme(ev.c); return
       case 'handshake': deps.observer.handshake?.(); return
       case 'handshakeFailed': deps.observer.handshakeFailed?.(ev.reason); return
       case 'answered': deps.observer.answered?.(...ev.a); return

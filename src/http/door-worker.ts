@@ -16,6 +16,9 @@ import { openCompanies } from '../store/companies.ts'
 import { openTokens, type TokenRecord } from '../store/tokens.ts'
 import { openRevisions } from '../store/revisions.ts'
 import { openInstructions } from '../store/instructions.ts'
+import { openAudit } from '../store/audit.ts'
+import { openInstructionFlags } from '../store/instruction-flags.ts'
+import { programmeRecords } from '../apply/programme-records.ts'
 import { createProgrammeReader } from '../apply/read-programme.ts'
 import { receiveProgramme, type ReceiveParts } from '../apply/receive-programme.ts'
 import { listenApi, type ApiListener } from './listener.ts'
@@ -88,18 +91,14 @@ async function open (): Promise<{ close(): Promise<void> }> {
   })
   const revisions = openRevisions(store, { retentionDays: config.publish.retentionDays })
   const reader = createProgrammeReader(config.inbound)
-  const parts: ReceiveParts = {
-    reader,
-    instructions: openInstructions(store),
-    enqueuer,
-    observe: o => tell(o.accepted
-      ? { e: 'programme', accepted: true, caller: o.caller, at: o.at.getTime(), batch: o.batch, bytes: o.bytes }
-      : { e: 'programme', accepted: false, caller: o.caller, at: o.at.getTime(), error: errorData(o.error) }),
-  }
+  const audit = openAudit(store, config.audit)
+  const records = programmeRecords({
+    audit, flags: openInstructionFlags(store), feasibility: { revisions }, log: log.child({ area: 'inbound' }), counted: c => tell({ e: 'programme', c }),
+  })
+  const parts: ReceiveParts = { reader, instructions: openInstructions(store), enqueuer, records }
   const inbound = {
     receive: (bytes: Buffer, caller: Caller, at: Date) => receiveProgramme(bytes, caller, at, parts),
-    refusedAtDoor: (error: unknown, caller: Caller, at: Date) =>
-      tell({ e: 'programme', accepted: false, caller, at: at.getTime(), error: errorData(error) }),
+    refusedAtDoor: (error: unknown, caller: Caller, at: Date) => records.refused(caller, error, at),
   }
   const receipts = { record: (...a: [string, string, string, number, 200 | 304, number]) => tell({ e: 'delivered', a }) }
   const routes = [inboundRoute({ maxBodyBytes: config.inbound.maxBodyBytes, inbound }), outboundRoute({ revisions, receipts })]
@@ -118,6 +117,7 @@ async function open (): Promise<{ close(): Promise<void> }> {
   } catch (err) {
     await reader.close()
     revisions.close()
+    await audit.flush().catch(() => {})
     await store.close()
     throw err
   }
@@ -128,6 +128,7 @@ async function open (): Promise<{ close(): Promise<void> }> {
         await api.close()
         await reader.close()
       } finally {
+        await audit.flush().catch(() => {})
         revisions.close()
         await store.close()
       }

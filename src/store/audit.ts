@@ -75,6 +75,11 @@ export interface Audit {
   append(event: AuditEvent, atMs: number): Promise<void>
   /** Appends without making the caller wait; written within a few ms with the records around it. */
   record(event: AuditEvent, atMs: number): void
+  /**
+   * Appends inside the caller's own `writeDurable` (an accepted programme's record rides
+   * in the transaction that saves its instructions: no commit or flush of its own).
+   */
+  appendSync(event: AuditEvent, atMs: number): void
   /** Writes the records still waiting (close()). */
   flush(): Promise<void>
   /** Records in time order, filtered. */
@@ -131,6 +136,11 @@ export function openAudit (store: Store, opts: { retentionDays?: number } = {}):
         timer = setTimeout(() => { write().catch(() => {}) }, RECORD_DELAY_MS)
         timer.unref()
       }
+    },
+
+    appendSync (event: AuditEvent, atMs: number): void {
+      const [k, r] = make(event, atMs)
+      db.putSync(k, r)
     },
 
     /** Writes the records still waiting (close()). */

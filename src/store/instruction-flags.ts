@@ -1,6 +1,6 @@
 /**
  * Flags kept beside an instruction (same key, `[instruction_id, site_id]`), written
- * after it was accepted: today, that it asks more than the published needs allow
+ * in the transaction that saves it: today, that it asks more than the published needs allow
  * (`apply/feasibility.ts`). Data for people; it changes nothing the solver gets.
  * @module
  */
@@ -16,9 +16,17 @@ export interface FeasibilityFlag {
   readonly day?: { readonly programmedKwh: number; readonly needsKwh: number; readonly availableKwh: number }
 }
 
+/** One site's flag within a programme. */
+export interface SiteFlag {
+  readonly siteId: string
+  readonly flag: FeasibilityFlag
+}
+
 /** The flags of instructions, by instruction and site. */
 export interface InstructionFlags {
-  put(instructionId: string, flags: ReadonlyArray<{ siteId: string; flag: FeasibilityFlag }>): Promise<void>
+  put(instructionId: string, flags: ReadonlyArray<SiteFlag>): Promise<void>
+  /** Writes inside the caller's own `writeDurable` (the instruction save's). */
+  putSync(instructionId: string, flags: ReadonlyArray<SiteFlag>): void
   get(instructionId: string, siteId: string): FeasibilityFlag | undefined
   /** Removes the flags of instructions whose target date is before `beforeDate`; resolves to their count. */
   prune(beforeDate: string): Promise<number>
@@ -26,14 +34,12 @@ export interface InstructionFlags {
 
 export function openInstructionFlags (store: Store): InstructionFlags {
   const db = store.db<FeasibilityFlag>('instruction-feasibility')
+  const putSync = (instructionId: string, flags: ReadonlyArray<SiteFlag>): void => {
+    for (const { siteId, flag } of flags) db.putSync([instructionId, siteId], flag)
+  }
   return {
-    put (instructionId: string, flags: ReadonlyArray<{ siteId: string; flag: FeasibilityFlag }>): Promise<void> {
-      return store.writeDurable(() => {
-        for (const { siteId, flag } of flags) {
-          db.putSync([instructionId, siteId], flag)
-        }
-      })
-    },
+    put: (instructionId, flags) => store.writeDurable(() => putSync(instructionId, flags)),
+    putSync,
     get (instructionId: string, siteId: string): FeasibilityFlag | undefined {
       return db.get([instructionId, siteId])
     },

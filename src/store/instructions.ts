@@ -42,8 +42,10 @@ export interface Instructions {
    * Rejects with NO_STORE, having written nothing, when any put fails. `status` is
    * what the effective ones start as: the inbound path writes `queued` here, in the
    * same write, since it hands them to the solver right after this commit.
+   * `alongside` writes what belongs with the instructions (their audit record, their
+   * feasibility flags) in the same transaction: all of it lands, or none.
    */
-  save(batch: InstructionBatch, at: string, status?: 'received' | 'queued'): Promise<boolean[]>
+  save(batch: InstructionBatch, at: string, status?: 'received' | 'queued', alongside?: () => void): Promise<boolean[]>
   /**
    * The sites of `batch` that a save run after its own may have superseded: only a
    * later emitted_at for the same day can (DECISIONS.md "Inbound"; an equal one is the
@@ -95,7 +97,7 @@ export function openInstructions (store: Store): Instructions {
   }
 
   return {
-    save (batch: InstructionBatch, at: string, status: 'received' | 'queued' = 'received'): Promise<boolean[]> {
+    save (batch: InstructionBatch, at: string, status: 'received' | 'queued' = 'received', alongside?: () => void): Promise<boolean[]> {
       return store.writeDurable(() => {
         const fresh: InstructionState = { status, at }
         const stale: InstructionState = { status: 'superseded', at }
@@ -122,6 +124,7 @@ export function openInstructions (store: Store): Instructions {
           }
           out[i] = wins
         }
+        alongside?.()
         recentSaves.push(batch)
         if (recentSaves.length > RECENT_SAVES) recentSaves.shift()
         return out
