@@ -27,6 +27,8 @@ export interface SiteNeedsSeen {
   readonly emittedAt: string
   /** p_max_kw by quarter-hour start (ms). */
   readonly availableKw: ReadonlyMap<number, number>
+  /** What the available power could deliver over the day. */
+  readonly availableKwh: number
   readonly needsKwh: number
 }
 
@@ -34,8 +36,12 @@ export interface SiteNeedsSeen {
 export function needsOf (doc: BesoinsAgreges): SiteNeedsSeen {
   const site = doc.sites[0]!
   const availableKw = new Map<number, number>()
-  for (const p of site.puissance_disponible) availableKw.set(utcInstantMs(p.debut_utc), p.p_max_kw)
-  return { emittedAt: doc.emitted_at, availableKw, needsKwh: site.jalons_besoin.reduce((n, j) => n + j.valeur_kwh, 0) }
+  let availableKwh = 0
+  for (const p of site.puissance_disponible) {
+    availableKw.set(utcInstantMs(p.debut_utc), p.p_max_kw)
+    availableKwh += p.p_max_kw / 4
+  }
+  return { emittedAt: doc.emitted_at, availableKw, availableKwh, needsKwh: site.jalons_besoin.reduce((n, j) => n + j.valeur_kwh, 0) }
 }
 
 /** The flag of slots `[from, to)` of a batch against a site's needs; undefined when feasible. */
@@ -56,8 +62,7 @@ export function checkSlots (batch: Pick<InstructionBatch, 'starts' | 'kwh' | 'sl
     }
     if (available !== Infinity && floorKw > available + EPSILON) slots.push({ startUtc: instantText(batch.starts[k]!), floorKw, availableKw: available })
   }
-  let powerKwh = 0
-  for (const kw of needs.availableKw.values()) powerKwh += kw / 4
+  const powerKwh = needs.availableKwh
   const overNeeds = programmedKwh > needs.needsKwh + EPSILON
   const overPower = programmedKwh > powerKwh + EPSILON
   if (slots.length === 0 && !overNeeds && !overPower) return undefined

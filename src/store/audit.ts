@@ -61,10 +61,23 @@ const SECRET = /epx_[A-Za-z0-9_-]{20,}/g
 
 /** Masks anything that looks like a token secret (belt and braces: callers pass ids only). */
 function masked (value: unknown): unknown {
-  if (typeof value === 'string') return value.includes('epx_') ? value.replace(SECRET, 'epx_[redacted]') : value
-  if (Array.isArray(value)) return value.map(masked)
+  // Every record passes here, an accepted POST's inside its save: copy only what has a secret.
+  return holdsSecret(value) ? maskedCopy(value) : value
+}
+
+function holdsSecret (value: unknown): boolean {
+  if (typeof value === 'string') return value.includes('epx_')
   if (value && typeof value === 'object') {
-    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, masked(v)]))
+    for (const v of Array.isArray(value) ? value : Object.values(value)) if (holdsSecret(v)) return true
+  }
+  return false
+}
+
+function maskedCopy (value: unknown): unknown {
+  if (typeof value === 'string') return value.replace(SECRET, 'epx_[redacted]')
+  if (Array.isArray(value)) return value.map(maskedCopy)
+  if (value && typeof value === 'object') {
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, maskedCopy(v)]))
   }
   return value
 }

@@ -7,6 +7,7 @@ const Q = 900_000
 const needs: SiteNeedsSeen = {
   emittedAt: '2026-11-21T07:00:00Z',
   availableKw: new Map([0, 1, 2, 3].map(i => [START + i * Q, 100])),
+  availableKwh: 100,
   needsKwh: 60,
 }
 const batch = (kwh: number[], slotDurationSecs = 900) => ({
