@@ -1,4 +1,5 @@
 import t, { type Test } from 'tap'
+import { readdirSync } from 'node:fs'
 import { Server, connect } from 'node:net'
 import { isMainThread, Worker } from 'node:worker_threads'
 import pino from 'pino'
@@ -16,6 +17,8 @@ import { testPki, writePki } from './helpers/certs.ts'
 // worker (issue 12 item 3); what belongs to the host is asked of the solver's thread.
 
 const IN_WORKER = { api: { inWorker: true }, console: { enabled: true }, metrics: { enabled: true, port: 0 } }
+/** Threads of this process (Linux): the door's worker is one. */
+const threads = () => readdirSync('/proc/self/task').length
 const sleep = (ms: number) => new Promise(r => setTimeout(r, ms))
 async function until (what: string, ok: () => boolean, ms = 10_000): Promise<void> {
   const end = Date.now() + ms
@@ -160,6 +163,7 @@ t.test('the site chooser and "Publier maintenant" are served by the worker throu
 
 t.test('a killed worker brings the console and the metrics listener back on the same ports, sessions kept; close() leaves no port open', async t => {
   let door!: Door
+  const before = threads()
   const epx = await startEpx(t, { config: IN_WORKER, onDoor: d => { door = d } })
   const consoleUrl = epx.handle.consoleUrl!
   const metricsUrl = epx.handle.metricsUrl!
@@ -187,4 +191,6 @@ t.test('a killed worker brings the console and the metrics listener back on the 
     t.ok(refused, `${u.href}: closed`)
   }
   t.notOk(door.worker, 'no worker left')
+  await sleep(300)
+  t.ok(threads() <= before, `no thread left (${threads()} now, ${before} before)`)
 })

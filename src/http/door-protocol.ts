@@ -2,9 +2,10 @@
  * What crosses between the solver's thread and the API door's worker (issue 12): the one
  * module that owns both directions, typed once. Small and explicit: the configuration at
  * start, a close, batches to enqueue (with their ack), programme and door events for the
- * audit trail and metrics, log records in batches. Two things are shared memory, not
- * messages, because the door reads them synchronously on every request: the host's
- * clock (when it is not the system clock) and the store's test fault switches.
+ * audit trail and metrics, log records in batches, and the questions of the console and
+ * metrics listeners that run in the same worker (door-asks.ts). Two things are shared
+ * memory, not messages, because the door reads them synchronously on every request: the
+ * host's clock (when it is not the system clock) and the store's test fault switches.
  * @module
  */
 import type { MessagePort } from 'node:worker_threads'
