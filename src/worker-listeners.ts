@@ -20,7 +20,6 @@ import { openTokens } from './store/tokens.ts'
 import { openUsers } from './store/users.ts'
 import { openSessions } from './store/sessions.ts'
 import { openAudit } from './store/audit.ts'
-import { startConsole } from './console/server.ts'
 import { listenMetrics } from './metrics/server.ts'
 import type { Asker } from './http/door-asks.ts'
 import type { SidePorts } from './http/door-protocol.ts'
@@ -65,6 +64,8 @@ export async function openWorkerListeners (o: {
   try {
     let consoleUrl: URL | undefined
     if (config.console.enabled) {
+      // Fastify and the pages, loaded only when the console is on.
+      const { startConsole } = await import('./console/server.ts')
       const audit = openAudit(store, config.audit)
       closers.push(() => audit.flush())
       const web = await startConsole({

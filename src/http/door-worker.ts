@@ -24,7 +24,7 @@ import { inboundRoute } from './inbound-route.ts'
 import { outboundRoute } from './outbound-route.ts'
 import { bindFaults, clockOf, errorData, errorFrom, type DoorEvent, type DoorStart, type FromDoor, type LogRecord, type ToDoor } from './door-protocol.ts'
 import { asker } from './door-asks.ts'
-import { openWorkerListeners, type WorkerListeners } from '../worker-listeners.ts'
+import type { WorkerListeners } from '../worker-listeners.ts'
 
 const port = parentPort!
 const start = workerData as DoorStart
@@ -123,10 +123,12 @@ async function open (): Promise<{ close(): Promise<void> }> {
       config: { ...config, api: { ...config.api, port: start.port } },
       dataDir: start.dataDir, log, clock, store, companies, tokens: { ...openTokens(store), touch: (token, nowMs) => tell({ e: 'touch', token, nowMs }) }, routes, observer,
     })
-    // The console and metrics listeners, when enabled, live in this thread too (worker-listeners.ts).
-    side = await openWorkerListeners({
-      config, dataDir: start.dataDir, ports: start.sidePorts, store, companies, revisions, instructions: parts.instructions, clock, log, apiUrl: api.url, asks,
-    })
+    // The console and metrics listeners, when enabled, live in this thread too (their code
+    // loaded only then: every worker start, restarts included, would pay for it).
+    const apiUrl = api.url
+    side = !config.console.enabled && !config.metrics.enabled ? { close: async () => {} } : await import('../worker-listeners.ts').then(m => m.openWorkerListeners({
+      config, dataDir: start.dataDir, ports: start.sidePorts, store, companies, revisions, instructions: parts.instructions, clock, log, apiUrl, asks,
+    }))
   } catch (err) {
     await api?.close().catch(() => {})
     await reader.close()
