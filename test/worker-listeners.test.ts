@@ -1,11 +1,13 @@
 import t, { type Test } from 'tap'
 import { readdirSync } from 'node:fs'
+import { resolve } from 'node:path'
 import { Server, connect } from 'node:net'
 import { isMainThread, Worker } from 'node:worker_threads'
 import pino from 'pino'
 import { Agent, request } from 'undici'
 import { createEpx } from '../src/plugin.ts'
-import { createReferenceHost } from '../src/host/reference-host.ts'
+import { createReferenceHost, ManualClock } from '../src/host/reference-host.ts'
+import { loadPlugin } from '../src/host/load-plugin.ts'
 import type { Logger } from '../src/host/contract.ts'
 import type { Door } from '../src/http/door-supervisor.ts'
 import { addUser } from '../src/auth/accounts.ts'
@@ -193,4 +195,39 @@ t.test('a killed worker brings the console and the metrics listener back on the 
   t.notOk(door.worker, 'no worker left')
   await sleep(300)
   t.ok(threads() <= before, `no thread left (${threads()} now, ${before} before)`)
+})
+
+t.test('activate/close cycles with the console and metrics in the worker leave no thread, descriptor or port behind (the built plugin)', async t => {
+  const dataDir = t.testdir()
+  writePki(dataDir)
+  const ref = createReferenceHost({ dataDir, clock: new ManualClock('2026-11-21T12:30:00Z'), sites: 1 })
+  t.teardown(() => ref.close())
+  const agent = new Agent({ connect: { ca: testPki().serverCa.certPem } })
+  const config = { ...IN_WORKER, api: { host: '127.0.0.1', port: 0, inWorker: true }, console: { enabled: true, host: '127.0.0.1', port: 0 }, publish: { schedule: false } }
+  const statuses: number[] = []
+  const cycle = async () => {
+    // Through the manifest, as a solver loads it: dist/, the door's worker built beside it.
+    const { handle } = await loadPlugin(resolve(import.meta.dirname, '..'), ref.host, config)
+    for (const url of [new URL('/login', handle.consoleUrl), new URL('/metrics', handle.metricsUrl)]) {
+      const res = await request(url, { dispatcher: agent, reset: true })
+      await res.body.dump()
+      statuses.push(res.statusCode)
+    }
+    await handle.close()
+  }
+  await cycle()   // warm-up: libuv's and lmdb-js's own threads start once
+  const resources = () => process.getActiveResourcesInfo().filter(r => !r.startsWith('FSReq') && r !== 'Timeout').sort()
+  const now = () => ({ threads: threads(), fds: readdirSync('/proc/self/fd').length, resources: resources() })
+  const before = now()
+  for (let i = 0; i < 5; i++) await cycle()
+  await agent.close()
+  let after = now()
+  for (let i = 0; i < 100 && (after.threads > before.threads || after.fds > before.fds); i++) {
+    await sleep(20)
+    after = now()
+  }
+  t.same([...new Set(statuses)], [200], 'every cycle served the console and /metrics')
+  t.ok(after.threads <= before.threads, `threads: ${before.threads} before, ${after.threads} after`)
+  t.ok(after.fds <= before.fds, `descriptors: ${before.fds} before, ${after.fds} after`)
+  t.same(after.resources.filter(r => r === 'MessagePort' || r === 'Worker' || r === 'TCPServerWrap'), [], 'no worker, message port or listener left')
 })
