@@ -28,7 +28,7 @@ import { createOperations, type Operations } from './apply/operations.ts'
 import { programmeRecords } from './apply/programme-records.ts'
 import { createMetrics, type EpxMetrics } from './metrics/registry.ts'
 import { metricSources } from './metrics/sources.ts'
-import { listenMetrics } from './metrics/server.ts'
+import { expositionOf, listenMetrics, readinessOf, type ReadyCheck } from './metrics/server.ts'
 import { watchExpiries } from './metrics/expiries.ts'
 
 const { version, engines } = createRequire(import.meta.url)('../package.json') as { version: string; engines: { node: string } }
@@ -118,10 +118,20 @@ export async function createEpx (host: Host, rawConfig: unknown, internals: Inte
     ops.retentionInBackground()
 
     const observer = { ...metrics, deadToken: ops.deadToken }
-    // `api.inWorker`: the API door runs in its own thread (http/door-worker.ts): its
-    // handshakes, parsing and writes never take the solver's event loop; what it tells
-    // comes back here. Otherwise it serves on this thread.
-    const door = !config.api.inWorker ? undefined : await startDoor({
+    // What /readyz checks: state of this thread, wherever the metrics listener runs.
+    let door: Door | undefined
+    let apiListening = true
+    const readyChecks: ReadyCheck[] = [
+      { name: 'store', check: () => { tokens.generation(); return undefined } },
+      { name: 'api', check: () => !apiListening ? 'the API listener is closed' : door && !door.up ? 'the API worker is restarting' : undefined },
+      { name: 'publication', check: ops.publicationProblem },
+    ]
+    const exposition = metrics && expositionOf(metrics.registry)
+    // `api.inWorker`: the API door runs in its own thread (http/door-worker.ts), and the
+    // console and metrics listeners with it (worker-listeners.ts): their handshakes,
+    // parsing and writes never take the solver's event loop; what they tell or ask comes
+    // back here. Otherwise they serve on this thread.
+    if (config.api.inWorker) door = await startDoor({
       start: { config, dataDir: host.dataDir, storePath: store.path },
       clock: host.clock,
       log,
@@ -132,6 +142,13 @@ export async function createEpx (host: Host, rawConfig: unknown, internals: Inte
       observer,
       receipts: deliveries,
       tokens,
+      answers: {
+        // Plain records: a host's own site objects need not cross a thread.
+        sites: async () => (await host.solver.sites()).map(s => ({ site_id: s.site_id, site_name: s.site_name })),
+        publish: q => publisher.publish(q.request),
+        metrics: () => exposition ? exposition() : Promise.reject(new Error('metrics are off')),
+        readiness: async () => readinessOf(readyChecks),
+      },
     })
     const api = door ?? await listenApi({
       config, dataDir: host.dataDir, log, clock: host.clock, store, companies, tokens, observer,
@@ -140,8 +157,8 @@ export async function createEpx (host: Host, rawConfig: unknown, internals: Inte
     bin.add(() => api.close())
     if (door) internals.onDoor?.(door)
     // The web console: its own listener, so none of its work is on the API's path.
-    let consoleUrl: URL | undefined
-    if (config.console.enabled) {
+    let consoleUrl = door?.consoleUrl
+    if (config.console.enabled && !door) {
       const web = await startConsole({
         config,
         dataDir: host.dataDir,
@@ -153,29 +170,24 @@ export async function createEpx (host: Host, rawConfig: unknown, internals: Inte
       bin.add(() => web.close())
       consoleUrl = web.url
     }
-    let apiListening = true
     bin.add(() => { apiListening = false })
-    const metricsListener = !config.metrics.enabled || !metrics ? undefined : await listenMetrics({
-      host: config.metrics.host, port: config.metrics.port, registry: metrics.registry, log,
-      checks: [
-        { name: 'store', check: () => { tokens.generation(); return undefined } },
-        { name: 'api', check: () => !apiListening ? 'the API listener is closed' : door && !door.up ? 'the API worker is restarting' : undefined },
-        { name: 'publication', check: ops.publicationProblem },
-      ],
+    const metricsListener = !config.metrics.enabled || !exposition || door ? undefined : await listenMetrics({
+      host: config.metrics.host, port: config.metrics.port, exposition, readiness: async () => readinessOf(readyChecks), log,
     })
     if (metricsListener) bin.add(() => metricsListener.close())
+    const metricsUrl = door ? door.metricsUrl : metricsListener?.url
     if (config.publish.schedule) {
       const schedule = startSchedule({ config: config.publish, publisher, revisions, solver: host.solver, clock: host.clock, log: log.child({ area: 'schedule' }) })
       bin.add(() => schedule.stop())
     }
 
-    log.info({ url: api.url.href, consoleUrl: consoleUrl?.href, version, ...(metricsListener ? { metricsUrl: metricsListener.url.href } : {}) }, 'epx activated')
+    log.info({ url: api.url.href, consoleUrl: consoleUrl?.href, version, ...(metricsUrl ? { metricsUrl: metricsUrl.href } : {}) }, 'epx activated')
     let closing: Promise<void> | undefined
     return {
       version,
       apiUrl: api.url,
       consoleUrl,
-      ...(metricsListener ? { metricsUrl: metricsListener.url } : {}),
+      ...(metricsUrl ? { metricsUrl } : {}),
       // Default target: tomorrow in Paris by the host clock; default sites: all of them.
       publish: (request = {}) => publisher.publish({
         targetDate: request.targetDate ?? addDays(parisDateOf(host.clock.now()), 1),

@@ -24,7 +24,8 @@ export interface ConsoleDeps {
   readonly sessions: Sessions
   readonly revisions: Revisions
   readonly instructions: Instructions
-  readonly publisher: Publisher
+  /** "Publier maintenant": the plugin's publisher (asked of the solver's thread when the console runs in the door's worker). */
+  readonly publisher: Pick<Publisher, 'publish'>
   /** The plugin's audit trail: every change made in the console is recorded with its user. */
   readonly audit: Audit
   /** The sites the solver manages (`host.solver.sites`); pages filter them by the viewer's perimeter. */

@@ -2,9 +2,10 @@
  * What crosses between the solver's thread and the API door's worker (issue 12): the one
  * module that owns both directions, typed once. Small and explicit: the configuration at
  * start, a close, batches to enqueue (with their ack), programme and door events for the
- * audit trail and metrics, log records in batches. Two things are shared memory, not
- * messages, because the door reads them synchronously on every request: the host's
- * clock (when it is not the system clock) and the store's test fault switches.
+ * audit trail and metrics, log records in batches, and the questions of the console and
+ * metrics listeners that run in the same worker (door-asks.ts). Two things are shared
+ * memory, not messages, because the door reads them synchronously on every request: the
+ * host's clock (when it is not the system clock) and the store's test fault switches.
  * @module
  */
 import type { MessagePort } from 'node:worker_threads'
@@ -15,6 +16,7 @@ import type { Clock } from '../host/contract.ts'
 import type { StoreFaults } from '../store/open-store.ts'
 import type { TokenRecord } from '../store/tokens.ts'
 import { EpxError, isEpxError, type ErrorCode } from '../errors.ts'
+import type { AnswerMessage, AskMessage } from './door-asks.ts'
 
 /** workerData: everything the door needs to open, as plain data. */
 export interface DoorStart {
@@ -23,9 +25,13 @@ export interface DoorStart {
   readonly storePath: string
   /** The port to bind: the configured one at first, the one first bound after a restart. */
   readonly port: number
+  /** The console's and the metrics listener's ports, likewise (they live in the door's worker). */
+  readonly sidePorts?: SidePorts
   readonly clock: SharedClock
   readonly faults?: SharedArrayBuffer
 }
+
+export interface SidePorts { readonly console: number; readonly metrics: number }
 
 /** The host clock as the door sees it: the system clock shifted, or asked of the main thread. */
 export type SharedClock =
@@ -40,17 +46,20 @@ export interface LogRecord { readonly b: Record<string, unknown>; readonly l: 'd
 
 /** Door → main. */
 export type FromDoor =
-  | { readonly type: 'listening'; readonly url: string }
+  | { readonly type: 'listening'; readonly url: string; readonly consoleUrl?: string; readonly metricsUrl?: string }
   | { readonly type: 'failed'; readonly error: ErrorData }
   /** A saved batch's effective sites, for the solver's next cycle; answered by `enqueued`. */
   | { readonly type: 'enqueue'; readonly id: number; readonly batch: InstructionBatch; readonly effective: readonly boolean[] }
   | { readonly type: 'events'; readonly events: readonly DoorEvent[] }
   | { readonly type: 'closed' }
+  /** The console or the metrics listener needs the solver's thread (door-asks.ts); answered by `answer`. */
+  | AskMessage
 
 /** Main → door. */
 export type ToDoor =
   | { readonly type: 'enqueued'; readonly id: number; readonly error?: ErrorData }
   | { readonly type: 'close' }
+  | AnswerMessage
   /** Test seam: the door throws outside any request, as a bug would. */
   | { readonly type: 'crash' }
 

@@ -1,7 +1,8 @@
 /**
  * The main thread's side of the API door's worker (issue 12): starts it, answers what it
- * asks (the solver's queue, the host's clock), hands what it tells to the host's logger,
- * the audit trail and metrics, and keeps it alive. A worker that dies (a bug, its heap
+ * asks (the solver's queue, the host's clock, the console's and metrics listener's
+ * questions), hands what it tells to the host's logger, the audit trail and metrics, and
+ * keeps it alive. A worker that dies (a bug, its heap
  * limit) is logged at `error` and started again with backoff on the same port; the host
  * notices nothing else. While it is down the port refuses connections; every programme
  * it acknowledged is already durable, and on restart the effective instructions are
@@ -18,11 +19,12 @@ import { workerSource } from '../apply/read-programme.ts'
 import type { ApiObserver } from './observer.ts'
 import {
   answerClock, errorData, errorFrom, shareFaults, systemOffset,
-  type DoorEvent, type DoorStart, type FromDoor, type SharedClock, type ToDoor,
+  type DoorEvent, type DoorStart, type FromDoor, type SharedClock, type SidePorts, type ToDoor,
 } from './door-protocol.ts'
+import { answerAsk, type AskAnswers } from './door-asks.ts'
 
 export interface DoorDeps {
-  readonly start: Omit<DoorStart, 'clock' | 'faults' | 'port'>
+  readonly start: Omit<DoorStart, 'clock' | 'faults' | 'port' | 'sidePorts'>
   readonly clock: Clock
   readonly log: Logger
   readonly faults?: StoreFaults
@@ -36,12 +38,17 @@ export interface DoorDeps {
   /** Where a token's last use is written (the host's thread: ordered with its other writes). */
   readonly tokens: Pick<Tokens, 'touch'>
   readonly receipts: { record(companyId: string, siteId: string, targetDate: string, emittedAtMs: number, status: 200 | 304, atMs: number): void }
+  /** What the worker's console and metrics listeners ask of this thread (door-asks.ts). */
+  readonly answers: AskAnswers
   /** The worker's own V8 heap limit (an out-of-memory kills the worker, not the host); default 512 MB. */
   readonly heapMb?: number
 }
 
 export interface Door {
   readonly url: URL
+  /** The console's and the metrics listener's, when enabled: they serve from the same worker. */
+  readonly consoleUrl?: URL
+  readonly metricsUrl?: URL
   /** False while the worker is down and being restarted. */
   readonly up: boolean
   /** Drains (in-flight requests finish within the listener's grace), then ends the thread. Idempotent. */
@@ -91,7 +98,8 @@ export async function startDoor (deps: DoorDeps): Promise<Door> {
   }
 
   /** One worker, until it listens (resolves) or fails to (rejects). */
-  const spawn = (port: number): Promise<{ worker: Worker; url: URL }> => {
+  type Spawned = { worker: Worker; url: URL; consoleUrl?: URL; metricsUrl?: URL }
+  const spawn = (port: number, sidePorts?: SidePorts): Promise<Spawned> => {
     let clock: SharedClock
     let asked: MessagePort | undefined
     const transferList: MessagePort[] = []
@@ -106,7 +114,7 @@ export async function startDoor (deps: DoorDeps): Promise<Door> {
       transferList.push(port2)
     }
     const [source, how] = workerSource(import.meta.url, 'door-worker')
-    const workerData: DoorStart = { ...deps.start, port, clock, faults }
+    const workerData: DoorStart = { ...deps.start, port, sidePorts, clock, faults }
     const worker = new Worker(source, {
       ...how, workerData, transferList, resourceLimits: { maxOldGenerationSizeMb: deps.heapMb ?? DEFAULT_HEAP_MB },
     })
@@ -115,7 +123,11 @@ export async function startDoor (deps: DoorDeps): Promise<Door> {
       let listening = false
       worker.on('message', (m: FromDoor) => {
         switch (m.type) {
-          case 'listening': listening = true; resolve({ worker, url: new URL(m.url) }); return
+          case 'listening':
+            listening = true
+            resolve({ worker, url: new URL(m.url), ...(m.consoleUrl ? { consoleUrl: new URL(m.consoleUrl) } : {}), ...(m.metricsUrl ? { metricsUrl: new URL(m.metricsUrl) } : {}) })
+            return
+          case 'ask': answerAsk(deps.answers, m, a => worker.postMessage(a)); return
           case 'failed': reject(errorFrom(m.error)); void worker.terminate(); return
           case 'events': for (const ev of m.events) dispatch(ev); return
           case 'enqueue':
@@ -136,7 +148,6 @@ export async function startDoor (deps: DoorDeps): Promise<Door> {
     })
   }
 
-  let firstUrl: URL
   let startedAt = 0
   const died = (code: number) => {
     current = undefined
@@ -149,12 +160,12 @@ export async function startDoor (deps: DoorDeps): Promise<Door> {
   const scheduleRestart = () => {
     restartTimer = setTimeout(() => {
       restartTimer = undefined
-      spawn(Number(firstUrl.port)).then(({ worker }) => {
+      spawn(Number(first.url.port), sidePorts).then(({ worker }) => {
         if (closing) { void worker.terminate(); return }
         current = worker
         up = true
         startedAt = Date.now()
-        log.info({ url: firstUrl.href }, 'the api worker restarted')
+        log.info({ url: first.url.href }, 'the api worker restarted')
         deps.onRestart().catch((err: unknown) => log.error({ err }, 'could not queue the effective instructions again after the api worker restarted'))
       }, (err: unknown) => {
         if (closing) return
@@ -166,13 +177,16 @@ export async function startDoor (deps: DoorDeps): Promise<Door> {
   }
 
   const first = await spawn(deps.start.config.api.port)
+  // A restarted worker binds the ports the first one bound (0 in the configuration: the ones it picked).
+  const sidePorts: SidePorts = { console: Number(first.consoleUrl?.port ?? 0), metrics: Number(first.metricsUrl?.port ?? 0) }
   current = first.worker
-  firstUrl = first.url
   up = true
   startedAt = Date.now()
 
   return {
-    url: firstUrl,
+    url: first.url,
+    consoleUrl: first.consoleUrl,
+    metricsUrl: first.metricsUrl,
     get up () { return up },
     get worker () { return current },
     close () {

@@ -3,7 +3,8 @@
  * authentication, validation, the conditional GET and the durable writes of programmes
  * run here, off the solver's event loop. It opens the same LMDB environment as the main
  * thread. What belongs to the host (the solver's queue, the audit trail, metrics, the
- * host's logger) is told to the main thread through `door-protocol.ts`.
+ * host's logger) is told to the main thread through `door-protocol.ts`. The console and
+ * metrics listeners, when enabled, serve from this thread too (`worker-listeners.ts`).
  * @module
  */
 import { parentPort, workerData } from 'node:worker_threads'
@@ -25,6 +26,8 @@ import { listenApi, type ApiListener } from './listener.ts'
 import { inboundRoute } from './inbound-route.ts'
 import { outboundRoute } from './outbound-route.ts'
 import { bindFaults, clockOf, errorData, errorFrom, type DoorEvent, type DoorStart, type FromDoor, type LogRecord, type ToDoor } from './door-protocol.ts'
+import { asker } from './door-asks.ts'
+import type { WorkerListeners } from '../worker-listeners.ts'
 
 const port = parentPort!
 const start = workerData as DoorStart
@@ -69,6 +72,9 @@ function plain (o: object): object {
   return out ?? o
 }
 
+// The console and metrics listeners' questions to the solver's thread (door-asks.ts).
+const asks = asker(post)
+
 let nextAck = 0
 const acks = new Map<number, { resolve: () => void; reject: (e: unknown) => void }>()
 const enqueuer = {
@@ -101,6 +107,7 @@ async function open (): Promise<{ close(): Promise<void> }> {
     refusedAtDoor: (error: unknown, caller: Caller, at: Date) => records.refused(caller, error, at),
   }
   const receipts = { record: (...a: [string, string, string, number, 200 | 304, number]) => tell({ e: 'delivered', a }) }
+  const companies = openCompanies(store)
   const routes = [inboundRoute({ maxBodyBytes: config.inbound.maxBodyBytes, inbound }), outboundRoute({ revisions, receipts })]
   const observer = {
     handshake: () => tell({ e: 'handshake' }),
@@ -108,24 +115,33 @@ async function open (): Promise<{ close(): Promise<void> }> {
     answered: (...a: [string, string, number, string | undefined, number]) => tell({ e: 'answered', a }),
     deadToken: (token: TokenRecord, reason: 'revoked' | 'expired', nowMs: number) => tell({ e: 'deadToken', token, reason, nowMs }),
   }
-  let api: ApiListener
+  let api: ApiListener | undefined
+  let side: WorkerListeners
   try {
     api = await listenApi({
       config: { ...config, api: { ...config.api, port: start.port } },
-      dataDir: start.dataDir, log, clock, store, companies: openCompanies(store), tokens: { ...openTokens(store), touch: (token, nowMs) => tell({ e: 'touch', token, nowMs }) }, routes, observer,
+      dataDir: start.dataDir, log, clock, store, companies, tokens: { ...openTokens(store), touch: (token, nowMs) => tell({ e: 'touch', token, nowMs }) }, routes, observer,
     })
+    // The console and metrics listeners, when enabled, live in this thread too (their code
+    // loaded only then: every worker start, restarts included, would pay for it).
+    const apiUrl = api.url
+    side = !config.console.enabled && !config.metrics.enabled ? { close: async () => {} } : await import('../worker-listeners.ts').then(m => m.openWorkerListeners({
+      config, dataDir: start.dataDir, ports: start.sidePorts, store, companies, revisions, instructions: parts.instructions, clock, log, apiUrl, asks,
+    }))
   } catch (err) {
+    await api?.close().catch(() => {})
     await reader.close()
     revisions.close()
     await audit.flush().catch(() => {})
     await store.close()
     throw err
   }
-  post({ type: 'listening', url: api.url.href })
+  post({ type: 'listening', url: api.url.href, consoleUrl: side.consoleUrl?.href, metricsUrl: side.metricsUrl?.href })
+  const listening = api
   return {
     async close () {
       try {
-        await api.close()
+        await Promise.allSettled([listening.close(), side.close()])
         await reader.close()
       } finally {
         await audit.flush().catch(() => {})
@@ -143,8 +159,11 @@ port.on('message', (m: ToDoor) => {
     acks.delete(m.id)
     if (m.error) ack?.reject(errorFrom(m.error))
     else ack?.resolve()
+  } else if (m.type === 'answer') {
+    asks.answered(m)
   } else if (m.type === 'close') {
     void door!.then(d => d.close()).catch(() => {}).finally(() => {
+      asks.failAll('the api worker is closing')
       flush()
       post({ type: 'closed' })
       port.close()

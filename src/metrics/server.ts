@@ -2,6 +2,8 @@
  * The operator's listener (`metrics.*`; loopback by default, never the BSP door):
  * `GET /metrics` (Prometheus text), `GET /healthz` (the plugin is alive) and
  * `GET /readyz` (store open, API listening, last scheduled publication succeeded).
+ * The exposition and the readiness are asked of functions: the registry and the checks
+ * live on the solver's thread, and this listener may not (`api.inWorker`, door-asks.ts).
  * @module
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http'
@@ -17,6 +19,23 @@ export interface ReadyCheck {
   check(): string | undefined
 }
 
+/** One check's verdict, as /readyz shows it. */
+export interface ReadyResult { readonly name: string; readonly ok: boolean; readonly reason?: string }
+
+/** Runs the checks where their state lives. */
+export function readinessOf (checks: readonly ReadyCheck[]): ReadyResult[] {
+  return checks.map(c => {
+    let reason: string | undefined
+    try { reason = c.check() } catch (err) { reason = (err as Error).message }
+    return { name: c.name, ok: reason === undefined, ...(reason === undefined ? {} : { reason }) }
+  })
+}
+
+/** A registry's exposition, as /metrics serves it. */
+export function expositionOf (registry: Registry): () => Promise<{ contentType: string; text: string }> {
+  return async () => ({ contentType: registry.contentType, text: await registry.metrics() })
+}
+
 export interface MetricsListener {
   readonly url: URL
   close(): Promise<void>
@@ -25,15 +44,11 @@ export interface MetricsListener {
 export async function listenMetrics (opts: {
   host: string
   port: number
-  registry: Registry
-  checks: readonly ReadyCheck[]
+  /** The Prometheus text; a rejection (the solver's thread did not answer) is a 503 saying why. */
+  exposition: () => Promise<{ contentType: string; text: string }>
+  readiness: () => Promise<readonly ReadyResult[]>
   log: Logger
 }): Promise<MetricsListener> {
-  const readiness = () => opts.checks.map(c => {
-    let reason: string | undefined
-    try { reason = c.check() } catch (err) { reason = (err as Error).message }
-    return { name: c.name, ok: reason === undefined, ...(reason === undefined ? {} : { reason }) }
-  })
   const send = (res: ServerResponse, status: number, type: string, body: string) => {
     res.writeHead(status, { 'content-type': type, 'content-length': Buffer.byteLength(body), 'cache-control': 'no-store' })
     res.end(body)
@@ -44,10 +59,18 @@ export async function listenMetrics (opts: {
       res.setHeader('allow', 'GET, HEAD')
       return send(res, 405, 'text/plain; charset=utf-8', 'only GET\n')
     }
-    if (path === '/metrics') return send(res, 200, opts.registry.contentType, await opts.registry.metrics())
+    if (path === '/metrics') {
+      let page: { contentType: string; text: string }
+      try {
+        page = await opts.exposition()
+      } catch (err) {
+        return send(res, 503, 'text/plain; charset=utf-8', `metrics unavailable: ${(err as Error).message}\n`)
+      }
+      return send(res, 200, page.contentType, page.text)
+    }
     if (path === '/healthz') return send(res, 200, 'application/json', '{"status":"alive"}\n')
     if (path === '/readyz') {
-      const checks = readiness()
+      const checks = await opts.readiness()
       const ready = checks.every(c => c.ok)
       return send(res, ready ? 200 : 503, 'application/json', JSON.stringify({ status: ready ? 'ready' : 'not ready', checks }) + '\n')
     }

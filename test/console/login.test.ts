@@ -1,6 +1,6 @@
 import t from 'tap'
 import { addUser } from '../../src/auth/accounts.ts'
-import { openSessions } from '../../src/store/sessions.ts'
+import { openSessions, type SessionRecord } from '../../src/store/sessions.ts'
 import { accessibilityProblems, launchBrowser, login, newPage, screenshot, signIn } from '../helpers/browser.ts'
 import { startEpx } from '../helpers/epx.ts'
 
@@ -146,6 +146,20 @@ t.test("disabling a user or suspending its company ends that user's session at t
   await t.resolveMatch(davePage.getByRole('alert').textContent(), /entreprise est suspendue/)
 })
 
+/**
+ * Waits for the last-seen time the console wrote after its answer (best effort, not
+ * awaited by the page) to land, from whichever thread the console runs on (`api.inWorker`).
+ */
+async function lastSeenLanded (username: string): Promise<void> {
+  const now = epx.clock.now().getTime()
+  const sessions = epx.store.db<SessionRecord>('sessions')
+  for (let i = 0; i < 500; i++) {
+    for (const { value } of sessions.getRange()) if (value?.username === username && value.lastSeenAtMs === now) return
+    await new Promise(resolve => setTimeout(resolve, 10))
+  }
+  throw new Error(`${username}'s last-seen time did not land`)
+}
+
 // Last in the file: it moves the clock on.
 t.test('idle and absolute expiry end a session', async t => {
   const page = await newPage(t, browser)
@@ -160,7 +174,7 @@ t.test('idle and absolute expiry end a session', async t => {
     epx.clock.advance(25 * 60_000)
     const r = await page.request.get(tokensUrl, { maxRedirects: 0 })
     if (r.status() !== 200) { t.fail(`still logged in after ${elapsed + 25} minutes of use: ${r.status()}`); return }
-    await epx.store.writeDurable(() => {})   // the last-seen time it wrote has landed
+    await lastSeenLanded('alice')
   }
   epx.clock.advance(25 * 60_000)
   const r = await page.request.get(tokensUrl, { maxRedirects: 0 })

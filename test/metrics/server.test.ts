@@ -8,6 +8,9 @@ import { OUTBOUND_PATH } from '../../src/http/route.ts'
 import { join } from 'node:path'
 import { createEpx } from '../../src/plugin.ts'
 import { writePki } from '../helpers/certs.ts'
+import { listenMetrics } from '../../src/metrics/server.ts'
+import pino from 'pino'
+import type { Logger } from '../../src/host/contract.ts'
 
 const scrape = async (url: URL, path: string) => {
   const res = await request(new URL(path, url))
@@ -119,4 +122,17 @@ t.test('a metrics port already taken fails activation with EPX_LISTEN_FAILED nam
   const epx = await startEpx(t, { config: { metrics: { enabled: true, port: 0 } } })
   await t.rejects(startEpx(t, { config: { metrics: { enabled: true, port: Number(epx.handle.metricsUrl!.port) } } }),
     { code: 'EPX_LISTEN_FAILED', message: /metrics\.host \/ metrics\.port/ })
+})
+
+t.test('a scrape the registry\'s thread cannot answer is a 503 that says why, not a 500 (api.inWorker: the registry is on the solver\'s thread)', async t => {
+  const listener = await listenMetrics({
+    host: '127.0.0.1', port: 0, log: pino({ level: 'silent' }) as unknown as Logger,
+    exposition: () => Promise.reject(new Error("the solver's thread did not answer within 8000 ms")),
+    readiness: async () => [{ name: 'host', ok: false, reason: "the solver's thread did not answer within 1000 ms" }],
+  })
+  t.teardown(() => listener.close())
+  t.same(await scrape(listener.url, '/metrics'), { status: 503, type: 'text/plain; charset=utf-8', text: "metrics unavailable: the solver's thread did not answer within 8000 ms\n" })
+  const ready = await scrape(listener.url, '/readyz')
+  t.equal(ready.status, 503)
+  t.same(JSON.parse(ready.text), { status: 'not ready', checks: [{ name: 'host', ok: false, reason: "the solver's thread did not answer within 1000 ms" }] })
 })
