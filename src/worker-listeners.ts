@@ -19,7 +19,7 @@ import type { Instructions } from './store/instructions.ts'
 import { openTokens } from './store/tokens.ts'
 import { openUsers } from './store/users.ts'
 import { openSessions } from './store/sessions.ts'
-import { openAudit } from './store/audit.ts'
+import type { Audit } from './store/audit.ts'
 import { listenMetrics } from './metrics/server.ts'
 import type { Asker } from './http/door-asks.ts'
 import type { SidePorts } from './http/door-protocol.ts'
@@ -36,7 +36,7 @@ export const METRICS_ASK_MS = 8000
 export interface WorkerListeners {
   readonly consoleUrl?: URL
   readonly metricsUrl?: URL
-  /** Drains both (in-flight pages finish), then writes the console's last audit records. */
+  /** Drains both (in-flight pages finish). */
   close(): Promise<void>
 }
 
@@ -49,6 +49,8 @@ export async function openWorkerListeners (o: {
   readonly companies: Companies
   readonly revisions: Revisions
   readonly instructions: Instructions
+  /** The door's audit trail (it writes what remains at the door's close). */
+  readonly audit: Audit
   readonly clock: Clock
   readonly log: Logger
   readonly apiUrl: URL
@@ -66,14 +68,12 @@ export async function openWorkerListeners (o: {
     if (config.console.enabled) {
       // Fastify and the pages, loaded only when the console is on.
       const { startConsole } = await import('./console/server.ts')
-      const audit = openAudit(store, config.audit)
-      closers.push(() => audit.flush())
       const web = await startConsole({
         config: o.ports ? { ...config, console: { ...config.console, port: o.ports.console } } : config,
         dataDir: o.dataDir,
         deps: {
           store, companies: o.companies, tokens: openTokens(store), users: openUsers(store), sessions: openSessions(store),
-          revisions: o.revisions, instructions: o.instructions, audit,
+          revisions: o.revisions, instructions: o.instructions, audit: o.audit,
           publisher: { publish: request => asks.ask({ ask: 'publish', request }) },
           sites: () => asks.ask({ ask: 'sites' }),
           clock: o.clock, log: o.log.child({ area: 'console' }), apiUrl: o.apiUrl,

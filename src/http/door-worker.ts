@@ -126,7 +126,7 @@ async function open (): Promise<{ close(): Promise<void> }> {
     // loaded only then: every worker start, restarts included, would pay for it).
     const apiUrl = api.url
     side = !config.console.enabled && !config.metrics.enabled ? { close: async () => {} } : await import('../worker-listeners.ts').then(m => m.openWorkerListeners({
-      config, dataDir: start.dataDir, ports: start.sidePorts, store, companies, revisions, instructions: parts.instructions, clock, log, apiUrl, asks,
+      config, dataDir: start.dataDir, ports: start.sidePorts, store, companies, revisions, instructions: parts.instructions, audit, clock, log, apiUrl, asks,
     }))
   } catch (err) {
     await api?.close().catch(() => {})
