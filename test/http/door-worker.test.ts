@@ -1,6 +1,6 @@
 import t, { type Test } from 'tap'
-import { readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs'
-import { join, resolve } from 'node:path'
+import { readdirSync, writeFileSync } from 'node:fs'
+import { resolve } from 'node:path'
 import { Agent, request } from 'undici'
 import { startEpx } from '../helpers/epx.ts'
 import { INBOUND_PATH, programme } from '../helpers/programme.ts'
@@ -12,6 +12,7 @@ import { OUTBOUND_PATH } from '../../src/http/route.ts'
 import type { Door } from '../../src/http/door-supervisor.ts'
 import { initialSettings, settingsPath } from '../../src/cli/settings.ts'
 import { spawnEpx } from '../helpers/cli.ts'
+import { holdsSharedLmdbLock, ownLmdbLocks } from '../helpers/lmdb-locks.ts'
 
 // With `api.inWorker`, the API door serves from its own thread (issue 12): the host's thread only hears of it.
 // Each activation starts a worker (a few hundred ms on a loaded machine): `npm test` runs
@@ -106,14 +107,6 @@ t.test('an uncaught exception in the door is logged at error and the door restar
   t.equal(res.status, 202)
 })
 
-/** This process's POSIX locks on the store's lock.mdb (Linux lists them in /proc/locks by inode). */
-function ownLocks (storePath: string): string[] {
-  const ino = statSync(join(storePath, 'lock.mdb')).ino
-  return readFileSync('/proc/locks', 'utf8').split('\n')
-    .filter(l => l.includes(`:${ino} `) && l.split(/\s+/).includes(String(process.pid)))
-    .map(l => l.replace(/^\d+:\s*/, ''))   // its line numbers move with other processes' locks
-}
-
 // LMDB knows which processes use a store by the POSIX locks each holds on lock.mdb, and
 // POSIX drops all of a process's locks on a file when any of its descriptors for that
 // file is closed. The worker opens the store the host's thread already has open: had it
@@ -123,8 +116,7 @@ function ownLocks (storePath: string): string[] {
 // so the door's next read transaction failed (`Invalid argument`, a 503 NO_STORE).
 t.test('a CLI command beside the running epx leaves the door reading and writing: the process keeps its locks on the store', async t => {
   const { epx, cert, secret } = await setup(t)
-  const held = ownLocks(epx.store.path)
-  t.ok(held.some(l => / READ .* 0 0$/.test(l)), `the process holds LMDB's shared lock on lock.mdb with the door in its worker (${held.join('; ') || 'none'})`)
+  t.ok(holdsSharedLmdbLock(epx.store.path), `the process holds LMDB's shared lock on lock.mdb with the door in its worker (${ownLmdbLocks(epx.store.path).join('; ') || 'none'})`)
   writeFileSync(settingsPath(epx.dataDir), JSON.stringify(initialSettings()))
   const cli = await spawnEpx(['--data', epx.dataDir, 'company', 'list'])
   t.equal(cli.code, 0, cli.stderr)
