@@ -51,7 +51,7 @@ async function main (): Promise<void> {
     const m = process.memoryUsage()
     send({ type: 'memory', heapUsed: m.heapUsed, rss: m.rss, rssAnon: rssAnon(), gcExposed: Boolean(gc) })
   })
-  const config = { api: { host: '127.0.0.1', port: 0 }, publish: { schedule: false }, ...o.config }
+  const config = { publish: { schedule: false }, ...o.config, api: { host: '127.0.0.1', port: 0, ...(o.config?.api as object | undefined) } }
   let handle
   try {
     ({ handle } = await loadPlugin(repoRoot, ref.host, config))

@@ -24,6 +24,8 @@ export interface KillLoopOptions {
   /** The whole row stops starting cycles after this long. */
   readonly budgetMs: number
   readonly dataDir?: string
+  /** The plugin's configuration, over the daemon's defaults (e.g. `{ api: { inWorker: false } }`). */
+  readonly config?: Record<string, unknown>
 }
 
 interface Sent {
@@ -87,7 +89,7 @@ export async function killLoop (o: KillLoopOptions): Promise<KillLoopResult> {
     }
   }
 
-  let host = await startHost({ dataDir, sites: SITES })
+  let host = await startHost({ dataDir, sites: SITES, config: o.config })
   let cycles = 0
   try {
     while (cycles < o.cycles && Date.now() < deadline) {
@@ -132,7 +134,7 @@ export async function killLoop (o: KillLoopOptions): Promise<KillLoopResult> {
       if (broken) throw (broken as PromiseRejectedResult).reason
       cycles++
       sent.push(...mine)
-      host = await startHost({ dataDir, sites: SITES })
+      host = await startHost({ dataDir, sites: SITES, config: o.config })
       await check(mine)
     }
     // Once more over everything: a later restart must not lose what an earlier one kept.

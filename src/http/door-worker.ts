@@ -93,7 +93,7 @@ async function open (): Promise<{ close(): Promise<void> }> {
   const { config } = start
   const faults = start.faults ? bindFaults({}, start.faults) : undefined
   const store = openStore(start.storePath, {
-    mapSizeBytes: config.store.mapSizeBytes, faults, log: log.child({ area: 'store' }), onWriteFailed: () => tell({ e: 'storeError' }),
+    openInThisProcess: true, mapSizeBytes: config.store.mapSizeBytes, faults, log: log.child({ area: 'store' }), onWriteFailed: () => tell({ e: 'storeError' }),
   })
   const revisions = openRevisions(store, { retentionDays: config.publish.retentionDays })
   const reader = createProgrammeReader(config.inbound)

@@ -9,7 +9,7 @@ import { mkdirSync } from 'node:fs'
 import { open, type Database, type RootDatabase } from 'lmdb'
 import { EpxError, isEpxError } from '../errors.ts'
 import type { Logger } from '../host/contract.ts'
-import { checkStoreFiles } from './check-file.ts'
+import { checkStoreFiles, type StoreFileCheck } from './check-file.ts'
 import { createFaultLog, muteLmdbWriteErrors } from './fault-log.ts'
 import { guardedDb, storeChecks, type StoreDb, type StoreState } from './guarded-db.ts'
 
@@ -64,6 +64,15 @@ export interface OpenStoreOptions {
   log?: Logger
   /** Told of every durable write that failed (the metrics). */
   onWriteFailed?: () => void
+  /**
+   * Another thread of this process has this store open (the API door's worker, opened
+   * while the host's thread holds it): lmdb-js shares that thread's environment, already
+   * checked, and the file check must not run. It opens and closes lock.mdb, and POSIX
+   * drops every lock a process holds on a file when it closes any descriptor for it: the
+   * process would lose LMDB's locks, and a CLI command beside it would take itself for
+   * the store's only user, reset the reader table and destroy the shared mutexes.
+   */
+  openInThisProcess?: boolean
 }
 
 /** NO_STORE, with its `Retry-After: 5` (the catalogue, errors.ts). */
@@ -93,7 +102,7 @@ export function openStore (path: string, opts: OpenStoreOptions = {}): Store {
     throw new EpxError('EPX_STORE_OPEN_FAILED', [path, (err as Error).message], { cause: err })
   }
   // Before lmdb-js maps anything: a refused or faulting open kills the process (check-file.ts).
-  const check = checkStoreFiles(path)
+  const check: StoreFileCheck = opts.openInThisProcess ? {} : checkStoreFiles(path)
   if (check.problem) throw new EpxError('EPX_STORE_OPEN_FAILED', [path, `${check.problem}; ${check.advice}`])
   if (check.emptyDataFile) {
     // What a crash while the store was created leaves: no commit ever reached it.

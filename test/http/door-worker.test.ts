@@ -1,5 +1,5 @@
 import t, { type Test } from 'tap'
-import { readdirSync } from 'node:fs'
+import { readdirSync, writeFileSync } from 'node:fs'
 import { resolve } from 'node:path'
 import { Agent, request } from 'undici'
 import { startEpx } from '../helpers/epx.ts'
@@ -10,6 +10,9 @@ import { loadPlugin } from '../../src/host/load-plugin.ts'
 import { createReferenceHost, ManualClock } from '../../src/host/reference-host.ts'
 import { OUTBOUND_PATH } from '../../src/http/route.ts'
 import type { Door } from '../../src/http/door-supervisor.ts'
+import { initialSettings, settingsPath } from '../../src/cli/settings.ts'
+import { spawnEpx } from '../helpers/cli.ts'
+import { holdsSharedLmdbLock, ownLmdbLocks } from '../helpers/lmdb-locks.ts'
 
 // With `api.inWorker`, the API door serves from its own thread (issue 12): the host's thread only hears of it.
 // Each activation starts a worker (a few hundred ms on a loaded machine): `npm test` runs
@@ -102,6 +105,29 @@ t.test('an uncaught exception in the door is logged at error and the door restar
   t.match(epx.logs().find(l => l.msg === 'the api worker failed; restarting it'), { level: 50, err: { message: /crash requested by a test/ } })
   const res = await epx.request({ method: 'POST', path: INBOUND_PATH, cert, token: secret, body: programme() })
   t.equal(res.status, 202)
+})
+
+// LMDB knows which processes use a store by the POSIX locks each holds on lock.mdb, and
+// POSIX drops all of a process's locks on a file when any of its descriptors for that
+// file is closed. The worker opens the store the host's thread already has open: had it
+// opened and closed lock.mdb itself (the file check before lmdb-js maps it), the process
+// would have lost its locks, and a CLI command beside it would have taken itself for the
+// store's only user: reset the reader table and, on exit, destroyed the shared mutexes,
+// so the door's next read transaction failed (`Invalid argument`, a 503 NO_STORE).
+t.test('a CLI command beside the running epx leaves the door reading and writing: the process keeps its locks on the store', async t => {
+  const { epx, cert, secret } = await setup(t)
+  t.ok(holdsSharedLmdbLock(epx.store.path), `the process holds LMDB's shared lock on lock.mdb with the door in its worker (${ownLmdbLocks(epx.store.path).join('; ') || 'none'})`)
+  writeFileSync(settingsPath(epx.dataDir), JSON.stringify(initialSettings()))
+  const cli = await spawnEpx(['--data', epx.dataDir, 'company', 'list'])
+  t.equal(cli.code, 0, cli.stderr)
+  t.match(cli.stdout, /acme/, 'the CLI read the store beside the daemon')
+  for (let i = 0; i < 5; i++) {
+    const targetDate = new Date(Date.UTC(2026, 10, 22 + i)).toISOString().slice(0, 10)
+    const res = await epx.request({ method: 'POST', path: INBOUND_PATH, cert, token: secret, body: programme({ targetDate }) })
+    t.equal(res.status, 202, `POST ${i + 1} after the CLI command: ${res.text}`)
+  }
+  const get = await epx.request({ path: OUTBOUND_PATH, query: { site_id: 'PRM30000000000001', target_date: '2026-11-22' }, cert, token: secret })
+  t.equal(get.status, 404, `GET after the CLI command answered from the store: ${get.text}`)
 })
 
 t.test('close() while the worker is down ends the restart: nothing is left running', async t => {

@@ -1,6 +1,7 @@
 import t from 'tap'
 import { openStore, readStore } from '../../src/store/open-store.ts'
 import { EpxError } from '../../src/errors.ts'
+import { holdsSharedLmdbLock, ownLmdbLocks } from '../helpers/lmdb-locks.ts'
 
 t.test('concurrent writeDurable calls each stay all or nothing: a failing one leaves nothing, the others commit', async t => {
   const store = openStore(t.testdir())
@@ -60,4 +61,22 @@ t.test('a read that decides a status fails as NO_STORE whatever broke it (503, n
   t.teardown(() => store.close())
   store.faults.unavailable = true
   t.throws(() => readStore(() => store.guard()), { code: 'NO_STORE' })
+})
+
+t.test('a second open of a store this process already has open (the door\'s worker) leaves the process its LMDB locks', async t => {
+  const dir = t.testdir()
+  const first = openStore(dir)
+  t.teardown(() => first.close())
+  t.ok(holdsSharedLmdbLock(dir), 'the first open holds LMDB\'s shared lock on lock.mdb')
+  const second = openStore(dir, { openInThisProcess: true })
+  t.ok(holdsSharedLmdbLock(dir), 'the second open did not touch lock.mdb: the lock stands')
+  await second.writeDurable(() => second.db<number>('things').putSync('n', 1))
+  t.equal(first.db<number>('things').get('n'), 1, 'one environment: each sees the other\'s writes')
+  await second.close()
+  t.ok(holdsSharedLmdbLock(dir), 'closing it leaves the first one\'s lock')
+  // What the option prevents: the file check's open and close of lock.mdb (POSIX drops a
+  // process's locks on a file when it closes any descriptor for it).
+  const unguarded = openStore(dir)
+  t.same(ownLmdbLocks(dir), [], 'without it the process has lost its locks (other processes cannot see it any more)')
+  await unguarded.close()
 })
