@@ -74,7 +74,10 @@ t.test('a worker killed while programmes are in flight: the host lives on, the w
 
   await until('the worker back', () => door().up && door().worker !== first)
   const backMs = Date.now() - killedAt
-  t.ok(backMs < 3000, `the worker was back ${backMs} ms after the kill (backoff 100 ms, then its start)`)
+  // A bound against a hang, not a speed test: from the sources a worker also starts tsx
+  // and compiles its TypeScript, and this machine may be loaded. How soon the built
+  // worker is back is measured by `bench/door-start.ts` (bench/README.md).
+  t.ok(backMs < 10_000, `the worker was back ${backMs} ms after the kill (backoff 100 ms, then its start)`)
   t.match(epx.logs().find(l => l.msg === 'the api worker stopped; restarting it'), { level: 50 }, 'one error line says so')
   t.ok(epx.logs().some(l => l.msg === 'the api worker restarted'))
 
