@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 /**
- * `npm test`'s `pretest`: builds tap's Test class with the plugins .taprc names, when the
+ * `npm test`'s `pretest` (and .ci/run, after `npm ci`): builds tap's Test class with the plugins .taprc names, when the
  * installed one was built with others, i.e. once after every `npm install` / `npm ci`
  * (.taprc drops @tapjs/typescript, which tap ships built in).
  *
@@ -23,7 +23,7 @@ const config = await TapConfig.load()
 if (config.pluginSignature !== signature) {
   const tapPackage = fileURLToPath(import.meta.resolve('tap/package.json'))
   const bin = JSON.parse(readFileSync(tapPackage, 'utf8')).bin.tap
-  console.error('pretest: tap was built with other plugins than .taprc names; rebuilding it before the run (tap build)')
+  console.error('tap-build: tap was built with other plugins than .taprc names; rebuilding it before the run (tap build)')
   const r = spawnSync(process.execPath, [join(dirname(tapPackage), bin), 'build'], { stdio: 'inherit' })
   process.exit(r.status ?? 1)
 }
