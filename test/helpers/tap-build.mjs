@@ -1,8 +1,8 @@
 #!/usr/bin/env node
 /**
- * `npm test`'s `pretest` (and .ci/run, after `npm ci`): builds tap's Test class with the plugins .taprc names, when the
- * installed one was built with others, i.e. once after every `npm install` / `npm ci`
- * (.taprc drops @tapjs/typescript, which tap ships built in).
+ * `npm test`'s `pretest` (and .ci/run's, after `npm ci`): builds tap's Test class with the
+ * plugins .taprc names when the installed one was built with others, i.e. once after every
+ * `npm install` / `npm ci` (.taprc drops @tapjs/typescript, which tap ships built in).
  *
  * tap rebuilds it by itself on that first run, but too late for that run: it has already
  * taken the test processes' loaders from the old build (tap 21, @tapjs/run `run.js`:
