@@ -87,6 +87,17 @@ export interface TestEpx {
   close(): Promise<void>
 }
 
+/**
+ * Where the API door serves in tests: on the test's thread unless a test asks for the
+ * worker (`api.inWorker`, the plugin's default) or `EPX_TEST_DOOR=worker` is set
+ * (`npm run test:worker`, the whole suite with the door in its worker). From the sources
+ * every worker start also starts tsx and compiles the door's TypeScript, about a second
+ * of CPU: across the suite's activations that would double `npm test`. The worker has its
+ * own tests (test/http/door-worker.test.ts, test/worker-listeners.test.ts), and every test
+ * through the built plugin (`epx start`, `epx demo`, the campaign) runs it as shipped.
+ */
+export const TEST_DOOR_IN_WORKER = process.env.EPX_TEST_DOOR === 'worker'
+
 export async function startEpx (t: Test, opts: StartEpxOptions = {}): Promise<TestEpx> {
   const dataDir = opts.dataDir ?? t.testdir()
   writePki(dataDir)
@@ -96,7 +107,7 @@ export async function startEpx (t: Test, opts: StartEpxOptions = {}): Promise<Te
   const faults: StoreFaults = {}
   const { api = {}, publish = {}, console: web = {}, ...rest } = opts.config ?? {}
   const config = {
-    ...rest, api: { host: '127.0.0.1', port: 0, ...api }, publish: { schedule: false, ...publish }, console: { host: '127.0.0.1', port: 0, ...web },
+    ...rest, api: { host: '127.0.0.1', port: 0, inWorker: TEST_DOOR_IN_WORKER, ...api }, publish: { schedule: false, ...publish }, console: { host: '127.0.0.1', port: 0, ...web },
   }
   const newRef = () => createReferenceHost({ dataDir, clock, logger, sites: opts.sites ?? 3, cycleSeconds: 0 })
 

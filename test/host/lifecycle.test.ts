@@ -9,6 +9,7 @@ import { loadPlugin } from '../../src/host/load-plugin.ts'
 import { createReferenceHost } from '../../src/host/reference-host.ts'
 import { createEpx } from '../../src/plugin.ts'
 import { clientCert, testPki, writePki } from '../helpers/certs.ts'
+import { TEST_DOOR_IN_WORKER } from '../helpers/epx.ts'
 import { ManualClock } from '../../src/host/reference-host.ts'
 import { openStore } from '../../src/store/open-store.ts'
 import { openCompanies } from '../../src/store/companies.ts'
@@ -46,7 +47,9 @@ async function leakedSince (before: Record<string, number>): Promise<Record<stri
 /** Open file descriptors of this process (Linux). */
 const openFds = () => readdirSync('/proc/self/fd').length
 
-const config = { api: { host: '127.0.0.1', port: 0 }, publish: { schedule: true } }
+// The door's thread as in startEpx (helpers/epx.ts): 28 activations each starting a worker
+// took this file from ~15 s to ~95 s; the worker's own cycles are door-worker.test.ts's.
+const config = { api: { host: '127.0.0.1', port: 0, inWorker: TEST_DOOR_IN_WORKER }, publish: { schedule: true } }
 
 t.test('close() is idempotent and the second call waits for the same teardown', async t => {
   const dataDir = t.testdir()
