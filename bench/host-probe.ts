@@ -58,6 +58,16 @@ export interface HostProbeInput {
   readonly post: { path: string; body: string; large: string }
 }
 
+/**
+ * Requests served in a window: the server's own count, or, when the server's thread saw
+ * none (epx's door in its worker thread answers where the harness's diagnostics channel
+ * cannot hear), the load's count of answers in the same window.
+ */
+export function servedIn (w: { readonly requests?: unknown }, r: { readonly requests: number }): number {
+  const served = Number(w.requests)
+  return Math.max(1, served > 0 ? served : r.requests)
+}
+
 const msg = (err: unknown) => String((err as Error)?.message ?? err).split('\n')[0]!.slice(0, 300)
 
 /** One window on `server` around `work`, with the 1 ms probe when asked. */
@@ -74,7 +84,7 @@ async function keepAlive (load: Child, server: Child, spec: RunSpec, label: stri
     if (warmed.errors || warmed.firstUnexpected) throw new Error(String(warmed.firstUnexpected ?? warmed.firstError))
     const { w, r } = await windowed(server, label, probe, async () => await load.ask({ type: 'go' }, 'result', spec.durationMs + 180_000) as unknown as LoadResult)
     if (r.errors || Object.keys(r.unexpected).length) throw new Error(r.firstUnexpected ?? r.firstError ?? 'errors')
-    return w
+    return { ...w, requests: servedIn(w, r) }
   } finally {
     await load.ask({ type: 'close' }, 'closed', 15_000).catch(() => {})
   }

@@ -25,7 +25,7 @@ import { SCENARIOS, type Sample, type Scenario, type ServerName } from './report
 import { measureSpecials, type Specials } from './specials.ts'
 import { measureSustained, SUSTAINED, type Sustained } from './sustained.ts'
 import { buildOutput, scenariosToNarrow } from './summary.ts'
-import { HOST, measureHost, type HostProbe, type ProbeServer } from './host-probe.ts'
+import { HOST, measureHost, servedIn, type HostProbe, type ProbeServer } from './host-probe.ts'
 import type { RunSpec, LoadResult } from './load.ts'
 import type { RateStream } from './open-loop.ts'
 
@@ -280,7 +280,7 @@ async function measure (load: Child, server: Child, spec: RunSpec, round: number
     const r = await load.ask({ type: 'go' }, 'result', budget) as unknown as LoadResult
     const w = await server.ask({ type: 'stop' }, 'window', 10_000)
     if (r.errors || Object.keys(r.unexpected).length) throw new Error(r.firstUnexpected ?? r.firstError ?? 'errors')
-    const served = Number(w.requests)
+    const served = servedIn(w as { requests?: unknown }, r)
     return {
       round, server: name, scenario,
       requests: r.requests, rps: r.rps, p50Ms: r.p50Ms, p99Ms: r.p99Ms,

@@ -33,12 +33,18 @@ const port = parentPort!
 const start = workerData as DoorStart
 const post = (m: FromDoor) => port.postMessage(m)
 
-// Events (metrics, audit) leave in one message per turn of this loop: a busy door costs
-// the host one message handler per turn for them, not one per event.
+// Events (log lines, metrics, receipts) leave together, every FLUSH_MS of a busy door: a
+// message costs each thread ~10-20 µs (its clone and its handler), so one per request
+// cost the solver's thread more than serving the request itself had (bench/README.md).
+// A log line reaches the host's logger within those few ms, possibly after its client
+// has the answer; a crash of this thread loses at most those few ms of lines.
+const FLUSH_MS = 5
+/** A burst this long leaves at once (bounded messages, bounded memory). */
+const FLUSH_EVENTS = 512
 let events: DoorEvent[] = []
-let flushScheduled = false
+let timer: NodeJS.Timeout | undefined
 const flush = () => {
-  flushScheduled = false
+  if (timer) { clearTimeout(timer); timer = undefined }
   if (events.length === 0) return
   const batch = events
   events = []
@@ -51,11 +57,8 @@ const flush = () => {
 }
 const tell = (e: DoorEvent) => {
   events.push(e)
-  // A log line leaves at once, with what came before it: a request's line is written as
-  // its answer is ended (listener.ts), so it reaches the host before the client has it.
-  // So does a token's last use (rare: once a minute per token).
-  if (e.e === 'log' || e.e === 'touch') flush()
-  else if (!flushScheduled) { flushScheduled = true; setImmediate(flush) }
+  if (events.length >= FLUSH_EVENTS) flush()
+  else if (!timer) { timer = setTimeout(flush, FLUSH_MS); timer.unref() }
 }
 
 /** A Logger whose lines the main thread writes to the host's logger. */

@@ -40,7 +40,12 @@ export async function backupStore (store: Store, target: string): Promise<Backup
   try {
     mkdirSync(partial, { recursive: true })
     // mdb_env_copy2 writes `<partial>/data.mdb` (the store is opened as a folder).
-    await store.root.backup(partial, false)
+    // Compacting: it walks the snapshot's pages and writes metas of its own. The plain
+    // copy writes the map's raw meta pages but only as far as data.mdb's size on disk, and
+    // under a busy writer that file can still be shorter than the snapshot's last page
+    // (mdb.c mdb_env_copyfd0: `if (w3 > fsize) w3 = fsize`): a copy that fails its check
+    // ("data.mdb is 167936 bytes but its last commit uses 192512"), seen under load.
+    await store.root.backup(partial, true)
     const segmentFiles = copySegments(join(store.path, SEGMENTS_DIR), join(partial, SEGMENTS_DIR))
     syncFile(join(partial, 'data.mdb'))
     syncFile(partial)

@@ -47,8 +47,8 @@ async function leakedSince (before: Record<string, number>): Promise<Record<stri
 /** Open file descriptors of this process (Linux). */
 const openFds = () => readdirSync('/proc/self/fd').length
 
-// The door's thread as in startEpx (helpers/epx.ts): 28 activations each starting a worker
-// took this file from ~15 s to ~95 s; the worker's own cycles are door-worker.test.ts's.
+// The door where startEpx puts it (helpers/epx.ts): 28 activations each starting a worker
+// take this file from ~15 s to ~95 s; the worker's own cycles are door-worker.test.ts's.
 const config = { api: { host: '127.0.0.1', port: 0, inWorker: TEST_DOOR_IN_WORKER }, publish: { schedule: true } }
 
 t.test('close() is idempotent and the second call waits for the same teardown', async t => {
