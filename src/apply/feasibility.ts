@@ -9,12 +9,11 @@
  */
 import type { BesoinsAgreges } from '../contract/besoins-agreges.ts'
 import { slotRange, type InstructionBatch } from '../contract/instruction.ts'
-import { instantText } from '../contract/instant-text.ts'
 import { utcInstantMs } from '../contract/instants.ts'
 import type { Logger } from '../host/contract.ts'
 import type { RevisionMeta, Revisions } from '../store/revisions.ts'
 import { BoundedCache } from '../bounded-cache.ts'
-import type { FeasibilityFlag, SiteFlag } from '../store/instruction-flags.ts'
+import { readableFlag, type FlagFound, type SiteFlag } from '../store/instruction-flags.ts'
 import { powerKw } from './to-constraints.ts'
 
 /** Rounding noise of kWh ↔ kW conversions is not infeasibility. */
@@ -45,8 +44,9 @@ export function needsOf (doc: BesoinsAgreges): SiteNeedsSeen {
 }
 
 /** The flag of slots `[from, to)` of a batch against a site's needs; undefined when feasible. */
-export function checkSlots (batch: Pick<InstructionBatch, 'starts' | 'kwh' | 'slotDurationSecs'>, from: number, to: number, needs: SiteNeedsSeen): FeasibilityFlag | undefined {
-  const slots: Array<{ startUtc: string; floorKw: number; availableKw: number }> = []
+export function checkSlots (batch: Pick<InstructionBatch, 'starts' | 'kwh' | 'slotDurationSecs'>, from: number, to: number, needs: SiteNeedsSeen): FlagFound | undefined {
+  /** [start ms, floor kW, available kW] per infeasible slot (readableFlag makes them text). */
+  const slots: number[] = []
   let programmedKwh = 0
   const quarters = Math.max(1, Math.round(batch.slotDurationSecs * 1000 / QUARTER_MS))
   for (let k = from; k < to; k++) {
@@ -60,7 +60,7 @@ export function checkSlots (batch: Pick<InstructionBatch, 'starts' | 'kwh' | 'sl
       const kw = needs.availableKw.get(batch.starts[k]! + q * QUARTER_MS)
       if (kw !== undefined && kw < available) available = kw
     }
-    if (available !== Infinity && floorKw > available + EPSILON) slots.push({ startUtc: instantText(batch.starts[k]!), floorKw, availableKw: available })
+    if (available !== Infinity && floorKw > available + EPSILON) slots.push(batch.starts[k]!, floorKw, available)
   }
   const powerKwh = needs.availableKwh
   const overNeeds = programmedKwh > needs.needsKwh + EPSILON
@@ -68,7 +68,7 @@ export function checkSlots (batch: Pick<InstructionBatch, 'starts' | 'kwh' | 'sl
   if (slots.length === 0 && !overNeeds && !overPower) return undefined
   return {
     checkedAgainst: needs.emittedAt,
-    infeasibleSlots: slots,
+    slots: Float64Array.from(slots),
     ...(overNeeds || overPower ? { day: { programmedKwh, needsKwh: needs.needsKwh, availableKwh: powerKwh } } : {}),
   }
 }
@@ -122,6 +122,6 @@ export function warnFlagged (batch: InstructionBatch, flagged: readonly SiteFlag
   if (!first) return
   log.warn({
     instructionId: batch.instructionId, targetDate: batch.targetDate, sites: flagged.length, firstSite: first.siteId,
-    firstSlot: first.flag.infeasibleSlots[0], day: first.flag.day,
+    firstSlot: readableFlag(first.flag).infeasibleSlots[0], day: first.flag.day,
   }, 'instruction asks more than the site can take (floor over the available power, or more energy than the needs): applied anyway, the solver decides; see epx instructions show')
 }

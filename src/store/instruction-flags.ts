@@ -6,6 +6,7 @@
  */
 import type { Store } from './open-store.ts'
 import { instructionIdPrefix } from '../contract/ids.ts'
+import { instantText } from '../contract/instant-text.ts'
 
 export interface FeasibilityFlag {
   /** `emitted_at` of the Besoins_Agreges revision the instruction was checked against. */
@@ -16,10 +17,53 @@ export interface FeasibilityFlag {
   readonly day?: { readonly programmedKwh: number; readonly needsKwh: number; readonly availableKwh: number }
 }
 
+/**
+ * A flag as the check finds it and the store keeps it: its slots as numbers, three per
+ * slot, stored as bytes. A programme of 1,000 sites flags tens of thousands of slots,
+ * written inside its save's transaction: as objects with a UTC string each they took the
+ * event loop ~80 ms there (bench/README.md); as bytes, a copy.
+ */
+export interface FlagFound {
+  readonly checkedAgainst: string
+  /** [start (ms since the epoch), floor kW, available kW] of each infeasible slot, in order. */
+  readonly slots: Float64Array
+  readonly day?: FeasibilityFlag['day']
+}
+
 /** One site's flag within a programme. */
 export interface SiteFlag {
   readonly siteId: string
-  readonly flag: FeasibilityFlag
+  readonly flag: FlagFound
+}
+
+/** What the store holds: `slots` as the Float64Array's bytes (msgpack has no float arrays). */
+interface StoredFlag {
+  readonly checkedAgainst: string
+  readonly slots?: Uint8Array
+  readonly day?: FeasibilityFlag['day']
+  /** Flags written before 2026-11-23 kept their slots as objects. */
+  readonly infeasibleSlots?: FeasibilityFlag['infeasibleSlots']
+}
+
+/** The flag as people read it (the CLI, the console). */
+export function readableFlag (f: FlagFound): FeasibilityFlag {
+  const infeasibleSlots: Array<FeasibilityFlag['infeasibleSlots'][number]> = []
+  for (let k = 0; k + 2 < f.slots.length; k += 3) {
+    infeasibleSlots.push({ startUtc: instantText(f.slots[k]!), floorKw: f.slots[k + 1]!, availableKw: f.slots[k + 2]! })
+  }
+  return { checkedAgainst: f.checkedAgainst, infeasibleSlots, ...(f.day ? { day: f.day } : {}) }
+}
+
+function stored (f: FlagFound): StoredFlag {
+  const slots = new Uint8Array(f.slots.buffer, f.slots.byteOffset, f.slots.byteLength)
+  return { checkedAgainst: f.checkedAgainst, slots, ...(f.day ? { day: f.day } : {}) }
+}
+
+function found (s: StoredFlag): FeasibilityFlag {
+  if (s.infeasibleSlots) return { checkedAgainst: s.checkedAgainst, infeasibleSlots: s.infeasibleSlots, ...(s.day ? { day: s.day } : {}) }
+  // A copy: the store's bytes need not be 8-byte aligned.
+  const bytes = s.slots ? Uint8Array.from(s.slots) : new Uint8Array(0)
+  return readableFlag({ checkedAgainst: s.checkedAgainst, slots: new Float64Array(bytes.buffer, 0, bytes.length / 8), day: s.day })
 }
 
 /** The flags of instructions, by instruction and site. */
@@ -33,15 +77,16 @@ export interface InstructionFlags {
 }
 
 export function openInstructionFlags (store: Store): InstructionFlags {
-  const db = store.db<FeasibilityFlag>('instruction-feasibility')
+  const db = store.db<StoredFlag>('instruction-feasibility')
   const putSync = (instructionId: string, flags: ReadonlyArray<SiteFlag>): void => {
-    for (const { siteId, flag } of flags) db.putSync([instructionId, siteId], flag)
+    for (const { siteId, flag } of flags) db.putSync([instructionId, siteId], stored(flag))
   }
   return {
     put: (instructionId, flags) => store.writeDurable(() => putSync(instructionId, flags)),
     putSync,
     get (instructionId: string, siteId: string): FeasibilityFlag | undefined {
-      return db.get([instructionId, siteId])
+      const s = db.get([instructionId, siteId])
+      return s && found(s)
     },
     /** Removes the flags of instructions whose target date is before `beforeDate` (ids start with it). */
     async prune (beforeDate: string): Promise<number> {

@@ -1,5 +1,9 @@
 import t from 'tap'
-import { checkSlots, type SiteNeedsSeen } from '../../src/apply/feasibility.ts'
+import { checkSlots as found, type SiteNeedsSeen } from '../../src/apply/feasibility.ts'
+import { readableFlag } from '../../src/store/instruction-flags.ts'
+
+/** The check's flag as people read it (the store keeps its slots as numbers). */
+const checkSlots = (...a: Parameters<typeof found>) => { const f = found(...a); return f && readableFlag(f) }
 
 const START = Date.parse('2026-11-21T23:00:00Z')
 const Q = 900_000
