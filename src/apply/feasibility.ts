@@ -122,6 +122,6 @@ export function warnFlagged (batch: InstructionBatch, flagged: readonly SiteFlag
   if (!first) return
   log.warn({
     instructionId: batch.instructionId, targetDate: batch.targetDate, sites: flagged.length, firstSite: first.siteId,
-    firstSlot: readableFlag(first.flag).infeasibleSlots[0], day: first.flag.day,
+    firstSlot: readableFlag({ ...first.flag, slots: first.flag.slots.subarray(0, 3) }).infeasibleSlots[0], day: first.flag.day,
   }, 'instruction asks more than the site can take (floor over the available power, or more energy than the needs): applied anyway, the solver decides; see epx instructions show')
 }
