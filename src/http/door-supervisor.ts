@@ -1,7 +1,7 @@
 /**
  * The main thread's side of the API door's worker (issue 12): starts it, answers what it
  * asks (the solver's queue, the host's clock, the console's and metrics listener's
- * questions), hands what it tells to the host's logger, the audit trail and metrics, and
+ * questions), hands what it tells to the host's logger, metrics and receipts, and
  * keeps it alive. A worker that dies (a bug, its heap
  * limit) is logged at `error` and started again with backoff on the same port; the host
  * notices nothing else. While it is down the port refuses connections; every programme

@@ -1,9 +1,11 @@
 /**
  * The API door's thread (issue 12): the mTLS listener, its handshakes, request parsing,
  * authentication, validation, the conditional GET and the durable writes of programmes
- * run here, off the solver's event loop. It opens the same LMDB environment as the main
- * thread. What belongs to the host (the solver's queue, the audit trail, metrics, the
- * host's logger) is told to the main thread through `door-protocol.ts`. The console and
+ * run here, off the solver's event loop, with each programme's audit record and flags
+ * (written in its save's transaction, `apply/programme-records.ts`). It opens the same
+ * LMDB environment as the main thread. What belongs to the host (the solver's queue,
+ * metrics, receipts, the host's logger, the audit of dead tokens) is told to the main
+ * thread through `door-protocol.ts`. The console and
  * metrics listeners, when enabled, serve from this thread too (`worker-listeners.ts`).
  * @module
  */
