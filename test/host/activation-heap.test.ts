@@ -21,6 +21,8 @@ function runCycles (): Promise<{ heapMb: Record<string, number>; statuses: strin
     const child = spawn(process.execPath, ['--expose-gc', '--import=./test/helpers/tsx-with-source-text.mjs', 'test/host/fixtures/activation-cycles.ts'], {
       cwd: root, env: childEnv(), stdio: ['ignore', 'pipe', 'pipe'],
     })
+    // A timed-out test must not leave its cycles running (seen: one kept a core busy after tap gave up).
+    t.teardown(() => { if (child.exitCode === null) child.kill('SIGKILL') })
     let out = ''
     let err = ''
     child.stdout.on('data', d => { out += d })
