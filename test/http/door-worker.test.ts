@@ -53,6 +53,24 @@ t.test('the door serves from a worker thread, not the host\'s', async t => {
   t.match(epx.logs().find(l => l.msg === 'api request'), { plugin: 'energy-programs-exchange', companyId: 'acme' }, 'logged through the host\'s logger')
 })
 
+t.test('DECISIONS.md "Robustness": the host\'s thread hears the door\'s log records in batches, not a message per request', async t => {
+  const { epx, cert, secret, door } = await setup(t)
+  let messages = 0
+  let mostLines = 0
+  door().worker!.on('message', (m: { type: string; events?: Array<{ e: string }> }) => {
+    if (m.type !== 'events') return
+    messages++
+    mostLines = Math.max(mostLines, m.events!.filter(e => e.e === 'log').length)
+  })
+  const N = 40
+  const query = { site_id: 'PRM30000000000001', target_date: '2026-11-22' }
+  const answers = await Promise.all(Array.from({ length: N }, () => epx.request({ path: OUTBOUND_PATH, query, cert, token: secret })))
+  t.same([...new Set(answers.map(a => a.status))], [404], 'every GET answered (nothing published for that day)')
+  await until('every request\'s log line', () => epx.logs().filter(l => l.msg === 'api request' && l.status === 404).length === N)
+  // One message per log line was the old way; 40 requests at once share some.
+  t.ok(mostLines > 1, `${N} requests, ${messages} event messages, up to ${mostLines} log lines in one`)
+})
+
 t.test('a worker killed while programmes are in flight: the host lives on, the worker is back, every 202 is durable and queued', async t => {
   const { epx, cert, secret, door } = await setup(t)
   const first = door().worker!
