@@ -4,7 +4,7 @@
  * programmed energy exceeds what its milestones need or its available power can take,
  * is flagged. The instruction is applied all the same (the solver decides); the flag is
  * data for people (`epx instructions show`), stored with the instruction
- * (`programme-records.ts`), with one `warn` line per programme.
+ * (`programme-records.ts`), and logged at `warn` (`flaggedWarnings`).
  * @module
  */
 import type { BesoinsAgreges } from '../contract/besoins-agreges.ts'
@@ -116,12 +116,55 @@ export async function flagsOf (batch: InstructionBatch, deps: FeasibilityDeps, l
   return flagged
 }
 
-/** The one warn line of a programme with flagged instructions, once they are stored. */
-export function warnFlagged (batch: InstructionBatch, flagged: readonly SiteFlag[], log: Logger): void {
-  const first = flagged[0]
-  if (!first) return
-  log.warn({
-    instructionId: batch.instructionId, targetDate: batch.targetDate, sites: flagged.length, firstSite: first.siteId,
-    firstSlot: readableFlag({ ...first.flag, slots: first.flag.slots.subarray(0, 3) }).infeasibleSlots[0], day: first.flag.day,
-  }, 'instruction asks more than the site can take (floor over the available power, or more energy than the needs): applied anyway, the solver decides; see epx instructions show')
+/** One full warn line per company per window; the rest of the window is one summary line. */
+const WARN_WINDOW_MS = 60_000
+
+/** The warn lines of flagged programmes (issue 13: "logged once at warn"). */
+export interface FlaggedWarnings {
+  /** After the save: a full line, or counted into the company's summary line. */
+  warn(batch: InstructionBatch, flagged: readonly SiteFlag[], companyId: string, atMs: number): void
+  /** Logs the summaries still waiting (close). */
+  flush(): void
+}
+
+/**
+ * Each flagged programme is logged, but a BSP re-posting an infeasible programme every few
+ * seconds is not a line each: the first of a company's window gets the full line (the
+ * instruction, its first flagged site and slot), the others of that minute one summary
+ * line when the window ends (how many, the last instruction id). The flags themselves
+ * are all stored (`epx instructions show`) and counted (`epx_instructions_total{status="infeasible"}`).
+ */
+export function flaggedWarnings (log: Logger, windowMs = WARN_WINDOW_MS): FlaggedWarnings {
+  const windows = new Map<string, { endsMs: number; more: number; sites: number; lastInstructionId: string; timer?: NodeJS.Timeout }>()
+  const summarise = (companyId: string): void => {
+    const w = windows.get(companyId)
+    windows.delete(companyId)
+    if (!w?.more) return
+    clearTimeout(w.timer)
+    log.warn({ companyId, instructions: w.more, sites: w.sites, lastInstructionId: w.lastInstructionId, windowSeconds: windowMs / 1000 },
+      `${w.more} more instruction(s) from this company asked more than their sites can take in the last minute: applied anyway, the solver decides; see epx instructions show`)
+  }
+  return {
+    warn (batch, flagged, companyId, atMs) {
+      const first = flagged[0]
+      if (!first) return
+      const w = windows.get(companyId)
+      if (w && atMs < w.endsMs) {
+        w.more++
+        w.sites += flagged.length
+        w.lastInstructionId = batch.instructionId
+        w.timer ??= setTimeout(() => summarise(companyId), Math.max(0, w.endsMs - atMs)).unref()
+        return
+      }
+      if (w) summarise(companyId)
+      windows.set(companyId, { endsMs: atMs + windowMs, more: 0, sites: 0, lastInstructionId: batch.instructionId })
+      log.warn({
+        companyId, instructionId: batch.instructionId, targetDate: batch.targetDate, sites: flagged.length, firstSite: first.siteId,
+        firstSlot: readableFlag({ ...first.flag, slots: first.flag.slots.subarray(0, 3) }).infeasibleSlots[0], day: first.flag.day,
+      }, 'instruction asks more than the site can take (floor over the available power, or more energy than the needs): applied anyway, the solver decides; see epx instructions show')
+    },
+    flush () {
+      for (const companyId of [...windows.keys()]) summarise(companyId)
+    },
+  }
 }

@@ -4,7 +4,8 @@
  * very transaction that saves its instructions: one commit and one flush per POST, not
  * three, and a 202 means all of it is on disk. A refused one has no save to ride: its
  * audit record joins the next group commit. The warn line and the counts follow once
- * the save has landed.
+ * the save has landed (a company's flagged programmes: one full warn line a minute, the
+ * rest summed up).
  * @module
  */
 import type { Caller } from '../auth/caller.ts'
@@ -13,7 +14,7 @@ import type { Logger } from '../host/contract.ts'
 import type { Audit } from '../store/audit.ts'
 import type { InstructionFlags } from '../store/instruction-flags.ts'
 import { programmeAccepted, programmeRejected } from './audit-events.ts'
-import { flagsOf, warnFlagged, type FeasibilityDeps } from './feasibility.ts'
+import { flaggedWarnings, flagsOf, type FeasibilityDeps } from './feasibility.ts'
 
 /** A programme's fate in numbers (the metrics; the door's worker sends it to the main thread). */
 export type ProgrammeCount =
@@ -33,6 +34,8 @@ export interface ProgrammeRecords {
   accepting(batch: InstructionBatch, caller: Caller, bytes: number, at: Date): Promise<AcceptedRecords>
   /** A programme refused (400, 413, 415, 503): audited, counted. */
   refused(caller: Caller, error: unknown, at: Date): void
+  /** Logs the warn summaries still waiting (`feasibility.ts`). */
+  close(): void
 }
 
 export interface ProgrammeRecordsDeps {
@@ -45,6 +48,7 @@ export interface ProgrammeRecordsDeps {
 
 export function programmeRecords (deps: ProgrammeRecordsDeps): ProgrammeRecords {
   const { audit, flags, log, counted } = deps
+  const warnings = flaggedWarnings(log)
   return {
     async accepting (batch, caller, bytes, at) {
       const atMs = at.getTime()
@@ -56,7 +60,7 @@ export function programmeRecords (deps: ProgrammeRecordsDeps): ProgrammeRecords 
           if (flagged.length) flags.putSync(batch.instructionId, flagged)
         },
         landed () {
-          warnFlagged(batch, flagged, log)
+          warnings.warn(batch, flagged, caller.companyId, atMs)
           counted?.({ accepted: true, companyId: caller.companyId, sites: batch.siteIds.length, flagged: flagged.length, atMs })
         },
       }
@@ -66,5 +70,6 @@ export function programmeRecords (deps: ProgrammeRecordsDeps): ProgrammeRecords 
       audit.record(programmeRejected(caller, error), atMs)
       counted?.({ accepted: false, companyId: caller.companyId, atMs })
     },
+    close: () => warnings.flush(),
   }
 }

@@ -39,7 +39,7 @@ export interface Inbound {
   enqueueSaved(batch: InstructionBatch, effective: readonly boolean[]): Promise<void>
   /** Queues again every effective instruction whose day is not over (idempotent: the latest input of a site and day wins). */
   requeueEffective(): Promise<number>
-  /** Stops the parsing worker, then waits for the status writes already accepted. */
+  /** Stops the parsing worker, logs the warn summaries waiting, then waits for the status writes already accepted. */
   close(): Promise<void>
 }
 
@@ -94,6 +94,7 @@ export async function openInbound (deps: InboundDeps): Promise<Inbound> {
       try {
         await parts.reader.close()
       } finally {
+        deps.records?.close()
         await enqueuer.close()
       }
     },

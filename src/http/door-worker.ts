@@ -149,6 +149,7 @@ async function open (): Promise<{ close(): Promise<void> }> {
         await Promise.allSettled([listening.close(), side.close()])
         await reader.close()
       } finally {
+        records.close()
         await audit.flush().catch(() => {})
         revisions.close()
         await store.close()

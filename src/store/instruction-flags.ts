@@ -36,14 +36,25 @@ export interface SiteFlag {
   readonly flag: FlagFound
 }
 
-/** What the store holds: `slots` as the Float64Array's bytes (msgpack has no float arrays). */
+/**
+ * What the store holds. `packed`: 16 bytes a slot (f64 start ms, f32 floor kW, f32 available
+ * kW, little-endian), so a whole day's flag (100 slots, 1.6 KB) stays inside its B-tree
+ * page: at 24 bytes a slot it took an overflow page of its own, one more page to write in
+ * every flagged POST's commit. kW are kept as float32 (7 significant digits: the watt up
+ * to ~8 MW) and read back rounded to the watt (`KW_DECIMALS`).
+ */
 interface StoredFlag {
   readonly checkedAgainst: string
-  readonly slots?: Uint8Array
+  readonly packed?: Uint8Array
   readonly day?: FeasibilityFlag['day']
+  /** Flags written on 2026-11-23 kept their slots as the Float64Array's bytes (24 a slot). */
+  readonly slots?: Uint8Array
   /** Flags written before 2026-11-23 kept their slots as objects. */
   readonly infeasibleSlots?: FeasibilityFlag['infeasibleSlots']
 }
+
+const SLOT_BYTES = 16
+const KW_DECIMALS = 1000
 
 /** The flag as people read it (the CLI, the console). */
 export function readableFlag (f: FlagFound): FeasibilityFlag {
@@ -55,15 +66,40 @@ export function readableFlag (f: FlagFound): FeasibilityFlag {
 }
 
 function stored (f: FlagFound): StoredFlag {
-  const slots = new Uint8Array(f.slots.buffer, f.slots.byteOffset, f.slots.byteLength)
-  return { checkedAgainst: f.checkedAgainst, slots, ...(f.day ? { day: f.day } : {}) }
+  const n = Math.floor(f.slots.length / 3)
+  const packed = new Uint8Array(n * SLOT_BYTES)
+  const view = new DataView(packed.buffer)
+  for (let k = 0; k < n; k++) {
+    view.setFloat64(k * SLOT_BYTES, f.slots[3 * k]!, true)
+    view.setFloat32(k * SLOT_BYTES + 8, f.slots[3 * k + 1]!, true)
+    view.setFloat32(k * SLOT_BYTES + 12, f.slots[3 * k + 2]!, true)
+  }
+  return { checkedAgainst: f.checkedAgainst, packed, ...(f.day ? { day: f.day } : {}) }
+}
+
+const kw = (v: number): number => Math.round(v * KW_DECIMALS) / KW_DECIMALS
+
+/** The slots of a stored flag as the check found them (triplets), whichever form it was stored in. */
+function slotsOf (s: StoredFlag): Float64Array {
+  if (s.packed) {
+    const view = new DataView(s.packed.buffer, s.packed.byteOffset, s.packed.byteLength)
+    const n = Math.floor(s.packed.byteLength / SLOT_BYTES)
+    const slots = new Float64Array(3 * n)
+    for (let k = 0; k < n; k++) {
+      slots[3 * k] = view.getFloat64(k * SLOT_BYTES, true)
+      slots[3 * k + 1] = kw(view.getFloat32(k * SLOT_BYTES + 8, true))
+      slots[3 * k + 2] = kw(view.getFloat32(k * SLOT_BYTES + 12, true))
+    }
+    return slots
+  }
+  // A copy: the store's bytes need not be 8-byte aligned.
+  const bytes = s.slots ? Uint8Array.from(s.slots) : new Uint8Array(0)
+  return new Float64Array(bytes.buffer, 0, bytes.length / 8)
 }
 
 function found (s: StoredFlag): FeasibilityFlag {
   if (s.infeasibleSlots) return { checkedAgainst: s.checkedAgainst, infeasibleSlots: s.infeasibleSlots, ...(s.day ? { day: s.day } : {}) }
-  // A copy: the store's bytes need not be 8-byte aligned.
-  const bytes = s.slots ? Uint8Array.from(s.slots) : new Uint8Array(0)
-  return readableFlag({ checkedAgainst: s.checkedAgainst, slots: new Float64Array(bytes.buffer, 0, bytes.length / 8), day: s.day })
+  return readableFlag({ checkedAgainst: s.checkedAgainst, slots: slotsOf(s), day: s.day })
 }
 
 /** The flags of instructions, by instruction and site. */

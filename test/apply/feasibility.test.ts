@@ -1,5 +1,8 @@
 import t from 'tap'
-import { checkSlots as found, type SiteNeedsSeen } from '../../src/apply/feasibility.ts'
+import pino from 'pino'
+import { checkSlots as found, flaggedWarnings, type SiteNeedsSeen } from '../../src/apply/feasibility.ts'
+import type { InstructionBatch } from '../../src/contract/instruction.ts'
+import type { Logger } from '../../src/host/contract.ts'
 import { readableFlag } from '../../src/store/instruction-flags.ts'
 
 /** The check's flag as people read it (the store keeps its slots as numbers). */
@@ -43,4 +46,59 @@ t.test('a 30-minute slot needs its floor in both quarter-hours it covers', async
 
 t.test('a curtailment (0 kWh) is never infeasible', async t => {
   t.equal(checkSlots(batch([0, 0]), 0, 2, { ...needs, availableKw: new Map([[START, 0], [START + Q, 0]]) }), undefined)
+})
+
+t.test('warn lines: the first flagged programme of a company in a minute in full, the rest of that minute summed up in one line', async t => {
+  const lines: Array<Record<string, unknown>> = []
+  const log = pino({ level: 'info' }, { write: (l: string) => { lines.push(JSON.parse(l)) } }) as unknown as Logger
+  const warnings = flaggedWarnings(log)
+  const flag = found(batch([104, 0, 0, 0]), 0, 4, needs)!
+  const programme = (id: string) => ({ instructionId: id, targetDate: '2026-11-22' }) as InstructionBatch
+  const at = START - 86_400_000
+  warnings.warn(programme('p1'), [{ siteId: 'S1', flag }], 'acme', at)
+  warnings.warn(programme('p2'), [{ siteId: 'S1', flag }, { siteId: 'S2', flag }], 'acme', at + 1_000)
+  warnings.warn(programme('p3'), [{ siteId: 'S1', flag }], 'acme', at + 2_000)
+  warnings.warn(programme('q1'), [{ siteId: 'S9', flag }], 'globex', at + 3_000)
+  warnings.warn(programme('p4'), [], 'acme', at + 4_000)
+  t.match(lines, [
+    { level: 40, companyId: 'acme', instructionId: 'p1', firstSite: 'S1', firstSlot: { startUtc: '2026-11-21T23:00:00Z', floorKw: 416, availableKw: 100 } },
+    { level: 40, companyId: 'globex', instructionId: 'q1' },
+  ], 'one full line per company; a programme with no flag logs nothing')
+  t.equal(lines.length, 2)
+
+  warnings.warn(programme('p5'), [{ siteId: 'S1', flag }], 'acme', at + 61_000)
+  t.match(lines.slice(2), [
+    { level: 40, companyId: 'acme', instructions: 2, sites: 3, lastInstructionId: 'p3', msg: /^2 more instruction\(s\) from this company/ },
+    { level: 40, companyId: 'acme', instructionId: 'p5' },
+  ], 'past the minute: the summary of the last one, then a full line')
+  warnings.flush()
+  t.equal(lines.length, 4, 'nothing more waited for acme; globex had nothing more')
+  warnings.warn(programme('p6'), [{ siteId: 'S1', flag }], 'acme', at + 62_000)
+  t.equal(lines.length, 5, 'after close, a flagged programme is logged in full')
+})
+
+t.test('warn lines: the summary still waiting is logged at close', async t => {
+  const lines: Array<Record<string, unknown>> = []
+  const log = pino({ level: 'info' }, { write: (l: string) => { lines.push(JSON.parse(l)) } }) as unknown as Logger
+  const warnings = flaggedWarnings(log)
+  const flag = found(batch([104, 0, 0, 0]), 0, 4, needs)!
+  const programme = (id: string) => ({ instructionId: id, targetDate: '2026-11-22' }) as InstructionBatch
+  warnings.warn(programme('p1'), [{ siteId: 'S1', flag }], 'acme', START)
+  warnings.warn(programme('p2'), [{ siteId: 'S1', flag }], 'acme', START + 1)
+  warnings.flush()
+  t.match(lines, [{ instructionId: 'p1' }, { instructions: 1, lastInstructionId: 'p2' }])
+})
+
+t.test('warn lines: the summary is logged when its minute ends, without waiting for another programme', async t => {
+  const lines: Array<Record<string, unknown>> = []
+  const log = pino({ level: 'info' }, { write: (l: string) => { lines.push(JSON.parse(l)) } }) as unknown as Logger
+  const warnings = flaggedWarnings(log, 30)   // a 30 ms "minute"
+  const flag = found(batch([104, 0, 0, 0]), 0, 4, needs)!
+  const programme = (id: string) => ({ instructionId: id, targetDate: '2026-11-22' }) as InstructionBatch
+  const at = Date.now()
+  warnings.warn(programme('p1'), [{ siteId: 'S1', flag }], 'acme', at)
+  warnings.warn(programme('p2'), [{ siteId: 'S1', flag }], 'acme', at + 1)
+  t.equal(lines.length, 1)
+  await new Promise(resolve => setTimeout(resolve, 100))
+  t.match(lines, [{ instructionId: 'p1' }, { instructions: 1, lastInstructionId: 'p2', windowSeconds: 0.03 }])
 })

@@ -1,0 +1,68 @@
+import t from 'tap'
+import { openInstructionFlags, type FlagFound } from '../../src/store/instruction-flags.ts'
+import { seedStore } from '../helpers/seed.ts'
+
+// Feasibility flags kept beside an instruction: a whole day of flagged slots fits in its
+// B-tree page (no overflow page to write in a flagged POST's commit), reads back to the
+// watt, and flags stored in either of the earlier forms read the same.
+
+const ID = 'ProgrammeSoutirage-2026-11-22-rev-20261121T120000Z'
+const SITE = 'SITE-1'
+const start = Date.parse('2026-11-21T23:00:00Z')
+
+/** Every slot of a 100-quarter-hour day over its available power, with kW that float32 cannot hold exactly. */
+function wholeDay (): FlagFound {
+  const slots = new Float64Array(300)
+  for (let k = 0; k < 100; k++) slots.set([start + k * 900_000, 240.48 + k * 0.01, 123.45 + k], 3 * k)
+  return { checkedAgainst: '2026-11-21T07:00:00Z', slots, day: { programmedKwh: 6012, needsKwh: 900, availableKwh: 3086.25 } }
+}
+
+t.test('a whole day of flagged slots is stored in under 2 KB, inside its page', async t => {
+  const s = seedStore(t)
+  const flags = openInstructionFlags(s.store)
+  await flags.put(ID, [{ siteId: SITE, flag: wholeDay() }])
+  const bytes = s.store.root.openDB<Uint8Array>({ name: 'instruction-feasibility', encoding: 'binary' }).get([ID, SITE])!
+  // LMDB keeps a value inline in a 4 KB page up to ~2,000 bytes with its key.
+  t.ok(bytes.byteLength < 1_800, `stored as ${bytes.byteLength} bytes`)
+})
+
+t.test('slots read back with their instants and kW to the watt', async t => {
+  const s = seedStore(t)
+  const flags = openInstructionFlags(s.store)
+  await flags.put(ID, [{ siteId: SITE, flag: wholeDay() }])
+  const read = flags.get(ID, SITE)!
+  t.equal(read.infeasibleSlots.length, 100)
+  t.same(read.infeasibleSlots[0], { startUtc: '2026-11-21T23:00:00Z', floorKw: 240.48, availableKw: 123.45 })
+  t.same(read.infeasibleSlots[99], { startUtc: '2026-11-22T23:45:00Z', floorKw: 241.47, availableKw: 222.45 })
+  t.same(read.day, { programmedKwh: 6012, needsKwh: 900, availableKwh: 3086.25 })
+  t.equal(flags.get(ID, 'SITE-2'), undefined, 'a site with no flag has none')
+})
+
+t.test('a flag stored with its slots as float64 triplets (2026-11-23) reads the same', async t => {
+  const s = seedStore(t)
+  const flags = openInstructionFlags(s.store)
+  const slots = new Float64Array([start + 900_000, 400, 50])
+  await s.store.writeDurable(() => s.store.db('instruction-feasibility').putSync([ID, SITE], {
+    checkedAgainst: '2026-11-21T07:00:00Z', slots: new Uint8Array(slots.buffer),
+  }))
+  t.same(flags.get(ID, SITE), { checkedAgainst: '2026-11-21T07:00:00Z', infeasibleSlots: [{ startUtc: '2026-11-21T23:15:00Z', floorKw: 400, availableKw: 50 }] })
+})
+
+t.test('a flag stored with its slots as objects (before 2026-11-23) reads the same', async t => {
+  const s = seedStore(t)
+  const flags = openInstructionFlags(s.store)
+  const legacy = { checkedAgainst: '2026-11-21T07:00:00Z', infeasibleSlots: [{ startUtc: '2026-11-21T23:15:00Z', floorKw: 400, availableKw: 50 }] }
+  await s.store.writeDurable(() => s.store.db('instruction-feasibility').putSync([ID, SITE], legacy))
+  t.same(flags.get(ID, SITE), legacy)
+})
+
+t.test('prune removes the flags of days before the cut, and only those', async t => {
+  const s = seedStore(t)
+  const flags = openInstructionFlags(s.store)
+  const later = 'ProgrammeSoutirage-2026-11-24-rev-20261123T120000Z'
+  await flags.put(ID, [{ siteId: SITE, flag: wholeDay() }])
+  await flags.put(later, [{ siteId: SITE, flag: wholeDay() }])
+  t.equal(await flags.prune('2026-11-23'), 1)
+  t.equal(flags.get(ID, SITE), undefined)
+  t.ok(flags.get(later, SITE))
+})
