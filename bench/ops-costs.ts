@@ -2,11 +2,7 @@
  * `node --import=tsx bench/ops-costs.ts [--days N] [--sites N]`: what operating epx costs
  * (issue 13), measured in one process on real LMDB in a temporary folder:
  *
- * - receipts: CPU per `Deliveries.record` call, the work a GET 200/304 adds (target: well
- *   under 1 µs), for a BSP polling 10,000 sites round-robin;
- * - audit: CPU per accepted POST of its audit record, written in the save's own transaction
- *   (`apply/programme-records.ts`), measured as the extra CPU of a save with the record
- *   over a save alone for 1-site programmes;
+ * - receipts per GET and records per accepted POST (`ops-share.ts`, also in `npm run bench`);
  * - disk: bytes a day of 10,000 sites adds (one revision per site, one programme of every
  *   site × 96 slots, 10,000 receipts, a day of audit records), measured over N sample days,
  *   then a year extrapolated at the default retentions.
@@ -18,73 +14,23 @@ import { mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
-import { openStore, type Store } from '../src/store/open-store.ts'
+import { openStore } from '../src/store/open-store.ts'
 import { openDeliveries } from '../src/store/deliveries.ts'
 import { openAudit } from '../src/store/audit.ts'
 import { openInstructions } from '../src/store/instructions.ts'
 import { openRevisions } from '../src/store/revisions.ts'
 import { createProgrammeCheck } from '../src/apply/check-programme.ts'
-import { programmeAccepted } from '../src/apply/audit-events.ts'
 import { addDays, coverageOf } from '../src/contract/paris-day.ts'
 import { simulatedNeeds, simulatedSites } from '../src/host/simulated-sites.ts'
 import { buildBesoins, withEmittedAt } from '../src/publish/build-besoins.ts'
 import { serializeBesoinsAgreges } from '../src/contract/besoins-agreges.ts'
-import { programme, siteId, siteIds } from './fixtures.ts'
+import { programme, siteId } from './fixtures.ts'
+import { measureOpsShare } from './ops-share.ts'
 
 const { values: args } = parseArgs({ options: { days: { type: 'string', default: '2' }, sites: { type: 'string', default: '10000' } } })
 const DAYS = Number(args.days)
 const SITES = Number(args.sites)
 const tmp = mkdtempSync(join(tmpdir(), 'epx-ops-bench-'))
-const cpuUs = () => { const u = process.cpuUsage(); return u.user + u.system }
-
-function receiptCost (store: Store): number {
-  const deliveries = openDeliveries(store)
-  const ids = siteIds(SITES)
-  const N = 2_000_000
-  // Warm: every pair known (the steady state of a BSP polling all day).
-  for (let i = 0; i < SITES; i++) deliveries.record('bench-bsp', ids[i]!, '2026-11-22', 1, 200, 1)
-  const t0 = cpuUs()
-  for (let i = 0; i < N; i++) deliveries.record('bench-bsp', ids[i % SITES]!, '2026-11-22', i, (i & 1) ? 200 : 304, i)
-  return (cpuUs() - t0) * 1000 / N   // ns per call
-}
-
-async function auditCost (store: Store): Promise<{ withAudit: number; without: number }> {
-  const instructions = openInstructions(store)
-  const audit = openAudit(store)
-  const check = createProgrammeCheck({ maxSites: 5000, requireContiguous: false })
-  const caller = { companyId: 'bench-bsp', tokenId: 'tok_bench', certFingerprint256: 'AB:CD', perimeter: 'all' as const }
-  const batchAt = (k: number) => {
-    const body = Buffer.from(programme('2026-11-22', 1, `2026-11-21T${String(10 + Math.floor(k / 3600)).padStart(2, '0')}:${String(Math.floor(k / 60) % 60).padStart(2, '0')}:${String(k % 60).padStart(2, '0')}Z`).body)
-    const r = check(body, { perimeter: 'all', provenance: { receivedAt: '2026-11-21T12:00:00Z', ...caller } })
-    if (!r.ok) throw new Error(JSON.stringify(r.details))
-    return { batch: r.batch, bytes: body.length }
-  }
-  const N = 800
-  const batches = Array.from({ length: 5 * N }, (_, k) => batchAt(k))
-  // 8 clients posting back to back, as the bench's: each programme's audit record is
-  // written by its save's transaction, as the service does.
-  const run = async (from: number, audited: boolean) => {
-    const t0 = cpuUs()
-    await Promise.all(Array.from({ length: 8 }, async (_, w) => {
-      for (let k = from + w; k < from + N; k += 8) {
-        const { batch, bytes } = batches[k]!
-        const event = audited ? programmeAccepted(batch, caller, bytes) : undefined
-        await instructions.save(batch, '2026-11-21T12:00:00Z', 'queued', event && (() => audit.appendSync(event, Date.now())))
-      }
-    }))
-    return (cpuUs() - t0) / N
-  }
-  // Fresh ids for every run (a re-save of known keys is cheaper than a new one), and the
-  // two variants alternated, so neither gets the warmer store.
-  await run(0, true)   // warm-up
-  const a = await run(N, false)
-  const b = await run(2 * N, true)
-  const c = await run(3 * N, false)
-  const d = await run(4 * N, true)
-  const without = (a + c) / 2
-  const withAudit = (b + d) / 2
-  return { withAudit, without }
-}
 
 /** Bytes allocated on disk under a folder (sparse files counted by their blocks). */
 function diskBytes (dir: string): number {
@@ -141,11 +87,8 @@ async function diskPerDay (): Promise<{ revisions: number; instructions: number;
   return { revisions: revisionsBytes, instructions: instructionLmdb / DAYS, lmdbOther: lmdbPerDay - instructionLmdb / DAYS, perDay: revisionsBytes + lmdbPerDay }
 }
 
-const store = openStore(join(tmp, 'costs'))
 try {
-  const receiptNs = receiptCost(store)
-  const audit = await auditCost(store)
-  await store.close()
+  const share = await measureOpsShare(join(tmp, 'costs'), SITES)
   const disk = await diskPerDay()
   const mb = (b: number) => `${(b / 2 ** 20).toFixed(1)} MB`
   const gb = (b: number) => `${(b / 2 ** 30).toFixed(2)} GB`
@@ -154,8 +97,12 @@ try {
   const yearKeptWhole = disk.perDay * 365
   console.log(JSON.stringify({
     sites: SITES, sampleDays: DAYS,
-    receiptRecordNsPerGet: Math.round(receiptNs),
-    auditCpuUsPerPost: { saveAlone: Math.round(audit.without), saveAndAudit: Math.round(audit.withAudit), auditShare: Math.round(audit.withAudit - audit.without) },
+    receiptRecordNsPerGet: Math.round(share.receiptNsPerGet),
+    cpuUsPerPost: {
+      saveAlone: Math.round(share.perPostUs.saveAlone),
+      auditShare: Math.round(share.perPostUs.withAudit - share.perPostUs.saveAlone),
+      recordsShare: Math.round(share.perPostUs.withRecords - share.perPostUs.saveAlone),
+    },
     diskPerDay: { revisionFiles: mb(disk.revisions), instructionsLmdb: mb(disk.instructions), otherLmdb: mb(disk.lmdbOther), total: mb(disk.perDay) },
     diskYear: { atDefaultRetention: gb(yearAtDefaults), everythingKeptAYear: gb(yearKeptWhole) },
     note: 'revision files kept publish.retentionDays (90), instructions inbound.retentionDays (90), other LMDB (revision index, receipts, audit) 90 days',

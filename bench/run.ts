@@ -23,6 +23,7 @@ import { besoinsAgreges, benchEmittedAt, benchTargetDate, programme, siteId, sit
 import { Child } from './child.ts'
 import { SCENARIOS, type Sample, type Scenario, type ServerName } from './report.ts'
 import { measureSpecials, type Specials } from './specials.ts'
+import { measureOpsShare, type OpsShare } from './ops-share.ts'
 import { measureSustained, SUSTAINED, type Sustained } from './sustained.ts'
 import { buildOutput, scenariosToNarrow } from './summary.ts'
 import { HOST, measureHost, servedIn, type HostProbe, type ProbeServer } from './host-probe.ts'
@@ -258,12 +259,15 @@ async function main (): Promise<void> {
     }).catch((err: Error) => ({ error: firstLine(err.message) }))
   }
   await load.stop()
+  // Issue 13: what the receipts add to a GET and the records to a POST, servers stopped.
+  const ops: OpsShare | { error: string } | undefined = args['no-special'] ? undefined
+    : await measureOpsShare(join(tmp, 'ops-share')).catch((err: Error) => ({ error: firstLine(err.message) }))
 
   // The baselines are the bench's own servers: if they gave nothing, the bench is broken.
   if (plan.rounds > 0 && plan.scenarios.length > 0 && !samples.some(x => x.server === 'A' || x.server === 'B') && args.servers!.match(/[AB]/)) {
     throw new Error(`no baseline measurement succeeded: ${Object.entries(failures).map(([k, v]) => `${k}: ${v}`).join('; ')}`)
   }
-  const output = buildOutput({ samples, status, failures, specials, sustained, host, plan: { ...plan, roundsRun: rounds, quick, argv: process.argv.slice(2) }, documentBytes: docBytes.length, documentSource, targetDate })
+  const output = buildOutput({ samples, status, failures, specials, sustained, host, ops, plan: { ...plan, roundsRun: rounds, quick, argv: process.argv.slice(2) }, documentBytes: docBytes.length, documentSource, targetDate })
   output.print()
   // A profiled run's figures carry the sampler's cost: they must not replace the results.
   if (args.profile) console.log('\n--profile: bench/results/latest.* left as they were; profiles in bench/results/profiles/')

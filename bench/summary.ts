@@ -12,6 +12,7 @@ import { countLines, hostLines, hostTargets } from './host-summary.ts'
 import { roundsTarget, valueTarget } from './targets.ts'
 import { HISTORY_DAYS, LARGE_PROGRAMME_SITES, PUBLICATION_SITES, type Specials } from './specials.ts'
 import { POST_P99_TARGET_MS, type Sustained } from './sustained.ts'
+import type { OpsShare } from './ops-share.ts'
 
 export interface SummaryInput {
   readonly samples: readonly Sample[]
@@ -23,6 +24,8 @@ export interface SummaryInput {
   readonly sustained?: Sustained
   /** The host's view: event-loop delay, main-thread CPU, handshakes (`host-probe.ts`). */
   readonly host?: HostProbe
+  /** What operating epx adds (issue 13): receipts per GET, records per POST (`ops-share.ts`). */
+  readonly ops?: OpsShare | { readonly error: string }
   readonly plan: Readonly<Record<string, unknown>> & { readonly quick: boolean }
   readonly documentBytes: number
   readonly documentSource: string
@@ -79,6 +82,8 @@ export function targetsOf (i: SummaryInput): Target[] {
         : sp?.rss ? (sp.rss.restarted ? `after a restart over the history and one daily publication; ${(sp.rss.rssBytes / MB).toFixed(0)} MB in the process that wrote it` : 'no restart measured: the process that wrote the history') : why(sp?.rssError)),
     sustainedTarget(i.sustained),
     ...hostTargets(i.host),
+    valueTarget('Delivery receipts: CPU per GET', 1, 'µs', i.ops && 'receiptNsPerGet' in i.ops ? i.ops.receiptNsPerGet / 1000 : undefined,
+      i.ops && 'error' in i.ops ? i.ops.error : i.ops ? 'in one process, 10,000 sites polled round-robin (bench/ops-share.ts)' : 'E unavailable or --no-special'),
   ]
 }
 
@@ -156,9 +161,15 @@ function extraLines (i: SummaryInput): string[] {
     }
   }
   lines.push(...countLines(i.samples))
+  if (i.ops && 'perPostUs' in i.ops) {
+    const p = i.ops.perPostUs
+    lines.push(`Operations per accepted POST 1×96 (bench/ops-share.ts, one process, 8 clients): the save alone ${p.saveAlone.toFixed(0)} µs of CPU; ` +
+      `+${(p.withAudit - p.saveAlone).toFixed(0)} µs with its audit record; +${(p.withRecords - p.saveAlone).toFixed(0)} µs with all its records ` +
+      '(the check against the needs, the audit record, the flags of every slot over the power, the warn line)')
+  }
   if (i.sustained) lines.push(...sustainedLines(i.sustained))
   if (i.host) lines.push(...hostLines(i.host))
-  for (const [k, v] of Object.entries({ error: sp?.error, publication: sp?.publicationError, programme: sp?.largeProgrammeError, rss: sp?.rssError })) {
+  for (const [k, v] of Object.entries({ error: sp?.error, publication: sp?.publicationError, programme: sp?.largeProgrammeError, rss: sp?.rssError, operations: i.ops && 'error' in i.ops ? i.ops.error : undefined })) {
     if (v) lines.push(`E special (${k}) failed: ${v}`)
   }
   return lines
@@ -193,6 +204,7 @@ export function buildOutput (i: SummaryInput) {
     specials: i.specials ?? null,
     sustained: i.sustained ?? null,
     host: i.host ?? null,
+    ops: i.ops ?? null,
     failures: i.failures,
     samples: i.samples,
     targets: targets.map(t => ({
