@@ -48,12 +48,20 @@ t.test('a curtailment (0 kWh) is never infeasible', async t => {
   t.equal(checkSlots(batch([0, 0]), 0, 2, { ...needs, availableKw: new Map([[START, 0], [START + Q, 0]]) }), undefined)
 })
 
-t.test('warn lines: the first flagged programme of a company in a minute in full, the rest of that minute summed up in one line', async t => {
+/** The warn lines of flagged programmes, captured from a real pino logger. */
+function warningsSetup (windowMs?: number) {
   const lines: Array<Record<string, unknown>> = []
   const log = pino({ level: 'info' }, { write: (l: string) => { lines.push(JSON.parse(l)) } }) as unknown as Logger
-  const warnings = flaggedWarnings(log)
-  const flag = found(batch([104, 0, 0, 0]), 0, 4, needs)!
-  const programme = (id: string) => ({ instructionId: id, targetDate: '2026-11-22' }) as InstructionBatch
+  return {
+    lines,
+    warnings: flaggedWarnings(log, windowMs),
+    flag: found(batch([104, 0, 0, 0]), 0, 4, needs)!,
+    programme: (id: string) => ({ instructionId: id, targetDate: '2026-11-22' }) as InstructionBatch,
+  }
+}
+
+t.test('warn lines: the first flagged programme of a company in a minute in full, the rest of that minute summed up in one line', async t => {
+  const { lines, warnings, flag, programme } = warningsSetup()
   const at = START - 86_400_000
   warnings.warn(programme('p1'), [{ siteId: 'S1', flag }], 'acme', at)
   warnings.warn(programme('p2'), [{ siteId: 'S1', flag }, { siteId: 'S2', flag }], 'acme', at + 1_000)
@@ -78,11 +86,7 @@ t.test('warn lines: the first flagged programme of a company in a minute in full
 })
 
 t.test('warn lines: the summary still waiting is logged at close', async t => {
-  const lines: Array<Record<string, unknown>> = []
-  const log = pino({ level: 'info' }, { write: (l: string) => { lines.push(JSON.parse(l)) } }) as unknown as Logger
-  const warnings = flaggedWarnings(log)
-  const flag = found(batch([104, 0, 0, 0]), 0, 4, needs)!
-  const programme = (id: string) => ({ instructionId: id, targetDate: '2026-11-22' }) as InstructionBatch
+  const { lines, warnings, flag, programme } = warningsSetup()
   warnings.warn(programme('p1'), [{ siteId: 'S1', flag }], 'acme', START)
   warnings.warn(programme('p2'), [{ siteId: 'S1', flag }], 'acme', START + 1)
   warnings.flush()
@@ -90,11 +94,7 @@ t.test('warn lines: the summary still waiting is logged at close', async t => {
 })
 
 t.test('warn lines: the summary is logged when its minute ends, without waiting for another programme', async t => {
-  const lines: Array<Record<string, unknown>> = []
-  const log = pino({ level: 'info' }, { write: (l: string) => { lines.push(JSON.parse(l)) } }) as unknown as Logger
-  const warnings = flaggedWarnings(log, 30)   // a 30 ms "minute"
-  const flag = found(batch([104, 0, 0, 0]), 0, 4, needs)!
-  const programme = (id: string) => ({ instructionId: id, targetDate: '2026-11-22' }) as InstructionBatch
+  const { lines, warnings, flag, programme } = warningsSetup(30)   // a 30 ms "minute"
   const at = Date.now()
   warnings.warn(programme('p1'), [{ siteId: 'S1', flag }], 'acme', at)
   warnings.warn(programme('p2'), [{ siteId: 'S1', flag }], 'acme', at + 1)
