@@ -11,6 +11,7 @@ import { openSegments, type SegmentRef } from './revision-segments.ts'
 import { openGeneration } from './generation.ts'
 import { formatUtcInstant, httpDate } from '../contract/instants.ts'
 import { BoundedCache } from '../bounded-cache.ts'
+import { orphanSegments, pruneRevisions } from './revision-retention.ts'
 
 /** What is known of a revision without its document. */
 export interface RevisionMeta {
@@ -43,14 +44,13 @@ export interface RevisionDraft {
 
 // Keys lead with the target date: a run writes one date's region of the tree, not a
 // page in every site's (each page read during a write stays resident: RSS, bench/README.md).
-type PairKey = [string, string]               // [targetDate, siteId]
-type RevKey = [string, string, number]        // [targetDate, siteId, emittedAtMs]
-type ExpiryKey = [number, string, string]     // [emittedAtMs, targetDate, siteId]: appended at the end
+export type PairKey = [string, string]               // [targetDate, siteId]
+export type RevKey = [string, string, number]        // [targetDate, siteId, emittedAtMs]
+export type ExpiryKey = [number, string, string]     // [emittedAtMs, targetDate, siteId]: appended at the end
 /** What is stored per revision: the pair is in the key. */
-type Stored = Omit<RevisionMeta, 'siteId' | 'targetDate'>
+export type Stored = Omit<RevisionMeta, 'siteId' | 'targetDate'>
 
 const MAX_MS = 8.64e15   // the last instant a Date can hold: end of a pair's key range
-const PRUNE_CHUNK = 500
 /** Largest encoding buffer kept between chunks (a chunk of 64 documents needs ~1 MiB). */
 const MAX_SCRATCH_BYTES = 4 * 2 ** 20
 /** Pairs whose latest revision (or its absence) is kept in memory between publications. */
@@ -84,9 +84,9 @@ export interface Revisions {
   latest(siteId: string, targetDate: string, knownGeneration?: number): RevisionMeta | undefined
   /** Sync: the stored bytes of one kept revision. */
   bytesOf(meta: RevisionMeta): Buffer | undefined
-  /** Sync: every kept revision of a pair, oldest first. */
   /** Sync: the latest revision of every site published for a day (a range read of the small index). */
   latestOfDay(targetDate: string): RevisionMeta[]
+  /** Sync: every kept revision of a pair, oldest first. */
   list(siteId: string, targetDate: string): RevisionMeta[]
   /**
    * Renders drafts (on this thread: callers keep batches small) and appends their bytes
@@ -111,7 +111,6 @@ export interface Revisions {
    * left without a kept revision.
    */
   prune(nowMs: number): Promise<number>
-  /** Releases the segment files' descriptors; the plugin calls it when it closes. */
   /**
    * Deletes segment files no commit ever named: bytes appended before a crash whose
    * metadata never committed. Only files untouched for `minAgeMs` (default 1 h; the
@@ -119,6 +118,7 @@ export interface Revisions {
    * right now is never taken for one. Returns the names removed.
    */
   removeOrphanSegments(minAgeMs?: number): string[]
+  /** Releases the segment files' descriptors; the plugin calls it when it closes. */
   close(): void
 }
 
@@ -255,51 +255,8 @@ export function openRevisions (store: Store, opts: { retentionDays: number }): R
       return api.commit(api.stage(drafts, nowMs), nowMs)
     },
 
-    async prune (nowMs: number): Promise<number> {
-      const cutoff = nowMs - retentionMs
-      let removed = 0
-      for (;;) {
-        const keys = [...expiry.getKeys({ end: [cutoff], limit: PRUNE_CHUNK })] as ExpiryKey[]
-        if (!keys.length) break
-        await store.writeDurable(() => {
-          for (const [ms, targetDate, siteId] of keys) {
-            expiry.removeSync([ms, targetDate, siteId] satisfies ExpiryKey)
-            const pair: PairKey = [targetDate, siteId]
-            if (latestDb.get(pair)?.emittedAtMs === ms) latestDb.removeSync(pair)
-            else olderDb.removeSync([targetDate, siteId, ms] satisfies RevKey)
-          }
-          generation.bump()
-        })
-        segments.forget()
-        removed += keys.length
-        if (keys.length < PRUNE_CHUNK) break
-        await new Promise<void>(resolve => setImmediate(resolve))
-      }
-      const expired = [...segmentsDb.getRange({})].filter(e => e.value < cutoff).map(e => e.key as string)
-      if (expired.length) {
-        // Forgotten first: a crash in between leaves a file behind, never a revision without bytes.
-        await store.writeDurable(() => { for (const name of expired) segmentsDb.removeSync(name) })
-        try { segments.remove(expired) } catch (err) { throw storeUnavailable(err) }
-      }
-      return removed
-    },
-    /**
-     * Deletes segment files no commit ever named: bytes appended before a crash whose
-     * metadata never committed. Only files untouched for `minAgeMs` (default 1 h; the
-     * file system's clock), so a segment another process (the CLI) is publishing into
-     * right now is never taken for one. Resolves to the names removed.
-     */
-    removeOrphanSegments (minAgeMs = 3_600_000): string[] {
-      const named = new Set([...segmentsDb.getKeys()].filter(k => typeof k === 'string'))
-      const now = Date.now()
-      const orphans = segments.names().filter(n => {
-        if (named.has(n)) return false
-        const at = segments.modifiedMs(n)
-        return at !== undefined && now - at >= minAgeMs
-      })
-      try { segments.remove(orphans) } catch (err) { throw storeUnavailable(err) }
-      return orphans
-    },
+    prune: (nowMs: number) => pruneRevisions({ store, latestDb, olderDb, expiry, segmentsDb, segments, generation }, nowMs - retentionMs),
+    removeOrphanSegments: (minAgeMs = 3_600_000) => orphanSegments(segmentsDb, segments, minAgeMs),
 
     close (): void {
       segments.close()
