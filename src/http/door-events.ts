@@ -105,7 +105,7 @@ export interface EventsOutOptions {
 
 export function eventsOut (post: (m: EventsMessage, transfer?: ArrayBuffer[]) => void, o: EventsOutOptions): EventsOut {
   let records: string[] = []
-  const receipts = new Map<string, string>()
+  const receipts = new Map<string, unknown[]>()
   let handshakes = 0
   let handOvers: Array<{ batch: InstructionBatch; sites: readonly number[] }> = []
   let seq = 0
@@ -185,7 +185,8 @@ export function eventsOut (post: (m: EventsMessage, transfer?: ArrayBuffer[]) =>
       arm()
     },
     receipt (companyId, siteId, targetDate, emittedAtMs, status, atMs) {
-      receipts.set(`${companyId}\0${targetDate}${siteId}`, JSON.stringify([R.RECEIPT, companyId, siteId, targetDate, emittedAtMs, status, atMs]))
+      // Turned into JSON at the flush: of a site polled in a loop, only the last is sent.
+      receipts.set(`${companyId}\0${targetDate}${siteId}`, [R.RECEIPT, companyId, siteId, targetDate, emittedAtMs, status, atMs])
       if (receipts.size >= o.maxRecords) flush()
       else arm()
     },
@@ -212,7 +213,7 @@ export function eventsOut (post: (m: EventsMessage, transfer?: ArrayBuffer[]) =>
     if (records.length === 0 && receipts.size === 0 && handOvers.length === 0 && handshakes === 0) return
     const parts = records
     records = []
-    for (const r of receipts.values()) parts.push(r)
+    for (const r of receipts.values()) parts.push(JSON.stringify(r))
     receipts.clear()
     if (handshakes) { parts.push(`[${R.HANDSHAKES},${handshakes}]`); handshakes = 0 }
     if (handOvers.length === 0) {
