@@ -4,8 +4,8 @@
  * records): both ends of the `events` message, the one the solver's thread pays for on
  * every request. So it is built to cost that thread as little as possible:
  *
- * - one message per flush of a busy door, not one per request (each message costs the
- *   receiving thread a wake-up and a handler);
+ * - one message per flush, at most one every few ms of a busy door, not one per request
+ *   (each message costs the receiving thread a wake-up and a handler);
  * - its records are one JSON text of small arrays: a structured clone of an object per
  *   request cost the solver's thread several µs to rebuild; `JSON.parse` of tuples is a
  *   fraction of that (bench/README.md, session 6);
@@ -95,7 +95,7 @@ export interface EventsOutOptions {
   readonly observed: Observed
   /** The hand-over cell (Int32 [0]: the last flush whose hand-overs are queued). */
   readonly handed: SharedArrayBuffer
-  /** How long a quiet door keeps its records before they leave (a hand-over leaves at once). */
+  /** The least time between two messages of a busy door (a hand-over leaves at once). */
   readonly flushMs: number
   /** A burst this long leaves at once (bounded messages, bounded memory). */
   readonly maxRecords: number
@@ -115,9 +115,17 @@ export function eventsOut (post: (m: EventsMessage, transfer?: ArrayBuffer[]) =>
   let immediate: NodeJS.Immediate | undefined
   const handed = handedWaiter(o.handed)
 
-  /** A flush within `flushMs`, unless one is already due. */
+  /** When the last message left. */
+  let sentAt = 0
+  /**
+   * A flush at once when the last one is `flushMs` old (a quiet door's line is not held
+   * back), else when it will be: a busy door sends one message per `flushMs`.
+   */
   const arm = () => {
-    if (!timer && !immediate) { timer = setTimeout(flush, o.flushMs); timer.unref() }
+    if (timer || immediate) return
+    const wait = sentAt + o.flushMs - Date.now()
+    if (wait <= 0) immediate = setImmediate(flush)
+    else { timer = setTimeout(flush, wait); timer.unref() }
   }
   const add = (record: string) => {
     records.push(record)
@@ -211,6 +219,7 @@ export function eventsOut (post: (m: EventsMessage, transfer?: ArrayBuffer[]) =>
     if (timer) { clearTimeout(timer); timer = undefined }
     if (immediate) { clearImmediate(immediate); immediate = undefined }
     if (records.length === 0 && receipts.size === 0 && handOvers.length === 0 && handshakes === 0) return
+    sentAt = Date.now()
     const parts = records
     records = []
     for (const r of receipts.values()) parts.push(JSON.stringify(r))
