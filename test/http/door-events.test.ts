@@ -147,3 +147,17 @@ t.test('hand-overs reach the solver\'s thread in the order they were saved, and 
   t.equal(p.messages.length, 2, 'two saves of one turn share a message')
   await p.main.settled()
 })
+
+t.test('past its shapes, a line still crosses whole (its keys with it)', async t => {
+  const p = pair(t)
+  for (let i = 0; i <= 1000; i++) p.door.log.info({ i }, `message ${i}`)
+  p.door.flush()
+  t.equal(p.lines.length, 1001)
+  t.match(p.lines[1000], { i: 1000, msg: 'message 1000' })
+})
+
+t.test('a solver\'s thread that fails to queue a hand-over still acknowledges it (it is durable; the next activation queues it) and says so', async t => {
+  const p = pair(t, { handOver: () => { throw new Error('solver gone') } })
+  await p.door.handOver(batch('P', ['S0'], 2), [0])
+  t.match(p.lines.find(l => l.level === 50), { msg: /could not hand/, err: { message: 'solver gone' } })
+})
