@@ -5,7 +5,7 @@
  * load process opens new mTLS connections (one GET each, 50 at a time), during GET 200 at
  * full keep-alive load and during a 1,000-site programme; for E and for A (the limit: what
  * TLS and HTTP alone cost a loop that serves them). Then E's main-thread CPU per request
- * (Linux schedstat of the main thread alone) with the request log on and off, and E's
+ * (Linux schedstat of the main thread alone, less the same thread's CPU when idle) with the request log on and off, and E's
  * whole-process CPU per connection for a full TLS 1.2 handshake against a resumed one.
  * @module
  */
@@ -32,8 +32,15 @@ export const LOOP_CASES: readonly LoopCase[] = ['quiet', 'new connections', 'kee
 
 export interface HostProbe {
   readonly loop: Partial<Record<'A' | 'E', Partial<Record<LoopCase, Delay & { readonly note?: string }>>>>
-  /** Main-thread CPU µs per request, one figure per window, E with the request log on and off. */
-  readonly mainThread: Record<'GET 200' | 'POST 1×96', { logOn: number[]; logOff: number[] }>
+  /**
+   * Main-thread CPU µs per request, one figure per window, E with the request log on and
+   * off: what the requests add to the thread, its CPU over the window less what the same
+   * thread spends idle over as long (`idle`: the harness's own timers, 5 ms stall monitor
+   * included, run there whatever the load); `raw`, the window's CPU per request as read.
+   */
+  readonly mainThread: Record<'GET 200' | 'POST 1×96', { logOn: number[]; logOff: number[]; rawLogOn: number[]; rawLogOff: number[] }>
+  /** E's main thread with no traffic, CPU µs per second, per round, log on and off. */
+  readonly idle: { logOn: number[]; logOff: number[] }
   /** E's whole-process CPU µs per TLS 1.2 connection (one GET each), per window. */
   readonly handshake: { fullUs: number[]; resumedUs: number[]; resumed: number; offered: number }
   readonly failures: Record<string, string>
@@ -106,7 +113,8 @@ const delayOf = (w: WindowReport): Delay => {
 export async function measureHost (i: HostProbeInput): Promise<HostProbe> {
   const out: HostProbe = {
     loop: {}, failures: {},
-    mainThread: { 'GET 200': { logOn: [], logOff: [] }, 'POST 1×96': { logOn: [], logOff: [] } },
+    mainThread: { 'GET 200': { logOn: [], logOff: [], rawLogOn: [], rawLogOff: [] }, 'POST 1×96': { logOn: [], logOff: [], rawLogOn: [], rawLogOff: [] } },
+    idle: { logOn: [], logOff: [] },
     handshake: { fullUs: [], resumedUs: [], resumed: 0, offered: 0 },
   }
   const getHeaders = (s: ProbeServer) => ({ authorization: `Bearer ${s.secrets.outbound}`, accept: 'application/json' })
@@ -164,20 +172,31 @@ export async function measureHost (i: HostProbeInput): Promise<HostProbe> {
   // 3. E's main thread per request, the request log on (E) and off (a second E).
   const noLog = await i.eNoLog().catch((err: unknown) => { out.failures['E, log off'] = msg(err); return undefined })
   for (let round = 1; round <= i.rounds; round++) {
+    const idle: Partial<Record<'logOn' | 'logOff', number>> = {}
+    for (const [log, s] of [['logOn', e], ['logOff', noLog]] as const) {
+      if (!s) continue
+      try {
+        const { w } = await windowed(s.child, `main thread idle ${log}`, false, () => new Promise(r => setTimeout(r, i.quick ? 700 : 2000)))
+        if (w.mainThreadCpuUs === null) throw new Error('no per-thread CPU time on this system (/proc/self/task/<pid>/schedstat)')
+        out.idle[log].push(idle[log] = w.mainThreadCpuUs / (w.wallMs / 1000))
+      } catch (err) { out.failures[`E|main thread idle ${log}`] = msg(err) }
+    }
     for (const scenario of ['GET 200', 'POST 1×96'] as const) {
       const pair: Array<['logOn' | 'logOff', ProbeServer | undefined]> = [['logOn', e], ['logOff', noLog]]
       if (round % 2 === 0) pair.reverse()
       for (const [log, s] of pair) {
-        if (!s) continue
+        if (!s || idle[log] === undefined) continue
         try {
           const spec: RunSpec = scenario === 'GET 200'
             ? getSpec(s, i.quick ? 700 : 2000)
             : { ...getSpec(s, i.quick ? 700 : 2000), method: 'POST', path: i.post.path, headers: postHeaders(s), body: i.post.body, expect: 202, maxRequests: 100_000 }
           const w = await keepAlive(i.load, s.child, spec, `main thread ${scenario} ${log}`, false)
           if (w.mainThreadCpuUs === null) throw new Error('no per-thread CPU time on this system (/proc/self/task/<pid>/schedstat)')
-          const us = w.mainThreadCpuUs / Math.max(1, w.requests)
+          const raw = w.mainThreadCpuUs / Math.max(1, w.requests)
+          const us = (w.mainThreadCpuUs - idle[log]! * w.wallMs / 1000) / Math.max(1, w.requests)
           out.mainThread[scenario][log].push(us)
-          process.stderr.write(`  host probe E ${scenario}, request log ${log === 'logOn' ? 'on' : 'off'}: ${us.toFixed(1)} µs main-thread CPU per request\n`)
+          out.mainThread[scenario][log === 'logOn' ? 'rawLogOn' : 'rawLogOff'].push(raw)
+          process.stderr.write(`  host probe E ${scenario}, request log ${log === 'logOn' ? 'on' : 'off'}: ${us.toFixed(1)} µs main-thread CPU per request (${raw.toFixed(1)} as read, the thread idle ${(idle[log]! / 1000).toFixed(1)} ms/s)\n`)
         } catch (err) { out.failures[`E|main thread ${scenario} ${log}`] = msg(err) }
       }
     }

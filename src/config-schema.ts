@@ -45,7 +45,7 @@ export const configSchema = {
         maxConnections: { type: 'integer', minimum: 1, default: 1024, description: 'Most open API connections (TLS handshakes included); past it new ones are closed at once, with one warn log line per episode.' },
         maxRequestsPerSocket: { type: 'integer', minimum: 1, default: 1000, description: 'Requests served on one keep-alive connection; the last answer says Connection: close and the client reconnects.' },
         logRequests: { type: 'boolean', default: true },
-        inWorker: { type: 'boolean', default: false, description: 'Serve the API (and the console and metrics listeners) from its own worker thread, off the solver\'s event loop, restarted with backoff if it dies. Off by default until its per-request cost on the solver\'s thread and in all comes down (see README).' },
+        inWorker: { type: 'boolean', default: true, description: 'Serve the API (and the console and metrics listeners) from its own worker thread, off the solver\'s event loop, restarted with backoff if it dies. false: on the solver\'s thread (a host that counts every thread and megabyte, or runs epx where worker threads are not allowed; see README).' },
       },
     },
     inbound: {

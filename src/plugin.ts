@@ -25,7 +25,7 @@ import { openAudit } from './store/audit.ts'
 import { openDeliveries } from './store/deliveries.ts'
 import { openInstructionFlags } from './store/instruction-flags.ts'
 import { createOperations, type Operations } from './apply/operations.ts'
-import { programmeRecords } from './apply/programme-records.ts'
+import { programmeRecords, type ProgrammeCount } from './apply/programme-records.ts'
 import { createMetrics, type EpxMetrics } from './metrics/registry.ts'
 import { metricSources } from './metrics/sources.ts'
 import { expositionOf, listenMetrics, readinessOf, type ReadyCheck } from './metrics/server.ts'
@@ -136,9 +136,10 @@ export async function createEpx (host: Host, rawConfig: unknown, internals: Inte
       clock: host.clock,
       log,
       faults: internals.storeFaults,
-      enqueue: (batch, effective) => inbound.enqueueSaved(batch, effective),
+      handOver: (batches, done) => inbound.handOver(batches, done),
       onRestart: () => inbound.requeueEffective(),
-      programme: count => ops.programmeCounted(count),
+      // Counted only where they are shown: the worker sends none when metrics are off.
+      ...(metrics ? { programme: (count: ProgrammeCount) => ops.programmeCounted(count) } : {}),
       observer,
       receipts: deliveries,
       tokens,

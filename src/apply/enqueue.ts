@@ -3,11 +3,13 @@
  * host's next-cycle queue right after their commit (status `queued`); the cycle's
  * acknowledgement makes them `applied` with its number; on activation every effective
  * instruction whose day is not over is queued again, so a solver restart loses nothing.
+ * With the API door in its worker, the worker saves and checks, and this thread only
+ * hands over what it was sent (`handOver`).
  * @module
  */
 import type { Clock, Logger, SolverInput, SolverPort } from '../host/contract.ts'
 import type { InstructionBatch } from '../contract/instruction.ts'
-import { slotRange } from '../contract/instruction.ts'
+import { rangeAt } from '../contract/instruction.ts'
 import { parisDateOf } from '../contract/paris-day.ts'
 import type { InstructionRef, Instructions } from '../store/instructions.ts'
 import { instructionPeriods, periodsOf } from './to-constraints.ts'
@@ -24,6 +26,14 @@ export interface EnqueueDeps {
   readonly log: Logger
 }
 
+/**
+ * A saved batch's sites to queue, as the door's worker hands them over: only the sites
+ * that were effective after its save (and not superseded since), their slots alone.
+ */
+export interface HandedBatch extends Pick<InstructionBatch, 'instructionId' | 'targetDate' | 'slotDurationSecs' | 'siteIds' | 'starts' | 'kwh'> {
+  readonly slotEnds: ArrayLike<number>
+}
+
 export interface Enqueuer {
   /**
    * Queues the sites of a saved batch that are (still) effective; resolves once all are
@@ -31,6 +41,13 @@ export interface Enqueuer {
    * write (only a refusal by the solver writes `received` back).
    */
   enqueueBatch(batch: InstructionBatch, effective: readonly boolean[], savedAs?: 'received' | 'queued'): Promise<void>
+  /**
+   * Queues batches another thread saved (as `queued`) and checked, every site of each,
+   * strictly in the order handed: a batch's sites reach the solver after every earlier
+   * batch's, so the latest input of a site and day is the newest programme's. `done`
+   * runs once they are (at once for a few sites: no promise on the solver's thread).
+   */
+  handOver(batches: readonly HandedBatch[], done: () => void): void
   /** Queues again every effective instruction whose Paris day is not over; resolves to their count. */
   requeueEffective(): Promise<number>
   /** Stops listening to the solver's cycles, writes pending statuses and resolves once every status write has settled. */
@@ -89,16 +106,27 @@ export function createEnqueuer (deps: EnqueueDeps): Enqueuer {
     track(instructions.markQueued(refs, clock.now().toISOString()), 'could not mark instructions queued')
   }
 
-  /**
-   * Still effective now? A newer programme may have committed while we yielded. When
-   * the store cannot say, the caller's own answer (the commit's) stands.
-   */
-  const isEffective = (targetDate: string, siteId: string, instructionId: string, fallback: boolean): boolean => {
-    try {
-      return instructions.effectiveId(targetDate, siteId) === instructionId
-    } catch {
-      return fallback
+  /** The handed-over batches not yet queued, one after the other (none: all are). */
+  let handing: Promise<void> | undefined
+  const handInOrder = (batches: readonly HandedBatch[]): void => {
+    const inputs: SolverInput[] = []
+    for (const batch of batches) for (let i = 0; i < batch.siteIds.length; i++) inputs.push(inputOf(batch, i))
+    hand(inputs, true)
+  }
+  /** A big hand-over (a 1,000-site programme): SITES_PER_TURN sites a turn, the solver shares the loop. */
+  const handInTurns = async (batches: readonly HandedBatch[]): Promise<void> => {
+    let inputs: SolverInput[] = []
+    for (const batch of batches) {
+      for (let i = 0; i < batch.siteIds.length; i++) {
+        if (inputs.length === SITES_PER_TURN) {
+          hand(inputs, true)
+          inputs = []
+          await nextTurn()
+        }
+        inputs.push(inputOf(batch, i))
+      }
     }
+    hand(inputs, true)
   }
 
   return {
@@ -106,24 +134,27 @@ export function createEnqueuer (deps: EnqueueDeps): Enqueuer {
       const n = batch.siteIds.length
       for (let from = 0; from < n; from += SITES_PER_TURN) {
         if (from > 0) await nextTurn()
-        // Only a site that a later save may have superseded is read back (finding 5).
-        const recheck = instructions.supersedersOf(batch)
         const inputs: SolverInput[] = []
-        const to = Math.min(from + SITES_PER_TURN, n)
-        for (let i = from; i < to; i++) {
-          const siteId = batch.siteIds[i]!
-          if (!effective[i]) continue
-          if ((recheck === 'all' || recheck.has(siteId)) && !isEffective(batch.targetDate, siteId, batch.instructionId, true)) continue
-          const [a, b] = slotRange(batch, i)
-          inputs.push({
-            instructionId: batch.instructionId,
-            siteId,
-            targetDate: batch.targetDate,
-            periods: periodsOf(batch.starts, batch.kwh, a, b, batch.slotDurationSecs),
-          })
-        }
+        for (const i of sitesToQueue(instructions, batch, effective, from, Math.min(from + SITES_PER_TURN, n))) inputs.push(inputOf(batch, i))
         hand(inputs, savedAs === 'queued')
       }
+    },
+
+    handOver (batches, done) {
+      let sites = 0
+      for (const b of batches) sites += b.siteIds.length
+      // The usual case, a few sites and nothing before them: queued at once, no promise.
+      if (!handing && sites <= SITES_PER_TURN) {
+        handInOrder(batches)
+        done()
+        return
+      }
+      const previous = handing ?? Promise.resolve()
+      const run: Promise<void> = previous.then(() => handInTurns(batches)).catch(warn('could not queue the instructions the api worker saved')).finally(() => {
+        if (handing === run) handing = undefined
+        done()
+      })
+      handing = run
     },
 
     async requeueEffective () {
@@ -134,7 +165,7 @@ export function createEnqueuer (deps: EnqueueDeps): Enqueuer {
         if (from > 0) await nextTurn()
         const inputs: SolverInput[] = []
         for (const ref of refs.slice(from, from + SITES_PER_TURN)) {
-          if (!isEffective(ref.targetDate, ref.siteId, ref.instructionId, true)) continue
+          if (!stillEffective(instructions, ref.targetDate, ref.siteId, ref.instructionId, true)) continue
           const stored = instructions.get(ref.instructionId, ref.siteId)
           if (!stored) continue
           inputs.push({ instructionId: stored.instructionId, siteId: stored.siteId, targetDate: stored.targetDate, periods: instructionPeriods(stored) })
@@ -146,12 +177,44 @@ export function createEnqueuer (deps: EnqueueDeps): Enqueuer {
     },
 
     async close () {
+      while (handing) await handing
       unsubscribe()
       flushQueued()
       // The store closes after this (plugin.ts): the writes it accepted must land first.
       while (pending.size) await Promise.all(pending)
     },
   }
+}
+
+/**
+ * The sites of a saved batch, among `[from, to)`, to queue now: effective at its save
+ * and not superseded since. Only a site that a later save may have superseded is read
+ * back (finding 5); a newer programme may have committed while the caller yielded.
+ */
+export function sitesToQueue (instructions: Pick<Instructions, 'supersedersOf' | 'effectiveId'>, batch: InstructionBatch, effective: readonly boolean[], from = 0, to = batch.siteIds.length): number[] {
+  const recheck = instructions.supersedersOf(batch)
+  const sites: number[] = []
+  for (let i = from; i < to; i++) {
+    if (!effective[i]) continue
+    const siteId = batch.siteIds[i]!
+    if ((recheck === 'all' || recheck.has(siteId)) && !stillEffective(instructions, batch.targetDate, siteId, batch.instructionId, true)) continue
+    sites.push(i)
+  }
+  return sites
+}
+
+/** Still effective now? When the store cannot say, the caller's own answer (the commit's) stands. */
+function stillEffective (instructions: Pick<Instructions, 'effectiveId'>, targetDate: string, siteId: string, instructionId: string, fallback: boolean): boolean {
+  try {
+    return instructions.effectiveId(targetDate, siteId) === instructionId
+  } catch {
+    return fallback
+  }
+}
+
+function inputOf (batch: HandedBatch, i: number): SolverInput {
+  const [a, b] = rangeAt(batch.slotEnds, i)
+  return { instructionId: batch.instructionId, siteId: batch.siteIds[i]!, targetDate: batch.targetDate, periods: periodsOf(batch.starts, batch.kwh, a, b, batch.slotDurationSecs) }
 }
 
 function nextTurn (): Promise<void> {

@@ -18,7 +18,7 @@ import type { Receipt } from '../contract/compiled.ts'
 import { isEpxError, type EpxError } from '../errors.ts'
 import type { Store } from '../store/open-store.ts'
 import { openInstructions, type Instructions } from '../store/instructions.ts'
-import { createEnqueuer, type Enqueuer } from './enqueue.ts'
+import { createEnqueuer, type Enqueuer, type HandedBatch } from './enqueue.ts'
 import { createProgrammeReader, type ProgrammeReader } from './read-programme.ts'
 import type { AcceptedRecords, ProgrammeRecords } from './programme-records.ts'
 
@@ -35,8 +35,8 @@ export interface Inbound {
   refusedAtDoor(error: unknown, caller: Caller, receivedAt: Date): void
   /** The instructions store the feature writes (retention, metrics and the console read it). */
   readonly instructions: Instructions
-  /** Hands the solver a batch another thread saved (the API door's worker, `http/door-supervisor.ts`). */
-  enqueueSaved(batch: InstructionBatch, effective: readonly boolean[]): Promise<void>
+  /** Hands the solver batches another thread saved and checked (the API door's worker, `http/door-supervisor.ts`), in order; then `done`. */
+  handOver(batches: readonly HandedBatch[], done: () => void): void
   /** Queues again every effective instruction whose day is not over (idempotent: the latest input of a site and day wins). */
   requeueEffective(): Promise<number>
   /** Stops the parsing worker, logs the warn summaries waiting, then waits for the status writes already accepted. */
@@ -87,7 +87,7 @@ export async function openInbound (deps: InboundDeps): Promise<Inbound> {
   return {
     instructions,
     receive: (bytes, caller, receivedAt) => receiveProgramme(bytes, caller, receivedAt, parts),
-    enqueueSaved: (batch, effective) => enqueuer.enqueueBatch(batch, effective, 'queued'),
+    handOver: (batches, done) => enqueuer.handOver(batches, done),
     requeueEffective: () => enqueuer.requeueEffective(),
     refusedAtDoor: (error, caller, at) => deps.records?.refused(caller, error, at),
     async close () {

@@ -1,22 +1,22 @@
 /**
  * What crosses between the solver's thread and the API door's worker (issue 12): the one
  * module that owns both directions, typed once. Small and explicit: the configuration at
- * start, a close, batches to enqueue (with their ack), programme and door events for the
- * audit trail and metrics, log records in batches, and the questions of the console and
- * metrics listeners that run in the same worker (door-asks.ts). Two things are shared
- * memory, not messages, because the door reads them synchronously on every request: the
- * host's clock (when it is not the system clock) and the store's test fault switches.
+ * start, a close, the door's events in batches (log records, metrics, receipts and the
+ * saved programmes to enqueue: door-events.ts), and the questions of the console and
+ * metrics listeners that run in the same worker (door-asks.ts). Three things are shared
+ * memory, not messages: the host's clock (when it is not the system clock) and the
+ * store's test fault switches, because the door reads them synchronously on every
+ * request, and the hand-over cell, where the solver's thread acknowledges each batch of
+ * saved programmes without a message of its own.
  * @module
  */
 import type { MessagePort } from 'node:worker_threads'
 import type { EpxConfig } from '../config.ts'
-import type { InstructionBatch } from '../contract/instruction.ts'
-import type { ProgrammeCount } from '../apply/programme-records.ts'
 import type { Clock } from '../host/contract.ts'
 import type { StoreFaults } from '../store/open-store.ts'
-import type { TokenRecord } from '../store/tokens.ts'
 import { EpxError, isEpxError, type ErrorCode } from '../errors.ts'
 import type { AnswerMessage, AskMessage } from './door-asks.ts'
+import type { EventsMessage, Observed } from './door-events.ts'
 
 /** workerData: everything the door needs to open, as plain data. */
 export interface DoorStart {
@@ -29,6 +29,10 @@ export interface DoorStart {
   readonly sidePorts?: SidePorts
   readonly clock: SharedClock
   readonly faults?: SharedArrayBuffer
+  /** What the solver's thread listens to: the door records nothing else. */
+  readonly observed: Observed
+  /** The hand-over cell (door-events.ts): Int32 [0], the last flush whose programmes are queued. */
+  readonly handed: SharedArrayBuffer
 }
 
 export interface SidePorts { readonly console: number; readonly metrics: number }
@@ -41,41 +45,22 @@ export type SharedClock =
 /** An error as data (EpxError keeps its code, message and details). */
 export interface ErrorData { readonly code?: string; readonly message: string; readonly details?: Record<string, string>; readonly stack?: string }
 
-/** One log line: the child bindings it was written under, level, fields, message. */
-export interface LogRecord { readonly b: Record<string, unknown>; readonly l: 'debug' | 'info' | 'warn' | 'error'; readonly o: object; readonly m?: string }
-
 /** Door → main. */
 export type FromDoor =
   | { readonly type: 'listening'; readonly url: string; readonly consoleUrl?: string; readonly metricsUrl?: string }
   | { readonly type: 'failed'; readonly error: ErrorData }
-  /** A saved batch's effective sites, for the solver's next cycle; answered by `enqueued`. */
-  | { readonly type: 'enqueue'; readonly id: number; readonly batch: InstructionBatch; readonly effective: readonly boolean[] }
-  | { readonly type: 'events'; readonly events: readonly DoorEvent[] }
+  /** Log records, metrics, receipts and saved programmes to queue, in batches (door-events.ts). */
+  | EventsMessage
   | { readonly type: 'closed' }
   /** The console or the metrics listener needs the solver's thread (door-asks.ts); answered by `answer`. */
   | AskMessage
 
 /** Main → door. */
 export type ToDoor =
-  | { readonly type: 'enqueued'; readonly id: number; readonly error?: ErrorData }
   | { readonly type: 'close' }
   | AnswerMessage
   /** Test seam: the door throws outside any request, as a bug would. */
   | { readonly type: 'crash' }
-
-/** What the door tells the main thread, batched per turn of the door's loop. */
-export type DoorEvent =
-  | { readonly e: 'log'; readonly r: LogRecord }
-  /** A programme's counts (its audit record and flags are written by the door, with its instructions). */
-  | { readonly e: 'programme'; readonly c: ProgrammeCount }
-  | { readonly e: 'handshake' }
-  | { readonly e: 'handshakeFailed'; readonly reason: string }
-  | { readonly e: 'answered'; readonly a: [string, string, number, string | undefined, number] }
-  | { readonly e: 'deadToken'; readonly token: TokenRecord; readonly reason: 'revoked' | 'expired'; readonly nowMs: number }
-  | { readonly e: 'delivered'; readonly a: [string, string, string, number, 200 | 304, number] }
-  | { readonly e: 'storeError' }
-  /** A token's last use, written by the host's thread: its writes there are ordered with the host's own. */
-  | { readonly e: 'touch'; readonly token: TokenRecord; readonly nowMs: number }
 
 export function errorData (err: unknown): ErrorData {
   if (isEpxError(err)) return { code: err.code, message: err.message, details: err.details ? { ...err.details } : undefined }

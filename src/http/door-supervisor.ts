@@ -6,34 +6,35 @@
  * limit) is logged at `error` and started again with backoff on the same port; the host
  * notices nothing else. While it is down the port refuses connections; every programme
  * it acknowledged is already durable, and on restart the effective instructions are
- * queued again (`onRestart`), so none whose enqueue was lost with the worker is missed.
+ * queued again (`onRestart`), so none whose hand-over was lost with the worker is missed.
  * @module
  */
 import { MessageChannel, Worker, type MessagePort } from 'node:worker_threads'
 import type { Clock, Logger } from '../host/contract.ts'
 import type { StoreFaults } from '../store/open-store.ts'
 import type { Tokens } from '../store/tokens.ts'
-import type { InstructionBatch } from '../contract/instruction.ts'
+import type { HandedBatch } from '../apply/enqueue.ts'
 import type { ProgrammeCount } from '../apply/programme-records.ts'
 import { workerSource } from '../apply/read-programme.ts'
 import type { ApiObserver } from './observer.ts'
 import {
-  answerClock, errorData, errorFrom, shareFaults, systemOffset,
-  type DoorEvent, type DoorStart, type FromDoor, type SharedClock, type SidePorts, type ToDoor,
+  answerClock, errorFrom, shareFaults, systemOffset,
+  type DoorStart, type FromDoor, type SharedClock, type SidePorts, type ToDoor,
 } from './door-protocol.ts'
 import { answerAsk, type AskAnswers } from './door-asks.ts'
+import { eventsIn, type EventsIn } from './door-events.ts'
 
 export interface DoorDeps {
-  readonly start: Omit<DoorStart, 'clock' | 'faults' | 'port' | 'sidePorts'>
+  readonly start: Omit<DoorStart, 'clock' | 'faults' | 'port' | 'sidePorts' | 'observed' | 'handed'>
   readonly clock: Clock
   readonly log: Logger
   readonly faults?: StoreFaults
-  /** Hands a batch the worker saved to the solver's queue. */
-  enqueue(batch: InstructionBatch, effective: readonly boolean[]): Promise<void>
+  /** Hands batches the worker saved to the solver's queue, in order; then `done`. */
+  handOver(batches: HandedBatch[], done: () => void): void
   /** After a restart: queue again what the dead worker may have saved without telling. */
   onRestart(): Promise<unknown>
-  /** A programme's counts (the door's thread wrote its records with its instructions). */
-  readonly programme: (count: ProgrammeCount) => void
+  /** A programme's counts (the door's thread wrote its records with its instructions); none: not recorded. */
+  readonly programme?: (count: ProgrammeCount) => void
   readonly observer: ApiObserver & { storeError?(): void }
   /** Where a token's last use is written (the host's thread: ordered with its other writes). */
   readonly tokens: Pick<Tokens, 'touch'>
@@ -70,32 +71,20 @@ export async function startDoor (deps: DoorDeps): Promise<Door> {
   const { log } = deps
   const offset = systemOffset(deps.clock)
   const faults = deps.faults ? shareFaults(deps.faults) : undefined
-  const loggers = new Map<string, Logger>()
   let current: Worker | undefined
   let up = false
   let closing: Promise<void> | undefined
   let restartTimer: NodeJS.Timeout | undefined
   let delay = FIRST_DELAY_MS
 
-  const dispatch = (ev: DoorEvent): void => {
-    switch (ev.e) {
-      case 'log': {
-        const key = JSON.stringify(ev.r.b)
-        let l = loggers.get(key)
-        if (!l) loggers.set(key, l = Object.keys(ev.r.b).length ? log.child(ev.r.b) : log)
-        l[ev.r.l](ev.r.o, ev.r.m)
-        return
-      }
-      case 'programme': deps.programme(ev.c); return
-      case 'handshake': deps.observer.handshake?.(); return
-      case 'handshakeFailed': deps.observer.handshakeFailed?.(ev.reason); return
-      case 'answered': deps.observer.answered?.(...ev.a); return
-      case 'deadToken': deps.observer.deadToken?.(ev.token, ev.reason, ev.nowMs); return
-      case 'delivered': deps.receipts.record(...ev.a); return
-      case 'touch': deps.tokens.touch(ev.token, ev.nowMs); return
-      case 'storeError': deps.observer.storeError?.()
-    }
+  // The door records only what this thread listens to.
+  const observed = {
+    answered: Boolean(deps.observer.answered),
+    handshakes: Boolean(deps.observer.handshake),
+    programmes: Boolean(deps.programme),
   }
+  /** Every worker's events, so close() can wait for their hand-overs. */
+  const readers = new Set<EventsIn>()
 
   /** One worker, until it listens (resolves) or fails to (rejects). */
   type Spawned = { worker: Worker; url: URL; consoleUrl?: URL; metricsUrl?: URL }
@@ -114,11 +103,13 @@ export async function startDoor (deps: DoorDeps): Promise<Door> {
       transferList.push(port2)
     }
     const [source, how] = workerSource(import.meta.url, 'door-worker')
-    const workerData: DoorStart = { ...deps.start, port, sidePorts, clock, faults }
+    const handed = new SharedArrayBuffer(4)
+    const events = eventsIn({ ...deps, handed })
+    readers.add(events)
+    const workerData: DoorStart = { ...deps.start, port, sidePorts, clock, faults, observed, handed }
     const worker = new Worker(source, {
       ...how, workerData, transferList, resourceLimits: { maxOldGenerationSizeMb: deps.heapMb ?? DEFAULT_HEAP_MB },
     })
-    const send = (m: ToDoor) => { try { worker.postMessage(m) } catch { /* the worker is gone */ } }
     return new Promise((resolve, reject) => {
       let listening = false
       worker.on('message', (m: FromDoor) => {
@@ -129,11 +120,7 @@ export async function startDoor (deps: DoorDeps): Promise<Door> {
             return
           case 'ask': answerAsk(deps.answers, m, a => worker.postMessage(a)); return
           case 'failed': reject(errorFrom(m.error)); void worker.terminate(); return
-          case 'events': for (const ev of m.events) dispatch(ev); return
-          case 'enqueue':
-            deps.enqueue(m.batch, m.effective).then(
-              () => send({ type: 'enqueued', id: m.id }),
-              (err: unknown) => send({ type: 'enqueued', id: m.id, error: errorData(err) }))
+          case 'events': events.read(m)
         }
       })
       worker.on('error', err => {
@@ -142,6 +129,7 @@ export async function startDoor (deps: DoorDeps): Promise<Door> {
       })
       worker.once('exit', code => {
         asked?.close()
+        void events.settled().then(() => readers.delete(events))
         if (!listening) reject(new Error(`the api worker exited with code ${code} before it listened`))
         else if (worker === current) died(code)
       })
@@ -201,6 +189,8 @@ export async function startDoor (deps: DoorDeps): Promise<Door> {
         await exited
         clearTimeout(bound)
         current = undefined
+        // What the worker handed over before it ended reaches the solver before close() resolves.
+        await Promise.all([...readers].map(r => r.settled()))
       })()
       return closing
     },

@@ -11,7 +11,6 @@
  */
 import { parentPort, workerData } from 'node:worker_threads'
 import pino from 'pino'
-import type { Logger } from '../host/contract.ts'
 import type { Caller } from '../auth/caller.ts'
 import type { InstructionBatch } from '../contract/instruction.ts'
 import { openStore } from '../store/open-store.ts'
@@ -27,111 +26,83 @@ import { receiveProgramme, type ReceiveParts } from '../apply/receive-programme.
 import { listenApi, type ApiListener } from './listener.ts'
 import { inboundRoute } from './inbound-route.ts'
 import { outboundRoute } from './outbound-route.ts'
-import { bindFaults, clockOf, errorData, errorFrom, type DoorEvent, type DoorStart, type FromDoor, type LogRecord, type ToDoor } from './door-protocol.ts'
+import { bindFaults, clockOf, errorData, type DoorStart, type FromDoor, type ToDoor } from './door-protocol.ts'
+import { eventsOut } from './door-events-out.ts'
+import { sitesToQueue } from '../apply/enqueue.ts'
 import { asker } from './door-asks.ts'
 import type { WorkerListeners } from '../worker-listeners.ts'
 
 const port = parentPort!
 const start = workerData as DoorStart
-const post = (m: FromDoor) => port.postMessage(m)
+const post = (m: FromDoor, transfer?: ArrayBuffer[]) => port.postMessage(m, transfer)
 
-// Events (log lines, metrics, receipts) leave together, every FLUSH_MS of a busy door: a
-// message costs each thread ~10-20 µs (its clone and its handler), so one per request
-// cost the solver's thread more than serving the request itself had (bench/README.md).
-// A log line reaches the host's logger within those few ms, possibly after its client
-// has the answer; a crash of this thread loses at most those few ms of lines.
-const FLUSH_MS = 5
+// Events (log lines, metrics, receipts) leave together, at most one message every FLUSH_MS
+// of a busy door (at once on a quiet one, and with a saved programme to queue:
+// door-events.ts): a message costs the solver's thread a wake-up and a handler, so one per
+// request cost it more than serving the request itself had (bench/README.md). A log line
+// reaches the host's logger within those ms, possibly after its client has the answer; a
+// crash of this thread loses at most those ms of lines (never a programme: the restart
+// queues every effective one again).
+const FLUSH_MS = 20
 /** A burst this long leaves at once (bounded messages, bounded memory). */
-const FLUSH_EVENTS = 512
-let events: DoorEvent[] = []
-let timer: NodeJS.Timeout | undefined
-const flush = () => {
-  if (timer) { clearTimeout(timer); timer = undefined }
-  if (events.length === 0) return
-  const batch = events
-  events = []
-  try {
-    post({ type: 'events', events: batch })
-  } catch {
-    // A field that cannot be cloned (a log line's odd object): sent as JSON instead.
-    post({ type: 'events', events: JSON.parse(JSON.stringify(batch)) })
-  }
-}
-const tell = (e: DoorEvent) => {
-  events.push(e)
-  if (events.length >= FLUSH_EVENTS) flush()
-  else if (!timer) { timer = setTimeout(flush, FLUSH_MS); timer.unref() }
-}
-
-/** A Logger whose lines the main thread writes to the host's logger. */
-function forwardingLogger (b: Record<string, unknown>): Logger {
-  const line = (l: LogRecord['l']) => (o: object, m?: string) => tell({ e: 'log', r: { b, l, o: plain(o), m } })
-  return { debug: line('debug'), info: line('info'), warn: line('warn'), error: line('error'), child: c => forwardingLogger({ ...b, ...c }) }
-}
-/** Errors as pino would print them (their code and own fields kept; a clone would drop them). */
-function plain (o: object): object {
-  let out: Record<string, unknown> | undefined
-  for (const [k, v] of Object.entries(o)) {
-    if (v instanceof Error) (out ??= { ...o } as Record<string, unknown>)[k] = pino.stdSerializers.err(v)
-  }
-  return out ?? o
-}
+const FLUSH_RECORDS = 1024
+const events = eventsOut(post, {
+  observed: start.observed, handed: start.handed, flushMs: FLUSH_MS, maxRecords: FLUSH_RECORDS,
+  // Errors as pino prints them (their code and own fields kept; JSON would drop them).
+  errorJson: err => pino.stdSerializers.err(err),
+})
 
 // The console and metrics listeners' questions to the solver's thread (door-asks.ts).
 const asks = asker(post)
 
-let nextAck = 0
-const acks = new Map<number, { resolve: () => void; reject: (e: unknown) => void }>()
-const enqueuer = {
-  enqueueBatch (batch: InstructionBatch, effective: readonly boolean[]): Promise<void> {
-    const id = nextAck++
-    return new Promise<void>((resolve, reject) => {
-      acks.set(id, { resolve, reject })
-      post({ type: 'enqueue', id, batch, effective })
-    })
-  },
-}
-
 async function open (): Promise<{ close(): Promise<void> }> {
-  const log = forwardingLogger({})
+  const log = events.log
   const clock = clockOf(start.clock)
   const { config } = start
   const faults = start.faults ? bindFaults({}, start.faults) : undefined
   const store = openStore(start.storePath, {
-    openInThisProcess: true, mapSizeBytes: config.store.mapSizeBytes, faults, log: log.child({ area: 'store' }), onWriteFailed: () => tell({ e: 'storeError' }),
+    openInThisProcess: true, mapSizeBytes: config.store.mapSizeBytes, faults, log: log.child({ area: 'store' }), onWriteFailed: () => events.event({ e: 'storeError' }),
   })
   const revisions = openRevisions(store, { retentionDays: config.publish.retentionDays })
   const reader = createProgrammeReader(config.inbound)
   const audit = openAudit(store, config.audit)
   const records = programmeRecords({
-    audit, flags: openInstructionFlags(store), feasibility: { revisions }, log: log.child({ area: 'inbound' }), counted: c => tell({ e: 'programme', c }),
+    audit, flags: openInstructionFlags(store), feasibility: { revisions }, log: log.child({ area: 'inbound' }), counted: c => events.event({ e: 'programme', c }),
   })
-  const parts: ReceiveParts = { reader, instructions: openInstructions(store), enqueuer, records }
+  const instructions = openInstructions(store)
+  // Saved here, queued by the solver's thread: only the sites still effective, their slots alone.
+  const enqueuer = {
+    async enqueueBatch (batch: InstructionBatch, effective: readonly boolean[]): Promise<void> {
+      const sites = sitesToQueue(instructions, batch, effective)
+      if (sites.length) await events.handOver(batch, sites)
+    },
+  }
+  const parts: ReceiveParts = { reader, instructions, enqueuer, records }
   const inbound = {
     receive: (bytes: Buffer, caller: Caller, at: Date) => receiveProgramme(bytes, caller, at, parts),
     refusedAtDoor: (error: unknown, caller: Caller, at: Date) => records.refused(caller, error, at),
   }
-  const receipts = { record: (...a: [string, string, string, number, 200 | 304, number]) => tell({ e: 'delivered', a }) }
+  const receipts = { record: events.receipt }
   const companies = openCompanies(store)
   const routes = [inboundRoute({ maxBodyBytes: config.inbound.maxBodyBytes, inbound }), outboundRoute({ revisions, receipts })]
   const observer = {
-    handshake: () => tell({ e: 'handshake' }),
-    handshakeFailed: (reason: string) => tell({ e: 'handshakeFailed', reason }),
-    answered: (...a: [string, string, number, string | undefined, number]) => tell({ e: 'answered', a }),
-    deadToken: (token: TokenRecord, reason: 'revoked' | 'expired', nowMs: number) => tell({ e: 'deadToken', token, reason, nowMs }),
+    handshake: events.handshake,
+    handshakeFailed: (reason: string) => events.event({ e: 'handshakeFailed', reason }),
+    answered: events.answered,
+    deadToken: (token: TokenRecord, reason: 'revoked' | 'expired', nowMs: number) => events.event({ e: 'deadToken', token, reason, nowMs }),
   }
   let api: ApiListener | undefined
   let side: WorkerListeners
   try {
     api = await listenApi({
       config: { ...config, api: { ...config.api, port: start.port } },
-      dataDir: start.dataDir, log, clock, store, companies, tokens: { ...openTokens(store), touch: (token, nowMs) => tell({ e: 'touch', token, nowMs }) }, routes, observer,
+      dataDir: start.dataDir, log, clock, store, companies, tokens: { ...openTokens(store), touch: (token, nowMs) => events.event({ e: 'touch', token, nowMs }) }, routes, observer,
     })
     // The console and metrics listeners, when enabled, live in this thread too (their code
     // loaded only then: every worker start, restarts included, would pay for it).
     const apiUrl = api.url
     side = !config.console.enabled && !config.metrics.enabled ? { close: async () => {} } : await import('../worker-listeners.ts').then(m => m.openWorkerListeners({
-      config, dataDir: start.dataDir, ports: start.sidePorts, store, companies, revisions, instructions: parts.instructions, audit, clock, log, apiUrl, asks,
+      config, dataDir: start.dataDir, ports: start.sidePorts, store, companies, revisions, instructions, audit, clock, log, apiUrl, asks,
     }))
   } catch (err) {
     await api?.close().catch(() => {})
@@ -160,17 +131,12 @@ async function open (): Promise<{ close(): Promise<void> }> {
 
 let door: Promise<{ close(): Promise<void> }> | undefined
 port.on('message', (m: ToDoor) => {
-  if (m.type === 'enqueued') {
-    const ack = acks.get(m.id)
-    acks.delete(m.id)
-    if (m.error) ack?.reject(errorFrom(m.error))
-    else ack?.resolve()
-  } else if (m.type === 'answer') {
+  if (m.type === 'answer') {
     asks.answered(m)
   } else if (m.type === 'close') {
     void door!.then(d => d.close()).catch(() => {}).finally(() => {
       asks.failAll('the api worker is closing')
-      flush()
+      events.flush()
       post({ type: 'closed' })
       port.close()
     })
@@ -180,7 +146,7 @@ port.on('message', (m: ToDoor) => {
 })
 door = open()
 door.catch((err: unknown) => {
-  flush()
+  events.flush()
   post({ type: 'failed', error: errorData(err) })
   port.close()
 })

@@ -115,3 +115,29 @@ t.test('close() stops listening to cycles', async t => {
   await enqueuer.close()
   t.equal(listeners.size, 0)
 })
+
+// With the API door in its worker, the worker saves and checks; this thread hands over (`handOver`).
+t.test('hand-overs from the door\'s worker reach the solver in order, a big one over several turns without being overtaken', async t => {
+  const { enqueuer, queue } = setup(t)
+  const big = batch({ sites: 150, emittedAt: '2026-11-21T12:00:00Z', kwh: () => 1 })
+  const newer = batch({ sites: 1, emittedAt: '2026-11-21T12:05:00Z', kwh: () => 2 })
+  const order: string[] = []
+  enqueuer.handOver([big], () => { order.push('big') })
+  t.ok(queue.length < 150, 'the big one is queued over several turns (the solver shares the loop)')
+  enqueuer.handOver([newer], () => { order.push('newer') })
+  t.same(order, [], 'the small one waits for the big one before it')
+  await enqueuer.close()
+  t.same(order, ['big', 'newer'], 'each acknowledged once queued, in order')
+  t.equal(queue.length, 151)
+  const lastForSite1 = queue.filter(i => i.siteId === siteId(1)).at(-1)!
+  t.equal(lastForSite1.instructionId, newer.instructionId, 'the newest programme\'s input comes last: it is the one the solver keeps')
+  t.same(lastForSite1.periods.map(p => p.minKw), [8, 8])
+})
+
+t.test('a small hand-over with nothing before it is queued at once, without a promise', async t => {
+  const { enqueuer, queue } = setup(t)
+  let done = false
+  enqueuer.handOver([batch({ sites: 2 })], () => { done = true })
+  t.ok(done, 'acknowledged in the same turn')
+  t.equal(queue.length, 2)
+})

@@ -7,9 +7,11 @@ import { INBOUND_PATH, programme } from '../helpers/programme.ts'
 import { clientCert, testPki, writePki } from '../helpers/certs.ts'
 import { openInstructions } from '../../src/store/instructions.ts'
 import { loadPlugin } from '../../src/host/load-plugin.ts'
+import { createEpx } from '../../src/plugin.ts'
 import { createReferenceHost, ManualClock } from '../../src/host/reference-host.ts'
 import { OUTBOUND_PATH } from '../../src/http/route.ts'
 import type { Door } from '../../src/http/door-supervisor.ts'
+import { R } from '../../src/http/door-events.ts'
 import { initialSettings, settingsPath } from '../../src/cli/settings.ts'
 import { spawnEpx } from '../helpers/cli.ts'
 import { holdsSharedLmdbLock, ownLmdbLocks } from '../helpers/lmdb-locks.ts'
@@ -53,14 +55,28 @@ t.test('the door serves from a worker thread, not the host\'s', async t => {
   t.match(epx.logs().find(l => l.msg === 'api request'), { plugin: 'energy-programs-exchange', companyId: 'acme' }, 'logged through the host\'s logger')
 })
 
+t.test('the default: an activation that says nothing of api.inWorker serves the door from a worker', async t => {
+  const dataDir = t.testdir()
+  writePki(dataDir)
+  const ref = createReferenceHost({ dataDir, clock: new ManualClock('2026-11-21T12:30:00Z'), sites: 1 })
+  t.teardown(() => ref.close())
+  let door: Door | undefined
+  const before = threads()
+  const handle = await createEpx(ref.host, { api: { host: '127.0.0.1', port: 0 }, publish: { schedule: false } }, { onDoor: d => { door = d } })
+  t.teardown(() => handle.close())
+  t.ok(door?.worker, 'the door runs in its worker')
+  t.ok(threads() > before, 'a thread more than before the activation')
+  t.equal(handle.apiUrl.href, door!.url.href, 'the API\'s URL is the worker\'s')
+})
+
 t.test('DECISIONS.md "Robustness": the host\'s thread hears the door\'s log records in batches, not a message per request', async t => {
   const { epx, cert, secret, door } = await setup(t)
   let messages = 0
   let mostLines = 0
-  door().worker!.on('message', (m: { type: string; events?: Array<{ e: string }> }) => {
+  door().worker!.on('message', (m: { type: string; text?: string }) => {
     if (m.type !== 'events') return
     messages++
-    mostLines = Math.max(mostLines, m.events!.filter(e => e.e === 'log').length)
+    mostLines = Math.max(mostLines, (JSON.parse(m.text!) as unknown[][]).filter(r => r[0] === R.LINE).length)
   })
   const N = 40
   const query = { site_id: 'PRM30000000000001', target_date: '2026-11-22' }

@@ -1,0 +1,241 @@
+/**
+ * The door's side of its events (door-events.ts): records collected as small JSON
+ * tuples, flushed in one message at most every few ms of a busy door, saved programmes
+ * packed for their hand-over and their POSTs answered once the solver's thread has
+ * stored their flush's number in the hand-over cell.
+ * @module
+ */
+import type { Logger } from '../host/contract.ts'
+import type { InstructionBatch } from '../contract/instruction.ts'
+import { MAX_SHAPES, R, type EventsMessage, type Level, type Observed, type RareEvent } from './door-events.ts'
+
+/** The door's side. */
+export interface EventsOut {
+  /** The plugin's logger, as the door writes to it. */
+  readonly log: Logger
+  answered(door: string, method: string, status: number, code: string | undefined, seconds: number): void
+  handshake(): void
+  receipt(companyId: string, siteId: string, targetDate: string, emittedAtMs: number, status: 200 | 304, atMs: number): void
+  event(e: RareEvent): void
+  /** Hands sites of a saved batch to the solver's queue; resolves once the solver's thread has. */
+  handOver(batch: InstructionBatch, sites: readonly number[]): Promise<void>
+  /** Sends what is waiting now. */
+  flush(): void
+}
+
+export interface EventsOutOptions {
+  readonly observed: Observed
+  /** The hand-over cell (Int32 [0]: the last flush whose hand-overs are queued). */
+  readonly handed: SharedArrayBuffer
+  /** The least time between two messages of a busy door (a hand-over leaves at once). */
+  readonly flushMs: number
+  /** A burst this long leaves at once (bounded messages, bounded memory). */
+  readonly maxRecords: number
+  /** An error as the host's logger would print it (pino's serializer). */
+  readonly errorJson: (err: Error) => object
+}
+
+export function eventsOut (post: (m: EventsMessage, transfer?: ArrayBuffer[]) => void, o: EventsOutOptions): EventsOut {
+  let records: string[] = []
+  const receipts = new Map<string, unknown[]>()
+  let handshakes = 0
+  let handOvers: Array<{ batch: InstructionBatch; sites: readonly number[] }> = []
+  let seq = 0
+  /** What the POSTs of the next flush's hand-overs wait for. */
+  let next: { done: Promise<void>; resolve: () => void } | undefined
+  let timer: NodeJS.Timeout | undefined
+  let immediate: NodeJS.Immediate | undefined
+  const handed = handedWaiter(o.handed)
+
+  /** When the last message left. */
+  let sentAt = 0
+  /**
+   * A flush at once when the last one is `flushMs` old (a quiet door's line is not held
+   * back), else when it will be: a busy door sends one message per `flushMs`.
+   */
+  const arm = () => {
+    if (timer || immediate) return
+    const wait = sentAt + o.flushMs - Date.now()
+    if (wait <= 0) immediate = setImmediate(flush)
+    else { timer = setTimeout(flush, wait); timer.unref() }
+  }
+  const add = (record: string) => {
+    records.push(record)
+    if (records.length >= o.maxRecords) flush()
+    else arm()
+  }
+
+  const loggerIds = new Map<string, number>()
+  const shapeIds = new Map<string, number>()
+  const forwarding = (id: number): Logger => {
+    const line = (level: Level) => (obj: object, msg?: string) => logLine(id, level, obj, msg)
+    return {
+      debug: line('debug'), info: line('info'), warn: line('warn'), error: line('error'),
+      child (bindings) {
+        const key = `${id}\0${JSON.stringify(bindings)}`
+        let child = loggerIds.get(key)
+        if (child === undefined) {
+          loggerIds.set(key, child = loggerIds.size + 1)
+          add(JSON.stringify([R.LOGGER, child, id, bindings]))
+        }
+        return forwarding(child)
+      },
+    }
+  }
+  const logLine = (logger: number, level: Level, obj: object, msg: string | undefined) => {
+    const keys: string[] = []
+    const values: unknown[] = [R.LINE, logger, 0]
+    let errors: number[] | undefined
+    for (const k of Object.keys(obj)) {
+      const v = (obj as Record<string, unknown>)[k]
+      if (v === undefined) continue
+      if (v instanceof Error) (errors ??= []).push(keys.length)
+      keys.push(k)
+      values.push(v instanceof Error ? o.errorJson(v) : v)
+    }
+    const shapeKey = `${level}\0${msg ?? ''}\0${keys.join('\0')}\0${errors?.join() ?? ''}`
+    let shape = shapeIds.get(shapeKey)
+    if (shape === undefined && shapeIds.size < MAX_SHAPES) {
+      shapeIds.set(shapeKey, shape = shapeIds.size + 1)
+      add(JSON.stringify([R.SHAPE, shape, level, msg ?? null, keys, errors ?? []]))
+    }
+    if (shape === undefined) {
+      // A shape 0 line: its shape is its own (values [keys, level, msg, errors, ...values]).
+      values.splice(3, 0, keys, level, msg ?? null, errors ?? [])
+    } else values[2] = shape
+    add(jsonOf(values))
+  }
+
+  const labelIds = new Map<string, number>()
+  const out: EventsOut = {
+    log: forwarding(0),
+    answered (door, method, status, code, seconds) {
+      if (!o.observed.answered) return
+      const key = `${door}\0${method}\0${status}\0${code ?? ''}`
+      let id = labelIds.get(key)
+      if (id === undefined) {
+        labelIds.set(key, id = labelIds.size + 1)
+        add(JSON.stringify([R.LABELS, id, door, method, status, code ?? null]))
+      }
+      add(`[${R.ANSWERED},${id},${seconds}]`)
+    },
+    handshake () {
+      if (!o.observed.handshakes) return
+      handshakes++
+      arm()
+    },
+    receipt (companyId, siteId, targetDate, emittedAtMs, status, atMs) {
+      // Turned into JSON at the flush: of a site polled in a loop, only the last is sent.
+      receipts.set(`${companyId}\0${targetDate}${siteId}`, [R.RECEIPT, companyId, siteId, targetDate, emittedAtMs, status, atMs])
+      if (receipts.size >= o.maxRecords) flush()
+      else arm()
+    },
+    event (e) {
+      if (e.e === 'programme' && !o.observed.programmes) return
+      add(jsonOf([R.EVENT, e]))
+    },
+    handOver (batch, sites) {
+      handOvers.push({ batch, sites })
+      if (timer) { clearTimeout(timer); timer = undefined }
+      immediate ??= setImmediate(flush)
+      if (!next) {
+        let resolve!: () => void
+        next = { done: new Promise<void>(r => { resolve = r }), resolve }
+      }
+      return next.done
+    },
+    flush,
+  }
+
+  function flush (): void {
+    if (timer) { clearTimeout(timer); timer = undefined }
+    if (immediate) { clearImmediate(immediate); immediate = undefined }
+    if (records.length === 0 && receipts.size === 0 && handOvers.length === 0 && handshakes === 0) return
+    sentAt = Date.now()
+    const parts = records
+    records = []
+    for (const r of receipts.values()) parts.push(JSON.stringify(r))
+    receipts.clear()
+    if (handshakes) { parts.push(`[${R.HANDSHAKES},${handshakes}]`); handshakes = 0 }
+    if (handOvers.length === 0) {
+      post({ type: 'events', text: `[${parts.join(',')}]` })
+      return
+    }
+    const batches = handOvers
+    handOvers = []
+    let size = 0
+    for (const h of batches) size += 2 * slotCount(h.batch, h.sites)
+    const slots = new Float64Array(size)
+    let at = 0
+    for (const { batch, sites } of batches) {
+      const slotEnds: number[] = []
+      let end = 0
+      const startsAt = at
+      const n = slotCount(batch, sites)
+      for (const i of sites) {
+        const from = i === 0 ? 0 : batch.slotEnds[i - 1]!
+        const to = batch.slotEnds[i]!
+        slots.set(batch.starts.subarray(from, to), startsAt + end)
+        slots.set(batch.kwh.subarray(from, to), startsAt + n + end)
+        end += to - from
+        slotEnds.push(end)
+      }
+      at += 2 * n
+      parts.push(JSON.stringify([R.HAND_OVER, batch.instructionId, batch.targetDate, batch.slotDurationSecs, sites.map(i => batch.siteIds[i]), slotEnds]))
+    }
+    const waiting = next!
+    next = undefined
+    seq = (seq + 1) | 0
+    post({ type: 'events', text: `[${parts.join(',')}]`, seq, slots }, [slots.buffer])
+    handed.when(seq, waiting.resolve)
+  }
+  return out
+}
+
+function slotCount (batch: Pick<InstructionBatch, 'slotEnds'>, sites: readonly number[]): number {
+  let n = 0
+  for (const i of sites) n += batch.slotEnds[i]! - (i === 0 ? 0 : batch.slotEnds[i - 1]!)
+  return n
+}
+
+/** A record's JSON; a value JSON cannot carry (a BigInt, a cycle) becomes a note, not a lost line. */
+function jsonOf (values: unknown[]): string {
+  try {
+    return JSON.stringify(values)
+  } catch (err) {
+    return JSON.stringify(values.map(v => {
+      try { JSON.stringify(v); return v } catch { return `[not serializable: ${(err as Error).message}]` }
+    }))
+  }
+}
+
+type WaitAsync = (cell: Int32Array, index: number, value: number) => { async: boolean; value: Promise<unknown> | string }
+
+/** Door side of the hand-over cell: resolves each flush's waiters once its number is stored. */
+function handedWaiter (cell: SharedArrayBuffer) {
+  const handed = new Int32Array(cell)
+  const waiting: Array<{ seq: number; resolve: () => void }> = []
+  let watching = false
+  const watch = async () => {
+    watching = true
+    try {
+      while (waiting.length) {
+        const now = Atomics.load(handed, 0)
+        // Numbers wrap at 2³¹: a flush is done when the stored one is not behind it.
+        while (waiting.length && ((now - waiting[0]!.seq) | 0) >= 0) waiting.shift()!.resolve()
+        if (!waiting.length) break
+        const w = (Atomics as unknown as { waitAsync: WaitAsync }).waitAsync(handed, 0, now)
+        if (w.async) await w.value
+      }
+    } finally {
+      watching = false
+    }
+  }
+  return {
+    when (seq: number, resolve: () => void) {
+      waiting.push({ seq, resolve })
+      if (!watching) void watch()
+    },
+  }
+}
+

@@ -1,0 +1,197 @@
+/**
+ * What the API door's worker tells the solver's thread (issue 12; DECISIONS.md
+ * "Robustness": the host's loop sees only enqueue calls, cycle reports and batched log
+ * records): the `events` message, the one the solver's thread pays for on every request,
+ * and that thread's side of it (the door's side: door-events-out.ts). So it is built to
+ * cost that thread as little as possible:
+ *
+ * - one message per flush, at most one every few ms of a busy door, not one per request
+ *   (each message costs the receiving thread a wake-up and a handler);
+ * - its records are one JSON text of small arrays: a structured clone of an object per
+ *   request cost the solver's thread several µs to rebuild; `JSON.parse` of tuples is a
+ *   fraction of that (bench/README.md, session 6);
+ * - a log line's field names, level and message travel once (a *shape*), then each line
+ *   is its values alone; a child logger's bindings travel once too;
+ * - delivery receipts are deduplicated per flush (the last one of a company, site and
+ *   day is all the receipts keep);
+ * - metrics' events are recorded only when the solver's thread has metrics;
+ * - saved programmes are handed over as their sites' ids and slots (one Float64Array
+ *   per flush, transferred), and acknowledged per flush through shared memory: the
+ *   solver's thread stores the flush's number, the POSTs waiting on it answer 202.
+ * @module
+ */
+import type { Logger } from '../host/contract.ts'
+import type { TokenRecord } from '../store/tokens.ts'
+import type { ProgrammeCount } from '../apply/programme-records.ts'
+import type { HandedBatch } from '../apply/enqueue.ts'
+import type { ApiObserver } from './observer.ts'
+
+/** The `events` message. */
+export interface EventsMessage {
+  readonly type: 'events'
+  /** JSON: an array of records, each an array led by its kind (`R`). */
+  readonly text: string
+  /** With hand-overs: this flush's number, stored in the hand-over cell once they are queued. */
+  readonly seq?: number
+  /** The hand-overs' slots, each batch's starts then its energies, in the order of their records. */
+  readonly slots?: Float64Array
+}
+
+/** What the solver's thread listens to, told to the door at its start (nothing else is recorded). */
+export interface Observed { readonly answered: boolean; readonly handshakes: boolean; readonly programmes: boolean }
+
+/** Events rare enough to travel as they are. */
+export type RareEvent =
+  | { readonly e: 'programme'; readonly c: ProgrammeCount }
+  | { readonly e: 'handshakeFailed'; readonly reason: string }
+  | { readonly e: 'deadToken'; readonly token: TokenRecord; readonly reason: 'revoked' | 'expired'; readonly nowMs: number }
+  | { readonly e: 'storeError' }
+  /** A token's last use, written by the host's thread: its writes there are ordered with the host's own. */
+  | { readonly e: 'touch'; readonly token: TokenRecord; readonly nowMs: number }
+
+/** Record kinds (exported for the tests that read messages). */
+export const R = {
+  /** [R.LOGGER, id, parentId, bindings]: a child logger (id 0 is the plugin's logger). */
+  LOGGER: 0,
+  /** [R.SHAPE, id, level, msg, keys, errors]: what the lines of that shape share (`errors`: which fields were Errors). */
+  SHAPE: 1,
+  /** [R.LINE, loggerId, shapeId, ...values]: one log line, its fields in the shape's key order. */
+  LINE: 2,
+  /** [R.LABELS, id, door, method, status, code]: the labels of answered requests. */
+  LABELS: 3,
+  /** [R.ANSWERED, labelsId, seconds]. */
+  ANSWERED: 4,
+  /** [R.HANDSHAKES, count]. */
+  HANDSHAKES: 5,
+  /** [R.RECEIPT, companyId, siteId, targetDate, emittedAtMs, status, atMs]. */
+  RECEIPT: 6,
+  /** [R.EVENT, RareEvent]. */
+  EVENT: 7,
+  /** [R.HAND_OVER, instructionId, targetDate, slotDurationSecs, siteIds, slotEnds]: its slots are next in `slots`. */
+  HAND_OVER: 8,
+} as const
+
+export type Level = 'debug' | 'info' | 'warn' | 'error'
+export interface Shape { readonly level: Level; readonly msg: string | undefined; readonly keys: string[]; readonly errors: number[] }
+
+/** Shapes past this many travel as whole objects (a shape a line: a bug's, not the door's). */
+export const MAX_SHAPES = 1000
+
+interface SerializedError { readonly type?: string; readonly message?: string; readonly stack?: string }
+/** Error classes by name, so an error crosses with its type (`TypeError`, `EpxError`). */
+const errorClasses = new Map<string, new (message?: string) => Error>()
+
+function errorAgain (e: SerializedError): Error {
+  const type = typeof e?.type === 'string' ? e.type : 'Error'
+  let Class = errorClasses.get(type)
+  if (!Class && errorClasses.size < MAX_SHAPES) errorClasses.set(type, Class = ({ [type]: class extends Error {} })[type]!)
+  const err = new (Class ?? Error)(e?.message)
+  const { type: _type, ...fields } = e ?? {}
+  return Object.assign(err, fields)
+}
+
+/** What the solver's thread does with what the door told. */
+export interface EventsInDeps {
+  readonly log: Logger
+  readonly observer: ApiObserver & { storeError?(): void }
+  readonly receipts: { record(companyId: string, siteId: string, targetDate: string, emittedAtMs: number, status: 200 | 304, atMs: number): void }
+  readonly tokens: { touch(token: TokenRecord, nowMs: number): void }
+  readonly programme?: (count: ProgrammeCount) => void
+  /** Queues saved batches, in order, then calls `done` (`Enqueuer.handOver`). */
+  readonly handOver: (batches: HandedBatch[], done: () => void) => void
+  /** The hand-over cell this door's flushes are acknowledged in. */
+  readonly handed: SharedArrayBuffer
+}
+
+export interface EventsIn {
+  read(m: EventsMessage): void
+  /** Resolves once every hand-over read so far is queued (or failed). */
+  settled(): Promise<void>
+}
+
+/** The solver's thread's side, one per worker (ids are the worker's). */
+export function eventsIn (deps: EventsInDeps): EventsIn {
+  const loggers: Logger[] = [deps.log]
+  const shapes: Shape[] = []
+  const labels: Array<[string, string, number, string | undefined]> = []
+  const handed = new Int32Array(deps.handed)
+  /** Hand-overs read and not yet queued, and who waits for none to be left. */
+  let outstanding = 0
+  const idle: Array<() => void> = []
+
+  const line = (r: any[]) => {
+    const logger = loggers[r[1]] ?? deps.log
+    const shape: Shape = r[2] === 0 ? { keys: r[3], level: r[4], msg: r[5] ?? undefined, errors: r[6] } : shapes[r[2]]!
+    const from = r[2] === 0 ? 7 : 3
+    const { keys } = shape
+    const obj: Record<string, unknown> = {}
+    for (let k = 0; k < keys.length; k++) obj[keys[k]!] = r[from + k]
+    // An error field is an Error again, so the host's serializer prints its type and stack.
+    for (const k of shape.errors) obj[keys[k]!] = errorAgain(obj[keys[k]!] as SerializedError)
+    logger[shape.level](obj, shape.msg)
+  }
+  const rare = (e: RareEvent) => {
+    switch (e.e) {
+      case 'programme': deps.programme?.(e.c); return
+      case 'handshakeFailed': deps.observer.handshakeFailed?.(e.reason); return
+      case 'deadToken': deps.observer.deadToken?.(e.token, e.reason, e.nowMs); return
+      case 'touch': deps.tokens.touch(e.token, e.nowMs); return
+      case 'storeError': deps.observer.storeError?.()
+    }
+  }
+
+  return {
+    read (m) {
+      const batches: HandedBatch[] = []
+      let at = 0
+      let records: any[][] = []
+      try {
+        records = JSON.parse(m.text) as any[][]
+      } catch (err) {
+        deps.log.error({ err }, 'the api worker sent events this thread could not read')
+      }
+      for (const r of records) {
+        try {
+          switch (r[0]) {
+            case R.LINE: line(r); break
+            case R.RECEIPT: deps.receipts.record(r[1], r[2], r[3], r[4], r[5], r[6]); break
+            case R.ANSWERED: { const l = labels[r[1]]!; deps.observer.answered?.(l[0], l[1], l[2], l[3], r[2]); break }
+            case R.LOGGER: loggers[r[1]] = (loggers[r[2]] ?? deps.log).child(r[3]); break
+            case R.SHAPE: shapes[r[1]] = { level: r[2], msg: r[3] ?? undefined, keys: r[4], errors: r[5] }; break
+            case R.LABELS: labels[r[1]] = [r[2], r[3], r[4], r[5] ?? undefined]; break
+            case R.HANDSHAKES: for (let k = 0; k < r[1]; k++) deps.observer.handshake?.(); break
+            case R.EVENT: rare(r[1]); break
+            case R.HAND_OVER: {
+              const slotEnds = r[5] as number[]
+              const n = slotEnds.length ? slotEnds[slotEnds.length - 1]! : 0
+              batches.push({
+                instructionId: r[1], targetDate: r[2], slotDurationSecs: r[3], siteIds: r[4], slotEnds,
+                starts: m.slots!.subarray(at, at + n), kwh: m.slots!.subarray(at + n, at + 2 * n),
+              })
+              at += 2 * n
+            }
+          }
+        } catch {
+          // A host's logger or metric that throws must not stop the other records (nor reach the host).
+        }
+      }
+      if (m.seq === undefined) return
+      const seq = m.seq
+      outstanding++
+      const done = () => {
+        // The POSTs waiting on this flush answer 202 (door-events.ts, door side).
+        Atomics.store(handed, 0, seq)
+        Atomics.notify(handed, 0)
+        if (--outstanding === 0) for (const w of idle.splice(0)) w()
+      }
+      try {
+        deps.handOver(batches, done)
+      } catch (err) {
+        // Acknowledged all the same: the instructions are durable, and the next activation queues them again.
+        deps.log.error({ err }, 'could not hand the door\'s saved programmes to the solver')
+        done()
+      }
+    },
+    settled: () => outstanding === 0 ? Promise.resolve() : new Promise<void>(resolve => { idle.push(resolve) }),
+  }
+}

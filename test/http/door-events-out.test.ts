@@ -1,0 +1,82 @@
+import t from 'tap'
+import { R } from '../../src/http/door-events.ts'
+import { batch, eventsPair as pair, records } from '../helpers/door-events.ts'
+
+// The door's side of its events: what it sends costs the solver's thread as little as the
+// protocol can make it (shapes once, receipts deduplicated, nothing unobserved, hand-overs
+// packed and answered through the shared cell).
+
+t.test('a line\'s field names, level and message cross once; each further line of that shape is its values alone', async t => {
+  const p = pair(t)
+  const log = p.door.log.child({ companyId: 'acme' })
+  for (let i = 0; i < 3; i++) log.info({ method: 'GET', path: `/x${i}`, status: 200, durationMs: i }, 'api request')
+  p.door.flush()
+  log.info({ method: 'GET', path: '/y', status: 304, durationMs: 1 }, 'api request')
+  p.door.flush()
+  t.same(p.lines.map(l => l.path), ['/x0', '/x1', '/x2', '/y'])
+  const [first, second] = p.messages.map(records)
+  t.equal(first!.filter(r => r[0] === R.SHAPE).length, 1, 'one shape for the three lines')
+  t.equal(first!.filter(r => r[0] === R.LOGGER).length, 1, 'the child logger\'s bindings once')
+  t.same(second, [[R.LINE, 1, 1, 'GET', '/y', 304, 1]], 'the next batch: the values alone')
+  t.equal(p.messages.length, 2, 'one message per flush, not one per line')
+})
+
+t.test('receipts: the last of a company, site and day in a flush is the one sent (the receipts keep only it)', async t => {
+  const p = pair(t)
+  for (let i = 0; i < 50; i++) p.door.receipt('acme', 'PRM1', '2026-11-22', 1000, 200, i)
+  p.door.receipt('acme', 'PRM2', '2026-11-22', 1000, 304, 7)
+  p.door.flush()
+  t.same(p.receipts, [['acme', 'PRM1', '2026-11-22', 1000, 200, 49], ['acme', 'PRM2', '2026-11-22', 1000, 304, 7]])
+})
+
+t.test('metrics\' events are recorded only when the solver\'s thread has metrics', async t => {
+  const on = pair(t)
+  on.door.answered('outbound', 'GET', 200, undefined, 0.001)
+  on.door.answered('outbound', 'GET', 200, undefined, 0.002)
+  on.door.answered('inbound', 'POST', 400, 'INVALID', 0.003)
+  on.door.handshake()
+  on.door.handshake()
+  on.door.event({ e: 'programme', c: { accepted: false, companyId: 'acme', atMs: 1 } })
+  on.door.flush()
+  t.same(on.answered, [['outbound', 'GET', 200, undefined, 0.001], ['outbound', 'GET', 200, undefined, 0.002], ['inbound', 'POST', 400, 'INVALID', 0.003]])
+  t.equal(on.handshakes(), 2)
+  t.equal(on.programmes.length, 1)
+
+  const off = pair(t, { observed: { answered: false, handshakes: false, programmes: false } })
+  off.door.answered('outbound', 'GET', 200, undefined, 0.001)
+  off.door.handshake()
+  off.door.event({ e: 'programme', c: { accepted: false, companyId: 'acme', atMs: 1 } })
+  off.door.flush()
+  t.equal(off.messages.length, 0, 'nothing to send, no message')
+})
+
+t.test('a saved programme\'s hand-over: the chosen sites and their slots alone; its POST waits until the solver\'s thread has queued it', async t => {
+  let release!: () => void
+  const p = pair(t, { handOver: (b, done) => { p.handed.push(b); release = done } })
+  const b = batch('P1', ['S0', 'S1', 'S2'], 4)
+  let answered = false
+  const waiting = p.door.handOver(b, [0, 2]).then(() => { answered = true })
+  await new Promise(r => setImmediate(r))
+  t.equal(p.handed.length, 1, 'handed over on the next turn, not after the log flush')
+  const [h] = p.handed[0]!
+  t.same(h!.siteIds, ['S0', 'S2'])
+  t.same(Array.from(h!.slotEnds), [4, 8])
+  t.same([...h!.starts], [...b.starts.subarray(0, 4), ...b.starts.subarray(8, 12)])
+  t.same([...h!.kwh], [...b.kwh.subarray(0, 4), ...b.kwh.subarray(8, 12)])
+  await new Promise(r => setTimeout(r, 20))
+  t.notOk(answered, 'not acknowledged before the solver\'s thread has it')
+  release()
+  await waiting
+  t.ok(answered, 'acknowledged through the shared cell, without a message back')
+})
+
+t.test('hand-overs reach the solver\'s thread in the order they were saved, and every POST of a flush is answered', async t => {
+  const p = pair(t)
+  const waits = [p.door.handOver(batch('A', ['S0'], 2), [0]), p.door.handOver(batch('B', ['S0'], 2), [0])]
+  await Promise.all(waits)
+  await p.door.handOver(batch('C', ['S0'], 2), [0])
+  t.same(p.handed.flat().map(h => h.instructionId), ['A', 'B', 'C'])
+  t.equal(p.messages.length, 2, 'two saves of one turn share a message')
+  await p.main.settled()
+})
+
