@@ -87,7 +87,7 @@ t.test('DECISIONS.md "Robustness": the host\'s thread hears the door\'s log reco
   t.ok(mostLines > 1, `${N} requests, ${messages} event messages, up to ${mostLines} log lines in one`)
 })
 
-t.test('a worker killed while programmes are in flight: the host lives on, the worker is back, every 202 is durable and queued', async t => {
+t.test('a worker dying while programmes are in flight: the host lives on, the worker is back, every 202 is durable and queued', async t => {
   const { epx, cert, secret, door } = await setup(t)
   const first = door().worker!
   const N = 30
@@ -97,10 +97,14 @@ t.test('a worker killed while programmes are in flight: the host lives on, the w
     return epx.request({ method: 'POST', path: INBOUND_PATH, cert, token: secret, body: programme({ targetDate }) })
       .then(r => ({ targetDate, status: r.status, body: r.status === 202 ? r.json() : undefined }), () => ({ targetDate, status: 0, body: undefined }))
   })
-  // Kill it once a first programme has been acknowledged, with others still on the wire.
+  // Kill it once a first programme has been acknowledged, with others still on the wire:
+  // from inside (an uncaught exception, as a real fault would), not with `terminate()`
+  // from this thread. Node 20's terminate() can land while the worker's HTTP parser calls
+  // into JavaScript and abort the whole process (FATAL ERROR: v8::ToLocalChecked Empty
+  // MaybeLocal; the same race as nodejs/node#38418), once in ~9 runs of this test here.
   await Promise.race(sent)
   const killedAt = Date.now()
-  await first.terminate()
+  first.postMessage({ type: 'crash' })
   const outcomes = await Promise.all(sent)
   const acknowledged = outcomes.filter(o => o.status === 202)
   t.ok(acknowledged.length >= 1, `${acknowledged.length} of ${N} acknowledged before the kill`)
@@ -112,7 +116,7 @@ t.test('a worker killed while programmes are in flight: the host lives on, the w
   // and compiles its TypeScript, and this machine may be loaded. How soon the built
   // worker is back is measured by `bench/door-start.ts` (bench/README.md).
   t.ok(backMs < 10_000, `the worker was back ${backMs} ms after the kill (backoff 100 ms, then its start)`)
-  t.match(epx.logs().find(l => l.msg === 'the api worker stopped; restarting it'), { level: 50 }, 'one error line says so')
+  t.match(epx.logs().find(l => l.msg === 'the api worker failed; restarting it'), { level: 50 }, 'one error line says so')
   t.ok(epx.logs().some(l => l.msg === 'the api worker restarted'))
 
   const instructions = openInstructions(epx.store)
