@@ -2,9 +2,8 @@
  * Test PKI, made at test time and memoized per process and per tap run: an RSA key costs
  * 0.2 to 0.7 s of CPU and a forge signature ~0.1 s, so the PKI alone was ~1.5 s of every
  * test process's start (about 60 of them in `npm test`). The first process of a run to
- * need a piece makes it and leaves it in the temp folder under the run's id (tap's
- * `_TAPJS_PROCESSINFO_ROOT_`, inherited by every process of the run, a test's children
- * included); the others read it. The first one written wins, so every process of a run
+ * need a piece makes it and leaves it in the temp folder under the run's name (see
+ * `runFolder`); the others read it. The first one written wins, so every process of a run
  * holds the same PKI. Outside tap (a file run with plain node), each process makes its own.
  *
  * - `testPki()` → `{ serverCa, server, clientCa, otherCa }` (KeyPairPem each): `server`
@@ -52,10 +51,26 @@ export function testPki (): TestPki {
   return pki
 }
 
-/** This tap run's folder of shared PKI pieces, or undefined outside tap. */
+/**
+ * This tap run's folder of shared PKI pieces, or undefined outside tap. A test process is
+ * the tap runner's child: the runner's pid and start time name the run (Linux's /proc),
+ * and the name goes on to the test's own children through the environment.
+ */
 function runFolder (): string | undefined {
-  const run = process.env._TAPJS_PROCESSINFO_ROOT_
-  return run && /^[\w-]+$/.test(run) ? join(tmpdir(), `epx-test-pki-${run}`) : undefined
+  if (process.env.TAP !== '1') return undefined
+  let run = process.env.EPX_TEST_PKI_RUN
+  if (!run) {
+    try {
+      const stat = readFileSync(`/proc/${process.ppid}/stat`, 'utf8')
+      const startTime = stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19]
+      if (!startTime) return undefined
+      run = `${process.ppid}-${startTime}`
+    } catch {
+      return undefined
+    }
+    process.env.EPX_TEST_PKI_RUN = run
+  }
+  return join(tmpdir(), `epx-test-pki-${run}`)
 }
 
 /** `make()`'s JSON value, made once per tap run (see the module's doc). */
