@@ -1,5 +1,6 @@
 // The `npm test` slice of the campaign's fuzz and soak rows (bench/campaign/fuzz.ts,
-// soak.ts; the full run posts 100,000 bodies and soaks for three minutes).
+// soak.ts; the full run posts 100,000 bodies and soaks for three minutes; `npm run
+// campaign -- --only fuzz,soak --requests N --soak-seconds N` picks other counts).
 import t from 'tap'
 import { buildHost, removeTempDirs } from '../../bench/campaign/daemon.ts'
 import { breaksARule, fuzz, wellFormedError } from '../../bench/campaign/fuzz.ts'
@@ -22,8 +23,8 @@ t.test('the fuzz oracle itself: it tells a contract error from a malformed one, 
 })
 
 t.test('fast-check POST bodies: no 5xx, every 400 in the contract\'s format, every 202 for a body that keeps the rules', async t => {
-  const r = await fuzz({ requests: 1000, budgetMs: 90_000 })
-  t.equal(r.requests, 1000, `seed ${r.seed} (replay: npm run campaign -- --only fuzz --seed ${r.seed})`)
+  const r = await fuzz({ requests: 500, budgetMs: 90_000 })
+  t.equal(r.requests, 500, `seed ${r.seed} (replay: npm run campaign -- --only fuzz --seed ${r.seed})`)
   t.ok((r.statuses['202'] ?? 0) > 0 && (r.statuses['400'] ?? 0) > 0, `both outcomes seen: ${JSON.stringify(r.statuses)}`)
   t.equal(r.serverErrors, 0, `no 5xx ${r.examples.join(' | ')}`)
   t.equal(r.malformedErrors, 0, 'every 400 is in the contract\'s inbound error format')
@@ -32,7 +33,7 @@ t.test('fast-check POST bodies: no 5xx, every 400 in the contract\'s format, eve
 })
 
 t.test('a short soak of GET and POST: every request answered, heap and resident memory within the short run\'s bound', async t => {
-  const r = await soak({ warmupMs: 1000, durationMs: 2000, boundPct: 25 })
+  const r = await soak({ warmupMs: 500, durationMs: 1500, boundPct: 25 })
   t.ok(r.requests > 0)
   t.equal(r.errors, 0, 'every GET 200, every POST 202')
   // Only gross growth is judged here: the full run's three minutes carry the ±10 % promise.
