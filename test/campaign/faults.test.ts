@@ -1,11 +1,11 @@
-// The `npm test` slice of the campaign's mTLS, damaged-store and disk-full rows (the same
-// functions `npm run campaign` runs; bench/campaign/). The revoked and unpinned cells need
-// `api.tls.crlFile` and `epx company pin-cert`, the damaged store needs the store's
-// header check: a store whose header is damaged is refused before it is mapped.
+// The `npm test` slice of the campaign's mTLS and disk-full rows (the same functions
+// `npm run campaign` runs; bench/campaign/). The revoked and unpinned cells need
+// `api.tls.crlFile` and `epx company pin-cert`. The campaign's damaged-store row is not
+// repeated here: test/store/damaged-store.test.ts checks the same (every damage refused
+// with EPX_STORE_OPEN_FAILED, the process alive) in one child process.
 import t from 'tap'
 import { buildHost, removeTempDirs } from '../../bench/campaign/daemon.ts'
 import { mtlsMatrix } from '../../bench/campaign/mtls.ts'
-import { damagedStores } from '../../bench/campaign/damaged-store.ts'
 import { diskFull } from '../../bench/campaign/disk-full.ts'
 
 t.before(() => buildHost({ plugin: false }))
@@ -23,13 +23,6 @@ t.test('mTLS matrix: every wrong credential is 403 MTLS_REQUIRED on TLS 1.2 and 
   t.equal(reused.filter(c => c.kind === 'valid (control)').length, 2, 'the valid certificate\'s TLS 1.2 sessions resume (GET, POST)')
   // Only a certificate that chained leaves a session to resume; a revoked one is refused.
   t.same([...new Set(reused.map(c => c.kind))].sort(), ["another company's certificate", 'right subject, not pinned', 'valid (control)'])
-})
-
-t.test('a damaged store file: activation rejects with EPX_STORE_OPEN_FAILED and the host process lives on', async t => {
-  for (const c of await damagedStores()) {
-    t.ok(c.alive, `${c.damage}: host alive (${c.outcome})`)
-    t.equal(c.code, 'EPX_STORE_OPEN_FAILED', `${c.damage}: the activation's code`)
-  }
 })
 
 t.test('a full disk: 503 NO_STORE, the host lives on, no unhandled rejection', async t => {

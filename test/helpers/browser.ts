@@ -66,8 +66,13 @@ export async function signIn (page: Page, consoleUrl: URL, username: string, pas
   return r.status()
 }
 
-/** The whole page by default; `{ fullPage: false }` keeps the viewport (a long table's top, for docs/). */
+/**
+ * The whole page by default; `{ fullPage: false }` keeps the viewport (a long table's top, for
+ * docs/). Only with `EPX_SCREENSHOTS=1` (`npm run test:screenshots`): a picture asserts
+ * nothing, and rendering and encoding 21 of them cost `npm test` ~7 s of CPU.
+ */
 export async function screenshot (page: Page, name: string, o: { fullPage?: boolean } = {}): Promise<void> {
+  if (process.env.EPX_SCREENSHOTS !== '1') return
   mkdirSync(SCREENSHOTS, { recursive: true })
   await page.screenshot({ path: `${SCREENSHOTS}${name}.png`, fullPage: o.fullPage ?? true })
 }
