@@ -12,6 +12,7 @@ import { join } from 'node:path'
 import type { Child } from './child.ts'
 import type { RateResult, RateSpec, RateStream, StreamResult } from './open-loop.ts'
 import type { ServerName } from './report.ts'
+import { servedIn } from './host-probe.ts'
 
 export const SUSTAINED = 'sustained'
 /** Arrivals per second of each stream: the rates the issue measured 215 ms p99 at. */
@@ -129,7 +130,8 @@ export async function measureSustained (i: SustainedInput): Promise<Sustained> {
         for (const x of get.latenciesMs) acc.get.push(x)
         acc.sent[0]! += post.sent; acc.sent[1]! += get.sent; acc.done[0]! += post.done; acc.done[1]! += get.done
         acc.cpuUs += Number(w.cpuUserUs) + Number(w.cpuSystemUs)
-        acc.responses += Number(w.requests)
+        // The harness counts only the requests its own thread served: the door's worker's are the load's.
+        acc.responses += servedIn(w as { requests?: unknown }, { requests: post.done + get.done })
         acc.stall = Math.max(acc.stall, Number(w.maxStallMs))
         acc.lag = Math.max(acc.lag, r.maxSendLagMs)
         process.stderr.write(`  ${SUSTAINED} round ${round + 1} ${name}: POST p50 ${post.p50Ms.toFixed(1)} p99 ${post.p99Ms.toFixed(1)} max ${post.maxMs.toFixed(0)} ms; ` +
