@@ -179,7 +179,7 @@ export function eventsIn (deps: EventsInDeps): EventsIn {
       const seq = m.seq
       outstanding++
       const done = () => {
-        // The POSTs waiting on this flush answer 202 (door-events.ts, door side).
+        // The POSTs waiting on this flush answer 202 (door-events-out.ts).
         Atomics.store(handed, 0, seq)
         Atomics.notify(handed, 0)
         if (--outstanding === 0) for (const w of idle.splice(0)) w()

@@ -77,10 +77,3 @@ t.test('an accepted programme costs one durable write, the records included', as
   await new Promise(resolve => setTimeout(resolve, 50))   // past the audit's gathering delay
   t.equal(commits, 1, 'instructions, audit record and flags in one transaction')
 })
-
-t.test('a flag stored before its slots were kept as numbers still reads the same', async t => {
-  const s = await setup(t)
-  const legacy = { checkedAgainst: '2026-11-21T07:00:00Z', infeasibleSlots: [{ startUtc: '2026-11-21T23:15:00Z', floorKw: 400, availableKw: 50 }] }
-  await s.store.writeDurable(() => s.store.db('instruction-feasibility').putSync([ID, siteId(1)], legacy))
-  t.same(s.flags.get(ID, siteId(1)), legacy)
-})
