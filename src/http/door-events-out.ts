@@ -1,8 +1,7 @@
 /**
  * The door's side of its events (door-events.ts): records collected as small JSON
  * tuples, flushed in one message at most every few ms of a busy door, saved programmes
- * packed for their hand-over and their POSTs answered once the solver's thread has
- * stored their flush's number in the hand-over cell.
+ * packed for their hand-over in the same message.
  * @module
  */
 import type { Logger } from '../host/contract.ts'
@@ -17,17 +16,20 @@ export interface EventsOut {
   handshake(): void
   receipt(companyId: string, siteId: string, targetDate: string, emittedAtMs: number, status: 200 | 304, atMs: number): void
   event(e: RareEvent): void
-  /** Hands sites of a saved batch to the solver's queue; resolves once the solver's thread has. */
-  handOver(batch: InstructionBatch, sites: readonly number[]): Promise<void>
+  /**
+   * Hands sites of a saved (durable) batch to the solver's queue with the next flush: at
+   * once from a quiet door, within `flushMs` from a busy one (DECISIONS.md: "right after
+   * the commit"). Its POST does not wait for it: a worker that dies before its flush
+   * loses no instruction, its restart queues every effective one again (door-supervisor.ts).
+   */
+  handOver(batch: InstructionBatch, sites: readonly number[]): void
   /** Sends what is waiting now. */
   flush(): void
 }
 
 export interface EventsOutOptions {
   readonly observed: Observed
-  /** The hand-over cell (Int32 [0]: the last flush whose hand-overs are queued). */
-  readonly handed: SharedArrayBuffer
-  /** The least time between two messages of a busy door (a hand-over leaves at once). */
+  /** The least time between two messages of a busy door. */
   readonly flushMs: number
   /** A burst this long leaves at once (bounded messages, bounded memory). */
   readonly maxRecords: number
@@ -40,12 +42,8 @@ export function eventsOut (post: (m: EventsMessage, transfer?: ArrayBuffer[]) =>
   const receipts = new Map<string, unknown[]>()
   let handshakes = 0
   let handOvers: Array<{ batch: InstructionBatch; sites: readonly number[] }> = []
-  let seq = 0
-  /** What the POSTs of the next flush's hand-overs wait for. */
-  let next: { done: Promise<void>; resolve: () => void } | undefined
   let timer: NodeJS.Timeout | undefined
   let immediate: NodeJS.Immediate | undefined
-  const handed = handedWaiter(o.handed)
 
   /** When the last message left. */
   let sentAt = 0
@@ -135,14 +133,10 @@ export function eventsOut (post: (m: EventsMessage, transfer?: ArrayBuffer[]) =>
       add(jsonOf([R.EVENT, e]))
     },
     handOver (batch, sites) {
+      // One message carries every POST's hand-over of a busy flush: a message per POST
+      // cost both threads a wake-up each (bench/README.md, session 7).
       handOvers.push({ batch, sites })
-      if (timer) { clearTimeout(timer); timer = undefined }
-      immediate ??= setImmediate(flush)
-      if (!next) {
-        let resolve!: () => void
-        next = { done: new Promise<void>(r => { resolve = r }), resolve }
-      }
-      return next.done
+      arm()
     },
     flush,
   }
@@ -183,11 +177,7 @@ export function eventsOut (post: (m: EventsMessage, transfer?: ArrayBuffer[]) =>
       at += 2 * n
       parts.push(JSON.stringify([R.HAND_OVER, batch.instructionId, batch.targetDate, batch.slotDurationSecs, sites.map(i => batch.siteIds[i]), slotEnds]))
     }
-    const waiting = next!
-    next = undefined
-    seq = (seq + 1) | 0
-    post({ type: 'events', text: `[${parts.join(',')}]`, seq, slots }, [slots.buffer])
-    handed.when(seq, waiting.resolve)
+    post({ type: 'events', text: `[${parts.join(',')}]`, slots }, [slots.buffer])
   }
   return out
 }
@@ -208,34 +198,3 @@ function jsonOf (values: unknown[]): string {
     }))
   }
 }
-
-type WaitAsync = (cell: Int32Array, index: number, value: number) => { async: boolean; value: Promise<unknown> | string }
-
-/** Door side of the hand-over cell: resolves each flush's waiters once its number is stored. */
-function handedWaiter (cell: SharedArrayBuffer) {
-  const handed = new Int32Array(cell)
-  const waiting: Array<{ seq: number; resolve: () => void }> = []
-  let watching = false
-  const watch = async () => {
-    watching = true
-    try {
-      while (waiting.length) {
-        const now = Atomics.load(handed, 0)
-        // Numbers wrap at 2³¹: a flush is done when the stored one is not behind it.
-        while (waiting.length && ((now - waiting[0]!.seq) | 0) >= 0) waiting.shift()!.resolve()
-        if (!waiting.length) break
-        const w = (Atomics as unknown as { waitAsync: WaitAsync }).waitAsync(handed, 0, now)
-        if (w.async) await w.value
-      }
-    } finally {
-      watching = false
-    }
-  }
-  return {
-    when (seq: number, resolve: () => void) {
-      waiting.push({ seq, resolve })
-      if (!watching) void watch()
-    },
-  }
-}
-

@@ -16,8 +16,8 @@
  *   day is all the receipts keep);
  * - metrics' events are recorded only when the solver's thread has metrics;
  * - saved programmes are handed over as their sites' ids and slots (one Float64Array
- *   per flush, transferred), and acknowledged per flush through shared memory: the
- *   solver's thread stores the flush's number, the POSTs waiting on it answer 202.
+ *   per flush, transferred), with the flush's other records: their POSTs have answered
+ *   202 already (durable), and nothing answers back.
  * @module
  */
 import type { Logger } from '../host/contract.ts'
@@ -31,8 +31,6 @@ export interface EventsMessage {
   readonly type: 'events'
   /** JSON: an array of records, each an array led by its kind (`R`). */
   readonly text: string
-  /** With hand-overs: this flush's number, stored in the hand-over cell once they are queued. */
-  readonly seq?: number
   /** The hand-overs' slots, each batch's starts then its energies, in the order of their records. */
   readonly slots?: Float64Array
 }
@@ -99,8 +97,6 @@ export interface EventsInDeps {
   readonly programme?: (count: ProgrammeCount) => void
   /** Queues saved batches, in order, then calls `done` (`Enqueuer.handOver`). */
   readonly handOver: (batches: HandedBatch[], done: () => void) => void
-  /** The hand-over cell this door's flushes are acknowledged in. */
-  readonly handed: SharedArrayBuffer
 }
 
 export interface EventsIn {
@@ -114,7 +110,6 @@ export function eventsIn (deps: EventsInDeps): EventsIn {
   const loggers: Logger[] = [deps.log]
   const shapes: Shape[] = []
   const labels: Array<[string, string, number, string | undefined]> = []
-  const handed = new Int32Array(deps.handed)
   /** Hand-overs read and not yet queued, and who waits for none to be left. */
   let outstanding = 0
   const idle: Array<() => void> = []
@@ -175,19 +170,15 @@ export function eventsIn (deps: EventsInDeps): EventsIn {
           // A host's logger or metric that throws must not stop the other records (nor reach the host).
         }
       }
-      if (m.seq === undefined) return
-      const seq = m.seq
+      if (batches.length === 0) return
       outstanding++
       const done = () => {
-        // The POSTs waiting on this flush answer 202 (door-events-out.ts).
-        Atomics.store(handed, 0, seq)
-        Atomics.notify(handed, 0)
         if (--outstanding === 0) for (const w of idle.splice(0)) w()
       }
       try {
         deps.handOver(batches, done)
       } catch (err) {
-        // Acknowledged all the same: the instructions are durable, and the next activation queues them again.
+        // The instructions are durable: the next activation queues them again.
         deps.log.error({ err }, 'could not hand the door\'s saved programmes to the solver')
         done()
       }

@@ -3,11 +3,10 @@
  * module that owns both directions, typed once. Small and explicit: the configuration at
  * start, a close, the door's events in batches (log records, metrics, receipts and the
  * saved programmes to enqueue: door-events.ts), and the questions of the console and
- * metrics listeners that run in the same worker (door-asks.ts). Three things are shared
+ * metrics listeners that run in the same worker (door-asks.ts). Two things are shared
  * memory, not messages: the host's clock (when it is not the system clock) and the
  * store's test fault switches, because the door reads them synchronously on every
- * request, and the hand-over cell, where the solver's thread acknowledges each batch of
- * saved programmes without a message of its own.
+ * request.
  * @module
  */
 import type { MessagePort } from 'node:worker_threads'
@@ -31,8 +30,6 @@ export interface DoorStart {
   readonly faults?: SharedArrayBuffer
   /** What the solver's thread listens to: the door records nothing else. */
   readonly observed: Observed
-  /** The hand-over cell (door-events.ts): Int32 [0], the last flush whose programmes are queued. */
-  readonly handed: SharedArrayBuffer
 }
 
 export interface SidePorts { readonly console: number; readonly metrics: number }
@@ -51,6 +48,8 @@ export type FromDoor =
   | { readonly type: 'failed'; readonly error: ErrorData }
   /** Log records, metrics, receipts and saved programmes to queue, in batches (door-events.ts). */
   | EventsMessage
+  /** Every event up to `sync` number `id` has been sent (messages keep their order). */
+  | { readonly type: 'synced'; readonly id: number }
   | { readonly type: 'closed' }
   /** The console or the metrics listener needs the solver's thread (door-asks.ts); answered by `answer`. */
   | AskMessage
@@ -59,6 +58,8 @@ export type FromDoor =
 export type ToDoor =
   | { readonly type: 'close' }
   | AnswerMessage
+  /** Send what is waiting now, then `synced` (`Door.handedOver`). */
+  | { readonly type: 'sync'; readonly id: number }
   /** Test seam: the door throws outside any request, as a bug would. */
   | { readonly type: 'crash' }
 

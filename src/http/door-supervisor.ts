@@ -25,7 +25,7 @@ import { answerAsk, type AskAnswers } from './door-asks.ts'
 import { eventsIn, type EventsIn } from './door-events.ts'
 
 export interface DoorDeps {
-  readonly start: Omit<DoorStart, 'clock' | 'faults' | 'port' | 'sidePorts' | 'observed' | 'handed'>
+  readonly start: Omit<DoorStart, 'clock' | 'faults' | 'port' | 'sidePorts' | 'observed'>
   readonly clock: Clock
   readonly log: Logger
   readonly faults?: StoreFaults
@@ -52,6 +52,12 @@ export interface Door {
   readonly metricsUrl?: URL
   /** False while the worker is down and being restarted. */
   readonly up: boolean
+  /**
+   * Resolves once every programme the worker has saved so far is in the solver's queue
+   * (a POST's 202 does not wait for its hand-over, which follows within the worker's
+   * flush interval). For a caller that must see the queue right after a 202: tests.
+   */
+  handedOver(): Promise<void>
   /** Drains (in-flight requests finish within the listener's grace), then ends the thread. Idempotent. */
   close(): Promise<void>
   /** Test seam: the running worker, to kill it. */
@@ -85,6 +91,10 @@ export async function startDoor (deps: DoorDeps): Promise<Door> {
   }
   /** Every worker's events, so close() can wait for their hand-overs. */
   const readers = new Set<EventsIn>()
+  /** handedOver()'s questions to the worker, by number. */
+  const syncs = new Map<number, () => void>()
+  let syncId = 0
+  const settled = () => Promise.all([...readers].map(r => r.settled())).then(() => {})
 
   /** One worker, until it listens (resolves) or fails to (rejects). */
   type Spawned = { worker: Worker; url: URL; consoleUrl?: URL; metricsUrl?: URL }
@@ -103,10 +113,9 @@ export async function startDoor (deps: DoorDeps): Promise<Door> {
       transferList.push(port2)
     }
     const [source, how] = workerSource(import.meta.url, 'door-worker')
-    const handed = new SharedArrayBuffer(4)
-    const events = eventsIn({ ...deps, handed })
+    const events = eventsIn(deps)
     readers.add(events)
-    const workerData: DoorStart = { ...deps.start, port, sidePorts, clock, faults, observed, handed }
+    const workerData: DoorStart = { ...deps.start, port, sidePorts, clock, faults, observed }
     const worker = new Worker(source, {
       ...how, workerData, transferList, resourceLimits: { maxOldGenerationSizeMb: deps.heapMb ?? DEFAULT_HEAP_MB },
     })
@@ -119,6 +128,7 @@ export async function startDoor (deps: DoorDeps): Promise<Door> {
             resolve({ worker, url: new URL(m.url), ...(m.consoleUrl ? { consoleUrl: new URL(m.consoleUrl) } : {}), ...(m.metricsUrl ? { metricsUrl: new URL(m.metricsUrl) } : {}) })
             return
           case 'ask': answerAsk(deps.answers, m, a => worker.postMessage(a)); return
+          case 'synced': syncs.get(m.id)?.(); syncs.delete(m.id); return
           case 'failed': reject(errorFrom(m.error)); void worker.terminate(); return
           case 'events': events.read(m)
         }
@@ -129,6 +139,9 @@ export async function startDoor (deps: DoorDeps): Promise<Door> {
       })
       worker.once('exit', code => {
         asked?.close()
+        // A dead worker's saves are queued again by its successor (onRestart), not by it.
+        for (const resolve of syncs.values()) resolve()
+        syncs.clear()
         void events.settled().then(() => readers.delete(events))
         if (!listening) reject(new Error(`the api worker exited with code ${code} before it listened`))
         else if (worker === current) died(code)
@@ -177,6 +190,17 @@ export async function startDoor (deps: DoorDeps): Promise<Door> {
     metricsUrl: first.metricsUrl,
     get up () { return up },
     get worker () { return current },
+    async handedOver () {
+      const w = current
+      if (w) {
+        const id = ++syncId
+        await new Promise<void>(resolve => {
+          syncs.set(id, resolve)
+          w.postMessage({ type: 'sync', id } satisfies ToDoor)
+        })
+      }
+      await settled()
+    },
     close () {
       closing ??= (async () => {
         if (restartTimer) clearTimeout(restartTimer)
@@ -190,7 +214,7 @@ export async function startDoor (deps: DoorDeps): Promise<Door> {
         clearTimeout(bound)
         current = undefined
         // What the worker handed over before it ended reaches the solver before close() resolves.
-        await Promise.all([...readers].map(r => r.settled()))
+        await settled()
       })()
       return closing
     },

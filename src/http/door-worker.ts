@@ -36,9 +36,8 @@ const port = parentPort!
 const start = workerData as DoorStart
 const post = (m: FromDoor, transfer?: ArrayBuffer[]) => port.postMessage(m, transfer)
 
-// Events (log lines, metrics, receipts) leave together, at most one message every FLUSH_MS
-// of a busy door (at once on a quiet one, and with a saved programme to queue:
-// door-events.ts): a message costs the solver's thread a wake-up and a handler, so one per
+// Events (log lines, metrics, receipts, saved programmes to queue) leave together, at most
+// one message every FLUSH_MS of a busy door (at once on a quiet one: door-events.ts): a message costs the solver's thread a wake-up and a handler, so one per
 // request cost it more than serving the request itself had (bench/README.md). A log line
 // reaches the host's logger within those ms, possibly after its client has the answer; a
 // crash of this thread loses at most those ms of lines (never a programme: the restart
@@ -47,7 +46,7 @@ const FLUSH_MS = 20
 /** A burst this long leaves at once (bounded messages, bounded memory). */
 const FLUSH_RECORDS = 1024
 const events = eventsOut(post, {
-  observed: start.observed, handed: start.handed, flushMs: FLUSH_MS, maxRecords: FLUSH_RECORDS,
+  observed: start.observed, flushMs: FLUSH_MS, maxRecords: FLUSH_RECORDS,
   // Errors as pino prints them (their code and own fields kept; JSON would drop them).
   errorJson: err => pino.stdSerializers.err(err),
 })
@@ -74,7 +73,7 @@ async function open (): Promise<{ close(): Promise<void> }> {
   const enqueuer = {
     async enqueueBatch (batch: InstructionBatch, effective: readonly boolean[]): Promise<void> {
       const sites = sitesToQueue(instructions, batch, effective)
-      if (sites.length) await events.handOver(batch, sites)
+      if (sites.length) events.handOver(batch, sites)
     },
   }
   const parts: ReceiveParts = { reader, instructions, enqueuer, records }
@@ -140,6 +139,9 @@ port.on('message', (m: ToDoor) => {
       post({ type: 'closed' })
       port.close()
     })
+  } else if (m.type === 'sync') {
+    events.flush()
+    post({ type: 'synced', id: m.id })
   } else if (m.type === 'crash') {
     setImmediate(() => { throw new Error('api door crash requested by a test') })
   }

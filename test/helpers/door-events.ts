@@ -3,7 +3,7 @@
  * `door-events-out.ts`): each message cloned as postMessage would (its slots transferred),
  * read at once by the solver's side, whose logger, receipts, metrics and queue are recorded.
  *
- *   const p = eventsPair(t, { observed?, handOver? })
+ *   const p = eventsPair(t, { observed?, handOver?, flushMs? })
  *   p.door.log.info({ ... }, 'msg'); p.door.flush(); p.lines (parsed pino lines), p.messages
  *
  * `batch(id, sites, slotsEach)` makes an instruction batch whose slots are told apart.
@@ -19,7 +19,7 @@ import type { InstructionBatch } from '../../src/contract/instruction.ts'
 
 export const ALL: Observed = { answered: true, handshakes: true, programmes: true }
 
-export function eventsPair (t: Test, o: { observed?: Observed; handOver?: (b: HandedBatch[], done: () => void) => void } = {}) {
+export function eventsPair (t: Test, o: { observed?: Observed; handOver?: (b: HandedBatch[], done: () => void) => void; flushMs?: number } = {}) {
   const lines: any[] = []
   const log = pino({ level: 'debug' }, { write: (l: string) => { lines.push(JSON.parse(l)) } }) as unknown as Logger
   const receipts: unknown[][] = []
@@ -27,7 +27,6 @@ export function eventsPair (t: Test, o: { observed?: Observed; handOver?: (b: Ha
   const programmes: unknown[] = []
   let handshakes = 0
   const handed: HandedBatch[][] = []
-  const cell = new SharedArrayBuffer(4)
   const messages: EventsMessage[] = []
   const main = eventsIn({
     log,
@@ -36,13 +35,12 @@ export function eventsPair (t: Test, o: { observed?: Observed; handOver?: (b: Ha
     tokens: { touch () {} },
     programme: c => { programmes.push(c) },
     handOver: o.handOver ?? ((b, done) => { handed.push(b); done() }),
-    handed: cell,
   })
   const door = eventsOut((m, transfer) => {
     const copy = structuredClone(m, { transfer })
     messages.push(copy)
     main.read(copy)
-  }, { observed: o.observed ?? ALL, handed: cell, flushMs: 60_000, maxRecords: 1000, errorJson: err => pino.stdSerializers.err(err) })
+  }, { observed: o.observed ?? ALL, flushMs: o.flushMs ?? 60_000, maxRecords: 1000, errorJson: err => pino.stdSerializers.err(err) })
   t.teardown(() => door.flush())
   return { door, lines, receipts, answered, programmes, handed, messages, handshakes: () => handshakes, main }
 }

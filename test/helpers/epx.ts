@@ -29,6 +29,7 @@ import { Agent, request as undiciRequest, type Dispatcher } from 'undici'
 import { createEpx, type Internals } from '../../src/plugin.ts'
 import { createReferenceHost, ManualClock, type ReferenceHost } from '../../src/host/reference-host.ts'
 import type { EpxHandle, Logger } from '../../src/host/contract.ts'
+import type { Door } from '../../src/http/door-supervisor.ts'
 import type { Store, StoreFaults } from '../../src/store/open-store.ts'
 import { openCompanies, type CompanyRecord, type Companies } from '../../src/store/companies.ts'
 import { openTokens, type Tokens } from '../../src/store/tokens.ts'
@@ -114,9 +115,10 @@ export async function startEpx (t: Test, opts: StartEpxOptions = {}): Promise<Te
   let store!: Store
   let companies!: Companies
   let tokens!: Tokens
+  let door: Door | undefined
   const open = async () => createEpx(ref.host, config, {
     storeFaults: faults,
-    onDoor: opts.onDoor,
+    onDoor: d => { door = d; opts.onDoor?.(d) },
     onStore: s => { store = s; companies = openCompanies(s); tokens = openTokens(s) },
   })
   let handle = await open()
@@ -192,6 +194,9 @@ export async function startEpx (t: Test, opts: StartEpxOptions = {}): Promise<Te
       Object.assign(headers, r.headers)
       const res = await undiciRequest(url, { method: (r.method ?? 'GET') as 'GET', headers, body, dispatcher: agentFor(r.cert) })
       const text = await res.body.text()
+      // The door's worker hands a saved programme to the solver's thread after its 202
+      // (within its flush interval): a test reads the queue once it is there.
+      if (res.statusCode === 202) await door?.handedOver()
       const flat: Record<string, string> = {}
       for (const [k, v] of Object.entries(res.headers)) if (v !== undefined) flat[k] = Array.isArray(v) ? v.join(', ') : v
       return { status: res.statusCode, headers: flat, text, json: () => JSON.parse(text) }

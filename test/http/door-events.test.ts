@@ -32,8 +32,10 @@ t.test('past its shapes, a line still crosses whole (its keys with it)', async t
   t.match(p.lines[1000], { i: 1000, msg: 'message 1000' })
 })
 
-t.test('a solver\'s thread that fails to queue a hand-over still acknowledges it (it is durable; the next activation queues it) and says so', async t => {
+t.test('a solver\'s thread that fails to queue a hand-over says so, and counts it settled (it is durable; the next activation queues it)', async t => {
   const p = pair(t, { handOver: () => { throw new Error('solver gone') } })
-  await p.door.handOver(batch('P', ['S0'], 2), [0])
+  p.door.handOver(batch('P', ['S0'], 2), [0])
+  p.door.flush()
   t.match(p.lines.find(l => l.level === 50), { msg: /could not hand/, err: { message: 'solver gone' } })
+  await p.main.settled()
 })
