@@ -150,6 +150,8 @@ export async function startDoor (deps: DoorDeps): Promise<Door> {
   }
 
   let startedAt = 0
+  /** A restart under way: close() waits for it, then ends what it started. */
+  let spawning: Promise<Spawned> | undefined
   const died = (code: number) => {
     current = undefined
     up = false
@@ -161,8 +163,11 @@ export async function startDoor (deps: DoorDeps): Promise<Door> {
   const scheduleRestart = () => {
     restartTimer = setTimeout(() => {
       restartTimer = undefined
-      spawn(Number(first.url.port), sidePorts).then(({ worker }) => {
-        if (closing) { void worker.terminate(); return }
+      const spawned = spawning = spawn(Number(first.url.port), sidePorts)
+      void spawned.finally(() => { if (spawning === spawned) spawning = undefined }).catch(() => {})
+      spawned.then(({ worker }) => {
+        // close() came while it started: close() ends it, as it would the running one.
+        if (closing) return
         current = worker
         up = true
         startedAt = Date.now()
@@ -204,12 +209,19 @@ export async function startDoor (deps: DoorDeps): Promise<Door> {
     close () {
       closing ??= (async () => {
         if (restartTimer) clearTimeout(restartTimer)
-        const w = current
         up = false
+        const w = current ?? await spawning?.then(s => s.worker, () => undefined)
         if (!w) return
         const exited = new Promise<void>(resolve => w.once('exit', () => resolve()))
         w.postMessage({ type: 'close' } satisfies ToDoor)
-        const bound = setTimeout(() => { void w.terminate() }, CLOSE_BOUND_MS)
+        // The worker's listener cuts its connections after a 1 s grace and the worker
+        // ends; one still running after this bound is stuck in its own code. Only then is
+        // it terminated: terminate() landing while Node's HTTP parser calls into the
+        // worker's JavaScript can abort the whole process (nodejs/node#38418, Node 20).
+        const bound = setTimeout(() => {
+          log.warn({ boundMs: CLOSE_BOUND_MS }, 'the api worker did not end after close; terminating it')
+          void w.terminate()
+        }, CLOSE_BOUND_MS)
         await exited
         clearTimeout(bound)
         current = undefined

@@ -181,6 +181,24 @@ t.test('close() while the worker is down ends the restart: nothing is left runni
   t.ok(threads() <= before, 'no thread started after close')
 })
 
+t.test('close() while a restarted worker is starting: close() waits for it and ends it before it resolves', async t => {
+  const { epx, door } = await setup(t)
+  const withWorker = threads()
+  const first = door().worker!
+  first.postMessage({ type: 'crash' })
+  await until('the worker down', () => !door().up)
+  // The restart's backoff is 100 ms; from the sources its start then takes most of a second.
+  await sleep(150)
+  await epx.close()
+  const atClose = threads()
+  t.notOk(door().worker, 'no worker')
+  t.ok(atClose < withWorker, `${withWorker} threads with the worker, ${atClose} when close() resolves`)
+  // A worker still starting when close() resolved would end (and its threads) only later.
+  await sleep(1500)
+  t.ok(atClose <= threads(), `no thread ended after close() resolved (${atClose} then, ${threads()} now)`)
+  t.notOk(epx.logs().some(l => l.msg === 'the api worker restarted'), 'the restart did not complete')
+})
+
 t.test(`${CYCLES} activate/close cycles leave no thread, handle or descriptor behind`, { timeout: 600_000 }, async t => {
   const dataDir = t.testdir()
   writePki(dataDir)
