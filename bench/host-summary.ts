@@ -72,6 +72,11 @@ export function countLines (samples: readonly Sample[]): string[] {
       return `${sv} ${fmt(heap, 0)} B` + (main ? `, main thread ${fmt(main, 0)} µs` : '')
     }).filter(Boolean)
     if (per.length) lines.push(`  ${sc}: ${per.join('; ')}`)
+    const e = samples.filter(s => s.scenario === sc && s.server === 'E' && s.threadPerReqUs)
+    const names = [...new Set(e.flatMap(s => Object.keys(s.threadPerReqUs!)))].sort()
+    if (e.length && names.length) {
+      lines.push(`    E's CPU µs per request by thread: ${names.map(n => `${n} ${fmt(spread(e.map(s => s.threadPerReqUs![n] ?? 0)), 0)}`).join(', ')}`)
+    }
   }
   return lines.length ? ['V8 heap bytes allocated per request on the main thread (does not depend on time), and main-thread CPU per request:', ...lines] : []
 }

@@ -29,6 +29,8 @@ export interface Sample {
   readonly bytesPerResponse: number
   /** The main thread's CPU alone per request (Linux schedstat); null where unavailable. */
   readonly mainThreadPerReqUs: number | null
+  /** CPU per request by thread (`main`, `epx-door`, `other`...: servers/harness.ts); null where unavailable. */
+  readonly threadPerReqUs?: Record<string, number> | null
   /** Bytes allocated on the main thread's V8 heap per request: a count that does not depend on time. */
   readonly heapBytesPerReq: number
 }

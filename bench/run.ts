@@ -293,6 +293,7 @@ async function measure (load: Child, server: Child, spec: RunSpec, round: number
       maxStallMs: Number(w.maxStallMs), bytesPerResponse: r.bytesPerResponse,
       mainThreadPerReqUs: w.mainThreadCpuUs === null ? null : Number(w.mainThreadCpuUs) / Math.max(1, served),
       heapBytesPerReq: Number(w.heapAllocatedBytes) / Math.max(1, served),
+      threadPerReqUs: perRequest(w.threadCpuUs as Record<string, number> | null, served),
     }
   } finally {
     await load.ask({ type: 'close' }, 'closed', 15_000).catch(() => {})
@@ -312,6 +313,8 @@ async function fetchDocument (origin: string, path: string, token: string, tls: 
   }
 }
 
+const perRequest = (byThread: Record<string, number> | null, served: number) =>
+  byThread && Object.fromEntries(Object.entries(byThread).map(([k, v]) => [k, v / Math.max(1, served)]))
 const firstLine = (s: string) => s.split('\n').find(l => l.trim())?.slice(0, 300) ?? s
 const pad = (s: string, n: number) => s.padEnd(n)
 

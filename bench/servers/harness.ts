@@ -11,7 +11,7 @@ import dc from 'node:diagnostics_channel'
 import { monitorEventLoopDelay } from 'node:perf_hooks'
 import type { ServerResponse } from 'node:http'
 import { Session } from 'node:inspector'
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { GCProfiler } from 'node:v8'
 import { constants } from 'node:crypto'
 import { join } from 'node:path'
@@ -32,6 +32,12 @@ export interface WindowReport {
    * `process.threadCpuUsage`. Null where that file is missing.
    */
   readonly mainThreadCpuUs: number | null
+  /**
+   * The process's CPU time split by thread (Linux schedstat, µs): `main`, each thread
+   * epx names (`epx-door`, `epx-programme`: src/thread-name.ts), and `other` (V8's
+   * collector and compiler helpers, libuv's pool, lmdb-js's writer). Null where /proc is missing.
+   */
+  readonly threadCpuUs: Record<string, number> | null
   /**
    * Bytes allocated on the main thread's V8 heap over the window: the heap's growth plus
    * what each collection freed (`v8.GCProfiler`). A count that does not depend on time.
@@ -115,6 +121,7 @@ export function serveControl (name: string, extra?: (msg: ControlMessage) => Pro
   let probing = false
   let cpu0 = process.cpuUsage()
   let main0 = mainThreadCpuNs()
+  let threads0 = threadCpuNs()
   let t0 = performance.now()
   let gc: GCProfiler | undefined
   let heap0 = 0
@@ -133,11 +140,13 @@ export function serveControl (name: string, extra?: (msg: ControlMessage) => Pro
     heap0 = process.memoryUsage().heapUsed
     cpu0 = process.cpuUsage()
     main0 = mainThreadCpuNs()
+    threads0 = threadCpuNs()
     t0 = performance.now()
   }
   const end = async (): Promise<WindowReport> => {
     const cpu = process.cpuUsage(cpu0)
     const main1 = mainThreadCpuNs()
+    const threads1 = threadCpuNs()
     const wallMs = performance.now() - t0
     const heap1 = process.memoryUsage().heapUsed
     const freed = (gc?.stop()?.statistics ?? []).reduce((sum, g) =>
@@ -156,6 +165,7 @@ export function serveControl (name: string, extra?: (msg: ControlMessage) => Pro
       statuses,
       rssBytes: process.memoryUsage.rss(),
       mainThreadCpuUs: main0 === null || main1 === null ? null : (main1 - main0) / 1000,
+      threadCpuUs: threads0 && threads1 ? byThread(threads0, threads1) : null,
       heapAllocatedBytes: heap1 - heap0 + freed,
       ...(probing ? { delay: delayOf(probe) } : {}),
     }
@@ -184,6 +194,32 @@ function mainThreadCpuNs (): number | null {
   } catch {
     return null
   }
+}
+
+/** Every thread's time on the CPU so far, ns, with its name (`main` for the main thread). */
+function threadCpuNs (): Map<string, { name: string; ns: number }> | null {
+  try {
+    const out = new Map<string, { name: string; ns: number }>()
+    for (const tid of readdirSync('/proc/self/task')) {
+      try {
+        const ns = Number(readFileSync(`/proc/self/task/${tid}/schedstat`, 'latin1').split(' ')[0])
+        const comm = readFileSync(`/proc/self/task/${tid}/comm`, 'latin1').trim()
+        out.set(tid, { name: tid === String(process.pid) ? 'main' : comm === 'node' ? 'other' : comm, ns })
+      } catch {
+        // The thread ended while the folder was read.
+      }
+    }
+    return out
+  } catch {
+    return null
+  }
+}
+
+/** CPU µs over a window by thread name; a thread that started in the window counts from 0. */
+function byThread (before: Map<string, { ns: number }>, after: Map<string, { name: string; ns: number }>): Record<string, number> {
+  const out: Record<string, number> = {}
+  for (const [tid, t] of after) out[t.name] = (out[t.name] ?? 0) + (t.ns - (before.get(tid)?.ns ?? 0)) / 1000
+  return out
 }
 
 /** The probe's quantiles in ms (node records each turn's timer interval, in ns). */

@@ -7,6 +7,9 @@
 import { parentPort, workerData } from 'node:worker_threads'
 import { batchTransferList } from './to-instructions.ts'
 import { createProgrammeCheck, type CheckContext, type CheckOptions } from './check-programme.ts'
+import { nameThisThread } from '../thread-name.ts'
+
+nameThisThread('epx-programme')
 
 /** A job: the body (transferred) and what the check needs of the request. */
 export interface CheckJob {

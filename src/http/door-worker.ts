@@ -31,6 +31,9 @@ import { eventsOut } from './door-events-out.ts'
 import { sitesToQueue } from '../apply/enqueue.ts'
 import { asker } from './door-asks.ts'
 import type { WorkerListeners } from '../worker-listeners.ts'
+import { nameThisThread } from '../thread-name.ts'
+
+nameThisThread('epx-door')
 
 const port = parentPort!
 const start = workerData as DoorStart
