@@ -31,17 +31,18 @@ import { eventsOut } from './door-events-out.ts'
 import { sitesToQueue } from '../apply/enqueue.ts'
 import { asker } from './door-asks.ts'
 import type { WorkerListeners } from '../worker-listeners.ts'
-import { nameThisThread } from '../thread-name.ts'
-
-nameThisThread('epx-door')
+import { nameThisThread, niceThisThread } from '../os-thread.ts'
 
 const port = parentPort!
 const start = workerData as DoorStart
+nameThisThread('epx-door')
+const niced = niceThisThread(start.config.api.workerNice)
 const post = (m: FromDoor, transfer?: ArrayBuffer[]) => port.postMessage(m, transfer)
 
-// Events (log lines, metrics, receipts, saved programmes to queue) leave together, at most
-// one message every FLUSH_MS of a busy door (at once on a quiet one: door-events.ts): a message costs the solver's thread a wake-up and a handler, so one per
-// request cost it more than serving the request itself had (bench/README.md). A log line
+// Events (log lines, metrics, receipts, saved programmes to queue) leave together, at
+// most one message every FLUSH_MS of a busy door (at once on a quiet one: door-events.ts):
+// a message costs the solver's thread a wake-up and a handler, so one per request cost it
+// more than serving the request itself had (bench/README.md). A log line
 // reaches the host's logger within those ms, possibly after its client has the answer; a
 // crash of this thread loses at most those ms of lines (never a programme: the restart
 // queues every effective one again).
@@ -59,6 +60,7 @@ const asks = asker(post)
 
 async function open (): Promise<{ close(): Promise<void> }> {
   const log = events.log
+  if (!niced) log.info({ workerNice: start.config.api.workerNice }, 'the api worker runs at the solver\'s priority: this system lets no thread set its own (api.workerNice)')
   const clock = clockOf(start.clock)
   const { config } = start
   const faults = start.faults ? bindFaults({}, start.faults) : undefined

@@ -1,0 +1,41 @@
+/**
+ * What the operating system knows of epx's worker threads (Linux, through /proc; elsewhere
+ * nothing is done, and nothing depends on it):
+ *
+ * - a name (`/proc/thread-self/comm`, 15 bytes at most), so that `top -H -p <pid>`, `ps -L`
+ *   and `/proc/<pid>/task/*` tell the API door and the programme parser from the solver's
+ *   threads (every thread of a Node process is otherwise `node`); the bench reads these
+ *   names to split a request's CPU by thread (bench/servers/harness.ts);
+ * - a lower scheduling priority (`api.workerNice`): on Linux the nice value is a thread's
+ *   own, so the door's thread can yield the CPU to the solver's when both want it, and a
+ *   burst of BSP handshakes delays the solver's loop less (bench/README.md, session 7).
+ * @module
+ */
+import { readlinkSync, writeFileSync } from 'node:fs'
+import { getPriority, setPriority } from 'node:os'
+
+export function nameThisThread (name: string): void {
+  try {
+    writeFileSync('/proc/thread-self/comm', name.slice(0, 15))
+  } catch {
+    // Not Linux, or /proc is not mounted: a name is a convenience.
+  }
+}
+
+/**
+ * Makes the calling thread `by` nicer than it is (it inherited the solver's value; 19 at
+ * most; a thread may lower its own priority without privileges). By its Linux thread id,
+ * never `setPriority(0, …)`: on other systems that would renice the whole process, the
+ * solver included. False where it could not be done.
+ */
+export function niceThisThread (by: number): boolean {
+  if (by === 0) return true
+  try {
+    const tid = Number(readlinkSync('/proc/thread-self').split('/').pop())
+    if (!Number.isInteger(tid) || tid <= 0) return false
+    setPriority(tid, Math.min(19, getPriority(tid) + by))
+    return true
+  } catch {
+    return false
+  }
+}
