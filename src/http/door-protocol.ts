@@ -58,7 +58,7 @@ export type FromDoor =
 export type ToDoor =
   | { readonly type: 'close' }
   | AnswerMessage
-  /** Send what is waiting now, then `synced` (`Door.handedOver`). */
+  /** Send what is waiting now, then `synced` (`Door.caughtUp`). */
   | { readonly type: 'sync'; readonly id: number }
   /** Test seam: the door throws outside any request, as a bug would. */
   | { readonly type: 'crash' }

@@ -53,11 +53,12 @@ export interface Door {
   /** False while the worker is down and being restarted. */
   readonly up: boolean
   /**
-   * Resolves once every programme the worker has saved so far is in the solver's queue
-   * (a POST's 202 does not wait for its hand-over, which follows within the worker's
-   * flush interval). For a caller that must see the queue right after a 202: tests.
+   * Resolves once everything the worker has told so far has reached this thread: its log
+   * lines, receipts, token uses, and the programmes it saved, those in the solver's queue
+   * (they follow an answer within the worker's flush interval: a POST's 202 does not
+   * wait for its hand-over). For a caller that reads those right after an answer: tests.
    */
-  handedOver(): Promise<void>
+  caughtUp(): Promise<void>
   /** Drains (in-flight requests finish within the listener's grace), then ends the thread. Idempotent. */
   close(): Promise<void>
   /** Test seam: the running worker, to kill it. */
@@ -91,7 +92,7 @@ export async function startDoor (deps: DoorDeps): Promise<Door> {
   }
   /** Every worker's events, so close() can wait for their hand-overs. */
   const readers = new Set<EventsIn>()
-  /** handedOver()'s questions to the worker, by number. */
+  /** caughtUp()'s questions to the worker, by number. */
   const syncs = new Map<number, () => void>()
   let syncId = 0
   const settled = () => Promise.all([...readers].map(r => r.settled())).then(() => {})
@@ -195,7 +196,7 @@ export async function startDoor (deps: DoorDeps): Promise<Door> {
     metricsUrl: first.metricsUrl,
     get up () { return up },
     get worker () { return current },
-    async handedOver () {
+    async caughtUp () {
       const w = current
       if (w) {
         const id = ++syncId

@@ -194,9 +194,10 @@ export async function startEpx (t: Test, opts: StartEpxOptions = {}): Promise<Te
       Object.assign(headers, r.headers)
       const res = await undiciRequest(url, { method: (r.method ?? 'GET') as 'GET', headers, body, dispatcher: agentFor(r.cert) })
       const text = await res.body.text()
-      // The door's worker hands a saved programme to the solver's thread after its 202
-      // (within its flush interval): a test reads the queue once it is there.
-      if (res.statusCode === 202) await door?.handedOver()
+      // The door's worker tells the solver's thread of a request (its log line, a token's
+      // use, a saved programme to queue) after answering it, within its flush interval:
+      // a test reads those once they are there.
+      await door?.caughtUp()
       const flat: Record<string, string> = {}
       for (const [k, v] of Object.entries(res.headers)) if (v !== undefined) flat[k] = Array.isArray(v) ? v.join(', ') : v
       return { status: res.statusCode, headers: flat, text, json: () => JSON.parse(text) }
