@@ -84,6 +84,8 @@ export interface TestEpx {
   addToken(companyId: string, scopes: readonly Scope[], opts?: { expiresAt?: string; revoked?: boolean }): Promise<{ id: string; secret: string }>
   request(req: TestRequest): Promise<TestResponse>
   logs(): any[]
+  /** Waits until what the door has told so far (log lines...) has reached this thread: at once with the door on it, a flush away from its worker. */
+  caughtUp(): Promise<void>
   restart(opts?: { solver?: boolean }): Promise<void>
   close(): Promise<void>
 }
@@ -204,6 +206,7 @@ export async function startEpx (t: Test, opts: StartEpxOptions = {}): Promise<Te
     },
 
     logs: () => lines.map(l => JSON.parse(l)),
+    caughtUp: async () => { await door?.caughtUp() },
 
     async restart (o = {}) {
       await Promise.allSettled([...agents.values()].map(a => a.close()))
