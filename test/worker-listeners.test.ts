@@ -57,15 +57,48 @@ function consoleClient (t: Test, url: URL) {
   return { call, session }
 }
 
-t.test('the console and metrics listeners are not on the solver\'s thread with api.inWorker, and are with it off', async t => {
-  const inWorker = await startEpx(t, { config: IN_WORKER })
-  const here = portsListeningHere()
-  for (const u of [inWorker.url, inWorker.handle.consoleUrl!, inWorker.handle.metricsUrl!]) {
-    t.notOk(here.includes(Number(u.port)), `${u.href}: no listener on this thread`)
-  }
-  t.equal((await request(new URL('/healthz', inWorker.handle.metricsUrl!))).statusCode, 200, 'the metrics listener answers')
-  t.equal((await consoleClient(t, inWorker.handle.consoleUrl!).call('/login')).status, 200, 'the console answers')
+// One activation with the door, the console and the metrics listener in the worker serves the next two tests.
+t.test('one epx with api.inWorker', async t => {
+  const epx = await startEpx(t, { config: IN_WORKER })
 
+  t.test('the console and metrics listeners are not on the solver\'s thread with api.inWorker', async t => {
+    const here = portsListeningHere()
+    for (const u of [epx.url, epx.handle.consoleUrl!, epx.handle.metricsUrl!]) {
+      t.notOk(here.includes(Number(u.port)), `${u.href}: no listener on this thread`)
+    }
+    t.equal((await request(new URL('/healthz', epx.handle.metricsUrl!))).statusCode, 200, 'the metrics listener answers')
+    t.equal((await consoleClient(t, epx.handle.consoleUrl!).call('/login')).status, 200, 'the console answers')
+  })
+
+  t.test('the site chooser and "Publier maintenant" are served by the worker through the solver\'s thread', async t => {
+    const solver = epx.ref.host.solver as { sites: () => Promise<unknown>; needs: (...a: any[]) => Promise<unknown> }
+    const calls = { sites: [] as boolean[], needs: [] as boolean[] }
+    const { sites, needs } = solver
+    solver.sites = () => { calls.sites.push(isMainThread); return sites() }
+    solver.needs = (...a) => { calls.needs.push(isMainThread); return needs(...a) }
+    const root = await addUser(epx.store, { username: 'root', admin: true, companyId: null }, Date.now())
+    const web = consoleClient(t, epx.handle.consoleUrl!)
+    const admin = await web.session('root', root.password)
+
+    const chooser = await web.call('/besoins-agreges', { cookie: admin.cookie })
+    t.equal(chooser.status, 200, 'the Besoins agrégés page')
+    for (const s of epx.ref.sites) t.match(chooser.text, s.site_id, `${s.site_id} offered`)
+    t.ok(calls.sites.length >= 1 && calls.sites.every(Boolean), 'the sites were asked of the solver on its own thread')
+
+    const published = await web.call('/admin/publish', { cookie: admin.cookie, form: { _csrf: admin.csrf, date: '2026-11-22' } })
+    t.equal(published.status, 200, 'Publier maintenant')
+    t.match(published.text, '3 site(s) publié(s) pour le 2026-11-22 ; 0 en échec')
+    t.equal(calls.needs.length, 3, 'the needs of each site, asked by the publisher')
+    t.ok(calls.needs.every(Boolean), 'on the solver\'s thread')
+    const revisions = openRevisions(epx.store, { retentionDays: 90 })
+    t.teardown(() => revisions.close())
+    for (const s of epx.ref.sites) t.ok(revisions.latest(s.site_id, '2026-11-22'), `${s.site_id}: published in the store`)
+    await until('the console\'s log line', () => epx.logs().some(l => l.msg === 'console: publish' && l.by === 'root'))
+    t.pass('the console\'s log line reached the host\'s logger')
+  })
+})
+
+t.test('the console and metrics listeners are on the solver\'s thread with api.inWorker off', async t => {
   const onMain = await startEpx(t, { config: { ...IN_WORKER, api: { inWorker: false } } })
   const main = portsListeningHere()
   for (const u of [onMain.url, onMain.handle.consoleUrl!, onMain.handle.metricsUrl!]) {
@@ -133,34 +166,6 @@ t.test('the console and /healthz answer while the solver\'s thread is blocked; /
   t.equal(got.metrics!.status, 200, '/metrics, asked while blocked, answered once this thread was free')
   t.match(got.metrics!.text, /^# TYPE epx_http_requests_total counter$/m, 'the registry of the solver\'s thread')
   t.equal((await request(new URL('/readyz', epx.metricsUrl!))).statusCode, 200, 'ready again')
-})
-
-t.test('the site chooser and "Publier maintenant" are served by the worker through the solver\'s thread', async t => {
-  const epx = await startEpx(t, { config: IN_WORKER })
-  const solver = epx.ref.host.solver as { sites: () => Promise<unknown>; needs: (...a: any[]) => Promise<unknown> }
-  const calls = { sites: [] as boolean[], needs: [] as boolean[] }
-  const { sites, needs } = solver
-  solver.sites = () => { calls.sites.push(isMainThread); return sites() }
-  solver.needs = (...a) => { calls.needs.push(isMainThread); return needs(...a) }
-  const root = await addUser(epx.store, { username: 'root', admin: true, companyId: null }, Date.now())
-  const web = consoleClient(t, epx.handle.consoleUrl!)
-  const admin = await web.session('root', root.password)
-
-  const chooser = await web.call('/besoins-agreges', { cookie: admin.cookie })
-  t.equal(chooser.status, 200, 'the Besoins agrégés page')
-  for (const s of epx.ref.sites) t.match(chooser.text, s.site_id, `${s.site_id} offered`)
-  t.ok(calls.sites.length >= 1 && calls.sites.every(Boolean), 'the sites were asked of the solver on its own thread')
-
-  const published = await web.call('/admin/publish', { cookie: admin.cookie, form: { _csrf: admin.csrf, date: '2026-11-22' } })
-  t.equal(published.status, 200, 'Publier maintenant')
-  t.match(published.text, '3 site(s) publié(s) pour le 2026-11-22 ; 0 en échec')
-  t.equal(calls.needs.length, 3, 'the needs of each site, asked by the publisher')
-  t.ok(calls.needs.every(Boolean), 'on the solver\'s thread')
-  const revisions = openRevisions(epx.store, { retentionDays: 90 })
-  t.teardown(() => revisions.close())
-  for (const s of epx.ref.sites) t.ok(revisions.latest(s.site_id, '2026-11-22'), `${s.site_id}: published in the store`)
-  await until('the console\'s log line', () => epx.logs().some(l => l.msg === 'console: publish' && l.by === 'root'))
-  t.pass('the console\'s log line reached the host\'s logger')
 })
 
 t.test('a killed worker brings the console and the metrics listener back on the same ports, sessions kept; close() leaves no port open', async t => {

@@ -5,6 +5,8 @@
  * use, unref'd while idle, replaced if it dies.
  * @module
  */
+import { join } from 'node:path'
+import { pathToFileURL } from 'node:url'
 import { Worker } from 'node:worker_threads'
 import { EpxError } from '../errors.ts'
 import type { InstructionBatch } from '../contract/instruction.ts'
@@ -28,13 +30,20 @@ type Reply = { id: number; result: CheckResult } | { id: number; crash: string }
 
 /**
  * Where the worker's code is. Built (`dist/index.js` that a solver loads, and the CLI's
- * `dist/cli.js`): the JS file beside the bundle. From the sources (tests): the TypeScript
- * file, with tsx registered inside the worker, since hooks registered in this thread (tap's
- * `--import=tsx`) are not inherited by workers on Node 20. Never the host's flags either: a
- * relative `--import=tsx` would resolve against a cwd that may have changed since start.
+ * `dist/cli.js`): the JS file beside the bundle. From the sources (tests): the bundle of
+ * those same sources when `EPX_BUILT_WORKERS` names its folder (test/helpers/
+ * tsx-with-source-text.mjs sets it when dist/ is newer than every file of src/), else the
+ * TypeScript file, with tsx registered inside the worker, since hooks registered in this
+ * thread (tap's `--import=tsx`) are not inherited by workers on Node 20. Never the host's
+ * flags either: a relative `--import=tsx` would resolve against a cwd that may have
+ * changed since start. A worker through tsx costs ~0.5 s of CPU more per start (it
+ * compiles the door's sources), and no test measures a worker's coverage (tap's is the
+ * main thread's).
  */
 export function workerSource (here: string, name: string): [string | URL, { eval?: boolean; execArgv: string[] }] {
   if (!here.endsWith('.ts')) return [new URL(`./${name}.js`, here), { execArgv: [] }]
+  const built = process.env.EPX_BUILT_WORKERS
+  if (built) return [pathToFileURL(join(built, `${name}.js`)), { execArgv: [] }]
   const tsx = import.meta.resolve('tsx/esm/api')
   const entry = new URL(`./${name}.ts`, here).href
   return [`import(${JSON.stringify(tsx)}).then(m => { m.register(); return import(${JSON.stringify(entry)}) })`, { eval: true, execArgv: [] }]

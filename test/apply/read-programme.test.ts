@@ -24,6 +24,16 @@ t.test('a valid programme gives the same batch in the worker as inline', async t
   t.equal(b.siteIds.length, 3)
 })
 
+t.test('from the sources with no current build (EPX_BUILT_WORKERS unset), the worker runs the TypeScript through tsx, with the same answer', async t => {
+  const built = process.env.EPX_BUILT_WORKERS
+  delete process.env.EPX_BUILT_WORKERS
+  t.teardown(() => { if (built !== undefined) process.env.EPX_BUILT_WORKERS = built })
+  const sources = createProgrammeReader({ maxSites: 100, requireContiguous: false, offThreadBytes: 0 })
+  t.teardown(() => sources.close())
+  const body = Buffer.from(JSON.stringify(programme({ sites: 2, kwh: (j, i) => j + i })))
+  t.same(plain(await sources.read(Buffer.from(body), ctx)), plain(await inline.read(Buffer.from(body), ctx)))
+})
+
 t.test('violations found in the worker are the same 400, with the same pointers', async t => {
   const bad = programme({ sites: 4, slots: 2 })
   bad.sites[0]!.energie_programmee[1]!.energie_kwh = -1

@@ -7,12 +7,16 @@ import { INBOUND_PATH, OUTBOUND_PATH } from '../../src/http/route.ts'
 import { SCOPES } from '../../src/auth/tokens.ts'
 import { clientCert, testPki, writePki } from '../helpers/certs.ts'
 import { makeCrl, serialOf } from '../helpers/crl.ts'
-import { startEpx, type TestEpx } from '../helpers/epx.ts'
+import { startEpx, TEST_DOOR_IN_WORKER, type TestEpx } from '../helpers/epx.ts'
 import { keepAliveConnection } from '../helpers/keep-alive.ts'
 
 // DECISIONS.md "Authentication and tenancy", check 1: a certificate the client CA has
 // revoked (api.tls.crlFile, re-read when it changes) is 403 MTLS_REQUIRED, on new
 // connections and on the next request of connections already open.
+
+// Each test has its own epx and data folder, and most of their time is spent waiting for
+// the CRL file's next poll (about every second): they run side by side.
+t.jobs = 5
 
 const CRL_FILE = 'pki/client.crl'
 const GET_PATH = `${OUTBOUND_PATH}?site_id=PRM30000000000001&target_date=2026-11-22`
@@ -143,7 +147,7 @@ t.test('activation refuses a CRL that is missing, unparsable or not the client C
     writePki(dataDir)
     if (text !== undefined) writeFileSync(join(dataDir, CRL_FILE), text)
     const ref = createReferenceHost({ dataDir })
-    await t.rejects(createEpx(ref.host, { api: { host: '127.0.0.1', port: 0, tls: { crlFile: CRL_FILE } }, publish: { schedule: false } }),
+    await t.rejects(createEpx(ref.host, { api: { host: '127.0.0.1', port: 0, inWorker: TEST_DOOR_IN_WORKER, tls: { crlFile: CRL_FILE } }, publish: { schedule: false } }),
       { code: 'EPX_CRL_INVALID', message }, name)
     await ref.close()
   }

@@ -4,7 +4,7 @@ import { Agent, request } from 'undici'
 import { addUser } from '../../src/auth/accounts.ts'
 import { createEpx } from '../../src/plugin.ts'
 import { testPki } from '../helpers/certs.ts'
-import { startEpx } from '../helpers/epx.ts'
+import { startEpx, TEST_DOOR_IN_WORKER } from '../helpers/epx.ts'
 
 // The console over plain HTTP requests (undici): headers, redirects, error pages, form
 // checks. What needs a browser (cookies as a browser keeps them, axe, the real forms)
@@ -193,7 +193,7 @@ t.test('the console is off unless enabled; a port in use fails the activation an
   const off = await startEpx(t)
   t.equal(off.handle.consoleUrl, undefined)
   await t.rejects(createEpx(off.ref.host, {
-    api: { host: '127.0.0.1', port: 0 }, publish: { schedule: false }, store: { path: 'second.lmdb' },
+    api: { host: '127.0.0.1', port: 0, inWorker: TEST_DOOR_IN_WORKER }, publish: { schedule: false }, store: { path: 'second.lmdb' },
     console: { enabled: true, host: '127.0.0.1', port: Number(url.port) },
   }), { code: 'EPX_LISTEN_FAILED', message: new RegExp(`cannot listen on 127\\.0\\.0\\.1:${url.port}`) })
 })

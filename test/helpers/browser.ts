@@ -79,7 +79,7 @@ export async function screenshot (page: Page, name: string, o: { fullPage?: bool
 
 /** axe-core's serious and critical violations on the page as it is now: `rule: target…` lines. */
 export async function accessibilityProblems (page: Page): Promise<string[]> {
-  const result = await new AxeBuilder({ page }).analyze()
+  const result = await new AxeBuilder({ page }).options({ resultTypes: ['violations'] }).analyze()
   return result.violations
     .filter(v => v.impact === 'serious' || v.impact === 'critical')
     .map(v => `${v.id} (${v.impact}): ${v.nodes.map(n => n.target.join(' ')).join(', ')}`)

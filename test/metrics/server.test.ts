@@ -2,7 +2,7 @@ import t from 'tap'
 import { connect } from 'node:net'
 import { request } from 'undici'
 import { Registry } from 'prom-client'
-import { startEpx } from '../helpers/epx.ts'
+import { startEpx, TEST_DOOR_IN_WORKER } from '../helpers/epx.ts'
 import { INBOUND_PATH, programme, siteId } from '../helpers/programme.ts'
 import { OUTBOUND_PATH } from '../../src/http/route.ts'
 import { join } from 'node:path'
@@ -111,7 +111,7 @@ t.test('a host that passes its own registry gets the metrics there, and back out
   const registry = new Registry()
   const dataDir = join(epx.dataDir, 'second')
   writePki(dataDir)
-  const handle = await createEpx({ ...epx.ref.host, dataDir, metricsRegistry: registry }, { api: { port: 0 }, publish: { schedule: false } })
+  const handle = await createEpx({ ...epx.ref.host, dataDir, metricsRegistry: registry }, { api: { port: 0, inWorker: TEST_DOOR_IN_WORKER }, publish: { schedule: false } })
   t.equal(handle.metricsUrl, undefined, 'no listener of its own unless metrics.enabled')
   t.match(await registry.metrics(), /epx_http_requests_total/)
   await handle.close()
