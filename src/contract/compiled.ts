@@ -5,7 +5,8 @@
  * @module
  */
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv'
-import fastJson from 'fast-json-stringify'
+// Generated from receiptSchema below by scripts/build.mjs: no fast-json-stringify (nor its ajv) at run time.
+import receiptSerializer from '../generated/receipt-serializer.js'
 import {
   programmeFormats, programmeSoutirageSchema, type ProgrammeSoutirage,
 } from './programme-soutirage.ts'
@@ -109,4 +110,4 @@ export const receiptSchema = {
   },
 } as const
 
-export const serializeReceipt: (r: Receipt) => string = fastJson(receiptSchema)
+export const serializeReceipt: (r: Receipt) => string = receiptSerializer
