@@ -6,7 +6,8 @@
  * Then the sustained scenario (open loop at a fixed rate, latency tails; `sustained.ts`).
  * Then the host probe (event-loop delay, main-thread CPU, handshakes; `host-probe.ts`).
  * Options: --quick, --rounds N, --max-rounds N, --budget S, --duration MS,
- * --only "GET 200,POST 1×96,sustained,host" (or none), --no-special, --servers A,B,E, --connections N,
+ * --only "GET 200,POST 1×96,sustained,host" (or none), --no-special, --special "publication,programme,rss,ops"
+ * (E's special measurements to run, default all), --servers A,B,E, --connections N,
  * --profile (each window profiled inside its server; bench/results/profiles/<server>-<window>.cpuprofile).
  * @module
  */
@@ -22,7 +23,7 @@ import { INBOUND_PATH, OUTBOUND_PATH } from '../src/http/route.ts'
 import { besoinsAgreges, benchEmittedAt, benchTargetDate, programme, siteId, siteIds } from './fixtures.ts'
 import { Child } from './child.ts'
 import { SCENARIOS, type Sample, type Scenario, type ServerName } from './report.ts'
-import { measureSpecials, type Specials } from './specials.ts'
+import { measureSpecials, SPECIAL_PARTS, type SpecialPart, type Specials } from './specials.ts'
 import { measureOpsShare, type OpsShare } from './ops-share.ts'
 import { measureSustained, SUSTAINED, type Sustained } from './sustained.ts'
 import { buildOutput, scenariosToNarrow } from './summary.ts'
@@ -40,6 +41,7 @@ const { values: args } = parseArgs({
     duration: { type: 'string' },
     only: { type: 'string' },
     'no-special': { type: 'boolean', default: false },
+    special: { type: 'string' },
     profile: { type: 'boolean', default: false },
     connections: { type: 'string' },
     servers: { type: 'string', default: 'A,B,E' },
@@ -51,6 +53,13 @@ const only = args.only?.split(',').map(x => x.trim()).filter(Boolean)
 const unknown = only?.filter(x => x !== 'none' && x !== SUSTAINED && x !== HOST && !(SCENARIOS as readonly string[]).includes(x)) ?? []
 if (unknown.length) {
   console.error(`bench: unknown scenario ${unknown.map(x => `"${x}"`).join(', ')} in --only; the scenarios are ${[...SCENARIOS, SUSTAINED, HOST].map(x => `"${x}"`).join(', ')}, or "none" for E's special measurements alone`)
+  process.exit(2)
+}
+// `--only none --special rss`: the memory row alone (a minute and a half, not a whole run).
+const specialParts = args['no-special'] ? [] : args.special?.split(',').map(x => x.trim()).filter(Boolean) ?? [...SPECIAL_PARTS]
+const unknownPart = specialParts.filter(x => !(SPECIAL_PARTS as readonly string[]).includes(x))
+if (unknownPart.length) {
+  console.error(`bench: unknown special ${unknownPart.map(x => `"${x}"`).join(', ')} in --special; they are ${SPECIAL_PARTS.map(x => `"${x}"`).join(', ')}`)
   process.exit(2)
 }
 const plan = {
@@ -251,8 +260,10 @@ async function main (): Promise<void> {
   for (const name of ['A', 'B', 'E'] as const) await servers[name]?.child.stop()
 
   let specials: Specials | undefined
-  if (!args['no-special'] && servers.E) {
+  const eParts = specialParts.filter((x): x is Exclude<SpecialPart, 'ops'> => x !== 'ops')
+  if (eParts.length && servers.E) {
     specials = await measureSpecials({
+      parts: eParts,
       start: (env) => startChild('E*', E_SERVER, { ...env, ...profileEnv }, ['--expose-gc']),
       load, tls, quick, targetDate, emittedAt, clientSubject: CLIENT_SUBJECT,
       dataDir: join(tmp, 'e-special'), baseConfig: { ...tlsFiles, documentFile: '', etag: '', lastModified: '' },
@@ -260,7 +271,7 @@ async function main (): Promise<void> {
   }
   await load.stop()
   // Issue 13: what the receipts add to a GET and the records to a POST, servers stopped.
-  const ops: OpsShare | { error: string } | undefined = args['no-special'] ? undefined
+  const ops: OpsShare | { error: string } | undefined = !specialParts.includes('ops') ? undefined
     : await measureOpsShare(join(tmp, 'ops-share')).catch((err: Error) => ({ error: firstLine(err.message) }))
 
   // The baselines are the bench's own servers: if they gave nothing, the bench is broken.

@@ -15,6 +15,9 @@ import type { LoadResult, RunSpec } from './load.ts'
 export const PUBLICATION_SITES = 10_000
 export const LARGE_PROGRAMME_SITES = 1_000
 export const HISTORY_DAYS = 30
+/** What `--special` can name: E's three measurements here, and the operations' share (ops-share.ts). */
+export const SPECIAL_PARTS = ['publication', 'programme', 'rss', 'ops'] as const
+export type SpecialPart = typeof SPECIAL_PARTS[number]
 
 export interface PublicationRun {
   readonly wallMs: number
@@ -51,6 +54,8 @@ export interface Specials {
 }
 
 export interface SpecialsInput {
+  /** Which of E's measurements to run (default all three). */
+  readonly parts?: readonly Exclude<SpecialPart, 'ops'>[]
   readonly start: (env: Record<string, string>) => Child
   readonly load: Child
   readonly tls: { ca: string; cert: string; key: string }
@@ -90,8 +95,10 @@ export async function measureSpecials (i: SpecialsInput): Promise<Specials> {
       }
     }
 
+    const parts: readonly string[] = i.parts ?? SPECIAL_PARTS
+    const wanted = (p: SpecialPart) => parts.includes(p)
     // 1. Publication of every site for one day; republished a few times (each is a new revision).
-    try {
+    if (wanted('publication')) try {
       const runs: PublicationRun[] = []
       let firstFailure: string | undefined
       for (let n = 0; n < (i.quick ? 1 : 3); n++) {
@@ -104,7 +111,7 @@ export async function measureSpecials (i: SpecialsInput): Promise<Specials> {
     } catch (err) { out.publicationError = msg(err) }
 
     // 2. A 1,000-site programme (~8.7 MB) received while the event loop is watched.
-    try {
+    if (wanted('programme')) try {
       const body = programme(i.targetDate, LARGE_PROGRAMME_SITES, i.emittedAt).body
       const spec: RunSpec = {
         type: 'run', origin: `https://127.0.0.1:${Number(ready.port)}`, tls: i.tls, connections: 1,
@@ -127,7 +134,7 @@ export async function measureSpecials (i: SpecialsInput): Promise<Specials> {
     } catch (err) { out.largeProgrammeError = msg(err) }
 
     // 3. History: 30 target dates of every site, then resident memory after collections.
-    try {
+    if (wanted('rss')) try {
       const days = i.quick ? 3 : HISTORY_DAYS
       const t0 = performance.now()
       if (!out.publication) await publish(i.targetDate)

@@ -89,7 +89,7 @@ export async function createEpx (host: Host, rawConfig: unknown, internals: Inte
     const inboundLog = log.child({ area: 'inbound' })
     // Before the API listens, so no newer programme can be overtaken by an old one.
     const inbound = await openInbound({
-      store, solver: host.solver, clock: host.clock, log: inboundLog, options: config.inbound,
+      store, solver: host.solver, clock: host.clock, log: inboundLog, options: config.inbound, reads: !config.api.inWorker,
       records: programmeRecords({ audit, flags, feasibility: { revisions }, log: inboundLog, counted: c => ops.programmeCounted(c) }),
     })
     bin.add(() => inbound.close())

@@ -41,8 +41,17 @@ t.test('the built plugin imports only what the daemon needs at run time: no cert
   const code = readFileSync(join(root, 'dist/index.js'), 'utf8')
   const imported = new Set([...code.matchAll(/^import .* from "([^"]+)";$/gm)].map(m => m[1]!).filter(m => !m.startsWith('node:')))
   // The console's template layer (html-escaper, tiny) is loaded with the plugin; fastify and its plugins only when the console opens.
-  t.same([...imported].sort(), ['ajv', 'fast-json-stringify', 'html-escaper', 'lmdb', 'luxon', 'node-cron', 'secure-json-parse', 'semver'])
+  t.same([...imported].sort(), ['html-escaper', 'lmdb', 'luxon', 'node-cron', 'secure-json-parse', 'semver'])
   for (const lazy of ['fastify', '@fastify/helmet']) t.match(code, `import("${lazy}")`, `${lazy} is imported on use`)
+  // ajv with the first programme validator (never on the solver's thread when the door is in its worker).
+  t.match(code, /\(import\.meta\.url\)\("ajv"\)/, 'ajv is required on use')
+  t.notMatch(code, /"fast-json-stringify"/, 'serializers generated at build time: fast-json-stringify\'s compiler never loads')
+})
+
+t.test('the door\'s worker loads neither pino nor fast-json-stringify\'s compiler: each costs that thread memory for nothing', async t => {
+  const code = readFileSync(join(root, 'dist/door-worker.js'), 'utf8')
+  t.same([...new Set(packagesOf('door-worker.js'))].sort(), ['html-escaper', 'lmdb', 'luxon', 'pino-std-serializers', 'secure-json-parse'])
+  t.notMatch(code, /"fast-json-stringify"/)
 })
 
 /** The packages a built file imports (not node: modules, not its own chunks). */

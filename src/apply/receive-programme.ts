@@ -59,6 +59,11 @@ export interface InboundDeps {
   readonly options: InboundOptions
   /** What is kept of every programme: its audit record, feasibility flags and counts (`programme-records.ts`). */
   readonly records?: ProgrammeRecords
+  /**
+   * False when another thread reads the programmes (`api.inWorker`): this one then compiles
+   * no programme validator (~1 MB of heap it would keep for nothing) unless `receive` is called.
+   */
+  readonly reads?: boolean
 }
 
 /** The parts one programme goes through. */
@@ -83,7 +88,11 @@ export async function openInbound (deps: InboundDeps): Promise<Inbound> {
     await enqueuer.close()
     throw err
   }
-  const parts: ReceiveParts = { reader: createProgrammeReader(deps.options), instructions, enqueuer, records: deps.records }
+  let reader = deps.reads === false ? undefined : createProgrammeReader(deps.options)
+  const parts: ReceiveParts = {
+    get reader () { return reader ??= createProgrammeReader(deps.options) },
+    instructions, enqueuer, records: deps.records,
+  }
   return {
     instructions,
     receive: (bytes, caller, receivedAt) => receiveProgramme(bytes, caller, receivedAt, parts),
@@ -92,7 +101,7 @@ export async function openInbound (deps: InboundDeps): Promise<Inbound> {
     refusedAtDoor: (error, caller, at) => deps.records?.refused(caller, error, at),
     async close () {
       try {
-        await parts.reader.close()
+        await reader?.close()
       } finally {
         deps.records?.close()
         await enqueuer.close()

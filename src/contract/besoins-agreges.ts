@@ -5,7 +5,8 @@
  * (DECISIONS.md "Besoins_Agreges publication": field order exactly as listed).
  * @module
  */
-import fastJson from 'fast-json-stringify'
+// Generated from besoinsAgregesSchema below by scripts/build.mjs (fast-json-stringify standalone).
+import stringify from '../generated/besoins-agreges-serializer.js'
 import { PRM_PATTERN } from './ids.ts'
 import { UTC_INSTANT_PATTERN } from './instants.ts'
 import { DATE_PATTERN } from './paris-day.ts'
@@ -115,8 +116,6 @@ export const besoinsAgregesSchema = {
     },
   },
 } as const
-
-const stringify = fastJson(besoinsAgregesSchema as unknown as Parameters<typeof fastJson>[0])
 
 /**
  * The wire bytes of a document. Built once per revision at publication and stored;

@@ -4,8 +4,10 @@
  * cross-field rules, every violation as `{ RFC 6901 pointer: message }`.
  * @module
  */
-import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv'
-import fastJson from 'fast-json-stringify'
+import { createRequire } from 'node:module'
+import type { ErrorObject, ValidateFunction } from 'ajv'
+// Generated from receiptSchema below by scripts/build.mjs: no fast-json-stringify (nor its ajv) at run time.
+import receiptSerializer from '../generated/receipt-serializer.js'
 import {
   programmeFormats, programmeSoutirageSchema, type ProgrammeSoutirage,
 } from './programme-soutirage.ts'
@@ -21,7 +23,16 @@ export type Validated =
 
 export type ProgrammeValidator = (body: unknown, rules: RuleOptions) => Validated
 
+/**
+ * ajv is loaded by the first compilation, not with this module: the solver's thread imports
+ * it (through the in-thread door's code) but, with the door in its worker, never compiles a
+ * programme validator, and ajv's modules cost it ~1.5 MB of heap. A synchronous require
+ * (ajv is CommonJS) keeps compileProgrammeValidator synchronous for its callers.
+ */
+const loadAjv = () => (createRequire(import.meta.url)('ajv') as typeof import('ajv')).Ajv
+
 export function compileProgrammeValidator (opts: ValidatorOptions): ProgrammeValidator {
+  const Ajv = loadAjv()
   // verbose: failing errors carry their schema, where the `fix` message is.
   const ajv = new Ajv({ allErrors: true, strict: true, verbose: true })
   ajv.addKeyword({ keyword: 'fix', schemaType: ['string', 'object'] })
@@ -109,4 +120,4 @@ export const receiptSchema = {
   },
 } as const
 
-export const serializeReceipt: (r: Receipt) => string = fastJson(receiptSchema)
+export const serializeReceipt: (r: Receipt) => string = receiptSerializer

@@ -14,7 +14,7 @@ const caller: Caller = { companyId: 'acme', tokenId: 'tok', certFingerprint256: 
 const at = new Date('2026-11-21T12:30:00Z')
 const bytes = (o: ProgrammeOptions = {}) => Buffer.from(JSON.stringify(programme({ slots: 2, ...o })))
 
-async function setup (t: Test, o: { offThreadBytes?: number; faults?: StoreFaults } = {}) {
+async function setup (t: Test, o: { offThreadBytes?: number; faults?: StoreFaults; reads?: boolean } = {}) {
   const dir = t.testdir()
   const faults: StoreFaults = o.faults ?? {}
   const store = openStore(dir, { faults })
@@ -30,7 +30,7 @@ async function setup (t: Test, o: { offThreadBytes?: number; faults?: StoreFault
   const log = pino({ level: 'silent' }) as unknown as Logger
   const open = () => openInbound({
     store, solver, log, clock: { now: () => at },
-    options: { maxSites: 100, requireContiguous: false, offThreadBytes: o.offThreadBytes },
+    options: { maxSites: 100, requireContiguous: false, offThreadBytes: o.offThreadBytes }, reads: o.reads,
   })
   const inbound = await open()
   t.teardown(() => inbound.close())
@@ -50,6 +50,15 @@ t.test('a valid programme is accepted: stored with its sender, queued, and its r
   t.same(queue.map(i => i.siteId), [siteId(1), siteId(2)])
   const stored = instructions.get(outcome.instructionId, siteId(1))!
   t.match(stored, { receivedAt: '2026-11-21T12:30:00.000Z', companyId: 'acme', tokenId: 'tok', certFingerprint256: 'AB:CD' })
+})
+
+t.test('opened for another thread\'s door (reads: false), it still reads a programme it is handed', async t => {
+  const { inbound, queue } = await setup(t, { reads: false })
+  const outcome = await inbound.receive(bytes({ sites: 2 }), caller, at)
+  t.ok(outcome.accepted, 'its reader made on first use')
+  t.same(queue.map(i => i.siteId), [siteId(1), siteId(2)])
+  const refused = await inbound.receive(bytes({ sites: 3 }), caller, at)
+  t.notOk(refused.accepted, 'with the same validation')
 })
 
 t.test('an invalid programme is refused with the 400 and a JSON Pointer per violation; nothing stored or queued', async t => {

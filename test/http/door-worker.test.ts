@@ -51,6 +51,8 @@ t.test('one door in its worker', async t => {
 
   t.test('the door serves from a worker thread, not the host\'s', async t => {
     t.ok(door().worker, 'a worker runs the door')
+    // V8's default (48) lets a busy worker keep 32 MB of new space beside the host's own.
+    t.ok(door().worker!.resourceLimits!.maxYoungGenerationSizeMb! <= 12, 'its young generation is bounded (at most 8 MB of new space)')
     t.ok(threads() > before - 1, 'the process has the worker\'s thread')
     const res = await epx.request({ method: 'POST', path: INBOUND_PATH, cert, token: secret, body: programme() })
     t.equal(res.status, 202, res.text)
