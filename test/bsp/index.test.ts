@@ -22,5 +22,5 @@ t.test('epx-gateway/bsp resolves to the build and exports the client, the checks
 t.test('the built client imports no server package (no lmdb, pino, node-forge)', async t => {
   const code = readFileSync(join(root, 'dist/bsp.js'), 'utf8')
   const imported = new Set([...code.matchAll(/^import [^;]*? from "([^"]+)";$/gm)].map(m => m[1]!).filter(m => !m.startsWith('node:')))
-  t.same([...imported].sort(), ['ajv', 'ajv/dist/2020.js', 'fast-json-stringify', 'luxon', 'undici'])
+  t.same([...imported].sort(), ['ajv/dist/2020.js', 'luxon', 'undici'])
 })
