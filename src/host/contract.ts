@@ -58,6 +58,11 @@ export interface SolverInput {
   readonly instructionId: string
   readonly siteId: string
   readonly targetDate: string
+  /**
+   * Built when first read, then the same array (an accessor: epx hands the solver
+   * thousands of inputs it may supersede unread). `JSON.stringify` and `structuredClone`
+   * copy it like any property.
+   */
   readonly periods: readonly Period[]
 }
 

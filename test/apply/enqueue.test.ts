@@ -52,6 +52,21 @@ t.test('a saved programme reaches the queue with its kW periods, then queued, th
   t.same(instructions.list().map(i => [i.state.status, i.state.cycle]), [['applied', 12], ['applied', 12]])
 })
 
+t.test('an input\'s periods are built when the solver first reads them, once; a copy of the input carries them', async t => {
+  const { instructions, enqueuer, queue } = setup(t)
+  await saveAndQueue(batch({ sites: 1, kwh: k => k }), '2026-11-21T12:30:00.000Z', { instructions, enqueuer })
+  const [input] = queue
+  t.type(Object.getOwnPropertyDescriptor(input, 'periods')?.get, 'function', 'an accessor: nothing built at the hand-over')
+  const first = input!.periods
+  t.equal(input!.periods, first, 'built once, then the same array')
+  t.same(first, [
+    { startUtc: '2026-11-21T23:00:00Z', endUtc: '2026-11-21T23:15:00Z', maxKw: 0 },
+    { startUtc: '2026-11-21T23:15:00Z', endUtc: '2026-11-21T23:30:00Z', minKw: 4 },
+  ])
+  t.same(JSON.parse(JSON.stringify(input)).periods, first, 'JSON carries them')
+  t.same(structuredClone(input).periods, first, 'so does a structured clone')
+})
+
 t.test('a received programme is queued in the same write that stores it, before the receipt', async t => {
   const { instructions, enqueuer, queue } = setup(t)
   await saveAndQueue(batch({ sites: 2 }), '2026-11-21T12:30:00.000Z', { instructions, enqueuer })
