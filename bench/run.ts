@@ -8,7 +8,7 @@
  * Options: --quick, --rounds N, --max-rounds N, --budget S, --duration MS,
  * --only "GET 200,POST 1×96,sustained,host" (or none), --no-special, --special "publication,programme,rss,ops"
  * (E's special measurements to run, default all), --servers A,B,E, --connections N,
- * --profile (each window profiled inside its server; bench/results/profiles/<server>-<window>.cpuprofile).
+ * --profile (each window profiled inside its server, its worker threads too; bench/results/profiles/<server>-<window>[-workerN].cpuprofile).
  * @module
  */
 import { execFileSync } from 'node:child_process'

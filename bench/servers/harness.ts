@@ -240,20 +240,46 @@ function windowProfiler (name: string) {
   session.connect()
   const post = (method: string, params?: object) => new Promise<any>((resolve, reject) =>
     session.post(method, params, (err, result) => err ? reject(err) : resolve(result)))
+  // Worker threads (epx's door) are profiled too, through the inspector's NodeWorker
+  // domain: each attached worker gets the same Profiler commands as this thread.
+  const workers = new Map<string, string>()   // sessionId → the worker's title
+  const pending = new Map<number, (result: any) => void>()
+  let nextId = 1
+  session.on('NodeWorker.attachedToWorker', (m: any) => { workers.set(m.params.sessionId, String(m.params.workerInfo?.title ?? 'worker')) })
+  session.on('NodeWorker.receivedMessageFromWorker', (m: any) => {
+    const reply = JSON.parse(m.params.message)
+    if (reply.id !== undefined) { pending.get(reply.id)?.(reply.result); pending.delete(reply.id) }
+  })
+  const toWorker = (sessionId: string, method: string, params: object = {}) => new Promise<any>(resolve => {
+    const id = nextId++
+    pending.set(id, resolve)
+    void post('NodeWorker.sendMessageToWorker', { sessionId, message: JSON.stringify({ id, method, params }) })
+  })
   let label = 'window'
   let n = 0
   return {
     async start (l: string) {
       label = l
+      await post('NodeWorker.enable', { waitForDebuggerOnStart: false })
       await post('Profiler.enable')
       await post('Profiler.setSamplingInterval', { interval: 250 })
       await post('Profiler.start')
+      for (const id of workers.keys()) {
+        await toWorker(id, 'Profiler.enable')
+        await toWorker(id, 'Profiler.setSamplingInterval', { interval: 250 })
+        await toWorker(id, 'Profiler.start')
+      }
     },
     async stop (requests: number) {
       const { profile } = await post('Profiler.stop')
       mkdirSync(dir, { recursive: true })
       const file = `${name}-${label}-${++n}-${requests}req`.replace(/[^A-Za-z0-9.-]+/g, '_')
       writeFileSync(join(dir, `${file}.cpuprofile`), JSON.stringify(profile))
+      let w = 0
+      for (const id of workers.keys()) {
+        const result = await toWorker(id, 'Profiler.stop')
+        if (result?.profile) writeFileSync(join(dir, `${file}-worker${++w}.cpuprofile`), JSON.stringify(result.profile))
+      }
     },
   }
 }
