@@ -32,13 +32,12 @@ type Reply = { id: number; result: CheckResult } | { id: number; crash: string }
  * Where the worker's code is. Built (`dist/index.js` that a solver loads, and the CLI's
  * `dist/cli.js`): the JS file beside the bundle. From the sources (tests): the bundle of
  * those same sources when `EPX_BUILT_WORKERS` names its folder (test/helpers/
- * tsx-with-source-text.mjs sets it when dist/ is newer than every file of src/), else the
+ * built-workers.mjs sets it when dist/ is newer than every file of src/: a worker through
+ * tsx costs ~0.5 s of CPU more per start, compiling the door's sources), else the
  * TypeScript file, with tsx registered inside the worker, since hooks registered in this
  * thread (tap's `--import=tsx`) are not inherited by workers on Node 20. Never the host's
  * flags either: a relative `--import=tsx` would resolve against a cwd that may have
- * changed since start. A worker through tsx costs ~0.5 s of CPU more per start (it
- * compiles the door's sources), and no test measures a worker's coverage (tap's is the
- * main thread's).
+ * changed since start.
  */
 export function workerSource (here: string, name: string): [string | URL, { eval?: boolean; execArgv: string[] }] {
   if (!here.endsWith('.ts')) return [new URL(`./${name}.js`, here), { execArgv: [] }]

@@ -71,7 +71,7 @@ const DEFAULT_HEAP_MB = 512
  * The worker's young generation (V8: two semi-spaces of a third of this each, so at most
  * 8 MB of new space). Left to V8, a busy worker grows it to 32 MB, all of it resident, on
  * top of the solver thread's own 32 MB, and keeps it while requests keep coming (bench
- * README "Memory"). At 8 MB the worker's scavenges cost ~4 µs more per request than
+ * README.md, session 7). At 8 MB the worker's scavenges cost ~4 µs more per request than
  * unbounded; at 4 MB or 2 MB, ~17 µs more (a request's survivors fill the small space).
  */
 const YOUNG_GENERATION_MB = 12
