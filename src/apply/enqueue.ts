@@ -12,7 +12,7 @@ import type { InstructionBatch } from '../contract/instruction.ts'
 import { rangeAt } from '../contract/instruction.ts'
 import { parisDateOf } from '../contract/paris-day.ts'
 import type { InstructionRef, Instructions } from '../store/instructions.ts'
-import { instructionPeriods, periodsOf } from './to-constraints.ts'
+import { periodsOf } from './to-constraints.ts'
 
 /** Sites converted per event-loop turn: ~100 periods objects each; the solver shares the loop. */
 const SITES_PER_TURN = 64
@@ -166,9 +166,9 @@ export function createEnqueuer (deps: EnqueueDeps): Enqueuer {
         const inputs: SolverInput[] = []
         for (const ref of refs.slice(from, from + SITES_PER_TURN)) {
           if (!stillEffective(instructions, ref.targetDate, ref.siteId, ref.instructionId, true)) continue
-          const stored = instructions.get(ref.instructionId, ref.siteId)
+          const stored = instructions.slotsOf(ref.instructionId, ref.siteId)
           if (!stored) continue
-          inputs.push({ instructionId: stored.instructionId, siteId: stored.siteId, targetDate: stored.targetDate, periods: instructionPeriods(stored) })
+          inputs.push(lazyInput(ref.instructionId, ref.siteId, ref.targetDate, stored.starts, stored.kwh, 0, stored.starts.length, stored.slotDurationSecs))
         }
         hand(inputs)
         count += inputs.length
@@ -212,19 +212,22 @@ function stillEffective (instructions: Pick<Instructions, 'effectiveId'>, target
   }
 }
 
-/**
- * A site of a batch as the solver's input. Its periods are built the first time the
- * solver reads them, then kept: ~96 objects a day, ~10 µs of the solver's thread, paid for
- * an input the solver uses, not for each POST (a BSP re-posting a site supersedes inputs
- * the solver never reads; bench/README.md, session 7). The slots stay as they arrived
- * (16 bytes each) until then.
- */
 function inputOf (batch: HandedBatch, i: number): SolverInput {
   const [a, b] = rangeAt(batch.slotEnds, i)
-  const { starts, kwh, slotDurationSecs } = batch
+  return lazyInput(batch.instructionId, batch.siteIds[i]!, batch.targetDate, batch.starts, batch.kwh, a, b, batch.slotDurationSecs)
+}
+
+/**
+ * The solver's input for slots `[a, b)` of parallel arrays. Its periods are built the
+ * first time the solver reads them, then kept: ~96 objects a day, ~10 µs of the solver's
+ * thread, paid for an input the solver uses, not for each POST (a BSP re-posting a site
+ * supersedes inputs the solver never reads) nor for each instruction queued again at
+ * activation (bench/README.md, session 7). The slots stay as they are (16 bytes each) until then.
+ */
+function lazyInput (instructionId: string, siteId: string, targetDate: string, starts: Float64Array, kwh: Float64Array, a: number, b: number, slotDurationSecs: number): SolverInput {
   let periods: Period[] | undefined
   return {
-    instructionId: batch.instructionId, siteId: batch.siteIds[i]!, targetDate: batch.targetDate,
+    instructionId, siteId, targetDate,
     get periods () { return periods ??= periodsOf(starts, kwh, a, b, slotDurationSecs) },
   }
 }

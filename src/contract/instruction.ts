@@ -143,6 +143,17 @@ export function encodeInstructionRecords (
 }
 
 export function decodeInstruction (bytes: Uint8Array): Instruction {
+  const { head, starts, kwh } = decodeInstructionSlots(bytes)
+  const slots = new Array<readonly [string, number]>(starts.length)
+  for (let k = 0; k < starts.length; k++) slots[k] = [instantText(starts[k]!), kwh[k]!]
+  return { ...head, slots }
+}
+
+/**
+ * A record's head and its slots as they are stored, two parallel arrays: what the solver's
+ * queue needs (enqueue.ts), without a string per slot until the solver reads them.
+ */
+export function decodeInstructionSlots (bytes: Uint8Array): { head: Omit<Instruction, 'slots'>; starts: Float64Array; kwh: Float64Array } {
   const buf = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength)
   if (buf[0] !== RECORD_V1) throw new Error(`unknown instruction record format ${buf[0]}`)
   const length = buf.readUInt32LE(1)
@@ -151,7 +162,5 @@ export function decodeInstruction (bytes: Uint8Array): Instruction {
   // Copied out: a stored value need not be 8-byte aligned for a Float64Array view.
   const numbers = new Float64Array(2 * n)
   buf.copy(Buffer.from(numbers.buffer), 0, 5 + length)
-  const slots = new Array<readonly [string, number]>(n)
-  for (let k = 0; k < n; k++) slots[k] = [instantText(numbers[k]!), numbers[n + k]!]
-  return { ...head, slots }
+  return { head, starts: numbers.subarray(0, n), kwh: numbers.subarray(n) }
 }

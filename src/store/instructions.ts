@@ -7,7 +7,7 @@
  */
 import type { Store } from './open-store.ts'
 import {
-  decodeInstruction, siteRecord, supersedes, type EmittedAt, type Instruction, type InstructionBatch, type InstructionState,
+  decodeInstruction, decodeInstructionSlots, siteRecord, supersedes, type EmittedAt, type Instruction, type InstructionBatch, type InstructionState,
 } from '../contract/instruction.ts'
 import { compareInstants, readUtcInstant, type Instant } from '../contract/instants.ts'
 import { instructionIdPrefix } from '../contract/ids.ts'
@@ -58,6 +58,8 @@ export interface Instructions {
   /** Effective instructions of `fromDate` and later days, in (day, site) order. */
   effectiveFrom(fromDate: string): Generator<InstructionRef & { targetDate: string }>
   get(instructionId: string, siteId: string): StoredInstruction | undefined
+  /** Its slots as stored (parallel arrays) and its slot duration: what the solver's queue needs. */
+  slotsOf(instructionId: string, siteId: string): { slotDurationSecs: number; starts: Float64Array; kwh: Float64Array } | undefined
   /**
    * Instructions, optionally of some sites and one target date, in (target date,
    * emitted_at, site) order. Not the key order: `…T123000.250Z` sorts before `…T123000Z`.
@@ -159,6 +161,13 @@ export function openInstructions (store: Store): Instructions {
       const bytes = records.get([instructionId, siteId])
       const state = states.get([instructionId, siteId])
       return bytes && state ? { ...decodeInstruction(bytes), state } : undefined
+    },
+
+    slotsOf (instructionId: string, siteId: string) {
+      const bytes = records.get([instructionId, siteId])
+      if (!bytes) return undefined
+      const { head, starts, kwh } = decodeInstructionSlots(bytes)
+      return { slotDurationSecs: head.slotDurationSecs, starts, kwh }
     },
 
     list (filter: { siteIds?: readonly string[]; targetDate?: string } = {}): StoredInstruction[] {

@@ -113,7 +113,10 @@ t.test('requeue takes the effective instructions of today and later, not of past
   queue.length = 0
   t.equal(await enqueuer.requeueEffective(), 70, 'in several turns')
   t.same(new Set(queue.map(i => i.targetDate)), new Set(['2026-11-21']))
+  t.type(Object.getOwnPropertyDescriptor(queue[0], 'periods')?.get, 'function', 'periods built when the solver reads them, not at activation')
   t.same(queue[0]!.periods[0], { startUtc: '2026-11-20T23:00:00Z', endUtc: '2026-11-20T23:15:00Z', minKw: 10 })
+  const stored = instructions.get(queue[0]!.instructionId, queue[0]!.siteId)!
+  t.same(queue[0]!.periods.map(p => p.startUtc), stored.slots.map(([start]) => start), 'the stored slots, every one')
 })
 
 t.test('a cycle acknowledged before the queued statuses are written still ends applied', async t => {
