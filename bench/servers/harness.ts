@@ -34,7 +34,7 @@ export interface WindowReport {
   readonly mainThreadCpuUs: number | null
   /**
    * The process's CPU time split by thread (Linux schedstat, µs): `main`, each thread
-   * epx names (`epx-door`, `epx-programme`: src/thread-name.ts), and `other` (V8's
+   * epx names (`epx-door`, `epx-programme`: src/os-thread.ts), and `other` (V8's
    * collector and compiler helpers, libuv's pool, lmdb-js's writer). Null where /proc is missing.
    */
   readonly threadCpuUs: Record<string, number> | null
@@ -120,7 +120,6 @@ export function serveControl (name: string, extra?: (msg: ControlMessage) => Pro
   const probe = monitorEventLoopDelay({ resolution: 1 })
   let probing = false
   let cpu0 = process.cpuUsage()
-  let main0 = mainThreadCpuNs()
   let threads0 = threadCpuNs()
   let t0 = performance.now()
   let gc: GCProfiler | undefined
@@ -139,14 +138,13 @@ export function serveControl (name: string, extra?: (msg: ControlMessage) => Pro
     gc.start()
     heap0 = process.memoryUsage().heapUsed
     cpu0 = process.cpuUsage()
-    main0 = mainThreadCpuNs()
     threads0 = threadCpuNs()
     t0 = performance.now()
   }
   const end = async (): Promise<WindowReport> => {
     const cpu = process.cpuUsage(cpu0)
-    const main1 = mainThreadCpuNs()
     const threads1 = threadCpuNs()
+    const threadCpuUs = threads0 && threads1 ? byThread(threads0, threads1) : null
     const wallMs = performance.now() - t0
     const heap1 = process.memoryUsage().heapUsed
     const freed = (gc?.stop()?.statistics ?? []).reduce((sum, g) =>
@@ -164,8 +162,8 @@ export function serveControl (name: string, extra?: (msg: ControlMessage) => Pro
       maxStallMs: stall.count > 0 ? stall.max / 1e6 : 0,
       statuses,
       rssBytes: process.memoryUsage.rss(),
-      mainThreadCpuUs: main0 === null || main1 === null ? null : (main1 - main0) / 1000,
-      threadCpuUs: threads0 && threads1 ? byThread(threads0, threads1) : null,
+      mainThreadCpuUs: threadCpuUs?.main ?? null,
+      threadCpuUs,
       heapAllocatedBytes: heap1 - heap0 + freed,
       ...(probing ? { delay: delayOf(probe) } : {}),
     }
@@ -185,15 +183,6 @@ export function serveControl (name: string, extra?: (msg: ControlMessage) => Pro
   })
 
   return { begin, end }
-}
-
-/** The main thread's time on the CPU so far, in ns (Linux; the main thread's id is the pid). */
-function mainThreadCpuNs (): number | null {
-  try {
-    return Number(readFileSync(`/proc/self/task/${process.pid}/schedstat`, 'latin1').split(' ')[0])
-  } catch {
-    return null
-  }
 }
 
 /** Every thread's time on the CPU so far, ns, with its name (`main` for the main thread). */

@@ -14,7 +14,11 @@ import { parisDateOf } from '../contract/paris-day.ts'
 import type { InstructionRef, Instructions } from '../store/instructions.ts'
 import { periodsOf } from './to-constraints.ts'
 
-/** Sites converted per event-loop turn: ~100 periods objects each; the solver shares the loop. */
+/**
+ * Sites handed to the solver per event-loop turn, one `enqueueNextCycle` call each: the
+ * solver shares the loop, and its enqueue may do work per input (the inputs themselves are
+ * light: their periods are built when read, `lazyInput`).
+ */
 const SITES_PER_TURN = 64
 /** How long `queued` statuses wait to share one write (a cycle's acknowledgement flushes them first). */
 const QUEUED_WRITE_DELAY_MS = 20
