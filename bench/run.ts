@@ -5,7 +5,7 @@
  * Exit 0 whenever the bench itself worked (a missed target is a measurement), 1 if it broke.
  * Then the sustained scenario (open loop at a fixed rate, latency tails; `sustained.ts`).
  * Then the host probe (event-loop delay, main-thread CPU, handshakes; `host-probe.ts`).
- * Options: --quick, --rounds N, --max-rounds N, --budget S, --duration MS,
+ * Options: --quick, --rounds N, --max-rounds N, --budget S, --duration MS, --first-warmup MS,
  * --only "GET 200,POST 1×96,sustained,host" (or none), --no-special, --special "publication,programme,rss,ops"
  * (E's special measurements to run, default all), --servers A,B,E, --connections N,
  * --profile (each window profiled inside its server, its worker threads too; bench/results/profiles/<server>-<window>[-workerN].cpuprofile).
@@ -39,6 +39,7 @@ const { values: args } = parseArgs({
     'max-rounds': { type: 'string' },
     budget: { type: 'string' },
     duration: { type: 'string' },
+    'first-warmup': { type: 'string' },
     only: { type: 'string' },
     'no-special': { type: 'boolean', default: false },
     special: { type: 'string' },
@@ -70,6 +71,10 @@ const plan = {
   budgetS: Number(args.budget ?? (quick ? 0 : 600)),
   durationMs: Number(args.duration ?? (quick ? 700 : 2000)),
   warmupMs: quick ? 250 : 700,
+  // A server's first window of a scenario warms up longer: its JIT (and the load client's)
+  // takes seconds of load to settle, and those seconds are not what a daemon serving for
+  // days costs. Measured in round 1 alone, they widened every interval (bench/README.md, session 8).
+  firstWarmupMs: Number(args['first-warmup'] ?? (quick ? 2500 : 5000)),
   connections: Number(args.connections ?? 8),
   eSites: 1000,
   scenarios: only ? SCENARIOS.filter(s => only.includes(s)) : [...SCENARIOS],
@@ -198,7 +203,7 @@ async function main (): Promise<void> {
             : { authorization: `Bearer ${secrets.inbound}`, 'content-type': 'application/json' },
           body: bodies[scenario],
           expect: scenario === 'GET 200' ? 200 : scenario === 'GET 304' ? 304 : 202,
-          warmupMs: plan.warmupMs, durationMs: plan.durationMs, maxRequests: maxRequests[scenario],
+          warmupMs: round === 1 ? plan.firstWarmupMs : plan.warmupMs, durationMs: plan.durationMs, maxRequests: maxRequests[scenario],
         }
         const sample = await measure(load, s.child, spec, round, name, scenario).catch((err: Error) => {
           failures[`${scenario}|${name}`] ??= `round ${round}: ${firstLine(err.message)}`
