@@ -41,7 +41,7 @@ export interface DoorDeps {
   readonly receipts: { record(companyId: string, siteId: string, targetDate: string, emittedAtMs: number, status: 200 | 304, atMs: number): void }
   /** What the worker's console and metrics listeners ask of this thread (door-asks.ts). */
   readonly answers: AskAnswers
-  /** The worker's own V8 heap limit (an out-of-memory kills the worker, not the host); default 512 MB. */
+  /** The worker's own V8 heap limit (an out-of-memory kills the worker, not the host); default 2 GB (`DEFAULT_HEAP_MB`). */
   readonly heapMb?: number
 }
 
@@ -65,8 +65,16 @@ export interface Door {
   readonly worker: Worker | undefined
 }
 
-/** The door's caches and in-flight bodies (up to `inbound.maxBodyBytes` each) fit well within this. */
-const DEFAULT_HEAP_MB = 512
+/**
+ * The worker's own old-generation limit: an out-of-memory kills the worker, not the host.
+ * Not lower: V8 lets the old generation grow by a factor that shrinks with the limit (4 at
+ * 2 GB and above on 64-bit, ~1.4 at 512 MB), so a lower limit means more full collections
+ * for the same garbage. At 512 MB a 100-site POST cost the other threads (V8's concurrent
+ * marking) ~4.9 ms of CPU, at 1 GB ~4.3 ms, at 2 GB and 4 GB ~2.8 ms; the memory row reads
+ * 3 MB more for it (bench/README.md, session 8). The door's caches and in-flight bodies
+ * (up to `inbound.maxBodyBytes` each) use a small part of it.
+ */
+const DEFAULT_HEAP_MB = 2048
 /**
  * The worker's young generation (V8: two semi-spaces of a third of this each, so at most
  * 8 MB of new space). Left to V8, a busy worker grows it to 32 MB, all of it resident, on
