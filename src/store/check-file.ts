@@ -85,16 +85,19 @@ function checkDataFile (file: string): StoreFileCheck {
     return { problem: `cannot open data.mdb for reading and writing (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`, advice: `give the user running epx read and write access to ${dir}` }
   }
   try {
-    // Metas first, then the size: LMDB writes a commit's pages before its meta, so a
-    // writer running beside us can only make the file longer than the meta we read says.
+    // Both metas first, then the size: LMDB writes a commit's pages before its meta, so a
+    // writer running beside us can only make the file longer than the metas we read say.
+    // (Reading meta 1 after the size let a commit in between claim pages the size missed.)
     const page0 = readAt(fd, 0)
+    const meta0 = page0.length < META_BYTES ? undefined : parseMeta(page0, 0)
+    const page1 = typeof meta0 === 'object' ? readAt(fd, meta0.pageSize) : undefined
     const size = fstatSync(fd).size
     if (size === 0) return { emptyDataFile: true }
-    if (page0.length < META_BYTES) return damaged(`data.mdb is ${size} bytes, shorter than an LMDB header`, dir)
-    const meta0 = parseMeta(page0, 0)
+    // Transient too: a store being created beside us is empty, then whole.
+    if (meta0 === undefined) return { ...damaged(`data.mdb is ${size} bytes, shorter than an LMDB header`, dir), transient: true }
     if (typeof meta0 === 'string') return damaged(`data.mdb ${meta0}`, dir)
     if (size < 2 * meta0.pageSize) return damaged(`data.mdb is ${size} bytes, shorter than its two meta pages (${2 * meta0.pageSize} bytes)`, dir)
-    const meta1 = parseMeta(readAt(fd, meta0.pageSize), 1)
+    const meta1 = parseMeta(page1!, 1)
     if (typeof meta1 === 'string') return damaged(`data.mdb ${meta1}`, dir)
     if (meta1.pageSize !== meta0.pageSize) return damaged(`data.mdb meta pages disagree on the page size (${meta0.pageSize} and ${meta1.pageSize})`, dir)
     const newer = meta1.txnId > meta0.txnId ? meta1 : meta0
