@@ -41,8 +41,6 @@ export interface DoorDeps {
   readonly receipts: { record(companyId: string, siteId: string, targetDate: string, emittedAtMs: number, status: 200 | 304, atMs: number): void }
   /** What the worker's console and metrics listeners ask of this thread (door-asks.ts). */
   readonly answers: AskAnswers
-  /** The worker's own V8 heap limit (an out-of-memory kills the worker, not the host); default 2 GB (`DEFAULT_HEAP_MB`). */
-  readonly heapMb?: number
 }
 
 export interface Door {
@@ -74,7 +72,7 @@ export interface Door {
  * 3 MB more for it (bench/README.md, session 8). The door's caches and in-flight bodies
  * (up to `inbound.maxBodyBytes` each) use a small part of it.
  */
-const DEFAULT_HEAP_MB = 2048
+const HEAP_MB = 2048
 /**
  * The worker's young generation (V8: two semi-spaces of a third of this each, so at most
  * 8 MB of new space). Left to V8, a busy worker grows it to 32 MB, all of it resident, on
@@ -135,7 +133,7 @@ export async function startDoor (deps: DoorDeps): Promise<Door> {
     const workerData: DoorStart = { ...deps.start, port, sidePorts, clock, faults, observed }
     const worker = new Worker(source, {
       ...how, workerData, transferList,
-      resourceLimits: { maxOldGenerationSizeMb: deps.heapMb ?? DEFAULT_HEAP_MB, maxYoungGenerationSizeMb: YOUNG_GENERATION_MB },
+      resourceLimits: { maxOldGenerationSizeMb: HEAP_MB, maxYoungGenerationSizeMb: YOUNG_GENERATION_MB },
     })
     return new Promise((resolve, reject) => {
       let listening = false
