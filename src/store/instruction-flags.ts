@@ -1,12 +1,13 @@
 /**
- * Flags kept beside an instruction (same key, `[instruction_id, site_id]`), written
- * in the transaction that saves it: today, that it asks more than the published needs allow
+ * Flags kept beside an instruction, in its own tree and leaf page (`instruction-tree.ts`),
+ * written in the transaction that saves it: today, that it asks more than the published needs allow
  * (`apply/feasibility.ts`). Data for people; it changes nothing the solver gets.
  * @module
  */
 import type { Store } from './open-store.ts'
 import { instructionIdPrefix } from '../contract/ids.ts'
 import { instantText } from '../contract/instant-text.ts'
+import { flagKey, instructionTree } from './instruction-tree.ts'
 
 export interface FeasibilityFlag {
   /** `emitted_at` of the Besoins_Agreges revision the instruction was checked against. */
@@ -37,24 +38,29 @@ export interface SiteFlag {
 }
 
 /**
- * What the store holds. `packed`: 16 bytes a slot (f64 start ms, f32 floor kW, f32 available
- * kW, little-endian), so a whole day's flag (100 slots, 1.6 KB) stays inside its B-tree
- * page: at 24 bytes a slot it took an overflow page of its own, one more page to write in
- * every flagged POST's commit. kW are kept as float32 (7 significant digits: the watt up
- * to ~8 MW) and read back rounded to the watt (`KW_DECIMALS`).
+ * A flag as the instruction tree holds it (`instruction-tree.ts`, beside its instruction):
+ * `[1][u32 LE length of the JSON][JSON {checkedAgainst, day?}][16 bytes a slot]`, a slot
+ * being f64 start ms, f32 floor kW, f32 available kW, little-endian. A whole day's flag
+ * (100 slots, 1.6 KB) stays inside its B-tree page: at 24 bytes a slot it took an overflow
+ * page of its own, one more page to write in every flagged POST's commit. kW are kept as
+ * float32 (7 significant digits: the watt up to ~8 MW) and read back rounded to the watt
+ * (`KW_DECIMALS`).
  */
-interface StoredFlag {
-  readonly checkedAgainst: string
-  readonly packed?: Uint8Array
-  readonly day?: FeasibilityFlag['day']
-  /** Flags written on 2026-11-23 kept their slots as the Float64Array's bytes (24 a slot). */
-  readonly slots?: Uint8Array
-  /** Flags written before 2026-11-23 kept their slots as objects. */
-  readonly infeasibleSlots?: FeasibilityFlag['infeasibleSlots']
-}
-
+const FLAG_V1 = 1
 const SLOT_BYTES = 16
 const KW_DECIMALS = 1000
+
+/** Flags written before 2026-11-24, in a tree of their own (`instruction-feasibility`, msgpack). */
+interface OlderFlag {
+  readonly checkedAgainst: string
+  readonly day?: FeasibilityFlag['day']
+  /** Written on 2026-11-23: the slots packed as today. */
+  readonly packed?: Uint8Array
+  /** Written on 2026-11-23 before that: the Float64Array's bytes (24 a slot). */
+  readonly slots?: Uint8Array
+  /** Written before 2026-11-23: objects. */
+  readonly infeasibleSlots?: FeasibilityFlag['infeasibleSlots']
+}
 
 /** The flag as people read it (the CLI, the console). */
 export function readableFlag (f: FlagFound): FeasibilityFlag {
@@ -65,41 +71,50 @@ export function readableFlag (f: FlagFound): FeasibilityFlag {
   return { checkedAgainst: f.checkedAgainst, infeasibleSlots, ...(f.day ? { day: f.day } : {}) }
 }
 
-function stored (f: FlagFound): StoredFlag {
+function encodeFlag (f: FlagFound): Uint8Array {
+  const head = Buffer.from(JSON.stringify({ checkedAgainst: f.checkedAgainst, ...(f.day ? { day: f.day } : {}) }))
   const n = Math.floor(f.slots.length / 3)
-  const packed = new Uint8Array(n * SLOT_BYTES)
-  const view = new DataView(packed.buffer)
+  const bytes = Buffer.allocUnsafe(5 + head.length + n * SLOT_BYTES)
+  bytes[0] = FLAG_V1
+  bytes.writeUInt32LE(head.length, 1)
+  head.copy(bytes, 5)
+  const view = new DataView(bytes.buffer, bytes.byteOffset + 5 + head.length, n * SLOT_BYTES)
   for (let k = 0; k < n; k++) {
     view.setFloat64(k * SLOT_BYTES, f.slots[3 * k]!, true)
     view.setFloat32(k * SLOT_BYTES + 8, f.slots[3 * k + 1]!, true)
     view.setFloat32(k * SLOT_BYTES + 12, f.slots[3 * k + 2]!, true)
   }
-  return { checkedAgainst: f.checkedAgainst, packed, ...(f.day ? { day: f.day } : {}) }
+  return bytes
 }
 
 const kw = (v: number): number => Math.round(v * KW_DECIMALS) / KW_DECIMALS
 
-/** The slots of a stored flag as the check found them (triplets), whichever form it was stored in. */
-function slotsOf (s: StoredFlag): Float64Array {
-  if (s.packed) {
-    const view = new DataView(s.packed.buffer, s.packed.byteOffset, s.packed.byteLength)
-    const n = Math.floor(s.packed.byteLength / SLOT_BYTES)
-    const slots = new Float64Array(3 * n)
-    for (let k = 0; k < n; k++) {
-      slots[3 * k] = view.getFloat64(k * SLOT_BYTES, true)
-      slots[3 * k + 1] = kw(view.getFloat32(k * SLOT_BYTES + 8, true))
-      slots[3 * k + 2] = kw(view.getFloat32(k * SLOT_BYTES + 12, true))
-    }
-    return slots
+/** Packed slots back to triplets. */
+function unpack (packed: Uint8Array): Float64Array {
+  const view = new DataView(packed.buffer, packed.byteOffset, packed.byteLength)
+  const n = Math.floor(packed.byteLength / SLOT_BYTES)
+  const slots = new Float64Array(3 * n)
+  for (let k = 0; k < n; k++) {
+    slots[3 * k] = view.getFloat64(k * SLOT_BYTES, true)
+    slots[3 * k + 1] = kw(view.getFloat32(k * SLOT_BYTES + 8, true))
+    slots[3 * k + 2] = kw(view.getFloat32(k * SLOT_BYTES + 12, true))
   }
-  // A copy: the store's bytes need not be 8-byte aligned.
-  const bytes = s.slots ? Uint8Array.from(s.slots) : new Uint8Array(0)
-  return new Float64Array(bytes.buffer, 0, bytes.length / 8)
+  return slots
 }
 
-function found (s: StoredFlag): FeasibilityFlag {
+function decodeFlag (bytes: Uint8Array): FeasibilityFlag {
+  const buf = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength)
+  if (buf[0] !== FLAG_V1) throw new Error(`unknown flag record format ${buf[0]}`)
+  const length = buf.readUInt32LE(1)
+  const head = JSON.parse(buf.toString('utf8', 5, 5 + length)) as Pick<FlagFound, 'checkedAgainst' | 'day'>
+  return readableFlag({ checkedAgainst: head.checkedAgainst, slots: unpack(buf.subarray(5 + length)), day: head.day })
+}
+
+function olderFound (s: OlderFlag): FeasibilityFlag {
   if (s.infeasibleSlots) return { checkedAgainst: s.checkedAgainst, infeasibleSlots: s.infeasibleSlots, ...(s.day ? { day: s.day } : {}) }
-  return readableFlag({ checkedAgainst: s.checkedAgainst, slots: slotsOf(s), day: s.day })
+  // A copy: the store's bytes need not be 8-byte aligned.
+  const slots = s.packed ? unpack(s.packed) : new Float64Array(Uint8Array.from(s.slots ?? []).buffer)
+  return readableFlag({ checkedAgainst: s.checkedAgainst, slots, day: s.day })
 }
 
 /** The flags of instructions, by instruction and site. */
@@ -108,26 +123,32 @@ export interface InstructionFlags {
   /** Writes inside the caller's own `writeDurable` (the instruction save's). */
   putSync(instructionId: string, flags: ReadonlyArray<SiteFlag>): void
   get(instructionId: string, siteId: string): FeasibilityFlag | undefined
-  /** Removes the flags of instructions whose target date is before `beforeDate`; resolves to their count. */
+  /**
+   * Removes the flags written before 2026-11-24 of instructions whose target date is
+   * before `beforeDate`; resolves to their count. The others go with their instruction
+   * (`Instructions.prune`).
+   */
   prune(beforeDate: string): Promise<number>
 }
 
 export function openInstructionFlags (store: Store): InstructionFlags {
-  const db = store.db<StoredFlag>('instruction-feasibility')
+  const tree = instructionTree(store)
+  const older = store.db<OlderFlag>('instruction-feasibility')
   const putSync = (instructionId: string, flags: ReadonlyArray<SiteFlag>): void => {
-    for (const { siteId, flag } of flags) db.putSync([instructionId, siteId], stored(flag))
+    for (const { siteId, flag } of flags) tree.putSync(flagKey(instructionId, siteId), encodeFlag(flag))
   }
   return {
     put: (instructionId, flags) => store.writeDurable(() => putSync(instructionId, flags)),
     putSync,
     get (instructionId: string, siteId: string): FeasibilityFlag | undefined {
-      const s = db.get([instructionId, siteId])
-      return s && found(s)
+      const bytes = tree.get(flagKey(instructionId, siteId))
+      if (bytes) return decodeFlag(bytes)
+      const s = older.get([instructionId, siteId])
+      return s && olderFound(s)
     },
-    /** Removes the flags of instructions whose target date is before `beforeDate` (ids start with it). */
     async prune (beforeDate: string): Promise<number> {
-      const keys = [...db.getKeys({ start: [''], end: [instructionIdPrefix(beforeDate)] })].filter(Array.isArray)
-      if (keys.length) await store.writeDurable(() => { for (const k of keys) db.removeSync(k) })
+      const keys = [...older.getKeys({ start: [''], end: [instructionIdPrefix(beforeDate)] })].filter(Array.isArray)
+      if (keys.length) await store.writeDurable(() => { for (const k of keys) older.removeSync(k) })
       return keys.length
     },
   }

@@ -11,6 +11,7 @@ import {
 } from '../contract/instruction.ts'
 import { compareInstants, readUtcInstant, type Instant } from '../contract/instants.ts'
 import { instructionIdPrefix } from '../contract/ids.ts'
+import { decodeState, encodeState, entryOf, instructionTree, recordKey, stateKey } from './instruction-tree.ts'
 
 /**
  * The effective instruction of a (target_date, site_id). `emittedAtNanos` (within the
@@ -72,17 +73,19 @@ export interface Instructions {
   /** `applied`, with the solver cycle that applied them. */
   /**
    * Removes every instruction whose target date is before `beforeDate` (retention:
-   * `inbound.retentionDays`), with its status and effective index; resolves to how many.
+   * `inbound.retentionDays`), with its status, flag and effective index; resolves to how many.
    */
   prune(beforeDate: string): Promise<number>
   markApplied(refs: readonly InstructionRef[], cycle: number, at: string): Promise<void>
 }
 
 export function openInstructions (store: Store): Instructions {
-  // Records are the bytes the parser built (see encodeInstructionRecords): no re-encoding here.
-  const records = store.db<Uint8Array>('instructions', { binary: true })          // [instruction_id, site_id]
-  const states = store.db<InstructionState>('instruction-states')               // [instruction_id, site_id]
+  // Records are the bytes the parser built (see encodeInstructionRecords): no re-encoding
+  // here. Each one's status (and flag) sits beside it in the same tree (instruction-tree.ts).
+  const tree = instructionTree(store)                                            // [instruction_id, site_id, …]
   const effective = store.db<EffectiveRef>('instruction-effective')             // [target_date, site_id]
+  /** Statuses written before they moved into the tree: read, and pruned, not written. */
+  const olderStates = store.db<InstructionState>('instruction-states')          // [instruction_id, site_id]
 
   /**
    * The latest saves whose transactions ran, oldest first (see `supersedersOf`): saves
@@ -90,19 +93,23 @@ export function openInstructions (store: Store): Instructions {
    */
   const recentSaves: InstructionBatch[] = []
 
+  const stateOf = (instructionId: string, siteId: string): InstructionState | undefined => {
+    const bytes = tree.get(stateKey(instructionId, siteId))
+    return bytes ? decodeState(bytes) : olderStates.get([instructionId, siteId])
+  }
+
   /** Sets a status unless the instruction is superseded (or unknown); inside a write. */
-  const advance = (ref: InstructionRef, next: InstructionState): void => {
-    const key = [ref.instructionId, ref.siteId]
-    const current = states.get(key)
+  const advance = (ref: InstructionRef, next: Uint8Array): void => {
+    const current = stateOf(ref.instructionId, ref.siteId)
     if (!current || current.status === 'superseded') return
-    states.putSync(key, next)
+    tree.putSync(stateKey(ref.instructionId, ref.siteId), next)
   }
 
   return {
     save (batch: InstructionBatch, at: string, status: 'received' | 'queued' = 'received', alongside?: () => void): Promise<boolean[]> {
       return store.writeDurable(() => {
-        const fresh: InstructionState = { status, at }
-        const stale: InstructionState = { status: 'superseded', at }
+        const fresh = encodeState({ status, at })
+        const stale = encodeState({ status: 'superseded', at })
         const mine: EffectiveRef = batch.emittedAtNanos === 0
           ? { instructionId: batch.instructionId, emittedAtMs: batch.emittedAtMs }
           : { instructionId: batch.instructionId, emittedAtMs: batch.emittedAtMs, emittedAtNanos: batch.emittedAtNanos }
@@ -110,17 +117,16 @@ export function openInstructions (store: Store): Instructions {
         const out = new Array<boolean>(n)
         for (let i = 0; i < n; i++) {
           const siteId = batch.siteIds[i]!
-          const key = [batch.instructionId, siteId]
           const day = [batch.targetDate, siteId]
           const current = effective.get(day)
           // Same id = same (target_date, emitted_at): a re-send overwrites and stays effective.
           const wins = !current || !supersedes(current, batch)
-          records.putSync(key, siteRecord(batch, i))
-          states.putSync(key, wins ? fresh : stale)
+          tree.putSync(recordKey(batch.instructionId, siteId), siteRecord(batch, i))
+          tree.putSync(stateKey(batch.instructionId, siteId), wins ? fresh : stale)
           // A re-send is already the effective one: nothing to rewrite there.
           if (wins && current?.instructionId !== batch.instructionId) {
             if (current) {
-              states.putSync([current.instructionId, siteId], stale)
+              tree.putSync(stateKey(current.instructionId, siteId), stale)
             }
             effective.putSync(day, mine)
           }
@@ -158,13 +164,13 @@ export function openInstructions (store: Store): Instructions {
     },
 
     get (instructionId: string, siteId: string): StoredInstruction | undefined {
-      const bytes = records.get([instructionId, siteId])
-      const state = states.get([instructionId, siteId])
+      const bytes = tree.get(recordKey(instructionId, siteId))
+      const state = bytes && stateOf(instructionId, siteId)
       return bytes && state ? { ...decodeInstruction(bytes), state } : undefined
     },
 
     slotsOf (instructionId: string, siteId: string) {
-      const bytes = records.get([instructionId, siteId])
+      const bytes = tree.get(recordKey(instructionId, siteId))
       if (!bytes) return undefined
       const { head, starts, kwh } = decodeInstructionSlots(bytes)
       return { slotDurationSecs: head.slotDurationSecs, starts, kwh }
@@ -174,54 +180,65 @@ export function openInstructions (store: Store): Instructions {
       const prefix = filter.targetDate === undefined ? undefined : instructionIdPrefix(filter.targetDate)
       const range = prefix === undefined ? {} : { start: [prefix], end: [prefix + '~'] }
       const sites = filter.siteIds?.length ? new Set(filter.siteIds) : undefined
-      const out: StoredInstruction[] = []
-      for (const { key, value } of records.getRange(range)) {
+      const found: Array<{ instructionId: string; siteId: string; bytes: Uint8Array; state?: InstructionState }> = []
+      // A record's status follows it in key order (instruction-tree.ts).
+      for (const { key, value } of tree.getRange(range)) {
+        const entry = entryOf(key)
         const [instructionId, siteId] = key as [string, string]
-        if (sites && !sites.has(siteId)) continue
-        const state = states.get([instructionId, siteId])
-        if (state) out.push({ ...decodeInstruction(value), state })
+        if (entry === 'record') {
+          if (!sites || sites.has(siteId)) found.push({ instructionId, siteId, bytes: value })
+        } else if (entry === 'state') {
+          const last = found.at(-1)
+          if (last?.instructionId === instructionId && last.siteId === siteId) last.state = decodeState(value)
+        }
+      }
+      const out: StoredInstruction[] = []
+      for (const f of found) {
+        const state = f.state ?? olderStates.get([f.instructionId, f.siteId])
+        if (state) out.push({ ...decodeInstruction(f.bytes), state })
       }
       return out.sort(byDayEmittedSite)
     },
 
     markQueued (refs: readonly InstructionRef[], at: string): Promise<void> {
       return store.writeDurable(() => {
-        const next: InstructionState = { status: 'queued', at }
+        const next = encodeState({ status: 'queued', at })
         for (const r of refs) advance(r, next)
       })
     },
 
     unqueue (refs: readonly InstructionRef[], at: string): Promise<void> {
       return store.writeDurable(() => {
-        const next: InstructionState = { status: 'received', at }
+        const next = encodeState({ status: 'received', at })
         for (const r of refs) {
-          const key = [r.instructionId, r.siteId]
-          if (states.get(key)?.status !== 'queued') continue
-          states.putSync(key, next)
+          if (stateOf(r.instructionId, r.siteId)?.status !== 'queued') continue
+          tree.putSync(stateKey(r.instructionId, r.siteId), next)
         }
       })
     },
 
     /**
      * Removes every instruction whose target date is before `beforeDate` (retention:
-     * `inbound.retentionDays`), with its status and effective index. Ids start with the
-     * target date, so each table is one key range.
+     * `inbound.retentionDays`), with its status, flag and effective index. Ids start with
+     * the target date, so each tree is one key range.
      */
     async prune (beforeDate: string): Promise<number> {
       const end = instructionIdPrefix(beforeDate)
-      const keys = [...records.getKeys({ start: [''], end: [end] })].filter(Array.isArray) as Array<[string, string]>
+      const keys = [...tree.getKeys({ start: [''], end: [end] })].filter(Array.isArray)
+      const older = [...olderStates.getKeys({ start: [''], end: [end] })].filter(Array.isArray)
       const days = [...effective.getKeys({ start: [''], end: [beforeDate] })].filter(Array.isArray) as Array<[string, string]>
-      if (!keys.length && !days.length) return 0
+      if (!keys.length && !older.length && !days.length) return 0
       await store.writeDurable(() => {
-        for (const k of keys) { records.removeSync(k); states.removeSync(k) }
+        for (const k of keys) tree.removeSync(k)
+        for (const k of older) olderStates.removeSync(k)
         for (const d of days) effective.removeSync(d)
       })
-      return keys.length
+      return keys.filter(k => entryOf(k) === 'record').length
     },
 
     markApplied (refs: readonly InstructionRef[], cycle: number, at: string): Promise<void> {
       return store.writeDurable(() => {
-        const next: InstructionState = { status: 'applied', cycle, at }
+        const next = encodeState({ status: 'applied', cycle, at })
         for (const r of refs) advance(r, next)
       })
     },

@@ -1,10 +1,13 @@
 import t from 'tap'
 import { openInstructionFlags, type FlagFound } from '../../src/store/instruction-flags.ts'
+import { openInstructions } from '../../src/store/instructions.ts'
+import { flagKey, instructionTree } from '../../src/store/instruction-tree.ts'
 import { seedStore } from '../helpers/seed.ts'
 
-// Feasibility flags kept beside an instruction: a whole day of flagged slots fits in its
-// B-tree page (no overflow page to write in a flagged POST's commit), reads back to the
-// watt, and flags stored in either of the earlier forms read the same.
+// Feasibility flags kept beside an instruction, in its tree: a whole day of flagged slots
+// fits in its B-tree page (no overflow page to write in a flagged POST's commit), reads
+// back to the watt, goes with its instruction at retention, and flags stored in any of
+// the earlier forms (in a tree of their own) read the same and are pruned too.
 
 const ID = 'ProgrammeSoutirage-2026-11-22-rev-20261121T120000Z'
 const SITE = 'SITE-1'
@@ -21,7 +24,7 @@ t.test('a whole day of flagged slots is stored in under 2 KB, inside its page', 
   const s = seedStore(t)
   const flags = openInstructionFlags(s.store)
   await flags.put(ID, [{ siteId: SITE, flag: wholeDay() }])
-  const bytes = s.store.root.openDB<Uint8Array>({ name: 'instruction-feasibility', encoding: 'binary' }).get([ID, SITE])!
+  const bytes = instructionTree(s.store).get(flagKey(ID, SITE))!
   // LMDB keeps a value inline in a 4 KB page up to ~2,000 bytes with its key.
   t.ok(bytes.byteLength < 1_800, `stored as ${bytes.byteLength} bytes`)
 })
@@ -56,12 +59,26 @@ t.test('a flag stored with its slots as objects (before 2026-11-23) reads the sa
   t.same(flags.get(ID, SITE), legacy)
 })
 
-t.test('prune removes the flags of days before the cut, and only those', async t => {
+t.test('a flag goes with its instruction when retention prunes it, and only then', async t => {
   const s = seedStore(t)
   const flags = openInstructionFlags(s.store)
   const later = 'ProgrammeSoutirage-2026-11-24-rev-20261123T120000Z'
   await flags.put(ID, [{ siteId: SITE, flag: wholeDay() }])
   await flags.put(later, [{ siteId: SITE, flag: wholeDay() }])
+  await openInstructions(s.store).prune('2026-11-23')
+  t.equal(flags.get(ID, SITE), undefined)
+  t.ok(flags.get(later, SITE))
+})
+
+t.test('flags stored in their own tree (before 2026-11-24) are pruned by their day, and only those', async t => {
+  const s = seedStore(t)
+  const flags = openInstructionFlags(s.store)
+  const later = 'ProgrammeSoutirage-2026-11-24-rev-20261123T120000Z'
+  const older = { checkedAgainst: '2026-11-21T07:00:00Z', infeasibleSlots: [{ startUtc: '2026-11-21T23:15:00Z', floorKw: 400, availableKw: 50 }] }
+  await s.store.writeDurable(() => {
+    s.store.db('instruction-feasibility').putSync([ID, SITE], older)
+    s.store.db('instruction-feasibility').putSync([later, SITE], older)
+  })
   t.equal(await flags.prune('2026-11-23'), 1)
   t.equal(flags.get(ID, SITE), undefined)
   t.ok(flags.get(later, SITE))

@@ -2,6 +2,8 @@ import t, { type Test as Tap } from 'tap'
 import { openStore, type Store } from '../../src/store/open-store.ts'
 import { renderError } from '../../src/http/render-error.ts'
 import { openInstructions } from '../../src/store/instructions.ts'
+import { openInstructionFlags } from '../../src/store/instruction-flags.ts'
+import { instructionTree, stateKey } from '../../src/store/instruction-tree.ts'
 import { createProgrammeCheck } from '../../src/apply/check-programme.ts'
 import type { InstructionBatch } from '../../src/contract/instruction.ts'
 import { programme, siteId, type ProgrammeOptions } from '../helpers/programme.ts'
@@ -214,4 +216,43 @@ t.test('records stored before sub-millisecond precision (emitted_at in ms) still
   t.equal(instructions.effectiveId('2026-11-22', siteId(1)), first.instructionId)
   t.same(await instructions.save(batch({ emittedAt: '2026-11-21T12:00:00.250001Z' }), AT), [true], '1 µs after it: effective')
   t.equal(instructions.get(first.instructionId, siteId(1))!.state.status, 'superseded')
+})
+
+t.test('a record, its flag and its status sit next to each other in one tree: a save writes no other instruction tree', async t => {
+  const { store, instructions } = open(t)
+  const b = batch({ sites: 2 })
+  await instructions.save(b, AT, 'queued', () => {
+    openInstructionFlags(store).putSync(b.instructionId, [{ siteId: siteId(1), flag: { checkedAgainst: AT, slots: new Float64Array([Date.parse(AT), 9, 1]) } }])
+  })
+  const keys = [...instructionTree(store).getKeys()].filter(Array.isArray)
+  t.same(keys, [
+    [b.instructionId, siteId(1)], [b.instructionId, siteId(1), 'f'], [b.instructionId, siteId(1), 's'],
+    [b.instructionId, siteId(2)], [b.instructionId, siteId(2), 's'],
+  ], 'in key order: each record, then its flag, then its status')
+  t.equal([...store.db('instruction-states').getKeys()].filter(Array.isArray).length, 0, 'no status in the older tree')
+  t.equal([...store.db('instruction-feasibility').getKeys()].filter(Array.isArray).length, 0, 'no flag in the older tree')
+  t.same(instructions.list().map(i => [i.siteId, i.state.status]), [[siteId(1), 'queued'], [siteId(2), 'queued']])
+})
+
+t.test('statuses stored in their own tree (before 2026-11-24) are read, advanced, superseded and pruned', async t => {
+  const { store, instructions } = open(t)
+  const first = batch({ sites: 2, emittedAt: OLD })
+  await instructions.save(first, AT)
+  // What the previous version wrote: the status in `instruction-states`, none in the tree.
+  await store.writeDurable(() => {
+    for (const s of [siteId(1), siteId(2)]) {
+      instructionTree(store).removeSync(stateKey(first.instructionId, s))
+      store.db('instruction-states').putSync([first.instructionId, s], { status: 'queued', at: AT })
+    }
+  })
+  t.equal(instructions.get(first.instructionId, siteId(1))!.state.status, 'queued', 'read from the older tree')
+  t.same(instructions.list().map(i => i.state.status), ['queued', 'queued'], 'listed with it')
+  await instructions.markApplied([{ instructionId: first.instructionId, siteId: siteId(1) }], 7, AT)
+  t.match(instructions.get(first.instructionId, siteId(1))!.state, { status: 'applied', cycle: 7 }, 'advanced')
+  t.same(await instructions.save(batch({ sites: 1, emittedAt: NEW }), AT), [true])
+  t.equal(instructions.get(first.instructionId, siteId(1))!.state.status, 'superseded', 'superseded by a later one')
+  t.equal(instructions.get(first.instructionId, siteId(2))!.state.status, 'queued', 'the other site as it was')
+  t.equal(await instructions.prune('2026-11-23'), 3, 'three instructions pruned')
+  t.equal([...store.db('instruction-states').getKeys()].filter(Array.isArray).length, 0, 'their older statuses with them')
+  t.same([...instructionTree(store).getKeys()].filter(Array.isArray), [])
 })
