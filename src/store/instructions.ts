@@ -70,12 +70,12 @@ export interface Instructions {
   markQueued(refs: readonly InstructionRef[], at: string): Promise<void>
   /** Back to `received`, for `queued` ones the solver refused (the next activation queues them). */
   unqueue(refs: readonly InstructionRef[], at: string): Promise<void>
-  /** `applied`, with the solver cycle that applied them. */
   /**
    * Removes every instruction whose target date is before `beforeDate` (retention:
    * `inbound.retentionDays`), with its status, flag and effective index; resolves to how many.
    */
   prune(beforeDate: string): Promise<number>
+  /** `applied`, with the solver cycle that applied them. */
   markApplied(refs: readonly InstructionRef[], cycle: number, at: string): Promise<void>
 }
 
