@@ -109,7 +109,9 @@ export function openInstructions (store: Store): Instructions {
     save (batch: InstructionBatch, at: string, status: 'received' | 'queued' = 'received', alongside?: () => void): Promise<boolean[]> {
       return store.writeDurable(() => {
         const fresh = encodeState({ status, at })
-        const stale = encodeState({ status: 'superseded', at })
+        // Most saves supersede nothing: the superseded status is encoded only when needed.
+        let superseded: Uint8Array | undefined
+        const stale = (): Uint8Array => superseded ??= encodeState({ status: 'superseded', at })
         const mine: EffectiveRef = batch.emittedAtNanos === 0
           ? { instructionId: batch.instructionId, emittedAtMs: batch.emittedAtMs }
           : { instructionId: batch.instructionId, emittedAtMs: batch.emittedAtMs, emittedAtNanos: batch.emittedAtNanos }
@@ -122,11 +124,11 @@ export function openInstructions (store: Store): Instructions {
           // Same id = same (target_date, emitted_at): a re-send overwrites and stays effective.
           const wins = !current || !supersedes(current, batch)
           tree.putSync(recordKey(batch.instructionId, siteId), siteRecord(batch, i))
-          tree.putSync(stateKey(batch.instructionId, siteId), wins ? fresh : stale)
+          tree.putSync(stateKey(batch.instructionId, siteId), wins ? fresh : stale())
           // A re-send is already the effective one: nothing to rewrite there.
           if (wins && current?.instructionId !== batch.instructionId) {
             if (current) {
-              tree.putSync(stateKey(current.instructionId, siteId), stale)
+              tree.putSync(stateKey(current.instructionId, siteId), stale())
             }
             effective.putSync(day, mine)
           }
