@@ -40,6 +40,8 @@ export interface Internals {
   readonly onStore?: (store: Store) => void
   /** Hands the API door's supervisor to a test (to kill its worker). */
   readonly onDoor?: (door: Door) => void
+  /** The door's worker's heap limit in MB (default door-supervisor.ts's): a test reaches it. */
+  readonly doorHeapMb?: number
   /** The Node.js version checked against `engines.node` (default: this process's). */
   readonly nodeVersion?: string
 }
@@ -136,6 +138,7 @@ export async function createEpx (host: Host, rawConfig: unknown, internals: Inte
       clock: host.clock,
       log,
       faults: internals.storeFaults,
+      ...(internals.doorHeapMb ? { heapMb: internals.doorHeapMb } : {}),
       handOver: (batches, done) => inbound.handOver(batches, done),
       onRestart: () => inbound.requeueEffective(),
       // Counted only where they are shown: the worker sends none when metrics are off.

@@ -38,6 +38,8 @@ export interface WorkerListeners {
   readonly metricsUrl?: URL
   /** Drains both (in-flight pages finish). */
   close(): Promise<void>
+  /** At once: both stop accepting and cut every connection (a thread about to die). */
+  abort(): void
 }
 
 export async function openWorkerListeners (o: {
@@ -58,6 +60,7 @@ export async function openWorkerListeners (o: {
 }): Promise<WorkerListeners> {
   const { config, store, asks } = o
   const closers: Array<() => Promise<void>> = []
+  const aborters: Array<() => void> = []
   const close = async () => {
     const errors: unknown[] = []
     for (const c of closers.reverse()) await c().catch((e: unknown) => { errors.push(e) })
@@ -80,6 +83,7 @@ export async function openWorkerListeners (o: {
         },
       })
       closers.push(() => web.close())
+      aborters.push(() => web.abort())
       consoleUrl = web.url
     }
     let metricsUrl: URL | undefined
@@ -92,9 +96,10 @@ export async function openWorkerListeners (o: {
           [{ name: 'host', ok: false, reason: (err as Error).message }]),
       })
       closers.push(() => metrics.close())
+      aborters.push(() => metrics.abort())
       metricsUrl = metrics.url
     }
-    return { consoleUrl, metricsUrl, close }
+    return { consoleUrl, metricsUrl, close, abort: () => { for (const a of aborters) a() } }
   } catch (err) {
     await close().catch(() => {})
     throw err

@@ -53,6 +53,8 @@ export interface ConsoleOptions {
 export interface RunningConsole {
   readonly url: URL
   close(): Promise<void>
+  /** At once: stops accepting and destroys every connection (a thread about to die). */
+  abort(): void
 }
 
 /**
@@ -160,5 +162,14 @@ export async function startConsole (opts: ConsoleOptions): Promise<RunningConsol
   const address = app.server.address()
   const bound = typeof address === 'object' && address ? address.port : port
   const url = new URL(`https://${host.includes(':') ? `[${host}]` : host}:${bound}/`)
-  return { url, close: () => app.close() }
+  let closing: Promise<void> | undefined
+  const close = () => closing ??= app.close()
+  return {
+    url,
+    close,
+    abort () {
+      void close().catch(() => {})
+      app.server.closeAllConnections()
+    },
+  }
 }

@@ -51,8 +51,22 @@ export type FromDoor =
   /** Every event up to `sync` number `id` has been sent (messages keep their order). */
   | { readonly type: 'synced'; readonly id: number }
   | { readonly type: 'closed' }
+  /**
+   * The thread had a fault (an exception or rejection no code handled, its heap near its
+   * limit): its listeners are cut, it closes its store and exits (door-worker.ts).
+   */
+  | { readonly type: 'fault'; readonly cause: FaultCause; readonly error: ErrorData }
   /** The console or the metrics listener needs the solver's thread (door-asks.ts); answered by `answer`. */
   | AskMessage
+
+/**
+ * How a test makes the door's thread die: an exception thrown on its event loop, one
+ * thrown by a request handler while the HTTP parser calls it, a promise rejection no one
+ * handles, its heap grown to its limit.
+ */
+export type DoorFault = 'loop' | 'handler' | 'rejection' | 'heap'
+/** What ended a door's thread, as its supervisor logs and counts it. */
+export type FaultCause = 'exception' | 'rejection' | 'heap' | 'exit'
 
 /** Main → door. */
 export type ToDoor =
@@ -60,8 +74,8 @@ export type ToDoor =
   | AnswerMessage
   /** Send what is waiting now, then `synced` (`Door.caughtUp`). */
   | { readonly type: 'sync'; readonly id: number }
-  /** Test seam: the door throws outside any request, as a bug would. */
-  | { readonly type: 'crash' }
+  /** Test seam: the door's thread dies as a bug would (`DoorFault`). */
+  | { readonly type: 'crash'; readonly how?: DoorFault }
 
 export function errorData (err: unknown): ErrorData {
   if (isEpxError(err)) return { code: err.code, message: err.message, details: err.details ? { ...err.details } : undefined }

@@ -19,7 +19,7 @@ import { workerSource } from '../apply/read-programme.ts'
 import type { ApiObserver } from './observer.ts'
 import {
   answerClock, errorFrom, shareFaults, systemOffset,
-  type DoorStart, type FromDoor, type SharedClock, type SidePorts, type ToDoor,
+  type DoorStart, type FaultCause, type FromDoor, type SharedClock, type SidePorts, type ToDoor,
 } from './door-protocol.ts'
 import { answerAsk, type AskAnswers } from './door-asks.ts'
 import { eventsIn, type EventsIn } from './door-events.ts'
@@ -29,13 +29,19 @@ export interface DoorDeps {
   readonly clock: Clock
   readonly log: Logger
   readonly faults?: StoreFaults
+  /** The worker's old-generation limit in MB (default `HEAP_MB`). */
+  readonly heapMb?: number
   /** Hands batches the worker saved to the solver's queue, in order; then `done`. */
   handOver(batches: HandedBatch[], done: () => void): void
   /** After a restart: queue again what the dead worker may have saved without telling. */
   onRestart(): Promise<unknown>
   /** A programme's counts (the door's thread wrote its records with its instructions); none: not recorded. */
   readonly programme?: (count: ProgrammeCount) => void
-  readonly observer: ApiObserver & { storeError?(): void }
+  readonly observer: ApiObserver & {
+    storeError?(): void
+    /** The worker died (and is being restarted): what ended it. */
+    workerFault?(cause: FaultCause): void
+  }
   /** Where a token's last use is written (the host's thread: ordered with its other writes). */
   readonly tokens: Pick<Tokens, 'touch'>
   readonly receipts: { record(companyId: string, siteId: string, targetDate: string, emittedAtMs: number, status: 200 | 304, atMs: number): void }
@@ -83,8 +89,13 @@ const HEAP_MB = 2048
 const YOUNG_GENERATION_MB = 12
 const FIRST_DELAY_MS = 100
 const MAX_DELAY_MS = 5000
-/** A worker up this long has earned a fresh backoff. */
-const STABLE_MS = 30_000
+/**
+ * A worker up this long has earned a fresh backoff: its fault is a new incident, and the
+ * door is back ~0.4 s after it (README, "Plugin contract": within a second). Only a
+ * worker that dies sooner (a fault at start, a request that kills every worker at once)
+ * waits longer each time, up to MAX_DELAY_MS.
+ */
+const STABLE_MS = 1000
 /** How long close() waits for the worker to drain and end before it terminates it. */
 const CLOSE_BOUND_MS = 5000
 
@@ -133,10 +144,12 @@ export async function startDoor (deps: DoorDeps): Promise<Door> {
     const workerData: DoorStart = { ...deps.start, port, sidePorts, clock, faults, observed }
     const worker = new Worker(source, {
       ...how, workerData, transferList,
-      resourceLimits: { maxOldGenerationSizeMb: HEAP_MB, maxYoungGenerationSizeMb: YOUNG_GENERATION_MB },
+      resourceLimits: { maxOldGenerationSizeMb: deps.heapMb ?? HEAP_MB, maxYoungGenerationSizeMb: YOUNG_GENERATION_MB },
     })
     return new Promise((resolve, reject) => {
       let listening = false
+      /** The worker told of its fault (logged then): its exit is not logged again. */
+      let faulted = false
       worker.on('message', (m: FromDoor) => {
         switch (m.type) {
           case 'listening':
@@ -145,13 +158,23 @@ export async function startDoor (deps: DoorDeps): Promise<Door> {
             return
           case 'ask': answerAsk(deps.answers, m, a => worker.postMessage(a)); return
           case 'synced': syncs.get(m.id)?.(); syncs.delete(m.id); return
-          case 'failed': reject(errorFrom(m.error)); void worker.terminate(); return
+          case 'failed': reject(errorFrom(m.error)); return
+          case 'fault':
+            if (!listening || worker !== current || closing) return
+            faulted = true
+            log.error({ err: errorFrom(m.error), cause: m.cause }, 'the api worker failed; restarting it')
+            deps.observer.workerFault?.(m.cause)
+            return
           case 'events': events.read(m)
         }
       })
       worker.on('error', err => {
         if (!listening) reject(err)
-        else if (worker === current && !closing) log.error({ err }, 'the api worker failed; restarting it')
+        else if (worker === current && !closing && !faulted) {
+          faulted = true
+          log.error({ err }, 'the api worker failed; restarting it')
+          deps.observer.workerFault?.('exception')
+        }
       })
       worker.once('exit', code => {
         asked?.close()
@@ -160,7 +183,7 @@ export async function startDoor (deps: DoorDeps): Promise<Door> {
         syncs.clear()
         void events.settled().then(() => readers.delete(events))
         if (!listening) reject(new Error(`the api worker exited with code ${code} before it listened`))
-        else if (worker === current) died(code)
+        else if (worker === current) died(code, faulted)
       })
     })
   }
@@ -168,11 +191,14 @@ export async function startDoor (deps: DoorDeps): Promise<Door> {
   let startedAt = 0
   /** A restart under way: close() waits for it, then ends what it started. */
   let spawning: Promise<Spawned> | undefined
-  const died = (code: number) => {
+  const died = (code: number, told: boolean) => {
     current = undefined
     up = false
     if (closing) return
-    log.error({ exitCode: code }, 'the api worker stopped; restarting it')
+    if (!told) {
+      log.error({ exitCode: code }, 'the api worker stopped; restarting it')
+      deps.observer.workerFault?.('exit')
+    }
     if (Date.now() - startedAt > STABLE_MS) delay = FIRST_DELAY_MS
     scheduleRestart()
   }

@@ -10,6 +10,7 @@
  * @module
  */
 import { parentPort, workerData } from 'node:worker_threads'
+import { getHeapStatistics } from 'node:v8'
 // pino's own error serializer, without pino: the worker logs through the host's logger
 // on the main thread, and pino's module graph cost this thread ~1.3 MB of heap.
 import { err as serializeError } from 'pino-std-serializers'
@@ -28,7 +29,7 @@ import { receiveProgramme, type ReceiveParts } from '../apply/receive-programme.
 import { listenApi, type ApiListener } from './listener.ts'
 import { inboundRoute } from './inbound-route.ts'
 import { outboundRoute } from './outbound-route.ts'
-import { bindFaults, clockOf, errorData, type DoorStart, type FromDoor, type ToDoor } from './door-protocol.ts'
+import { bindFaults, clockOf, errorData, type DoorFault, type DoorStart, type FaultCause, type FromDoor, type ToDoor } from './door-protocol.ts'
 import { eventsOut } from './door-events-out.ts'
 import { sitesToQueue } from '../apply/enqueue.ts'
 import { asker } from './door-asks.ts'
@@ -60,7 +61,16 @@ const events = eventsOut(post, {
 // The console and metrics listeners' questions to the solver's thread (door-asks.ts).
 const asks = asker(post)
 
-async function open (): Promise<{ close(): Promise<void> }> {
+interface OpenDoor {
+  /** Drains the listeners (a short grace), then closes what the door opened. */
+  close(): Promise<void>
+  /** At once: every listener stops accepting and cuts its connections. */
+  abort(): void
+  /** Test seam: the next request's 'request' event throws, inside the HTTP parser's call. */
+  throwInNextRequest(): void
+}
+
+async function open (): Promise<OpenDoor> {
   const log = events.log
   if (!niced) log.info({ workerNice: start.config.api.workerNice }, 'the api worker runs at the solver\'s priority: this system lets no thread set its own (api.workerNice)')
   const clock = clockOf(start.clock)
@@ -107,7 +117,7 @@ async function open (): Promise<{ close(): Promise<void> }> {
     // The console and metrics listeners, when enabled, live in this thread too (their code
     // loaded only then: every worker start, restarts included, would pay for it).
     const apiUrl = api.url
-    side = !config.console.enabled && !config.metrics.enabled ? { close: async () => {} } : await import('../worker-listeners.ts').then(m => m.openWorkerListeners({
+    side = !config.console.enabled && !config.metrics.enabled ? { close: async () => {}, abort: () => {} } : await import('../worker-listeners.ts').then(m => m.openWorkerListeners({
       config, dataDir: start.dataDir, ports: start.sidePorts, store, companies, revisions, instructions, audit, clock, log, apiUrl, asks,
     }))
   } catch (err) {
@@ -120,8 +130,17 @@ async function open (): Promise<{ close(): Promise<void> }> {
   }
   post({ type: 'listening', url: api.url.href, consoleUrl: side.consoleUrl?.href, metricsUrl: side.metricsUrl?.href })
   const listening = api
+  let closing: Promise<void> | undefined
   return {
-    async close () {
+    abort () {
+      listening.abort()
+      side.abort()
+    },
+    throwInNextRequest () {
+      listening.server.prependOnceListener('request', () => { throw new Error('api door crash requested by a test (in a request)') })
+    },
+    // Once: a fault may come while the door closes, and closes it too.
+    close: () => closing ??= (async () => {
       try {
         await Promise.allSettled([listening.close(), side.close()])
         await reader.close()
@@ -131,15 +150,77 @@ async function open (): Promise<{ close(): Promise<void> }> {
         revisions.close()
         await store.close()
       }
-    },
+    })(),
   }
 }
 
-let door: Promise<{ close(): Promise<void> }> | undefined
+let door: Promise<OpenDoor> | undefined
+/** The door once open: a fault cuts its listeners at once, not a turn later. */
+let opened: OpenDoor | undefined
+
+/**
+ * A fault anywhere in this thread ends it in order, never by Node's own teardown.
+ * Node ends a worker that has an uncaught exception (or reaches its heap limit) by
+ * stopping its isolate wherever it is: with connections still being parsed, the next
+ * store read of a request runs while the thread is torn down, and lmdb-js's native code,
+ * which cannot throw into a dying isolate, aborts the whole process (the solver's with
+ * it). So this thread handles its own faults: it cuts every connection of its listeners
+ * at once (no request is parsed, no handler runs after), tells the solver's thread why,
+ * closes its store (writes already accepted land; reads refuse) and only then exits. A
+ * thread stuck in that close is ended after DIE_BOUND_MS (by then nothing is parsed).
+ */
+const DIE_BOUND_MS = 2000
+let dying = false
+const die = (cause: FaultCause, err: unknown) => {
+  if (dying) return   // a fault while ending: the first one is told
+  dying = true
+  opened?.abort()
+  clearInterval(heapWatch)
+  events.flush()
+  post({ type: 'fault', cause, error: { ...errorData(err), ...(err instanceof Error ? {} : { message: `a non-error was thrown: ${String(err)}` }) } })
+  const bound = setTimeout(() => process.exit(1), DIE_BOUND_MS)
+  void door!.then(d => { d.abort(); return d.close() }).catch(() => {}).finally(() => {
+    asks.failAll('the api worker failed')
+    events.flush()
+    clearTimeout(bound)
+    process.exit(1)
+  })
+}
+process.on('uncaughtException', err => die('exception', err))
+process.on('unhandledRejection', err => die('rejection', err))
+
+/**
+ * The heap's own guard: at HEAP_FULL of its limit the thread ends in order (as above),
+ * before V8 stops it wherever it is. A leak grows over many requests and is seen here; a
+ * single allocation larger than what is left still meets V8's limit (Node's teardown).
+ */
+const HEAP_FULL = 0.85
+const HEAP_CHECK_MS = 50
+const heapWatch = setInterval(() => {
+  const h = getHeapStatistics()
+  if (h.used_heap_size > HEAP_FULL * h.heap_size_limit) {
+    die('heap', new Error(`the api worker's heap reached ${Math.round(h.used_heap_size / 2 ** 20)} MB of its ${Math.round(h.heap_size_limit / 2 ** 20)} MB limit`))
+  }
+}, HEAP_CHECK_MS).unref()
+
+/** The test seam's faults (`DoorFault`): each as a bug would make it. */
+const leak: unknown[] = []
+const crash = (how: DoorFault = 'loop') => {
+  if (how === 'loop') setImmediate(() => { throw new Error('api door crash requested by a test') })
+  else if (how === 'rejection') void Promise.reject(new Error('api door crash requested by a test (a rejection)'))
+  else if (how === 'handler') opened?.throwInNextRequest()
+  else {
+    // A leak: a MB more each few ms, requests still served between.
+    const grow = () => { leak.push(new Array(2 ** 17).fill(leak.length)); setTimeout(grow, 10) }
+    grow()
+  }
+}
+
 port.on('message', (m: ToDoor) => {
   if (m.type === 'answer') {
     asks.answered(m)
   } else if (m.type === 'close') {
+    if (dying) return   // it ends already
     void door!.then(d => d.close()).catch(() => {}).finally(() => {
       asks.failAll('the api worker is closing')
       events.flush()
@@ -150,12 +231,13 @@ port.on('message', (m: ToDoor) => {
     events.flush()
     post({ type: 'synced', id: m.id })
   } else if (m.type === 'crash') {
-    setImmediate(() => { throw new Error('api door crash requested by a test') })
+    crash(m.how)
   }
 })
 door = open()
-door.catch((err: unknown) => {
+door.then(d => { opened = d }, (err: unknown) => {
   events.flush()
   post({ type: 'failed', error: errorData(err) })
-  port.close()
+  // What open() opened is closed: ending here is safe (the host's terminate() might not be).
+  process.exit(1)
 })

@@ -5,6 +5,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { AddressInfo, Socket } from 'node:net'
+import type { Server } from 'node:https'
 import type { TLSSocket } from 'node:tls'
 import { performance } from 'node:perf_hooks'
 import { inDataDir, type EpxConfig } from '../config.ts'
@@ -43,6 +44,14 @@ export interface ApiListener {
   readonly url: URL
   /** Stops accepting, lets in-flight requests finish (short grace), then cuts. Idempotent. */
   close(): Promise<void>
+  /**
+   * At once: stops accepting and destroys every connection, whatever its request's state
+   * (a thread about to die, door-worker.ts: no byte is parsed, no handler runs after it).
+   * close() still resolves once the server's handles are released.
+   */
+  abort(): void
+  /** The server itself: the door's thread's fault seam throws from its 'request' event. */
+  readonly server: Server
 }
 
 /** What the log line of a request needs, kept on its response (no closure per request). */
@@ -211,17 +220,23 @@ export async function listenApi (opts: ListenApiOptions): Promise<ApiListener> {
   server.on('request', (req: IncomingMessage, res: ServerResponse) => isLingering(req.socket) ? req.socket.destroy() : handle(req, res, false))
   server.on('checkContinue', (req: IncomingMessage, res: ServerResponse) => isLingering(req.socket) ? req.socket.destroy() : handle(req, res, true))
 
+  const close = () => {
+    revocation?.close()
+    closing ??= new Promise<void>(resolve => {
+      const cut = setTimeout(() => { for (const s of sockets) s.destroy() }, CLOSE_GRACE_MS)
+      server.close(() => { clearTimeout(cut); afterHandlesReleased(resolve) })
+      server.closeIdleConnections()
+      for (const res of inflight) closeWhenDone(res)
+    })
+    return closing
+  }
   return {
     url,
-    close () {
-      revocation?.close()
-      closing ??= new Promise<void>(resolve => {
-        const cut = setTimeout(() => { for (const s of sockets) s.destroy() }, CLOSE_GRACE_MS)
-        server.close(() => { clearTimeout(cut); afterHandlesReleased(resolve) })
-        server.closeIdleConnections()
-        for (const res of inflight) closeWhenDone(res)
-      })
-      return closing
+    server,
+    close,
+    abort () {
+      void close()
+      for (const s of sockets) s.destroy()
     },
   }
 }

@@ -38,7 +38,10 @@ export function expositionOf (registry: Registry): () => Promise<{ contentType: 
 
 export interface MetricsListener {
   readonly url: URL
+  /** Stops listening and cuts every connection (a scrape in flight is cut too). */
   close(): Promise<void>
+  /** close() without waiting (a thread about to die). */
+  abort(): void
 }
 
 export async function listenMetrics (opts: {
@@ -94,11 +97,10 @@ export async function listenMetrics (opts: {
   server.on('error', err => opts.log.error({ err }, 'metrics listener error'))
   const { port } = server.address() as AddressInfo
   const url = new URL(`http://${opts.host.includes(':') ? `[${opts.host}]` : opts.host}:${port}`)
-  return {
-    url,
-    close: () => new Promise<void>(resolve => {
-      server.close(() => resolve())
-      server.closeAllConnections()
-    }),
-  }
+  let closing: Promise<void> | undefined
+  const close = () => closing ??= new Promise<void>(resolve => {
+    server.close(() => resolve())
+    server.closeAllConnections()
+  })
+  return { url, close, abort: () => { void close() } }
 }

@@ -46,6 +46,8 @@ export interface StartEpxOptions {
   readonly checkResponses?: boolean
   /** Told the API door's supervisor at every activation (to kill its worker). */
   readonly onDoor?: Internals['onDoor']
+  /** The door's worker's heap limit (to reach it). */
+  readonly doorHeapMb?: number
 }
 
 export interface TestRequest {
@@ -120,6 +122,7 @@ export async function startEpx (t: Test, opts: StartEpxOptions = {}): Promise<Te
   let door: Door | undefined
   const open = async () => createEpx(ref.host, config, {
     storeFaults: faults,
+    ...(opts.doorHeapMb ? { doorHeapMb: opts.doorHeapMb } : {}),
     onDoor: d => { door = d; opts.onDoor?.(d) },
     onStore: s => { store = s; companies = openCompanies(s); tokens = openTokens(s) },
   })
