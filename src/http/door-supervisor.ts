@@ -146,6 +146,7 @@ export async function startDoor (deps: DoorDeps): Promise<Door> {
       ...how, workerData, transferList,
       resourceLimits: { maxOldGenerationSizeMb: deps.heapMb ?? HEAP_MB, maxYoungGenerationSizeMb: YOUNG_GENERATION_MB },
     })
+    const exited = new Promise<void>(resolve => worker.once('exit', () => resolve()))
     return new Promise((resolve, reject) => {
       let listening = false
       /** The worker told of its fault (logged then): its exit is not logged again. */
@@ -164,6 +165,11 @@ export async function startDoor (deps: DoorDeps): Promise<Door> {
             faulted = true
             log.error({ err: errorFrom(m.error), cause: m.cause }, 'the api worker failed; restarting it')
             deps.observer.workerFault?.(m.cause)
+            // Its successor starts now, while it closes its store: its listeners are
+            // already cut, and its successor binds their ports when they are free.
+            ending.add(exited)
+            void exited.then(() => ending.delete(exited))
+            died(1)
             return
           case 'events': events.read(m)
         }
@@ -183,7 +189,13 @@ export async function startDoor (deps: DoorDeps): Promise<Door> {
         syncs.clear()
         void events.settled().then(() => readers.delete(events))
         if (!listening) reject(new Error(`the api worker exited with code ${code} before it listened`))
-        else if (worker === current) died(code, faulted)
+        else if (worker === current) {
+          if (!faulted) {
+            log.error({ exitCode: code }, 'the api worker stopped; restarting it')
+            deps.observer.workerFault?.('exit')
+          }
+          died(code)
+        }
       })
     })
   }
@@ -191,14 +203,12 @@ export async function startDoor (deps: DoorDeps): Promise<Door> {
   let startedAt = 0
   /** A restart under way: close() waits for it, then ends what it started. */
   let spawning: Promise<Spawned> | undefined
-  const died = (code: number, told: boolean) => {
+  /** Workers that told of a fault and are still ending: close() waits for them too. */
+  const ending = new Set<Promise<void>>()
+  const died = (code: number) => {
     current = undefined
     up = false
     if (closing) return
-    if (!told) {
-      log.error({ exitCode: code }, 'the api worker stopped; restarting it')
-      deps.observer.workerFault?.('exit')
-    }
     if (Date.now() - startedAt > STABLE_MS) delay = FIRST_DELAY_MS
     scheduleRestart()
   }
@@ -214,7 +224,8 @@ export async function startDoor (deps: DoorDeps): Promise<Door> {
         up = true
         startedAt = Date.now()
         log.info({ url: first.url.href }, 'the api worker restarted')
-        deps.onRestart().catch((err: unknown) => log.error({ err }, 'could not queue the effective instructions again after the api worker restarted'))
+        // Once its predecessor has ended: what it saved while closing is queued too.
+        Promise.all(ending).then(() => deps.onRestart()).catch((err: unknown) => log.error({ err }, 'could not queue the effective instructions again after the api worker restarted'))
       }, (err: unknown) => {
         if (closing) return
         log.error({ err, retryInMs: delay }, 'the api worker could not start again; retrying')
@@ -253,21 +264,24 @@ export async function startDoor (deps: DoorDeps): Promise<Door> {
         if (restartTimer) clearTimeout(restartTimer)
         up = false
         const w = current ?? await spawning?.then(s => s.worker, () => undefined)
-        if (!w) return
-        const exited = new Promise<void>(resolve => w.once('exit', () => resolve()))
-        w.postMessage({ type: 'close' } satisfies ToDoor)
-        // The worker's listener cuts its connections after a 1 s grace and the worker
-        // ends; one still running after this bound is stuck in its own code. Only then is
-        // it terminated: terminate() landing while Node's HTTP parser calls into the
-        // worker's JavaScript can abort the whole process (nodejs/node#38418, Node 20).
-        const bound = setTimeout(() => {
-          log.warn({ boundMs: CLOSE_BOUND_MS }, 'the api worker did not end after close; terminating it')
-          void w.terminate()
-        }, CLOSE_BOUND_MS)
-        await exited
-        clearTimeout(bound)
-        current = undefined
-        // What the worker handed over before it ended reaches the solver before close() resolves.
+        if (w) {
+          const exited = new Promise<void>(resolve => w.once('exit', () => resolve()))
+          w.postMessage({ type: 'close' } satisfies ToDoor)
+          // The worker's listener cuts its connections after a 1 s grace and the worker
+          // ends; one still running after this bound is stuck in its own code. Only then is
+          // it terminated: terminate() landing while Node's HTTP parser calls into the
+          // worker's JavaScript can abort the whole process (nodejs/node#38418, Node 20).
+          const bound = setTimeout(() => {
+            log.warn({ boundMs: CLOSE_BOUND_MS }, 'the api worker did not end after close; terminating it')
+            void w.terminate()
+          }, CLOSE_BOUND_MS)
+          await exited
+          clearTimeout(bound)
+          current = undefined
+        }
+        // A worker that had a fault ends by itself (door-worker.ts), within its own bound.
+        await Promise.all(ending)
+        // What the workers handed over before they ended reaches the solver before close() resolves.
         await settled()
       })()
       return closing

@@ -61,6 +61,26 @@ const events = eventsOut(post, {
 // The console and metrics listeners' questions to the solver's thread (door-asks.ts).
 const asks = asker(post)
 
+/**
+ * A restarted door starts while its predecessor, after a fault, still closes (its
+ * supervisor does not wait for it: the door is back sooner); that one cut its listeners
+ * first, but their ports are free only once its loop has closed their handles. So a
+ * restart waits for a port in use, up to the bound its predecessor has to end.
+ */
+const BUSY_RETRY_MS = 25
+async function whenFree<T> (listen: () => Promise<T>): Promise<T> {
+  const until = Date.now() + DIE_BOUND_MS
+  for (;;) {
+    try {
+      return await listen()
+    } catch (err) {
+      const busy = ((err as { cause?: { code?: string } }).cause?.code ?? (err as { code?: string }).code) === 'EADDRINUSE'
+      if (!start.sidePorts || !busy || Date.now() > until) throw err
+      await new Promise(resolve => setTimeout(resolve, BUSY_RETRY_MS))
+    }
+  }
+}
+
 interface OpenDoor {
   /** Drains the listeners (a short grace), then closes what the door opened. */
   close(): Promise<void>
@@ -110,16 +130,16 @@ async function open (): Promise<OpenDoor> {
   let api: ApiListener | undefined
   let side: WorkerListeners
   try {
-    api = await listenApi({
+    api = await whenFree(() => listenApi({
       config: { ...config, api: { ...config.api, port: start.port } },
       dataDir: start.dataDir, log, clock, store, companies, tokens: { ...openTokens(store), touch: (token, nowMs) => events.event({ e: 'touch', token, nowMs }) }, routes, observer,
-    })
+    }))
     // The console and metrics listeners, when enabled, live in this thread too (their code
     // loaded only then: every worker start, restarts included, would pay for it).
     const apiUrl = api.url
-    side = !config.console.enabled && !config.metrics.enabled ? { close: async () => {}, abort: () => {} } : await import('../worker-listeners.ts').then(m => m.openWorkerListeners({
+    side = !config.console.enabled && !config.metrics.enabled ? { close: async () => {}, abort: () => {} } : await import('../worker-listeners.ts').then(m => whenFree(() => m.openWorkerListeners({
       config, dataDir: start.dataDir, ports: start.sidePorts, store, companies, revisions, instructions, audit, clock, log, apiUrl, asks,
-    }))
+    })))
   } catch (err) {
     await api?.close().catch(() => {})
     await reader.close()
