@@ -1,11 +1,12 @@
 /**
  * `npm run campaign [-- --quick]`: the project's own fault campaign (README "Fault
  * campaign"), rows run one after another against the built plugin in child processes:
- * kill -9 loop, fast-check fuzz of POST bodies, mTLS matrix, damaged store, disk full, soak.
+ * kill -9 loop, the door's thread dying under load, fast-check fuzz of POST bodies, mTLS
+ * matrix, damaged store, disk full, soak.
  * Prints one table; a full run writes every figure to bench/results/campaign.json
  * (`--quick`, `--only` and the counts options leave it as it was).
  * Exit 0 when every row is met, 1 otherwise (a missed row is a broken promise, not a figure).
- * Options: --quick, --only kill,fuzz,mtls,damaged,disk,soak, --cycles N, --requests N,
+ * Options: --quick, --only kill,faults,fuzz,mtls,damaged,disk,soak, --cycles N, --faults N, --requests N,
  * --soak-seconds N, --seed N, --door worker|main (the kill row's API door: in its worker
  * thread or on the host's; default: the plugin's, `api.inWorker`).
  * @module
@@ -19,14 +20,16 @@ import { mtlsMatrix, mtlsFigures } from './mtls.ts'
 import { damagedStores, damagedStoreFigures } from './damaged-store.ts'
 import { diskFull, diskFullFigures } from './disk-full.ts'
 import { soak, soakFigures } from './soak.ts'
+import { doorFaults, doorFaultsFigures } from './door-faults.ts'
 import { measureRow, printRows, rowMet, writeRows, type Row } from './report.ts'
 
-const ROWS = ['kill', 'fuzz', 'mtls', 'damaged', 'disk', 'soak'] as const
+const ROWS = ['kill', 'faults', 'fuzz', 'mtls', 'damaged', 'disk', 'soak'] as const
 const { values: args } = parseArgs({
   options: {
     quick: { type: 'boolean', default: false },
     only: { type: 'string' },
     cycles: { type: 'string' },
+    faults: { type: 'string' },
     requests: { type: 'string' },
     'soak-seconds': { type: 'string' },
     seed: { type: 'string' },
@@ -50,6 +53,8 @@ const plan = {
   quick,
   rows: only ?? [...ROWS],
   cycles: Number(args.cycles ?? (quick ? 20 : 500)),
+  /** Faults of each kind, the door alone and with the console and the metrics listener. */
+  faults: Number(args.faults ?? (quick ? 3 : 20)),
   requests: Number(args.requests ?? (quick ? 3000 : 100_000)),
   soakSeconds: Number(args['soak-seconds'] ?? (quick ? 5 : 180)),
   soakWarmupSeconds: quick ? 2 : 20,
@@ -60,7 +65,7 @@ const plan = {
 // Full counts: the figures stand behind the README's promises and go to the results file
 // (with --only, just those rows are replaced there; the others keep their last full run).
 // The kill row's name says where its door ran when --door says so (both are evidence).
-const fullCounts = !quick && !args.cycles && !args.requests && !args['soak-seconds']
+const fullCounts = !quick && !args.cycles && !args.faults && !args.requests && !args['soak-seconds']
 const minutes = (n: number) => n * 60_000
 
 // Never hang: every row is bounded, and so is the whole run.
@@ -75,6 +80,10 @@ async function main (): Promise<number> {
   if (want('kill')) {
     progress('kill', await measureRow(`kill -9 loop (${plan.cycles} cycles${args.door ? `, door: ${args.door}` : ''})`,
       () => killLoop({ cycles: plan.cycles, budgetMs: quick ? minutes(3) : minutes(40), config: doorConfig }), r => killLoopFigures(r, plan.cycles)))
+  }
+  if (want('faults')) {
+    progress('faults', await measureRow(`the door's thread dies under load (${plan.faults} faults of each kind)`,
+      () => doorFaults({ faults: plan.faults, budgetMs: quick ? minutes(5) : minutes(40) }), doorFaultsFigures))
   }
   if (want('fuzz')) {
     progress('fuzz', await measureRow(`fuzz of POST bodies (${plan.requests.toLocaleString('en')} requests)`,

@@ -1,4 +1,5 @@
 import t, { type Test } from 'tap'
+import { appendFileSync } from 'node:fs'
 import { Agent, request } from 'undici'
 import { startEpx } from '../helpers/epx.ts'
 import { INBOUND_PATH, programme } from '../helpers/programme.ts'
@@ -156,6 +157,9 @@ async function worstDay (t: Test, kind: DoorFault | 'terminate', faults: number,
   t.same(lost, [], `every one of the ${acks.length} programmes acknowledged with a 202 is in the store`)
   const errors = epx.logs().filter(l => l.level === 50)
   t.equal(errors.length, faults, `one error line a fault (${errors.length} for ${faults})`)
+  // `npm run campaign` reads each kind's figures (bench/campaign/door-faults.ts).
+  const report = process.env.EPX_DOOR_FAULTS_REPORT
+  if (report) appendFileSync(report, JSON.stringify({ kind, side, faults, backMs: backs, acks: acks.length, lost: lost.length, errorLines: errors.length, statuses: Object.fromEntries(statuses), sideStatuses: Object.fromEntries(sideStatuses) }) + '\n')
 }
 
 for (const kind of KINDS) t.test(`the door's thread dies by ${kind} ${FAULTS} times under keep-alive GETs and POSTs: the host lives, the door is back within a second, every 202 is stored`, t => worstDay(t, kind, FAULTS, false))

@@ -1,0 +1,68 @@
+/**
+ * Row: the door's thread dies under load, the host lives (README "Plugin contract"). Runs
+ * test/http/door-faults.test.ts in a child process with 20 faults of each kind (an
+ * exception on the door's event loop, one thrown by a request handler inside the HTTP
+ * parser's call, an unhandled rejection, `terminate()`, the heap's limit), first with the
+ * API door alone, then with the console and the metrics listener in the same thread, while
+ * keep-alive clients GET and POST. The child is the host: a fault that took it down ends
+ * the row (its signal is the row's error). Each kind's figures come from the test's report.
+ * @module
+ */
+import { spawn } from 'node:child_process'
+import { readFileSync } from 'node:fs'
+import { join, resolve } from 'node:path'
+import { tempDir } from './daemon.ts'
+import { all, info, zero, type Figure } from './report.ts'
+
+const root = resolve(import.meta.dirname, '../..')
+/** README, "Plugin contract": the door back within a second. */
+export const DOOR_BACK_MS = 1000
+
+export interface KindResult {
+  readonly kind: string
+  readonly side: boolean
+  readonly faults: number
+  readonly backMs: readonly number[]
+  readonly acks: number
+  readonly lost: number
+  readonly errorLines: number
+}
+export interface DoorFaultsResult { readonly kinds: readonly KindResult[]; readonly faults: number; readonly exit: string; readonly tail: string }
+
+export async function doorFaults (o: { faults: number; budgetMs: number }): Promise<DoorFaultsResult> {
+  const report = join(tempDir('door-faults'), 'report.jsonl')
+  const child = spawn(process.execPath, [
+    '--import=./test/helpers/tsx-with-source-text.mjs', '--import=./test/helpers/built-workers.mjs', 'test/http/door-faults.test.ts',
+  ], {
+    cwd: root, stdio: ['ignore', 'pipe', 'pipe'],
+    env: {
+      ...process.env, EPX_DOOR_FAULTS: String(o.faults), EPX_DOOR_SIDE_FAULTS: String(o.faults),
+      EPX_DOOR_BACK_MS: String(DOOR_BACK_MS), EPX_DOOR_FAULTS_REPORT: report,
+    },
+  })
+  let tail = ''
+  const keep = (d: Buffer) => { tail = (tail + d.toString()).slice(-4000) }
+  child.stdout.on('data', keep)
+  child.stderr.on('data', keep)
+  const timer = setTimeout(() => child.kill('SIGKILL'), o.budgetMs)
+  const exit = await new Promise<string>(ok => child.once('close', (code, signal) => ok(signal ?? String(code))))
+  clearTimeout(timer)
+  let kinds: KindResult[] = []
+  try { kinds = readFileSync(report, 'utf8').trim().split('\n').filter(Boolean).map(l => JSON.parse(l) as KindResult) } catch { /* none: the child died first */ }
+  return { kinds, faults: o.faults, exit, tail }
+}
+
+export function doorFaultsFigures (r: DoorFaultsResult): Figure[] {
+  const figures: Figure[] = []
+  for (const k of r.kinds) {
+    const where = k.side ? ' (console and metrics too)' : ''
+    const within = k.backMs.filter(ms => ms < DOOR_BACK_MS).length
+    figures.push(all(`${k.kind}${where}: back within ${DOOR_BACK_MS} ms, host alive`, within, r.faults))
+    figures.push(info(`${k.kind}${where}: back after (ms, median / worst)`, `${[...k.backMs].sort((a, b) => a - b)[k.backMs.length >> 1]} / ${Math.max(...k.backMs)}`))
+    figures.push(zero(`${k.kind}${where}: 202s not in the store (of ${k.acks})`, k.lost))
+  }
+  const expected = 10
+  figures.push(all('fault kinds run to their end (the host never died)', r.kinds.length, expected))
+  if (r.exit !== '0') figures.push(info('the test process ended with', `${r.exit}: ${r.tail.replace(/\s+/g, ' ').slice(-300)}`))
+  return figures
+}
