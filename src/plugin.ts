@@ -17,6 +17,7 @@ import { openPublication } from './publish/open-publication.ts'
 import { startSchedule } from './publish/schedule.ts'
 import { addDays, parisDateOf } from './contract/paris-day.ts'
 import { openInbound } from './apply/receive-programme.ts'
+import { managedSites } from './apply/managed-sites.ts'
 import { checkNodeVersion } from './host/node-version.ts'
 import { startConsole } from './console/server.ts'
 import { openUsers } from './store/users.ts'
@@ -90,6 +91,7 @@ export async function createEpx (host: Host, rawConfig: unknown, internals: Inte
     // Before the API listens, so no newer programme can be overtaken by an old one.
     const inbound = await openInbound({
       store, solver: host.solver, clock: host.clock, log: inboundLog, options: config.inbound, reads: !config.api.inWorker,
+      managed: managedSites({ read: () => host.solver.sites(), clock: host.clock, log: inboundLog }),
       records: programmeRecords({ audit, flags, feasibility: { revisions }, log: inboundLog, counted: c => ops.programmeCounted(c) }),
     })
     bin.add(() => inbound.close())

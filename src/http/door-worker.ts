@@ -25,6 +25,7 @@ import { openInstructionFlags } from '../store/instruction-flags.ts'
 import { programmeRecords } from '../apply/programme-records.ts'
 import { createProgrammeReader } from '../apply/read-programme.ts'
 import { receiveProgramme, type ReceiveParts } from '../apply/receive-programme.ts'
+import { managedSites } from '../apply/managed-sites.ts'
 import { listenApi, type ApiListener } from './listener.ts'
 import { inboundRoute } from './inbound-route.ts'
 import { outboundRoute } from './outbound-route.ts'
@@ -83,7 +84,9 @@ async function open (): Promise<{ close(): Promise<void> }> {
       if (sites.length) events.handOver(batch, sites)
     },
   }
-  const parts: ReceiveParts = { reader, instructions, enqueuer, records }
+  // The solver's sites, asked of its thread (the host's object stays there), kept a while.
+  const managed = managedSites({ read: () => asks.ask({ ask: 'sites' }), clock, log: log.child({ area: 'inbound' }) })
+  const parts: ReceiveParts = { reader, instructions, enqueuer, records, managed }
   const inbound = {
     receive: (bytes: Buffer, caller: Caller, at: Date) => receiveProgramme(bytes, caller, at, parts),
     refusedAtDoor: (error: unknown, caller: Caller, at: Date) => records.refused(caller, error, at),

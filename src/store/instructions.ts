@@ -56,6 +56,8 @@ export interface Instructions {
   supersedersOf(batch: InstructionBatch): 'all' | ReadonlySet<string>
   /** The effective instruction id of a site and day (sync read). */
   effectiveId(targetDate: string, siteId: string): string | undefined
+  /** The effective instruction of a site and day with the company that sent it (sync read). */
+  effectiveOf(targetDate: string, siteId: string): { instructionId: string; companyId: string } | undefined
   /** Effective instructions of `fromDate` and later days, in (day, site) order. */
   effectiveFrom(fromDate: string): Generator<InstructionRef & { targetDate: string }>
   get(instructionId: string, siteId: string): StoredInstruction | undefined
@@ -156,6 +158,12 @@ export function openInstructions (store: Store): Instructions {
 
     effectiveId (targetDate: string, siteId: string): string | undefined {
       return effective.get([targetDate, siteId])?.instructionId
+    },
+
+    effectiveOf (targetDate: string, siteId: string): { instructionId: string; companyId: string } | undefined {
+      const ref = effective.get([targetDate, siteId])
+      const bytes = ref && tree.get(recordKey(ref.instructionId, siteId))
+      return ref && bytes ? { instructionId: ref.instructionId, companyId: decodeInstructionSlots(bytes).head.companyId } : undefined
     },
 
     * effectiveFrom (fromDate: string): Generator<InstructionRef & { targetDate: string }> {
