@@ -155,7 +155,7 @@ export async function createEpx (host: Host, rawConfig: unknown, internals: Inte
     })
     const api = door ?? await listenApi({
       config, dataDir: host.dataDir, log, clock: host.clock, store, companies, tokens, observer,
-      routes: [inboundRoute({ maxBodyBytes: config.inbound.maxBodyBytes, inbound }), outboundRoute({ revisions, receipts: deliveries })],
+      routes: [inboundRoute({ maxBodyBytes: config.inbound.maxBodyBytes, inbound, status: { instructions, flags } }), outboundRoute({ revisions, receipts: deliveries })],
     })
     bin.add(() => api.close())
     if (door) internals.onDoor?.(door)

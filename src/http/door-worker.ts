@@ -93,7 +93,8 @@ async function open (): Promise<{ close(): Promise<void> }> {
   }
   const receipts = { record: events.receipt }
   const companies = openCompanies(store)
-  const routes = [inboundRoute({ maxBodyBytes: config.inbound.maxBodyBytes, inbound }), outboundRoute({ revisions, receipts })]
+  const status = { instructions, flags: openInstructionFlags(store) }
+  const routes = [inboundRoute({ maxBodyBytes: config.inbound.maxBodyBytes, inbound, status }), outboundRoute({ revisions, receipts })]
   const observer = {
     handshake: events.handshake,
     handshakeFailed: (reason: string) => events.event({ e: 'handshakeFailed', reason }),
