@@ -112,7 +112,8 @@ t.test('a company never sees another company\'s instructions, whatever the param
   const queries: Array<Record<string, string>> = [{ target_date: DAY }, { target_date: '2026-11-21' }, { target_date: DAY, extra: 'x' }]
   for (const n of [1, 2, 3, 4]) queries.push({ target_date: DAY, site_id: siteId(n) })
   queries.push({ target_date: DAY, site_id: 'PRM99999999999999' })
-  for (const [who, c, own, foreign] of [['other', other, otherIds, acmeIds], ['narrow', narrow, [], [...acmeIds, ...otherIds]]] as const) {
+  const viewers: Array<[string, typeof other, readonly string[], readonly string[]]> = [['other', other, otherIds, acmeIds], ['narrow', narrow, [], [...acmeIds, ...otherIds]]]
+  for (const [who, c, own, foreign] of viewers) {
     for (const query of queries) {
       const res = await c.status(query)
       t.equal(res.status, 200, `${who} ${JSON.stringify(query)}`)
