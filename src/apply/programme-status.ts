@@ -11,28 +11,9 @@ import { compareInstants, readUtcInstant, type Instant } from '../contract/insta
 import { inPerimeter } from '../auth/tenancy.ts'
 import type { Instructions } from '../store/instructions.ts'
 import type { InstructionFlags } from '../store/instruction-flags.ts'
+import type { StatusBody, StatusEntry } from '../contract/programme-status.ts'
 
-export interface StatusEntry {
-  readonly instruction_id: string
-  readonly site_id: string
-  readonly emitted_at: string
-  readonly received_at: string
-  readonly periods_count: number
-  readonly status: 'received' | 'queued' | 'applied' | 'superseded'
-  /** With `applied`: when the solver's cycle acknowledged it, and that cycle's number. */
-  readonly applied_at?: string
-  readonly cycle?: number
-  /** With `superseded`: the instruction in force, when it is the caller company's own. */
-  readonly superseded_by?: string
-  /** Slots whose floor exceeds the published available power (0 when none, or not checked). */
-  readonly infeasible_slots: number
-}
-
-export interface StatusBody {
-  readonly target_date: string
-  readonly count: number
-  readonly instructions: readonly StatusEntry[]
-}
+export type { StatusBody, StatusEntry }
 
 export interface StatusDeps {
   readonly instructions: Pick<Instructions, 'headsOf' | 'effectiveOf'>

@@ -46,6 +46,10 @@ export interface RuleOptions {
   readonly nowMs?: number
   readonly maxClockSkewSeconds?: number
   readonly maxDaysAhead?: number
+  /** Whose clock `nowMs` is, as messages name it (default "this server's clock"; the BSP client checks against its own). */
+  readonly clockName?: string
+  /** False: `nowMs` checks emitted_at only (the BSP client: which days are open is the server's to say). */
+  readonly checkTargetDate?: boolean
   /** Whether the solver manages a site (the host's `sites()`); unset, not checked. */
   readonly managed?: (siteId: string) => boolean
 }
@@ -177,11 +181,11 @@ function checkTimeliness (body: Obj, day: Day | undefined, opts: RuleOptions, de
   // second is read at millisecond precision, enough to compare with a skew in seconds.
   const emittedMs = emitted === emitted ? emitted : readMs(body.emitted_at)
   if (emittedMs > nowMs + skewSecs * 1000) {
-    details.add('/emitted_at', `is ${aheadText(emittedMs - nowMs)} ahead of this server's clock (${new Date(nowMs).toISOString()}); ` +
+    details.add('/emitted_at', `is ${aheadText(emittedMs - nowMs)} ahead of ${opts.clockName ?? 'this server\'s clock'} (${new Date(nowMs).toISOString()}); ` +
       `at most ${skewSecs} s ahead is accepted, since a programme from the future would outrank every later revision of its sites and day: ` +
       'check the clock and the time zone of the sending system (emitted_at is UTC, ending in Z)')
   }
-  if (!day || day.offGrid || typeof body.target_date !== 'string') return
+  if (opts.checkTargetDate === false || !day || day.offGrid || typeof body.target_date !== 'string') return
   const { today, last } = calendarOf(nowMs, opts.maxDaysAhead ?? DEFAULT_MAX_DAYS_AHEAD)
   const target = body.target_date
   if (target < today) {
