@@ -57,6 +57,8 @@ export const configSchema = {
         maxBodyBytes: { type: 'integer', minimum: 1024, default: 10485760 },
         maxSites: { type: 'integer', minimum: 1, default: 5000 },
         requireContiguous: { type: 'boolean', default: false, description: 'Reject gaps between slots too.' },
+        maxClockSkewSeconds: { type: 'integer', minimum: 0, maximum: 86400, default: 300, description: 'A programme whose emitted_at is further ahead of this server\'s clock is refused: a future emitted_at would outrank every later, correct revision of its sites and day.' },
+        maxDaysAhead: { type: 'integer', minimum: 0, maximum: 366, default: 7, description: 'The latest target_date accepted, in days after today (Europe/Paris).' },
         retentionDays: { type: 'integer', minimum: 1, default: 90, description: 'Instructions whose target date is older are removed (like revisions). A year of 10,000 sites is ~15 GB: raise store.mapSizeBytes with it.' },
       },
     },

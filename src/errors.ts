@@ -16,6 +16,8 @@ export interface ErrorSpec {
   /** problem+json `type` slug and `title`, for the outbound door. */
   readonly slug?: string
   readonly title?: string
+  /** The problem's `code` when it differs from the catalogue's (the outbound door's name for it). */
+  readonly problemCode?: string
   /**
    * Response headers the code always carries, whoever throws it (lower-case names):
    * fixed, or made from the error's arguments (those of `message`). A header the thrower
@@ -45,12 +47,12 @@ export const catalogue = {
   MTLS_REQUIRED: { status: 403, message: '%s', slug: 'mtls-required', title: 'Forbidden' },
   COMPANY_SUSPENDED: { status: 403, message: 'company %s is suspended', slug: 'company-suspended', title: 'Forbidden' },
   SCOPE_DENIED: { status: 403, message: "token lacks scope '%s'", slug: 'scope-denied', title: 'Forbidden', headers: (scope: string) => bearerChallenge('insufficient_scope', scope) },
-  NOT_FOUND: { status: 404, message: 'no resource at %s', slug: 'not-found', title: 'Not Found' },
+  UNKNOWN_PATH: { status: 404, message: 'no resource at %s; check the base URL and the path (/api/v0.5/energy-programs/besoins-agreges or /api/v0.5/energy-programs/programme-soutirage)', slug: 'unknown-path', title: 'Not Found' },
   NOT_PUBLISHED: { status: 404, message: 'no Besoins_Agreges is published for site %s on %s; retry in 5 minutes at the earliest', slug: 'not-found', title: 'Not Found', headers: { 'retry-after': '300' } },
   METHOD_NOT_ALLOWED: { status: 405, message: '%s is not allowed here; allowed: %s', slug: 'method-not-allowed', title: 'Method Not Allowed', headers: (_method: string, allow: string) => ({ allow }) },
   PAYLOAD_TOO_LARGE: { status: 413, message: 'body exceeds the limit of %d bytes', slug: 'payload-too-large', title: 'Payload Too Large' },
   UNSUPPORTED_MEDIA_TYPE: { status: 415, message: "Content-Type must be application/json, got '%s'", slug: 'unsupported-media-type', title: 'Unsupported Media Type' },
-  NO_STORE: { status: 503, exit: 1, message: 'storage unavailable; retry in a few seconds', slug: 'no-store', title: 'Service Unavailable', headers: { 'retry-after': '5' } },
+  NO_STORE: { status: 503, exit: 1, message: 'storage unavailable; retry in a few seconds', slug: 'no-store', title: 'Service Unavailable', problemCode: 'STORE_UNAVAILABLE', headers: { 'retry-after': '5' } },
   INTERNAL: { status: 500, message: 'internal error; the request was not applied', slug: 'internal', title: 'Internal Server Error' },
 
   // Operator-facing codes (host, CLI, configuration): never on the wire.
@@ -69,6 +71,22 @@ export const catalogue = {
 } as const satisfies Record<string, ErrorSpec>
 
 export type ErrorCode = keyof typeof catalogue
+
+/**
+ * The codes each API door can answer, in the catalogue's order: the OpenAPI description
+ * (scripts/openapi/describe.ts) and docs/errors.md list these, and the door renders them.
+ * `status` is the programme status read (GET on the inbound path), rendered as inbound errors.
+ */
+export const DOOR_CODES = {
+  outbound: ['INVALID_QUERY', 'UNAUTHORIZED', 'MTLS_REQUIRED', 'COMPANY_SUSPENDED', 'SCOPE_DENIED', 'NOT_PUBLISHED', 'NO_STORE', 'INTERNAL'],
+  inbound: ['INVALID_PROGRAMME_SOUTIRAGE_REQUEST', 'UNAUTHORIZED', 'MTLS_REQUIRED', 'COMPANY_SUSPENDED', 'SCOPE_DENIED', 'PAYLOAD_TOO_LARGE', 'UNSUPPORTED_MEDIA_TYPE', 'NO_STORE', 'INTERNAL'],
+  status: ['INVALID_QUERY', 'UNAUTHORIZED', 'MTLS_REQUIRED', 'COMPANY_SUSPENDED', 'SCOPE_DENIED', 'NO_STORE', 'INTERNAL'],
+} as const satisfies Record<string, readonly ErrorCode[]>
+
+/** The `code` of an outbound problem (DECISIONS.md "Outbound": every problem carries one). */
+export function problemCodeOf (code: ErrorCode): string {
+  return (catalogue[code] as ErrorSpec).problemCode ?? code
+}
 
 export class EpxError extends Error {
   readonly code: ErrorCode

@@ -17,6 +17,7 @@ import { openPublication } from './publish/open-publication.ts'
 import { startSchedule } from './publish/schedule.ts'
 import { addDays, parisDateOf } from './contract/paris-day.ts'
 import { openInbound } from './apply/receive-programme.ts'
+import { managedSites } from './apply/managed-sites.ts'
 import { checkNodeVersion } from './host/node-version.ts'
 import { startConsole } from './console/server.ts'
 import { openUsers } from './store/users.ts'
@@ -92,6 +93,7 @@ export async function createEpx (host: Host, rawConfig: unknown, internals: Inte
     // Before the API listens, so no newer programme can be overtaken by an old one.
     const inbound = await openInbound({
       store, solver: host.solver, clock: host.clock, log: inboundLog, options: config.inbound, reads: !config.api.inWorker,
+      managed: managedSites({ read: () => host.solver.sites(), clock: host.clock, log: inboundLog }),
       records: programmeRecords({ audit, flags, feasibility: { revisions }, log: inboundLog, counted: c => ops.programmeCounted(c) }),
     })
     bin.add(() => inbound.close())
@@ -156,7 +158,7 @@ export async function createEpx (host: Host, rawConfig: unknown, internals: Inte
     })
     const api = door ?? await listenApi({
       config, dataDir: host.dataDir, log, clock: host.clock, store, companies, tokens, observer,
-      routes: [inboundRoute({ maxBodyBytes: config.inbound.maxBodyBytes, inbound }), outboundRoute({ revisions, receipts: deliveries })],
+      routes: [inboundRoute({ maxBodyBytes: config.inbound.maxBodyBytes, inbound, status: { instructions, flags } }), outboundRoute({ revisions, receipts: deliveries })],
     })
     bin.add(() => api.close())
     if (door) internals.onDoor?.(door)

@@ -59,5 +59,5 @@ t.test('the headers a code always carries come with it from the catalogue, whoev
     { 'www-authenticate': 'Bearer realm="epx", error="insufficient_scope", scope="inbound:programme-soutirage"' }, 'the scope needed, from the arguments')
   t.same(new EpxError('METHOD_NOT_ALLOWED', ['PUT', 'GET, HEAD']).headers, { allow: 'GET, HEAD' })
   t.same(new EpxError('NO_STORE', [], { headers: { 'retry-after': '7' } }).headers, { 'retry-after': '7' })
-  t.equal(new EpxError('NOT_FOUND', ['/x']).headers, undefined, 'a code without headers carries none')
+  t.equal(new EpxError('UNKNOWN_PATH', ['/x']).headers, undefined, 'a code without headers carries none')
 })

@@ -38,7 +38,7 @@ t.test('the description is valid OpenAPI 3.1, its schema files resolved', async 
 t.test('the response check refuses what the description does not say', async t => {
   await description()
   const get = { method: 'GET', path: OUTBOUND_PATH }
-  const problem = (status: number, extra: object = {}) => JSON.stringify({ type: 'https://x.example/errors/not-found', title: 'Not Found', status, detail: 'no', ...extra })
+  const problem = (status: number, extra: object = {}) => JSON.stringify({ type: 'https://x.example/errors/not-found', title: 'Not Found', status, detail: 'no', code: 'NOT_PUBLISHED', ...extra })
   const notPublished = { status: 404, headers: { 'content-type': 'application/problem+json', 'retry-after': '300', 'x-content-type-options': 'nosniff' }, text: problem(404) }
   await t.resolves(conformsToDescription(get, notPublished), 'the real 404 shape passes')
   await t.rejects(conformsToDescription(get, { ...notPublished, headers: { ...notPublished.headers, 'retry-after': '60' } }), /Retry-After/, 'another Retry-After')
@@ -46,7 +46,11 @@ t.test('the response check refuses what the description does not say', async t =
   await t.rejects(conformsToDescription(get, { ...notPublished, headers: { ...notPublished.headers, 'content-type': 'application/json' } }), /Content-Type/)
   await t.rejects(conformsToDescription(get, { ...notPublished, text: problem(404, { status: 'x' }) }), /body\/status/)
   await t.rejects(conformsToDescription({ method: 'GET', path: '/nowhere' }, { ...notPublished, status: 200 }), /unknown path/)
-  await t.resolves(conformsToDescription({ method: 'GET', path: '/nowhere' }, { ...notPublished, headers: { 'content-type': 'application/problem+json', 'x-content-type-options': 'nosniff' } }), 'an unknown path is a documented 404')
+  const unknownPath = { status: 404, headers: { 'content-type': 'application/problem+json', 'x-content-type-options': 'nosniff' }, text: problem(404, { type: 'https://x.example/errors/unknown-path', code: 'UNKNOWN_PATH' }) }
+  await t.resolves(conformsToDescription({ method: 'GET', path: '/nowhere' }, unknownPath), 'an unknown path is a documented 404')
+  await t.rejects(conformsToDescription({ method: 'GET', path: '/nowhere' }, { ...unknownPath, text: problem(404) }), /body\/code/, 'with its own code, not NOT_PUBLISHED')
+  const { code: _, ...noCode } = JSON.parse(problem(404))
+  await t.rejects(conformsToDescription(get, { ...notPublished, text: JSON.stringify(noCode) }), /required property 'code'/, 'every problem carries its code')
   await t.rejects(conformsToDescription({ method: 'POST', path: INBOUND_PATH }, { status: 202, headers: { 'content-type': 'application/json', 'x-content-type-options': 'nosniff' }, text: '{"status":"received"}' }), /required property/)
   await t.rejects(conformsToDescription(get, { status: 304, headers: { etag: 'W/"a"', 'cache-control': 'private, max-age=60, must-revalidate', 'x-content-type-options': 'nosniff' }, text: '' }), /Last-Modified is missing/)
 })
@@ -57,7 +61,8 @@ t.test('through the conformance interceptor, an answer the description does not 
   const server = createServer((req, res) => {
     // A 404 without its Retry-After, as a door that lost the header would send it.
     res.writeHead(404, { 'content-type': 'application/problem+json', 'x-content-type-options': 'nosniff' })
-    res.end(JSON.stringify({ type: 'http://127.0.0.1/errors/not-found', title: 'Not Found', status: 404, detail: 'no' }))
+    const code = req.url?.startsWith('/elsewhere') ? 'UNKNOWN_PATH' : 'NOT_PUBLISHED'
+    res.end(JSON.stringify({ type: 'http://127.0.0.1/errors/not-found', title: 'Not Found', status: 404, detail: 'no', code }))
   })
   await new Promise<void>(resolve => server.listen(0, '127.0.0.1', resolve))
   t.teardown(() => server.close())

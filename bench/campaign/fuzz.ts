@@ -91,7 +91,8 @@ export function bodies (day: string): fc.Arbitrary<string> {
     second: fc.integer({ min: 0, max: 86_399 }),
   }).map(o => programme({
     targetDate: day, sites: Array.from({ length: o.sites }, (_, i) => siteId(i + 1)), slots: o.slots,
-    emittedAt: new Date(Date.parse(`${day}T00:00:00Z`) - 86_400_000 + o.second * 1000).toISOString(),
+    // Yesterday (UTC): never ahead of the server's clock (inbound.maxClockSkewSeconds).
+    emittedAt: new Date(Date.parse(`${day}T00:00:00Z`) - 2 * 86_400_000 + o.second * 1000).toISOString(),
   }))
   const mutation: fc.Arbitrary<Mutation> = fc.record({
     kind: fc.constantFrom('replace', 'replace', 'replace', 'delete', 'huge', 'proto'),

@@ -59,7 +59,8 @@ export async function killLoop (o: KillLoopOptions): Promise<KillLoopResult> {
   const partial = new Set<string>()
   let firstProblem: string | undefined
   // Unique, increasing instants: every programme is its own instruction id.
-  let emitted = Date.parse(`${day}T00:00:00Z`) - 86_400_000
+  // From two days before: every emitted_at stays behind the server's clock (inbound.maxClockSkewSeconds).
+  let emitted = Date.parse(`${day}T00:00:00Z`) - 2 * 86_400_000
   const deadline = Date.now() + o.budgetMs
   const [killMin, killMax] = o.killAfterMs ?? [50, 600]
 

@@ -54,7 +54,8 @@ export async function soak (o: SoakOptions): Promise<SoakResult> {
       for (let i = 0; i < 1_000_000 && Date.now() < until; i++) {
         const post = (i + w) % 2 === 0
         // Half the programmes re-send one instruction id (an overwrite), half are new ones of 20 sites in turn.
-        const emittedAt = post && i % 4 === 0 ? `${day}T00:00:00Z` : new Date(Date.parse(`${day}T00:00:00Z`) - 86_400_000 + (++n) * 1000).toISOString()
+        // Instants of the day before yesterday: never ahead of the server's clock (inbound.maxClockSkewSeconds).
+        const emittedAt = new Date(Date.parse(`${day}T00:00:00Z`) - 2 * 86_400_000 + (post && i % 4 === 0 ? 0 : (++n) * 1000)).toISOString()
         try {
           const res = post
             ? await request(`${host.origin}${INBOUND_PATH}`, {

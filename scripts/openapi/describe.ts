@@ -6,23 +6,21 @@
  * recorded responses, so the description says what the door really sends.
  * @module
  */
-import { catalogue, EpxError, type ErrorCode } from '../../src/errors.ts'
+import { catalogue, DOOR_CODES, EpxError, problemCodeOf, type ErrorCode } from '../../src/errors.ts'
 import { renderError } from '../../src/http/render-error.ts'
 import { INBOUND_PATH, OUTBOUND_PATH, type Door } from '../../src/http/route.ts'
 import {
   besoinsAgregesJsonSchema, inboundErrorJsonSchema, JSON_SCHEMA_DIALECT, problemJsonSchema, programmeSoutirageJsonSchema,
-  receiptJsonSchema, type JsonSchema,
+  programmeStatusJsonSchema, receiptJsonSchema, type JsonSchema,
 } from '../../src/contract/published-schemas.ts'
 import { EXAMPLE_BASE_URL, type Recorded } from './record.ts'
-import { ADVICE, API_DESCRIPTION, HEADER_SPECS, MTLS_DESCRIPTION, BEARER_DESCRIPTION } from './texts.ts'
+import { ADVICE, API_DESCRIPTION, HEADER_SPECS, MTLS_DESCRIPTION, BEARER_DESCRIPTION, STATUS_DESCRIPTION } from './texts.ts'
 
 export const SCHEMA_FILES = { besoins: 'schemas/besoins-agreges.json', programme: 'schemas/programme-soutirage.json' } as const
 
-/** The codes each door can answer, in the catalogue's order. */
-const DOOR_CODES: Record<Door, readonly ErrorCode[]> = {
-  outbound: ['INVALID_QUERY', 'UNAUTHORIZED', 'MTLS_REQUIRED', 'COMPANY_SUSPENDED', 'SCOPE_DENIED', 'NOT_PUBLISHED', 'NO_STORE', 'INTERNAL'],
-  inbound: ['INVALID_PROGRAMME_SOUTIRAGE_REQUEST', 'UNAUTHORIZED', 'MTLS_REQUIRED', 'COMPANY_SUSPENDED', 'SCOPE_DENIED', 'PAYLOAD_TOO_LARGE', 'UNSUPPORTED_MEDIA_TYPE', 'NO_STORE', 'INTERNAL'],
-}
+/** An operation's kind: the two of the contract, and the status read (an extension, rendered by the inbound door). */
+type Kind = keyof typeof DOOR_CODES
+const doorOf = (kind: Kind): Door => kind === 'outbound' ? 'outbound' : 'inbound'
 const statusOf = (code: ErrorCode): number => (catalogue[code] as { status: number }).status
 
 export interface Described {
@@ -51,16 +49,30 @@ export function describeApi (recorded: readonly Recorded[], opts: { version: str
       [INBOUND_PATH]: {
         'x-other-methods': { $ref: '#/components/responses/MethodNotAllowedInbound' },
         post: { operationId: 'postProgrammeSoutirage', summary: 'Send a Programme_Soutirage (one instruction per site)', ...operation('inbound', of('POST'), { head: false }) },
+        get: {
+          operationId: 'getProgrammeSoutirageStatus',
+          summary: 'What became of your programmes for a day (extension of the contract)',
+          description: STATUS_DESCRIPTION,
+          'x-epx-extension': true,
+          ...operation('status', of('GET status'), { head: false }),
+        },
+        head: {
+          operationId: 'headProgrammeSoutirageStatus',
+          summary: 'The headers the status read would send, without the body (extension of the contract)',
+          'x-epx-extension': true,
+          ...operation('status', [...of('HEAD status'), ...of('GET status').filter(r => r.status !== 200)], { head: true }),
+        },
       },
     },
     components: {
       schemas: {
         Receipt: receiptJsonSchema(),
-        InboundError: inboundErrorJsonSchema([...DOOR_CODES.inbound, 'METHOD_NOT_ALLOWED']),
+        ProgrammeStatus: programmeStatusJsonSchema(),
+        InboundError: inboundErrorJsonSchema([...DOOR_CODES.inbound, 'INVALID_QUERY', 'METHOD_NOT_ALLOWED']),
         Problem: problemJsonSchema(),
       },
       responses: {
-        UnknownPath: otherResponse('outbound', of('other'), 404, 'NOT_FOUND'),
+        UnknownPath: otherResponse('outbound', of('other'), 404, 'UNKNOWN_PATH'),
         MethodNotAllowedOutbound: otherResponse('outbound', of('other').filter(r => r.request.path.startsWith(OUTBOUND_PATH)), 405, 'METHOD_NOT_ALLOWED'),
         MethodNotAllowedInbound: otherResponse('inbound', of('other').filter(r => r.request.path.startsWith(INBOUND_PATH)), 405, 'METHOD_NOT_ALLOWED'),
       },
@@ -79,16 +91,24 @@ export function describeApi (recorded: readonly Recorded[], opts: { version: str
   }
 }
 
-function operation (door: Door, recorded: readonly Recorded[], o: { head: boolean }) {
+function operation (kind: Kind, recorded: readonly Recorded[], o: { head: boolean }) {
+  const door = doorOf(kind)
   const scope = door === 'outbound' ? 'outbound:besoins-agreges' : 'inbound:programme-soutirage'
   const responses: Record<string, unknown> = {}
-  const statuses = new Set([...recorded.map(r => r.status), ...DOOR_CODES[door].map(statusOf)])
+  const kindCodes: readonly ErrorCode[] = DOOR_CODES[kind]
+  const statuses = new Set([...recorded.map(r => r.status), ...kindCodes.map(statusOf)])
   for (const status of [...statuses].sort()) {
-    const codes = DOOR_CODES[door].filter(c => statusOf(c) === status)
+    const codes = kindCodes.filter(c => statusOf(c) === status)
     const seen = recorded.filter(r => r.status === status)
-    responses[String(status)] = response(door, status, codes, seen.length ? seen : rendered(door, codes), o.head)
+    responses[String(status)] = response(kind, status, codes, seen.length ? seen : rendered(door, codes), o.head)
   }
-  const parameters = door === 'outbound'
+  const parameters = kind === 'status'
+    ? [
+        { name: 'target_date', in: 'query', required: true, description: 'The Europe/Paris day, YYYY-MM-DD', schema: { type: 'string', format: 'date' }, example: '2026-11-22' },
+        { name: 'site_id', in: 'query', required: false, description: 'Only this site (PRM followed by 14 digits); a site outside your perimeter answers as one with no instruction', schema: { type: 'string', pattern: '^PRM[0-9]{14}$' }, example: 'PRM30000000000001' },
+        { name: 'If-None-Match', in: 'header', required: false, description: 'The ETag last received for this query: 304 when no status changed.', schema: { type: 'string' } },
+      ]
+    : door === 'outbound'
     ? [
         { name: 'site_id', in: 'query', required: true, description: 'The site, PRM followed by 14 digits', schema: { type: 'string', pattern: '^PRM[0-9]{14}$' }, example: 'PRM30000000000001' },
         { name: 'target_date', in: 'query', required: true, description: 'The Europe/Paris day, YYYY-MM-DD', schema: { type: 'string', format: 'date' }, example: '2026-11-22' },
@@ -96,7 +116,7 @@ function operation (door: Door, recorded: readonly Recorded[], o: { head: boolea
         { name: 'If-Modified-Since', in: 'header', required: false, description: 'The Last-Modified last received (HTTP date, one-second resolution): 304 when nothing changed. Ignored when unparsable.', schema: { type: 'string' } },
       ]
     : [{ name: 'Content-Type', in: 'header', required: true, description: 'application/json (parameters such as charset=utf-8 allowed)', schema: { type: 'string', pattern: '^application/json' } }]
-  const requestBody = door === 'inbound'
+  const requestBody = kind === 'inbound'
     ? {
         required: true,
         content: { 'application/json': { schema: { $ref: SCHEMA_FILES.programme }, examples: examplesOf(recorded.filter(r => r.request.body !== undefined && r.status !== 413), 'request') } },
@@ -112,19 +132,22 @@ function operation (door: Door, recorded: readonly Recorded[], o: { head: boolea
 }
 
 /** A response of a status: its headers (from the runs), its body schema, its examples. */
-function response (door: Door, status: number, codes: readonly ErrorCode[], seen: readonly Recorded[], head: boolean) {
-  const lines = codes.map(c => `- \`${c}\`: ${ADVICE[c] ?? ''}`)
-  const description = status === 200 ? 'The latest revision. Keep ETag and Last-Modified for the next poll, and emitted_at for audit.'
-    : status === 202 ? 'Persisted on disk; applied at the next solver cycle.'
+function response (kind: Kind, status: number, codes: readonly ErrorCode[], seen: readonly Recorded[], head: boolean) {
+  const door = doorOf(kind)
+  const lines = codes.map(c => `- \`${door === 'outbound' ? problemCodeOf(c) : c}\`: ${ADVICE[c] ?? ''}`)
+  const description = status === 200 ? (kind === 'status'
+    ? 'Your company\'s instructions for the day, newest first. Keep the ETag and send it as If-None-Match on the next read.'
+    : 'The latest revision. Keep ETag and Last-Modified for the next poll, and emitted_at for audit.')
+    : status === 202 ? 'Persisted on disk. Each instruction says what will become of it: `queued` (applied at the next solver cycle) or `superseded` (a later programme is in force).'
       : status === 304 ? 'Nothing new since the ETag (or date) you sent. No body; the validators are repeated.'
         : lines.join('\n')
   const media = seen.map(r => (r.headers['content-type'] ?? '').split(';')[0]!).find(Boolean)
-  const schema = status === 200 ? { $ref: SCHEMA_FILES.besoins }
+  const schema = status === 200 ? (kind === 'status' ? { $ref: '#/components/schemas/ProgrammeStatus' } : { $ref: SCHEMA_FILES.besoins })
     : status === 202 ? { $ref: '#/components/schemas/Receipt' }
       : door === 'inbound' ? errorSchema('#/components/schemas/InboundError', { properties: { error: { properties: { code: { enum: codes } } } } })
         : errorSchema('#/components/schemas/Problem', {
-          properties: { status: { const: status }, ...(status === 403 ? { code: { enum: codes } } : {}) },
-          required: status === 403 ? ['code'] : status === 400 ? ['invalid_params'] : [],
+          properties: { status: { const: status }, code: { enum: codes.map(problemCodeOf) } },
+          required: status === 400 ? ['code', 'invalid_params'] : ['code'],
         })
   return {
     description,

@@ -20,7 +20,7 @@ const RECORD_MAX_BODY = 16_384
 
 export interface Recorded {
   /** Operation key: `GET`, `HEAD`, `POST`, or `other` (unknown path, other method). */
-  readonly operation: 'GET' | 'HEAD' | 'POST' | 'other'
+  readonly operation: 'GET' | 'HEAD' | 'POST' | 'GET status' | 'HEAD status' | 'other'
   /** What this example shows, e.g. `notPublished`. */
   readonly name: string
   readonly summary: string
@@ -120,9 +120,22 @@ async function record (t: Test): Promise<Recorded[]> {
   await go('POST', 'storeUnavailable', 'The store cannot answer: nothing was persisted, send it again', post())
   epx.faults.unavailable = false
 
+  const status = (query: Record<string, string>, o: Partial<TestRequest> = {}): TestRequest =>
+    ({ method: 'GET', path: INBOUND_PATH, query, cert, token: inbound, ...o })
+  const read = await go('GET status', 'status', 'Your instructions for a day, newest first: one queued', status({ target_date: day }))
+  await go('GET status', 'notModified', 'If-None-Match with the ETag last received: no status changed', status({ target_date: day }, { headers: { 'if-none-match': read.headers.etag! } }))
+  await go('GET status', 'invalidQuery', 'target_date missing, site_id not a PRM', status({ site_id: 'PRM123' }))
+  await go('GET status', 'noToken', 'No Authorization header', status({ target_date: day }, { token: undefined }))
+  await go('GET status', 'noCertificate', 'No client certificate', status({ target_date: day }, { cert: null }))
+  await go('GET status', 'scopeDenied', 'A token without inbound:programme-soutirage', status({ target_date: day }, { token: outbound }))
+  epx.faults.unavailable = true
+  await go('GET status', 'storeUnavailable', 'The store cannot answer', status({ target_date: day }))
+  epx.faults.unavailable = false
+  await go('HEAD status', 'status', 'The headers of the status read, no body', status({ target_date: day }, { method: 'HEAD' }))
+
   await go('other', 'unknownPath', 'A path the API does not serve', { path: '/api/v0.5/energy-programs/unknown', cert, token: outbound })
   await go('other', 'methodNotAllowedOutbound', 'A method besoins-agreges does not serve', get(pair, { method: 'DELETE' }))
-  await go('other', 'methodNotAllowedInbound', 'A method programme-soutirage does not serve', post({ method: 'GET', body: undefined }))
+  await go('other', 'methodNotAllowedInbound', 'A method programme-soutirage does not serve', post({ method: 'DELETE', body: undefined }))
   await epx.close()
   return out.map(r => r.name === 'tooLarge' ? { ...r, request: { ...r.request, body: '(a body over the limit)' } } : r)
 }

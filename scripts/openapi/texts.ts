@@ -18,27 +18,38 @@ export const API_DESCRIPTION = [
   'Errors: outbound errors are application/problem+json (RFC 9457); inbound errors are {"error": {code, message, details}}',
   'where details maps RFC 6901 JSON Pointers into your body to what to fix.',
   '',
+  'Reading outcomes (an extension of the contract, marked x-epx-extension): GET programme-soutirage?target_date=D[&site_id=S] answers',
+  'what became of your company\'s instructions for a day (queued, applied with its cycle, superseded), with its ETag for 304.',
+  '',
   'The JSON Schemas of the two documents are files beside this description (schemas/). The guide for BSP developers is docs/bsp-guide.md.',
 ].join('\n')
+
+export const STATUS_DESCRIPTION = [
+  'An extension of the contract (its two operations are unchanged): your company\'s instructions for target_date, newest first,',
+  'each with its status: `received` (stored), `queued` (handed to the solver for its next cycle), `applied` (with `applied_at` and the solver `cycle`),',
+  'or `superseded` (a programme with a later emitted_at is in force; `superseded_by` names it when it is yours), and `infeasible_slots`.',
+  'Never another company\'s instructions; a site outside your perimeter answers as one with none. Same certificate and token as POST (scope inbound:programme-soutirage).',
+  'Send the ETag back as If-None-Match: 304 while nothing changed. Errors are in the inbound format, `error.details` naming each query parameter at fault.',
+].join(' ')
 
 export const MTLS_DESCRIPTION = 'A client certificate issued by the service\'s client CA and bound to your company (its subject, and its SHA-256 fingerprint where pinned). Without it, or with another one: 403 MTLS_REQUIRED.'
 
 export const BEARER_DESCRIPTION = [
   'A token from the service (shown once at creation; keep it in a file or a secret store, never on a command line).',
-  'Scopes: `outbound:besoins-agreges` for GET/HEAD besoins-agreges, `inbound:programme-soutirage` for POST programme-soutirage.',
+  'Scopes: `outbound:besoins-agreges` for GET/HEAD besoins-agreges, `inbound:programme-soutirage` for POST (and the status read, GET/HEAD) programme-soutirage.',
   'Absent, unknown, expired or revoked: 401 with WWW-Authenticate. Without the scope: 403 SCOPE_DENIED.',
 ].join(' ')
 
 /** What each code means to a BSP and what to do about it. */
 export const ADVICE: Partial<Record<ErrorCode, string>> = {
-  INVALID_QUERY: 'site_id or target_date missing, repeated or malformed; `invalid_params` names each. Fix the request; do not retry as is.',
+  INVALID_QUERY: 'site_id or target_date missing, repeated or malformed; `invalid_params` (outbound) or `error.details` (status read) names each. Fix the request; do not retry as is.',
   INVALID_PROGRAMME_SOUTIRAGE_REQUEST: 'the programme was refused as a whole (nothing stored); `error.details` maps each faulty field (JSON Pointer) to what to fix. Fix and send again.',
   UNAUTHORIZED: 'no Bearer token, or one unknown, expired or revoked (`error="invalid_token"` in WWW-Authenticate). Get a new token; retrying will not help.',
   MTLS_REQUIRED: 'no client certificate, one the service\'s CA did not issue or has revoked, or one not bound to the token\'s company. Present your company\'s certificate.',
   COMPANY_SUSPENDED: 'your company is suspended by the service. Contact the service operator.',
   SCOPE_DENIED: 'the token lacks this endpoint\'s scope (named in WWW-Authenticate). Use a token with that scope.',
   NOT_PUBLISHED: 'nothing published for this site and day (yet), or a site outside your perimeter. Retry after Retry-After (300 s) at the earliest.',
-  NOT_FOUND: 'no such path. Check the base URL and the version segment /api/v0.5/.',
+  UNKNOWN_PATH: 'no such path (a typo, or a wrong base URL or version segment /api/v0.5/). Fix the path; retrying as is will not help.',
   METHOD_NOT_ALLOWED: 'the path does not serve this method; `Allow` lists those it does.',
   PAYLOAD_TOO_LARGE: 'the body is over the service\'s limit (default 10 MiB). Split the programme by sites.',
   UNSUPPORTED_MEDIA_TYPE: 'Content-Type must be application/json.',

@@ -15,12 +15,19 @@ import { toInstructionBatch } from './to-instructions.ts'
 export interface CheckOptions {
   readonly maxSites: number
   readonly requireContiguous: boolean
+  /** `inbound.maxClockSkewSeconds` and `inbound.maxDaysAhead` (defaults: programme-rules.ts). */
+  readonly maxClockSkewSeconds?: number
+  readonly maxDaysAhead?: number
 }
 
 /** What the check needs to know of the request besides its body. */
 export interface CheckContext {
   readonly perimeter: 'all' | readonly string[]
   readonly provenance: Provenance
+  /** The server's clock at reception (ms): the time rules run only when it is given. */
+  readonly nowMs?: number
+  /** The sites the solver manages (`apply/managed-sites.ts`); unset, not checked. */
+  readonly managed?: ReadonlySet<string>
 }
 
 export type CheckResult =
@@ -39,7 +46,15 @@ export function createProgrammeCheck (opts: CheckOptions): ProgrammeCheck {
       if (!isEpxError(err) || !err.details) throw err
       return { ok: false, message: 'the body is not a JSON document we accept', details: { ...err.details } }
     }
-    const v = validate(body, { allowed: siteId => inPerimeter(ctx, siteId), requireContiguous: opts.requireContiguous })
+    const managed = ctx.managed
+    const v = validate(body, {
+      allowed: siteId => inPerimeter(ctx, siteId),
+      requireContiguous: opts.requireContiguous,
+      nowMs: ctx.nowMs,
+      maxClockSkewSeconds: opts.maxClockSkewSeconds,
+      maxDaysAhead: opts.maxDaysAhead,
+      managed: managed && (siteId => managed.has(siteId)),
+    })
     if (!v.ok) {
       const n = Object.keys(v.details).length
       return { ok: false, message: `${n}${n >= MAX_DETAILS ? ' (or more)' : ''} problem(s), see error.details`, details: v.details }

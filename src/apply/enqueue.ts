@@ -114,12 +114,14 @@ export function createEnqueuer (deps: EnqueueDeps): Enqueuer {
   let handing: Promise<void> | undefined
   const handInOrder = (batches: readonly HandedBatch[]): void => {
     const inputs: SolverInput[] = []
-    for (const batch of batches) for (let i = 0; i < batch.siteIds.length; i++) inputs.push(inputOf(batch, i))
+    const nowMs = clock.now().getTime()
+    for (const batch of batches) for (let i = 0; i < batch.siteIds.length; i++) inputs.push(inputOf(batch, i, nowMs))
     hand(inputs, true)
   }
   /** A big hand-over (a 1,000-site programme): SITES_PER_TURN sites a turn, the solver shares the loop. */
   const handInTurns = async (batches: readonly HandedBatch[]): Promise<void> => {
     let inputs: SolverInput[] = []
+    const nowMs = clock.now().getTime()
     for (const batch of batches) {
       for (let i = 0; i < batch.siteIds.length; i++) {
         if (inputs.length === SITES_PER_TURN) {
@@ -127,7 +129,7 @@ export function createEnqueuer (deps: EnqueueDeps): Enqueuer {
           inputs = []
           await nextTurn()
         }
-        inputs.push(inputOf(batch, i))
+        inputs.push(inputOf(batch, i, nowMs))
       }
     }
     hand(inputs, true)
@@ -139,7 +141,8 @@ export function createEnqueuer (deps: EnqueueDeps): Enqueuer {
       for (let from = 0; from < n; from += SITES_PER_TURN) {
         if (from > 0) await nextTurn()
         const inputs: SolverInput[] = []
-        for (const i of sitesToQueue(instructions, batch, effective, from, Math.min(from + SITES_PER_TURN, n))) inputs.push(inputOf(batch, i))
+        const nowMs = clock.now().getTime()
+        for (const i of sitesToQueue(instructions, batch, effective, from, Math.min(from + SITES_PER_TURN, n))) inputs.push(inputOf(batch, i, nowMs))
         hand(inputs, savedAs === 'queued')
       }
     },
@@ -163,7 +166,8 @@ export function createEnqueuer (deps: EnqueueDeps): Enqueuer {
 
     async requeueEffective () {
       // A day is over once its Paris date is past; collect first, the range is not held across turns.
-      const refs = [...instructions.effectiveFrom(parisDateOf(clock.now()))]
+      const nowMs = clock.now().getTime()
+      const refs = [...instructions.effectiveFrom(parisDateOf(new Date(nowMs)))]
       let count = 0
       for (let from = 0; from < refs.length; from += SITES_PER_TURN) {
         if (from > 0) await nextTurn()
@@ -172,7 +176,7 @@ export function createEnqueuer (deps: EnqueueDeps): Enqueuer {
           if (!stillEffective(instructions, ref.targetDate, ref.siteId, ref.instructionId, true)) continue
           const stored = instructions.slotsOf(ref.instructionId, ref.siteId)
           if (!stored) continue
-          inputs.push(lazyInput(ref.instructionId, ref.siteId, ref.targetDate, stored.starts, stored.kwh, 0, stored.starts.length, stored.slotDurationSecs))
+          inputs.push(lazyInput(ref.instructionId, ref.siteId, ref.targetDate, stored.starts, stored.kwh, 0, stored.starts.length, stored.slotDurationSecs, nowMs))
         }
         hand(inputs)
         count += inputs.length
@@ -216,9 +220,9 @@ function stillEffective (instructions: Pick<Instructions, 'effectiveId'>, target
   }
 }
 
-function inputOf (batch: HandedBatch, i: number): SolverInput {
+function inputOf (batch: HandedBatch, i: number, nowMs: number): SolverInput {
   const [a, b] = rangeAt(batch.slotEnds, i)
-  return lazyInput(batch.instructionId, batch.siteIds[i]!, batch.targetDate, batch.starts, batch.kwh, a, b, batch.slotDurationSecs)
+  return lazyInput(batch.instructionId, batch.siteIds[i]!, batch.targetDate, batch.starts, batch.kwh, a, b, batch.slotDurationSecs, nowMs)
 }
 
 /**
@@ -228,12 +232,25 @@ function inputOf (batch: HandedBatch, i: number): SolverInput {
  * supersedes inputs the solver never reads) nor for each instruction queued again at
  * activation (bench/README.md, session 7). The slots stay as they are (16 bytes each) until then.
  */
-function lazyInput (instructionId: string, siteId: string, targetDate: string, starts: Float64Array, kwh: Float64Array, a: number, b: number, slotDurationSecs: number): SolverInput {
+function lazyInput (instructionId: string, siteId: string, targetDate: string, starts: Float64Array, kwh: Float64Array, a: number, b: number, slotDurationSecs: number, nowMs: number): SolverInput {
+  a += periodsOver(starts, a, b, slotDurationSecs, nowMs)
   let periods: Period[] | undefined
   return {
     instructionId, siteId, targetDate,
     get periods () { return periods ??= periodsOf(starts, kwh, a, b, slotDurationSecs) },
   }
+}
+
+/**
+ * How many of slots `[a, b)` are over at `nowMs` (they end at or before it): a
+ * programme for today keeps them, but they are not fed to the solver (DECISIONS.md
+ * "Inbound"). Slots are in increasing order, so the count stops at the first one not over.
+ */
+export function periodsOver (starts: ArrayLike<number>, a: number, b: number, slotDurationSecs: number, nowMs: number): number {
+  const durationMs = slotDurationSecs * 1000
+  let k = a
+  while (k < b && starts[k]! + durationMs <= nowMs) k++
+  return k - a
 }
 
 function nextTurn (): Promise<void> {

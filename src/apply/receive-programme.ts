@@ -13,14 +13,15 @@
  */
 import type { Clock, Logger, SolverPort } from '../host/contract.ts'
 import type { Caller } from '../auth/caller.ts'
-import { slotRange, type InstructionBatch } from '../contract/instruction.ts'
-import type { Receipt } from '../contract/compiled.ts'
+import { decodeInstructionSlots, siteRecord, slotRange, type InstructionBatch } from '../contract/instruction.ts'
+import type { Receipt, ReceiptEntry } from '../contract/compiled.ts'
 import { isEpxError, type EpxError } from '../errors.ts'
 import type { Store } from '../store/open-store.ts'
 import { openInstructions, type Instructions } from '../store/instructions.ts'
-import { createEnqueuer, type Enqueuer, type HandedBatch } from './enqueue.ts'
+import { createEnqueuer, periodsOver, type Enqueuer, type HandedBatch } from './enqueue.ts'
 import { createProgrammeReader, type ProgrammeReader } from './read-programme.ts'
 import type { AcceptedRecords, ProgrammeRecords } from './programme-records.ts'
+import type { ManagedSites } from './managed-sites.ts'
 
 /** What became of one programme: the one value a door renders. */
 export type ProgrammeOutcome =
@@ -47,6 +48,8 @@ export interface Inbound {
 export interface InboundOptions {
   readonly maxSites: number
   readonly requireContiguous: boolean
+  readonly maxClockSkewSeconds?: number
+  readonly maxDaysAhead?: number
   /** Bodies above this many bytes are read off the thread (default `read-programme.ts`). */
   readonly offThreadBytes?: number
 }
@@ -59,6 +62,8 @@ export interface InboundDeps {
   readonly options: InboundOptions
   /** What is kept of every programme: its audit record, feasibility flags and counts (`programme-records.ts`). */
   readonly records?: ProgrammeRecords
+  /** The sites the solver manages: a programme naming another is refused (unset: not checked). */
+  readonly managed?: ManagedSites
   /**
    * False when another thread reads the programmes (`api.inWorker`): this one then compiles
    * no programme validator (~1 MB of heap it would keep for nothing) unless `receive` is called.
@@ -72,6 +77,7 @@ export interface ReceiveParts {
   readonly instructions: Instructions
   readonly enqueuer: Pick<Enqueuer, 'enqueueBatch'>
   readonly records?: ProgrammeRecords
+  readonly managed?: ManagedSites
 }
 
 /**
@@ -91,7 +97,7 @@ export async function openInbound (deps: InboundDeps): Promise<Inbound> {
   let reader = deps.reads === false ? undefined : createProgrammeReader(deps.options)
   const parts: ReceiveParts = {
     get reader () { return reader ??= createProgrammeReader(deps.options) },
-    instructions, enqueuer, records: deps.records,
+    instructions, enqueuer, records: deps.records, managed: deps.managed,
   }
   return {
     instructions,
@@ -119,15 +125,20 @@ export async function receiveProgramme (bytes: Buffer, caller: Caller, receivedA
   let outcome: ProgrammeOutcome
   let saved = false
   try {
+    // In memory: read again from the host at most every MANAGED_SITES_MAX_AGE_MS.
+    const known = parts.managed?.current()
+    const managed = known instanceof Promise ? await known : known
     const batch = await parts.reader.read(bytes, {
       perimeter: caller.perimeter,
+      nowMs: receivedAt.getTime(),
+      ...(managed ? { managed } : {}),
       provenance: { receivedAt: at, companyId: caller.companyId, tokenId: caller.tokenId, certFingerprint256: caller.certFingerprint256 },
     })
     const records = await parts.records?.accepting(batch, caller, bytes.length, receivedAt)
     const receipt = await saveAndQueue(batch, at, parts, {
       write: records?.write ?? (() => {}),
       landed: () => { saved = true; records?.landed() },
-    })
+    }, caller.companyId)
     outcome = { accepted: true, instructionId: batch.instructionId, receipt }
   } catch (err) {
     // Saved but not handed over (the door's worker lost its host): its records are
@@ -145,27 +156,57 @@ export async function receiveProgramme (bytes: Buffer, caller: Caller, receivedA
  * resolves only once every instruction is on disk (DECISIONS.md "Robustness": a 202
  * survives a crash). `records.landed` runs once the save has committed.
  */
-export async function saveAndQueue (batch: InstructionBatch, receivedAt: string, parts: Omit<ReceiveParts, 'reader' | 'records'>, records?: AcceptedRecords): Promise<Receipt> {
+export async function saveAndQueue (batch: InstructionBatch, receivedAt: string, parts: Omit<ReceiveParts, 'reader' | 'records'>, records?: AcceptedRecords, companyId?: string): Promise<Receipt> {
   // Superseded ones (an older emitted_at than the effective one) are stored, not fed.
   // The effective ones are saved as `queued` (one write, not two): they reach the
   // solver's queue right after this commit, in this process.
   const effective = await parts.instructions.save(batch, receivedAt, 'queued', records?.write)
   records?.landed()
   await parts.enqueuer.enqueueBatch(batch, effective, 'queued')
-  return receiptOf(batch)
+  return receiptOf(batch, effective, parts.instructions, companyId, Date.parse(receivedAt))
 }
 
-function receiptOf (batch: InstructionBatch): Receipt {
+/** The company that sent a batch (its provenance, in every site's record). */
+function companyOf (batch: InstructionBatch): string | undefined {
+  return batch.siteIds.length ? decodeInstructionSlots(siteRecord(batch, 0)).head.companyId : undefined
+}
+
+/**
+ * The 202 body: the contract's receipt, each instruction saying what will become of it
+ * (DECISIONS.md "Inbound"). A superseded one names the instruction in force only when it
+ * is the caller's own: no company learns another's ids.
+ */
+export function receiptOf (batch: InstructionBatch, effective: readonly boolean[], instructions: Pick<Instructions, 'effectiveOf'>,
+  companyId: string | undefined, receivedAtMs: number): Receipt {
   const n = batch.siteIds.length
-  const instructions = new Array<Receipt['instructions'][number]>(n)
+  const entries = new Array<ReceiptEntry>(n)
+  let queued = 0
+  let over = 0
   for (let i = 0; i < n; i++) {
     const [from, to] = slotRange(batch, i)
-    instructions[i] = { instruction_id: batch.instructionId, site_id: batch.siteIds[i]!, periods_count: to - from }
+    const siteId = batch.siteIds[i]!
+    const entry: ReceiptEntry = { instruction_id: batch.instructionId, site_id: siteId, periods_count: to - from, status: effective[i] ? 'queued' : 'superseded' }
+    if (effective[i]) {
+      queued++
+    } else {
+      // Read only for a superseded site (rare): the record's head names its company.
+      const inForce = readOrUndefined(() => instructions.effectiveOf(batch.targetDate, siteId))
+      if (inForce && inForce.instructionId !== batch.instructionId && inForce.companyId === (companyId ??= companyOf(batch))) entry.superseded_by = inForce.instructionId
+    }
+    const past = from < to ? periodsOver(batch.starts, from, to, batch.slotDurationSecs, receivedAtMs) : 0
+    if (past > 0) {
+      entry.periods_over = past
+      over += past
+    }
+    entries[i] = entry
   }
-  return {
-    status: 'received',
-    count: n,
-    instructions,
-    message: `${n} instruction(s) persisted; they will be applied at the next solver cycle`,
-  }
+  const superseded = n - queued
+  let message = `${n} instruction(s) persisted; ${queued} will be applied at the next solver cycle`
+  if (superseded > 0) message += `; ${superseded} ${superseded === 1 ? 'is' : 'are'} superseded by a later programme`
+  if (over > 0) message += `; ${over} period(s) already over are kept but not fed to the solver`
+  return { status: 'received', count: n, instructions: entries, message }
+}
+
+function readOrUndefined<T> (read: () => T): T | undefined {
+  try { return read() } catch { return undefined }
 }

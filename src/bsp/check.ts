@@ -37,17 +37,41 @@ function compileBesoins (): (doc: unknown) => Checked<BesoinsAgreges> {
 
 const programmeValidators = new Map<number, ReturnType<typeof compileProgrammeValidator>>()
 
+/** The server's default `inbound.maxClockSkewSeconds`. */
+export const DEFAULT_MAX_CLOCK_SKEW_SECONDS = 300
+
+export interface CheckProgrammeOptions {
+  readonly maxSites?: number
+  readonly requireContiguous?: boolean
+  /**
+   * This machine's clock: with it, an emitted_at more than `maxClockSkewSeconds` ahead is
+   * found before sending (the server would refuse it: it would outrank every later
+   * revision). Which target dates are open is the server's to say (its clock and settings).
+   */
+  readonly now?: Date
+  readonly maxClockSkewSeconds?: number
+}
+
 /**
- * A Programme_Soutirage as the server checks it, perimeter aside (only the server knows
- * it): the same schema, rules and messages, the same `{ pointer: message }` details.
+ * A Programme_Soutirage as the server checks it, perimeter and managed sites aside (only
+ * the server knows them): the same schema, rules and messages, the same `{ pointer: message }` details.
  */
-export function checkProgramme (body: unknown, opts: { maxSites?: number; requireContiguous?: boolean } = {}): Checked<unknown> {
+export function checkProgramme (body: unknown, opts: CheckProgrammeOptions = {}): Checked<unknown> {
   const maxSites = opts.maxSites ?? DEFAULT_MAX_SITES
   let validate = programmeValidators.get(maxSites)
   if (!validate) {
     validate = compileProgrammeValidator({ maxSites })
     programmeValidators.set(maxSites, validate)
   }
-  const v = validate(body, { allowed: () => true, requireContiguous: opts.requireContiguous ?? false })
+  const v = validate(body, {
+    allowed: () => true,
+    requireContiguous: opts.requireContiguous ?? false,
+    ...(opts.now ? {
+      nowMs: opts.now.getTime(),
+      maxClockSkewSeconds: opts.maxClockSkewSeconds ?? DEFAULT_MAX_CLOCK_SKEW_SECONDS,
+      checkTargetDate: false,
+      clockName: 'this machine\'s clock',
+    } : {}),
+  })
   return v.ok ? { ok: true, value: body } : { ok: false, details: v.details }
 }

@@ -2,13 +2,14 @@
  * The BSP's side of the two calls, on undici: one keep-alive connection pool presenting
  * the BSP's client certificate, the Bearer token on every request, and each answer read
  * into what a BSP acts on (a document and its validators, "nothing new", "retry after
- * N s", or the error body). What to do with an answer (retry, wait, write) is pull.ts's
+ * N s", or the error body), and the status read of your programmes (an extension). What to do with an answer (retry, wait, write) is pull.ts's
  * and push.ts's business.
  * @module
  */
 import { Agent, request, type Dispatcher } from 'undici'
 import type { BesoinsAgreges } from '../contract/besoins-agreges.ts'
 import type { Receipt } from '../contract/compiled.ts'
+import type { StatusBody as ProgrammeStatus } from '../contract/programme-status.ts'
 import { INBOUND_PATH as PROGRAMME_PATH, OUTBOUND_PATH as BESOINS_PATH } from '../contract/paths.ts'
 
 
@@ -40,15 +41,24 @@ export type ProgrammeAnswer =
   | { readonly kind: 'retry'; readonly status: number; readonly retryAfterSecs?: number; readonly detail: string }
   | { readonly kind: 'refused'; readonly status: number; readonly code?: string; readonly message: string; readonly details: Readonly<Record<string, string>> }
 
+/** What GET programme-soutirage (the status read, an extension of the contract) answered. */
+export type StatusAnswer =
+  | { readonly kind: 'status'; readonly status: ProgrammeStatus; readonly etag?: string }
+  | { readonly kind: 'unchanged'; readonly etag?: string }
+  | { readonly kind: 'retry'; readonly status: number; readonly retryAfterSecs?: number; readonly detail: string }
+  | { readonly kind: 'refused'; readonly status: number; readonly code?: string; readonly message: string; readonly details: Readonly<Record<string, string>> }
+
 export interface BspClient {
   /** GET besoins-agreges; `etag`/`lastModified` of the last 200 make it conditional. */
   getBesoins(q: { siteId: string; targetDate: string; etag?: string; lastModified?: string }): Promise<BesoinsAnswer>
   /** POST programme-soutirage with the body as given (text or a value to serialize). */
   postProgramme(body: string | object): Promise<ProgrammeAnswer>
+  /** GET programme-soutirage: what became of your programmes for a day; `etag` of the last answer makes it conditional. */
+  getProgrammeStatus(q: { targetDate: string; siteId?: string; etag?: string }): Promise<StatusAnswer>
   close(): Promise<void>
 }
 
-export type { BesoinsAgreges, Receipt }
+export type { BesoinsAgreges, Receipt, ProgrammeStatus }
 
 export function createBspClient (opts: BspClientOptions): BspClient {
   const base = new URL(opts.url)
@@ -91,6 +101,23 @@ export function createBspClient (opts: BspClientOptions): BspClient {
       })
       const text = await res.body.text()
       if (res.statusCode === 202) return { kind: 'received', receipt: JSON.parse(text) as Receipt }
+      const error = (readJson(text) as { error?: { code?: string; message?: string; details?: Record<string, string> } } | undefined)?.error
+      const message = error?.message ?? `HTTP ${res.statusCode}`
+      if (res.statusCode === 503) return { kind: 'retry', status: 503, retryAfterSecs: retryAfter(res.headers, now()), detail: message }
+      return { kind: 'refused', status: res.statusCode, code: error?.code, message, details: error?.details ?? {} }
+    },
+
+    async getProgrammeStatus (q) {
+      const url = new URL(PROGRAMME_PATH, base)
+      url.searchParams.set('target_date', q.targetDate)
+      if (q.siteId !== undefined) url.searchParams.set('site_id', q.siteId)
+      const headers: Record<string, string> = { authorization: auth, accept: 'application/json' }
+      if (q.etag) headers['if-none-match'] = q.etag
+      const res = await request(url, { method: 'GET', headers, dispatcher: agent })
+      const text = await res.body.text()
+      const etag = header(res.headers, 'etag')
+      if (res.statusCode === 200) return { kind: 'status', status: JSON.parse(text) as ProgrammeStatus, etag }
+      if (res.statusCode === 304) return { kind: 'unchanged', etag }
       const error = (readJson(text) as { error?: { code?: string; message?: string; details?: Record<string, string> } } | undefined)?.error
       const message = error?.message ?? `HTTP ${res.statusCode}`
       if (res.statusCode === 503) return { kind: 'retry', status: 503, retryAfterSecs: retryAfter(res.headers, now()), detail: message }

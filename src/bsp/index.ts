@@ -5,7 +5,7 @@
  * (`pushProgramme`, `checkProgramme`). docs/bsp-guide.md shows it in use.
  * @module
  */
-export { createBspClient, type BspClient, type BspClientOptions, type BesoinsAnswer, type ProgrammeAnswer, type BesoinsAgreges, type Receipt } from './client.ts'
+export { createBspClient, type BspClient, type BspClientOptions, type BesoinsAnswer, type ProgrammeAnswer, type StatusAnswer, type BesoinsAgreges, type Receipt, type ProgrammeStatus } from './client.ts'
 export { checkBesoinsAgreges, checkProgramme, type Checked } from './check.ts'
 export { pullRound, documentFile, STATE_FILE, type PullOptions, type RoundReport, type Outcome, type PairState } from './pull.ts'
 export { watch, DEFAULT_INTERVAL_SECS, type WatchOptions } from './watch.ts'

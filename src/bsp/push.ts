@@ -23,10 +23,17 @@ export interface PushOptions {
   readonly timing: Timing
   /** Called before each wait, e.g. to say so. */
   readonly onRetry?: (why: string, waitMs: number) => void
+  /**
+   * This machine's clock (default the system's): an emitted_at more than
+   * `maxClockSkewSeconds` (default the server's, 300) ahead of it is not sent, since the
+   * server would refuse it.
+   */
+  readonly now?: () => Date
+  readonly maxClockSkewSeconds?: number
 }
 
 export async function pushProgramme (o: PushOptions): Promise<PushResult> {
-  const checked = checkProgramme(o.programme)
+  const checked = checkProgramme(o.programme, { now: (o.now ?? (() => new Date()))(), maxClockSkewSeconds: o.maxClockSkewSeconds })
   if (!checked.ok) return { kind: 'invalid', details: checked.details }
   const attempts = o.attempts ?? 5
   const body = JSON.stringify(o.programme)

@@ -89,10 +89,26 @@ function escapePointer (token: string): string {
 }
 
 /** The 202 body (contract §4.2), fields in the contract's order. */
+/**
+ * One instruction of a receipt: the contract's three fields, in their order, then the
+ * extension (DECISIONS.md "Inbound"): what will become of it.
+ */
+export interface ReceiptEntry {
+  instruction_id: string
+  site_id: string
+  periods_count: number
+  /** `queued`: goes to the solver at its next cycle; `superseded`: a later programme is in force. */
+  status: 'queued' | 'superseded'
+  /** The instruction in force, when it is the caller company's own (another's is not named). */
+  superseded_by?: string
+  /** Periods of a programme for today already over at reception: kept, not fed to the solver. */
+  periods_over?: number
+}
+
 export interface Receipt {
   status: 'received'
   count: number
-  instructions: Array<{ instruction_id: string; site_id: string; periods_count: number }>
+  instructions: ReceiptEntry[]
   message: string
 }
 
@@ -108,11 +124,24 @@ export const receiptSchema = {
       type: 'array',
       items: {
         type: 'object',
-        required: ['instruction_id', 'site_id', 'periods_count'],
+        required: ['instruction_id', 'site_id', 'periods_count', 'status'],
         properties: {
           instruction_id: { type: 'string' },
           site_id: { type: 'string' },
           periods_count: { type: 'integer' },
+          status: {
+            type: 'string',
+            enum: ['queued', 'superseded'],
+            description: 'Extension: `queued` goes to the solver at its next cycle; `superseded`: a programme with a later emitted_at is in force for this site and day, and this one is kept but never applied.',
+          },
+          superseded_by: {
+            type: 'string',
+            description: 'Extension, with `superseded`: the instruction_id in force, when it is your own company\'s (another company\'s is never named).',
+          },
+          periods_over: {
+            type: 'integer',
+            description: 'Extension, for a programme for today: how many of its periods were already over at reception; they are kept but not fed to the solver. Absent when none.',
+          },
         },
       },
     },

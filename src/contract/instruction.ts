@@ -149,6 +149,15 @@ export function decodeInstruction (bytes: Uint8Array): Instruction {
   return { ...head, slots }
 }
 
+/** A record's head and its number of slots, without reading the slots (a status list). */
+export function decodeInstructionHead (bytes: Uint8Array): { head: Omit<Instruction, 'slots'>; periodsCount: number } {
+  const buf = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength)
+  if (buf[0] !== RECORD_V1) throw new Error(`unknown instruction record format ${buf[0]}`)
+  const length = buf.readUInt32LE(1)
+  const head = JSON.parse(buf.toString('utf8', 5, 5 + length)) as Omit<Instruction, 'slots'>
+  return { head, periodsCount: (buf.length - 5 - length) / 16 }
+}
+
 /**
  * A record's head and its slots as they are stored, two parallel arrays: what the solver's
  * queue needs (enqueue.ts), without a string per slot until the solver reads them.

@@ -2,12 +2,13 @@
  * The rules of a Programme_Soutirage beyond its per-field schema (DECISIONS.md
  * "Inbound"): unique sites, the caller's perimeter, slot instants on the 900 s grid,
  * slot length, the target day's Europe/Paris coverage (a day that has no quarter-hour
- * grid is refused), order without overlap, and (by
- * configuration) no gaps. Each
+ * grid is refused), order without overlap, (by configuration) no gaps, and what cannot
+ * be honoured: an emitted_at ahead of the server's clock, a day over or too far ahead, a
+ * site the solver does not manage. Each
  * rule is stated once, below; violations are collected as `{ JSON Pointer: message }`.
  * @module
  */
-import { coverageOf, LONGEST_DAY_SECS, parisDayMs, QUARTER_HOUR_MS } from './paris-day.ts'
+import { addDays, coverageOf, LONGEST_DAY_SECS, parisDateOf, parisDayMs, QUARTER_HOUR_MS } from './paris-day.ts'
 import { formatUtcInstant, readUtcInstant, utcInstantMs, type Instant } from './instants.ts'
 import { instantText } from './instant-text.ts'
 import { isPrm } from './ids.ts'
@@ -37,7 +38,25 @@ export interface RuleOptions {
   readonly allowed: (siteId: string) => boolean
   /** `inbound.requireContiguous`: gaps between slots are rejected too. */
   readonly requireContiguous: boolean
+  /**
+   * What cannot be honoured (DECISIONS.md "Inbound"), checked when `nowMs` (the server's
+   * clock at reception) is given: an emitted_at more than `maxClockSkewSeconds` ahead,
+   * a target_date before today (Europe/Paris) or after today + `maxDaysAhead`.
+   */
+  readonly nowMs?: number
+  readonly maxClockSkewSeconds?: number
+  readonly maxDaysAhead?: number
+  /** Whose clock `nowMs` is, as messages name it (default "this server's clock"; the BSP client checks against its own). */
+  readonly clockName?: string
+  /** False: `nowMs` checks emitted_at only (the BSP client: which days are open is the server's to say). */
+  readonly checkTargetDate?: boolean
+  /** Whether the solver manages a site (the host's `sites()`); unset, not checked. */
+  readonly managed?: (siteId: string) => boolean
 }
+
+/** `inbound.maxClockSkewSeconds` and `inbound.maxDaysAhead` by default (config-schema.ts). */
+export const DEFAULT_MAX_CLOCK_SKEW_SECONDS = 300
+export const DEFAULT_MAX_DAYS_AHEAD = 7
 
 /** The slots of a programme read while checking it, for the instructions to be built from. */
 export interface CheckedSlots {
@@ -72,6 +91,7 @@ export function checkProgrammeRules (body: unknown, opts: RuleOptions, details: 
   // NaN (no usable day): every comparison below is false, nothing more is reported.
   const dayStartMs = day && !day.offGrid ? day.startMs : NaN
   const dayEndMs = day && !day.offGrid ? day.endMs : NaN
+  if (opts.nowMs !== undefined) checkTimeliness(body, day, opts, details)
 
   let total = 0
   for (const site of sites) if (isObj(site) && Array.isArray(site.energie_programmee)) total += site.energie_programmee.length
@@ -96,6 +116,8 @@ export function checkProgrammeRules (body: unknown, opts: RuleOptions, details: 
         // 400, not 403: the contract's inbound codes stay those of §7.2 (DECISIONS.md).
         if (!opts.allowed(id)) {
           details.add(`${at}/site_id`, `site ${id} is outside your company's perimeter; remove it, or ask the service to add it to your perimeter`)
+        } else if (opts.managed && !opts.managed(id)) {
+          details.add(`${at}/site_id`, `site ${id} is not managed by this service's solver: no programme for it can be applied; check the site_id (the sites served are those whose Besoins_Agreges you can read)`)
         }
       }
     }
@@ -143,6 +165,59 @@ export function checkProgrammeRules (body: unknown, opts: RuleOptions, details: 
   }
   const emittedAt = readUtcInstant(body.emitted_at)
   return typeof emittedAt === 'string' ? undefined : { emittedAt, starts, kwh, slotEnds }
+}
+
+/**
+ * What cannot be honoured in time (DECISIONS.md "Inbound"): a future emitted_at would
+ * outrank every later, correct revision of its sites and day; a day over cannot be
+ * applied; a day too far ahead is a mistake more often than a plan. Today stays
+ * accepted (an intraday correction).
+ */
+function checkTimeliness (body: Obj, day: Day | undefined, opts: RuleOptions, details: Details): void {
+  const nowMs = opts.nowMs!
+  const skewSecs = opts.maxClockSkewSeconds ?? DEFAULT_MAX_CLOCK_SKEW_SECONDS
+  const emitted = typeof body.emitted_at === 'string' ? utcInstantMs(body.emitted_at) : NaN
+  // NaN (unreadable, or a sub-millisecond fraction): the schema reports the first; the
+  // second is read at millisecond precision, enough to compare with a skew in seconds.
+  const emittedMs = emitted === emitted ? emitted : readMs(body.emitted_at)
+  if (emittedMs > nowMs + skewSecs * 1000) {
+    details.add('/emitted_at', `is ${aheadText(emittedMs - nowMs)} ahead of ${opts.clockName ?? 'this server\'s clock'} (${new Date(nowMs).toISOString()}); ` +
+      `at most ${skewSecs} s ahead is accepted, since a programme from the future would outrank every later revision of its sites and day: ` +
+      'check the clock and the time zone of the sending system (emitted_at is UTC, ending in Z)')
+  }
+  if (opts.checkTargetDate === false || !day || day.offGrid || typeof body.target_date !== 'string') return
+  const { today, last } = calendarOf(nowMs, opts.maxDaysAhead ?? DEFAULT_MAX_DAYS_AHEAD)
+  const target = body.target_date
+  if (target < today) {
+    details.add('/target_date', `the day is over: ${target} is before today (${today}, Europe/Paris; server time ${new Date(nowMs).toISOString()}); ` +
+      'a programme for a past day cannot be applied: send one for today or a later day')
+  } else if (target > last) {
+    details.add('/target_date', `${target} is too far ahead: the latest target_date accepted today (${today}, Europe/Paris) is ${last}, ` +
+      `${opts.maxDaysAhead ?? DEFAULT_MAX_DAYS_AHEAD} day(s) ahead; send it later`)
+  }
+}
+
+function readMs (value: unknown): number {
+  const at = readUtcInstant(value)
+  return typeof at === 'string' ? NaN : at.ms
+}
+
+function aheadText (ms: number): string {
+  const secs = Math.round(ms / 1000)
+  if (secs < 3600) return `${secs} s`
+  if (secs < 2 * 86400) return `${(secs / 3600).toFixed(1)} h`
+  return `${Math.round(secs / 86400)} days`
+}
+
+/** Today in Paris and the last day accepted, for the quarter-hour of `nowMs` (Paris days turn on whole hours). */
+let calendar = { quarter: NaN, daysAhead: NaN, today: '', last: '' }
+function calendarOf (nowMs: number, daysAhead: number): { today: string; last: string } {
+  const quarter = Math.floor(nowMs / QUARTER_HOUR_MS)
+  if (calendar.quarter !== quarter || calendar.daysAhead !== daysAhead) {
+    const today = parisDateOf(new Date(nowMs))
+    calendar = { quarter, daysAhead, today, last: addDays(today, daysAhead) }
+  }
+  return calendar
 }
 
 /** The pointer of a slot field; a module function, not a closure per site. */

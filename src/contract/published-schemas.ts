@@ -111,8 +111,8 @@ export function inboundErrorJsonSchema (codes: readonly string[]): JsonSchema {
           message: { type: 'string', description: 'What went wrong; for 400, that the request validation failed and how many problems.' },
           details: {
             type: 'object',
-            description: 'RFC 6901 JSON Pointer into the body (the key "" is the body as a whole) -> what to fix. At most 100 entries; {} when there are none.',
-            propertyNames: { pattern: '^(/.*)?$' },
+            description: 'RFC 6901 JSON Pointer into the body (the key "" is the body as a whole) -> what to fix; for INVALID_QUERY (the status read), the query parameter\'s name. At most 100 entries; {} when there are none.',
+            propertyNames: { pattern: '^((/.*)?|[a-z_]+)$' },
             additionalProperties: { type: 'string' },
             maxProperties: 100,
           },
@@ -142,7 +142,44 @@ export function problemJsonSchema (): JsonSchema {
           properties: { name: { type: 'string' }, reason: { type: 'string' } },
         },
       },
-      code: { type: 'string', description: 'On 403: which check refused the request.' },
+      code: { type: 'string', description: 'The error code (docs/errors.md): what a program branches on, e.g. NOT_PUBLISHED (retry later) or UNKNOWN_PATH (fix the path).' },
+    },
+  }
+}
+
+/** GET programme-soutirage: what became of the caller's programmes (DECISIONS.md "Reading outcomes", an extension). */
+export function programmeStatusJsonSchema (): JsonSchema {
+  return {
+    title: 'Programme_Soutirage status (extension)',
+    description: 'Your company\'s instructions for target_date (of site_id when given), newest first. A site outside your perimeter answers as one with none.',
+    type: 'object',
+    required: ['target_date', 'count', 'instructions'],
+    properties: {
+      target_date: { type: 'string', format: 'date' },
+      count: { type: 'integer', minimum: 0 },
+      instructions: {
+        type: 'array',
+        items: {
+          type: 'object',
+          required: ['instruction_id', 'site_id', 'emitted_at', 'received_at', 'periods_count', 'status', 'infeasible_slots'],
+          properties: {
+            instruction_id: { type: 'string' },
+            site_id: { type: 'string', pattern: '^PRM[0-9]{14}$' },
+            emitted_at: { type: 'string', description: 'As you sent it (UTC, at the precision sent).' },
+            received_at: { type: 'string', description: 'When the service received it (UTC).' },
+            periods_count: { type: 'integer', minimum: 0 },
+            status: {
+              type: 'string',
+              enum: ['received', 'queued', 'applied', 'superseded'],
+              description: '`received`: stored, not yet handed to the solver (it will be at the service\'s next start); `queued`: handed to the solver for its next cycle; `applied`: a solver cycle took it (`applied_at`, `cycle`); `superseded`: a programme with a later emitted_at is in force for this site and day; this one is kept, never applied.',
+            },
+            applied_at: { type: 'string', description: 'With `applied`: when the cycle acknowledged it (UTC).' },
+            cycle: { type: 'integer', description: 'With `applied`: the solver cycle\'s number.' },
+            superseded_by: { type: 'string', description: 'With `superseded`: the instruction in force, when it is your company\'s own.' },
+            infeasible_slots: { type: 'integer', minimum: 0, description: 'Slots whose floor exceeds the available power published for them (0 when none, or when nothing was published to check against).' },
+          },
+        },
+      },
     },
   }
 }

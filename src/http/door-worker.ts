@@ -26,6 +26,7 @@ import { openInstructionFlags } from '../store/instruction-flags.ts'
 import { programmeRecords } from '../apply/programme-records.ts'
 import { createProgrammeReader } from '../apply/read-programme.ts'
 import { receiveProgramme, type ReceiveParts } from '../apply/receive-programme.ts'
+import { managedSites } from '../apply/managed-sites.ts'
 import { listenApi, type ApiListener } from './listener.ts'
 import { inboundRoute } from './inbound-route.ts'
 import { outboundRoute } from './outbound-route.ts'
@@ -113,14 +114,17 @@ async function open (): Promise<OpenDoor> {
       if (sites.length) events.handOver(batch, sites)
     },
   }
-  const parts: ReceiveParts = { reader, instructions, enqueuer, records }
+  // The solver's sites, asked of its thread (the host's object stays there), kept a while.
+  const managed = managedSites({ read: () => asks.ask({ ask: 'sites' }), clock, log: log.child({ area: 'inbound' }) })
+  const parts: ReceiveParts = { reader, instructions, enqueuer, records, managed }
   const inbound = {
     receive: (bytes: Buffer, caller: Caller, at: Date) => receiveProgramme(bytes, caller, at, parts),
     refusedAtDoor: (error: unknown, caller: Caller, at: Date) => records.refused(caller, error, at),
   }
   const receipts = { record: events.receipt }
   const companies = openCompanies(store)
-  const routes = [inboundRoute({ maxBodyBytes: config.inbound.maxBodyBytes, inbound }), outboundRoute({ revisions, receipts })]
+  const status = { instructions, flags: openInstructionFlags(store) }
+  const routes = [inboundRoute({ maxBodyBytes: config.inbound.maxBodyBytes, inbound, status }), outboundRoute({ revisions, receipts })]
   const observer = {
     handshake: events.handshake,
     handshakeFailed: (reason: string) => events.event({ e: 'handshakeFailed', reason }),

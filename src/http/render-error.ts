@@ -4,7 +4,7 @@
  * @module
  */
 import type { ServerResponse } from 'node:http'
-import { catalogue, EpxError, isEpxError, type ErrorCode } from '../errors.ts'
+import { catalogue, EpxError, isEpxError, problemCodeOf, type ErrorCode } from '../errors.ts'
 import { NOSNIFF, type Door } from './route.ts'
 
 /** A rendered error: everything the door writes. */
@@ -28,7 +28,7 @@ export interface ProblemBody {
   readonly status: number
   readonly detail: string
   readonly invalid_params?: ReadonlyArray<{ readonly name: string; readonly reason: string }>
-  readonly code?: string
+  readonly code: string
 }
 
 /** The contract's inbound error body (section 7.2); `details` is `{}` when there are none. */
@@ -38,21 +38,21 @@ export function inboundBody (e: EpxError): InboundErrorBody {
 
 /**
  * DECISIONS.md "Outbound": `type` is `{base_url}/errors/<slug>`; 400 adds
- * `invalid_params` (`[{name, reason}]`), 403 adds `code`.
+ * `invalid_params` (`[{name, reason}]`); every problem carries its `code`, last.
  */
 export function problemBody (e: EpxError, baseUrl: string): ProblemBody {
   const spec = catalogue[e.code] as { readonly slug?: string; readonly title?: string }
   const slug = spec.slug ?? e.code.toLowerCase().replace(/_/g, '-')
-  const body: { -readonly [K in keyof ProblemBody]: ProblemBody[K] } = {
+  const body = {
     type: `${baseUrl.replace(/\/+$/, '')}/errors/${slug}`,
     title: spec.title ?? e.code,
     status: e.status,
     detail: e.message,
-  }
+  } as { -readonly [K in keyof ProblemBody]: ProblemBody[K] }
   if (e.status === 400) {
     body.invalid_params = Object.entries(e.details ?? {}).map(([name, reason]) => ({ name, reason }))
   }
-  if (e.status === 403) body.code = e.code
+  body.code = problemCodeOf(e.code)
   return body
 }
 

@@ -14,7 +14,7 @@ export interface RouteMatch {
 }
 
 export interface Router {
-  /** The route for a method and request target; throws NOT_FOUND or METHOD_NOT_ALLOWED. */
+  /** The route for a method and request target; throws UNKNOWN_PATH or METHOD_NOT_ALLOWED. */
   match(method: string, target: string): RouteMatch
   /** The door of a path, if a route serves it (to render errors in its format). */
   routeOf(target: string): Route | undefined
@@ -79,7 +79,7 @@ export function createRouter (routes: readonly Route[], origin: string): Router 
       const entry = at && byPath.get(at.path)
       if (!at || !entry) {
         const path = (at?.path ?? target).slice(0, MAX_ECHO)
-        throw new EpxError('NOT_FOUND', [path])
+        throw new EpxError('UNKNOWN_PATH', [path])
       }
       const handler = (entry.route.methods as Record<string, RouteHandler | undefined>)[method]
       if (!handler || !Object.hasOwn(entry.route.methods, method)) {

@@ -7,7 +7,7 @@
  */
 import type { Store } from './open-store.ts'
 import {
-  decodeInstruction, decodeInstructionSlots, siteRecord, supersedes, type EmittedAt, type Instruction, type InstructionBatch, type InstructionState,
+  decodeInstruction, decodeInstructionHead, decodeInstructionSlots, siteRecord, supersedes, type EmittedAt, type Instruction, type InstructionBatch, type InstructionState,
 } from '../contract/instruction.ts'
 import { compareInstants, readUtcInstant, type Instant } from '../contract/instants.ts'
 import { instructionIdPrefix } from '../contract/ids.ts'
@@ -56,6 +56,8 @@ export interface Instructions {
   supersedersOf(batch: InstructionBatch): 'all' | ReadonlySet<string>
   /** The effective instruction id of a site and day (sync read). */
   effectiveId(targetDate: string, siteId: string): string | undefined
+  /** The effective instruction of a site and day with the company that sent it (sync read). */
+  effectiveOf(targetDate: string, siteId: string): { instructionId: string; companyId: string } | undefined
   /** Effective instructions of `fromDate` and later days, in (day, site) order. */
   effectiveFrom(fromDate: string): Generator<InstructionRef & { targetDate: string }>
   get(instructionId: string, siteId: string): StoredInstruction | undefined
@@ -66,6 +68,11 @@ export interface Instructions {
    * emitted_at, site) order. Not the key order: `…T123000.250Z` sorts before `…T123000Z`.
    */
   list(filter?: { siteIds?: readonly string[]; targetDate?: string }): StoredInstruction[]
+  /**
+   * The heads of one day's instructions (no slots read), with their number of periods
+   * and status, in key order: what the status read of the API needs.
+   */
+  headsOf(targetDate: string): Array<{ head: Omit<Instruction, 'slots'>; periodsCount: number; state: InstructionState }>
   /** `queued`, for instructions handed to the solver (not durable-critical: a restart re-queues). */
   markQueued(refs: readonly InstructionRef[], at: string): Promise<void>
   /** Back to `received`, for `queued` ones the solver refused (the next activation queues them). */
@@ -158,6 +165,12 @@ export function openInstructions (store: Store): Instructions {
       return effective.get([targetDate, siteId])?.instructionId
     },
 
+    effectiveOf (targetDate: string, siteId: string): { instructionId: string; companyId: string } | undefined {
+      const ref = effective.get([targetDate, siteId])
+      const bytes = ref && tree.get(recordKey(ref.instructionId, siteId))
+      return ref && bytes ? { instructionId: ref.instructionId, companyId: decodeInstructionSlots(bytes).head.companyId } : undefined
+    },
+
     * effectiveFrom (fromDate: string): Generator<InstructionRef & { targetDate: string }> {
       for (const { key, value } of effective.getRange({ start: [fromDate] })) {
         const [targetDate, siteId] = key as [string, string]
@@ -200,6 +213,31 @@ export function openInstructions (store: Store): Instructions {
         if (state) out.push({ ...decodeInstruction(f.bytes), state })
       }
       return out.sort(byDayEmittedSite)
+    },
+
+    headsOf (targetDate: string) {
+      const prefix = instructionIdPrefix(targetDate)
+      const out: Array<{ head: Omit<Instruction, 'slots'>; periodsCount: number; state: InstructionState }> = []
+      let last: { instructionId: string; siteId: string; bytes: Uint8Array; state?: InstructionState } | undefined
+      const flush = () => {
+        if (!last) return
+        const state = last.state ?? olderStates.get([last.instructionId, last.siteId])
+        if (state) out.push({ ...decodeInstructionHead(last.bytes), state })
+        last = undefined
+      }
+      // A record's status follows it in key order (instruction-tree.ts).
+      for (const { key, value } of tree.getRange({ start: [prefix], end: [prefix + '~'] })) {
+        const entry = entryOf(key)
+        const [instructionId, siteId] = key as [string, string]
+        if (entry === 'record') {
+          flush()
+          last = { instructionId, siteId, bytes: value }
+        } else if (entry === 'state' && last?.instructionId === instructionId && last.siteId === siteId) {
+          last.state = decodeState(value)
+        }
+      }
+      flush()
+      return out
     },
 
     markQueued (refs: readonly InstructionRef[], at: string): Promise<void> {

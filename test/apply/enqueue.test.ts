@@ -114,9 +114,16 @@ t.test('requeue takes the effective instructions of today and later, not of past
   t.equal(await enqueuer.requeueEffective(), 70, 'in several turns')
   t.same(new Set(queue.map(i => i.targetDate)), new Set(['2026-11-21']))
   t.type(Object.getOwnPropertyDescriptor(queue[0], 'periods')?.get, 'function', 'periods built when the solver reads them, not at activation')
-  t.same(queue[0]!.periods[0], { startUtc: '2026-11-20T23:00:00Z', endUtc: '2026-11-20T23:15:00Z', minKw: 10 })
-  const stored = instructions.get(queue[0]!.instructionId, queue[0]!.siteId)!
-  t.same(queue[0]!.periods.map(p => p.startUtc), stored.slots.map(([start]) => start), 'the stored slots, every one')
+  // Today's periods already over (the clock stands at 12:30Z) are kept, not fed to the solver.
+  t.same(queue[0]!.periods, [], 'its two slots are over')
+  t.equal(instructions.get(queue[0]!.instructionId, queue[0]!.siteId)!.slots.length, 2, 'and kept')
+  await saveAndQueue(batch({ targetDate: '2026-11-22', emittedAt: '2026-11-21T10:00:00Z' }), 'x', { instructions, enqueuer })
+  queue.length = 0
+  await enqueuer.requeueEffective()
+  const tomorrow = queue.find(i => i.targetDate === '2026-11-22')!
+  t.same(tomorrow.periods[0], { startUtc: '2026-11-21T23:00:00Z', endUtc: '2026-11-21T23:15:00Z', minKw: 10 })
+  const stored = instructions.get(tomorrow.instructionId, tomorrow.siteId)!
+  t.same(tomorrow.periods.map(p => p.startUtc), stored.slots.map(([start]) => start), 'the stored slots, every one')
 })
 
 t.test('a cycle acknowledged before the queued statuses are written still ends applied', async t => {

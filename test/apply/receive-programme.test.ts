@@ -43,13 +43,34 @@ t.test('a valid programme is accepted: stored with its sender, queued, and its r
   if (!outcome.accepted) return t.fail(String(outcome.error))
   t.equal(outcome.instructionId, 'ProgrammeSoutirage-2026-11-22-rev-20261121T120000Z')
   t.same(outcome.receipt.instructions, [
-    { instruction_id: outcome.instructionId, site_id: siteId(1), periods_count: 2 },
-    { instruction_id: outcome.instructionId, site_id: siteId(2), periods_count: 2 },
+    { instruction_id: outcome.instructionId, site_id: siteId(1), periods_count: 2, status: 'queued' },
+    { instruction_id: outcome.instructionId, site_id: siteId(2), periods_count: 2, status: 'queued' },
   ])
   t.equal(outcome.receipt.count, 2)
+  t.equal(outcome.receipt.message, '2 instruction(s) persisted; 2 will be applied at the next solver cycle')
   t.same(queue.map(i => i.siteId), [siteId(1), siteId(2)])
   const stored = instructions.get(outcome.instructionId, siteId(1))!
   t.match(stored, { receivedAt: '2026-11-21T12:30:00.000Z', companyId: 'acme', tokenId: 'tok', certFingerprint256: 'AB:CD' })
+})
+
+t.test('the receipt says which instructions are superseded, naming the one in force only when it is the caller\'s own', async t => {
+  const { inbound, queue } = await setup(t)
+  const newer = await inbound.receive(bytes({ sites: 2, emittedAt: '2026-11-21T12:00:00Z' }), caller, at)
+  const older = await inbound.receive(bytes({ sites: [siteId(2), siteId(1)], emittedAt: '2026-11-21T11:00:00Z' }), caller, at)
+  if (!newer.accepted || !older.accepted) return t.fail('accepted')
+  t.same(older.receipt.instructions, [
+    { instruction_id: older.instructionId, site_id: siteId(2), periods_count: 2, status: 'superseded', superseded_by: newer.instructionId },
+    { instruction_id: older.instructionId, site_id: siteId(1), periods_count: 2, status: 'superseded', superseded_by: newer.instructionId },
+  ])
+  t.equal(older.receipt.message, '2 instruction(s) persisted; 0 will be applied at the next solver cycle; 2 are superseded by a later programme')
+  t.equal(queue.length, 2, 'only the newer one is queued')
+  // Data from before one BSP per site (or a company since suspended): another company's instruction in force.
+  const other: Caller = { ...caller, companyId: 'other' }
+  const third = await inbound.receive(bytes({ sites: 2, emittedAt: '2026-11-21T11:30:00Z' }), other, at)
+  if (!third.accepted) return t.fail('accepted')
+  t.same(third.receipt.instructions.map(i => i.status), ['superseded', 'superseded'])
+  t.notOk(third.receipt.instructions.some(i => 'superseded_by' in i), 'another company\'s id is never named')
+  t.equal(third.receipt.message, '2 instruction(s) persisted; 0 will be applied at the next solver cycle; 2 are superseded by a later programme')
 })
 
 t.test('opened for another thread\'s door (reads: false), it still reads a programme it is handed', async t => {

@@ -26,11 +26,23 @@ t.test('a good programme is received: 202 and one instruction id per site', asyn
     receipt: {
       status: 'received', count: 2,
       instructions: [
-        { instruction_id: 'ProgrammeSoutirage-2026-11-22-rev-20261121T120000Z', site_id: siteId(1), periods_count: 96 },
-        { instruction_id: 'ProgrammeSoutirage-2026-11-22-rev-20261121T120000Z', site_id: siteId(2), periods_count: 96 },
+        { instruction_id: 'ProgrammeSoutirage-2026-11-22-rev-20261121T120000Z', site_id: siteId(1), periods_count: 96, status: 'queued' },
+        { instruction_id: 'ProgrammeSoutirage-2026-11-22-rev-20261121T120000Z', site_id: siteId(2), periods_count: 96, status: 'queued' },
       ],
     },
   })
+})
+
+t.test('an emitted_at ahead of this machine\'s clock by more than the server\'s skew is not sent, saying why', async t => {
+  const epx = await startEpx(t, { dataDir: join(t.testdir(), 'epx') })
+  const { client } = await inboundBsp(t, epx)
+  const now = () => new Date('2026-11-21T11:50:00Z')
+  const r = await pushProgramme({ client, programme: programme(), timing: noWait, now })
+  t.same(Object.keys(r.kind === 'invalid' ? r.details : {}), ['/emitted_at'])
+  t.match(r, { kind: 'invalid', details: { '/emitted_at': /^is 600 s ahead of this machine's clock \(2026-11-21T11:50:00\.000Z\); at most 300 s ahead is accepted/ } })
+  t.equal(epx.ref.pending().length, 0, 'nothing sent')
+  t.match(await pushProgramme({ client, programme: programme(), timing: noWait, now, maxClockSkewSeconds: 900 }), { kind: 'received' }, 'within a wider skew')
+  t.match(await pushProgramme({ client, programme: programme(), timing: noWait, now: () => new Date('2026-11-21T11:56:00Z') }), { kind: 'received' }, 'within 300 s')
 })
 
 t.test('a broken programme: the same details locally as the server answers, and nothing is sent', async t => {

@@ -51,10 +51,23 @@ t.test('epx bsp push: the ids of a good programme; a broken one is stopped with 
   const ok = await runEpx(root, 'bsp', 'push', ...conn, good)
   t.equal(ok.code, 0, ok.err)
   t.same(ok.lines, [
-    `ProgrammeSoutirage-2026-11-22-rev-20261121T120000Z ${siteId(1)} 96`,
-    `ProgrammeSoutirage-2026-11-22-rev-20261121T120000Z ${siteId(2)} 96`,
+    `ProgrammeSoutirage-2026-11-22-rev-20261121T120000Z ${siteId(1)} 96 queued`,
+    `ProgrammeSoutirage-2026-11-22-rev-20261121T120000Z ${siteId(2)} 96 queued`,
   ])
-  t.match(ok.err, /2 instruction\(s\) persisted/)
+  t.match(ok.err, /2 instruction\(s\) persisted; 2 will be applied at the next solver cycle/)
+  const older = join(root, 'older.json')
+  writeFileSync(older, JSON.stringify(programme({ sites: 1, emittedAt: '2026-11-21T11:00:00Z' })))
+  const superseded = await runEpx(root, 'bsp', 'push', ...conn, older)
+  t.same(superseded.lines, [`ProgrammeSoutirage-2026-11-22-rev-20261121T110000Z ${siteId(1)} 96 superseded by ProgrammeSoutirage-2026-11-22-rev-20261121T120000Z`])
+  t.match(superseded.err, /1 is superseded by a later programme/)
+
+  // This machine's clock decides: an emitted_at an hour ahead of it is not sent.
+  const future = join(root, 'future.json')
+  writeFileSync(future, JSON.stringify(programme({ emittedAt: new Date(Date.now() + 3_600_000).toISOString() })))
+  const ahead = await runEpx(root, 'bsp', 'push', ...conn, future)
+  t.equal(ahead.code, 1)
+  t.match(ahead.err, /INVALID_PROGRAMME_SOUTIRAGE_REQUEST: 1 problem\(s\) found before sending; nothing was sent/)
+  t.match(ahead.err, /\/emitted_at: is 1\.0 h ahead of this machine's clock .*check the clock and the time zone/)
 
   const body = programme() as any
   body.sites[0].energie_programmee[2].energie_kwh = -1
@@ -73,6 +86,28 @@ t.test('epx bsp push: the ids of a good programme; a broken one is stopped with 
   const notJson = await runEpx(root, 'bsp', 'push', ...conn, '--json', broken)
   const serverNotJson = await epx.request({ method: 'POST', path: INBOUND_PATH, cert, token: secret, body: '{"schema_version": ', headers: { 'content-type': 'application/json' } })
   t.same(JSON.parse(notJson.out).error.details, serverNotJson.json().error.details, 'not JSON: the same "" detail')
+})
+
+t.test('epx bsp status: what became of the programmes of a day, read over the API', async t => {
+  const { root, epx, conn } = await setup(t)
+  const file = join(root, 'p.json')
+  writeFileSync(file, JSON.stringify(programme({ sites: 2, slots: 4 })))
+  t.equal((await runEpx(root, 'bsp', 'push', ...conn, file)).code, 0)
+  const id = 'ProgrammeSoutirage-2026-11-22-rev-20261121T120000Z'
+  epx.ref.runCycle()
+  let status = await runEpx(root, 'bsp', 'status', ...conn, '--date', DAY)
+  for (let i = 0; i < 50 && !status.out.includes('applied'); i++) {
+    await new Promise(r => setTimeout(r, 20))
+    status = await runEpx(root, 'bsp', 'status', ...conn, '--date', DAY)
+  }
+  t.equal(status.code, 0, status.err)
+  t.match(status.lines[0], /^INSTRUCTION_ID +SITE_ID +EMITTED_AT +PERIODS +STATUS +INFEASIBLE$/)
+  t.match(status.lines[1], new RegExp(`^${id} +${siteId(1)} +2026-11-21T12:00:00Z +4 +applied \\(cycle 1, 2026-11-21T12:30:00.000Z\\) +0$`))
+  t.match(status.err, /2 instruction\(s\) of your company for 2026-11-22/)
+  const json = await runEpx(root, 'bsp', 'status', ...conn, '--date', DAY, '--site', siteId(2), '--json')
+  t.match(JSON.parse(json.out), { target_date: DAY, count: 1, instructions: [{ instruction_id: id, site_id: siteId(2), status: 'applied' }] })
+  const bad = await runEpx(root, 'bsp', 'status', ...conn, '--date', '2026-02-30')
+  t.equal(bad.code, 2)
 })
 
 t.test('the token comes from a file or EPX_BSP_TOKEN, never an argument', async t => {

@@ -12,15 +12,33 @@ const ctx: CheckContext = {
   provenance: { receivedAt: '2026-11-21T12:30:00.000Z', companyId: 'acme', tokenId: 'tok', certFingerprint256: 'AB:CD' },
 }
 
-function reader (o: { maxSites?: number; requireContiguous?: boolean } = {}) {
-  return createProgrammeReader({ maxSites: o.maxSites ?? 5000, requireContiguous: o.requireContiguous ?? false })
+interface ReadOptions {
+  maxSites?: number
+  requireContiguous?: boolean
+  maxClockSkewSeconds?: number
+  maxDaysAhead?: number
+  perimeter?: CheckContext['perimeter']
+  /** The server's clock (the time rules run only with it). */
+  now?: string
+  managed?: readonly string[]
 }
 
-async function violations (body: unknown, o: { maxSites?: number; requireContiguous?: boolean; perimeter?: CheckContext['perimeter'] } = {}) {
+function reader (o: ReadOptions = {}) {
+  return createProgrammeReader({
+    maxSites: o.maxSites ?? 5000, requireContiguous: o.requireContiguous ?? false, maxClockSkewSeconds: o.maxClockSkewSeconds, maxDaysAhead: o.maxDaysAhead,
+  })
+}
+
+async function violations (body: unknown, o: ReadOptions = {}) {
   const r = reader(o)
   const bytes = Buffer.from(typeof body === 'string' ? body : JSON.stringify(body))
   try {
-    await r.read(bytes, { ...ctx, perimeter: o.perimeter ?? 'all' })
+    await r.read(bytes, {
+      ...ctx,
+      perimeter: o.perimeter ?? 'all',
+      ...(o.now ? { nowMs: Date.parse(o.now) } : {}),
+      ...(o.managed ? { managed: new Set(o.managed) } : {}),
+    })
     return undefined
   } finally {
     await r.close()
@@ -155,6 +173,54 @@ t.test('the same site_id twice is refused at the second one', async t => {
 
 t.test("a site outside the caller's perimeter is refused with 400, saying so", async t => {
   await rejects(t, programme({ sites: 2, slots: 1 }), '/sites/1/site_id', /outside your company's perimeter/, { perimeter: [siteId(1)] })
+})
+
+t.test('a site the solver does not manage is refused, whatever the perimeter', async t => {
+  const managed = [siteId(1), siteId(2)]
+  const b = programme({ sites: [siteId(1), 'PRM99999999999999'], slots: 1 })
+  await rejects(t, b, '/sites/1/site_id', /^site PRM99999999999999 is not managed by this service's solver: no programme for it can be applied; check the site_id/, { managed })
+  await rejects(t, b, '/sites/1/site_id', /is not managed/, { managed, perimeter: [siteId(1), 'PRM99999999999999'] })
+  // Outside the perimeter, the perimeter's message: a company learns nothing of the sites beyond it.
+  await rejects(t, b, '/sites/1/site_id', /outside your company's perimeter/, { managed, perimeter: [siteId(1)] })
+  t.equal(await violations(programme({ sites: 2, slots: 1 }), { managed }), undefined, 'managed sites are accepted')
+})
+
+const NOW = '2026-11-21T12:30:00Z'
+
+t.test('an emitted_at more than inbound.maxClockSkewSeconds ahead of the server clock is refused, giving the server time', async t => {
+  await rejects(t, programme({ emittedAt: '2062-11-21T12:30:00Z', slots: 1 }), '/emitted_at',
+    /^is 13149 days ahead of this server's clock \(2026-11-21T12:30:00\.000Z\); at most 300 s ahead is accepted.*check the clock and the time zone/, { now: NOW })
+  await rejects(t, programme({ emittedAt: '2026-11-21T12:42:00Z', slots: 1 }), '/emitted_at', /^is 720 s ahead/, { now: NOW })
+  await rejects(t, programme({ emittedAt: '2026-11-21T12:35:00.001Z', slots: 1 }), '/emitted_at', /^is 300 s ahead.*at most 300 s/, { now: NOW })
+  t.equal(await violations(programme({ emittedAt: '2026-11-21T12:35:00Z', slots: 1 }), { now: NOW }), undefined, 'exactly the skew is accepted')
+  await rejects(t, programme({ emittedAt: '2026-11-21T12:31:00Z', slots: 1 }), '/emitted_at', /at most 30 s ahead/, { now: NOW, maxClockSkewSeconds: 30 })
+  t.equal(await violations(programme({ emittedAt: '2062-11-21T12:30:00Z', slots: 1 })), undefined, 'no server clock given: not checked')
+})
+
+t.test('a target_date before today (Europe/Paris) is refused: the day is over', async t => {
+  await rejects(t, programme({ targetDate: '2020-01-01', emittedAt: '2026-11-21T12:00:00Z', slots: 1 }), '/target_date',
+    /^the day is over: 2020-01-01 is before today \(2026-11-21, Europe\/Paris; server time 2026-11-21T12:30:00\.000Z\)/, { now: NOW })
+  // 23:30Z on the 20th is already the 21st in Paris.
+  await rejects(t, programme({ targetDate: '2026-11-20', emittedAt: '2026-11-20T23:00:00Z', slots: 1 }), '/target_date', /the day is over/, { now: '2026-11-20T23:30:00Z' })
+})
+
+t.test("today's target_date stays accepted (an intraday correction)", async t => {
+  t.equal(await violations(programme({ targetDate: '2026-11-21', emittedAt: '2026-11-21T12:00:00Z' }), { now: NOW }), undefined)
+})
+
+t.test('a target_date after today + inbound.maxDaysAhead is refused, naming the last day accepted', async t => {
+  t.equal(await violations(programme({ targetDate: '2026-11-28', slots: 1 }), { now: NOW }), undefined, 'today + 7 is accepted')
+  await rejects(t, programme({ targetDate: '2026-11-29', slots: 1 }), '/target_date',
+    /^2026-11-29 is too far ahead: the latest target_date accepted today \(2026-11-21, Europe\/Paris\) is 2026-11-28, 7 day\(s\) ahead/, { now: NOW })
+  await rejects(t, programme({ targetDate: '2026-11-22', slots: 1 }), '/target_date', /latest target_date accepted today \(2026-11-21, Europe\/Paris\) is 2026-11-21/, { now: NOW, maxDaysAhead: 0 })
+})
+
+t.test('the time rules hold off the thread too (a big body)', async t => {
+  const r = createProgrammeReader({ maxSites: 5000, requireContiguous: false, offThreadBytes: 1 })
+  t.teardown(() => r.close())
+  const err = await r.read(Buffer.from(JSON.stringify(programme({ targetDate: '2026-11-29', emittedAt: '2062-01-01T00:00:00Z', sites: [siteId(1), siteId(9)], slots: 1 }))),
+    { ...ctx, nowMs: Date.parse(NOW), managed: new Set([siteId(1)]) }).then(() => undefined, (e: any) => e)
+  t.same(Object.keys(err?.details ?? {}).sort(), ['/emitted_at', '/sites/1/site_id', '/target_date'])
 })
 
 t.test('a debut_utc or fin_utc off the 900 s boundary is refused', async t => {

@@ -38,7 +38,8 @@ async function until (what: string, ok: () => boolean | Promise<boolean>, ms = 1
 
 async function setup (t: Test) {
   let door!: Door
-  const epx = await startEpx(t, { config: { api: { inWorker: true } }, onDoor: d => { door = d } })
+  // Programmes for a month of days, one a day: accepted up to 60 days ahead (inbound.maxDaysAhead).
+  const epx = await startEpx(t, { config: { api: { inWorker: true }, inbound: { maxDaysAhead: 60 } }, onDoor: d => { door = d } })
   const { cert } = await epx.addCompany('acme')
   const { secret } = await epx.addToken('acme', ['inbound:programme-soutirage', 'outbound:besoins-agreges'])
   return { epx, cert, secret, door: () => door }

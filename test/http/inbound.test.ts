@@ -7,7 +7,8 @@ import { openInstructions } from '../../src/store/instructions.ts'
 
 
 async function setup (t: Tap, o: { now?: string; config?: Record<string, any>; perimeter?: 'all' | string[] } = {}) {
-  const epx = await startEpx(t, { now: o.now, config: o.config })
+  // 40 sites: the big programmes below name sites the solver manages.
+  const epx = await startEpx(t, { now: o.now, config: o.config, sites: 40 })
   const { cert } = await epx.addCompany('acme', { perimeter: o.perimeter ?? 'all' })
   const { secret, id: tokenId } = await epx.addToken('acme', ['inbound:programme-soutirage'])
   const post = (body: string | object) => epx.request({ method: 'POST', path: INBOUND_PATH, cert, token: secret, body, headers: { 'content-type': 'application/json' } })
@@ -37,10 +38,10 @@ t.test('a valid programme is answered 202 with the contract receipt, exactly', a
     status: 'received',
     count: 2,
     instructions: [
-      { instruction_id: ID, site_id: siteId(1), periods_count: 96 },
-      { instruction_id: ID, site_id: siteId(2), periods_count: 96 },
+      { instruction_id: ID, site_id: siteId(1), periods_count: 96, status: 'queued' },
+      { instruction_id: ID, site_id: siteId(2), periods_count: 96, status: 'queued' },
     ],
-    message: '2 instruction(s) persisted; they will be applied at the next solver cycle',
+    message: '2 instruction(s) persisted; 2 will be applied at the next solver cycle',
   }))
 })
 
@@ -58,10 +59,13 @@ t.test('a programme is followed from 202 to applied: queued for the next cycle, 
   const { send, epx, instructions } = await setup(t)
   const res = await send({ targetDate: '2026-11-21', emittedAt: '2026-11-21T11:00:00Z', kwh: () => 25 })
   t.equal(res.status, 202)
+  // 12:30Z: the 54 quarter-hours from 23:00Z the day before are over; kept, not fed.
+  t.match(res.json(), { instructions: [{ periods_count: 96, status: 'queued', periods_over: 54 }], message: /; 54 period\(s\) already over are kept but not fed to the solver$/ })
   const id = 'ProgrammeSoutirage-2026-11-21-rev-20261121T110000Z'
   const [input] = epx.ref.pending()
   t.match(input, { instructionId: id, siteId: siteId(1), targetDate: '2026-11-21' })
-  t.equal(input!.periods.length, 96)
+  t.equal(input!.periods.length, 42, 'the periods not over yet')
+  t.equal(input!.periods[0]!.startUtc, '2026-11-21T12:30:00Z')
   t.same(input!.periods.find(p => p.startUtc === '2026-11-21T12:30:00Z'), { startUtc: '2026-11-21T12:30:00Z', endUtc: '2026-11-21T12:45:00Z', minKw: 100 })
   t.equal((await eventually(() => instructions().get(id, siteId(1))!.state.status, s => s === 'queued')), 'queued')
 
@@ -104,9 +108,10 @@ t.test('a newer programme supersedes the effective one and replaces it in the qu
 })
 
 t.test('after a restart every effective instruction whose day is not over is queued again', async t => {
-  const { send, epx, instructions } = await setup(t)
-  await send({ targetDate: '2026-11-20', emittedAt: '2026-11-19T12:00:00Z' })   // a day already over
-  await send({ targetDate: '2026-11-21', emittedAt: '2026-11-20T12:00:00Z' })   // today
+  const { send, epx, instructions } = await setup(t, { now: '2026-11-20T12:30:00Z' })
+  t.equal((await send({ targetDate: '2026-11-20', emittedAt: '2026-11-19T12:00:00Z' })).status, 202)   // a day over by the restart
+  t.equal((await send({ targetDate: '2026-11-21', emittedAt: '2026-11-20T12:00:00Z' })).status, 202)   // today by the restart
+  epx.clock.set('2026-11-21T12:30:00Z')
   await send({ targetDate: '2026-11-22', emittedAt: '2026-11-21T10:00:00Z', sites: 2 })
   await send({ targetDate: '2026-11-22', emittedAt: '2026-11-21T11:00:00Z' })   // supersedes site 1
   epx.ref.runCycle()
@@ -118,7 +123,8 @@ t.test('after a restart every effective instruction whose day is not over is que
     ['2026-11-22', siteId(1), 'ProgrammeSoutirage-2026-11-22-rev-20261121T110000Z'],
     ['2026-11-22', siteId(2), 'ProgrammeSoutirage-2026-11-22-rev-20261121T100000Z'],
   ])
-  t.equal(epx.ref.pending()[0]!.periods.length, 96, 'with their periods')
+  t.equal(epx.ref.pending().find(i => i.targetDate === '2026-11-21')!.periods.length, 42, 'with their periods not over yet (54 of 96 are)')
+  t.equal(epx.ref.pending().find(i => i.targetDate === '2026-11-22')!.periods.length, 96, 'every period of tomorrow')
   const state = await eventually(() => instructions().get('ProgrammeSoutirage-2026-11-21-rev-20261120T120000Z', siteId(1))!.state, s => s.status === 'queued')
   t.equal(state.status, 'queued', 'applied by the old solver, queued for the new one')
   const cycle = epx.ref.runCycle()
@@ -180,7 +186,7 @@ t.test('an empty energie_programmee is answered 202 with 0 periods and clears th
   t.equal(epx.ref.setpoints().get(siteId(1))!.floorKw, 100, 'the first programme sets a 100 kW floor')
   const res = await send({ targetDate: '2026-11-21', emittedAt: '2026-11-21T12:00:00Z', slots: 0 })
   t.equal(res.status, 202, res.text)
-  t.same(res.json().instructions, [{ instruction_id: 'ProgrammeSoutirage-2026-11-21-rev-20261121T120000Z', site_id: siteId(1), periods_count: 0 }])
+  t.same(res.json().instructions, [{ instruction_id: 'ProgrammeSoutirage-2026-11-21-rev-20261121T120000Z', site_id: siteId(1), periods_count: 0, status: 'queued' }])
   epx.ref.runCycle()
   t.equal(epx.ref.activeInput(siteId(1), '2026-11-21')!.instructionId, 'ProgrammeSoutirage-2026-11-21-rev-20261121T120000Z')
   t.equal(epx.ref.activeInput(siteId(1), '2026-11-21')!.periods.length, 0)
@@ -272,4 +278,39 @@ t.test('a big programme (parsed in the worker) keeps emitted_at to the nanosecon
   const newer = 'ProgrammeSoutirage-2026-11-22-rev-20261121T100000.000000002Z'
   t.equal(instructions().effectiveId('2026-11-22', siteId(40)), newer, 'the later one stays effective')
   t.equal(instructions().get('ProgrammeSoutirage-2026-11-22-rev-20261121T100000.000000001Z', siteId(40))!.state.status, 'superseded')
+})
+
+t.test('what cannot be honoured is refused with 400 at its pointer, in the thread and in the door\'s worker', async t => {
+  for (const inWorker of [false, true]) {
+    const { post, epx } = await setup(t, { config: { api: { inWorker } } })
+    const refuse = async (b: object, pointer: string, message: RegExp) => {
+      const res = await post(b)
+      t.equal(res.status, 400, `${pointer} (inWorker ${inWorker})`)
+      t.equal(res.json().error.code, 'INVALID_PROGRAMME_SOUTIRAGE_REQUEST')
+      t.same(Object.keys(res.json().error.details), [pointer])
+      t.match(res.json().error.details[pointer], message)
+    }
+    await refuse(programme({ emittedAt: '2062-11-21T12:00:00Z', slots: 1 }), '/emitted_at', /ahead of this server's clock \(2026-11-21T12:30:00\.000Z\)/)
+    await refuse(programme({ targetDate: '2020-01-01', slots: 1 }), '/target_date', /^the day is over: 2020-01-01 is before today \(2026-11-21/)
+    await refuse(programme({ targetDate: '2026-12-01', slots: 1 }), '/target_date', /too far ahead: the latest target_date accepted today \(2026-11-21, Europe\/Paris\) is 2026-11-28/)
+    await refuse(programme({ sites: [siteId(1), 'PRM99999999999999'], slots: 1 }), '/sites/1/site_id', /^site PRM99999999999999 is not managed by this service's solver/)
+    t.same(epx.ref.pending(), [], 'nothing queued')
+    t.equal((await post(programme({ emittedAt: '2026-11-21T12:34:00Z', slots: 1 }))).status, 202, 'within the skew')
+  }
+})
+
+t.test('a programme re-sent with an older emitted_at is answered 202 superseded, naming the one in force', async t => {
+  const { send } = await setup(t)
+  t.equal((await send({ emittedAt: '2026-11-21T12:00:00Z' })).status, 202)
+  const res = await send({ emittedAt: '2026-11-21T11:00:00Z', sites: 2 })
+  t.equal(res.status, 202)
+  t.same(res.json(), {
+    status: 'received',
+    count: 2,
+    instructions: [
+      { instruction_id: 'ProgrammeSoutirage-2026-11-22-rev-20261121T110000Z', site_id: siteId(1), periods_count: 96, status: 'superseded', superseded_by: ID },
+      { instruction_id: 'ProgrammeSoutirage-2026-11-22-rev-20261121T110000Z', site_id: siteId(2), periods_count: 96, status: 'queued' },
+    ],
+    message: '2 instruction(s) persisted; 1 will be applied at the next solver cycle; 1 is superseded by a later programme',
+  })
 })

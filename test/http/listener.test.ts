@@ -250,7 +250,7 @@ t.test('the per-request log: one line per request, never a secret', async t => {
   t.notOk(/authorization|bearer/i.test(all), 'no Authorization header in the log')
 
   t.test('publicBaseUrl is the base of problem types', async t => {
-    t.equal(answers[2]!.json().type, 'https://epx.example.net/errors/not-found')
+    t.equal(answers[2]!.json().type, 'https://epx.example.net/errors/unknown-path')
   })
 })
 

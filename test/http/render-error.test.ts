@@ -36,18 +36,19 @@ t.test('outbound errors are RFC 9457 problem+json with type {base_url}/errors/<s
     title: 'Not Found',
     status: 404,
     detail: 'no Besoins_Agreges is published for site PRM30000000000001 on 2026-11-22; retry in 5 minutes at the earliest',
+    code: 'NOT_PUBLISHED',
   })
-  t.equal(Object.keys(p).join(), 'type,title,status,detail', 'field order')
+  t.equal(Object.keys(p).join(), 'type,title,status,detail,code', 'field order')
 })
 
-t.test('an unknown path (no door) renders as problem+json', async t => {
-  const r = renderError(new EpxError('NOT_FOUND', ['/x']), undefined, BASE)
+t.test('an unknown path (no door) renders as problem+json, type unknown-path, code UNKNOWN_PATH: not the "nothing published yet" of not-found', async t => {
+  const r = renderError(new EpxError('UNKNOWN_PATH', ['/x']), undefined, BASE)
   t.equal(r.headers['content-type'], 'application/problem+json')
-  t.equal(JSON.parse(r.body).type, `${BASE}/errors/not-found`)
+  t.match(JSON.parse(r.body), { type: `${BASE}/errors/unknown-path`, status: 404, code: 'UNKNOWN_PATH' })
 })
 
 t.test('a trailing slash of the base URL does not double', async t => {
-  t.equal(problemBody(new EpxError('NOT_FOUND', ['/x']), `${BASE}/`).type, `${BASE}/errors/not-found`)
+  t.equal(problemBody(new EpxError('UNKNOWN_PATH', ['/x']), `${BASE}/`).type, `${BASE}/errors/unknown-path`)
 })
 
 t.test('an outbound 400 adds invalid_params [{name, reason}] from the details', async t => {
@@ -58,16 +59,20 @@ t.test('an outbound 400 adds invalid_params [{name, reason}] from the details', 
     { name: 'site_id', reason: 'must be PRM followed by 14 digits' },
     { name: 'target_date', reason: 'must be a real date YYYY-MM-DD' },
   ])
-  t.notOk('code' in p)
+  t.equal(p.code, 'INVALID_QUERY')
+  t.equal(Object.keys(p).join(), 'type,title,status,detail,invalid_params,code', 'field order')
 })
 
-t.test('an outbound 403 adds the code; other statuses do not', async t => {
+t.test('every outbound problem carries its code; the store\'s is STORE_UNAVAILABLE', async t => {
   for (const code of ['MTLS_REQUIRED', 'COMPANY_SUSPENDED', 'SCOPE_DENIED'] as const) {
     const p = problemBody(new EpxError(code, ['x']), BASE)
     t.equal(p.code, code)
     t.equal(p.status, 403)
   }
-  t.notOk('code' in problemBody(new EpxError('UNAUTHORIZED', ['x']), BASE))
+  t.equal(problemBody(new EpxError('UNAUTHORIZED', ['x']), BASE).code, 'UNAUTHORIZED')
+  t.equal(problemBody(new EpxError('METHOD_NOT_ALLOWED', ['PUT', 'GET, HEAD']), BASE).code, 'METHOD_NOT_ALLOWED')
+  t.equal(problemBody(new EpxError('NO_STORE'), BASE).code, 'STORE_UNAVAILABLE')
+  t.equal(inboundBody(new EpxError('NO_STORE')).error.code, 'NO_STORE', 'the inbound door keeps the contract\'s NO_STORE')
   t.notOk('invalid_params' in problemBody(new EpxError('UNAUTHORIZED', ['x']), BASE))
 })
 
@@ -85,7 +90,7 @@ t.test('the error headers are sent: Allow, Retry-After, WWW-Authenticate', async
 t.test('codes that always carry a header get it even when the thrower forgot', async t => {
   t.equal(renderError(new EpxError('NO_STORE'), 'inbound', BASE).headers['retry-after'], '5')
   t.equal(renderError(new EpxError('NOT_PUBLISHED', ['a', 'b']), 'outbound', BASE).headers['retry-after'], '300')
-  t.notOk(renderError(new EpxError('NOT_FOUND', ['/x']), undefined, BASE).headers['retry-after'])
+  t.notOk(renderError(new EpxError('UNKNOWN_PATH', ['/x']), undefined, BASE).headers['retry-after'])
 })
 
 t.test('anything that is not a wire EpxError becomes 500 INTERNAL, keeping the original for the log', async t => {

@@ -19,9 +19,9 @@ t.test('matches method and path, ignoring the query string', async t => {
   t.equal(router.match('POST', '/a?x=1').route.path, '/a')
 })
 
-t.test('an unknown path is NOT_FOUND 404, whatever the method', async t => {
+t.test('an unknown path is UNKNOWN_PATH 404, whatever the method', async t => {
   for (const [method, target] of [['GET', '/nope'], ['POST', '/a/'], ['GET', '/B'], ['DELETE', '/'], ['GET', '*'], ['GET', '//a']]) {
-    t.throws(() => router.match(method!, target!), { code: 'NOT_FOUND', status: 404 }, `${method} ${target}`)
+    t.throws(() => router.match(method!, target!), { code: 'UNKNOWN_PATH', status: 404 }, `${method} ${target}`)
   }
 })
 
@@ -57,16 +57,16 @@ t.test('through the door: 404 and 405 are answered before authentication', async
     const res = await epx.request({ path: '/api/v0.5/energy-programs/nope?token=x' })
     t.equal(res.status, 404)
     t.match(res.headers['content-type'], /^application\/problem\+json/)
-    t.match(res.json(), { type: `${epx.url.origin}/errors/not-found`, title: 'Not Found', status: 404 })
+    t.match(res.json(), { type: `${epx.url.origin}/errors/unknown-path`, title: 'Not Found', status: 404, code: 'UNKNOWN_PATH' })
     t.notOk(res.headers['retry-after'], 'an unknown path is not "retry later"')
   })
 
-  t.test('GET on the inbound path is 405, Allow: POST, in the inbound error format', async t => {
-    const res = await epx.request({ method: 'GET', path: INBOUND_PATH })
+  t.test('DELETE on the inbound path is 405, Allow: GET, HEAD, POST (GET and HEAD read the status), in the inbound error format', async t => {
+    const res = await epx.request({ method: 'DELETE', path: INBOUND_PATH })
     t.equal(res.status, 405)
-    t.equal(res.headers.allow, 'POST')
+    t.equal(res.headers.allow, 'GET, HEAD, POST')
     t.match(res.headers['content-type'], /^application\/json/)
-    t.same(res.json(), { error: { code: 'METHOD_NOT_ALLOWED', message: 'GET is not allowed here; allowed: POST', details: {} } })
+    t.same(res.json(), { error: { code: 'METHOD_NOT_ALLOWED', message: 'DELETE is not allowed here; allowed: GET, HEAD, POST', details: {} } })
   })
 
   t.test('POST on the outbound path is 405, Allow: GET, HEAD, as problem+json', async t => {
@@ -83,11 +83,10 @@ t.test('through the door: 404 and 405 are answered before authentication', async
     t.match(res.headers['content-type'], /^application\/problem\+json/)
   })
 
-  t.test('HEAD on the inbound path is 405 with Allow: POST', async t => {
-    const res = await epx.request({ method: 'HEAD', path: INBOUND_PATH })
+  t.test('PUT on the inbound path is 405 with Allow: GET, HEAD, POST', async t => {
+    const res = await epx.request({ method: 'PUT', path: INBOUND_PATH, body: { a: 1 } })
     t.equal(res.status, 405)
-    t.equal(res.headers.allow, 'POST')
-    t.equal(res.text, '')
+    t.equal(res.headers.allow, 'GET, HEAD, POST')
   })
 })
 

@@ -13,12 +13,16 @@ import { connect, connectionOptions } from './bsp.ts'
 
 const spec: CommandSpec = {
   usage: 'epx bsp push --url URL --cert FILE --key FILE [--ca FILE] [--token-file FILE] [--json] FILE',
-  summary: 'check a Programme_Soutirage as the server does, send it, print the instruction ids',
+  summary: 'check a Programme_Soutirage as the server does, send it, print each instruction and what will become of it',
   about: [
     'Checks the programme in FILE with the server\'s own schema and rules (the perimeter aside) and',
-    'prints every problem as the server would (JSON Pointer: what to fix) without sending it; else',
-    'sends it and prints one line per instruction: instruction_id site_id periods_count. A 503 or a',
-    'network error is retried with backoff (safe: the same emitted_at gives the same instructions).',
+    'prints every problem as the server would (JSON Pointer: what to fix) without sending it; this',
+    'includes an emitted_at more than 300 s ahead of this machine\'s clock (the server would refuse it:',
+    'check the clock and the time zone). Else sends it and prints one',
+    'line per instruction: instruction_id site_id periods_count status, status being queued (applied at',
+    'the next solver cycle) or superseded (a later programme is in force; its id follows when it is',
+    'yours). A 503 or a network error is retried with backoff (safe: the same emitted_at gives the same',
+    'instructions). `epx bsp status` tells later what became of them.',
   ].join('\n'),
   options: {
     ...connectionOptions,
@@ -55,7 +59,9 @@ export const pushCommand = defineCommand(spec, async (args, io) => {
       case 'received':
         if (json) io.out(JSON.stringify(result.receipt))
         else {
-          for (const i of result.receipt.instructions) io.out(`${i.instruction_id} ${i.site_id} ${i.periods_count}`)
+          for (const i of result.receipt.instructions) {
+            io.out(`${i.instruction_id} ${i.site_id} ${i.periods_count} ${i.status ?? 'queued'}${i.superseded_by ? ` by ${i.superseded_by}` : ''}`)
+          }
           io.err(`epx: ${result.receipt.message}`)
         }
         return 0

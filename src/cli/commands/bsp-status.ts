@@ -1,0 +1,65 @@
+/**
+ * `epx bsp status --date D`: what became of your programmes for a day, read over the API
+ * (GET programme-soutirage, an extension of the contract: src/bsp/client.ts).
+ * @module
+ */
+import { calendarDate, required, siteId as readSiteId } from '../args.ts'
+import { defineCommand, type CommandSpec } from '../define-command.ts'
+import { connect, connectionOptions } from './bsp.ts'
+import { formatTable } from '../table.ts'
+
+const spec: CommandSpec = {
+  usage: 'epx bsp status --url URL --cert FILE --key FILE [--ca FILE] [--token-file FILE] --date YYYY-MM-DD [--site PRM] [--json]',
+  summary: 'what became of your programmes for a day: received, queued, applied (cycle) or superseded',
+  about: [
+    'Reads over the API (GET programme-soutirage, same certificate and token as push) your company\'s',
+    'instructions for a day, newest first: their status (received, queued, applied with the solver',
+    'cycle, superseded with the instruction in force when it is yours) and how many of their slots',
+    'the feasibility check flagged. Exit code 1 when the service refuses the request.',
+  ].join('\n'),
+  options: {
+    ...connectionOptions,
+    date: { type: 'string', arg: 'YYYY-MM-DD', help: 'the target day, Europe/Paris (required)' },
+    site: { type: 'string', arg: 'PRM', help: 'only this site' },
+    json: { type: 'boolean', help: 'print the answer as the API gives it' },
+  },
+}
+
+export const statusCommand = defineCommand(spec, async (args, io) => {
+  const targetDate = calendarDate(required(args, spec, 'date'), spec)
+  const site = args.string('site')
+  const siteId = site === undefined ? undefined : readSiteId(site, spec)
+  const client = connect(args, spec)
+  try {
+    const answer = await client.getProgrammeStatus({ targetDate, ...(siteId ? { siteId } : {}) })
+    if (answer.kind === 'status') {
+      if (args.flag('json')) {
+        io.out(JSON.stringify(answer.status))
+        return 0
+      }
+      const rows = answer.status.instructions.map(i => [
+        i.instruction_id, i.site_id, i.emitted_at, String(i.periods_count),
+        i.status === 'applied' ? `applied (cycle ${i.cycle ?? '?'}, ${i.applied_at ?? ''})`
+          : i.status === 'superseded' ? `superseded${i.superseded_by ? ` by ${i.superseded_by}` : ' (a later programme is in force)'}` : i.status,
+        String(i.infeasible_slots),
+      ])
+      if (rows.length) for (const line of formatTable([['INSTRUCTION_ID', 'SITE_ID', 'EMITTED_AT', 'PERIODS', 'STATUS', 'INFEASIBLE'], ...rows])) io.out(line)
+      io.err(`epx: ${answer.status.count} instruction(s) of your company for ${targetDate}${siteId ? ` on ${siteId}` : ''}`)
+      return 0
+    }
+    if (answer.kind === 'unchanged') return 0
+    const message = answer.kind === 'retry' ? `${answer.detail}; try again in ${answer.retryAfterSecs ?? 5} s` : answer.message
+    const code = answer.kind === 'refused' ? answer.code ?? `HTTP ${answer.status}` : `HTTP ${answer.status}`
+    if (args.flag('json')) io.out(JSON.stringify({ error: { code, message, details: answer.kind === 'refused' ? answer.details : {} } }))
+    else {
+      io.err(`epx: ${code}: ${message}`)
+      if (answer.kind === 'refused') for (const [name, why] of Object.entries(answer.details)) io.err(`  ${name}: ${why}`)
+    }
+    return 1
+  } catch (err) {
+    io.err(`epx: UNREACHABLE: cannot reach the service: ${(err as Error).message}`)
+    return 1
+  } finally {
+    await client.close()
+  }
+})

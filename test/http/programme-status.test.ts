@@ -1,0 +1,168 @@
+import t, { type Test as Tap } from 'tap'
+import { startEpx, type TestEpx } from '../helpers/epx.ts'
+import { INBOUND_PATH, programme, siteId, type ProgrammeOptions } from '../helpers/programme.ts'
+import { openInstructions } from '../../src/store/instructions.ts'
+
+// DECISIONS.md "Reading outcomes": GET programme-soutirage?target_date=D[&site_id=S], an
+// extension of the contract, through the front door (mTLS, a real token, LMDB).
+
+const DAY = '2026-11-22'
+const rev = (at: string) => `ProgrammeSoutirage-${DAY}-rev-${at}`
+
+async function company (epx: TestEpx, id: string, perimeter: 'all' | string[]) {
+  const { cert } = await epx.addCompany(id, { perimeter })
+  const { secret } = await epx.addToken(id, ['inbound:programme-soutirage'])
+  const send = (o: ProgrammeOptions = {}) => epx.request({ method: 'POST', path: INBOUND_PATH, cert, token: secret, body: programme(o) })
+  const status = (query: Record<string, string>, headers: Record<string, string> = {}, method = 'GET') =>
+    epx.request({ method, path: INBOUND_PATH, query, cert, token: secret, headers })
+  return { cert, secret, send, status }
+}
+
+async function eventually<T> (read: () => T, ok: (v: T) => boolean): Promise<T> {
+  let v = read()
+  for (let i = 0; i < 300 && !ok(v); i++) {
+    await new Promise(r => setTimeout(r, 10))
+    v = read()
+  }
+  return v
+}
+
+async function setup (t: Tap, inWorker = false) {
+  const epx = await startEpx(t, { config: { api: { inWorker } } })
+  return { epx, acme: await company(epx, 'acme', 'all') }
+}
+
+t.test('the status read follows a programme: queued, then applied with its cycle; 304 while nothing changed', async t => {
+  for (const inWorker of [false, true]) {
+    const { epx, acme } = await setup(t, inWorker)
+    t.equal((await acme.send({ emittedAt: '2026-11-21T12:00:00Z', slots: 4 })).status, 202)
+    const instructions = openInstructions(epx.store)
+    await eventually(() => instructions.get(rev('20261121T120000Z'), siteId(1))!.state.status, s => s === 'queued')
+    const first = await acme.status({ target_date: DAY })
+    t.equal(first.status, 200, first.text)
+    t.equal(first.headers['cache-control'], 'private, no-cache')
+    t.match(first.headers.etag, /^W\/"[A-Za-z0-9_-]+"$/)
+    t.same(first.json(), {
+      target_date: DAY,
+      count: 1,
+      instructions: [{
+        instruction_id: rev('20261121T120000Z'), site_id: siteId(1), emitted_at: '2026-11-21T12:00:00Z', received_at: '2026-11-21T12:30:00.000Z',
+        periods_count: 4, status: 'queued', infeasible_slots: 0,
+      }],
+    }, `queued (inWorker ${inWorker})`)
+
+    const unchanged = await acme.status({ target_date: DAY }, { 'if-none-match': first.headers.etag! })
+    t.equal(unchanged.status, 304)
+    t.equal(unchanged.headers.etag, first.headers.etag)
+    t.equal(unchanged.headers['cache-control'], 'private, no-cache')
+    t.equal(unchanged.text, '')
+
+    const cycle = epx.ref.runCycle()
+    await eventually(() => instructions.get(rev('20261121T120000Z'), siteId(1))!.state.status, s => s === 'applied')
+    const applied = await acme.status({ target_date: DAY }, { 'if-none-match': first.headers.etag! })
+    t.equal(applied.status, 200, 'a status changed: the ETag no longer matches')
+    t.not(applied.headers.etag, first.headers.etag)
+    t.match(applied.json().instructions[0], { status: 'applied', applied_at: String, cycle: cycle.cycle, infeasible_slots: 0 })
+    t.same(Object.keys(applied.json().instructions[0]), ['instruction_id', 'site_id', 'emitted_at', 'received_at', 'periods_count', 'status', 'applied_at', 'cycle', 'infeasible_slots'])
+
+    const head = await acme.status({ target_date: DAY }, {}, 'HEAD')
+    t.equal(head.status, 200)
+    t.equal(head.headers.etag, applied.headers.etag)
+    t.equal(head.text, '')
+  }
+})
+
+t.test('newest first; a superseded instruction names the one in force', async t => {
+  const { acme } = await setup(t)
+  await acme.send({ emittedAt: '2026-11-21T12:00:00Z', sites: 2, slots: 1 })
+  await acme.send({ emittedAt: '2026-11-21T11:00:00Z', slots: 1 })
+  await acme.send({ emittedAt: '2026-11-21T12:10:00Z', sites: [siteId(2)], slots: 1 })
+  const res = await acme.status({ target_date: DAY })
+  t.same(res.json().instructions.map((i: any) => [i.instruction_id, i.site_id, i.status, i.superseded_by]), [
+    [rev('20261121T121000Z'), siteId(2), 'queued', undefined],
+    [rev('20261121T120000Z'), siteId(1), 'queued', undefined],
+    [rev('20261121T120000Z'), siteId(2), 'superseded', rev('20261121T121000Z')],
+    [rev('20261121T110000Z'), siteId(1), 'superseded', rev('20261121T120000Z')],
+  ])
+  t.same((await acme.status({ target_date: DAY, site_id: siteId(2) })).json().instructions.map((i: any) => i.instruction_id),
+    [rev('20261121T121000Z'), rev('20261121T120000Z')], 'site_id narrows to one site')
+  t.same((await acme.status({ target_date: '2026-11-23' })).json(), { target_date: '2026-11-23', count: 0, instructions: [] }, 'a day without programmes')
+})
+
+t.test('infeasible_slots counts the slots the feasibility check flagged', async t => {
+  const { epx, acme } = await setup(t)
+  await epx.handle.publish({ targetDate: DAY })
+  await acme.send({ emittedAt: '2026-11-21T12:00:00Z', slots: 3, kwh: () => 1_000_000 })
+  const res = await acme.status({ target_date: DAY })
+  t.equal(res.json().instructions[0].infeasible_slots, 3)
+})
+
+t.test('a company never sees another company\'s instructions, whatever the parameters', async t => {
+  const { epx, acme } = await setup(t)
+  // Perimeters that share sites: possible only with data from before one BSP per site
+  // (the test helper writes companies as they are stored).
+  const other = await company(epx, 'other', [siteId(1), siteId(2)])
+  const narrow = await company(epx, 'narrow', [siteId(3)])
+  await acme.send({ emittedAt: '2026-11-21T12:00:00Z', sites: 3, slots: 1 })
+  await other.send({ emittedAt: '2026-11-21T11:00:00Z', sites: 2, slots: 1 })
+  await other.send({ emittedAt: '2026-11-21T12:05:00Z', slots: 1 })
+  const acmeIds = [rev('20261121T120000Z')]
+  const otherIds = [rev('20261121T110000Z'), rev('20261121T120500Z')]
+
+  const queries: Array<Record<string, string>> = [{ target_date: DAY }, { target_date: '2026-11-21' }, { target_date: DAY, extra: 'x' }]
+  for (const n of [1, 2, 3, 4]) queries.push({ target_date: DAY, site_id: siteId(n) })
+  queries.push({ target_date: DAY, site_id: 'PRM99999999999999' })
+  const viewers: Array<[string, typeof other, readonly string[], readonly string[]]> = [['other', other, otherIds, acmeIds], ['narrow', narrow, [], [...acmeIds, ...otherIds]]]
+  for (const [who, c, own, foreign] of viewers) {
+    for (const query of queries) {
+      const res = await c.status(query)
+      t.equal(res.status, 200, `${who} ${JSON.stringify(query)}`)
+      for (const id of foreign) t.notOk(res.text.includes(id.slice(-16)), `${who} ${JSON.stringify(query)}: no id of another company`)
+      for (const i of res.json().instructions) t.ok(own.includes(i.instruction_id), `${who}: only its own`)
+    }
+  }
+  // other's 11:00 programme on site 2 is superseded by acme's 12:00: it is not named.
+  const site2 = (await other.status({ target_date: DAY, site_id: siteId(2) })).json()
+  t.same(site2.instructions, [{
+    instruction_id: rev('20261121T110000Z'), site_id: siteId(2), emitted_at: '2026-11-21T11:00:00Z', received_at: '2026-11-21T12:30:00.000Z',
+    periods_count: 1, status: 'superseded', infeasible_slots: 0,
+  }], 'superseded by another company: not named')
+  // A site outside the perimeter answers as one with none, even where the company has sent some.
+  t.same((await other.status({ target_date: DAY, site_id: siteId(3) })).json(), { target_date: DAY, count: 0, instructions: [] })
+  t.same((await narrow.status({ target_date: DAY })).json().instructions, [])
+  // What `other` sees of site 1: its own only, newest first; acme sees its own three.
+  t.same((await other.status({ target_date: DAY, site_id: siteId(1) })).json().instructions.map((i: any) => [i.instruction_id, i.status]),
+    [[rev('20261121T120500Z'), 'queued'], [rev('20261121T110000Z'), 'superseded']])
+  t.same((await acme.status({ target_date: DAY })).json().instructions.map((i: any) => [i.site_id, i.status]),
+    [[siteId(1), 'superseded'], [siteId(2), 'queued'], [siteId(3), 'queued']])
+  t.notOk((await acme.status({ target_date: DAY })).text.includes('superseded_by'), 'acme\'s site 1 is superseded by other\'s: not named')
+})
+
+t.test('a bad query is 400 INVALID_QUERY in the inbound format, naming each parameter', async t => {
+  const { acme } = await setup(t)
+  const cases: Array<[Record<string, string>, Record<string, string>]> = [
+    [{}, { target_date: 'required' }],
+    [{ target_date: '2026-02-30' }, { target_date: 'must be a calendar date YYYY-MM-DD' }],
+    [{ target_date: DAY, site_id: 'PRM1' }, { site_id: 'must be PRM followed by 14 digits' }],
+  ]
+  for (const [query, details] of cases) {
+    const res = await acme.status(query)
+    t.equal(res.status, 400)
+    t.same(res.json().error.details, details)
+    t.equal(res.json().error.code, 'INVALID_QUERY')
+  }
+})
+
+t.test('the status read needs the inbound scope, a certificate and a token, as POST does', async t => {
+  const { epx, acme } = await setup(t)
+  const { secret } = await epx.addToken('acme', ['outbound:besoins-agreges'])
+  const denied = await epx.request({ path: INBOUND_PATH, query: { target_date: DAY }, cert: acme.cert, token: secret })
+  t.equal(denied.status, 403)
+  t.equal(denied.json().error.code, 'SCOPE_DENIED')
+  t.equal((await epx.request({ path: INBOUND_PATH, query: { target_date: DAY }, cert: null, token: acme.secret })).json().error.code, 'MTLS_REQUIRED')
+  t.equal((await epx.request({ path: INBOUND_PATH, query: { target_date: DAY }, cert: acme.cert })).status, 401)
+  epx.faults.unavailable = true
+  const down = await acme.status({ target_date: DAY })
+  t.equal(down.status, 503)
+  t.equal(down.json().error.code, 'NO_STORE')
+})
