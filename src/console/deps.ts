@@ -15,6 +15,7 @@ import type { Sessions } from '../store/sessions.ts'
 import type { Tokens } from '../store/tokens.ts'
 import type { Users } from '../store/users.ts'
 import type { Audit } from '../store/audit.ts'
+import type { InstructionFlags } from '../store/instruction-flags.ts'
 
 export interface ConsoleDeps {
   readonly store: Store
@@ -24,6 +25,8 @@ export interface ConsoleDeps {
   readonly sessions: Sessions
   readonly revisions: Revisions
   readonly instructions: Instructions
+  /** The feasibility flags stored beside the instructions (opened on `store` by server.ts). */
+  readonly flags: Pick<InstructionFlags, 'get'>
   /** "Publier maintenant": the plugin's publisher (asked of the solver's thread when the console runs in the door's worker). */
   readonly publisher: Pick<Publisher, 'publish'>
   /** The plugin's audit trail: every change made in the console is recorded with its user. */
