@@ -16,6 +16,7 @@ import type { Tokens } from '../store/tokens.ts'
 import type { Users } from '../store/users.ts'
 import type { Audit } from '../store/audit.ts'
 import type { InstructionFlags } from '../store/instruction-flags.ts'
+import type { LoginThrottle } from './login-throttle.ts'
 
 export interface ConsoleDeps {
   readonly store: Store
@@ -38,6 +39,8 @@ export interface ConsoleDeps {
   /** The API's base URL, for the curl commands pages show. */
   readonly apiUrl: URL
   readonly session: { readonly idleMs: number; readonly maxMs: number }
+  /** The login throttle, shared by the login form and the password change (built by server.ts). */
+  readonly loginThrottle: LoginThrottle
 }
 
 /** A page module: registers its routes on the console (see `server.ts`, PAGES). */

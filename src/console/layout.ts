@@ -36,6 +36,7 @@ function navigation (app: FastifyInstance, viewer: Viewer | null, current: strin
   </ul>
   <form method="post" action="/logout" class="logout">${csrfField(viewer)}
     <span>${viewer.username} · ${viewer.admin ? 'administrateur' : `entreprise ${viewer.companyId}`}</span>
+    <a href="/compte/mot-de-passe"${current === '/compte/mot-de-passe' ? html` aria-current="page"` : ''}>Mot de passe</a>
     <button type="submit">Se déconnecter</button>
   </form></nav>`
 }

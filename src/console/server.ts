@@ -16,7 +16,8 @@ import type { ConsoleDeps, ConsolePage } from './deps.ts'
 import { errorPage, installPage } from './layout.ts'
 import { openInstructionFlags } from '../store/instruction-flags.ts'
 import { loginRoutes } from './login.ts'
-import type { ThrottleLimits } from './login-throttle.ts'
+import { createLoginThrottle, type ThrottleLimits } from './login-throttle.ts'
+import { accountRoutes } from './account.ts'
 import { installSessions } from './session.ts'
 import { tokensPage } from './tokens-page.ts'
 import { besoinsPages } from './pages/besoins.ts'
@@ -52,7 +53,7 @@ export function isLoopbackHost (host: string): boolean {
 export interface ConsoleOptions {
   readonly config: EpxConfig
   readonly dataDir: string
-  readonly deps: Omit<ConsoleDeps, 'session' | 'flags'>
+  readonly deps: Omit<ConsoleDeps, 'session' | 'flags' | 'loginThrottle'>
   /** Test seam: tighter login limits. */
   readonly loginLimits?: ThrottleLimits
 }
@@ -86,6 +87,7 @@ export async function buildConsole (opts: ConsoleOptions): Promise<FastifyInstan
   const deps: ConsoleDeps = {
     ...opts.deps,
     flags: openInstructionFlags(opts.deps.store),
+    loginThrottle: createLoginThrottle(opts.loginLimits),
     session: { idleMs: config.console.sessionIdleMinutes * 60_000, maxMs: config.console.sessionMaxHours * 3_600_000 },
   }
   const app = Fastify({
@@ -153,7 +155,8 @@ export async function buildConsole (opts: ConsoleOptions): Promise<FastifyInstan
   // Browsers ask for it whatever the page's <link rel="icon"> says.
   app.get('/favicon.ico', { config: { access: 'public' } }, async (request, reply) => reply.redirect('/assets/favicon.svg', 301))
   app.get('/', async (request, reply) => reply.redirect(app.hasRoute({ method: 'GET', url: '/besoins-agreges' }) ? '/besoins-agreges' : '/tokens', 303))
-  loginRoutes(app, deps, opts.loginLimits)
+  loginRoutes(app, deps, deps.loginThrottle)
+  accountRoutes(app, deps, deps.loginThrottle)
   for (const page of PAGES) await page(app, deps)
   return app
 }
