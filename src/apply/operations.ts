@@ -52,7 +52,9 @@ export function createOperations (deps: OperationsDeps) {
 
     publication (report: PublishReport, request: RunRequest, durationMs: number): void {
       const trigger = request.trigger ?? 'host'
-      const actor: AuditActor = trigger === 'schedule' ? { kind: 'schedule' } : { kind: 'host' }
+      const actor: AuditActor = trigger === 'schedule' ? { kind: 'schedule' }
+        : trigger === 'console' && request.user ? { kind: 'console', user: request.user }
+          : { kind: 'host' }
       const endMs = clock.now().getTime()
       audit.record(publicationRun(report, actor, durationMs), endMs)
       metrics?.publication(report, trigger, durationMs / 1000, endMs)

@@ -86,8 +86,8 @@ function checkFound (found: Found, cert: CertVerdict & { ok: true }, scope: Scop
   const { token } = found
   const state = tokenState(token, nowMs, found.expiresAtMs)
   if (state !== 'active') deps.onDeadToken?.(token, state, nowMs)
-  if (state === 'revoked') throw unauthorized(`token ${token.id} was revoked at ${token.revokedAt}; ask the service operator for a new token`)
-  if (state === 'expired') throw unauthorized(`token ${token.id} expired at ${token.expiresAt}; ask the service operator for a new token`)
+  if (state === 'revoked') throw unauthorized(`token ${token.id} was revoked at ${token.revokedAt}; create a new one in the web console ("Jetons d'accès" page), or ask the service operator`)
+  if (state === 'expired') throw unauthorized(`token ${token.id} expired at ${token.expiresAt}; create a new one in the web console ("Jetons d'accès" page), or ask the service operator`)
   // Read in the same turn as the token (or the generation): one consistent snapshot.
   const company = found.company ??= readStore(() => deps.companies.get(token.companyId)) ?? null
   // A token whose company is gone is as dead as a revoked one.

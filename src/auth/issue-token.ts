@@ -17,7 +17,7 @@ export interface CreatedToken {
 }
 
 /** Creates and stores a token for an existing company, and says who made it in the audit trail. */
-export async function createToken (store: Store, actor: AuditActor, companyId: string, scopes: readonly Scope[], ttlMs?: number, nowMs = Date.now()): Promise<CreatedToken> {
+export async function createToken (store: Store, actor: AuditActor, companyId: string, scopes: readonly Scope[], ttlMs?: number, nowMs = Date.now(), label?: string): Promise<CreatedToken> {
   if (!openCompanies(store).get(companyId)) {
     throw new EpxError('EPX_NOT_FOUND', [`no company '${companyId}'; add it first with 'epx company add ${companyId} --name NAME'`])
   }
@@ -28,6 +28,8 @@ export async function createToken (store: Store, actor: AuditActor, companyId: s
     companyId,
     scopes: [...new Set(scopes)],
     createdAt: new Date(nowMs).toISOString(),
+    ...(creatorOf(actor) ? { createdBy: creatorOf(actor) } : {}),
+    ...(label ? { label } : {}),
     ...(ttlMs === undefined ? {} : { expiresAt: new Date(nowMs + ttlMs).toISOString() }),
   }
   await openTokens(store).add(record)
@@ -35,3 +37,10 @@ export async function createToken (store: Store, actor: AuditActor, companyId: s
   return { record, token }
 }
 
+
+/** Who made a token, as its list shows it: a console user, or a CLI user with `(CLI)`. */
+function creatorOf (actor: AuditActor): string | undefined {
+  if (actor.kind === 'console') return actor.user
+  if (actor.kind === 'cli') return `${actor.user} (CLI)`
+  return undefined
+}

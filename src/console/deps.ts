@@ -15,6 +15,8 @@ import type { Sessions } from '../store/sessions.ts'
 import type { Tokens } from '../store/tokens.ts'
 import type { Users } from '../store/users.ts'
 import type { Audit } from '../store/audit.ts'
+import type { InstructionFlags } from '../store/instruction-flags.ts'
+import type { LoginThrottle } from './login-throttle.ts'
 
 export interface ConsoleDeps {
   readonly store: Store
@@ -24,6 +26,8 @@ export interface ConsoleDeps {
   readonly sessions: Sessions
   readonly revisions: Revisions
   readonly instructions: Instructions
+  /** The feasibility flags stored beside the instructions (opened on `store` by server.ts). */
+  readonly flags: Pick<InstructionFlags, 'get'>
   /** "Publier maintenant": the plugin's publisher (asked of the solver's thread when the console runs in the door's worker). */
   readonly publisher: Pick<Publisher, 'publish'>
   /** The plugin's audit trail: every change made in the console is recorded with its user. */
@@ -35,6 +39,8 @@ export interface ConsoleDeps {
   /** The API's base URL, for the curl commands pages show. */
   readonly apiUrl: URL
   readonly session: { readonly idleMs: number; readonly maxMs: number }
+  /** The login throttle, shared by the login form and the password change (built by server.ts). */
+  readonly loginThrottle: LoginThrottle
 }
 
 /** A page module: registers its routes on the console (see `server.ts`, PAGES). */

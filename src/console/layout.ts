@@ -5,7 +5,7 @@
  * @module
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
-import { html, type SafeHtml } from './html.ts'
+import { html, raw, type SafeHtml } from './html.ts'
 import type { PageContent, Viewer } from './viewer.ts'
 
 interface NavEntry { readonly href: string; readonly label: string; readonly admin?: boolean }
@@ -36,8 +36,23 @@ function navigation (app: FastifyInstance, viewer: Viewer | null, current: strin
   </ul>
   <form method="post" action="/logout" class="logout">${csrfField(viewer)}
     <span>${viewer.username} · ${viewer.admin ? 'administrateur' : `entreprise ${viewer.companyId}`}</span>
+    <a href="/compte/mot-de-passe"${current === '/compte/mot-de-passe' ? html` aria-current="page"` : ''}>Mot de passe</a>
     <button type="submit">Se déconnecter</button>
   </form></nav>`
+}
+
+/**
+ * Every table of a page inside a box that scrolls sideways on its own (a phone's page
+ * never does), focusable so a keyboard can scroll it, named after the table's caption.
+ * Works on the page's rendered HTML: tables are built only by the console's templates.
+ */
+export function scrollableTables (body: string): string {
+  let n = 0
+  return body.replace(/<table\b[^>]*>(\s*<caption[^>]*>([\s\S]*?)<\/caption>)?/g, (open, _caption: string | undefined, text: string | undefined) => {
+    n++
+    const name = text ? text.replace(/<[^>]*>/g, '').replace(/\s+/g, ' ').trim() : ''
+    return html`<div class="table-scroll" tabindex="0" role="region" aria-label="${name || `Tableau ${n}`}">`.toString() + open
+  }).replace(/<\/table>/g, '</table></div>')
 }
 
 export function renderLayout (app: FastifyInstance, request: FastifyRequest, content: PageContent): string {
@@ -48,13 +63,15 @@ export function renderLayout (app: FastifyInstance, request: FastifyRequest, con
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>${content.title} · console epx</title>
+<link rel="icon" href="/assets/favicon.svg" type="image/svg+xml">
 <link rel="stylesheet" href="/assets/console.css">
 </head>
 <body>
+<a class="skip-link" href="#contenu">Aller au contenu</a>
 <header><a class="brand" href="/">epx · console</a>${navigation(app, request.viewer, path)}</header>
-<main>
+<main id="contenu" tabindex="-1">
 <h1>${content.title}</h1>
-${content.body}
+${raw(scrollableTables(content.body.toString()))}
 </main>
 </body>
 </html>

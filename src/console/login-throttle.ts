@@ -17,7 +17,12 @@ export interface ThrottleLimits {
 
 export const LOGIN_LIMITS: ThrottleLimits = { perAccount: 5, perAddress: 20, windowMs: 15 * 60_000 }
 
-interface Window { count: number; readonly resetAtMs: number }
+interface Window {
+  count: number
+  readonly resetAtMs: number
+  /** An account's window: its password as it was when the window opened (`passwordChangedAt`). */
+  readonly password?: string
+}
 
 export function createLoginThrottle (limits: ThrottleLimits = LOGIN_LIMITS) {
   const windows = new Map<string, Window>()
@@ -36,8 +41,14 @@ export function createLoginThrottle (limits: ThrottleLimits = LOGIN_LIMITS) {
     /**
      * Counts an attempt for (account, address) and returns undefined, or, when either is
      * over its limit, the seconds until it may try again (and counts nothing).
+     * `password`: a version of the account's password (its `passwordChangedAt`), if it exists.
      */
-    attempt (account: string, address: string, nowMs: number): number | undefined {
+    attempt (account: string, address: string, nowMs: number, password?: string): number | undefined {
+      // A password set since the account's window opened (an admin's reset, from the console
+      // or the CLI) starts the account afresh: failures against the old one no longer count,
+      // and whoever kept the account locked out cannot keep its owner from the new one.
+      const own = current(`a:${account}`, nowMs)
+      if (own && own.password !== password) windows.delete(`a:${account}`)
       const keys: Array<[string, number]> = [[`a:${account}`, limits.perAccount], [`ip:${address}`, limits.perAddress]]
       let waitMs = 0
       for (const [key, limit] of keys) {
@@ -49,7 +60,7 @@ export function createLoginThrottle (limits: ThrottleLimits = LOGIN_LIMITS) {
       for (const [key] of keys) {
         const w = current(key, nowMs)
         if (w) w.count++
-        else windows.set(key, { count: 1, resetAtMs: nowMs + limits.windowMs })
+        else windows.set(key, { count: 1, resetAtMs: nowMs + limits.windowMs, ...(key.startsWith('a:') && password !== undefined ? { password } : {}) })
       }
       return undefined
     },

@@ -8,7 +8,7 @@ import { hashPassword, verifyPassword } from '../auth/password.ts'
 import { normalizeUsername } from '../store/users.ts'
 import type { ConsoleDeps } from './deps.ts'
 import { html } from './html.ts'
-import { createLoginThrottle, type ThrottleLimits } from './login-throttle.ts'
+import type { LoginThrottle } from './login-throttle.ts'
 import { endSession, startSession } from './session.ts'
 import { auditConsole } from './audit.ts'
 
@@ -17,27 +17,29 @@ function safeNext (next: unknown): string {
   return typeof next === 'string' && /^\/(?![/\\])/.test(next) ? next : '/'
 }
 
-function loginForm (next: string, username = '', problem?: string) {
+function loginForm (next: string, username = '', problem?: string, notice?: string) {
   return html`
 ${problem ? html`<p class="error" role="alert">${problem}</p>` : ''}
+${notice ? html`<p class="notice" role="status">${notice}</p>` : ''}
 <form method="post" action="/login" class="login">
   <input type="hidden" name="next" value="${next}">
   <p><label for="username">Identifiant</label>
-  <input id="username" name="username" autocomplete="username" required value="${username}"></p>
+  <input id="username" name="username" autocomplete="username" required value="${username}"${username ? '' : html` autofocus`}></p>
   <p><label for="password">Mot de passe</label>
-  <input id="password" name="password" type="password" autocomplete="current-password" required></p>
+  <input id="password" name="password" type="password" autocomplete="current-password" required${username ? html` autofocus` : ''}></p>
   <p><button type="submit">Se connecter</button></p>
 </form>`
 }
 
-export function loginRoutes (app: FastifyInstance, deps: ConsoleDeps, limits?: ThrottleLimits): void {
-  const throttle = createLoginThrottle(limits)
+export function loginRoutes (app: FastifyInstance, deps: ConsoleDeps, throttle: LoginThrottle): void {
   const dummyHash = hashPassword('not a password of anyone, only a timing twin')
 
   app.get('/login', { config: { access: 'public' } }, async (request, reply) => {
     if (request.viewer) return reply.redirect('/', 303)
-    const next = safeNext((request.query as Record<string, unknown>).next)
-    return reply.page({ title: 'Connexion', body: loginForm(next) })
+    const query = request.query as Record<string, unknown>
+    const next = safeNext(query.next)
+    const notice = query.logged_out !== undefined ? 'Vous êtes déconnecté.' : undefined
+    return reply.page({ title: 'Connexion', body: loginForm(next, '', undefined, notice) })
   })
 
   app.post('/login', { config: { access: 'public' } }, async (request, reply) => {
@@ -45,7 +47,8 @@ export function loginRoutes (app: FastifyInstance, deps: ConsoleDeps, limits?: T
     const username = normalizeUsername(typeof body.username === 'string' ? body.username : '')
     const password = typeof body.password === 'string' ? body.password : ''
     const next = safeNext(body.next)
-    const retryAfter = throttle.attempt(username, request.ip, deps.clock.now().getTime())
+    const known = username ? deps.users.get(username) : undefined
+    const retryAfter = throttle.attempt(username, request.ip, deps.clock.now().getTime(), known?.passwordChangedAt)
     if (retryAfter !== undefined) {
       const minutes = Math.ceil(retryAfter / 60)
       return reply.code(429).header('Retry-After', String(retryAfter)).page({
@@ -53,7 +56,7 @@ export function loginRoutes (app: FastifyInstance, deps: ConsoleDeps, limits?: T
         body: loginForm(next, username, `Trop de tentatives de connexion. Réessayez dans ${minutes} minute${minutes > 1 ? 's' : ''}.`),
       })
     }
-    const user = username ? deps.users.get(username) : undefined
+    const user = known
     const ok = await verifyPassword(password, user?.passwordHash ?? await dummyHash)
     if (!ok || !user || user.disabled) {
       deps.log.info({ username, address: request.ip }, 'console login refused')
@@ -73,6 +76,6 @@ export function loginRoutes (app: FastifyInstance, deps: ConsoleDeps, limits?: T
   app.post('/logout', async (request, reply) => {
     if (request.viewer) auditConsole(deps, request.viewer.username, 'user.logout', request.viewer.username)
     await endSession(request, reply, deps)
-    return reply.redirect('/login', 303)
+    return reply.redirect('/login?logged_out=1', 303)
   })
 }

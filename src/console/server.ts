@@ -14,8 +14,10 @@ import { EpxError, isEpxError } from '../errors.ts'
 import { adminPages } from './admin/index.ts'
 import type { ConsoleDeps, ConsolePage } from './deps.ts'
 import { errorPage, installPage } from './layout.ts'
+import { openInstructionFlags } from '../store/instruction-flags.ts'
 import { loginRoutes } from './login.ts'
-import type { ThrottleLimits } from './login-throttle.ts'
+import { createLoginThrottle, type ThrottleLimits } from './login-throttle.ts'
+import { accountRoutes } from './account.ts'
 import { installSessions } from './session.ts'
 import { tokensPage } from './tokens-page.ts'
 import { besoinsPages } from './pages/besoins.ts'
@@ -42,10 +44,16 @@ function readPem (dataDir: string, file: string): Buffer {
   }
 }
 
+/** Whether `host` is a loopback name or address (127.0.0.0/8, ::1, localhost). */
+export function isLoopbackHost (host: string): boolean {
+  const h = host.replace(/^\[|\]$/g, '').toLowerCase()
+  return h === 'localhost' || h === '::1' || /^127(\.\d{1,3}){3}$/.test(h) || /^::ffff:127(\.\d{1,3}){3}$/.test(h)
+}
+
 export interface ConsoleOptions {
   readonly config: EpxConfig
   readonly dataDir: string
-  readonly deps: Omit<ConsoleDeps, 'session'>
+  readonly deps: Omit<ConsoleDeps, 'session' | 'flags' | 'loginThrottle'>
   /** Test seam: tighter login limits. */
   readonly loginLimits?: ThrottleLimits
 }
@@ -80,6 +88,8 @@ export async function buildConsole (opts: ConsoleOptions): Promise<FastifyInstan
   const { Fastify, fastifyCookie, fastifyFormbody, fastifyHelmet, fastifyRateLimit, fastifyStatic } = await loadFastify()
   const deps: ConsoleDeps = {
     ...opts.deps,
+    flags: openInstructionFlags(opts.deps.store),
+    loginThrottle: createLoginThrottle(opts.loginLimits),
     session: { idleMs: config.console.sessionIdleMinutes * 60_000, maxMs: config.console.sessionMaxHours * 3_600_000 },
   }
   const app = Fastify({
@@ -115,8 +125,9 @@ export async function buildConsole (opts: ConsoleOptions): Promise<FastifyInstan
     referrerPolicy: { policy: 'same-origin' },
     // The same as frame-ancestors 'none', for browsers that only know the older header.
     frameguard: { action: 'deny' },
-    // HSTS would pin every service on this host name (localhost) to HTTPS for a year.
-    strictTransportSecurity: false,
+    // On loopback HSTS would pin every service of the host name (localhost) to HTTPS for a
+    // year; a console reachable from elsewhere is always HTTPS, and says so (RFC 6797).
+    strictTransportSecurity: isLoopbackHost(config.console.host) ? false : { maxAge: 31_536_000 },
   })
   await app.register(fastifyCookie)
   await app.register(fastifyFormbody, { bodyLimit: 64 * 1024 })
@@ -143,8 +154,11 @@ export async function buildConsole (opts: ConsoleOptions): Promise<FastifyInstan
     deps.log.error({ err: { message: (err as Error).message, code: (err as { code?: string }).code }, url: request.routeOptions.url }, 'console page failed')
     return errorPage(reply, 500, 'Erreur interne', "La page n'a pas pu être affichée ; rien n'a été modifié. L'exploitant trouvera le détail dans les journaux.")
   })
+  // Browsers ask for it whatever the page's <link rel="icon"> says.
+  app.get('/favicon.ico', { config: { access: 'public' } }, async (request, reply) => reply.redirect('/assets/favicon.svg', 301))
   app.get('/', async (request, reply) => reply.redirect(app.hasRoute({ method: 'GET', url: '/besoins-agreges' }) ? '/besoins-agreges' : '/tokens', 303))
-  loginRoutes(app, deps, opts.loginLimits)
+  loginRoutes(app, deps, deps.loginThrottle)
+  accountRoutes(app, deps, deps.loginThrottle)
   for (const page of PAGES) await page(app, deps)
   return app
 }

@@ -4,6 +4,7 @@
  * same code paths as `epx token` (auth/issue-token.ts, store/tokens.ts).
  * @module
  */
+import { randomBytes } from 'node:crypto'
 import type { FastifyInstance, FastifyReply } from 'fastify'
 import { createToken } from '../auth/issue-token.ts'
 import { tokenState, type TokenState } from '../store/tokens.ts'
@@ -27,17 +28,20 @@ const EXPIRIES = [['7d', '7 jours'], ['30d', '30 jours'], ['90d', '90 jours'], [
 const STATE_LABELS: Record<TokenState, string> = { active: 'actif', expired: 'expiré', revoked: 'révoqué' }
 const TOKEN_ID = /^tok_[0-9a-f]{16}$/
 
-function tokenRows (tokens: readonly TokenRecord[], viewer: Viewer, nowMs: number): SafeHtml {
-  if (tokens.length === 0) return html`<p>Aucun jeton pour l'instant.</p>`
-  return html`<table>
-<caption class="hint">Les secrets ne sont jamais affichés après leur création.</caption>
-<thead><tr><th scope="col">Identifiant public</th>${viewer.admin ? html`<th scope="col">Entreprise</th>` : ''}<th scope="col">Portées</th>
+/** Tokens a page of the list shows; older ones are reached with `?page=`. */
+const PAGE_SIZE = 50
+
+function tokenRows (tokens: readonly TokenRecord[], viewer: Viewer, nowMs: number, emptyText: string): SafeHtml {
+  if (tokens.length === 0) return html`<p>${emptyText}</p>`
+  return html`<table class="tokens">
+<caption>Jetons, le plus récent d'abord (heure de Paris). Les secrets ne sont jamais affichés après leur création.</caption>
+<thead><tr><th scope="col">Identifiant public</th><th scope="col">Libellé</th>${viewer.admin ? html`<th scope="col">Entreprise</th>` : ''}<th scope="col">Portées</th>
 <th scope="col">Créé</th><th scope="col">Dernière utilisation</th><th scope="col">Expire</th><th scope="col">État</th><th scope="col">Action</th></tr></thead>
 <tbody>${tokens.map(t => {
     const state = tokenState(t, nowMs)
     return html`
-<tr><td><code>${t.id}</code></td>${viewer.admin ? html`<td>${t.companyId}</td>` : ''}<td>${t.scopes.map(s => html`<code>${s}</code> `)}</td>
-<td>${parisTimeOrDash(t.createdAt)}</td><td>${parisTimeOrDash(t.lastUsedAt)}</td><td>${t.expiresAt ? parisTimeOrDash(t.expiresAt) : 'jamais'}</td>
+<tr><td><code>${t.id}</code></td><td>${t.label ?? html`<span class="hint">—</span>`}</td>${viewer.admin ? html`<td>${t.companyId}</td>` : ''}<td>${t.scopes.map(s => html`<code>${s}</code><br>`)}</td>
+<td>${parisTimeOrDash(t.createdAt)}${t.createdBy ? html`<br><small>par ${t.createdBy}</small>` : ''}</td><td>${parisTimeOrDash(t.lastUsedAt)}</td><td>${t.expiresAt ? parisTimeOrDash(t.expiresAt) : 'jamais'}</td>
 <td class="state-${state}">${STATE_LABELS[state]}</td>
 <td>${state === 'revoked' ? '' : html`<a href="/tokens/${t.id}/revoke">Révoquer</a>`}</td></tr>`
   })}</tbody></table>`
@@ -50,6 +54,8 @@ ${problem ? html`<p class="error" role="alert">${problem}</p>` : ''}
 <form method="post" action="/tokens">${csrfField(viewer)}
 ${viewer.admin ? html`<p><label for="company">Entreprise</label>
 <select id="company" name="company" required>${companies.map(c => html`<option value="${c}">${c}</option>`)}</select></p>` : ''}
+<p><label for="label">Libellé</label><input id="label" name="label" maxlength="80" aria-describedby="label-hint">
+<span id="label-hint" class="hint">Facultatif : à quoi sert ce jeton (« collecte de nuit », « recette »…).</span></p>
 <fieldset><legend>Portées</legend>${SCOPES.map((s, i) => html`
 <p><input type="checkbox" id="scope-${i}" name="scope" value="${s}"> <label for="scope-${i}">${SCOPE_LABELS[s]}</label></p>`)}
 </fieldset>
@@ -59,9 +65,26 @@ ${viewer.admin ? html`<p><label for="company">Entreprise</label>
 </form>`
 }
 
-function listPage (reply: FastifyReply, deps: ConsoleDeps, viewer: Viewer, asked: unknown, notice?: string, problem?: string) {
-  const companyId = companyInView(viewer, asked)
-  const tokens = deps.tokens.list(companyId).sort((a, b) => b.createdAt.localeCompare(a.createdAt))
+interface ListQuery { readonly company?: unknown; readonly state?: unknown; readonly page?: unknown }
+
+function listPage (reply: FastifyReply, deps: ConsoleDeps, viewer: Viewer, q: ListQuery, notice?: string, problem?: string) {
+  const companyId = companyInView(viewer, q.company)
+  const nowMs = deps.clock.now().getTime()
+  const all = deps.tokens.list(companyId).sort((a, b) => b.createdAt.localeCompare(a.createdAt))
+  // Revoked and expired tokens pile up over the years: the list shows the usable ones unless asked.
+  const showAll = q.state === 'all'
+  const shown = showAll ? all : all.filter(t => tokenState(t, nowMs) === 'active')
+  const hidden = all.length - shown.length
+  const pages = Math.max(1, Math.ceil(shown.length / PAGE_SIZE))
+  const page = Math.min(pages, Math.max(1, Number.parseInt(typeof q.page === 'string' ? q.page : '1', 10) || 1))
+  const tokens = shown.slice((page - 1) * PAGE_SIZE, page * PAGE_SIZE)
+  const href = (o: { state?: string; page?: number }) => {
+    const p = new URLSearchParams()
+    if (companyId && viewer.admin) p.set('company', companyId)
+    if (o.state) p.set('state', o.state)
+    if (o.page && o.page > 1) p.set('page', String(o.page))
+    return `/tokens${p.size ? `?${p}` : ''}`
+  }
   const companies = viewer.admin ? deps.companies.list().map(c => c.id) : []
   return reply.page({
     title: "Jetons d'accès",
@@ -71,10 +94,16 @@ ${notice ? html`<p class="notice" role="status">${notice}</p>` : ''}
 <code>Authorization: Bearer epx_…</code>.</p>
 ${createForm(viewer, companies, problem)}
 <h2>Jetons ${companyId ? html`de ${companyId}` : 'de toutes les entreprises'}</h2>
-${viewer.admin ? html`<form method="get" action="/tokens"><p><label for="filter">Afficher l'entreprise</label>
-<select id="filter" name="company"><option value="">Toutes</option>${companies.map(c => html`<option value="${c}"${c === companyId ? html` selected` : ''}>${c}</option>`)}</select>
-<button type="submit">Filtrer</button></p></form>` : ''}
-${tokenRows(tokens, viewer, deps.clock.now().getTime())}`,
+<form method="get" action="/tokens" class="chooser">${viewer.admin ? html`<label for="filter">Entreprise</label>
+<select id="filter" name="company"><option value="">Toutes</option>${companies.map(c => html`<option value="${c}"${c === companyId ? html` selected` : ''}>${c}</option>`)}</select>` : ''}
+<label for="state">Jetons</label>
+<select id="state" name="state"><option value="">utilisables</option><option value="all"${showAll ? html` selected` : ''}>tous (révoqués et expirés compris)</option></select>
+<button type="submit">Filtrer</button></form>
+${!showAll && hidden > 0 ? html`<p class="hint">${hidden === 1 ? 'Un jeton révoqué ou expiré est masqué' : `${hidden} jetons révoqués ou expirés sont masqués`} : <a href="${href({ state: 'all' })}">les afficher</a>.</p>` : ''}
+${tokenRows(tokens, viewer, nowMs, showAll || all.length === 0 ? "Aucun jeton pour l'instant." : 'Aucun jeton utilisable.')}
+${pages > 1 ? html`<nav class="days" aria-label="Pages de jetons">${page > 1 ? html`<a href="${href({ state: showAll ? 'all' : undefined, page: page - 1 })}">← Plus récents</a>` : ''}
+<span>Page ${page} sur ${pages}</span>
+${page < pages ? html`<a href="${href({ state: showAll ? 'all' : undefined, page: page + 1 })}">Plus anciens →</a>` : ''}</nav>` : ''}`,
   })
 }
 
@@ -97,11 +126,43 @@ async function curlLines (deps: ConsoleDeps, secret: string, scopes: readonly Sc
   return lines.join('\n\n')
 }
 
+/** How long a new token's secret waits, in memory only, for the page that shows it once. */
+const SECRET_WAIT_MS = 10 * 60_000
+
+/**
+ * Secrets of tokens just made, between the POST that made them and the one GET that shows
+ * them (post/redirect/get: reloading that page shows the token again without its secret,
+ * and never makes a second one). Kept in memory only, a few minutes at most, for the
+ * user who made them.
+ */
+function createdTokens () {
+  const waiting = new Map<string, { readonly username: string; readonly tokenId: string; secret?: string; readonly untilMs: number }>()
+  return {
+    put (username: string, tokenId: string, secret: string, nowMs: number): string {
+      for (const [k, v] of waiting) if (v.untilMs <= nowMs) waiting.delete(k)
+      const ticket = randomBytes(16).toString('base64url')
+      waiting.set(ticket, { username, tokenId, secret, untilMs: nowMs + SECRET_WAIT_MS })
+      return ticket
+    },
+    /** The token and, the first time only, its secret. */
+    take (ticket: string, username: string, nowMs: number): { tokenId: string; secret?: string } | undefined {
+      const w = waiting.get(ticket)
+      if (!w || w.username !== username || w.untilMs <= nowMs) return undefined
+      const secret = w.secret
+      w.secret = undefined
+      return { tokenId: w.tokenId, ...(secret ? { secret } : {}) }
+    },
+  }
+}
+
 export function tokensPage (app: FastifyInstance, deps: ConsoleDeps): void {
+  const created = createdTokens()
+
   app.get('/tokens', async (request, reply) => {
     const viewer = request.viewer!
-    const notice = (request.query as Record<string, unknown>).revoked
-    return listPage(reply, deps, viewer, (request.query as Record<string, unknown>).company,
+    const query = request.query as Record<string, unknown>
+    const notice = query.revoked
+    return listPage(reply, deps, viewer, query,
       typeof notice === 'string' && TOKEN_ID.test(notice) ? `Le jeton ${notice} est révoqué : il est refusé (401) dès la prochaine requête.` : undefined)
   })
 
@@ -110,6 +171,7 @@ export function tokensPage (app: FastifyInstance, deps: ConsoleDeps): void {
     const companyId = viewer.admin ? fieldText(request.body, 'company') : viewer.companyId!
     const scopes = fieldValues(request.body, 'scope')
     const expires = fieldText(request.body, 'expires') || '90d'
+    const label = fieldText(request.body, 'label').replace(/\s+/g, ' ')
     const ttlMs = expires === 'never' ? undefined : parseDuration(expires)
     const company = deps.companies.get(companyId)
     let problem: string | undefined
@@ -117,22 +179,46 @@ export function tokensPage (app: FastifyInstance, deps: ConsoleDeps): void {
     else if (scopes.length === 0) problem = 'Cochez au moins une portée.'
     else if (!scopes.every(isScope)) problem = 'Portée inconnue.'
     else if (expires !== 'never' && ttlMs === undefined) problem = 'Expiration invalide.'
-    if (problem) return listPage(reply.code(400), deps, viewer, companyId, undefined, problem)
-    const { record, token } = await createToken(deps.store, { kind: 'console', user: viewer.username }, companyId, scopes as Scope[], ttlMs, deps.clock.now().getTime())
+    else if (label.length > 80) problem = 'Le libellé compte 80 caractères au plus.'
+    if (problem) return listPage(reply.code(400), deps, viewer, { company: companyId }, undefined, problem)
+    const nowMs = deps.clock.now().getTime()
+    const { record, token } = await createToken(deps.store, { kind: 'console', user: viewer.username }, companyId, scopes as Scope[], ttlMs, nowMs, label || undefined)
     deps.log.info({ token: record.id, company: companyId, by: viewer.username }, 'console: token created')
+    return reply.redirect(`/tokens/created/${created.put(viewer.username, record.id, token, nowMs)}`, 303)
+  })
+
+  app.get('/tokens/created/:ticket', async (request, reply) => {
+    const viewer = request.viewer!
+    const shown = created.take((request.params as { ticket: string }).ticket, viewer.username, deps.clock.now().getTime())
+    const record = shown && deps.tokens.get(shown.tokenId)
+    if (!shown || !record || !mayActFor(viewer, record.companyId)) {
+      return errorPage(reply, 404, 'Jeton créé', html`Cette page a expiré. Les secrets ne sont affichés qu'une fois, juste après la création : <a href="/tokens">retour aux jetons</a>.`)
+    }
+    const company = deps.companies.get(record.companyId)
+    const facts = html`<dl class="facts"><dt>Identifiant public</dt><dd><code>${record.id}</code></dd>${record.label ? html`<dt>Libellé</dt><dd>${record.label}</dd>` : ''}
+<dt>Portées</dt><dd>${record.scopes.map(s => html`<code>${s}</code><br>`)}</dd><dt>Expire</dt><dd>${record.expiresAt ? html`${parisTimeOrDash(record.expiresAt)} (heure de Paris)` : 'jamais'}</dd></dl>`
+    if (!shown.secret) {
+      return reply.page({
+        title: 'Jeton créé',
+        body: html`<p class="warning" role="alert">Le secret du jeton <code>${record.id}</code> a déjà été affiché et ne le sera plus : aucun autre jeton n'a été créé.
+S'il n'a pas été copié, révoquez ce jeton et créez-en un autre.</p>
+${facts}
+<p><a href="/tokens/${record.id}/revoke">Révoquer ce jeton</a> · <a href="/tokens">Retour aux jetons</a></p>`,
+      })
+    }
     return reply.page({
       title: 'Jeton créé',
       body: html`
-<p class="notice" role="status">Jeton <code>${record.id}</code> créé pour ${companyId}.
+<p class="notice" role="status">Jeton <code>${record.id}</code> créé pour ${record.companyId}.
 Copiez le secret maintenant : il ne sera plus jamais affiché.</p>
-${company!.status === 'suspended' ? html`<p class="error">L'entreprise est suspendue : le jeton sera refusé (403) tant qu'elle le reste.</p>` : ''}
+${company?.status === 'suspended' ? html`<p class="error">L'entreprise est suspendue : le jeton sera refusé (403) tant qu'elle le reste.</p>` : ''}
 <p><label for="token-secret">Secret</label></p>
-<input id="token-secret" class="secret" readonly value="${token}">
+<input id="token-secret" class="secret" readonly value="${shown.secret}">
 <p><button type="button" data-copy="token-secret" hidden>Copier le secret</button> <span id="token-secret-status" role="status"></span></p>
-<dl class="facts"><dt>Portées</dt><dd>${record.scopes.join(', ')}</dd><dt>Expire</dt><dd>${record.expiresAt ? parisTimeOrDash(record.expiresAt) : 'jamais'}</dd></dl>
+${facts}
 <h2>Essayer avec curl</h2>
 <p class="hint">Depuis le dossier du certificat client de l'entreprise (client.crt, client.key, ca.crt) :</p>
-<pre id="curl-command">${await curlLines(deps, token, record.scopes, companyId)}</pre>
+<pre id="curl-command">${await curlLines(deps, shown.secret, record.scopes, record.companyId)}</pre>
 <p><a href="/tokens">Retour aux jetons</a></p>
 <script src="/assets/copy.js"></script>`,
     })

@@ -6,7 +6,7 @@
  * scraped, never on a request.
  * @module
  */
-import { monitorEventLoopDelay } from 'node:perf_hooks'
+import { sampleLoopDelay } from './loop-delay.ts'
 import type { Metric, Registry } from 'prom-client'
 import type { PublishReport } from '../host/contract.ts'
 
@@ -45,23 +45,21 @@ export async function createMetrics (sources: MetricSources, given?: Registry) {
   const programmes = add(new Counter({ name: 'epx_programmes_total', help: 'Programme_Soutirage received after authentication, by outcome (accepted, rejected)', labelNames: ['status'], registers }))
   const instructions = add(new Counter({ name: 'epx_instructions_total', help: 'Instructions (one per site of a programme), by status: accepted, applied (by the solver), infeasible (over the needs)', labelNames: ['status'], registers }))
   const programmeLast = add(new Gauge({ name: 'epx_programme_last_accepted_timestamp_seconds', help: 'When the last programme was accepted, by company', labelNames: ['company'], registers }))
-  const runs = add(new Counter({ name: 'epx_publication_runs_total', help: 'Besoins_Agreges publication runs, by trigger (schedule, host, cli) and outcome (ok, partial, failed)', labelNames: ['trigger', 'outcome'], registers }))
+  const runs = add(new Counter({ name: 'epx_publication_runs_total', help: 'Besoins_Agreges publication runs, by trigger (schedule, host, cli, console) and outcome (ok, partial, failed)', labelNames: ['trigger', 'outcome'], registers }))
   const runDuration = add(new Histogram({ name: 'epx_publication_duration_seconds', help: 'Duration of publication runs', buckets: RUN_BUCKETS, registers }))
   const runSites = add(new Counter({ name: 'epx_publication_sites_total', help: 'Sites of publication runs, by result (published, failed)', labelNames: ['result'], registers }))
   const lastSuccess = add(new Gauge({ name: 'epx_publication_last_success_timestamp_seconds', help: 'End of the last publication run with no failed site', registers }))
   const workerFaults = add(new Counter({ name: 'epx_api_worker_faults_total', help: 'Faults that ended the API door\'s worker thread (restarted at once), by cause (exception, rejection, heap, exit)', labelNames: ['cause'], registers }))
   const storeErrors = add(new Counter({ name: 'epx_store_errors_total', help: 'Durable store writes that failed (each one a 503 NO_STORE or a lost background write)', registers }))
 
-  const loop = monitorEventLoopDelay({ resolution: 10 })
-  loop.enable()
+  const loop = sampleLoopDelay()
   add(new Gauge({
-    name: 'epx_event_loop_delay_seconds', help: 'Event-loop delay the plugin observed since the previous scrape (quantile 0.5, 0.99, max)', labelNames: ['quantile'], registers,
+    name: 'epx_event_loop_delay_seconds', help: 'Event-loop delay the plugin observed since the previous scrape, beyond the 10 ms sampling interval (quantile 0.5, 0.99, max)', labelNames: ['quantile'], registers,
     collect () {
-      const s = (ns: number) => (Number.isFinite(ns) ? ns : 0) / 1e9
-      this.set({ quantile: '0.5' }, s(loop.percentile(50)))
-      this.set({ quantile: '0.99' }, s(loop.percentile(99)))
-      this.set({ quantile: 'max' }, s(loop.max))
-      loop.reset()
+      const { p50, p99, max } = loop.read()
+      this.set({ quantile: '0.5' }, p50)
+      this.set({ quantile: '0.99' }, p99)
+      this.set({ quantile: 'max' }, max)
     },
   }))
   add(new Gauge({
@@ -134,7 +132,7 @@ export async function createMetrics (sources: MetricSources, given?: Registry) {
     workerFault (cause: string): void { workerFaults.inc({ cause }) },
     /** Unregisters every epx metric (a host's registry outlives the plugin) and stops the loop monitor. */
     close (): void {
-      loop.disable()
+      loop.stop()
       for (const m of made) registry.removeSingleMetric((m as unknown as { name: string }).name)
     },
   }

@@ -38,7 +38,9 @@ export interface RunRequest {
   /** Default: every site the solver manages. */
   readonly siteIds?: readonly string[]
   /** Who asked (audit and metrics); a request that joins a run takes the run's. */
-  readonly trigger?: 'schedule' | 'host' | 'cli'
+  readonly trigger?: 'schedule' | 'host' | 'cli' | 'console'
+  /** The console user who clicked "Publier maintenant" (trigger `console`): the audit record's actor. */
+  readonly user?: string
 }
 
 export interface Publisher {

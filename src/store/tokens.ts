@@ -14,6 +14,10 @@ export interface TokenRecord {
   readonly companyId: string
   readonly scopes: readonly Scope[]
   readonly createdAt: string
+  /** Who made it (a console user, or `user (CLI)`); absent on tokens made before it was kept. */
+  readonly createdBy?: string
+  /** What it is for, in the words of whoever made it (a console form field). */
+  readonly label?: string
   readonly expiresAt?: string
   readonly revokedAt?: string
   readonly lastUsedAt?: string

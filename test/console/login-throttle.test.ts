@@ -29,3 +29,12 @@ t.test("a success clears the account's count and gives the address its attempt b
   t.equal(th.attempt('carol', 'a', 0), 60, 'now the address is at its limit')
   th.succeeded('nobody', 'unknown-address')   // nothing to clear: no throw
 })
+
+t.test("a password set since the account's window opened (an admin's reset) gives the account its attempts back", async t => {
+  const th = createLoginThrottle(limits)
+  for (let i = 0; i < 3; i++) th.attempt('admin', `10.0.0.${i}`, 0, '2026-11-21T08:00:00.000Z')
+  t.equal(th.attempt('admin', '10.0.0.7', 1_000, '2026-11-21T08:00:00.000Z'), 59, 'locked out, the old password as the window knew it')
+  t.equal(th.attempt('admin', '10.0.0.7', 2_000, '2026-11-21T09:00:00.000Z'), undefined, 'after a reset: a fresh window')
+  for (let i = 0; i < 2; i++) th.attempt('admin', '10.0.0.8', 3_000, '2026-11-21T09:00:00.000Z')
+  t.equal(th.attempt('admin', '10.0.0.8', 4_000, '2026-11-21T09:00:00.000Z'), 58, 'failures against the new password count again')
+})

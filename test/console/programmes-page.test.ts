@@ -62,7 +62,7 @@ t.test('a programme posted on the API shows as received, then as applied after a
   t.ok(cycle.inputs.some(i => i.instructionId === ACME && i.siteId === siteId(1)), 'the cycle took it')
   await settled(ACME, siteId(1), 'applied')
   await page.reload()
-  t.match(await cells.nth(6).textContent(), `appliquée (cycle ${cycle.cycle})`, 'applied, at that cycle')
+  t.match(await cells.nth(6).textContent(), `appliquée au cycle ${cycle.cycle}`, 'applied, at that cycle')
   await screenshot(page, 'programmes-applied')
 })
 
@@ -72,7 +72,7 @@ t.test("the detail page: sender, emitted_at, each slot's floor or curtailment; a
   const facts = page.locator('dl.facts')
   await t.resolveMatch(facts.textContent(), 'acme-dispatch (entreprise acme')
   t.equal(await facts.locator('time').first().getAttribute('datetime'), '2026-11-21T12:00:00Z', 'emitted_at')
-  await t.resolveMatch(facts.textContent(), /appliquée \(cycle \d+\)/)
+  await t.resolveMatch(facts.textContent(), /appliquée au cycle \d+/)
   const rows = page.locator('table.slots tbody tr')
   t.equal(await rows.count(), 96)
   const constraints = await rows.locator('td:nth-child(4)').allTextContents()

@@ -3,6 +3,7 @@ import { connect } from 'node:net'
 import { Agent, request } from 'undici'
 import { addUser } from '../../src/auth/accounts.ts'
 import { createEpx } from '../../src/plugin.ts'
+import { openAudit, type AuditRecord } from '../../src/store/audit.ts'
 import { testPki } from '../helpers/certs.ts'
 import { startEpx, TEST_DOOR_IN_WORKER } from '../helpers/epx.ts'
 
@@ -105,19 +106,35 @@ t.test('the tokens form says what to fix; nothing is created', async t => {
   t.match(wrong, { status: 400, text: /Choisissez une entreprise existante\./ })
   t.equal(epx.tokens.list().length, before)
 
-  const made = await call('/tokens', { cookie: root.cookie, form: { _csrf: root.csrf, company: 'acme', scope: 'inbound:programme-soutirage', expires: 'never' } })
+  const posted = await call('/tokens', { cookie: root.cookie, form: { _csrf: root.csrf, company: 'acme', scope: 'inbound:programme-soutirage', expires: 'never', label: '  collecte   de nuit ' } })
+  t.match(posted, { status: 303, headers: { location: /^\/tokens\/created\/[A-Za-z0-9_-]{22}$/ } }, 'post/redirect/get: the POST answers a redirect')
+  const count = epx.tokens.list().length
+  const made = await call(posted.headers.location!, { cookie: root.cookie })
   t.equal(made.status, 200)
   t.match(made.text, /--data-binary @programme\.json/, 'an inbound token gets the POST curl line')
+  t.match(made.text, /value="epx_[A-Za-z0-9_-]{43}"/, 'the secret, the first time')
+  const again = await call(posted.headers.location!, { cookie: root.cookie })
+  t.equal(again.status, 200, 'a reload')
+  t.notMatch(again.text, /epx_[A-Za-z0-9_-]{43}/, 'shows no secret')
+  t.match(again.text, /a déjà été affiché et ne le sera plus : aucun autre jeton n'a été créé/)
+  t.equal(epx.tokens.list().length, count, 'and makes no second token')
+  t.equal((await call(posted.headers.location!, { cookie: alice.cookie })).status, 404, "another user's ticket is nobody else's")
   const filtered = await call('/tokens?company=acme', { cookie: root.cookie })
   t.match(filtered.text, '<option value="acme" selected>acme</option>', 'an admin filters the list by company')
-  const record = epx.tokens.list('acme').at(-1)
-  t.match(record, { scopes: ['inbound:programme-soutirage'], expiresAt: undefined })
+  const record = epx.tokens.list('acme').find(r => r.label !== undefined)
+  t.match(record, { scopes: ['inbound:programme-soutirage'], expiresAt: undefined, label: 'collecte de nuit', createdBy: 'root' })
+  t.match(filtered.text, /<td>collecte de nuit<\/td>/, 'the list shows its label')
+  t.match(filtered.text, /par root/, 'and who made it')
 })
 
 t.test('the admin users form: role required, a taken name refused, no action on oneself; a reset shows a new password', async t => {
   t.match(await call('/admin/users', { cookie: root.cookie, form: { _csrf: root.csrf, username: 'x1' } }), { status: 400, text: /Choisissez un rôle\./ })
-  t.match(await call('/admin/users', { cookie: root.cookie, form: { _csrf: root.csrf, username: 'alice', role: 'admin' } }), { status: 409, text: /Refusé : user alice already exists/ })
-  t.match(await call('/admin/users', { cookie: root.cookie, form: { _csrf: root.csrf, username: 'a b', role: 'admin' } }), { status: 400, text: /invalid username/ })
+  t.match(await call('/admin/users', { cookie: root.cookie, form: { _csrf: root.csrf, username: 'alice', role: 'admin' } }), { status: 409, text: /L&#39;utilisateur alice existe déjà : choisissez un autre identifiant\./ })
+  t.match(await call('/admin/users', { cookie: root.cookie, form: { _csrf: root.csrf, username: 'a b', role: 'admin' } }), { status: 400, text: /Identifiant « a b » invalide : de 2 à 64 lettres minuscules/ })
+  t.match(await call('/admin/users', { cookie: root.cookie, form: { _csrf: root.csrf, username: 'newbie', role: 'company:nope' } }), { status: 400, text: /L&#39;entreprise nope n&#39;existe pas\./ })
+  const confirm = await call('/admin/users/alice/reset-password', { cookie: root.cookie })
+  t.match(confirm, { status: 200, text: /Générer un nouveau mot de passe pour <strong>alice<\/strong>/ }, 'a reset asks first')
+  t.equal((await call('/tokens', { cookie: alice.cookie })).status, 200, 'asking changed nothing')
   t.equal((await call('/admin/users/root/disable', { cookie: root.cookie, form: { _csrf: root.csrf } })).status, 404, 'an admin does not disable itself here')
   const reset = await call('/admin/users/alice/reset-password', { cookie: root.cookie, form: { _csrf: root.csrf } })
   t.equal(reset.status, 200)
@@ -130,7 +147,17 @@ t.test('the admin users form: role required, a taken name refused, no action on 
 
 t.test('admin companies and publish: bad input answers 400 with the reason; unknown company 404', async t => {
   t.match(await call('/admin/companies', { cookie: root.cookie, form: { _csrf: root.csrf, id: 'acme', name: 'Again' } }), { status: 409, text: /existe déjà/ })
-  t.match(await call('/admin/companies', { cookie: root.cookie, form: { _csrf: root.csrf, id: 'Bad Id', name: 'x' } }), { status: 400, text: /invalid company id/ })
+  t.match(await call('/admin/companies', { cookie: root.cookie, form: { _csrf: root.csrf, id: 'Bad Id', name: 'x' } }), { status: 400, text: /Identifiant « Bad Id » invalide : de 2 à 63 caractères/ })
+  t.match(await call('/admin/companies', { cookie: root.cookie, form: { _csrf: root.csrf, id: 'bad-sites', name: 'x', sites: 'PRM1, PRM2' } }), { status: 400, text: /Périmètre invalide : « PRM1 », « PRM2 » ne sont pas des identifiants de site/ })
+  t.match(await call('/admin/companies', { cookie: root.cookie, form: { _csrf: root.csrf, id: 'bad-mix', name: 'x', sites: 'all PRM12345678901234' } }), { status: 400, text: /Périmètre invalide : « all » \(tous les sites\) ou une liste/ })
+  const unmanaged = await call('/admin/companies', { cookie: root.cookie, form: { _csrf: root.csrf, id: 'far-away', name: 'Far', sites: 'PRM99999999999999' } })
+  t.match(unmanaged, { status: 303, headers: { location: '/admin/companies/far-away?unmanaged=1' } })
+  t.match(await call(unmanaged.headers.location!, { cookie: root.cookie }), { status: 200, text: /Attention : le solveur ne gère pas le site PRM99999999999999/ }, 'a site the solver does not manage is warned about')
+  const ask = await call('/admin/companies/far-away/status', { cookie: root.cookie, form: { _csrf: root.csrf, status: 'suspended' } })
+  t.match(ask, { status: 200, text: /Confirmer la suspension/ }, 'suspending asks first')
+  t.equal(epx.companies.get('far-away')?.status, 'active', 'asking changed nothing')
+  await call('/admin/companies/far-away/status', { cookie: root.cookie, form: { _csrf: root.csrf, status: 'suspended', confirmed: 'yes' } })
+  t.equal(epx.companies.get('far-away')?.status, 'suspended', 'confirmed: suspended')
   t.match(await call('/admin/companies', { cookie: root.cookie, form: { _csrf: root.csrf, id: 'noname' } }), { status: 400, text: /Le nom est obligatoire/ })
   t.match(await call('/admin/companies', { cookie: root.cookie, form: { _csrf: root.csrf, id: 'bad-subject', name: 'x', certSubject: 'XX=1' } }), { status: 400, text: /Sujet de certificat invalide/ })
   t.match(await call('/admin/companies/acme/status', { cookie: root.cookie, form: { _csrf: root.csrf, status: 'gone' } }), { status: 400, text: /État inconnu/ })
@@ -140,6 +167,18 @@ t.test('admin companies and publish: bad input answers 400 with the reason; unkn
     t.equal(r.status, 404, p)
   }
   t.match(await call('/admin/publish', { cookie: root.cookie, form: { _csrf: root.csrf, date: '2026-13-01' } }), { status: 400, text: /Date invalide/ })
+  const past = await call('/admin/publish', { cookie: root.cookie, form: { _csrf: root.csrf, date: '2026-11-01' } })
+  t.match(past, { status: 200, text: /Le 01\/11\/2026 est déjà passé/ }, 'a day already over asks first')
+  t.notMatch(past.text, /sites? publiés?/, 'and publishes nothing yet')
+  const done = await call('/admin/publish', { cookie: root.cookie, form: { _csrf: root.csrf, date: '2026-11-22' } })
+  t.match(done.text, /3 sites publiés pour le 22\/11\/2026 ; aucun en échec\./)
+  // The audit record lands within its batching delay (store/audit.ts).
+  let run: AuditRecord | undefined
+  for (let i = 0; i < 100 && !run; i++) {
+    run = openAudit(epx.store).list({ action: 'publication.run' }).find(r => r.subject === '2026-11-22' || JSON.stringify(r).includes('2026-11-22'))
+    if (!run) await new Promise(resolve => setTimeout(resolve, 20))
+  }
+  t.same(run?.actor, { kind: 'console', user: 'root' }, '"Publier maintenant" is audited as the admin who clicked it')
 })
 
 t.test("a suspension made elsewhere (epx company suspend, another process) ends the members' sessions at their next request", async t => {
@@ -167,7 +206,8 @@ t.test('a store that cannot answer gives a 503 page with Retry-After, never a 40
 
 t.test('no password, session id, CSRF token or token secret reaches the logs', async t => {
   await call('/login', { form: { username: 'root', password: 'a wrong password for the log check' } })
-  const made = await call('/tokens', { cookie: root.cookie, form: { _csrf: root.csrf, company: 'acme', scope: 'outbound:besoins-agreges' } })
+  const posted = await call('/tokens', { cookie: root.cookie, form: { _csrf: root.csrf, company: 'acme', scope: 'outbound:besoins-agreges' } })
+  const made = await call(posted.headers.location!, { cookie: root.cookie })
   const secret = /value="(epx_[^"]+)"/.exec(made.text)![1]!
   const logs = JSON.stringify(epx.logs())
   t.match(logs, 'console login refused', 'the refusal is logged')

@@ -5,7 +5,6 @@
  * @module
  */
 import type { FastifyInstance, FastifyReply } from 'fastify'
-import { companyIdProblem, readCertSubject, readPerimeter } from '../../auth/company-rules.ts'
 import { tokenState } from '../../store/tokens.ts'
 import { pinsOf, type CompanyRecord } from '../../store/companies.ts'
 import { fieldText } from '../access.ts'
@@ -15,6 +14,7 @@ import { csrfField, errorPage } from '../layout.ts'
 import { parisTimeOrDash } from '../time.ts'
 import type { Viewer } from '../viewer.ts'
 import { auditConsole } from '../audit.ts'
+import { companyIdProblemFr, readCertSubjectFr, readPerimeterFr, unmanagedWarning } from './wording.ts'
 
 const ADMIN = { config: { access: 'admin' as const } }
 const STATUS_LABELS = { active: 'active', suspended: 'suspendue' } as const
@@ -48,7 +48,19 @@ ${problem ? html`<p class="error" role="alert">${problem}</p>` : ''}
   })
 }
 
-function detailPage (reply: FastifyReply, deps: ConsoleDeps, viewer: Viewer, c: CompanyRecord, notice?: string, problem?: string) {
+/** Suspending cuts a BSP off the API at once: the button asks first, as a token's revocation does. */
+function confirmSuspension (reply: FastifyReply, deps: ConsoleDeps, viewer: Viewer, c: CompanyRecord) {
+  const members = deps.users.list().filter(u => u.companyId === c.id).length
+  return reply.page({
+    title: "Suspendre l'entreprise",
+    body: html`<p>Suspendre <strong>${c.name}</strong> (<code>${c.id}</code>) ? Ses appels à l'API seront refusés (403 COMPANY_SUSPENDED) dès la prochaine requête,
+et ${members === 0 ? "elle n'a aucun utilisateur de la console" : members === 1 ? 'la session de son utilisateur sera fermée' : `les sessions de ses ${members} utilisateurs seront fermées`}. Ses jetons sont conservés ; la réactivation les rend de nouveau utilisables.</p>
+<form method="post" action="/admin/companies/${c.id}/status">${csrfField(viewer)}<input type="hidden" name="status" value="suspended"><input type="hidden" name="confirmed" value="yes">
+<button type="submit" class="danger">Confirmer la suspension</button> <a href="/admin/companies/${c.id}">Annuler</a></form>`,
+  })
+}
+
+function detailPage (reply: FastifyReply, deps: ConsoleDeps, viewer: Viewer, c: CompanyRecord, notice?: string, problem?: string, warning?: string) {
   const nowMs = deps.clock.now().getTime()
   const tokens = deps.tokens.list(c.id)
   const live = tokens.filter(t => tokenState(t, nowMs) === 'active').length
@@ -60,13 +72,14 @@ function detailPage (reply: FastifyReply, deps: ConsoleDeps, viewer: Viewer, c: 
     body: html`
 ${notice ? html`<p class="notice" role="status">${notice}</p>` : ''}
 ${problem ? html`<p class="error" role="alert">${problem}</p>` : ''}
+${warning ? html`<p class="warning" role="alert">${warning}</p>` : ''}
 <table><tbody>
 <tr><th scope="row">Nom</th><td>${c.name}</td></tr>
 <tr><th scope="row">État</th><td class="state-${c.status}">${STATUS_LABELS[c.status]}</td></tr>
 <tr><th scope="row">Sujet du certificat</th><td><code>${c.certSubject}</code></td></tr>
 <tr><th scope="row">Empreintes épinglées</th><td>${pins.length ? pins.map(p => html`<code>${p}</code><br>`) : 'aucune (le sujet seul décide)'}</td></tr>
 <tr><th scope="row">Périmètre</th><td>${c.perimeter === 'all' ? 'tous les sites' : c.perimeter.join(', ')}</td></tr>
-<tr><th scope="row">Jetons</th><td>${live} utilisables sur ${tokens.length} (<a href="/tokens?company=${c.id}">voir</a>)</td></tr>
+<tr><th scope="row">Jetons</th><td>${tokens.length === 0 ? 'aucun' : `${live} utilisable${live > 1 ? 's' : ''} sur ${tokens.length}`} (<a href="/tokens?company=${c.id}">voir</a>)</td></tr>
 <tr><th scope="row">Utilisateurs</th><td>${members.length ? members.map(u => u.username).join(', ') : 'aucun'}</td></tr>
 <tr><th scope="row">Créée</th><td>${parisTimeOrDash(c.createdAt)}</td></tr>
 </tbody></table>
@@ -92,11 +105,11 @@ export function companiesAdmin (app: FastifyInstance, deps: ConsoleDeps): void {
 
   app.post('/admin/companies', ADMIN, async (request, reply) => {
     const form = { id: fieldText(request.body, 'id'), name: fieldText(request.body, 'name'), certSubject: fieldText(request.body, 'certSubject'), sites: fieldText(request.body, 'sites') }
-    const subject = readCertSubject(form.certSubject || undefined, form.id, form.name)
-    const perimeter = readPerimeter(form.sites ? [form.sites] : [])
-    const problem = companyIdProblem(form.id) ?? (form.name ? undefined : 'Le nom est obligatoire.') ??
-      ('problem' in subject ? `Sujet de certificat invalide : ${subject.problem}` : undefined) ??
-      ('problem' in perimeter ? `Périmètre invalide : ${perimeter.problem}` : undefined)
+    const subject = readCertSubjectFr(form.certSubject || undefined, form.id, form.name)
+    const perimeter = readPerimeterFr(form.sites ? [form.sites] : [])
+    const problem = companyIdProblemFr(form.id) ?? (form.name ? undefined : 'Le nom est obligatoire.') ??
+      ('problem' in subject ? subject.problem : undefined) ??
+      ('problem' in perimeter ? perimeter.problem : undefined)
     if (problem || 'problem' in subject || 'problem' in perimeter) return listPage(reply.code(400), deps, request.viewer!, problem, form)
     if (deps.companies.get(form.id)) return listPage(reply.code(409), deps, request.viewer!, `L'entreprise ${form.id} existe déjà.`, form)
     const record: CompanyRecord = {
@@ -105,7 +118,8 @@ export function companiesAdmin (app: FastifyInstance, deps: ConsoleDeps): void {
     await deps.companies.add(record)
     deps.log.info({ company: record.id, by: request.viewer!.username }, 'console: company added')
     auditConsole(deps, request.viewer!.username, 'company.created', record.id, 'ok', { certSubject: record.certSubject, perimeter: record.perimeter })
-    return reply.redirect(`/admin/companies/${record.id}`, 303)
+    const warning = unmanagedWarning(record.perimeter, await deps.sites())
+    return reply.redirect(`/admin/companies/${record.id}${warning ? '?unmanaged=1' : ''}`, 303)
   })
 
   const companyOf = (request: { params: unknown }) => deps.companies.get((request.params as { id: string }).id)
@@ -113,7 +127,9 @@ export function companiesAdmin (app: FastifyInstance, deps: ConsoleDeps): void {
 
   app.get('/admin/companies/:id', ADMIN, async (request, reply) => {
     const c = companyOf(request)
-    return c ? detailPage(reply, deps, request.viewer!, c) : notFound(reply)
+    if (!c) return notFound(reply)
+    const warning = (request.query as Record<string, unknown>).unmanaged !== undefined ? unmanagedWarning(c.perimeter, await deps.sites()) : undefined
+    return detailPage(reply, deps, request.viewer!, c, warning ? 'Entreprise ajoutée.' : undefined, undefined, warning)
   })
 
   app.post('/admin/companies/:id/status', ADMIN, async (request, reply) => {
@@ -121,6 +137,7 @@ export function companiesAdmin (app: FastifyInstance, deps: ConsoleDeps): void {
     if (!c) return notFound(reply)
     const status = fieldText(request.body, 'status')
     if (status !== 'active' && status !== 'suspended') return detailPage(reply.code(400), deps, request.viewer!, c, undefined, 'État inconnu.')
+    if (status === 'suspended' && fieldText(request.body, 'confirmed') !== 'yes') return confirmSuspension(reply, deps, request.viewer!, c)
     const next = await deps.companies.update(c.id, r => ({ ...r, status }))
     if (status === 'suspended') {
       await deps.sessions.deleteWhere(s => deps.users.get(s.username)?.companyId === c.id)
@@ -133,8 +150,8 @@ export function companiesAdmin (app: FastifyInstance, deps: ConsoleDeps): void {
   app.post('/admin/companies/:id/subject', ADMIN, async (request, reply) => {
     const c = companyOf(request)
     if (!c) return notFound(reply)
-    const subject = readCertSubject(fieldText(request.body, 'certSubject') || undefined, c.id, c.name)
-    if ('problem' in subject) return detailPage(reply.code(400), deps, request.viewer!, c, undefined, `Sujet de certificat invalide : ${subject.problem}`)
+    const subject = readCertSubjectFr(fieldText(request.body, 'certSubject') || undefined, c.id, c.name)
+    if ('problem' in subject) return detailPage(reply.code(400), deps, request.viewer!, c, undefined, subject.problem)
     const next = await deps.companies.update(c.id, r => ({ ...r, certSubject: subject.subject }))
     auditConsole(deps, request.viewer!.username, 'company.rebound', c.id, 'ok', { certSubject: subject.subject })
     return detailPage(reply, deps, request.viewer!, next, 'Sujet du certificat enregistré.')
@@ -143,10 +160,10 @@ export function companiesAdmin (app: FastifyInstance, deps: ConsoleDeps): void {
   app.post('/admin/companies/:id/perimeter', ADMIN, async (request, reply) => {
     const c = companyOf(request)
     if (!c) return notFound(reply)
-    const perimeter = readPerimeter([fieldText(request.body, 'sites')])
-    if ('problem' in perimeter) return detailPage(reply.code(400), deps, request.viewer!, c, undefined, `Périmètre invalide : ${perimeter.problem}`)
+    const perimeter = readPerimeterFr([fieldText(request.body, 'sites')])
+    if ('problem' in perimeter) return detailPage(reply.code(400), deps, request.viewer!, c, undefined, perimeter.problem)
     const next = await deps.companies.update(c.id, r => ({ ...r, perimeter: perimeter.perimeter }))
     auditConsole(deps, request.viewer!.username, 'company.rebound', c.id, 'ok', { perimeter: perimeter.perimeter })
-    return detailPage(reply, deps, request.viewer!, next, 'Périmètre enregistré.')
+    return detailPage(reply, deps, request.viewer!, next, 'Périmètre enregistré.', undefined, unmanagedWarning(next.perimeter, await deps.sites()))
   })
 }

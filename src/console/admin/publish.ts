@@ -14,6 +14,16 @@ import type { Viewer } from '../viewer.ts'
 
 const ADMIN = { config: { access: 'admin' as const } }
 
+/** "1 site publié", "3 sites publiés", "aucun site publié". */
+function sites (n: number, one: string, many: string): string {
+  return n === 0 ? `Aucun site ${one}` : n === 1 ? `1 site ${one}` : `${n} sites ${many}`
+}
+
+/** `2026-11-22` as the console writes a day: `22/11/2026`. */
+function dayText (date: string): string {
+  return `${date.slice(8, 10)}/${date.slice(5, 7)}/${date.slice(0, 4)}`
+}
+
 function form (viewer: Viewer, date: string): SafeHtml {
   return html`<form method="post" action="/admin/publish">${csrfField(viewer)}
 <p><label for="date">Jour (Europe/Paris)</label><input id="date" name="date" type="date" required value="${date}"></p>
@@ -34,14 +44,24 @@ export function publishAdmin (app: FastifyInstance, deps: ConsoleDeps): void {
     if (!isCalendarDate(date)) {
       return reply.code(400).page({ title: 'Publier maintenant', body: html`<p class="error" role="alert">Date invalide : choisissez un jour (AAAA-MM-JJ).</p>${form(viewer, tomorrow())}` })
     }
-    const report = await deps.publisher.publish({ targetDate: date })
+    const today = parisDateOf(deps.clock.now())
+    if (date < today && fieldText(request.body, 'confirmed') !== 'yes') {
+      return reply.page({
+        title: 'Publier maintenant',
+        body: html`<p class="warning" role="alert">Le ${dayText(date)} est déjà passé (nous sommes le ${dayText(today)}, heure de Paris) :
+une nouvelle révision de ses Besoins agrégés ne sert plus à programmer ce jour, et les BSP qui la liraient y verraient des besoins d'un jour révolu.</p>
+<form method="post" action="/admin/publish">${csrfField(viewer)}<input type="hidden" name="date" value="${date}"><input type="hidden" name="confirmed" value="yes">
+<p><button type="submit" class="danger">Publier quand même le ${dayText(date)}</button> <a href="/admin/publish">Annuler</a></p></form>`,
+      })
+    }
+    const report = await deps.publisher.publish({ targetDate: date, trigger: 'console', user: viewer.username })
     deps.log.info({ targetDate: date, published: report.published.length, failed: report.failed.length, by: viewer.username }, 'console: publish')
     return reply.page({
       title: 'Publier maintenant',
       body: html`
-<p class="${report.failed.length ? 'error' : 'notice'}" role="status">${report.published.length} site(s) publié(s) pour le ${date} ; ${report.failed.length} en échec.</p>
-${report.published.length ? html`<table><caption>Publiés</caption><thead><tr><th scope="col">Site</th><th scope="col">Émis à</th><th scope="col">ETag</th></tr></thead>
-<tbody>${report.published.map(p => html`<tr><td>${p.siteId}</td><td>${parisTimeOrDash(p.emittedAt)}</td><td><code>${p.etag}</code></td></tr>`)}</tbody></table>` : ''}
+<p class="${report.failed.length ? 'error' : 'notice'}" role="status">${sites(report.published.length, 'publié', 'publiés')} pour le ${dayText(date)} ; ${report.failed.length === 0 ? 'aucun en échec' : `${report.failed.length} en échec`}.</p>
+${report.published.length ? html`<table><caption>Publiés</caption><thead><tr><th scope="col">Site</th><th scope="col">Émis le (heure de Paris)</th><th scope="col">ETag</th></tr></thead>
+<tbody>${report.published.map(p => html`<tr><td><code>${p.siteId}</code></td><td>${parisTimeOrDash(p.emittedAt)}</td><td><code>${p.etag}</code></td></tr>`)}</tbody></table>` : ''}
 ${report.failed.length ? html`<table><caption>En échec</caption><thead><tr><th scope="col">Site</th><th scope="col">Raison</th></tr></thead>
 <tbody>${report.failed.map(f => html`<tr><td>${f.siteId}</td><td>${f.reason}</td></tr>`)}</tbody></table>` : ''}
 <h2>Publier un autre jour</h2>

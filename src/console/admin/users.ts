@@ -4,9 +4,9 @@
  * @module
  */
 import type { FastifyInstance, FastifyReply } from 'fastify'
-import { addUser, resetPassword, setUserDisabled } from '../../auth/accounts.ts'
+import { addUser, resetPassword, setUserDisabled, usernameProblem } from '../../auth/accounts.ts'
 import { isEpxError } from '../../errors.ts'
-import type { UserRecord } from '../../store/users.ts'
+import { normalizeUsername, type UserRecord } from '../../store/users.ts'
 import { fieldText } from '../access.ts'
 import type { ConsoleDeps } from '../deps.ts'
 import { html, type SafeHtml } from '../html.ts'
@@ -21,6 +21,24 @@ function action (viewer: Viewer, u: UserRecord, path: string, label: string, dan
   return html`<form method="post" action="/admin/users/${u.username}/${path}" class="inline">${csrfField(viewer)}<button type="submit"${danger ? html` class="danger"` : ''}>${label}</button></form>`
 }
 
+/** What each confirmed action does, as its confirmation page says it. */
+const CONFIRMS = {
+  disable: {
+    title: 'Désactiver un utilisateur',
+    button: 'Désactiver définitivement',
+    text: (u: UserRecord) => html`Désactiver <strong>${u.username}</strong> (${roleText(u)}) ? Ses sessions se terminent tout de suite et il ne peut plus se connecter, jusqu'à ce qu'un administrateur le réactive.`,
+  },
+  'reset-password': {
+    title: 'Nouveau mot de passe',
+    button: 'Générer un nouveau mot de passe',
+    text: (u: UserRecord) => html`Générer un nouveau mot de passe pour <strong>${u.username}</strong> (${roleText(u)}) ? L'ancien cesse de fonctionner, ses sessions se terminent, et le nouveau n'est affiché qu'une fois : il faudra le lui transmettre.`,
+  },
+} as const
+
+function roleText (u: UserRecord): string {
+  return u.admin ? 'administrateur' : `membre de ${u.companyId}`
+}
+
 function listPage (reply: FastifyReply, deps: ConsoleDeps, viewer: Viewer, top?: SafeHtml) {
   const users = deps.users.list()
   const companies = deps.companies.list()
@@ -30,11 +48,11 @@ function listPage (reply: FastifyReply, deps: ConsoleDeps, viewer: Viewer, top?:
 <table><thead><tr><th scope="col">Identifiant</th><th scope="col">Rôle</th><th scope="col">État</th><th scope="col">Créé</th>
 <th scope="col">Mot de passe changé</th><th scope="col">Actions</th></tr></thead>
 <tbody>${users.map(u => html`
-<tr><td>${u.username}</td><td>${u.admin ? 'administrateur' : `membre de ${u.companyId}`}</td>
+<tr><td><code>${u.username}</code></td><td>${roleText(u)}</td>
 <td class="state-${u.disabled ? 'disabled' : 'active'}">${u.disabled ? 'désactivé' : 'actif'}</td>
 <td>${parisTimeOrDash(u.createdAt)}</td><td>${parisTimeOrDash(u.passwordChangedAt)}</td>
-<td>${u.username === viewer.username ? html`<span class="hint">(vous)</span>` : html`${u.disabled ? action(viewer, u, 'enable', 'Réactiver') : action(viewer, u, 'disable', 'Désactiver', true)}
-${action(viewer, u, 'reset-password', 'Nouveau mot de passe')}`}</td></tr>`)}</tbody></table>
+<td>${u.username === viewer.username ? html`<span class="hint">(vous : <a href="/compte/mot-de-passe">changer votre mot de passe</a>)</span>` : html`${u.disabled ? action(viewer, u, 'enable', 'Réactiver') : html`<a href="/admin/users/${u.username}/disable">Désactiver</a>`}
+· <a href="/admin/users/${u.username}/reset-password">Nouveau mot de passe</a>`}</td></tr>`)}</tbody></table>
 <h2>Ajouter un utilisateur</h2>
 <form method="post" action="/admin/users">${csrfField(viewer)}
 <p><label for="username">Identifiant</label><input id="username" name="username" required></p>
@@ -59,12 +77,16 @@ export function usersAdmin (app: FastifyInstance, deps: ConsoleDeps): void {
 
   app.post('/admin/users', ADMIN, async (request, reply) => {
     const role = fieldText(request.body, 'role')
-    const username = fieldText(request.body, 'username')
+    const username = normalizeUsername(fieldText(request.body, 'username'))
     const admin = role === 'admin'
     const companyId = role.startsWith('company:') ? role.slice('company:'.length) : null
-    if (!admin && companyId === null) {
-      return listPage(reply.code(400), deps, request.viewer!, html`<p class="error" role="alert">Choisissez un rôle.</p>`)
+    const refused = (status: number, text: string) => listPage(reply.code(status), deps, request.viewer!, html`<p class="error" role="alert">${text}</p>`)
+    if (usernameProblem(username)) {
+      return refused(400, `Identifiant « ${username} » invalide : de 2 à 64 lettres minuscules, chiffres, « . », « _ », « - » ou « @ », en commençant par une lettre ou un chiffre.`)
     }
+    if (!admin && companyId === null) return refused(400, 'Choisissez un rôle.')
+    if (companyId !== null && !deps.companies.get(companyId)) return refused(400, `L'entreprise ${companyId} n'existe pas.`)
+    if (deps.users.get(username)) return refused(409, `L'utilisateur ${username} existe déjà : choisissez un autre identifiant.`)
     try {
       const { record, password } = await addUser(deps.store, { username, admin, companyId }, deps.clock.now().getTime())
       deps.log.info({ user: record.username, by: request.viewer!.username }, 'console: user added')
@@ -72,7 +94,8 @@ export function usersAdmin (app: FastifyInstance, deps: ConsoleDeps): void {
       return listPage(reply, deps, request.viewer!, passwordShown(record.username, password))
     } catch (err) {
       if (!isEpxError(err) || err.code === 'NO_STORE') throw err
-      return listPage(reply.code(err.code === 'EPX_CONFLICT' ? 409 : 400), deps, request.viewer!, html`<p class="error" role="alert">Refusé : ${err.message}</p>`)
+      // Checked above; a race with `epx user add` lands here.
+      return err.code === 'EPX_CONFLICT' ? refused(409, `L'utilisateur ${username} existe déjà : choisissez un autre identifiant.`) : refused(400, "L'utilisateur n'a pas pu être ajouté : vérifiez l'identifiant et le rôle.")
     }
   })
 
@@ -82,6 +105,22 @@ export function usersAdmin (app: FastifyInstance, deps: ConsoleDeps): void {
     return u && u.username !== viewer.username ? u : undefined
   }
   const notFound = (reply: FastifyReply) => errorPage(reply, 404, 'Utilisateur introuvable', "Cet utilisateur n'existe pas (ou c'est vous : utilisez la ligne de commande).")
+
+  for (const path of ['disable', 'reset-password'] as const) {
+    app.get(`/admin/users/:name/${path}`, ADMIN, async (request, reply) => {
+      const viewer = request.viewer!
+      const u = userOf(request, viewer)
+      if (!u) return notFound(reply)
+      const c = CONFIRMS[path]
+      return reply.page({
+        title: c.title,
+        body: html`<p>${c.text(u)}</p>
+<form method="post" action="/admin/users/${u.username}/${path}">${csrfField(viewer)}
+<button type="submit" class="danger">${c.button}</button> <a href="/admin/users">Annuler</a>
+</form>`,
+      })
+    })
+  }
 
   for (const [path, disabled] of [['disable', true], ['enable', false]] as const) {
     app.post(`/admin/users/:name/${path}`, ADMIN, async (request, reply) => {

@@ -8,6 +8,12 @@
  * the accessible alternative the `<desc>` points to. SVG paints in document order: the
  * milestone deadlines and their labels come after the constraints (a hatched curtailment
  * hid them), with a white halo so they read over any fill.
+ *
+ * The scale follows the available power: a floor far above it (a programme asking
+ * 8,000 kW of a site that has 88) would flatten everything else to a line at the bottom,
+ * so a floor beyond `OUTLIER_FACTOR` times the highest available power is drawn clipped
+ * at the top edge with a marker saying its value. A floor over its slot's available power
+ * is drawn in the "over" colour: the solver cannot hold it.
  * @module
  */
 import { html, type SafeHtml } from '../html.ts'
@@ -24,7 +30,7 @@ export interface ChartInput {
   readonly available: ReadonlyArray<{ readonly startMs: number; readonly kw: number }>
   readonly milestones: ReadonlyArray<{ readonly startMs: number; readonly deadlineMs: number; readonly energyKwh: number; readonly powerKw: number }>
   /** The instruction's constrained slots: a floor (`minKw`) or a curtailment (`maxKw` 0). */
-  readonly constraints: ReadonlyArray<{ readonly startMs: number; readonly endMs: number; readonly minKw?: number; readonly maxKw?: number }>
+  readonly constraints: ReadonlyArray<{ readonly startMs: number; readonly endMs: number; readonly minKw?: number; readonly maxKw?: number; readonly availableKw?: number }>
   /** Accessible name, e.g. "Puissance disponible, Depot 1, 28/03/2027". */
   readonly title: string
   /** Caption of the page's table that gives the same values (the accessible alternative). */
@@ -36,17 +42,23 @@ const H = 380
 const M = { left: 60, right: 16, top: 36, bottom: 64 }
 const PLOT_W = W - M.left - M.right
 const PLOT_H = H - M.top - M.bottom
+/** A floor above this many times the day's highest available power does not set the scale. */
+const OUTLIER_FACTOR = 3
 const COLOURS = {
-  available: '#1f5fa8', availableFill: '#d4e5f7', floor: '#b35900', curtailment: '#b3261e',
+  available: '#1f5fa8', availableFill: '#d4e5f7', floor: '#b35900', over: '#a4161a', curtailment: '#b3261e',
   milestone: '#5b3f96', milestoneFill: '#ece6f6', grid: '#d0d0d0', text: '#222222', dst: '#fff3c4',
 }
 
 export function powerChart (c: ChartInput): SafeHtml {
   const span = c.endMs - c.startMs
   const x = (ms: number) => round(M.left + (ms - c.startMs) / span * PLOT_W)
-  const top = niceMax(Math.max(1, ...c.available.map(s => s.kw), ...c.constraints.map(k => k.minKw ?? 0)))
-  const y = (kw: number) => round(M.top + PLOT_H - kw / top * PLOT_H)
+  const availableMax = Math.max(0, ...c.available.map(s => s.kw))
   const floors = c.constraints.filter(k => k.minKw !== undefined)
+  const bound = availableMax > 0 ? availableMax * OUTLIER_FACTOR : Infinity
+  const top = niceMax(Math.max(1, availableMax, ...floors.map(k => k.minKw!).filter(kw => kw <= bound)))
+  const y = (kw: number) => round(M.top + PLOT_H - Math.min(kw, top) / top * PLOT_H)
+  const over = (k: ChartInput['constraints'][number]) => k.availableKw !== undefined && k.minKw! > k.availableKw + 1e-6
+  const clipped = floors.filter(k => k.minKw! > top)
   const curtailments = c.constraints.filter(k => k.minKw === undefined)
   const ticks = hourTicks(c.startMs, c.endMs)
   const yTicks = [0, 1, 2, 3, 4].map(i => top * i / 4)
@@ -58,9 +70,9 @@ export function powerChart (c: ChartInput): SafeHtml {
   ].join('')
 
   return html`<svg xmlns="http://www.w3.org/2000/svg" class="chart" viewBox="0 0 ${W} ${H}" width="100%"
- role="img" aria-labelledby="chart-title chart-desc" font-family="sans-serif" font-size="12">
+ role="img" aria-labelledby="chart-title chart-desc" font-family="sans-serif" font-size="13">
 <title id="chart-title">${c.title}</title>
-<desc id="chart-desc">${describe(c, floors.length, curtailments.length, ticks.length - 1)}</desc>
+<desc id="chart-desc">${describe(c, floors.length, curtailments.length, ticks.length - 1, floors.filter(over).length)}</desc>
 <defs><pattern id="chart-hatch" width="6" height="6" patternUnits="userSpaceOnUse" patternTransform="rotate(45)">
 <rect width="6" height="6" fill="#fbe9e7"/><line x1="0" y1="0" x2="0" y2="6" stroke="${COLOURS.curtailment}" stroke-width="2"/></pattern></defs>
 <g class="dst">${ticks.filter(t => t.repeated).map(t => html`<rect class="repeated-hour" x="${x(t.ms)}" y="${M.top}" width="${round(x(t.ms + 3_600_000) - x(t.ms))}" height="${PLOT_H}" fill="${COLOURS.dst}"><title>Heure répétée : ${t.label} h (passage à l'heure d'hiver)</title></rect>`)}</g>
@@ -69,7 +81,9 @@ export function powerChart (c: ChartInput): SafeHtml {
 <g class="milestones">${c.milestones.map(m => html`<rect class="milestone" x="${x(m.startMs)}" y="${M.top}" width="${Math.max(1, round(x(m.deadlineMs) - x(m.startMs)))}" height="${PLOT_H}" fill="${COLOURS.milestoneFill}" opacity="0.7"><title>Jalon : ${frNumber(m.energyKwh)} kWh à ${frNumber(m.powerKw)} kW, de ${parisText(m.startMs, 'time')} à ${parisText(m.deadlineMs, 'time')}</title></rect>`)}</g>
 <path class="available" d="${area}" fill="${COLOURS.availableFill}" stroke="${COLOURS.available}" stroke-width="1.5"/>
 <g class="curtailments">${curtailments.map(k => html`<rect class="curtailment" x="${x(k.startMs)}" y="${M.top}" width="${round(x(k.endMs) - x(k.startMs))}" height="${PLOT_H}" fill="url(#chart-hatch)" opacity="0.8"><title>Effacement (0 kW max) de ${parisText(k.startMs, 'time')} à ${parisText(k.endMs, 'time')}</title></rect>`)}</g>
-<g class="floors">${floors.map(k => html`<line class="floor" x1="${x(k.startMs)}" x2="${x(k.endMs)}" y1="${y(k.minKw!)}" y2="${y(k.minKw!)}" stroke="${COLOURS.floor}" stroke-width="3"><title>Plancher ${frNumber(k.minKw!)} kW de ${parisText(k.startMs, 'time')} à ${parisText(k.endMs, 'time')}</title></line>`)}</g>
+<g class="floors">${floors.map(k => html`<line class="${over(k) ? 'floor over' : 'floor'}" x1="${x(k.startMs)}" x2="${x(k.endMs)}" y1="${y(k.minKw!)}" y2="${y(k.minKw!)}" stroke="${over(k) ? COLOURS.over : COLOURS.floor}" stroke-width="3"${over(k) ? html` stroke-dasharray="5 2"` : ''}><title>${floorTitle(k)}</title></line>`)}</g>
+<g class="clipped">${clipped.map(k => html`<path class="clipped-marker" d="M${round((x(k.startMs) + x(k.endMs)) / 2 - 5)},${M.top + 8}L${round((x(k.startMs) + x(k.endMs)) / 2)},${M.top}L${round((x(k.startMs) + x(k.endMs)) / 2 + 5)},${M.top + 8}Z" fill="${COLOURS.over}"><title>Hors échelle : ${floorTitle(k)}</title></path>`)}
+${clipped.length ? html`<text class="clipped-label" x="${W - M.right - 4}" y="${M.top + 22}" text-anchor="end" fill="${COLOURS.over}" stroke="#ffffff" stroke-width="3" paint-order="stroke">▲ plancher hors échelle : ${frNumber(Math.max(...clipped.map(k => k.minKw!)))} kW</text>` : ''}</g>
 <g class="deadlines">${c.milestones.map(m => html`<line x1="${x(m.deadlineMs)}" x2="${x(m.deadlineMs)}" y1="${M.top}" y2="${M.top + PLOT_H}" stroke="${COLOURS.milestone}" stroke-width="2" stroke-dasharray="6 3"/>
 <text x="${x(m.deadlineMs) - 4}" y="${M.top + 14}" text-anchor="end" fill="${COLOURS.milestone}" stroke="#ffffff" stroke-width="3" paint-order="stroke">${frNumber(m.energyKwh)} kWh</text>`)}</g>
 <g class="slots">${c.available.map(s => html`<rect class="slot" x="${x(s.startMs)}" y="${M.top}" width="${round(x(s.startMs + c.slotMs) - x(s.startMs))}" height="${PLOT_H}" fill="transparent"><title>${parisText(s.startMs, 'time')} : ${frNumber(s.kw)} kW disponibles</title></rect>`)}</g>
@@ -82,22 +96,33 @@ ${legend()}
 </svg>`
 }
 
+function floorTitle (k: ChartInput['constraints'][number]): string {
+  const base = `Plancher ${frNumber(k.minKw!)} kW de ${parisText(k.startMs, 'time')} à ${parisText(k.endMs, 'time')}`
+  return k.availableKw !== undefined && k.minKw! > k.availableKw + 1e-6 ? `${base}, infaisable : ${frNumber(k.availableKw)} kW disponibles` : base
+}
+
 function legend (): SafeHtml {
   const items: Array<[string, SafeHtml]> = [
     ['Puissance disponible', html`<rect width="14" height="10" fill="${COLOURS.availableFill}" stroke="${COLOURS.available}"/>`],
     ['Jalon (échéance)', html`<rect width="14" height="10" fill="${COLOURS.milestoneFill}" stroke="${COLOURS.milestone}" stroke-dasharray="3 2"/>`],
     ['Plancher (min kW)', html`<line x1="0" x2="14" y1="5" y2="5" stroke="${COLOURS.floor}" stroke-width="3"/>`],
     ['Effacement (0 kW)', html`<rect width="14" height="10" fill="url(#chart-hatch)"/>`],
+    ['Plancher infaisable', html`<line x1="0" x2="14" y1="5" y2="5" stroke="${COLOURS.over}" stroke-width="3" stroke-dasharray="5 2"/>`],
   ]
-  return html`<g class="legend" transform="translate(${M.left + 40},10)">${items.map(([label, swatch], i) =>
-    html`<g transform="translate(${i * 200},0)">${swatch}<text x="20" y="10" fill="${COLOURS.text}">${label}</text></g>`)}</g>`
+  return html`<g class="legend" transform="translate(${M.left},10)">${items.map(([label, swatch], i) =>
+    html`<g transform="translate(${i * 172},0)">${swatch}<text x="20" y="10" fill="${COLOURS.text}">${label}</text></g>`)}</g>`
 }
 
-function describe (c: ChartInput, floors: number, curtailments: number, hours: number): string {
+function plural (n: number, one: string, many: string): string {
+  return `${frNumber(n)} ${n > 1 ? many : one}`
+}
+
+function describe (c: ChartInput, floors: number, curtailments: number, hours: number, over: number): string {
   const kws = c.available.map(s => s.kw)
   const range = kws.length ? `de ${frNumber(Math.min(...kws))} à ${frNumber(Math.max(...kws))} kW` : 'aucune valeur'
   return `Puissance disponible par quart d'heure sur ${c.available.length} quarts d'heure (${hours} h, heure de Paris), ${range}. ` +
-    `${c.milestones.length} jalon(s) d'énergie, ${floors} plancher(s) et ${curtailments} effacement(s) de la consigne. ` +
+    `${plural(c.milestones.length, "jalon d'énergie", "jalons d'énergie")}, ${plural(floors, 'plancher', 'planchers')} et ${plural(curtailments, 'effacement', 'effacements')} de la consigne` +
+    (over ? `, dont ${plural(over, 'plancher', 'planchers')} au-delà de la puissance disponible (infaisable)` : '') + '. ' +
     `Le tableau « ${c.tableName} » donne chaque valeur.`
 }
 

@@ -11,6 +11,7 @@ import { powerChart } from '../chart/power-chart.ts'
 import { basicUtc, utcInstantMs } from '../../contract/instants.ts'
 import type { RevisionMeta } from '../../store/revisions.ts'
 import type { BesoinsModel } from './besoins-model.ts'
+import { roundKw, type SlotConstraint } from '../../apply/instruction-view.ts'
 import { constraintText, statusLabel } from './programmes-view.ts'
 import { BESOINS_PATH, downloadHref, programmeHref, programmesHref } from './paths.ts'
 
@@ -51,6 +52,9 @@ function latest (m: BesoinsModel): SafeHtml {
   const constraints = m.instruction?.constraints ?? []
   const byStart = new Map(constraints.map(c => [utcInstantMs(c.startUtc), c]))
   const slots = site.puissance_disponible
+  const availableAt = new Map(slots.map(s => [utcInstantMs(s.debut_utc), s.p_max_kw]))
+  const availableOf = (c: SlotConstraint) => quarterMinimum(availableAt, utcInstantMs(c.startUtc), utcInstantMs(c.endUtc))
+  const over = constraints.filter(c => isOver(c, availableOf(c)))
   return html`<section aria-labelledby="latest-h">
 <h2 id="latest-h">${site.site_name} (${site.site_id}) — ${parisText(Date.parse(doc.coverage_start_utc), 'date')}</h2>
 <dl class="facts">
@@ -62,14 +66,15 @@ function latest (m: BesoinsModel): SafeHtml {
 <dt>Consigne en vigueur</dt><dd>${m.instruction === undefined ? 'aucune' : html`<a href="${programmeHref(m.instruction.view.instruction.instructionId, m.instruction.view.instruction.siteId)}">${m.instruction.view.instruction.instructionId}</a> (${statusLabel(m.instruction.view)})`}
  — <a href="${programmesHref(meta.targetDate, meta.siteId)}">programmes reçus pour ce jour</a></dd>
 </dl>
+${over.length ? html`<p class="flag-infeasible" role="note"><strong>Infaisable :</strong> ${over.length === 1 ? 'un créneau de la consigne demande' : `${over.length} créneaux de la consigne demandent`} un plancher au-delà de la puissance disponible (jusqu'à ${frNumber(roundKw(Math.max(...over.map(c => c.minKw!))))} kW pour ${frNumber(Math.min(...over.map(c => availableOf(c) ?? Infinity)))} kW disponibles). Le solveur l'applique tout de même et décide.</p>` : ''}
 <p><a class="download" href="${downloadHref(meta.siteId, meta.targetDate)}" download="${downloadName(meta)}">Télécharger le JSON (${frNumber(meta.size)} octets)</a></p>
-<figure class="chart">${powerChart({
+<figure class="chart" tabindex="0" aria-label="Graphique (défile horizontalement sur un petit écran)">${powerChart({
     startMs: Date.parse(doc.coverage_start_utc),
     endMs: Date.parse(doc.coverage_end_utc),
     slotMs: doc.slot_duration_secs * 1000,
     available: slots.map(s => ({ startMs: utcInstantMs(s.debut_utc), kw: s.p_max_kw })),
     milestones: site.jalons_besoin.map(j => ({ startMs: utcInstantMs(j.debut_utc), deadlineMs: utcInstantMs(j.deadline_utc), energyKwh: j.valeur_kwh, powerKw: j.puissance_kW })),
-    constraints: constraints.map(c => ({ startMs: utcInstantMs(c.startUtc), endMs: utcInstantMs(c.endUtc), minKw: c.minKw, maxKw: c.maxKw })),
+    constraints: constraints.map(c => ({ startMs: utcInstantMs(c.startUtc), endMs: utcInstantMs(c.endUtc), minKw: c.minKw, maxKw: c.maxKw, availableKw: availableOf(c) })),
     title: `Puissance disponible par quart d'heure, ${site.site_name}, ${parisText(Date.parse(doc.coverage_start_utc), 'date')}`,
     tableName: SLOTS_CAPTION,
   })}</figure>
@@ -78,10 +83,31 @@ function latest (m: BesoinsModel): SafeHtml {
 <tbody>${site.jalons_besoin.length === 0 ? html`<tr><td colspan="4">Aucun jalon.</td></tr>` : site.jalons_besoin.map(j => html`<tr><td>${parisTime(j.debut_utc)}</td><td>${parisTime(j.deadline_utc)}</td><td class="num">${frNumber(j.valeur_kwh)}</td><td class="num">${frNumber(j.puissance_kW)}</td></tr>`)}</tbody></table>
 <table class="slots"><caption>${SLOTS_CAPTION}</caption>
 <thead><tr><th scope="col">N°</th><th scope="col">Début (Paris)</th><th scope="col">Fin (Paris)</th><th scope="col">Puissance disponible (kW)</th><th scope="col">Consigne</th></tr></thead>
-<tbody>${slots.map((s, k) => html`<tr><td class="num">${k + 1}</td><td>${parisTime(s.debut_utc, 'time')}</td><td>${parisTime(s.fin_utc, 'time')}</td><td class="num">${frNumber(s.p_max_kw)}</td><td>${constraintText(byStart.get(utcInstantMs(s.debut_utc)))}</td></tr>`)}</tbody></table>
+<tbody>${slots.map((s, k) => html`<tr><td class="num">${k + 1}</td><td>${parisTime(s.debut_utc, 'time')}</td><td>${parisTime(s.fin_utc, 'time')}</td><td class="num">${frNumber(s.p_max_kw)}</td>${constraintCell(byStart.get(utcInstantMs(s.debut_utc)), s.p_max_kw)}</tr>`)}</tbody></table>
 </section>`
 }
 
+
+/** The lowest available power over the quarter-hours of `[startMs, endMs)`; undefined when none is published. */
+function quarterMinimum (availableAt: ReadonlyMap<number, number>, startMs: number, endMs: number): number | undefined {
+  let min: number | undefined
+  for (let ms = startMs; ms < endMs; ms += 900_000) {
+    const kw = availableAt.get(ms)
+    if (kw !== undefined && (min === undefined || kw < min)) min = kw
+  }
+  return min
+}
+
+/** A floor the site cannot hold (the rule `epx instructions show` applies, apply/feasibility.ts). */
+function isOver (c: SlotConstraint, availableKw: number | undefined): boolean {
+  return c.minKw !== undefined && availableKw !== undefined && c.minKw > availableKw + 1e-6
+}
+
+function constraintCell (c: SlotConstraint | undefined, availableKw: number): SafeHtml {
+  return c && isOver(c, availableKw)
+    ? html`<td class="over">${constraintText(c)} <strong class="flag-infeasible">infaisable</strong></td>`
+    : html`<td>${constraintText(c)}</td>`
+}
 
 function history (m: BesoinsModel): SafeHtml {
   return html`<section aria-labelledby="history-h"><h2 id="history-h">Historique des révisions</h2>

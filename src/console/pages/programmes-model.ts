@@ -13,23 +13,29 @@ import {
 import { isPrm } from '../../contract/ids.ts'
 import { ownCompany, type PerimeterDeps } from '../perimeter.ts'
 import type { Viewer } from '../viewer.ts'
+import type { FeasibilityFlag, InstructionFlags } from '../../store/instruction-flags.ts'
 import { resolvePair, type Loaded } from './besoins-model.ts'
 
 export interface ProgrammesDeps extends PerimeterDeps {
   readonly instructions: Instructions
   readonly clock: Clock
+  /** The feasibility flags stored with each instruction (what `epx instructions show` reports). */
+  readonly flags?: Pick<InstructionFlags, 'get'>
 }
+
+/** An instruction as the pages show it: with its feasibility flag, when it has one. */
+export type FlaggedView = InstructionView & { readonly feasibility?: FeasibilityFlag }
 
 export interface ProgrammesModel {
   readonly sites: readonly Site[]
   /** The site the list is limited to; undefined: every site. */
   readonly siteId?: string
   readonly targetDate: string
-  readonly views: readonly InstructionView[]
+  readonly views: readonly FlaggedView[]
 }
 
 export interface ProgrammeModel {
-  readonly view: InstructionView
+  readonly view: FlaggedView
   readonly constraints: readonly SlotConstraint[]
 }
 
@@ -41,7 +47,7 @@ export async function loadProgrammes (deps: ProgrammesDeps, viewer: Viewer, q: {
   const company = ownCompany(viewer)
   const views = listInstructionViews(deps.instructions, {
     targetDate: pair.targetDate, siteIds: siteId === undefined ? undefined : [siteId], companyId: company,
-  }).map(v => redact(v, company))
+  }).map(v => flagged(deps, redact(v, company)))
   return { status: 200, model: { sites: pair.sites, siteId, targetDate: pair.targetDate, views } }
 }
 
@@ -50,7 +56,12 @@ export function loadProgramme (deps: ProgrammesDeps, viewer: Viewer, instruction
   const company = ownCompany(viewer)
   const [view] = instructionViewsOf(deps.instructions, instructionId, { siteIds: [siteId], companyId: company })
   if (!view) return { status: 404 }
-  return { status: 200, model: { view: redact(view, company), constraints: slotConstraints(view.instruction) } }
+  return { status: 200, model: { view: flagged(deps, redact(view, company)), constraints: slotConstraints(view.instruction) } }
+}
+
+function flagged (deps: ProgrammesDeps, v: InstructionView): FlaggedView {
+  const feasibility = deps.flags?.get(v.instruction.instructionId, v.instruction.siteId)
+  return feasibility ? { ...v, feasibility } : v
 }
 
 /** Drops the superseder's id when another company sent it. */

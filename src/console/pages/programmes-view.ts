@@ -10,6 +10,7 @@ import { parisText, parisTime } from '../time.ts'
 import { addDays } from '../../contract/paris-day.ts'
 import { roundKw, type InstructionView, type SlotConstraint } from '../../apply/instruction-view.ts'
 import type { ProgrammeModel, ProgrammesModel } from './programmes-model.ts'
+import type { FeasibilityFlag } from '../../store/instruction-flags.ts'
 import { besoinsHref, PROGRAMMES_PATH, programmeHref, programmesHref } from './paths.ts'
 
 /** "plancher 12 kW", "effacement (0 kW max)", or a dash: no slot, no constraint. */
@@ -23,7 +24,7 @@ export function statusLabel ({ instruction: i, supersededBy }: InstructionView):
   switch (i.state.status) {
     case 'received': return 'reçue'
     case 'queued': return 'en attente du prochain cycle'
-    case 'applied': return `appliquée (cycle ${i.state.cycle ?? '?'})`
+    case 'applied': return i.state.cycle === undefined ? 'appliquée' : `appliquée au cycle ${i.state.cycle}`
     case 'superseded': return supersededBy ? `remplacée par ${supersededBy.instructionId}` : 'remplacée par un programme plus récent'
   }
 }
@@ -54,12 +55,13 @@ export function renderProgrammes (m: ProgrammesModel): SafeHtml {
 <thead><tr><th scope="col">Instruction</th><th scope="col">Site</th><th scope="col">Émetteur</th><th scope="col">Émise le</th><th scope="col">Reçue le</th><th scope="col">Créneaux</th><th scope="col">Statut</th></tr></thead>
 <tbody>${m.views.length === 0 ? html`<tr><td colspan="7">Aucune instruction reçue pour ce jour.</td></tr>` : m.views.map(v => {
     const i = v.instruction
-    return html`<tr><td><a href="${programmeHref(i.instructionId, i.siteId)}">${i.instructionId}</a></td><td>${i.siteId}<br><small>${i.siteName}</small></td><td>${i.emittedBy}<br><small>${i.companyId}</small></td><td>${parisTime(i.emittedAt)}</td><td>${parisTime(i.receivedAt)}</td><td class="num">${i.slots.length}</td><td>${statusCell(v)}</td></tr>`
+    return html`<tr><td><a href="${programmeHref(i.instructionId, i.siteId)}">${i.instructionId}</a></td><td>${i.siteId}<br><small>${i.siteName}</small></td><td>${i.emittedBy}<br><small>${i.companyId}</small></td><td>${parisTime(i.emittedAt)}</td><td>${parisTime(i.receivedAt)}</td><td class="num">${i.slots.length}</td><td>${statusCell(v)}${v.feasibility ? html`<br><strong class="flag-infeasible" title="${feasibilityText(v.feasibility)}">infaisable</strong>` : ''}</td></tr>`
   })}</tbody></table>`
 }
 
 export function renderProgramme (m: ProgrammeModel): SafeHtml {
   const i = m.view.instruction
+  const overAt = new Map((m.view.feasibility?.infeasibleSlots ?? []).map(s => [Date.parse(s.startUtc), s.availableKw]))
   return html`<dl class="facts">
 <dt>Instruction</dt><dd><code>${i.instructionId}</code></dd>
 <dt>Site</dt><dd>${i.siteId} — ${i.siteName}</dd>
@@ -68,12 +70,38 @@ export function renderProgramme (m: ProgrammeModel): SafeHtml {
 <dt>Émise le</dt><dd>${parisTime(i.emittedAt)}</dd>
 <dt>Reçue le</dt><dd>${parisTime(i.receivedAt)}</dd>
 <dt>Statut</dt><dd>${statusCell(m.view)}</dd>
-<dt>Créneaux</dt><dd>${i.slots.length} de ${i.slotDurationSecs} s</dd>
+<dt>Créneaux</dt><dd>${slotsText(i.slots.length, i.slotDurationSecs)}</dd>
+<dt>Faisabilité</dt><dd>${feasibilityText(m.view.feasibility)}</dd>
 </dl>
+${m.view.feasibility ? html`<p class="flag-infeasible" role="note"><strong>Infaisable :</strong> ${feasibilityText(m.view.feasibility)}</p>` : ''}
 <p><a href="${besoinsHref(i.siteId, i.targetDate)}">Voir sur le graphique des besoins agrégés</a></p>
 ${i.slots.length === 0
     ? html`<p class="empty">Aucun créneau : cette instruction lève toute contrainte du site pour ce jour.</p>`
     : html`<table class="slots"><caption>Créneaux programmés</caption>
-<thead><tr><th scope="col">Début (Paris)</th><th scope="col">Fin (Paris)</th><th scope="col">Énergie (kWh)</th><th scope="col">Contrainte</th></tr></thead>
-<tbody>${m.constraints.map(c => html`<tr><td>${parisTime(c.startUtc)}</td><td>${parisTime(c.endUtc)}</td><td class="num">${frNumber(c.energyKwh)}</td><td class="${c.minKw !== undefined ? 'floor' : 'curtailment'}">${constraintText(c)}</td></tr>`)}</tbody></table>`}`
+<thead><tr><th scope="col">Début (Paris)</th><th scope="col">Fin (Paris)</th><th scope="col">Énergie (kWh)</th><th scope="col">Contrainte</th><th scope="col">Faisabilité</th></tr></thead>
+<tbody>${m.constraints.map(c => {
+    const available = overAt.get(Date.parse(c.startUtc))
+    return html`<tr><td>${parisTime(c.startUtc)}</td><td>${parisTime(c.endUtc)}</td><td class="num">${frNumber(c.energyKwh)}</td><td class="${c.minKw !== undefined ? 'floor' : 'curtailment'}">${constraintText(c)}</td>${available === undefined
+      ? html`<td></td>`
+      : html`<td class="over"><strong class="flag-infeasible">infaisable</strong> : ${frNumber(roundKw(available))} kW disponibles</td>`}</tr>`
+  })}</tbody></table>`}`
+}
+
+/** "96 créneaux de 15 min". */
+function slotsText (n: number, secs: number): string {
+  const length = secs % 3600 === 0 ? `${secs / 3600} h` : secs % 60 === 0 ? `${secs / 60} min` : `${secs} s`
+  return `${frNumber(n)} créneau${n > 1 ? 'x' : ''} de ${length}`
+}
+
+/** The stored flag in a sentence, as `epx instructions show` states it. */
+export function feasibilityText (f: FeasibilityFlag | undefined): string {
+  if (!f) return 'aucun dépassement des besoins publiés (ou aucun besoin publié au moment de la réception)'
+  const parts: string[] = []
+  const n = f.infeasibleSlots.length
+  if (n) {
+    const worst = f.infeasibleSlots.reduce((a, b) => b.floorKw - b.availableKw > a.floorKw - a.availableKw ? b : a)
+    parts.push(`${n === 1 ? 'un créneau a' : `${frNumber(n)} créneaux ont`} un plancher au-delà de la puissance disponible (jusqu'à ${frNumber(roundKw(worst.floorKw))} kW pour ${frNumber(roundKw(worst.availableKw))} kW disponibles)`)
+  }
+  if (f.day) parts.push(`${frNumber(roundKw(f.day.programmedKwh))} kWh programmés sur le jour pour ${frNumber(roundKw(f.day.needsKwh))} kWh de besoins et ${frNumber(roundKw(f.day.availableKwh))} kWh permis par la puissance`)
+  return `${parts.join(' ; ')} — vérifié contre les Besoins agrégés émis le ${parisText(Date.parse(f.checkedAgainst))} (heure de Paris). Appliquée tout de même : le solveur décide.`
 }

@@ -59,7 +59,7 @@ t.test('floors are lines at their kW, curtailments hatched columns, each as many
   t.equal(count(svg, /<rect class="curtailment"/g), 1)
   t.match(svg, /Plancher 100 kW de 00:15 à 00:30/)
   t.match(svg, /Effacement \(0 kW max\) de 00:30 à 00:45/)
-  t.match(svg, /2 plancher\(s\) et 1 effacement\(s\)/)
+  t.match(svg.replace(/&#39;/g, "'"), /1 jalon d'énergie, 2 planchers et 1 effacement de la consigne/)
   // The y axis grows to hold a floor above the available power (100 kW > 49 kW).
   const yTop = Math.max(...[...svg.matchAll(/text-anchor="end" fill="#222222">([\d ,]+)<\/text>/g)].map(m => Number(m[1]!.replace(/\s/g, '').replace(',', '.'))))
   t.ok(yTop >= 100, `axis top ${yTop} kW`)
@@ -88,4 +88,23 @@ t.test('a milestone label is painted over the curtailments and floors, so a hatc
   t.ok(label > 0, 'the label is drawn')
   t.ok(label > svg.lastIndexOf('<rect class="curtailment"'), 'after the last curtailment (SVG paints in document order)')
   t.ok(label > svg.lastIndexOf('<line class="floor"') && label > svg.indexOf('<path class="available"'), 'and after the floors and the area')
+})
+
+t.test('a floor far above the available power is clipped at the top with its value, and flagged as infeasible', async t => {
+  const { startMs } = parisDayMs('2026-11-22')
+  // 8,000 kW asked of a site with 40 to 49 kW: the scale stays the site's, the floor is a marker.
+  const svg = powerChart(input('2026-11-22', {
+    constraints: [
+      { startMs, endMs: startMs + Q, minKw: 8000, availableKw: 40 },
+      { startMs: startMs + Q, endMs: startMs + 2 * Q, minKw: 20, availableKw: 41 },
+    ],
+  })).toString()
+  const yTop = Math.max(...[...svg.matchAll(/text-anchor="end" fill="#222222">([\d  ,]+)<\/text>/g)].map(m => Number(m[1]!.replace(/\s/g, '').replace(',', '.'))))
+  t.ok(yTop <= 100, `the axis stays near the available power (top ${yTop} kW)`)
+  t.equal(count(svg, /class="clipped-marker"/g), 1, 'one marker for the clipped floor')
+  t.match(svg, /plancher hors échelle : 8\s000 kW/, 'the marker says its value')
+  t.equal(count(svg, /<line class="floor over"/g), 1, 'the floor over its available power is drawn as infeasible')
+  t.equal(count(svg, /<line class="floor"/g), 1, 'the other one is a plain floor')
+  t.match(svg, /Plancher 8\s000 kW de 00:00 à 00:15, infaisable : 40 kW disponibles/)
+  t.match(svg, /dont 1 plancher au-delà de la puissance disponible \(infaisable\)/, 'the description says it too')
 })

@@ -7,11 +7,15 @@ import { simulatedSites } from '../../../src/host/simulated-sites.ts'
 import { seedStore } from '../../helpers/seed.ts'
 import { admin, member, pageApp } from '../../helpers/console-app.ts'
 import { siteId } from '../../helpers/programme.ts'
+import { openInstructionFlags } from '../../../src/store/instruction-flags.ts'
+import type { Store } from '../../../src/store/open-store.ts'
 
 const SITES = simulatedSites(3)
 const A = 'ProgrammeSoutirage-2026-11-22-rev-20261121T100000Z'
 const B = 'ProgrammeSoutirage-2026-11-22-rev-20261121T110000Z'
 const C = 'ProgrammeSoutirage-2026-11-22-rev-20261121T120000Z'
+
+const seededStore = new WeakMap<ProgrammesDeps, Store>()
 
 async function seeded (t: Test) {
   const s = seedStore(t)
@@ -24,6 +28,7 @@ async function seeded (t: Test) {
   await s.instructions.markApplied([{ instructionId: C, siteId: siteId(1) }], 7, '2026-11-21T12:05:00.000Z')
   await s.instructions.markQueued([{ instructionId: A, siteId: siteId(2) }], '2026-11-21T12:01:00.000Z')
   const deps: ProgrammesDeps = { instructions: s.instructions, companies: s.companies, sites: async () => SITES, clock: new ManualClock('2026-11-21T12:30:00Z') }
+  seededStore.set(deps, s.store)
   return deps
 }
 
@@ -40,7 +45,7 @@ t.test('an admin sees every instruction of the day with its status, from the sha
   t.equal((page.match(/<tr><td><a href="\/programmes\//g) ?? []).length, 4)
   t.match(page, `remplacée par <a href="/programmes/${B}/${siteId(1)}">${B}</a>`)
   t.match(page, `remplacée par <a href="/programmes/${C}/${siteId(1)}">${C}</a>`)
-  t.match(page, /appliquée \(cycle 7\)/)
+  t.match(page, /appliquée au cycle 7/)
   t.match(page, /en attente du prochain cycle/)
   t.match(page, /beta &lt;b&gt;ops&lt;\/b&gt;/, 'the sender is text')
   t.match(page, 'datetime="2026-11-21T12:00:00.000Z"', 'received at, with its UTC instant')
@@ -91,7 +96,7 @@ t.test('over HTTP: a member editing the URL to another company\'s instruction ge
   t.match(list.text, C)
   const mine = await app.get(`/programmes/${encodeURIComponent(C)}/${siteId(1)}`)
   t.equal(mine.status, 200)
-  t.match(mine.text, /appliquée \(cycle 7\)/)
+  t.match(mine.text, /appliquée au cycle 7/)
   const foreign = await app.get(`/programmes/${encodeURIComponent(B)}/${siteId(1)}`)
   t.equal(foreign.status, 404)
   t.notMatch(foreign.text, /beta|11:00|PRM/)
@@ -99,4 +104,20 @@ t.test('over HTTP: a member editing the URL to another company\'s instruction ge
   app.viewer = null
   t.equal((await app.get('/programmes')).status, 403)
   t.equal((await app.get(`/programmes/${encodeURIComponent(C)}/${siteId(1)}`)).status, 403)
+})
+
+t.test('an instruction flagged infeasible says so in the list, in its facts and on each slot over the available power', async t => {
+  const deps = await seeded(t)
+  const flags = openInstructionFlags(seededStore.get(deps)!)
+  const startMs = Date.parse(ok(loadProgramme({ ...deps, flags }, admin, C, siteId(1))).constraints[0]!.startUtc)
+  await flags.put(C, [{ siteId: siteId(1), flag: { checkedAgainst: '2026-11-21T08:00:00Z', slots: Float64Array.from([startMs, 8000, 87.8]) } }])
+  const list = renderProgrammes(ok(await loadProgrammes({ ...deps, flags }, admin, {}))).toString()
+  t.equal((list.match(/class="flag-infeasible"/g) ?? []).length, 1, 'one instruction flagged in the list')
+  const detail = renderProgramme(ok(loadProgramme({ ...deps, flags }, admin, C, siteId(1)))).toString()
+  t.match(detail, /<dt>Faisabilité<\/dt><dd>un créneau a un plancher au-delà de la puissance disponible \(jusqu&#39;à 8\s000 kW pour 87,8 kW disponibles\)/)
+  t.match(detail, /<td class="over"><strong class="flag-infeasible">infaisable<\/strong> : 87,8 kW disponibles<\/td>/, 'the slot says it')
+  t.match(detail, /heure de Paris/, 'the check time says its zone')
+  const unflagged = renderProgramme(ok(loadProgramme({ ...deps, flags }, admin, A, siteId(1)))).toString()
+  t.notMatch(unflagged, /flag-infeasible/, 'an instruction without a flag shows none')
+  t.match(unflagged, /<dt>Créneaux<\/dt><dd>3 créneaux de 15 min<\/dd>/)
 })
