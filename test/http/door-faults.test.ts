@@ -166,3 +166,30 @@ for (const kind of KINDS) t.test(`the door's thread dies by ${kind} ${FAULTS} ti
 // The console and the metrics listener share the door's thread: they die with it and are back with it.
 const SIDE_FAULTS = Number(process.env.EPX_DOOR_SIDE_FAULTS ?? 1)
 for (const kind of KINDS) t.test(`with the console and the metrics listener in the door's thread, it dies by ${kind} ${SIDE_FAULTS} times: all three are back, the host lives, every 202 is stored`, t => worstDay(t, kind, SIDE_FAULTS, true))
+
+t.test('close() racing a fault, under traffic: it resolves, the host lives, no worker is left, every 202 is stored', async t => {
+  const pid = process.pid
+  for (const kind of ['loop', 'handler', 'rejection', 'terminate'] as const) {
+    let door!: Door
+    const epx = await startEpx(t, { config: { api: { inWorker: true } }, onDoor: d => { door = d } })
+    const { cert } = await epx.addCompany('acme')
+    const { secret } = await epx.addToken('acme', ['inbound:programme-soutirage', 'outbound:besoins-agreges'])
+    const acks: Ack[] = []
+    const statuses = new Map<number, number>()
+    const clients = Array.from({ length: CLIENTS }, (_, n) => client(() => epx.url, cert, secret, n, acks, statuses))
+    const end = Date.now() + 5000
+    while (acks.length < CLIENTS && Date.now() < end) await sleep(10)
+    const worker = door.worker!
+    const gone = new Promise<void>(resolve => worker.once('exit', () => resolve()))
+    void fault(door, kind)
+    await epx.handle.close()
+    await gone
+    t.notOk(door.worker, `${kind}: no worker after close()`)
+    await Promise.all(clients.map(c => c.stop()))
+    t.equal(process.pid, pid, `${kind}: the host's process is alive`)
+    await epx.restart()
+    const instructions = openInstructions(epx.store)
+    t.same(acks.filter(a => !instructions.get(a.id, a.siteId)), [], `${kind}: every one of the ${acks.length} 202s is in the store`)
+    await epx.close()
+  }
+})
