@@ -1,12 +1,13 @@
 /**
  * `npm run campaign [-- --quick]`: the project's own fault campaign (README "Fault
  * campaign"), rows run one after another against the built plugin in child processes:
- * kill -9 loop, the door's thread dying under load, fast-check fuzz of POST bodies, mTLS
+ * kill -9 loop, the door's thread dying under load (in process, and in the daemon through its
+ * inspector), fast-check fuzz of POST bodies, mTLS
  * matrix, damaged store, disk full, soak.
  * Prints one table; a full run writes every figure to bench/results/campaign.json
  * (`--quick`, `--only` and the counts options leave it as it was).
  * Exit 0 when every row is met, 1 otherwise (a missed row is a broken promise, not a figure).
- * Options: --quick, --only kill,faults,fuzz,mtls,damaged,disk,soak, --cycles N, --faults N, --requests N,
+ * Options: --quick, --only kill,faults,inspector,fuzz,mtls,damaged,disk,soak, --cycles N, --faults N, --requests N,
  * --soak-seconds N, --seed N, --door worker|main (the kill row's API door: in its worker
  * thread or on the host's; default: the plugin's, `api.inWorker`).
  * @module
@@ -21,9 +22,10 @@ import { damagedStores, damagedStoreFigures } from './damaged-store.ts'
 import { diskFull, diskFullFigures } from './disk-full.ts'
 import { soak, soakFigures } from './soak.ts'
 import { doorFaults, doorFaultsFigures } from './door-faults.ts'
+import { inspectorFaults, inspectorFaultsFigures } from './inspector.ts'
 import { measureRow, printRows, rowMet, writeRows, type Row } from './report.ts'
 
-const ROWS = ['kill', 'faults', 'fuzz', 'mtls', 'damaged', 'disk', 'soak'] as const
+const ROWS = ['kill', 'faults', 'inspector', 'fuzz', 'mtls', 'damaged', 'disk', 'soak'] as const
 const { values: args } = parseArgs({
   options: {
     quick: { type: 'boolean', default: false },
@@ -84,6 +86,10 @@ async function main (): Promise<number> {
   if (want('faults')) {
     progress('faults', await measureRow(`the door's thread dies under load (${plan.faults} faults of each kind)`,
       () => doorFaults({ faults: plan.faults, budgetMs: quick ? minutes(5) : minutes(40) }), doorFaultsFigures))
+  }
+  if (want('inspector')) {
+    progress('inspector', await measureRow(`exceptions thrown in the daemon's door from its inspector (${plan.faults})`,
+      () => inspectorFaults({ faults: plan.faults }), inspectorFaultsFigures))
   }
   if (want('fuzz')) {
     progress('fuzz', await measureRow(`fuzz of POST bodies (${plan.requests.toLocaleString('en')} requests)`,

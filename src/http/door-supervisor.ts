@@ -96,6 +96,8 @@ const MAX_DELAY_MS = 5000
  * waits longer each time, up to MAX_DELAY_MS.
  */
 const STABLE_MS = 1000
+/** How long a worker that told of its fault has to end itself before it is terminated. */
+const FAULT_BOUND_MS = 5000
 /** How long close() waits for the worker to drain and end before it terminates it. */
 const CLOSE_BOUND_MS = 5000
 
@@ -168,7 +170,16 @@ export async function startDoor (deps: DoorDeps): Promise<Door> {
             // Its successor starts now, while it closes its store: its listeners are
             // already cut, and its successor binds their ports when they are free.
             ending.add(exited)
-            void exited.then(() => ending.delete(exited))
+            // It ends itself within its own bound (door-worker.ts); one still running after
+            // FAULT_BOUND_MS is stuck in synchronous code, which no timer of its own can end.
+            // Its listeners were cut at its fault, so no request is parsed when it is terminated.
+            {
+              const bound = setTimeout(() => {
+                log.warn({ boundMs: FAULT_BOUND_MS }, 'the failed api worker did not end; terminating it')
+                void worker.terminate()
+              }, FAULT_BOUND_MS)
+              void exited.then(() => { clearTimeout(bound); ending.delete(exited) })
+            }
             died(1)
             return
           case 'events': events.read(m)

@@ -40,7 +40,6 @@ import { nameThisThread, niceThisThread } from '../os-thread.ts'
 const port = parentPort!
 const start = workerData as DoorStart
 nameThisThread('epx-door')
-const niced = niceThisThread(start.config.api.workerNice)
 const post = (m: FromDoor, transfer?: ArrayBuffer[]) => port.postMessage(m, transfer)
 
 // Events (log lines, metrics, receipts, saved programmes to queue) leave together, at
@@ -93,7 +92,6 @@ interface OpenDoor {
 
 async function open (): Promise<OpenDoor> {
   const log = events.log
-  if (!niced) log.info({ workerNice: start.config.api.workerNice }, 'the api worker runs at the solver\'s priority: this system lets no thread set its own (api.workerNice)')
   const clock = clockOf(start.clock)
   const { config } = start
   const faults = start.faults ? bindFaults({}, start.faults) : undefined
@@ -152,6 +150,9 @@ async function open (): Promise<OpenDoor> {
     await store.close()
     throw err
   }
+  // Nicer only once it serves: a door restarted after a fault starts at the solver's
+  // priority (~0.3 s of CPU), or on a busy machine it would take seconds to be back.
+  if (!niceThisThread(config.api.workerNice)) log.info({ workerNice: config.api.workerNice }, 'the api worker runs at the solver\'s priority: this system lets no thread set its own (api.workerNice)')
   post({ type: 'listening', url: api.url.href, consoleUrl: side.consoleUrl?.href, metricsUrl: side.metricsUrl?.href })
   const listening = api
   let closing: Promise<void> | undefined

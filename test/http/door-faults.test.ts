@@ -20,12 +20,16 @@ const KINDS = (process.env.EPX_DOOR_FAULT_KINDS?.split(',') ?? ['loop', 'handler
 const CLIENTS = 4
 /**
  * "The door back within a second" (README, "Plugin contract"): `npm run campaign` holds
- * it to that (EPX_DOOR_BACK_MS=1000). Under `npm test` the machine runs other test files
- * beside this one, and a worker's start (~0.3 s of CPU) takes what CPU is left: there the
- * bound is against a door that stays down.
+ * it to that (EPX_DOOR_BACK_MS=1000), on a quiet machine. Under `npm test` the machine runs
+ * other test files beside this one, and a worker's start (~0.3 s of CPU) takes what CPU is
+ * left (seen: 11 s with three files and a campaign on 2 cores): there the bound is against
+ * a door that stays down.
  */
-const BACK_MS = Number(process.env.EPX_DOOR_BACK_MS ?? 5000)
-t.setTimeout(60_000 + (FAULTS + Number(process.env.EPX_DOOR_SIDE_FAULTS ?? 1)) * KINDS.length * 8000)
+const BACK_MS = Number(process.env.EPX_DOOR_BACK_MS ?? 20_000)
+/** The host's thread may pause (its own collections, a starved machine), never stop. */
+const HOST_PAUSE_MS = 5000
+const SIDE_FAULTS = Number(process.env.EPX_DOOR_SIDE_FAULTS ?? 1)
+t.setTimeout(120_000 + (FAULTS + SIDE_FAULTS) * KINDS.length * 25_000)
 
 const sleep = (ms: number) => new Promise(r => setTimeout(r, ms))
 
@@ -100,7 +104,7 @@ function reader (url: URL, agent: Agent, statuses: Map<number, number>) {
 
 async function worstDay (t: Test, kind: DoorFault | 'terminate', faults: number, side: boolean) {
   let door!: Door
-  // The heap's kind: a door with a small heap, so reaching its limit takes a few hundred ms.
+  // The heap's kind: a door with a small heap, so its leak reaches the guard in about a second.
   const config = side
     ? { api: { inWorker: true }, console: { enabled: true }, metrics: { enabled: true, host: '127.0.0.1', port: 0 } }
     : { api: { inWorker: true } }
@@ -123,7 +127,11 @@ async function worstDay (t: Test, kind: DoorFault | 'terminate', faults: number,
   const readers = sideUrls.map(u => reader(u, sideAgent, sideStatuses))
   const back = async () => await answers(outbound, 404, probe, auth) && (await Promise.all(sideUrls.map(u => answers(u, 200, sideAgent)))).every(Boolean)
   const backs: number[] = []
-  const pid = process.pid
+  // The solver's thread: it keeps turning through every fault (an abort would end this file).
+  let last = performance.now()
+  let longestPause = 0
+  const tick = setInterval(() => { const now = performance.now(); longestPause = Math.max(longestPause, now - last); last = now }, 20)
+  t.teardown(() => clearInterval(tick))
   for (let i = 0; i < faults; i++) {
     // Traffic flowing, requests in every state of their parse, then the fault.
     const acked = acks.length
@@ -133,10 +141,10 @@ async function worstDay (t: Test, kind: DoorFault | 'terminate', faults: number,
     let at = Date.now()
     await fault(door, kind)
     // The supervisor hears of it at once (a leak takes a while to reach the heap's guard).
-    while (door.worker === first && door.up && Date.now() - at < 15_000) await sleep(5)
+    while (door.worker === first && door.up && Date.now() - at < 30_000) await sleep(5)
     if (kind === 'heap') at = Date.now()
     while (door.worker === first || !(await back())) {
-      if (Date.now() - at > 15_000) break
+      if (Date.now() - at > 30_000) break
       await sleep(10)
     }
     backs.push(Date.now() - at)
@@ -145,7 +153,8 @@ async function worstDay (t: Test, kind: DoorFault | 'terminate', faults: number,
     await sleep(1000)
   }
   await Promise.all([...clients, ...readers].map(c => c.stop()))
-  t.equal(process.pid, pid, 'the host\'s process is alive')
+  clearInterval(tick)
+  t.ok(longestPause < HOST_PAUSE_MS, `the host's thread kept turning through the faults (longest pause ${Math.round(longestPause)} ms)`)
   const worst = Math.max(...backs)
   t.ok(worst < BACK_MS, `${faults} faults by ${kind}: the door${side ? ', the console and the metrics listener' : ''} answered again after ${backs.join(', ')} ms (worst ${worst})`)
   if (side) t.ok(sideStatuses.get(200)! > faults, `the console and the metrics listener had answers all along: ${JSON.stringify(Object.fromEntries(sideStatuses))}`)
@@ -164,5 +173,29 @@ async function worstDay (t: Test, kind: DoorFault | 'terminate', faults: number,
 
 for (const kind of KINDS) t.test(`the door's thread dies by ${kind} ${FAULTS} times under keep-alive GETs and POSTs: the host lives, the door is back within a second, every 202 is stored`, t => worstDay(t, kind, FAULTS, false))
 // The console and the metrics listener share the door's thread: they die with it and are back with it.
-const SIDE_FAULTS = Number(process.env.EPX_DOOR_SIDE_FAULTS ?? 1)
 for (const kind of KINDS) t.test(`with the console and the metrics listener in the door's thread, it dies by ${kind} ${SIDE_FAULTS} times: all three are back, the host lives, every 202 is stored`, t => worstDay(t, kind, SIDE_FAULTS, true))
+
+t.test('close() racing a fault, under traffic: it resolves, the host lives, no worker is left, every 202 is stored', async t => {
+  for (const kind of ['loop', 'handler', 'rejection', 'terminate'] as const) {
+    let door!: Door
+    const epx = await startEpx(t, { config: { api: { inWorker: true } }, onDoor: d => { door = d } })
+    const { cert } = await epx.addCompany('acme')
+    const { secret } = await epx.addToken('acme', ['inbound:programme-soutirage', 'outbound:besoins-agreges'])
+    const acks: Ack[] = []
+    const statuses = new Map<number, number>()
+    const clients = Array.from({ length: CLIENTS }, (_, n) => client(() => epx.url, cert, secret, n, acks, statuses))
+    const end = Date.now() + 5000
+    while (acks.length < CLIENTS && Date.now() < end) await sleep(10)
+    const worker = door.worker!
+    const gone = new Promise<void>(resolve => worker.once('exit', () => resolve()))
+    void fault(door, kind)
+    await epx.handle.close()
+    await gone
+    t.notOk(door.worker, `${kind}: no worker after close()`)
+    await Promise.all(clients.map(c => c.stop()))
+    await epx.restart()
+    const instructions = openInstructions(epx.store)
+    t.same(acks.filter(a => !instructions.get(a.id, a.siteId)), [], `${kind}: every one of the ${acks.length} 202s is in the store`)
+    await epx.close()
+  }
+})

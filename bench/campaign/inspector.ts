@@ -1,0 +1,146 @@
+/**
+ * Row: an operator's worst day, as an operator would try it. The daemon (the built host in
+ * a child process, the door in its worker: the default) serves keep-alive clients that GET
+ * and POST; its inspector is opened with `SIGUSR1` (on a port of its own, `--inspect-port`),
+ * and through it (Chrome DevTools Protocol: `NodeWorker.sendMessageToWorker`) an exception
+ * is thrown on the door's thread's event loop, again and again. The daemon must live
+ * through every one, its door back each time, every 202 in its store.
+ * @module
+ */
+import { createServer } from 'node:net'
+import { join } from 'node:path'
+import { request, WebSocket } from 'undici'
+import { INBOUND_PATH, programme } from '../../test/helpers/programme.ts'
+import { openStore } from '../../src/store/open-store.ts'
+import { openInstructions } from '../../src/store/instructions.ts'
+import { OUTBOUND_PATH } from '../../src/http/route.ts'
+import { agentFor, seedDataDir, startHost, tempDir } from './daemon.ts'
+import { all, info, zero, type Figure } from './report.ts'
+
+export interface InspectorResult {
+  readonly faults: number
+  readonly injected: number
+  readonly back: number
+  readonly backMs: readonly number[]
+  readonly alive: boolean
+  readonly acks: number
+  readonly lost: number
+  readonly stderr: string
+}
+
+const sleep = (ms: number) => new Promise(r => setTimeout(r, ms))
+const freePort = () => new Promise<number>((resolve, reject) => {
+  const s = createServer().once('error', reject).listen(0, '127.0.0.1', () => {
+    const { port } = s.address() as { port: number }
+    s.close(() => resolve(port))
+  })
+})
+
+/** A CDP session on the daemon's inspector, attached to its worker threads. */
+async function inspect (port: number) {
+  const list = await (await request(`http://127.0.0.1:${port}/json/list`)).body.json() as Array<{ webSocketDebuggerUrl: string }>
+  const ws = new WebSocket(list[0]!.webSocketDebuggerUrl)
+  await new Promise((resolve, reject) => { ws.onopen = resolve; ws.onerror = reject })
+  let id = 0
+  const workers = new Map<string, string>()   // sessionId → title
+  ws.onmessage = e => {
+    const m = JSON.parse(String(e.data)) as { method?: string; params?: { sessionId: string; workerInfo: { title: string } } }
+    if (m.method === 'NodeWorker.attachedToWorker') workers.set(m.params!.sessionId, m.params!.workerInfo.title)
+    if (m.method === 'NodeWorker.detachedFromWorker') workers.delete(m.params!.sessionId)
+  }
+  const send = (method: string, params: object) => ws.send(JSON.stringify({ id: ++id, method, params }))
+  send('NodeWorker.enable', { waitForDebuggerOnStart: false })
+  return {
+    /** Throws on the event loop of every worker thread attached now (the door's, and any of its own). */
+    throwInWorkers (): number {
+      for (const sessionId of workers.keys()) {
+        send('NodeWorker.sendMessageToWorker', {
+          sessionId,
+          message: JSON.stringify({ id: ++id, method: 'Runtime.evaluate', params: { expression: "setTimeout(() => { throw new Error('thrown from the inspector') }, 0); 1" } }),
+        })
+      }
+      return workers.size
+    },
+    close: () => ws.close(),
+  }
+}
+
+export async function inspectorFaults (o: { faults: number }): Promise<InspectorResult> {
+  const dataDir = tempDir('inspector')
+  const { bsp } = await seedDataDir(dataDir, [{ id: 'bsp' }])
+  const inspectPort = await freePort()
+  const host = await startHost({ dataDir, sites: 8 }, { execArgv: [`--inspect-port=127.0.0.1:${inspectPort}`] })
+  const acks: Array<{ id: string; siteId: string }> = []
+  const backMs: number[] = []
+  let injected = 0
+  let running = true
+  const agents = Array.from({ length: 4 }, () => agentFor(bsp.cert, 1))
+  const outbound = `${host.origin}${OUTBOUND_PATH}?site_id=PRM30000000000001&target_date=2026-11-22`
+  let seq = 0
+  const clients = agents.map((agent, n) => (async () => {
+    while (running) {
+      try {
+        const get = await request(outbound, { dispatcher: agent, headers: { authorization: `Bearer ${bsp.outbound}` } })
+        await get.body.dump()
+        const body = programme({ sites: [`PRM3000000000000${n + 2}`], emittedAt: new Date(Date.UTC(2026, 10, 21) + ++seq * 1000).toISOString().replace('.000Z', 'Z') })
+        const post = await request(`${host.origin}${INBOUND_PATH}`, {
+          method: 'POST', dispatcher: agent, body: JSON.stringify(body), headers: { authorization: `Bearer ${bsp.inbound}`, 'content-type': 'application/json' },
+        })
+        const text = await post.body.text()
+        if (post.statusCode === 202) {
+          const i = JSON.parse(text).instructions[0]
+          acks.push({ id: i.instruction_id, siteId: i.site_id })
+        }
+      } catch { await sleep(5) }
+    }
+  })())
+  const probe = agentFor(bsp.cert, 1)
+  const answers = async () => {
+    try {
+      const res = await request(outbound, { dispatcher: probe, headers: { authorization: `Bearer ${bsp.outbound}`, connection: 'close' }, headersTimeout: 1000 })
+      await res.body.dump()
+      return res.statusCode === 404
+    } catch { return false }
+  }
+  try {
+    process.kill(host.child.proc.pid!, 'SIGUSR1')
+    await sleep(500)
+    const cdp = await inspect(inspectPort)
+    try {
+      for (let i = 0; i < o.faults && host.child.alive; i++) {
+        await sleep(1200)   // traffic; a worker up a second restarts at once
+        for (let k = 0; k < 50 && cdp.throwInWorkers() === 0; k++) await sleep(20)
+        injected++
+        const at = Date.now()
+        await sleep(50)
+        while (!(await answers()) && Date.now() - at < 15_000 && host.child.alive) await sleep(10)
+        backMs.push(Date.now() - at)
+      }
+    } finally {
+      cdp.close()
+    }
+  } finally {
+    running = false
+    await Promise.all(clients)
+    await Promise.all([...agents, probe].map(a => a.close()))
+  }
+  const alive = host.child.alive
+  const stderr = host.child.stderrTail
+  await host.child.stop(5000)
+  const store = openStore(join(dataDir, 'epx.lmdb'))
+  const instructions = openInstructions(store)
+  const lost = acks.filter(a => !instructions.get(a.id, a.siteId)).length
+  await store.close()
+  return { faults: o.faults, injected, back: backMs.filter(ms => ms < 15_000).length, backMs, alive, acks: acks.length, lost, stderr }
+}
+
+export function inspectorFaultsFigures (r: InspectorResult): Figure[] {
+  return [
+    all('exceptions thrown in the door\'s thread from the inspector', r.injected, r.faults),
+    { name: 'daemon alive afterwards', value: r.alive ? 'yes' : 'no', target: 'yes', met: r.alive },
+    all('door answering again after each', r.back, r.faults),
+    info('back after (ms, median / worst)', r.backMs.length ? `${[...r.backMs].sort((a, b) => a - b)[r.backMs.length >> 1]} / ${Math.max(...r.backMs)}` : 'none'),
+    zero(`202s not in the store (of ${r.acks})`, r.lost),
+    ...(!r.alive ? [info('daemon stderr (tail)', r.stderr.replace(/\s+/g, ' ').slice(-300))] : []),
+  ]
+}
