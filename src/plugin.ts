@@ -7,7 +7,7 @@ import { createRequire } from 'node:module'
 import type { Activate, EpxHandle, Host } from './host/contract.ts'
 import { inDataDir, loadConfig } from './config.ts'
 import { openStore, type Store, type StoreFaults } from './store/open-store.ts'
-import { openCompanies } from './store/companies.ts'
+import { openCompanies, perimeterOverlaps } from './store/companies.ts'
 import { openTokens } from './store/tokens.ts'
 import { startDoor, type Door } from './http/door-supervisor.ts'
 import { listenApi } from './http/listener.ts'
@@ -77,6 +77,13 @@ export async function createEpx (host: Host, rawConfig: unknown, internals: Inte
     internals.onStore?.(store)
     const companies = openCompanies(store)
     const tokens = openTokens(store)
+    // One BSP per site (DECISIONS.md): overlaps stored before the rule are said once, here.
+    const overlaps = perimeterOverlaps(companies.list())
+    if (overlaps.length) {
+      log.warn({ overlaps: overlaps.map(o => ({ companies: [o.a.id, o.b.id], shared: o.shared })) },
+        `active companies share sites (${overlaps.map(o => `${o.a.id} and ${o.b.id}`).join('; ')}): the later emitted_at of either supersedes the other's programme; ` +
+        'narrow one perimeter (epx company perimeter ID --sites PRM,...) or suspend one')
+    }
 
     const publication = openPublication(store, config.publish, {
       solver: host.solver, clock: host.clock, log: log.child({ area: 'publish' }),

@@ -69,7 +69,8 @@ export async function seedDataDir (dataDir: string, companies: ReadonlyArray<{ i
     const now = new Date().toISOString()
     for (const c of companies) {
       const subject = c.subject ?? `CN=${c.id},O=${c.id}`
-      await openCompanies(store).add({ id: c.id, name: c.id, status: 'active', certSubject: canonicalSubject(subject), perimeter: 'all', createdAt: now })
+      // Every company reads every site (the campaigns test credentials, not tenancy): stored as is, overlaps included.
+      await openCompanies(store, { onePerSite: false }).add({ id: c.id, name: c.id, status: 'active', certSubject: canonicalSubject(subject), perimeter: 'all', createdAt: now })
       const token = async (scope: Scope) => {
         const secret = newTokenSecret()
         await openTokens(store).add({ id: newTokenId(), hash: hashToken(secret), companyId: c.id, scopes: [scope], createdAt: now })

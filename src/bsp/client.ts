@@ -84,9 +84,10 @@ export function createBspClient (opts: BspClientOptions): BspClient {
       const lastModified = header(res.headers, 'last-modified')
       if (res.statusCode === 200) return { kind: 'document', document: JSON.parse(text), text, etag, lastModified }
       if (res.statusCode === 304) return { kind: 'unchanged', etag, lastModified }
-      const problem = readJson(text) as { detail?: string } | undefined
+      const problem = readJson(text) as { detail?: string; code?: string } | undefined
       const detail = problem?.detail ?? `HTTP ${res.statusCode}`
-      if (res.statusCode === 404 || res.statusCode === 503) {
+      // A 404 is "not yet" only as NOT_PUBLISHED: UNKNOWN_PATH is a wrong URL, never worth a retry.
+      if ((res.statusCode === 404 && problem?.code !== 'UNKNOWN_PATH') || res.statusCode === 503) {
         return { kind: 'retry', status: res.statusCode, retryAfterSecs: retryAfter(res.headers, now()), detail }
       }
       return { kind: 'refused', status: res.statusCode, detail, body: problem }

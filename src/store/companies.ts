@@ -33,49 +33,131 @@ export function pinsOf (c: CompanyRecord): readonly string[] {
   return c.certFingerprint256 ? [c.certFingerprint256] : []
 }
 
+/** The sites two perimeters share: `all` when either is "all sites" (it overlaps every other), else the ids (none: `[]`). */
+export function sharedSites (a: CompanyRecord['perimeter'], b: CompanyRecord['perimeter']): 'all' | string[] {
+  if (a === 'all' || b === 'all') return 'all'
+  const set = new Set(a)
+  return b.filter(s => set.has(s))
+}
+
+/** Two active companies whose perimeters share sites. */
+export interface PerimeterOverlap {
+  readonly a: CompanyRecord
+  readonly b: CompanyRecord
+  readonly shared: 'all' | readonly string[]
+}
+
+/** The first active company of `others` (not `c` itself) whose perimeter shares a site with `c`'s. */
+export function overlapOf (c: CompanyRecord, others: Iterable<CompanyRecord>): PerimeterOverlap | undefined {
+  for (const o of others) {
+    if (o.id === c.id || o.status !== 'active') continue
+    const shared = sharedSites(c.perimeter, o.perimeter)
+    if (shared === 'all' || shared.length > 0) return { a: c, b: o, shared }
+  }
+  return undefined
+}
+
+/** Every pair of active companies whose perimeters overlap: stored before one BSP per site was the rule. */
+export function perimeterOverlaps (companies: readonly CompanyRecord[]): PerimeterOverlap[] {
+  const active = companies.filter(c => c.status === 'active')
+  const out: PerimeterOverlap[] = []
+  for (let i = 0; i < active.length; i++) {
+    for (let j = i + 1; j < active.length; j++) {
+      const shared = sharedSites(active[i]!.perimeter, active[j]!.perimeter)
+      if (shared === 'all' || shared.length > 0) out.push({ a: active[i]!, b: active[j]!, shared })
+    }
+  }
+  return out
+}
+
+/** What the shared sites are, in a sentence's words. */
+export function describeShared (o: PerimeterOverlap): string {
+  if (o.shared !== 'all') return `site(s) ${o.shared.slice(0, 5).join(', ')}${o.shared.length > 5 ? ` and ${o.shared.length - 5} more` : ''}`
+  const whole = [o.a, o.b].filter(c => c.perimeter === 'all').map(c => c.id)
+  return `every site (the perimeter of ${whole.join(' and of ')} is "all sites")`
+}
+
+/**
+ * DECISIONS.md "Authentication and tenancy": one BSP per site. The error when `c` would
+ * be active with a perimeter that overlaps another active company's; `details.company`
+ * names the other company (the console words it in its own language).
+ */
+function overlapError (o: PerimeterOverlap): EpxError {
+  return new EpxError('EPX_CONFLICT', [
+    `the perimeter of company ${o.a.id} would share ${describeShared(o)} with active company ${o.b.id}'s: one BSP per site, ` +
+    `so that no company's programme can supersede another's. Narrow ${o.b.id}'s perimeter first (epx company perimeter ${o.b.id} --sites PRM,...), ` +
+    `or suspend it, or give ${o.a.id} other sites`,
+  ], { details: { company: o.b.id, shared: o.shared === 'all' ? 'all' : o.shared.join(',') } })
+}
+
+export interface CompaniesOptions {
+  /**
+   * Refuse a write that makes two active perimeters overlap (default true). Off only where
+   * records are written as stored, overlaps included (tests of data from before the rule).
+   */
+  readonly onePerSite?: boolean
+}
+
 /** The company records: what the door and the CLI may ask of them. */
 export interface Companies {
   get(id: string): CompanyRecord | undefined
   list(): CompanyRecord[]
-  /** EPX_CONFLICT when the id is taken. */
+  /** EPX_CONFLICT when the id is taken, or when an active company's perimeter would overlap another's (one BSP per site). */
   add(c: CompanyRecord): Promise<void>
-  /** Rewrites a record with `change`; EPX_NOT_FOUND when there is no such company. */
+  /**
+   * Rewrites a record with `change`; EPX_NOT_FOUND when there is no such company;
+   * EPX_CONFLICT when the change makes it active (a resume) or changes an active
+   * company's perimeter so that it overlaps another active company's.
+   */
   update(id: string, change: (c: CompanyRecord) => CompanyRecord): Promise<CompanyRecord>
   /** Replaces the pins; an update, so the generation moves and open connections see it. */
   setPins(id: string, change: (pins: readonly string[]) => readonly string[]): Promise<CompanyRecord>
 }
 
-export function openCompanies (store: Store): Companies {
+export function openCompanies (store: Store, opts: CompaniesOptions = {}): Companies {
   const db = store.db<CompanyRecord>('companies')
   const generation = openGeneration(store)
+  const onePerSite = opts.onePerSite ?? true
+  // String keys only: the msgpack shapes live under a symbol key of the same db.
+  const all = (): CompanyRecord[] => [...db.getRange()].filter(e => typeof e.key === 'string').map(e => e.value)
+  /** Read inside the write, so two writers cannot each pass the check and overlap. */
+  const conflictOf = (c: CompanyRecord): PerimeterOverlap | undefined =>
+    onePerSite && c.status === 'active' ? overlapOf(c, all()) : undefined
   const companies: Companies = {
     get (id: string): CompanyRecord | undefined {
       return db.get(id)
     },
-    list (): CompanyRecord[] {
-      // String keys only: the msgpack shapes live under a symbol key of the same db.
-      return [...db.getRange()].filter(e => typeof e.key === 'string').map(e => e.value)
-    },
+    list: all,
     async add (c: CompanyRecord): Promise<void> {
-      const added = await store.writeDurable(() => {
-        if (db.get(c.id)) return false
+      const outcome = await store.writeDurable((): 'taken' | PerimeterOverlap | undefined => {
+        if (db.get(c.id)) return 'taken'
+        const overlap = conflictOf(c)
+        if (overlap) return overlap
         db.putSync(c.id, c)
         generation.bump()
-        return true
+        return undefined
       })
-      if (!added) throw new EpxError('EPX_CONFLICT', [`company ${c.id} already exists`])
+      if (outcome === 'taken') throw new EpxError('EPX_CONFLICT', [`company ${c.id} already exists`], { details: { company: c.id } })
+      if (outcome) throw overlapError(outcome)
     },
     async update (id: string, change: (c: CompanyRecord) => CompanyRecord): Promise<CompanyRecord> {
-      const next = await store.writeDurable(() => {
+      const outcome = await store.writeDurable((): CompanyRecord | PerimeterOverlap | undefined => {
         const c = db.get(id)
         if (!c) return undefined
         const n = change(c)
+        // Checked only when it becomes active or its perimeter changes: a suspension or a
+        // new pin of a company that overlaps from before the rule stays possible.
+        if (n.status === 'active' && (c.status !== 'active' || !samePerimeter(c.perimeter, n.perimeter))) {
+          const overlap = conflictOf(n)
+          if (overlap) return overlap
+        }
         db.putSync(id, n)
         generation.bump()   // a suspension or a new binding reaches cached callers
         return n
       })
-      if (!next) throw new EpxError('EPX_NOT_FOUND', [`no company ${id}`])
-      return next
+      if (!outcome) throw new EpxError('EPX_NOT_FOUND', [`no company ${id}`])
+      if ('shared' in outcome) throw overlapError(outcome)
+      return outcome
     },
     setPins (id: string, change: (pins: readonly string[]) => readonly string[]): Promise<CompanyRecord> {
       return companies.update(id, c => {
@@ -85,4 +167,9 @@ export function openCompanies (store: Store): Companies {
     },
   }
   return companies
+}
+
+function samePerimeter (a: CompanyRecord['perimeter'], b: CompanyRecord['perimeter']): boolean {
+  if (a === 'all' || b === 'all') return a === b
+  return a.length === b.length && a.every((s, i) => s === b[i])
 }

@@ -9,7 +9,8 @@ import { openAudit } from '../../src/store/audit.ts'
 // the flags and the CLI answer "who sent what, what is infeasible".
 const dir = await initializedDataDir(t)
 const epx = await startEpx(t, { dataDir: dir, now: '2026-11-21T12:30:00Z' })
-const { cert } = await epx.addCompany('acme')
+// Sites 1 and 2 (one BSP per site): the CLI adds beta on site 3 below.
+const { cert } = await epx.addCompany('acme', { perimeter: [siteId(1), siteId(2)] })
 const inbound = await epx.addToken('acme', ['inbound:programme-soutirage'])
 const outbound = await epx.addToken('acme', ['outbound:besoins-agreges'])
 const revoked = await epx.addToken('acme', ['outbound:besoins-agreges'], { revoked: true })
@@ -115,7 +116,7 @@ t.test('epx audit list answers who did what, filtered by action, company and tim
 })
 
 t.test('token and company changes made with the CLI are audited with the CLI user', async t => {
-  t.equal((await cli(dir, 'company', 'add', 'beta', '--name', 'Beta')).code, 0)
+  t.equal((await cli(dir, 'company', 'add', 'beta', '--name', 'Beta', '--sites', siteId(3))).code, 0)
   const created = JSON.parse((await cli(dir, 'token', 'create', '--company', 'beta', '--scope', 'outbound:besoins-agreges', '--json')).out)
   t.equal((await cli(dir, 'token', 'revoke', created.id)).code, 0)
   t.equal((await cli(dir, 'company', 'suspend', 'beta')).code, 0)

@@ -28,6 +28,9 @@ t.test('Retry-After as an HTTP date, or absent; error bodies that are not JSON',
   t.equal(busy.kind === 'retry' && busy.retryAfterSecs, 30, 'seconds from the client\'s clock until that date')
   next = { status: 404, headers: { 'retry-after': 'soon' } }
   t.match(await client.getBesoins({ siteId: 'PRM30000000000001', targetDate: '2026-11-22', lastModified: 'Sat, 21 Nov 2026 07:00:00 GMT' }), { kind: 'retry', status: 404, retryAfterSecs: undefined })
+  // A wrong path is no "not yet": the client does not poll it again.
+  next = { status: 404, headers: { 'content-type': 'application/problem+json' }, body: '{"type":"x/errors/unknown-path","title":"Not Found","status":404,"detail":"no resource at /x","code":"UNKNOWN_PATH"}' }
+  t.match(await client.getBesoins({ siteId: 'PRM30000000000001', targetDate: '2026-11-22' }), { kind: 'refused', status: 404, detail: 'no resource at /x' })
   next = { status: 502, body: 'bad gateway' }
   t.match(await client.getBesoins({ siteId: 'PRM30000000000001', targetDate: '2026-11-22' }), { kind: 'refused', status: 502, detail: 'HTTP 502' })
   t.match(await client.postProgramme('{}'), { kind: 'refused', status: 502, message: 'HTTP 502', details: {} })

@@ -108,6 +108,16 @@ t.test('epx bsp status: what became of the programmes of a day, read over the AP
   t.match(JSON.parse(json.out), { target_date: DAY, count: 1, instructions: [{ instruction_id: id, site_id: siteId(2), status: 'applied' }] })
   const bad = await runEpx(root, 'bsp', 'status', ...conn, '--date', '2026-02-30')
   t.equal(bad.code, 2)
+  const { secret } = await epx.addToken('acme', ['outbound:besoins-agreges'])
+  const tokenFile = join(root, 'out.token')
+  writeFileSync(tokenFile, secret, { mode: 0o600 })
+  const denied = await runEpx(root, 'bsp', 'status', ...conn.slice(0, -2), '--token-file', tokenFile, '--date', DAY)
+  t.equal(denied.code, 1)
+  t.match(denied.err, /^epx: SCOPE_DENIED: token lacks scope 'inbound:programme-soutirage'/)
+  const none = await runEpx(root, 'bsp', 'status', ...conn, '--date', '2026-11-23')
+  t.equal(none.code, 0)
+  t.equal(none.out, '')
+  t.match(none.err, /0 instruction\(s\) of your company for 2026-11-23/)
 })
 
 t.test('the token comes from a file or EPX_BSP_TOKEN, never an argument', async t => {

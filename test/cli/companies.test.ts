@@ -27,6 +27,18 @@ t.test('company add stores the company, active, with the default subject CN=<ID>
   t.match(await stored('acme-bsp'), { id: 'acme-bsp', name: 'ACME', status: 'active', certSubject: 'CN=acme-bsp,O=ACME', perimeter: 'all' })
 })
 
+t.test('one BSP per site: a company whose perimeter would share a site with an active one is refused, naming it; narrowing first makes room', async t => {
+  const refused = await epx(dir, 'company', 'add', 'volt', '--name', 'Volt SA', '--sites', 'PRM00000000000001')
+  t.equal(refused.code, 1)
+  t.match(refused.err, /^epx: the perimeter of company volt would share every site \(the perimeter of acme-bsp is "all sites"\) with active company acme-bsp's: one BSP per site.*Narrow acme-bsp's perimeter first \(epx company perimeter acme-bsp --sites PRM,\.\.\.\)/)
+  t.equal(await stored('volt'), undefined, 'not stored')
+  const narrowed = await epx(dir, 'company', 'perimeter', 'acme-bsp', '--sites', 'PRM00000000000009')
+  t.equal(narrowed.code, 0, narrowed.err)
+  t.equal(narrowed.out, 'company acme-bsp: perimeter 1 site(s): PRM00000000000009')
+  t.same((await stored('acme-bsp'))?.perimeter, ['PRM00000000000009'])
+  t.equal((await epx(dir, 'company', 'perimeter', 'acme-bsp')).code, 2, 'no --sites: a usage error')
+})
+
 t.test('company add canonicalizes --cert-subject and takes PRM lists, comma-separated or repeated', async t => {
   const r = await epx(dir, 'company', 'add', 'volt', '--name', 'Volt SA', '--cert-subject', 'O=Volt, CN=volt-prod',
     '--sites', 'PRM00000000000001,PRM00000000000002', '--sites', 'PRM00000000000002')
@@ -94,10 +106,41 @@ t.test('company list shows every company; --json prints an array', async t => {
   const r = await epx(dir, 'company', 'list')
   t.equal(r.code, 0)
   t.match(r.lines[0], /^ID\s+NAME\s+STATUS\s+PERIMETER\s+CERTIFICATE SUBJECT\s+PINS$/)
-  t.match(r.out, /acme-bsp\s+ACME\s+active\s+all\s+CN=acme-bsp,O=ACME/)
+  t.match(r.out, /acme-bsp\s+ACME\s+active\s+1 site\(s\)\s+CN=acme-bsp,O=ACME/)
+  t.equal(r.err, '', 'no overlap to report')
   t.match(r.out, /volt\s+Volt SA\s+active\s+2 site\(s\)/)
   const j = JSON.parse((await epx(dir, 'company', 'list', '--json')).out)
   t.same(j.map((c: { id: string }) => c.id).sort(), ['acme-bsp', 'volt'])
+})
+
+t.test('one BSP per site: a perimeter change or a resume that would overlap is refused, naming the other company', async t => {
+  const grow = await epx(dir, 'company', 'perimeter', 'volt', '--sites', 'PRM00000000000002,PRM00000000000009')
+  t.equal(grow.code, 1)
+  t.match(grow.err, /would share site\(s\) PRM00000000000009 with active company acme-bsp's/)
+  t.same((await stored('volt'))?.perimeter, ['PRM00000000000001', 'PRM00000000000002'], 'unchanged')
+  t.equal((await epx(dir, 'company', 'suspend', 'volt')).code, 0)
+  t.equal((await epx(dir, 'company', 'add', 'spare', '--name', 'Spare', '--sites', 'PRM00000000000002')).code, 0, 'a suspended company\'s sites are free')
+  const resume = await epx(dir, 'company', 'resume', 'volt')
+  t.equal(resume.code, 1)
+  t.match(resume.err, /the perimeter of company volt would share site\(s\) PRM00000000000002 with active company spare's/)
+  t.equal((await stored('volt'))?.status, 'suspended', 'still suspended')
+  t.equal((await epx(dir, 'company', 'perimeter', 'volt', '--sites', 'PRM00000000000001')).code, 0, 'a suspended company\'s perimeter changes freely')
+  t.equal((await epx(dir, 'company', 'resume', 'volt')).code, 0, 'resumed once its perimeter is its own')
+})
+
+t.test('overlaps stored before the rule are reported by company list, and the company can still be suspended or pinned', async t => {
+  const d = await initializedDataDir(t)
+  const store = openStore(inDataDir(d, 'epx.lmdb'))
+  const asStored = openCompanies(store, { onePerSite: false })
+  for (const id of ['old-a', 'old-b']) await asStored.add({ id, name: id, status: 'active', certSubject: `CN=${id},O=${id}`, perimeter: 'all', createdAt: '2026-11-01T00:00:00Z' })
+  await store.close()
+  const list = await epx(d, 'company', 'list')
+  t.equal(list.code, 0)
+  t.match(list.err, /^epx: warning: active companies old-a and old-b share every site \(the perimeter of old-a and of old-b is "all sites"\): the later emitted_at of either supersedes the other's programme; narrow one perimeter/)
+  t.match((await epx(d, 'company', 'list', '--json')).err, /warning: active companies old-a and old-b/)
+  t.equal((await epx(d, 'company', 'pin-cert', 'old-a', 'AB'.repeat(32))).code, 0, 'a pin change is not a perimeter change')
+  t.equal((await epx(d, 'company', 'suspend', 'old-b')).code, 0)
+  t.equal((await epx(d, 'company', 'list')).err, '', 'nothing to report once one is suspended')
 })
 
 t.test('company list on an empty store says how to add one', async t => {

@@ -6,6 +6,7 @@ import { Agent, request } from 'undici'
 import { conformance } from '../helpers/openapi.ts'
 import { epx, initializedDataDir, startEpx } from '../helpers/cli.ts'
 import { INBOUND_PATH, programme } from '../helpers/programme.ts'
+import { addDays, parisDateOf } from '../../src/contract/paris-day.ts'
 import { openStore } from '../../src/store/open-store.ts'
 import { openInstructions } from '../../src/store/instructions.ts'
 import { openRevisions } from '../../src/store/revisions.ts'
@@ -37,11 +38,14 @@ t.test('epx store backup while epx start takes programmes: the restored copy has
   const acknowledged: Array<{ id: string; at: number }> = []
   let writing = true
   let n = 0
+  // `epx start` runs on the system clock: tomorrow in Paris, emitted_at an hour back and on.
+  const targetDate = addDays(parisDateOf(new Date()), 1)
+  const from = Date.now() - 3_600_000
   const writer = (async () => {
     while (writing) {
-      const emittedAt = new Date(Date.UTC(2026, 10, 21, 12, 0, n++)).toISOString()
+      const emittedAt = new Date(from + 1000 * n++).toISOString()
       const res = await request(url, {
-        method: 'POST', dispatcher: agent, body: JSON.stringify(programme({ sites: 3, emittedAt })),
+        method: 'POST', dispatcher: agent, body: JSON.stringify(programme({ sites: 3, emittedAt, targetDate })),
         headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
       })
       const body = await res.body.json() as { instructions: Array<{ instruction_id: string }> }

@@ -6,7 +6,7 @@ import { openTokens } from '../../src/store/tokens.ts'
 import { epx, initializedDataDir, spawnEpx } from '../helpers/cli.ts'
 
 const dir = await initializedDataDir(t)
-await epx(dir, 'company', 'add', 'acme', '--name', 'ACME')
+await epx(dir, 'company', 'add', 'acme', '--name', 'ACME', '--sites', 'PRM00000000000001')
 
 async function withTokens<T> (fn: (tokens: ReturnType<typeof openTokens>) => T): Promise<T> {
   const store = openStore(inDataDir(dir, 'epx.lmdb'))
@@ -68,7 +68,7 @@ t.test('token create for an unknown company exits 1', async t => {
 })
 
 t.test('token create for a suspended company works but warns on stderr', async t => {
-  await epx(dir, 'company', 'add', 'sleepy', '--name', 'Sleepy')
+  await epx(dir, 'company', 'add', 'sleepy', '--name', 'Sleepy', '--sites', 'PRM00000000000002')
   await epx(dir, 'company', 'suspend', 'sleepy')
   const r = await epx(dir, 'token', 'create', '--company', 'sleepy', '--scope', 'outbound:besoins-agreges')
   t.equal(r.code, 0)

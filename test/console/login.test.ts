@@ -8,7 +8,8 @@ import { startEpx } from '../helpers/epx.ts'
 const epx = await startEpx(t, { config: { console: { enabled: true } } })
 const url = epx.handle.consoleUrl!
 const browser = await launchBrowser(t)
-await epx.addCompany('acme')
+// Site 1 only (one BSP per site): the admin form below adds a company on site 3.
+await epx.addCompany('acme', { perimeter: ['PRM30000000000001'] })
 const admin = await addUser(epx.store, { username: 'root', admin: true, companyId: null }, Date.now())
 const member = await addUser(epx.store, { username: 'alice', admin: false, companyId: 'acme' }, Date.now())
 
@@ -162,7 +163,7 @@ t.test('a form posted without its CSRF token, or from a foreign Origin, is refus
   t.equal(epx.companies.get('csrf-victim'), undefined)
 
   const same = await page.request.post(new URL('/admin/companies', url).href, {
-    form: { _csrf: csrf, id: 'csrf-ok', name: 'Ok', sites: 'all' }, headers: { origin: url.origin }, maxRedirects: 0,
+    form: { _csrf: csrf, id: 'csrf-ok', name: 'Ok', sites: 'PRM30000000000003' }, headers: { origin: url.origin }, maxRedirects: 0,
   })
   t.equal(same.status(), 303, 'the same request from the console itself goes through (the refusals above were the checks)')
 })

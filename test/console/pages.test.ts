@@ -6,11 +6,13 @@ import { accessibilityProblems, launchBrowser, login, newPage, screenshot, signI
 import { startEpx } from '../helpers/epx.ts'
 
 // One epx and one browser for the file; the clock stands on 2026-11-21, so "tomorrow" is the 22nd.
-const epx = await startEpx(t, { config: { console: { enabled: true } } })
+// One BSP per site: acme, beta and the company the admin test adds each have their own sites.
+const epx = await startEpx(t, { sites: 4, config: { console: { enabled: true } } })
 const url = epx.handle.consoleUrl!
 const browser = await launchBrowser(t)
-const { cert: acmeCert } = await epx.addCompany('acme')
-await epx.addCompany('beta')
+const sites = epx.ref.sites.map(s => s.site_id)
+const { cert: acmeCert } = await epx.addCompany('acme', { perimeter: [sites[0]!, sites[1]!] })
+await epx.addCompany('beta', { perimeter: [sites[2]!] })
 const admin = await addUser(epx.store, { username: 'root', admin: true, companyId: null }, Date.now())
 const member = await addUser(epx.store, { username: 'alice', admin: false, companyId: 'acme' }, Date.now())
 const site = epx.ref.sites[0]!.site_id
@@ -99,10 +101,17 @@ t.test('admin pages: a company named <script> is shown as text; users and "publi
   await page.getByLabel('Identifiant', { exact: true }).fill('evil-co')
   await page.getByLabel('Nom').fill(evil)
   await page.getByLabel('Sujet du certificat').fill('CN=evil-co,O=Evil Co')
+  // One BSP per site: acme's site is refused, naming acme; a free one is taken.
   await page.getByLabel('Périmètre').fill(site)
   await page.getByRole('button', { name: 'Ajouter' }).click()
+  await page.waitForLoadState()
+  await t.resolveMatch(page.getByRole('alert').textContent(), /partagerait des sites avec celui de l'entreprise active acme \(un seul BSP par site/)
+  t.equal(epx.companies.get('evil-co'), undefined, 'not added')
+  const spare = sites[3]!
+  await page.getByLabel('Périmètre').fill(spare)
+  await page.getByRole('button', { name: 'Ajouter' }).click()
   await page.waitForURL(/\/admin\/companies\/evil-co$/)
-  t.match(epx.companies.get('evil-co'), { name: evil, perimeter: [site], certSubject: 'CN=evil-co,O=Evil Co' })
+  t.match(epx.companies.get('evil-co'), { name: evil, perimeter: [spare], certSubject: 'CN=evil-co,O=Evil Co' })
   await page.goto(new URL('/admin/companies', url).href)
   await t.resolveMatch(page.getByRole('cell', { name: evil, exact: true }).count(), 1, 'the name is shown as text')
   t.equal(await page.locator('main script, main img').count(), 0, 'no element came from the name')
@@ -114,7 +123,12 @@ t.test('admin pages: a company named <script> is shown as text; users and "publi
   await page.getByRole('button', { name: 'Enregistrer le périmètre' }).click()
   await page.waitForLoadState()
   await t.resolveMatch(page.getByRole('alert').textContent(), /Périmètre invalide : invalid site id\(s\) 'PRM123'/)
-  t.same(epx.companies.get('evil-co')?.perimeter, [site], 'a bad perimeter changes nothing')
+  t.same(epx.companies.get('evil-co')?.perimeter, [spare], 'a bad perimeter changes nothing')
+  await page.getByLabel('Sites').fill('all')
+  await page.getByRole('button', { name: 'Enregistrer le périmètre' }).click()
+  await page.waitForLoadState()
+  await t.resolveMatch(page.getByRole('alert').textContent(), /Périmètre refusé : le périmètre partagerait des sites avec celui de l'entreprise active acme/)
+  t.same(epx.companies.get('evil-co')?.perimeter, [spare], '"all" overlaps every other active company: refused')
   await page.getByLabel('Sujet lié').fill('CN=evil-co,O=Evil')
   await page.getByRole('button', { name: 'Enregistrer le sujet' }).click()
   await page.waitForLoadState()
@@ -147,9 +161,9 @@ t.test('admin pages: a company named <script> is shown as text; users and "publi
   const before = (await epx.request({ path: OUTBOUND_PATH, query: { site_id: site, target_date: TOMORROW }, cert: acmeCert, token: (await epx.addToken('acme', ['outbound:besoins-agreges'])).secret })).headers.etag
   await page.getByRole('button', { name: 'Publier maintenant' }).click()
   await page.waitForLoadState()
-  await t.resolveMatch(page.getByRole('status').first().textContent(), `3 site(s) publié(s) pour le ${TOMORROW} ; 0 en échec.`)
+  await t.resolveMatch(page.getByRole('status').first().textContent(), `4 site(s) publié(s) pour le ${TOMORROW} ; 0 en échec.`)
   const etags = await page.locator('table code').allTextContents()
-  t.equal(etags.length, 3)
+  t.equal(etags.length, 4)
   t.not(etags[0], before, 'a new revision was published')
   await noAccessibilityProblem(t, page, 'admin-publish-report')
 })

@@ -20,7 +20,8 @@ t.test('the published schemas are draft 2020-12, made from the objects the door 
   t.equal((p.properties as any).sites.maxItems, 5000)
   t.notOk(JSON.stringify(p).includes('"fix"'), 'fix messages became descriptions')
   t.equal((p.properties as any).sites.description, 'must be a non-empty array of sites')
-  t.equal((receiptJsonSchema() as any).properties.instructions.items.required.length, 3)
+  // The contract's three fields, and the extension `status` (DECISIONS.md "Inbound").
+  t.same((receiptJsonSchema() as any).properties.instructions.items.required, ['instruction_id', 'site_id', 'periods_count', 'status'])
 })
 
 t.test('a BSP\'s validator accepts what epx accepts, field by field', async t => {

@@ -124,7 +124,9 @@ export async function startEpx (t: Test, opts: StartEpxOptions = {}): Promise<Te
     storeFaults: faults,
     ...(opts.doorHeapMb ? { doorHeapMb: opts.doorHeapMb } : {}),
     onDoor: d => { door = d; opts.onDoor?.(d) },
-    onStore: s => { store = s; companies = openCompanies(s); tokens = openTokens(s) },
+    // Records written as stored, overlapping perimeters included (two "all sites" companies
+    // are common in tests); test/store/companies.test.ts and the CLI and console tests hold one BSP per site.
+    onStore: s => { store = s; companies = openCompanies(s, { onePerSite: false }); tokens = openTokens(s) },
   })
   let handle = await open()
 

@@ -34,7 +34,8 @@ export function seedStore (t: Test): Seeded {
   const store = openStore(join(t.testdir(), 'store'))
   const instructions = openInstructions(store)
   const revisions = openRevisions(store, { retentionDays: 90 })
-  const companies = openCompanies(store)
+  // Records as stored, overlapping perimeters included (data from before one BSP per site).
+  const companies = openCompanies(store, { onePerSite: false })
   t.teardown(async () => { revisions.close(); await store.close() })
   return {
     store, instructions, revisions, companies,

@@ -1,11 +1,11 @@
 /**
- * `epx company add|suspend|resume|show|list` (and `pin-cert|unpin-cert`,
+ * `epx company add|perimeter|suspend|resume|show|list` (and `pin-cert|unpin-cert`,
  * company-pins.ts): the BSP companies, their certificate binding and their perimeter (DECISIONS.md "Authentication and tenancy").
  * @module
  */
 import { companyIdProblem, readCertSubject, readPerimeter } from '../../auth/company-rules.ts'
 import { EpxError } from '../../errors.ts'
-import { openCompanies, pinsOf, type CompanyRecord } from '../../store/companies.ts'
+import { describeShared, openCompanies, perimeterOverlaps, pinsOf, type CompanyRecord } from '../../store/companies.ts'
 import { openTokens, tokenState } from '../../store/tokens.ts'
 import { cliActor, openAudit } from '../../store/audit.ts'
 import { required } from '../args.ts'
@@ -21,7 +21,9 @@ const addSpec: CommandSpec = {
   about: [
     'Registers a BSP company. ID: 2 to 63 lowercase letters, digits or "-".',
     'Its client certificate must carry the bound subject (default CN=<ID>,O=<NAME>);',
-    '`epx cert issue ID` makes one. Its perimeter is the sites it may read and program.',
+    '`epx cert issue ID` makes one. Its perimeter is the sites it may read and program:',
+    'one BSP per site, so it may not share a site with another active company\'s perimeter',
+    '("all" shares every site): narrow the other first (`epx company perimeter`).',
   ].join('\n'),
   positionals: ['ID'],
   options: {
@@ -68,13 +70,38 @@ const add = defineCommand(addSpec, async (args, io) => {
   io.out(`next: epx cert issue ${id} --out DIR, then epx token create --company ${id} --scope SCOPE`)
 })
 
+const perimeterSpec: CommandSpec = {
+  usage: 'epx company perimeter ID --sites all|PRM...',
+  summary: 'change the sites a company may read and program',
+  about: [
+    'Replaces a company\'s perimeter. One BSP per site: an active company\'s perimeter may not share',
+    'a site with another active company\'s ("all" shares every site); the refusal names the other.',
+    'Narrow a perimeter before giving its sites to another company.',
+  ].join('\n'),
+  positionals: ['ID'],
+  options: {
+    sites: { type: 'string', multiple: true, arg: 'all|PRM,...', help: 'the new perimeter: "all" or PRM ids, comma-separated (required)' },
+  },
+}
+
+const perimeterCommand = defineCommand(perimeterSpec, async (args, io) => {
+  const id = checkCompanyId(args.positionals[0]!, perimeterSpec)
+  if (args.strings('sites').length === 0) throw usageError(perimeterSpec, 'missing --sites all|PRM,...')
+  const perimeter = parsePerimeter(args.strings('sites'), perimeterSpec)
+  await withStore(io.dataDir, async store => {
+    await openCompanies(store).update(id, c => ({ ...c, perimeter }))
+    await openAudit(store).append({ actor: cliActor(), action: 'company.rebound', subject: id, outcome: 'ok', details: { perimeter } }, Date.now())
+  })
+  io.out(`company ${id}: perimeter ${describePerimeter(perimeter)}`)
+})
+
 function statusCommand (name: 'suspend' | 'resume', status: CompanyRecord['status']): Command {
   const spec: CommandSpec = {
     usage: `epx company ${name} ID`,
     summary: name === 'suspend' ? 'suspend a company (403 COMPANY_SUSPENDED)' : 'resume a suspended company',
     about: name === 'suspend'
       ? 'Suspends a company: its calls get 403 COMPANY_SUSPENDED from the next request on. Its tokens are kept.'
-      : 'Resumes a suspended company: its valid tokens work again from the next request on.',
+      : 'Resumes a suspended company: its valid tokens work again from the next request on. Refused while its perimeter shares a site with another active company\'s (one BSP per site).',
     positionals: ['ID'],
   }
   return defineCommand(spec, async (args, io) => {
@@ -138,6 +165,7 @@ const list = defineCommand(listSpec, async (args, io) => {
 function printCompanies (companies: readonly CompanyRecord[], json: boolean, io: CliIo): void {
   if (json) {
     io.out(JSON.stringify(companies.map(asShown), null, 2))
+    reportOverlaps(companies, io)
     return
   }
   if (companies.length === 0) {
@@ -148,6 +176,15 @@ function printCompanies (companies: readonly CompanyRecord[], json: boolean, io:
     c.id, c.name, c.status, c.perimeter === 'all' ? 'all' : `${c.perimeter.length} site(s)`, c.certSubject, String(pinsOf(c).length),
   ])
   for (const line of formatTable([['ID', 'NAME', 'STATUS', 'PERIMETER', 'CERTIFICATE SUBJECT', 'PINS'], ...rows])) io.out(line)
+  reportOverlaps(companies, io)
+}
+
+/** Overlaps stored before one BSP per site was the rule: each said once, with what to do. */
+function reportOverlaps (companies: readonly CompanyRecord[], io: CliIo): void {
+  for (const o of perimeterOverlaps(companies)) {
+    io.err(`epx: warning: active companies ${o.a.id} and ${o.b.id} share ${describeShared(o)}: the later emitted_at of either supersedes ` +
+      `the other's programme; narrow one perimeter (epx company perimeter ID --sites PRM,...) or suspend one`)
+  }
 }
 
 /** The record as `--json` prints it: its pins always under `certPins`, older records' single pin included. */
@@ -164,5 +201,5 @@ function pinRows (c: CompanyRecord): string[][] {
 }
 
 export const companySubcommands: readonly Command[] = [
-  add, statusCommand('suspend', 'suspended'), statusCommand('resume', 'active'), show, list, ...pinCommands,
+  add, perimeterCommand, statusCommand('suspend', 'suspended'), statusCommand('resume', 'active'), show, list, ...pinCommands,
 ]

@@ -6,6 +6,7 @@
  */
 import type { FastifyInstance, FastifyReply } from 'fastify'
 import { tokenState } from '../../store/tokens.ts'
+import { isEpxError } from '../../errors.ts'
 import { pinsOf, type CompanyRecord } from '../../store/companies.ts'
 import { fieldText } from '../access.ts'
 import type { ConsoleDeps } from '../deps.ts'
@@ -100,6 +101,17 @@ ${form('perimeter', html`<p><label for="sites">Sites</label><textarea id="sites"
   })
 }
 
+/** The other company of a refused overlap (store/companies.ts), or undefined for any other error. */
+function overlapping (err: unknown): string | undefined {
+  return isEpxError(err) && err.code === 'EPX_CONFLICT' && err.details?.shared !== undefined ? err.details.company : undefined
+}
+
+/** DECISIONS.md "Authentication and tenancy", as the console says it. */
+function onePerSite (other: string): string {
+  return `le périmètre partagerait des sites avec celui de l'entreprise active ${other} (un seul BSP par site : sinon le programme de l'une remplacerait celui de l'autre). ` +
+    `Réduisez d'abord le périmètre de ${other}, ou suspendez-la.`
+}
+
 export function companiesAdmin (app: FastifyInstance, deps: ConsoleDeps): void {
   app.get('/admin/companies', ADMIN, async (request, reply) => listPage(reply, deps, request.viewer!))
 
@@ -115,7 +127,13 @@ export function companiesAdmin (app: FastifyInstance, deps: ConsoleDeps): void {
     const record: CompanyRecord = {
       id: form.id, name: form.name, status: 'active', certSubject: subject.subject, perimeter: perimeter.perimeter, createdAt: deps.clock.now().toISOString(),
     }
-    await deps.companies.add(record)
+    try {
+      await deps.companies.add(record)
+    } catch (err) {
+      const other = overlapping(err)
+      if (!other) throw err
+      return listPage(reply.code(409), deps, request.viewer!, onePerSite(other), form)
+    }
     deps.log.info({ company: record.id, by: request.viewer!.username }, 'console: company added')
     auditConsole(deps, request.viewer!.username, 'company.created', record.id, 'ok', { certSubject: record.certSubject, perimeter: record.perimeter })
     const warning = unmanagedWarning(record.perimeter, await deps.sites())
@@ -138,7 +156,14 @@ export function companiesAdmin (app: FastifyInstance, deps: ConsoleDeps): void {
     const status = fieldText(request.body, 'status')
     if (status !== 'active' && status !== 'suspended') return detailPage(reply.code(400), deps, request.viewer!, c, undefined, 'État inconnu.')
     if (status === 'suspended' && fieldText(request.body, 'confirmed') !== 'yes') return confirmSuspension(reply, deps, request.viewer!, c)
-    const next = await deps.companies.update(c.id, r => ({ ...r, status }))
+    let next: CompanyRecord
+    try {
+      next = await deps.companies.update(c.id, r => ({ ...r, status }))
+    } catch (err) {
+      const other = overlapping(err)
+      if (!other) throw err
+      return detailPage(reply.code(409), deps, request.viewer!, c, undefined, `Réactivation refusée : ${onePerSite(other)}`)
+    }
     if (status === 'suspended') {
       await deps.sessions.deleteWhere(s => deps.users.get(s.username)?.companyId === c.id)
     }
@@ -162,7 +187,14 @@ export function companiesAdmin (app: FastifyInstance, deps: ConsoleDeps): void {
     if (!c) return notFound(reply)
     const perimeter = readPerimeterFr([fieldText(request.body, 'sites')])
     if ('problem' in perimeter) return detailPage(reply.code(400), deps, request.viewer!, c, undefined, perimeter.problem)
-    const next = await deps.companies.update(c.id, r => ({ ...r, perimeter: perimeter.perimeter }))
+    let next: CompanyRecord
+    try {
+      next = await deps.companies.update(c.id, r => ({ ...r, perimeter: perimeter.perimeter }))
+    } catch (err) {
+      const other = overlapping(err)
+      if (!other) throw err
+      return detailPage(reply.code(409), deps, request.viewer!, c, undefined, `Périmètre refusé : ${onePerSite(other)}`)
+    }
     auditConsole(deps, request.viewer!.username, 'company.rebound', c.id, 'ok', { perimeter: perimeter.perimeter })
     return detailPage(reply, deps, request.viewer!, next, 'Périmètre enregistré.', undefined, unmanagedWarning(next.perimeter, await deps.sites()))
   })
