@@ -61,7 +61,7 @@ export interface Enqueuer {
 export function createEnqueuer (deps: EnqueueDeps): Enqueuer {
   const { solver, instructions, clock, log } = deps
   const warn = (what: string) => (err: unknown) => log.warn({ err, code: (err as { code?: string })?.code }, what)
-  /** Status writes not yet settled: close() waits for them (README "Guarantees"). */
+  /** Status writes not yet settled: close() waits for them (docs/plugin-contract.md "Guarantees"). */
   const pending = new Set<Promise<void>>()
   const track = (write: Promise<void>, what: string): void => {
     const settled = write.catch(warn(what)).finally(() => pending.delete(settled))
