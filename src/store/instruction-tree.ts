@@ -12,9 +12,6 @@
  * statuses, the effective index, the audit trail, the flags) and now touches three: ~40 µs
  * of CPU and ~0.14 ms of commit less each (`bench/commit-trees.ts`; bench/README.md
  * "What the figures are made of").
- * Statuses and flags written before 2026-11-24 live in trees of their own
- * (`instruction-states`, `instruction-feasibility`): they are still read, and pruned
- * with their instructions.
  * @module
  */
 import type { Key } from 'lmdb'

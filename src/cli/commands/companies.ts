@@ -150,10 +150,9 @@ function printCompanies (companies: readonly CompanyRecord[], json: boolean, io:
   for (const line of formatTable([['ID', 'NAME', 'STATUS', 'PERIMETER', 'CERTIFICATE SUBJECT', 'PINS'], ...rows])) io.out(line)
 }
 
-/** The record as `--json` prints it: its pins always under `certPins`, older records' single pin included. */
+/** The record as `--json` prints it: its pins always under `certPins`, `[]` when none. */
 function asShown (c: CompanyRecord): CompanyRecord {
-  const { certFingerprint256: _legacy, ...rest } = c
-  return { ...rest, certPins: pinsOf(c) }
+  return { ...c, certPins: pinsOf(c) }
 }
 
 /** One row per pinned fingerprint (a fingerprint is 95 characters: one per line reads best). */
