@@ -54,4 +54,6 @@ t.test('the README stays a front door: short, with a table of contents', async t
   t.match(readme, /^## Contents$/m, 'a table of contents')
   t.match(readme, /npm install && npm start/, 'the first command')
   t.match(readme, /npm test/, 'the second command')
+  const engines = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')).engines.node as string
+  t.ok(readme.includes(`Node.js **${engines.replace('>=', '>= ')}**`), `the Node.js range it states is package.json's (${engines})`)
 })
