@@ -1,6 +1,6 @@
 /**
  * `node --import=tsx bench/door-start.ts [--cycles N]`: how long the built plugin's API
- * door takes to start in its worker thread (issue 12: a killed worker is back after its
+ * door takes to start in its worker thread (a killed worker is back after its
  * 100 ms backoff plus this), measured as the activation time of the built plugin
  * (`dist/`, loaded through its manifest, as a solver does) with `api.inWorker` on, minus
  * the same activation with the door on the host's thread, alternated, median of N.

@@ -1,5 +1,5 @@
 /**
- * What epx costs its host's event loop (issue 12, item 5), measured by a probe inside the
+ * What epx costs its host's event loop (bench/README.md "The host's view"), measured by a probe inside the
  * server's own process (`servers/harness.ts`, `start` with `probe`): the event-loop delay
  * at 1 ms resolution (`monitorEventLoopDelay`), p99 and max, with no traffic, while the
  * load process opens new mTLS connections (one GET each, 50 at a time), during GET 200 at

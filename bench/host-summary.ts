@@ -8,7 +8,7 @@ import { DELAY_MAX_MS, DELAY_P99_OVER_QUIET_MS, LOOP_CASES, MAIN_THREAD_US, type
 import { roundsTarget, valueTarget } from './targets.ts'
 
 /**
- * E's host figures against issue 12's targets (E with the plugin's default: the door in its
+ * E's host figures against their targets (bench/README.md "Targets"; E with the plugin's default: the door in its
  * worker thread); A's figures are the note: what TLS and HTTP alone cost a loop that serves them.
  */
 export function hostTargets (h: HostProbe | undefined): Target[] {

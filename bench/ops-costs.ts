@@ -1,6 +1,6 @@
 /**
  * `node --import=tsx bench/ops-costs.ts [--days N] [--sites N]`: what operating epx costs
- * (issue 13), measured in one process on real LMDB in a temporary folder:
+ * (docs/operating.md), measured in one process on real LMDB in a temporary folder:
  *
  * - receipts per GET and records per accepted POST (`ops-share.ts`, also in `npm run bench`);
  * - disk: bytes a day of 10,000 sites adds (one revision per site, one programme of every

@@ -1,5 +1,5 @@
 /**
- * What operating epx (issue 13) adds to a request, measured in one process on real LMDB
+ * What operating epx (docs/operating.md) adds to a request, measured in one process on real LMDB
  * in a temporary folder, for `npm run bench` and `bench/ops-costs.ts`:
  *
  * - receipts: CPU per `Deliveries.record` call, the work a GET 200/304 adds (target: well

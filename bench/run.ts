@@ -73,7 +73,7 @@ const plan = {
   warmupMs: quick ? 250 : 700,
   // A server's first window of a scenario warms up longer: its JIT (and the load client's)
   // takes seconds of load to settle, and those seconds are not what a daemon serving for
-  // days costs. Measured in round 1 alone, they widened every interval (bench/README.md, session 8).
+  // days costs. Measured in round 1 alone, they widened every interval.
   firstWarmupMs: Number(args['first-warmup'] ?? (quick ? 2500 : 5000)),
   connections: Number(args.connections ?? 8),
   eSites: 1000,
@@ -218,7 +218,7 @@ async function main (): Promise<void> {
   }
   let rounds = 0
   while (rounds < plan.rounds) await runRound(++rounds, plan.scenarios)
-  // Item 6: more rounds, only of the scenarios whose interval is still too wide to judge.
+  // More rounds, only of the scenarios whose interval is still too wide to judge.
   const extraUntil = Date.now() + plan.budgetS * 1000
   let narrow: Scenario[] = []
   while (rounds < plan.maxRounds && Date.now() < extraUntil && (narrow = scenariosToNarrow(samples, plan.scenarios)).length) {
@@ -275,7 +275,7 @@ async function main (): Promise<void> {
     }).catch((err: Error) => ({ error: firstLine(err.message) }))
   }
   await load.stop()
-  // Issue 13: what the receipts add to a GET and the records to a POST, servers stopped.
+  // What operating epx adds: what the receipts add to a GET and the records to a POST, servers stopped.
   const ops: OpsShare | { error: string } | undefined = !specialParts.includes('ops') ? undefined
     : await measureOpsShare(join(tmp, 'ops-share')).catch((err: Error) => ({ error: firstLine(err.message) }))
 

@@ -1,5 +1,5 @@
 /**
- * From raw samples and E's special figures to the issue's targets, the stdout table,
+ * From raw samples and E's special figures to the targets (bench/README.md "Targets"), the stdout table,
  * and the machine-readable results (see bench/README.md for how to read them).
  * @module
  */
@@ -24,7 +24,7 @@ export interface SummaryInput {
   readonly sustained?: Sustained
   /** The host's view: event-loop delay, main-thread CPU, handshakes (`host-probe.ts`). */
   readonly host?: HostProbe
-  /** What operating epx adds (issue 13): receipts per GET, records per POST (`ops-share.ts`). */
+  /** What operating epx adds: receipts per GET, records per POST (`ops-share.ts`). */
   readonly ops?: OpsShare | { readonly error: string }
   readonly plan: Readonly<Record<string, unknown>> & { readonly quick: boolean }
   readonly documentBytes: number
@@ -34,7 +34,7 @@ export interface SummaryInput {
 
 const MB = 2 ** 20
 
-/** The CPU-per-request ratios the issue sets (whole process, all threads). */
+/** The CPU-per-request ratios bench/README.md sets (whole process, all threads). */
 export const RATIO_TARGETS: ReadonlyArray<{ scenario: Scenario; base: 'A' | 'B'; limit: number; name: string }> = [
   { scenario: 'GET 200', base: 'A', limit: 1.2, name: 'GET 200: CPU/request E ÷ A' },
   { scenario: 'GET 304', base: 'A', limit: 1.25, name: 'GET 304: CPU/request E ÷ A' },

@@ -15,7 +15,7 @@ import type { ServerName } from './report.ts'
 import { servedIn } from './host-probe.ts'
 
 export const SUSTAINED = 'sustained'
-/** Arrivals per second of each stream: the rates the issue measured 215 ms p99 at. */
+/** Arrivals per second of each stream (bench/README.md "Sustained"). */
 export const POST_RATE = 200
 export const GET_RATE = 200
 /** The target of E's POST p99 under that load, absolute (a durable 202, not a ratio). */

@@ -45,7 +45,7 @@ export const configSchema = {
         maxConnections: { type: 'integer', minimum: 1, default: 1024, description: 'Most open API connections (TLS handshakes included); past it new ones are closed at once, with one warn log line per episode.' },
         maxRequestsPerSocket: { type: 'integer', minimum: 1, default: 1000, description: 'Requests served on one keep-alive connection; the last answer says Connection: close and the client reconnects.' },
         logRequests: { type: 'boolean', default: true },
-        inWorker: { type: 'boolean', default: true, description: 'Serve the API (and the console and metrics listeners) from its own worker thread, off the solver\'s event loop, restarted with backoff if it dies. false: on the solver\'s thread (a host that counts every thread and megabyte, or runs epx where worker threads are not allowed; see README).' },
+        inWorker: { type: 'boolean', default: true, description: 'Serve the API (and the console and metrics listeners) from its own worker thread, off the solver\'s event loop, restarted with backoff if it dies. false: on the solver\'s thread (a host that counts every thread and megabyte, or runs epx where worker threads are not allowed; see docs/plugin-contract.md).' },
         workerNice: { type: 'integer', minimum: 0, maximum: 19, default: 10, description: 'With inWorker, how much nicer (lower in priority) the API door\'s thread is than the solver\'s (Linux; 0: the same; the result is 19 at most): when both want the CPU, the solver\'s thread goes first, and a burst of BSP handshakes delays its loop less.' },
       },
     },

@@ -118,7 +118,6 @@ export async function createEpx (host: Host, rawConfig: unknown, internals: Inte
     const ops: Operations = createOperations({
       audit,
       metrics,
-      flags,
       instructions,
       deliveries,
       retentionDays: { instructions: config.inbound.retentionDays, deliveries: config.publish.retentionDays },

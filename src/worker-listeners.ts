@@ -1,6 +1,6 @@
 /**
  * The web console's and the metrics listener's side of the door's worker (`api.inWorker`,
- * issue 12 item 3): they listen in the same thread as the API door, so neither a console
+ * docs/plugin-contract.md): they listen in the same thread as the API door, so neither a console
  * page nor a scrape takes the solver's event loop. With plugin.ts, the worker's half of
  * the composition root (the one other module that wires doors together).
  *

@@ -1,5 +1,5 @@
 // src/config-schema.ts is the one source of the configuration schema: the file the manifest
-// names and the README's configuration tables must say the same.
+// names and the configuration tables of docs/configuration.md must say the same.
 import t from 'tap'
 import { readFileSync } from 'node:fs'
 import { join, resolve } from 'node:path'
@@ -53,26 +53,25 @@ function leaves (schema: { properties?: Record<string, unknown> }, prefix = ''):
   return out
 }
 
-/** The README's configuration tables: key → default cell. */
-function readmeRows (): Map<string, string> {
-  const readme = readFileSync(join(root, 'README.md'), 'utf8')
-  const section = readme.slice(readme.indexOf('\n## Configuration\n'), readme.indexOf('\n## ', readme.indexOf('\n## Configuration\n') + 1))
+/** The configuration tables of docs/configuration.md: key → default cell. */
+function documentedRows (): Map<string, string> {
+  const section = readFileSync(join(root, 'docs', 'configuration.md'), 'utf8')
   return new Map([...section.matchAll(/^\| `([\w.]+)` \| ([^|]*) \|/gm)].map(m => [m[1]!, m[2]!.trim()]))
 }
 
-t.test("the README's plugin table lists exactly the schema's keys, each with the schema's default", async t => {
+t.test("docs/configuration.md's plugin table lists exactly the schema's keys, each with the schema's default", async t => {
   const schemaKeys = leaves(configSchema)
-  const rows = readmeRows()
+  const rows = documentedRows()
   const pluginRows = [...rows.keys()].filter(k => !k.startsWith('host.'))
   t.same(pluginRows, [...schemaKeys.keys()], 'the same keys, in the same order')
   for (const [key, leaf] of schemaKeys) {
     if (leaf.default === undefined) continue
-    t.equal(rows.get(key), `\`${String(leaf.default)}\``, `${key}: README default`)
+    t.equal(rows.get(key), `\`${String(leaf.default)}\``, `${key}: documented default`)
   }
 })
 
-t.test("the README's host table lists the reference host's settings and defaults", async t => {
+t.test("docs/configuration.md's host table lists the reference host's settings and defaults", async t => {
   const { host } = initialSettings()
-  const hostRows = [...readmeRows()].filter(([k]) => k.startsWith('host.'))
+  const hostRows = [...documentedRows()].filter(([k]) => k.startsWith('host.'))
   t.same(hostRows, Object.entries(host).map(([k, v]) => [`host.${k}`, String(v)]))
 })

@@ -16,7 +16,7 @@ import { startEpx } from './helpers/epx.ts'
 import { testPki, writePki } from './helpers/certs.ts'
 
 // With `api.inWorker`, the web console and the metrics listener serve from the API door's
-// worker (issue 12 item 3); what belongs to the host is asked of the solver's thread.
+// worker (docs/plugin-contract.md); what belongs to the host is asked of the solver's thread.
 
 const IN_WORKER = { api: { inWorker: true }, console: { enabled: true }, metrics: { enabled: true, port: 0 } }
 /** Threads of this process (Linux): the door's worker is one. */

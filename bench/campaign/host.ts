@@ -30,6 +30,13 @@ export interface HostOptions {
 
 const repoRoot = resolve(fileURLToPath(import.meta.url), '../../..')
 
+// Node ignores SIGXFSZ, so a write past the file size limit (the disk-full row's
+// `prlimit --fsize`) fails with EFBIG and the store answers 503, as in a solver daemon.
+// Under tap, a child process also runs signal-exit (tap's process-info hook), which
+// catches SIGXFSZ and raises it again when nobody else listens: the daemon would die
+// of a signal no real daemon receives. A listener of our own keeps node's behaviour.
+process.on('SIGXFSZ', () => {})
+
 /** Anonymous resident memory (the process's own, without LMDB's file-backed map); Linux only. */
 function rssAnon (): number | undefined {
   try {

@@ -1,5 +1,5 @@
 /**
- * `npm run campaign [-- --quick]`: the project's own fault campaign (README "Fault
+ * `npm run campaign [-- --quick]`: the project's own fault campaign (docs/development.md "Fault
  * campaign"), rows run one after another against the built plugin in child processes:
  * kill -9 loop, the door's thread dying under load (in process, and in the daemon through its
  * inspector), fast-check fuzz of POST bodies, mTLS

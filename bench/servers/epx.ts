@@ -53,7 +53,7 @@ function linuxRss (): { rssAnon?: number; rssFile?: number; rssShmem?: number } 
 
 /**
  * The daemon's log destination buffers lines up to this many bytes per write (pino's
- * `minLength`), as README "Plugin contract" recommends: unbuffered, every request's line is
+ * `minLength`), as docs/plugin-contract.md recommends: unbuffered, every request's line is
  * its own write(2). Not more: sonic-boom measures its whole pending text again on every
  * line, so 16 KB cost ~5 µs a line against ~3.6 µs at 1–4 KiB (measured in one process).
  */

@@ -115,7 +115,7 @@ export function serveControl (name: string, extra?: (msg: ControlMessage) => Pro
 
   const stall = monitorEventLoopDelay({ resolution: STALL_RESOLUTION_MS })
   stall.enable()
-  // The host's view (issue 12): a probe at 1 ms, on only in the windows that ask for it
+  // The host's view (bench/README.md): a probe at 1 ms, on only in the windows that ask for it
   // (its timer costs the loop a wake-up every millisecond).
   const probe = monitorEventLoopDelay({ resolution: 1 })
   let probing = false

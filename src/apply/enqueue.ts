@@ -61,7 +61,7 @@ export interface Enqueuer {
 export function createEnqueuer (deps: EnqueueDeps): Enqueuer {
   const { solver, instructions, clock, log } = deps
   const warn = (what: string) => (err: unknown) => log.warn({ err, code: (err as { code?: string })?.code }, what)
-  /** Status writes not yet settled: close() waits for them (README "Guarantees"). */
+  /** Status writes not yet settled: close() waits for them (docs/plugin-contract.md "Guarantees"). */
   const pending = new Set<Promise<void>>()
   const track = (write: Promise<void>, what: string): void => {
     const settled = write.catch(warn(what)).finally(() => pending.delete(settled))
@@ -197,7 +197,7 @@ export function createEnqueuer (deps: EnqueueDeps): Enqueuer {
 /**
  * The sites of a saved batch, among `[from, to)`, to queue now: effective at its save
  * and not superseded since. Only a site that a later save may have superseded is read
- * back (finding 5); a newer programme may have committed while the caller yielded.
+ * back: a newer programme may have committed while the caller yielded.
  */
 export function sitesToQueue (instructions: Pick<Instructions, 'supersedersOf' | 'effectiveId'>, batch: InstructionBatch, effective: readonly boolean[], from = 0, to = batch.siteIds.length): number[] {
   const recheck = instructions.supersedersOf(batch)
@@ -230,7 +230,7 @@ function inputOf (batch: HandedBatch, i: number, nowMs: number): SolverInput {
  * first time the solver reads them, then kept: ~96 objects a day, ~10 µs of the solver's
  * thread, paid for an input the solver uses, not for each POST (a BSP re-posting a site
  * supersedes inputs the solver never reads) nor for each instruction queued again at
- * activation (bench/README.md, session 7). The slots stay as they are (16 bytes each) until then.
+ * activation (the memory row's restarted E held ~6 MB of periods before). The slots stay as they are (16 bytes each) until then.
  */
 function lazyInput (instructionId: string, siteId: string, targetDate: string, starts: Float64Array, kwh: Float64Array, a: number, b: number, slotDurationSecs: number, nowMs: number): SolverInput {
   a += periodsOver(starts, a, b, slotDurationSecs, nowMs)

@@ -119,7 +119,7 @@ export async function flagsOf (batch: InstructionBatch, deps: FeasibilityDeps, l
 /** One full warn line per company per window; the rest of the window is one summary line. */
 const WARN_WINDOW_MS = 60_000
 
-/** The warn lines of flagged programmes (issue 13: "logged once at warn"). */
+/** The warn lines of flagged programmes (docs/operating.md, "What is infeasible": one `warn` line, not a flood). */
 export interface FlaggedWarnings {
   /** After the save: a full line, or counted into the company's summary line. */
   warn(batch: InstructionBatch, flagged: readonly SiteFlag[], companyId: string, atMs: number): void

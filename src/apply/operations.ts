@@ -11,7 +11,6 @@ import type { EpxMetrics } from '../metrics/registry.ts'
 import type { Audit, AuditActor } from '../store/audit.ts'
 import type { Deliveries } from '../store/deliveries.ts'
 import type { Instructions } from '../store/instructions.ts'
-import type { InstructionFlags } from '../store/instruction-flags.ts'
 import type { TokenRecord } from '../store/tokens.ts'
 import type { RunRequest } from '../publish/publish-run.ts'
 import { addDays, parisDateOf } from '../contract/paris-day.ts'
@@ -21,7 +20,6 @@ import type { ProgrammeCount } from './programme-records.ts'
 export interface OperationsDeps {
   readonly audit: Audit
   readonly metrics?: EpxMetrics
-  readonly flags: Pick<InstructionFlags, 'prune'>
   readonly instructions: Pick<Instructions, 'prune'>
   readonly deliveries: Pick<Deliveries, 'prune'>
   readonly retentionDays: { readonly instructions: number; readonly deliveries: number }
@@ -91,7 +89,6 @@ export function createOperations (deps: OperationsDeps) {
         const audited = await audit.prune(now.getTime())
         const before = addDays(today, -deps.retentionDays.instructions)
         const instructions = await deps.instructions.prune(before)
-        await deps.flags.prune(before)
         const receipts = await deps.deliveries.prune(addDays(today, -deps.retentionDays.deliveries))
         if (audited || instructions || receipts) log.info({ audited, instructions, receipts }, 'expired audit records, instructions and delivery receipts removed')
       } catch (err) {

@@ -1,5 +1,5 @@
 /**
- * What epx keeps of each programme that passed authentication (issue 13), written where
+ * What epx keeps of each programme that passed authentication (docs/operating.md), written where
  * it costs least. An accepted programme's audit record and feasibility flags go in the
  * very transaction that saves its instructions: one commit and one flush per POST, not
  * three, and a 202 means all of it is on disk. A refused one has no save to ride: its

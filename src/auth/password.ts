@@ -1,7 +1,7 @@
 /**
  * Console passwords (DECISIONS.md "Web console"): scrypt from node:crypto, a random
  * salt per password, the parameters stored with the hash so they can be raised later
- * without invalidating older hashes. README "Web console" states the parameters.
+ * without invalidating older hashes. docs/console.md states the parameters.
  * @module
  */
 import { randomBytes, scrypt, timingSafeEqual } from 'node:crypto'

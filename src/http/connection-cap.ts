@@ -1,5 +1,5 @@
 /**
- * `api.maxConnections` (README "Configuration"): node closes a connection past the cap as
+ * `api.maxConnections` (docs/configuration.md): node closes a connection past the cap as
  * soon as it is accepted and emits 'drop'. An operator needs to know the cap was hit,
  * but not once per refused connection (a flood would flood the log too): one `warn`
  * when an episode starts, one `info` with the count when connections are taken again.

@@ -1,6 +1,6 @@
 /**
- * What the door's worker asks of the solver's thread, one answer per question (issue 12
- * item 3). The console and metrics listeners run in the door's worker, but some of what
+ * What the door's worker asks of the solver's thread, one answer per question
+ * (docs/plugin-contract.md). The console and metrics listeners run in the door's worker, but some of what
  * they serve belongs to the host: the solver's sites (the console's site chooser),
  * "Publier maintenant" (the publisher calls `solver.needs`, and runs never overlap with
  * the schedule's), the prom-client registry (a host may share its own) and the readiness

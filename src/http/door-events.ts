@@ -1,5 +1,5 @@
 /**
- * What the API door's worker tells the solver's thread (issue 12; DECISIONS.md
+ * What the API door's worker tells the solver's thread (DECISIONS.md
  * "Robustness": the host's loop sees only enqueue calls, cycle reports and batched log
  * records): the `events` message, the one the solver's thread pays for on every request,
  * and that thread's side of it (the door's side: door-events-out.ts). So it is built to
@@ -9,7 +9,7 @@
  *   (each message costs the receiving thread a wake-up and a handler);
  * - its records are one JSON text of small arrays: a structured clone of an object per
  *   request cost the solver's thread several µs to rebuild; `JSON.parse` of tuples is a
- *   fraction of that (bench/README.md, session 6);
+ *   fraction of that;
  * - a log line's field names, level and message travel once (a *shape*), then each line
  *   is its values alone; a child logger's bindings travel once too;
  * - delivery receipts are deduplicated per flush (the last one of a company, site and

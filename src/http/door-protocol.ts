@@ -1,5 +1,5 @@
 /**
- * What crosses between the solver's thread and the API door's worker (issue 12): the one
+ * What crosses between the solver's thread and the API door's worker (`api.inWorker`): the one
  * module that owns both directions, typed once. Small and explicit: the configuration at
  * start, a close, the door's events in batches (log records, metrics, receipts and the
  * saved programmes to enqueue: door-events.ts), and the questions of the console and

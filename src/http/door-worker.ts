@@ -1,5 +1,5 @@
 /**
- * The API door's thread (issue 12): the mTLS listener, its handshakes, request parsing,
+ * The API door's thread (`api.inWorker`): the mTLS listener, its handshakes, request parsing,
  * authentication, validation, the conditional GET and the durable writes of programmes
  * run here, off the solver's event loop, with each programme's audit record and flags
  * (written in its save's transaction, `apply/programme-records.ts`). It opens the same

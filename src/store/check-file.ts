@@ -56,12 +56,16 @@ export interface StoreFileCheck {
 
 interface Meta { readonly pageSize: number; readonly lastPage: bigint; readonly txnId: bigint; readonly roots: readonly bigint[] }
 
+/** How the check reads data.mdb's size: `fstat`, or a test's, to land a commit right after it. */
+export type SizeOf = (fd: number) => number
+const fstatSize: SizeOf = fd => fstatSync(fd).size
+
 /** Checks `<dir>/data.mdb` and `<dir>/lock.mdb`; never throws for their content. */
-export function checkStoreFiles (dir: string): StoreFileCheck {
-  let data = checkDataFile(join(dir, 'data.mdb'))
+export function checkStoreFiles (dir: string, sizeOf: SizeOf = fstatSize): StoreFileCheck {
+  let data = checkDataFile(join(dir, 'data.mdb'), sizeOf)
   // The page counts and txn ids move with every commit of a writer beside us (`epx start`
   // under a CLI command): a refusal on them is read a second time before it stands.
-  if (data.transient) data = checkDataFile(join(dir, 'data.mdb'))
+  if (data.transient) data = checkDataFile(join(dir, 'data.mdb'), sizeOf)
   if (data.problem) return data
   const lock = checkLockFile(join(dir, 'lock.mdb'))
   return lock.problem ? lock : data
@@ -75,7 +79,7 @@ function damaged (problem: string, dir: string): StoreFileCheck {
   }
 }
 
-function checkDataFile (file: string): StoreFileCheck {
+function checkDataFile (file: string, sizeOf: SizeOf): StoreFileCheck {
   const dir = join(file, '..')
   if (!existsSync(file)) return {}
   let fd: number
@@ -91,7 +95,7 @@ function checkDataFile (file: string): StoreFileCheck {
     const page0 = readAt(fd, 0)
     const meta0 = page0.length < META_BYTES ? undefined : parseMeta(page0, 0)
     const page1 = typeof meta0 === 'object' ? readAt(fd, meta0.pageSize) : undefined
-    const size = fstatSync(fd).size
+    const size = sizeOf(fd)
     if (size === 0) return { emptyDataFile: true }
     // Transient too: a store being created beside us is empty, then whole.
     if (meta0 === undefined) return { ...damaged(`data.mdb is ${size} bytes, shorter than an LMDB header`, dir), transient: true }

@@ -18,8 +18,6 @@ export interface CompanyRecord {
    * of; several at once so a renewal has no gap. Absent or empty: the subject decides.
    */
   readonly certPins?: readonly string[]
-  /** The single pin of records written before `certPins`; read as one pin, dropped on the next pin change. */
-  readonly certFingerprint256?: string
   /** Sites the company may see and program. */
   readonly perimeter: 'all' | readonly string[]
   readonly createdAt: string
@@ -27,10 +25,9 @@ export interface CompanyRecord {
 
 export const COMPANY_ID = /^[a-z0-9][a-z0-9-]{1,62}$/
 
-/** The fingerprints pinned for a company, older records' single pin included. */
+/** The fingerprints pinned for a company (none: the subject decides). */
 export function pinsOf (c: CompanyRecord): readonly string[] {
-  if (c.certPins) return c.certPins
-  return c.certFingerprint256 ? [c.certFingerprint256] : []
+  return c.certPins ?? []
 }
 
 /** The sites two perimeters share: `all` when either is "all sites" (it overlaps every other), else the ids (none: `[]`). */
@@ -160,10 +157,7 @@ export function openCompanies (store: Store, opts: CompaniesOptions = {}): Compa
       return outcome
     },
     setPins (id: string, change: (pins: readonly string[]) => readonly string[]): Promise<CompanyRecord> {
-      return companies.update(id, c => {
-        const { certFingerprint256: _legacy, ...rest } = c
-        return { ...rest, certPins: [...change(pinsOf(c))] }
-      })
+      return companies.update(id, c => ({ ...c, certPins: [...change(pinsOf(c))] }))
     },
   }
   return companies

@@ -43,7 +43,7 @@ export function storeChecks (state: StoreState, unavailable: () => Error): Store
   return {
     readable () {
       // A write accepted before close() runs after `closed` is set, and close() promises
-      // it finishes (README "Guarantees"): its reads are refused only by a dead store.
+      // it finishes (docs/plugin-contract.md "Guarantees"): its reads are refused only by a dead store.
       if (faults.unavailable || (state.closed && !state.writing)) throw unavailable()
     },
     writable () {

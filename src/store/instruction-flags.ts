@@ -5,7 +5,6 @@
  * @module
  */
 import type { Store } from './open-store.ts'
-import { instructionIdPrefix } from '../contract/ids.ts'
 import { instantText } from '../contract/instant-text.ts'
 import { flagKey, instructionTree } from './instruction-tree.ts'
 
@@ -49,18 +48,6 @@ export interface SiteFlag {
 const FLAG_V1 = 1
 const SLOT_BYTES = 16
 const KW_DECIMALS = 1000
-
-/** Flags written before 2026-11-24, in a tree of their own (`instruction-feasibility`, msgpack). */
-interface OlderFlag {
-  readonly checkedAgainst: string
-  readonly day?: FeasibilityFlag['day']
-  /** Written on 2026-11-23: the slots packed as today. */
-  readonly packed?: Uint8Array
-  /** Written on 2026-11-23 before that: the Float64Array's bytes (24 a slot). */
-  readonly slots?: Uint8Array
-  /** Written before 2026-11-23: objects. */
-  readonly infeasibleSlots?: FeasibilityFlag['infeasibleSlots']
-}
 
 /** The flag as people read it (the CLI, the console). */
 export function readableFlag (f: FlagFound): FeasibilityFlag {
@@ -110,30 +97,17 @@ function decodeFlag (bytes: Uint8Array): FeasibilityFlag {
   return readableFlag({ checkedAgainst: head.checkedAgainst, slots: unpack(buf.subarray(5 + length)), day: head.day })
 }
 
-function olderFound (s: OlderFlag): FeasibilityFlag {
-  if (s.infeasibleSlots) return { checkedAgainst: s.checkedAgainst, infeasibleSlots: s.infeasibleSlots, ...(s.day ? { day: s.day } : {}) }
-  // A copy: the store's bytes need not be 8-byte aligned.
-  const slots = s.packed ? unpack(s.packed) : new Float64Array(Uint8Array.from(s.slots ?? []).buffer)
-  return readableFlag({ checkedAgainst: s.checkedAgainst, slots, day: s.day })
-}
-
 /** The flags of instructions, by instruction and site. */
 export interface InstructionFlags {
   put(instructionId: string, flags: ReadonlyArray<SiteFlag>): Promise<void>
   /** Writes inside the caller's own `writeDurable` (the instruction save's). */
   putSync(instructionId: string, flags: ReadonlyArray<SiteFlag>): void
+  /** Flags go with their instruction (`Instructions.prune`): no retention of their own. */
   get(instructionId: string, siteId: string): FeasibilityFlag | undefined
-  /**
-   * Removes the flags written before 2026-11-24 of instructions whose target date is
-   * before `beforeDate`; resolves to their count. The others go with their instruction
-   * (`Instructions.prune`).
-   */
-  prune(beforeDate: string): Promise<number>
 }
 
 export function openInstructionFlags (store: Store): InstructionFlags {
   const tree = instructionTree(store)
-  const older = store.db<OlderFlag>('instruction-feasibility')
   const putSync = (instructionId: string, flags: ReadonlyArray<SiteFlag>): void => {
     for (const { siteId, flag } of flags) tree.putSync(flagKey(instructionId, siteId), encodeFlag(flag))
   }
@@ -142,14 +116,7 @@ export function openInstructionFlags (store: Store): InstructionFlags {
     putSync,
     get (instructionId: string, siteId: string): FeasibilityFlag | undefined {
       const bytes = tree.get(flagKey(instructionId, siteId))
-      if (bytes) return decodeFlag(bytes)
-      const s = older.get([instructionId, siteId])
-      return s && olderFound(s)
-    },
-    async prune (beforeDate: string): Promise<number> {
-      const keys = [...older.getKeys({ start: [''], end: [instructionIdPrefix(beforeDate)] })].filter(Array.isArray)
-      if (keys.length) await store.writeDurable(() => { for (const k of keys) older.removeSync(k) })
-      return keys.length
+      return bytes ? decodeFlag(bytes) : undefined
     },
   }
 }

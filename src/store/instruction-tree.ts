@@ -10,11 +10,8 @@
  * Why one tree: every B-tree a commit touches costs that commit its own leaf and branch
  * pages, written and synced. An accepted POST's commit touched five trees (records,
  * statuses, the effective index, the audit trail, the flags) and now touches three: ~40 µs
- * of CPU and ~0.14 ms of commit less each (`bench/commit-trees.ts`, bench/README.md
- * "Session 9").
- * Statuses and flags written before 2026-11-24 live in trees of their own
- * (`instruction-states`, `instruction-feasibility`): they are still read, and pruned
- * with their instructions.
+ * of CPU and ~0.14 ms of commit less each (`bench/commit-trees.ts`; bench/README.md
+ * "What the figures are made of").
  * @module
  */
 import type { Key } from 'lmdb'

@@ -15,8 +15,8 @@ import { decodeState, encodeState, entryOf, instructionTree, recordKey, stateKey
 
 /**
  * The effective instruction of a (target_date, site_id). `emittedAtNanos` (within the
- * millisecond) is written only when non-zero: records written before it existed are
- * millisecond instants, and read the same way.
+ * millisecond) is written only when non-zero: most programmes are sent at millisecond
+ * precision or coarser, and their refs stay one field smaller.
  */
 interface EffectiveRef extends EmittedAt {
   readonly instructionId: string
@@ -91,8 +91,6 @@ export function openInstructions (store: Store): Instructions {
   // here. Each one's status (and flag) sits beside it in the same tree (instruction-tree.ts).
   const tree = instructionTree(store)                                            // [instruction_id, site_id, …]
   const effective = store.db<EffectiveRef>('instruction-effective')             // [target_date, site_id]
-  /** Statuses written before they moved into the tree: read, and pruned, not written. */
-  const olderStates = store.db<InstructionState>('instruction-states')          // [instruction_id, site_id]
 
   /**
    * The latest saves whose transactions ran, oldest first (see `supersedersOf`): saves
@@ -102,7 +100,7 @@ export function openInstructions (store: Store): Instructions {
 
   const stateOf = (instructionId: string, siteId: string): InstructionState | undefined => {
     const bytes = tree.get(stateKey(instructionId, siteId))
-    return bytes ? decodeState(bytes) : olderStates.get([instructionId, siteId])
+    return bytes ? decodeState(bytes) : undefined
   }
 
   /** Sets a status unless the instruction is superseded (or unknown); inside a write. */
@@ -209,8 +207,7 @@ export function openInstructions (store: Store): Instructions {
       }
       const out: StoredInstruction[] = []
       for (const f of found) {
-        const state = f.state ?? olderStates.get([f.instructionId, f.siteId])
-        if (state) out.push({ ...decodeInstruction(f.bytes), state })
+        if (f.state) out.push({ ...decodeInstruction(f.bytes), state: f.state })
       }
       return out.sort(byDayEmittedSite)
     },
@@ -265,12 +262,10 @@ export function openInstructions (store: Store): Instructions {
     async prune (beforeDate: string): Promise<number> {
       const end = instructionIdPrefix(beforeDate)
       const keys = [...tree.getKeys({ start: [''], end: [end] })].filter(Array.isArray)
-      const older = [...olderStates.getKeys({ start: [''], end: [end] })].filter(Array.isArray)
       const days = [...effective.getKeys({ start: [''], end: [beforeDate] })].filter(Array.isArray) as Array<[string, string]>
-      if (!keys.length && !older.length && !days.length) return 0
+      if (!keys.length && !days.length) return 0
       await store.writeDurable(() => {
         for (const k of keys) tree.removeSync(k)
-        for (const k of older) olderStates.removeSync(k)
         for (const d of days) effective.removeSync(d)
       })
       return keys.filter(k => entryOf(k) === 'record').length

@@ -9,7 +9,7 @@ import type { Logger, SolverPort } from '../../src/host/contract.ts'
 import { programme, siteId } from '../helpers/programme.ts'
 import { seedStore } from '../helpers/seed.ts'
 
-// What is kept of each programme (issue 13): an accepted one's audit record and
+// What is kept of each programme (docs/operating.md): an accepted one's audit record and
 // feasibility flags are written in the transaction that saves its instructions, so a
 // 202 means all of it is on disk and a failed save leaves none of it.
 

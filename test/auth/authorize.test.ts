@@ -73,9 +73,9 @@ async function world (t: Test): Promise<World> {
   await epx.addCompany('gamma', { status: 'suspended' })
   // Pinned to a certificate with the right subject that nobody presents.
   const pin = new X509Certificate(clientCert('CN=delta,O=delta', testPki().otherCa).certPem).fingerprint256
-  await epx.addCompany('delta', { certFingerprint256: pin })
+  await epx.addCompany('delta', { certPins: [pin] })
   const own = new X509Certificate(clientCert('CN=epsilon,O=epsilon').certPem).fingerprint256
-  await epx.addCompany('epsilon', { certFingerprint256: own.toLowerCase() })
+  await epx.addCompany('epsilon', { certPins: [own.toLowerCase()] })
   const now = epx.clock.now().getTime()
   const tokens = {
     acme: (await epx.addToken('acme', SCOPES)).secret,

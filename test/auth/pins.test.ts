@@ -82,14 +82,3 @@ t.test('a pin change reaches a connection opened before it, on its next request'
   t.ok(passed((await conn.get(GET_PATH, token)).status), 'pinned: passes again')
   t.notOk(conn.closed, 'all on the one connection')
 })
-
-t.test('a company stored with the older single pin (certFingerprint256) still loads and is enforced', async t => {
-  const epx = await startEpx(t)
-  await epx.addCompany('acme', { certFingerprint256: fingerprint(current()).toLowerCase() })
-  const token = (await epx.addToken('acme', SCOPES)).secret
-  t.ok(passed((await epx.request({ path: GET_PATH, cert: current(), token })).status))
-  t.equal((await epx.request({ path: GET_PATH, cert: rogue(), token })).status, 403)
-  const after = await epx.companies.setPins('acme', pins => [...pins, fingerprint(renewed())])
-  t.same(after.certPins, [fingerprint(current()).toLowerCase(), fingerprint(renewed())], 'the old pin moves into certPins')
-  t.notOk('certFingerprint256' in after)
-})

@@ -3,7 +3,7 @@
  * in `t.testdir()`, the reference host on a ManualClock, real HTTP over undici.
  *
  *   const epx = await startEpx(t, { now?, config?, sites?, dataDir? })
- *   const { cert } = await epx.addCompany('acme', { perimeter?, status?, certSubject?, certFingerprint256? })
+ *   const { cert } = await epx.addCompany('acme', { perimeter?, status?, certSubject?, certPins? })
  *   const { id, secret } = await epx.addToken('acme', ['outbound:besoins-agreges'], { expiresAt?, revoked? })
  *   const res = await epx.request({ method: 'GET', path: OUTBOUND_PATH, query: { site_id, target_date }, cert, token: secret })
  *   res.status, res.headers (lower-case names), res.text, res.json()
@@ -81,7 +81,7 @@ export interface TestEpx {
     perimeter?: 'all' | readonly string[]
     status?: 'active' | 'suspended'
     certSubject?: string
-    certFingerprint256?: string
+    certPins?: readonly string[]
   }): Promise<{ cert: KeyPairPem; record: CompanyRecord }>
   addToken(companyId: string, scopes: readonly Scope[], opts?: { expiresAt?: string; revoked?: boolean }): Promise<{ id: string; secret: string }>
   request(req: TestRequest): Promise<TestResponse>
@@ -168,7 +168,7 @@ export async function startEpx (t: Test, opts: StartEpxOptions = {}): Promise<Te
       const certSubject = o.certSubject ?? `CN=${id},O=${id}`
       const record: CompanyRecord = {
         id, name: id, status: o.status ?? 'active', certSubject,
-        ...(o.certFingerprint256 ? { certFingerprint256: o.certFingerprint256 } : {}),
+        ...(o.certPins ? { certPins: o.certPins } : {}),
         perimeter: o.perimeter ?? 'all',
         createdAt: clock.now().toISOString(),
       }

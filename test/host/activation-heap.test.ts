@@ -5,7 +5,7 @@ import { resolve } from 'node:path'
 
 const root = resolve(import.meta.dirname, '../..')
 // `npm test` runs 100 cycles (~6 s of CPU less than 300); `npm run test:activation-heap`
-// runs the issue's 300 (EPX_HEAP_CYCLES).
+// runs 300 (EPX_HEAP_CYCLES).
 const CYCLES = Number(process.env.EPX_HEAP_CYCLES ?? 100)
 
 /**

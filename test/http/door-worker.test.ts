@@ -16,10 +16,10 @@ import { initialSettings, settingsPath } from '../../src/cli/settings.ts'
 import { spawnEpx } from '../helpers/cli.ts'
 import { holdsSharedLmdbLock, ownLmdbLocks } from '../helpers/lmdb-locks.ts'
 
-// With `api.inWorker`, the API door serves from its own thread (issue 12): the host's thread only hears of it.
+// With `api.inWorker`, the API door serves from its own thread: the host's thread only hears of it.
 // Each activation starts a worker (~0.3 s of CPU from dist/, 0.8 s through tsx): `npm test` runs
 // 2 cycles after the warm-up (a thread or descriptor left per cycle shows); `npm run
-// test:door-cycles` runs the issue's 100 (EPX_DOOR_CYCLES).
+// test:door-cycles` runs 100 (EPX_DOOR_CYCLES).
 const CYCLES = Number(process.env.EPX_DOOR_CYCLES ?? 2)
 t.setTimeout(900_000)
 

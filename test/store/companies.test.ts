@@ -27,21 +27,10 @@ t.test('several pins are kept in order; a record without pins has none', async t
   t.teardown(() => store.close())
   const companies = openCompanies(store)
   await companies.add(ACME)
-  t.same(pinsOf(companies.get('acme')!), [], 'a record written before pins existed loads, with no pin')
+  t.same(pinsOf(companies.get('acme')!), [], 'a company added without pins has none')
   await companies.setPins('acme', () => [A, B])
   t.same(companies.get('acme')!.certPins, [A, B])
   await t.rejects(companies.setPins('ghost', () => [A]), { code: 'EPX_NOT_FOUND' })
-})
-
-t.test('a record with the older single pin reads as one pin, and keeps it when a second is added', async t => {
-  const store = openStore(t.testdir())
-  t.teardown(() => store.close())
-  const companies = openCompanies(store)
-  await companies.add({ ...ACME, certFingerprint256: A })
-  t.same(pinsOf(companies.get('acme')!), [A])
-  const after = await companies.setPins('acme', pins => [...pins, B])
-  t.same(after.certPins, [A, B])
-  t.notOk('certFingerprint256' in companies.get('acme')!, 'one field for pins from then on')
 })
 
 // DECISIONS.md "Authentication and tenancy": one BSP per site.

@@ -41,24 +41,6 @@ t.test('slots read back with their instants and kW to the watt', async t => {
   t.equal(flags.get(ID, 'SITE-2'), undefined, 'a site with no flag has none')
 })
 
-t.test('a flag stored with its slots as float64 triplets (2026-11-23) reads the same', async t => {
-  const s = seedStore(t)
-  const flags = openInstructionFlags(s.store)
-  const slots = new Float64Array([start + 900_000, 400, 50])
-  await s.store.writeDurable(() => s.store.db('instruction-feasibility').putSync([ID, SITE], {
-    checkedAgainst: '2026-11-21T07:00:00Z', slots: new Uint8Array(slots.buffer),
-  }))
-  t.same(flags.get(ID, SITE), { checkedAgainst: '2026-11-21T07:00:00Z', infeasibleSlots: [{ startUtc: '2026-11-21T23:15:00Z', floorKw: 400, availableKw: 50 }] })
-})
-
-t.test('a flag stored with its slots as objects (before 2026-11-23) reads the same', async t => {
-  const s = seedStore(t)
-  const flags = openInstructionFlags(s.store)
-  const legacy = { checkedAgainst: '2026-11-21T07:00:00Z', infeasibleSlots: [{ startUtc: '2026-11-21T23:15:00Z', floorKw: 400, availableKw: 50 }] }
-  await s.store.writeDurable(() => s.store.db('instruction-feasibility').putSync([ID, SITE], legacy))
-  t.same(flags.get(ID, SITE), legacy)
-})
-
 t.test('a flag goes with its instruction when retention prunes it, and only then', async t => {
   const s = seedStore(t)
   const flags = openInstructionFlags(s.store)
@@ -70,16 +52,3 @@ t.test('a flag goes with its instruction when retention prunes it, and only then
   t.ok(flags.get(later, SITE))
 })
 
-t.test('flags stored in their own tree (before 2026-11-24) are pruned by their day, and only those', async t => {
-  const s = seedStore(t)
-  const flags = openInstructionFlags(s.store)
-  const later = 'ProgrammeSoutirage-2026-11-24-rev-20261123T120000Z'
-  const older = { checkedAgainst: '2026-11-21T07:00:00Z', infeasibleSlots: [{ startUtc: '2026-11-21T23:15:00Z', floorKw: 400, availableKw: 50 }] }
-  await s.store.writeDurable(() => {
-    s.store.db('instruction-feasibility').putSync([ID, SITE], older)
-    s.store.db('instruction-feasibility').putSync([later, SITE], older)
-  })
-  t.equal(await flags.prune('2026-11-23'), 1)
-  t.equal(flags.get(ID, SITE), undefined)
-  t.ok(flags.get(later, SITE))
-})

@@ -3,7 +3,7 @@ import { openStore, type Store } from '../../src/store/open-store.ts'
 import { renderError } from '../../src/http/render-error.ts'
 import { openInstructions } from '../../src/store/instructions.ts'
 import { openInstructionFlags } from '../../src/store/instruction-flags.ts'
-import { instructionTree, stateKey } from '../../src/store/instruction-tree.ts'
+import { instructionTree } from '../../src/store/instruction-tree.ts'
 import { createProgrammeCheck } from '../../src/apply/check-programme.ts'
 import type { InstructionBatch } from '../../src/contract/instruction.ts'
 import { programme, siteId, type ProgrammeOptions } from '../helpers/programme.ts'
@@ -196,21 +196,12 @@ t.test('list orders a day by emitted_at, though ids with a fraction sort before 
   ])
 })
 
-t.test('records stored before sub-millisecond precision (emitted_at in ms) still load and compare', async t => {
-  // What the previous version wrote: the effective ref as { instructionId, emittedAtMs }
-  // and the record's emittedAt with milliseconds. Written here byte for byte as it did.
-  const dir = t.testdir()
-  const old = openStore(dir)
+t.test('an effective instruction sent at millisecond precision compares with sub-millisecond ones', async t => {
+  const { store, instructions } = open(t)
   const first = batch({ emittedAt: '2026-11-21T12:00:00.250Z' })
-  await openInstructions(old).save(first, AT)
-  await old.writeDurable(() => {
-    old.db('instruction-effective').putSync(['2026-11-22', siteId(1)], { instructionId: first.instructionId, emittedAtMs: first.emittedAtMs })
-  })
-  t.same(old.db('instruction-effective').get(['2026-11-22', siteId(1)]), { instructionId: first.instructionId, emittedAtMs: Date.UTC(2026, 10, 21, 12, 0, 0, 250) })
-  await old.close()
-
-  const { instructions } = open(t, dir)
-  t.equal(instructions.get(first.instructionId, siteId(1))!.emittedAt, '2026-11-21T12:00:00.250Z', 'the old record loads')
+  await instructions.save(first, AT)
+  t.same(store.db('instruction-effective').get(['2026-11-22', siteId(1)]), { instructionId: first.instructionId, emittedAtMs: Date.UTC(2026, 10, 21, 12, 0, 0, 250) }, 'no nanoseconds field when there are none')
+  t.equal(instructions.get(first.instructionId, siteId(1))!.emittedAt, '2026-11-21T12:00:00.250Z')
   t.same(await instructions.save(batch({ emittedAt: '2026-11-21T12:00:00.249999Z' }), AT), [false], '1 µs before it: superseded')
   t.same(await instructions.save(batch({ emittedAt: '2026-11-21T12:00:00.250Z' }), AT), [true], 'the same instant: the same instruction, re-sent')
   t.equal(instructions.effectiveId('2026-11-22', siteId(1)), first.instructionId)
@@ -229,30 +220,6 @@ t.test('a record, its flag and its status sit next to each other in one tree: a 
     [b.instructionId, siteId(1)], [b.instructionId, siteId(1), 'f'], [b.instructionId, siteId(1), 's'],
     [b.instructionId, siteId(2)], [b.instructionId, siteId(2), 's'],
   ], 'in key order: each record, then its flag, then its status')
-  t.equal([...store.db('instruction-states').getKeys()].filter(Array.isArray).length, 0, 'no status in the older tree')
-  t.equal([...store.db('instruction-feasibility').getKeys()].filter(Array.isArray).length, 0, 'no flag in the older tree')
   t.same(instructions.list().map(i => [i.siteId, i.state.status]), [[siteId(1), 'queued'], [siteId(2), 'queued']])
 })
 
-t.test('statuses stored in their own tree (before 2026-11-24) are read, advanced, superseded and pruned', async t => {
-  const { store, instructions } = open(t)
-  const first = batch({ sites: 2, emittedAt: OLD })
-  await instructions.save(first, AT)
-  // What the previous version wrote: the status in `instruction-states`, none in the tree.
-  await store.writeDurable(() => {
-    for (const s of [siteId(1), siteId(2)]) {
-      instructionTree(store).removeSync(stateKey(first.instructionId, s))
-      store.db('instruction-states').putSync([first.instructionId, s], { status: 'queued', at: AT })
-    }
-  })
-  t.equal(instructions.get(first.instructionId, siteId(1))!.state.status, 'queued', 'read from the older tree')
-  t.same(instructions.list().map(i => i.state.status), ['queued', 'queued'], 'listed with it')
-  await instructions.markApplied([{ instructionId: first.instructionId, siteId: siteId(1) }], 7, AT)
-  t.match(instructions.get(first.instructionId, siteId(1))!.state, { status: 'applied', cycle: 7 }, 'advanced')
-  t.same(await instructions.save(batch({ sites: 1, emittedAt: NEW }), AT), [true])
-  t.equal(instructions.get(first.instructionId, siteId(1))!.state.status, 'superseded', 'superseded by a later one')
-  t.equal(instructions.get(first.instructionId, siteId(2))!.state.status, 'queued', 'the other site as it was')
-  t.equal(await instructions.prune('2026-11-23'), 3, 'three instructions pruned')
-  t.equal([...store.db('instruction-states').getKeys()].filter(Array.isArray).length, 0, 'their older statuses with them')
-  t.same([...instructionTree(store).getKeys()].filter(Array.isArray), [])
-})

@@ -187,10 +187,9 @@ function reportOverlaps (companies: readonly CompanyRecord[], io: CliIo): void {
   }
 }
 
-/** The record as `--json` prints it: its pins always under `certPins`, older records' single pin included. */
+/** The record as `--json` prints it: its pins always under `certPins`, `[]` when none. */
 function asShown (c: CompanyRecord): CompanyRecord {
-  const { certFingerprint256: _legacy, ...rest } = c
-  return { ...rest, certPins: pinsOf(c) }
+  return { ...c, certPins: pinsOf(c) }
 }
 
 /** One row per pinned fingerprint (a fingerprint is 95 characters: one per line reads best). */

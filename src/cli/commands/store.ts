@@ -8,7 +8,7 @@ import { defineCommand, type CommandSpec } from '../define-command.ts'
 import type { Command } from '../io.ts'
 import { withStore } from '../settings.ts'
 
-/** How to put a backup back, for `--help`, the command's output and the README. */
+/** How to put a backup back, for `--help`, the command's output and docs/operating.md. */
 export const RESTORE_STEPS = 'to restore: stop epx, move the store folder aside (<data>/epx.lmdb, store.path), copy the backup folder in its place, start epx'
 
 const backupSpec: CommandSpec = {

@@ -3,12 +3,11 @@ import { existsSync, readFileSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import { join } from 'node:path'
 
-// The README's "Where each rule lives" table names, for each rule of DECISIONS.md, the
+// docs/rules.md, "Where each rule lives", names, for each rule of DECISIONS.md, the
 // file and the function or constant that holds it. A rename or a move that forgets the
 // table fails here.
 const root = fileURLToPath(new URL('..', import.meta.url))
-const readme = readFileSync(join(root, 'README.md'), 'utf8')
-const section = readme.split(/^## Where each rule lives$/m)[1]?.split(/^## /m)[0] ?? ''
+const section = readFileSync(join(root, 'docs', 'rules.md'), 'utf8')
 const rows = section.split('\n')
   .filter(l => l.startsWith('| ') && !l.startsWith('| Rule') && !l.startsWith('|---'))
   .map(l => l.split('|').slice(1, -1).map(c => c.trim()))
