@@ -218,8 +218,7 @@ export function openInstructions (store: Store): Instructions {
       let last: { instructionId: string; siteId: string; bytes: Uint8Array; state?: InstructionState } | undefined
       const flush = () => {
         if (!last) return
-        const state = last.state ?? olderStates.get([last.instructionId, last.siteId])
-        if (state) out.push({ ...decodeInstructionHead(last.bytes), state })
+        if (last.state) out.push({ ...decodeInstructionHead(last.bytes), state: last.state })
         last = undefined
       }
       // A record's status follows it in key order (instruction-tree.ts).
