@@ -203,7 +203,8 @@ function readMs (value: unknown): number {
 }
 
 function aheadText (ms: number): string {
-  const secs = Math.round(ms / 1000)
+  // Up: 300.001 s ahead is "301 s", never "300 s ahead; at most 300 s".
+  const secs = Math.ceil(ms / 1000)
   if (secs < 3600) return `${secs} s`
   if (secs < 2 * 86400) return `${(secs / 3600).toFixed(1)} h`
   return `${Math.round(secs / 86400)} days`
