@@ -179,7 +179,11 @@ t.test("disabling a user or suspending its company ends that user's session at t
   await signIn(davePage, url, 'dave', dave.password)
 
   await adminPage.goto(new URL('/admin/users', url).href)
-  await adminPage.locator('form[action="/admin/users/carol/disable"] button').click()
+  await adminPage.locator('tr', { hasText: 'carol' }).getByRole('link', { name: 'Désactiver' }).click()
+  await adminPage.waitForLoadState()
+  await carolPage.goto(new URL('/tokens', url).href)
+  t.match(carolPage.url(), /\/tokens$/, 'asking to disable changes nothing yet')
+  await adminPage.getByRole('button', { name: 'Désactiver définitivement' }).click()
   await adminPage.waitForLoadState()
   await t.resolveMatch(adminPage.getByRole('status').first().textContent(), 'carol est désactivé')
   await carolPage.goto(new URL('/tokens', url).href)
@@ -188,6 +192,8 @@ t.test("disabling a user or suspending its company ends that user's session at t
 
   await adminPage.goto(new URL('/admin/companies/beta', url).href)
   await adminPage.getByRole('button', { name: "Suspendre l'entreprise" }).click()
+  await adminPage.waitForLoadState()
+  await adminPage.getByRole('button', { name: 'Confirmer la suspension' }).click()
   await adminPage.waitForLoadState()
   await davePage.goto(new URL('/tokens', url).href)
   t.match(davePage.url(), /\/login/, "dave's session ended with its company's suspension")
