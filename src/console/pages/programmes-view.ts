@@ -103,5 +103,5 @@ export function feasibilityText (f: FeasibilityFlag | undefined): string {
     parts.push(`${n === 1 ? 'un créneau a' : `${frNumber(n)} créneaux ont`} un plancher au-delà de la puissance disponible (jusqu'à ${frNumber(roundKw(worst.floorKw))} kW pour ${frNumber(roundKw(worst.availableKw))} kW disponibles)`)
   }
   if (f.day) parts.push(`${frNumber(roundKw(f.day.programmedKwh))} kWh programmés sur le jour pour ${frNumber(roundKw(f.day.needsKwh))} kWh de besoins et ${frNumber(roundKw(f.day.availableKwh))} kWh permis par la puissance`)
-  return `${parts.join(' ; ')} — vérifié contre les Besoins agrégés émis le ${parisText(Date.parse(f.checkedAgainst))} (heure de Paris). Appliquée tout de même : le solveur décide.`
+  return `${parts.join(' ; ')} — vérifié contre les Besoins agrégés émis le ${parisText(Date.parse(f.checkedAgainst))}. Appliquée tout de même : le solveur décide.`
 }

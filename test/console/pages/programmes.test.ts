@@ -116,7 +116,7 @@ t.test('an instruction flagged infeasible says so in the list, in its facts and 
   const detail = renderProgramme(ok(loadProgramme({ ...deps, flags }, admin, C, siteId(1)))).toString()
   t.match(detail, /<dt>Faisabilité<\/dt><dd>un créneau a un plancher au-delà de la puissance disponible \(jusqu&#39;à 8\s000 kW pour 87,8 kW disponibles\)/)
   t.match(detail, /<td class="over"><strong class="flag-infeasible">infaisable<\/strong> : 87,8 kW disponibles<\/td>/, 'the slot says it')
-  t.match(detail, /heure de Paris/, 'the check time says its zone')
+  t.match(detail, /émis le 21\/11\/2026 09:00:00 \(UTC\+01:00\)/, 'the check time says its offset')
   const unflagged = renderProgramme(ok(loadProgramme({ ...deps, flags }, admin, A, siteId(1)))).toString()
   t.notMatch(unflagged, /flag-infeasible/, 'an instruction without a flag shows none')
   t.match(unflagged, /<dt>Créneaux<\/dt><dd>3 créneaux de 15 min<\/dd>/)
