@@ -52,7 +52,7 @@ export function renderProgrammes (m: ProgrammesModel): SafeHtml {
 </form>
 <nav class="days" aria-label="Jours voisins"><a href="${programmesHref(addDays(m.targetDate, -1), m.siteId)}">← Jour précédent</a> <a href="${programmesHref(addDays(m.targetDate, 1), m.siteId)}">Jour suivant →</a></nav>
 <table class="programmes"><caption>Instructions reçues pour le ${dayText(m.targetDate)}</caption>
-<thead><tr><th scope="col">Instruction</th><th scope="col">Site</th><th scope="col">Émetteur</th><th scope="col">Émise le</th><th scope="col">Reçue le</th><th scope="col">Créneaux</th><th scope="col">Statut</th></tr></thead>
+<thead><tr><th scope="col">Instruction</th><th scope="col">Site</th><th scope="col">Émetteur</th><th scope="col">Émise le</th><th scope="col">Reçue le</th><th scope="col" class="num">Créneaux</th><th scope="col">Statut</th></tr></thead>
 <tbody>${m.views.length === 0 ? html`<tr><td colspan="7">Aucune instruction reçue pour ce jour.</td></tr>` : m.views.map(v => {
     const i = v.instruction
     return html`<tr><td><a href="${programmeHref(i.instructionId, i.siteId)}">${i.instructionId}</a></td><td>${i.siteId}<br><small>${i.siteName}</small></td><td>${i.emittedBy}<br><small>${i.companyId}</small></td><td>${parisTime(i.emittedAt)}</td><td>${parisTime(i.receivedAt)}</td><td class="num">${i.slots.length}</td><td>${statusCell(v)}${v.feasibility ? html`<br><strong class="flag-infeasible" title="${feasibilityText(v.feasibility)}">infaisable</strong>` : ''}</td></tr>`
@@ -78,7 +78,7 @@ ${m.view.feasibility ? html`<p class="flag-infeasible" role="note"><strong>Infai
 ${i.slots.length === 0
     ? html`<p class="empty">Aucun créneau : cette instruction lève toute contrainte du site pour ce jour.</p>`
     : html`<table class="slots"><caption>Créneaux programmés</caption>
-<thead><tr><th scope="col">Début (Paris)</th><th scope="col">Fin (Paris)</th><th scope="col">Énergie (kWh)</th><th scope="col">Contrainte</th><th scope="col">Faisabilité</th></tr></thead>
+<thead><tr><th scope="col">Début (Paris)</th><th scope="col">Fin (Paris)</th><th scope="col" class="num">Énergie (kWh)</th><th scope="col">Contrainte</th><th scope="col">Faisabilité</th></tr></thead>
 <tbody>${m.constraints.map(c => {
     const available = overAt.get(Date.parse(c.startUtc))
     return html`<tr><td>${parisTime(c.startUtc)}</td><td>${parisTime(c.endUtc)}</td><td class="num">${frNumber(c.energyKwh)}</td><td class="${c.minKw !== undefined ? 'floor' : 'curtailment'}">${constraintText(c)}</td>${available === undefined
