@@ -15,7 +15,7 @@ t.test('loopback names and addresses', async t => {
 
 t.test('a console bound beyond loopback sends Strict-Transport-Security; on loopback it does not', async t => {
   const epx = await startEpx(t)
-  const store = openStore(join(t.testdir(), 'store'))
+  const store = openStore(join(epx.dataDir, 'hsts-store'))
   t.teardown(() => store.close())
   for (const [host, hsts] of [['0.0.0.0', true], ['127.0.0.1', false]] as const) {
     const config = loadConfig({ console: { enabled: true, host } })
