@@ -1,7 +1,7 @@
 import t from 'tap'
 import type { Page } from 'playwright-core'
 import { addUser } from '../../src/auth/accounts.ts'
-import { accessibilityProblems, launchBrowser, newPage, screenshot, signIn } from '../helpers/browser.ts'
+import { accessibilityProblems, launchBrowser, newPage, screenshot, screenshotOf, signIn } from '../helpers/browser.ts'
 import { startEpx } from '../helpers/epx.ts'
 import { INBOUND_PATH, programme, siteId } from '../helpers/programme.ts'
 
@@ -111,4 +111,5 @@ t.test('an infeasible programme is flagged in the list, on its page, on each slo
   t.same(await accessibilityProblems(page), [])
   await page.setViewportSize({ width: 1200, height: 1000 })
   await screenshot(page, 'besoins-infeasible-top', { fullPage: false })
+  await screenshotOf(page.locator('svg.chart'), 'besoins-chart-infeasible')
 })

@@ -71,7 +71,7 @@ export function renderProgramme (m: ProgrammeModel): SafeHtml {
 <dt>Reçue le</dt><dd>${parisTime(i.receivedAt)}</dd>
 <dt>Statut</dt><dd>${statusCell(m.view)}</dd>
 <dt>Créneaux</dt><dd>${slotsText(i.slots.length, i.slotDurationSecs)}</dd>
-<dt>Faisabilité</dt><dd>${feasibilityText(m.view.feasibility)}</dd>
+<dt>Faisabilité</dt><dd>${m.view.feasibility ? html`<strong class="flag-infeasible">infaisable</strong> (ci-dessous)` : feasibilityText(undefined)}</dd>
 </dl>
 ${m.view.feasibility ? html`<p class="flag-infeasible" role="note"><strong>Infaisable :</strong> ${feasibilityText(m.view.feasibility)}</p>` : ''}
 <p><a href="${besoinsHref(i.siteId, i.targetDate)}">Voir sur le graphique des besoins agrégés</a></p>
@@ -81,7 +81,7 @@ ${i.slots.length === 0
 <thead><tr><th scope="col">Début (Paris)</th><th scope="col">Fin (Paris)</th><th scope="col" class="num">Énergie (kWh)</th><th scope="col">Contrainte</th><th scope="col">Faisabilité</th></tr></thead>
 <tbody>${m.constraints.map(c => {
     const available = overAt.get(Date.parse(c.startUtc))
-    return html`<tr><td>${parisTime(c.startUtc)}</td><td>${parisTime(c.endUtc)}</td><td class="num">${frNumber(c.energyKwh)}</td><td class="${c.minKw !== undefined ? 'floor' : 'curtailment'}">${constraintText(c)}</td>${available === undefined
+    return html`<tr><td>${parisTime(c.startUtc, 'slot')}</td><td>${parisTime(c.endUtc, 'slot')}</td><td class="num">${frNumber(c.energyKwh)}</td><td class="${c.minKw !== undefined ? 'floor' : 'curtailment'}">${constraintText(c)}</td>${available === undefined
       ? html`<td></td>`
       : html`<td class="over"><strong class="flag-infeasible">infaisable</strong> : ${frNumber(roundKw(available))} kW disponibles</td>`}</tr>`
   })}</tbody></table>`}`
@@ -102,6 +102,7 @@ export function feasibilityText (f: FeasibilityFlag | undefined): string {
     const worst = f.infeasibleSlots.reduce((a, b) => b.floorKw - b.availableKw > a.floorKw - a.availableKw ? b : a)
     parts.push(`${n === 1 ? 'un créneau a' : `${frNumber(n)} créneaux ont`} un plancher au-delà de la puissance disponible (jusqu'à ${frNumber(roundKw(worst.floorKw))} kW pour ${frNumber(roundKw(worst.availableKw))} kW disponibles)`)
   }
-  if (f.day) parts.push(`${frNumber(roundKw(f.day.programmedKwh))} kWh programmés sur le jour pour ${frNumber(roundKw(f.day.needsKwh))} kWh de besoins et ${frNumber(roundKw(f.day.availableKwh))} kWh permis par la puissance`)
+  const kwh = (v: number) => frNumber(Math.round(v * 10) / 10)
+  if (f.day) parts.push(`${kwh(f.day.programmedKwh)} kWh programmés sur le jour pour ${kwh(f.day.needsKwh)} kWh de besoins et ${kwh(f.day.availableKwh)} kWh permis par la puissance disponible`)
   return `${parts.join(' ; ')} — vérifié contre les Besoins agrégés émis le ${parisText(Date.parse(f.checkedAgainst))}. Appliquée tout de même : le solveur décide.`
 }
