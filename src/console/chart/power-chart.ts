@@ -38,8 +38,8 @@ export interface ChartInput {
 }
 
 const W = 960
-const H = 380
-const M = { left: 60, right: 16, top: 36, bottom: 64 }
+const H = 390
+const M = { left: 60, right: 16, top: 50, bottom: 64 }
 const PLOT_W = W - M.left - M.right
 const PLOT_H = H - M.top - M.bottom
 /** A floor above this many times the day's highest available power does not set the scale. */
