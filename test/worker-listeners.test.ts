@@ -87,7 +87,7 @@ t.test('one epx with api.inWorker', async t => {
 
     const published = await web.call('/admin/publish', { cookie: admin.cookie, form: { _csrf: admin.csrf, date: '2026-11-22' } })
     t.equal(published.status, 200, 'Publier maintenant')
-    t.match(published.text, '3 site(s) publié(s) pour le 2026-11-22 ; 0 en échec')
+    t.match(published.text, '3 sites publiés pour le 22/11/2026 ; aucun en échec')
     t.equal(calls.needs.length, 3, 'the needs of each site, asked by the publisher')
     t.ok(calls.needs.every(Boolean), 'on the solver\'s thread')
     const revisions = openRevisions(epx.store, { retentionDays: 90 })
