@@ -12,6 +12,7 @@ import type { Logger } from '../src/host/contract.ts'
 import type { Door } from '../src/http/door-supervisor.ts'
 import { addUser } from '../src/auth/accounts.ts'
 import { openRevisions } from '../src/store/revisions.ts'
+import { openAudit, type AuditRecord } from '../src/store/audit.ts'
 import { startEpx } from './helpers/epx.ts'
 import { testPki, writePki } from './helpers/certs.ts'
 
@@ -87,9 +88,16 @@ t.test('one epx with api.inWorker', async t => {
 
     const published = await web.call('/admin/publish', { cookie: admin.cookie, form: { _csrf: admin.csrf, date: '2026-11-22' } })
     t.equal(published.status, 200, 'Publier maintenant')
-    t.match(published.text, '3 site(s) publié(s) pour le 2026-11-22 ; 0 en échec')
+    t.match(published.text, '3 sites publiés pour le 22/11/2026 ; aucun en échec')
     t.equal(calls.needs.length, 3, 'the needs of each site, asked by the publisher')
     t.ok(calls.needs.every(Boolean), 'on the solver\'s thread')
+    // The run is audited on the solver's thread, as the admin who clicked (not as the host).
+    let run: AuditRecord | undefined
+    for (let i = 0; i < 100 && !run; i++) {
+      run = openAudit(epx.store).list({ action: 'publication.run' }).find(r => r.actor.kind === 'console')
+      if (!run) await new Promise(resolve => setTimeout(resolve, 20))
+    }
+    t.same(run?.actor, { kind: 'console', user: 'root' }, 'audited as root')
     const revisions = openRevisions(epx.store, { retentionDays: 90 })
     t.teardown(() => revisions.close())
     for (const s of epx.ref.sites) t.ok(revisions.latest(s.site_id, '2026-11-22'), `${s.site_id}: published in the store`)

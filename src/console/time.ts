@@ -3,6 +3,8 @@
  * the `title` and `datetime` (DECISIONS.md "Time": wire instants are UTC, people read
  * Paris time). On the autumn DST day 02:00-03:00 happens twice; the offset
  * (`+02:00`/`+01:00`) tells the two apart, so it is shown whenever the hour repeats.
+ * A full date and time always carries its offset: outside a day's slot table (whose
+ * header says "Paris") nothing else tells the reader which clock it is.
  * @module
  */
 import { DateTime } from 'luxon'
@@ -11,10 +13,12 @@ import { formatUtcInstant, readUtcInstant } from '../contract/instants.ts'
 import { html, type SafeHtml } from './html.ts'
 
 /** How much of the Paris wall time to show. */
-export type TimeStyle = 'datetime' | 'time' | 'date'
+export type TimeStyle = 'datetime' | 'slot' | 'time' | 'date'
 
 const FORMATS: Record<TimeStyle, string> = {
   datetime: 'dd/MM/yyyy HH:mm:ss',
+  /** A slot of a day's table, whose header says "Paris": the offset only where the hour repeats. */
+  slot: 'dd/MM/yyyy HH:mm:ss',
   time: 'HH:mm',
   date: 'dd/MM/yyyy',
 }
@@ -27,7 +31,7 @@ export function parisText (at: InstantInput, style: TimeStyle = 'datetime'): str
   const ms = msOf(at)
   const t = DateTime.fromMillis(ms, { zone: PARIS })
   const text = t.toFormat(FORMATS[style])
-  return style !== 'date' && isRepeatedHour(ms) ? `${text} (UTC${t.toFormat('ZZ')})` : text
+  return style === 'datetime' || (style !== 'date' && isRepeatedHour(ms)) ? `${text} (UTC${t.toFormat('ZZ')})` : text
 }
 
 /** True when the Paris wall time of `ms` also names another instant (the repeated autumn hour). */

@@ -34,7 +34,7 @@ const PAGE_SIZE = 50
 function tokenRows (tokens: readonly TokenRecord[], viewer: Viewer, nowMs: number, emptyText: string): SafeHtml {
   if (tokens.length === 0) return html`<p>${emptyText}</p>`
   return html`<table class="tokens">
-<caption>Jetons, le plus récent d'abord (heure de Paris). Les secrets ne sont jamais affichés après leur création.</caption>
+<caption>Jetons, le plus récent d'abord. Les secrets ne sont jamais affichés après leur création.</caption>
 <thead><tr><th scope="col">Identifiant public</th><th scope="col">Libellé</th>${viewer.admin ? html`<th scope="col">Entreprise</th>` : ''}<th scope="col">Portées</th>
 <th scope="col">Créé</th><th scope="col">Dernière utilisation</th><th scope="col">Expire</th><th scope="col">État</th><th scope="col">Action</th></tr></thead>
 <tbody>${tokens.map(t => {
@@ -196,7 +196,7 @@ export function tokensPage (app: FastifyInstance, deps: ConsoleDeps): void {
     }
     const company = deps.companies.get(record.companyId)
     const facts = html`<dl class="facts"><dt>Identifiant public</dt><dd><code>${record.id}</code></dd>${record.label ? html`<dt>Libellé</dt><dd>${record.label}</dd>` : ''}
-<dt>Portées</dt><dd>${record.scopes.map(s => html`<code>${s}</code><br>`)}</dd><dt>Expire</dt><dd>${record.expiresAt ? html`${parisTimeOrDash(record.expiresAt)} (heure de Paris)` : 'jamais'}</dd></dl>`
+<dt>Portées</dt><dd>${record.scopes.map(s => html`<code>${s}</code><br>`)}</dd><dt>Expire</dt><dd>${record.expiresAt ? parisTimeOrDash(record.expiresAt) : 'jamais'}</dd></dl>`
     if (!shown.secret) {
       return reply.page({
         title: 'Jeton créé',

@@ -16,6 +16,8 @@ t.test('a token for an existing company: the secret returned once, its hash stor
   t.same(record.scopes, ['outbound:besoins-agreges'], 'scopes deduplicated')
   t.equal(record.createdAt, '2026-11-21T12:00:00.000Z')
   t.equal(record.expiresAt, '2026-11-21T13:00:00.000Z')
+  t.equal(record.createdBy, 'alice', 'its maker is kept on the record (the token list shows it)')
+  t.equal(record.label, undefined, 'no label unless given')
   t.equal(openTokens(store).byHash(hashToken(token))?.id, record.id)
   t.equal(tokenState(record, now), 'active')
   t.equal(tokenState(record, now + 3_600_000), 'expired', 'expired at its expiry instant')

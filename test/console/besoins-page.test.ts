@@ -1,7 +1,7 @@
 import t from 'tap'
 import { addUser } from '../../src/auth/accounts.ts'
 import { OUTBOUND_PATH } from '../../src/contract/paths.ts'
-import { accessibilityProblems, launchBrowser, newPage, screenshot, signIn } from '../helpers/browser.ts'
+import { accessibilityProblems, launchBrowser, newPage, screenshot, screenshotOf, signIn } from '../helpers/browser.ts'
 import { startEpx } from '../helpers/epx.ts'
 
 // The "Besoins agrégés" page of a real plugin activation, in chromium, against the API it
@@ -61,6 +61,7 @@ for (const [day, slots] of DAYS) {
     t.equal(download.headers().etag, api.headers.etag)
     await screenshot(page, `besoins-${slots}`)
     await screenshot(page, `besoins-${slots}-top`, { fullPage: false })
+    await screenshotOf(page.locator('svg.chart'), `besoins-chart-${slots}`)
   })
 }
 

@@ -2,7 +2,8 @@ import t from 'tap'
 import { isRepeatedHour, parisText, parisTime, parisTimeOrDash } from '../../src/console/time.ts'
 
 t.test('instants are shown in Paris wall time, winter and summer', async t => {
-  t.equal(parisText('2026-11-21T23:00:00Z'), '22/11/2026 00:00:00')
+  t.equal(parisText('2026-11-21T23:00:00Z'), '22/11/2026 00:00:00 (UTC+01:00)', 'a full date and time says its offset')
+  t.equal(parisText('2026-07-01T10:15:00Z'), '01/07/2026 12:15:00 (UTC+02:00)')
   t.equal(parisText('2026-07-01T10:15:00Z', 'time'), '12:15')
   t.equal(parisText(Date.parse('2027-03-27T23:00:00Z'), 'date'), '28/03/2027')
 })
@@ -18,7 +19,7 @@ t.test('a time in the repeated autumn hour carries its offset; others do not', a
 
 t.test('<time> keeps the UTC instant, at the precision sent, in datetime and title', async t => {
   t.equal(parisTime('2026-11-21T12:00:00.000001Z').toString(),
-    '<time datetime="2026-11-21T12:00:00.000001Z" title="2026-11-21T12:00:00.000001Z (UTC)">21/11/2026 13:00:00</time>')
+    '<time datetime="2026-11-21T12:00:00.000001Z" title="2026-11-21T12:00:00.000001Z (UTC)">21/11/2026 13:00:00 (UTC+01:00)</time>')
   t.equal(parisTime(Date.parse('2026-11-21T12:00:00Z'), 'time').toString(),
     '<time datetime="2026-11-21T12:00:00Z" title="2026-11-21T12:00:00Z (UTC)">13:00</time>')
 })
@@ -27,5 +28,5 @@ t.test('parisTimeOrDash: a dash for no instant, escaped text for text that is no
   t.match(String(parisTimeOrDash(undefined)), '–')
   t.match(String(parisTimeOrDash(null)), '–')
   t.equal(String(parisTimeOrDash('<b>not a date</b>')), '&lt;b&gt;not a date&lt;/b&gt;', 'shown as escaped text')
-  t.match(String(parisTimeOrDash('2026-12-01T10:00:00.000Z')), '>01/12/2026 11:00:00<', 'winter: UTC+1')
+  t.match(String(parisTimeOrDash('2026-12-01T10:00:00.000Z')), '>01/12/2026 11:00:00 (UTC+01:00)<', 'winter: UTC+1')
 })

@@ -16,7 +16,7 @@ import { execFileSync } from 'node:child_process'
 import { mkdirSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import type { Test } from 'tap'
-import { chromium, type Browser, type Page } from 'playwright-core'
+import { chromium, type Browser, type Locator, type Page } from 'playwright-core'
 import { AxeBuilder } from '@axe-core/playwright'
 
 export const SCREENSHOTS = fileURLToPath(new URL('../../test-output/screenshots/', import.meta.url))
@@ -75,6 +75,13 @@ export async function screenshot (page: Page, name: string, o: { fullPage?: bool
   if (process.env.EPX_SCREENSHOTS !== '1') return
   mkdirSync(SCREENSHOTS, { recursive: true })
   await page.screenshot({ path: `${SCREENSHOTS}${name}.png`, fullPage: o.fullPage ?? true })
+}
+
+/** One element of the page (the chart, for docs/), under the same `EPX_SCREENSHOTS=1` rule. */
+export async function screenshotOf (locator: Locator, name: string): Promise<void> {
+  if (process.env.EPX_SCREENSHOTS !== '1') return
+  mkdirSync(SCREENSHOTS, { recursive: true })
+  await locator.screenshot({ path: `${SCREENSHOTS}${name}.png` })
 }
 
 /** axe-core's serious and critical violations on the page as it is now: `rule: target…` lines. */

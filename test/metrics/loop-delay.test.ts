@@ -29,7 +29,9 @@ t.test('a 50 ms block reads near 50 ms (less the part of a sampling interval it 
   block(50)
   await sleep(50)
   const { max } = loop.read()
-  t.ok(max >= 0.038 && max < 0.080, `max ${(max * 1000).toFixed(1)} ms`)
+  // At least the block less one interval; the upper bound is loose: a test machine under
+  // load deschedules the process too (174 ms seen during a full `npm test`).
+  t.ok(max >= 0.038 && max < 0.25, `max ${(max * 1000).toFixed(1)} ms`)
   await sleep(200)
   t.ok(loop.read().max < 0.03, 'the block is not counted twice')
 })

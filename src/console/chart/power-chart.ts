@@ -38,8 +38,8 @@ export interface ChartInput {
 }
 
 const W = 960
-const H = 380
-const M = { left: 60, right: 16, top: 36, bottom: 64 }
+const H = 390
+const M = { left: 60, right: 16, top: 50, bottom: 64 }
 const PLOT_W = W - M.left - M.right
 const PLOT_H = H - M.top - M.bottom
 /** A floor above this many times the day's highest available power does not set the scale. */
@@ -83,7 +83,7 @@ export function powerChart (c: ChartInput): SafeHtml {
 <g class="curtailments">${curtailments.map(k => html`<rect class="curtailment" x="${x(k.startMs)}" y="${M.top}" width="${round(x(k.endMs) - x(k.startMs))}" height="${PLOT_H}" fill="url(#chart-hatch)" opacity="0.8"><title>Effacement (0 kW max) de ${parisText(k.startMs, 'time')} à ${parisText(k.endMs, 'time')}</title></rect>`)}</g>
 <g class="floors">${floors.map(k => html`<line class="${over(k) ? 'floor over' : 'floor'}" x1="${x(k.startMs)}" x2="${x(k.endMs)}" y1="${y(k.minKw!)}" y2="${y(k.minKw!)}" stroke="${over(k) ? COLOURS.over : COLOURS.floor}" stroke-width="3"${over(k) ? html` stroke-dasharray="5 2"` : ''}><title>${floorTitle(k)}</title></line>`)}</g>
 <g class="clipped">${clipped.map(k => html`<path class="clipped-marker" d="M${round((x(k.startMs) + x(k.endMs)) / 2 - 5)},${M.top + 8}L${round((x(k.startMs) + x(k.endMs)) / 2)},${M.top}L${round((x(k.startMs) + x(k.endMs)) / 2 + 5)},${M.top + 8}Z" fill="${COLOURS.over}"><title>Hors échelle : ${floorTitle(k)}</title></path>`)}
-${clipped.length ? html`<text class="clipped-label" x="${W - M.right - 4}" y="${M.top + 22}" text-anchor="end" fill="${COLOURS.over}" stroke="#ffffff" stroke-width="3" paint-order="stroke">▲ plancher hors échelle : ${frNumber(Math.max(...clipped.map(k => k.minKw!)))} kW</text>` : ''}</g>
+${clipped.length ? html`<text class="clipped-label" x="${W - M.right}" y="${M.top - 5}" text-anchor="end" fill="${COLOURS.over}" stroke="#ffffff" stroke-width="3" paint-order="stroke">▲ plancher hors échelle : ${frNumber(Math.max(...clipped.map(k => k.minKw!)))} kW</text>` : ''}</g>
 <g class="deadlines">${c.milestones.map(m => html`<line x1="${x(m.deadlineMs)}" x2="${x(m.deadlineMs)}" y1="${M.top}" y2="${M.top + PLOT_H}" stroke="${COLOURS.milestone}" stroke-width="2" stroke-dasharray="6 3"/>
 <text x="${x(m.deadlineMs) - 4}" y="${M.top + 14}" text-anchor="end" fill="${COLOURS.milestone}" stroke="#ffffff" stroke-width="3" paint-order="stroke">${frNumber(m.energyKwh)} kWh</text>`)}</g>
 <g class="slots">${c.available.map(s => html`<rect class="slot" x="${x(s.startMs)}" y="${M.top}" width="${round(x(s.startMs + c.slotMs) - x(s.startMs))}" height="${PLOT_H}" fill="transparent"><title>${parisText(s.startMs, 'time')} : ${frNumber(s.kw)} kW disponibles</title></rect>`)}</g>

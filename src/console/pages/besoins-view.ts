@@ -79,10 +79,10 @@ ${over.length ? html`<p class="flag-infeasible" role="note"><strong>Infaisable :
     tableName: SLOTS_CAPTION,
   })}</figure>
 <table class="milestones"><caption>Jalons d'énergie</caption>
-<thead><tr><th scope="col">Début</th><th scope="col">Échéance</th><th scope="col">Énergie (kWh)</th><th scope="col">Puissance (kW)</th></tr></thead>
+<thead><tr><th scope="col">Début</th><th scope="col">Échéance</th><th scope="col" class="num">Énergie (kWh)</th><th scope="col" class="num">Puissance (kW)</th></tr></thead>
 <tbody>${site.jalons_besoin.length === 0 ? html`<tr><td colspan="4">Aucun jalon.</td></tr>` : site.jalons_besoin.map(j => html`<tr><td>${parisTime(j.debut_utc)}</td><td>${parisTime(j.deadline_utc)}</td><td class="num">${frNumber(j.valeur_kwh)}</td><td class="num">${frNumber(j.puissance_kW)}</td></tr>`)}</tbody></table>
 <table class="slots"><caption>${SLOTS_CAPTION}</caption>
-<thead><tr><th scope="col">N°</th><th scope="col">Début (Paris)</th><th scope="col">Fin (Paris)</th><th scope="col">Puissance disponible (kW)</th><th scope="col">Consigne</th></tr></thead>
+<thead><tr><th scope="col" class="num">N°</th><th scope="col">Début (Paris)</th><th scope="col">Fin (Paris)</th><th scope="col" class="num">Puissance disponible (kW)</th><th scope="col">Consigne</th></tr></thead>
 <tbody>${slots.map((s, k) => html`<tr><td class="num">${k + 1}</td><td>${parisTime(s.debut_utc, 'time')}</td><td>${parisTime(s.fin_utc, 'time')}</td><td class="num">${frNumber(s.p_max_kw)}</td>${constraintCell(byStart.get(utcInstantMs(s.debut_utc)), s.p_max_kw)}</tr>`)}</tbody></table>
 </section>`
 }
@@ -112,7 +112,7 @@ function constraintCell (c: SlotConstraint | undefined, availableKw: number): Sa
 function history (m: BesoinsModel): SafeHtml {
   return html`<section aria-labelledby="history-h"><h2 id="history-h">Historique des révisions</h2>
 <table class="history"><caption>Révisions conservées, la plus récente d'abord</caption>
-<thead><tr><th scope="col">Émise le</th><th scope="col">ETag</th><th scope="col">Taille (octets)</th><th scope="col">JSON</th></tr></thead>
+<thead><tr><th scope="col">Émise le</th><th scope="col">ETag</th><th scope="col" class="num">Taille (octets)</th><th scope="col">JSON</th></tr></thead>
 <tbody>${m.history.length === 0 ? html`<tr><td colspan="4">Aucune révision.</td></tr>` : m.history.map(r => html`<tr><td>${parisTime(r.emittedAt)}</td><td><code>${r.etag}</code></td><td class="num">${frNumber(r.size)}</td><td><a href="${downloadHref(r.siteId, r.targetDate, r)}" download="${downloadName(r)}">Télécharger</a></td></tr>`)}</tbody></table>
 </section>`
 }

@@ -52,7 +52,7 @@ export function renderProgrammes (m: ProgrammesModel): SafeHtml {
 </form>
 <nav class="days" aria-label="Jours voisins"><a href="${programmesHref(addDays(m.targetDate, -1), m.siteId)}">← Jour précédent</a> <a href="${programmesHref(addDays(m.targetDate, 1), m.siteId)}">Jour suivant →</a></nav>
 <table class="programmes"><caption>Instructions reçues pour le ${dayText(m.targetDate)}</caption>
-<thead><tr><th scope="col">Instruction</th><th scope="col">Site</th><th scope="col">Émetteur</th><th scope="col">Émise le</th><th scope="col">Reçue le</th><th scope="col">Créneaux</th><th scope="col">Statut</th></tr></thead>
+<thead><tr><th scope="col">Instruction</th><th scope="col">Site</th><th scope="col">Émetteur</th><th scope="col">Émise le</th><th scope="col">Reçue le</th><th scope="col" class="num">Créneaux</th><th scope="col">Statut</th></tr></thead>
 <tbody>${m.views.length === 0 ? html`<tr><td colspan="7">Aucune instruction reçue pour ce jour.</td></tr>` : m.views.map(v => {
     const i = v.instruction
     return html`<tr><td><a href="${programmeHref(i.instructionId, i.siteId)}">${i.instructionId}</a></td><td>${i.siteId}<br><small>${i.siteName}</small></td><td>${i.emittedBy}<br><small>${i.companyId}</small></td><td>${parisTime(i.emittedAt)}</td><td>${parisTime(i.receivedAt)}</td><td class="num">${i.slots.length}</td><td>${statusCell(v)}${v.feasibility ? html`<br><strong class="flag-infeasible" title="${feasibilityText(v.feasibility)}">infaisable</strong>` : ''}</td></tr>`
@@ -71,17 +71,17 @@ export function renderProgramme (m: ProgrammeModel): SafeHtml {
 <dt>Reçue le</dt><dd>${parisTime(i.receivedAt)}</dd>
 <dt>Statut</dt><dd>${statusCell(m.view)}</dd>
 <dt>Créneaux</dt><dd>${slotsText(i.slots.length, i.slotDurationSecs)}</dd>
-<dt>Faisabilité</dt><dd>${feasibilityText(m.view.feasibility)}</dd>
+<dt>Faisabilité</dt><dd>${m.view.feasibility ? html`<strong class="flag-infeasible">infaisable</strong> (ci-dessous)` : feasibilityText(undefined)}</dd>
 </dl>
 ${m.view.feasibility ? html`<p class="flag-infeasible" role="note"><strong>Infaisable :</strong> ${feasibilityText(m.view.feasibility)}</p>` : ''}
 <p><a href="${besoinsHref(i.siteId, i.targetDate)}">Voir sur le graphique des besoins agrégés</a></p>
 ${i.slots.length === 0
     ? html`<p class="empty">Aucun créneau : cette instruction lève toute contrainte du site pour ce jour.</p>`
     : html`<table class="slots"><caption>Créneaux programmés</caption>
-<thead><tr><th scope="col">Début (Paris)</th><th scope="col">Fin (Paris)</th><th scope="col">Énergie (kWh)</th><th scope="col">Contrainte</th><th scope="col">Faisabilité</th></tr></thead>
+<thead><tr><th scope="col">Début (Paris)</th><th scope="col">Fin (Paris)</th><th scope="col" class="num">Énergie (kWh)</th><th scope="col">Contrainte</th><th scope="col">Faisabilité</th></tr></thead>
 <tbody>${m.constraints.map(c => {
     const available = overAt.get(Date.parse(c.startUtc))
-    return html`<tr><td>${parisTime(c.startUtc)}</td><td>${parisTime(c.endUtc)}</td><td class="num">${frNumber(c.energyKwh)}</td><td class="${c.minKw !== undefined ? 'floor' : 'curtailment'}">${constraintText(c)}</td>${available === undefined
+    return html`<tr><td>${parisTime(c.startUtc, 'slot')}</td><td>${parisTime(c.endUtc, 'slot')}</td><td class="num">${frNumber(c.energyKwh)}</td><td class="${c.minKw !== undefined ? 'floor' : 'curtailment'}">${constraintText(c)}</td>${available === undefined
       ? html`<td></td>`
       : html`<td class="over"><strong class="flag-infeasible">infaisable</strong> : ${frNumber(roundKw(available))} kW disponibles</td>`}</tr>`
   })}</tbody></table>`}`
@@ -102,6 +102,7 @@ export function feasibilityText (f: FeasibilityFlag | undefined): string {
     const worst = f.infeasibleSlots.reduce((a, b) => b.floorKw - b.availableKw > a.floorKw - a.availableKw ? b : a)
     parts.push(`${n === 1 ? 'un créneau a' : `${frNumber(n)} créneaux ont`} un plancher au-delà de la puissance disponible (jusqu'à ${frNumber(roundKw(worst.floorKw))} kW pour ${frNumber(roundKw(worst.availableKw))} kW disponibles)`)
   }
-  if (f.day) parts.push(`${frNumber(roundKw(f.day.programmedKwh))} kWh programmés sur le jour pour ${frNumber(roundKw(f.day.needsKwh))} kWh de besoins et ${frNumber(roundKw(f.day.availableKwh))} kWh permis par la puissance`)
-  return `${parts.join(' ; ')} — vérifié contre les Besoins agrégés émis le ${parisText(Date.parse(f.checkedAgainst))} (heure de Paris). Appliquée tout de même : le solveur décide.`
+  const kwh = (v: number) => frNumber(Math.round(v * 10) / 10)
+  if (f.day) parts.push(`${kwh(f.day.programmedKwh)} kWh programmés sur le jour pour ${kwh(f.day.needsKwh)} kWh de besoins et ${kwh(f.day.availableKwh)} kWh permis par la puissance disponible`)
+  return `${parts.join(' ; ')} — vérifié contre les Besoins agrégés émis le ${parisText(Date.parse(f.checkedAgainst))}. Appliquée tout de même : le solveur décide.`
 }
