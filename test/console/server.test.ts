@@ -12,7 +12,8 @@ import { startEpx, TEST_DOOR_IN_WORKER } from '../helpers/epx.ts'
 // is in login.test.ts and pages.test.ts.
 const epx = await startEpx(t, { config: { console: { enabled: true } } })
 const url = epx.handle.consoleUrl!
-await epx.addCompany('acme')
+// The reference host's sites, not "all": one BSP per site leaves others free for the companies made below.
+await epx.addCompany('acme', { perimeter: epx.ref.sites.map(s => s.site_id) })
 const admin = await addUser(epx.store, { username: 'root', admin: true, companyId: null }, Date.now())
 const member = await addUser(epx.store, { username: 'alice', admin: false, companyId: 'acme' }, Date.now())
 const agent = new Agent({ connect: { ca: testPki().serverCa.certPem } })
