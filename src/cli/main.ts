@@ -129,6 +129,11 @@ export async function runCli (argv: readonly string[], given: Partial<CliIo> = {
     err(`epx: unknown command '${name}'; the commands are: ${commands.map(c => c.name).join(', ')} (see 'epx --help')`)
     return USAGE_EXIT
   }
+  // The BSP's client works on no data folder: --data there is a mistake, not an option to ignore.
+  if (data !== undefined && command.name === 'bsp') {
+    err(`epx: --data is not an option of 'epx bsp' (it reads no data folder: give --url, --cert, --key, --ca and --token-file)`)
+    return USAGE_EXIT
+  }
   try {
     return await command.run(args, io)
   } catch (e) {
