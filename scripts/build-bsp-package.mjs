@@ -7,18 +7,28 @@
  * declarations, their imports rewritten from .ts to .js so a TypeScript user's compiler
  * reads them without allowImportingTsExtensions). Run after `node scripts/build.mjs`,
  * which generates the serializers src/ imports. `npm run build:bsp`; about 5 s.
+ *
+ * `--out DIR` builds a whole copy of the package there (package.json, README, bin, dist)
+ * and leaves packages/epx-bsp/ alone, so tests build their own; `--no-types` skips tsc.
  */
 import { build } from 'esbuild'
 import { execFileSync } from 'node:child_process'
-import { readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { cpSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
-import { join } from 'node:path'
+import { join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 
 const root = fileURLToPath(new URL('..', import.meta.url))
-const pkgDir = join(root, 'packages/epx-bsp')
+const source = join(root, 'packages/epx-bsp')
+const args = process.argv.slice(2)
+const outAt = args.indexOf('--out')
+const pkgDir = outAt >= 0 ? resolve(args[outAt + 1]) : source
+const withTypes = !args.includes('--no-types')
+if (pkgDir !== source) {
+  for (const f of ['package.json', 'README.md', 'bin']) cpSync(join(source, f), join(pkgDir, f), { recursive: true })
+}
 const dist = join(pkgDir, 'dist')
-const { version } = JSON.parse(readFileSync(join(pkgDir, 'package.json'), 'utf8'))
+const { version } = JSON.parse(readFileSync(join(source, 'package.json'), 'utf8'))
 rmSync(dist, { recursive: true, force: true })
 
 await build({
@@ -37,12 +47,14 @@ await build({
   banner: { js: "import { createRequire as __epxCreateRequire } from 'node:module'; const require = __epxCreateRequire(import.meta.url);" },
 })
 
-const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc')
-execFileSync(process.execPath, [tsc, '-p', join(pkgDir, 'tsconfig.json')], { stdio: 'inherit' })
-const types = join(dist, 'types')
-for (const entry of readdirSync(types, { recursive: true })) {
-  const file = join(types, String(entry))
-  if (!file.endsWith('.d.ts')) continue
-  writeFileSync(file, readFileSync(file, 'utf8').replace(/(from '\.{1,2}\/[^']+)\.ts'/g, "$1.js'"))
+if (withTypes) {
+  const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc')
+  const types = join(dist, 'types')
+  execFileSync(process.execPath, [tsc, '-p', join(source, 'tsconfig.json'), '--outDir', types], { stdio: 'inherit' })
+  for (const entry of readdirSync(types, { recursive: true })) {
+    const file = join(types, String(entry))
+    if (!file.endsWith('.d.ts')) continue
+    writeFileSync(file, readFileSync(file, 'utf8').replace(/(from '\.{1,2}\/[^']+)\.ts'/g, "$1.js'"))
+  }
 }
-console.log(`built packages/epx-bsp/dist (epx-bsp ${version})`)
+console.log(`built ${dist} (epx-bsp ${version})`)

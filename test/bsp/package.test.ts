@@ -7,12 +7,13 @@ import { promisify } from 'node:util'
 
 const run = promisify(execFile)
 const ROOT = fileURLToPath(new URL('../../', import.meta.url))
-const PACKAGE = join(ROOT, 'packages/epx-bsp')
 
 t.test('a BSP installs the client from its tarball in a folder of its own, runs its bin, imports it, compiles against its types', async t => {
   const dir = t.testdir()
-  await run(process.execPath, [join(ROOT, 'scripts/build-bsp-package.mjs')], { cwd: ROOT })
-  const packed = JSON.parse((await run('npm', ['pack', '--json', '--pack-destination', dir], { cwd: PACKAGE })).stdout) as Array<{ filename: string; files: Array<{ path: string }> }>
+  // Built into the test's folder: packages/epx-bsp/dist is left to `npm run build:bsp`.
+  const built = join(dir, 'epx-bsp')
+  await run(process.execPath, [join(ROOT, 'scripts/build-bsp-package.mjs'), '--out', built], { cwd: ROOT })
+  const packed = JSON.parse((await run('npm', ['pack', '--json', '--pack-destination', dir], { cwd: built })).stdout) as Array<{ filename: string; files: Array<{ path: string }> }>
   const files = packed[0]!.files.map(f => f.path)
   t.ok(files.includes('dist/index.js') && files.includes('bin/epx-bsp.js') && files.includes('dist/types/bsp/index.d.ts'), 'built JavaScript, its bin and its declarations')
   t.notOk(files.some(f => f.endsWith('.ts') && !f.endsWith('.d.ts')), 'no TypeScript sources')
