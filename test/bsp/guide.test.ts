@@ -17,6 +17,8 @@ import { programme, siteId } from '../helpers/programme.ts'
 
 const run = promisify(execFile)
 const ROOT = fileURLToPath(new URL('../../', import.meta.url))
+// Six samples in child processes (python3, curl, node): ~17 s alone, twice that on a loaded machine.
+t.setTimeout(180_000)
 const GUIDE = readFileSync(join(ROOT, 'docs/bsp-guide.md'), 'utf8')
 
 interface Block { readonly lang: string; readonly info: string; readonly code: string; readonly line: number }

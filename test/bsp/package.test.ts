@@ -7,6 +7,8 @@ import { promisify } from 'node:util'
 
 const run = promisify(execFile)
 const ROOT = fileURLToPath(new URL('../../', import.meta.url))
+// Two tsc runs, npm pack and npm install: ~20 s alone, 50 s beside two other test files on 2 cores.
+t.setTimeout(240_000)
 
 t.test('a BSP installs the client from its tarball in a folder of its own, runs its bin, imports it, compiles against its types', async t => {
   const dir = t.testdir()
