@@ -25,14 +25,49 @@ t.test('the description is valid OpenAPI 3.1, its schema files resolved', async 
   t.equal(doc.paths[OUTBOUND_PATH].get.responses['200'].content['application/json'].schema.$ref, 'schemas/besoins-agreges.json')
   t.equal(doc.paths[INBOUND_PATH].post.requestBody.content['application/json'].schema.$ref, 'schemas/programme-soutirage.json')
   // Every status of the contract and DECISIONS.md, per operation.
-  t.same(Object.keys(doc.paths[OUTBOUND_PATH].get.responses), ['200', '304', '400', '401', '403', '404', '500', '503'])
-  t.same(Object.keys(doc.paths[INBOUND_PATH].post.responses), ['202', '400', '401', '403', '413', '415', '500', '503'])
+  t.same(Object.keys(doc.paths[OUTBOUND_PATH].get.responses), ['200', '304', '400', '401', '403', '404', '405', '500', '503'])
+  t.same(Object.keys(doc.paths[INBOUND_PATH].post.responses), ['202', '400', '401', '403', '404', '405', '413', '415', '500', '503'])
+  t.same(doc.paths[INBOUND_PATH].post.responses['404'], { $ref: '#/components/responses/UnknownPath' }, 'a wrong path is a real response of the operation')
+  t.same(doc.paths[OUTBOUND_PATH].get.responses['405'], { $ref: '#/components/responses/MethodNotAllowedOutbound' })
+  t.equal(doc.info.version, '0.5', 'the API\'s version, as its paths name it')
+  t.ok(doc.info.license?.name, 'a licence')
+  t.notOk(JSON.stringify(doc.paths).includes('"Content-Type"'), 'no Content-Type header parameter (OpenAPI ignores it)')
+  t.same(Object.keys(doc.paths[INBOUND_PATH].post.requestBody.content['application/json'].examples), ['oneSite'])
+  t.same(doc.components.schemas.Receipt.properties.status, { type: 'string', const: 'received' })
   const names = (r: any) => Object.keys(r.headers ?? {})
   t.same(names(doc.paths[OUTBOUND_PATH].get.responses['304']).slice(0, 3), ['ETag', 'Last-Modified', 'Cache-Control'])
   t.ok(names(doc.paths[OUTBOUND_PATH].get.responses['404']).includes('Retry-After'))
   t.ok(names(doc.paths[INBOUND_PATH].post.responses['503']).includes('Retry-After'))
   t.ok(doc.paths[INBOUND_PATH].post.responses['401'].headers['WWW-Authenticate'].required)
   t.same(doc.paths[OUTBOUND_PATH].get.parameters.map((p: any) => p.name), ['site_id', 'target_date', 'If-None-Match', 'If-Modified-Since'])
+})
+
+t.test('Redocly lints the description without a warning (its recommended rules)', async t => {
+  const { execFile } = await import('node:child_process')
+  const cli = fileURLToPath(new URL('../node_modules/@redocly/cli/bin/cli.js', import.meta.url))
+  const out = await new Promise<string>((resolve, reject) => execFile(process.execPath, [cli, 'lint', DESCRIPTION_PATH, '--format=json'],
+    { env: { ...process.env, REDOCLY_TELEMETRY: 'off', REDOCLY_SUPPRESS_UPDATE_NOTICE: 'true' }, maxBuffer: 1 << 24 },
+    (err, stdout) => (stdout ? resolve(stdout) : reject(err ?? new Error('no output')))))
+  const report = JSON.parse(out) as { totals: { errors: number; warnings: number }; problems: Array<{ ruleId: string; message: string; location: Array<{ pointer: string }> }> }
+  t.same(report.problems.map(p => `${p.ruleId} ${p.location[0]?.pointer}: ${p.message}`), [])
+  t.same(report.totals, { errors: 0, warnings: 0, ignored: 0 })
+})
+
+t.test('the published examples validate against their schemas, and every instant has one format', async t => {
+  const doc = await description() as any
+  const ops = Object.values(doc.paths).flatMap((item: any) => Object.values(item)) as any[]
+  const { Ajv2020 } = await import('ajv/dist/2020.js')
+  const ajv = new Ajv2020({ strict: false, validateFormats: false })
+  const body = ops.find(o => o.requestBody).requestBody.content['application/json']
+  for (const [name, ex] of Object.entries(body.examples) as Array<[string, any]>) t.ok(ajv.validate(body.schema, ex.value), `request example ${name} is a valid programme`)
+  const slot = body.schema.properties.sites.items.properties.energie_programmee.items.properties
+  const instant = body.schema.properties.emitted_at
+  t.same([slot.debut_utc.format, slot.debut_utc.pattern], [instant.format, instant.pattern], 'debut_utc like emitted_at')
+  t.same([slot.fin_utc.format, slot.fin_utc.pattern], [instant.format, instant.pattern], 'fin_utc like emitted_at')
+  const receipt = ops.find(o => o.operationId === 'postProgrammeSoutirage').responses['202'].content['application/json']
+  const id = receipt.schema.properties.instructions.items.properties.instruction_id
+  t.match(receipt.examples.received.value.instructions[0].instruction_id, new RegExp(id.pattern))
+  t.notMatch('ProgrammeSoutirage-2026-11-22-rev-2026-11-21T12:00:00Z', new RegExp(id.pattern))
 })
 
 t.test('the response check refuses what the description does not say', async t => {

@@ -23,6 +23,9 @@ type Kind = keyof typeof DOOR_CODES
 const doorOf = (kind: Kind): Door => kind === 'outbound' ? 'outbound' : 'inbound'
 const statusOf = (code: ErrorCode): number => (catalogue[code] as { status: number }).status
 
+/** The service's terms are its operator's (package.json: UNLICENSED): no open licence is granted. */
+const LICENSE = { name: 'Proprietary: used under the agreement between the service operator and your company', identifier: 'LicenseRef-Proprietary' }
+
 export interface Described {
   readonly document: JsonSchema
   readonly schemas: Readonly<Record<string, JsonSchema>>
@@ -34,7 +37,7 @@ export function describeApi (recorded: readonly Recorded[], opts: { version: str
   const document = {
     openapi: '3.1.0',
     jsonSchemaDialect: JSON_SCHEMA_DIALECT,
-    info: { title: 'epx, the Energy Programs eXchange API', version: opts.version, description: API_DESCRIPTION },
+    info: { title: 'epx, the Energy Programs eXchange API', version: opts.version, description: API_DESCRIPTION, license: LICENSE },
     servers: [{ url: 'https://{host}', description: 'The service\'s API listener (mutual TLS)', variables: { host: { default: 'epx.example.com:8443' } } }],
     tags: [
       { name: 'outbound', description: 'Besoins_Agreges, published by the service, pulled by the BSP' },
@@ -42,12 +45,10 @@ export function describeApi (recorded: readonly Recorded[], opts: { version: str
     ],
     paths: {
       [OUTBOUND_PATH]: {
-        'x-other-methods': { $ref: '#/components/responses/MethodNotAllowedOutbound' },
         get: { operationId: 'getBesoinsAgreges', summary: 'The latest Besoins_Agreges of a site and day', ...get },
         head: { operationId: 'headBesoinsAgreges', summary: 'The headers GET would send (validators), without the body', ...operation('outbound', [...of('HEAD'), ...of('GET').filter(r => r.status !== 200)], { head: true }) },
       },
       [INBOUND_PATH]: {
-        'x-other-methods': { $ref: '#/components/responses/MethodNotAllowedInbound' },
         post: { operationId: 'postProgrammeSoutirage', summary: 'Send a Programme_Soutirage (one instruction per site)', ...operation('inbound', of('POST'), { head: false }) },
         get: {
           operationId: 'getProgrammeSoutirageStatus',
@@ -95,12 +96,20 @@ function operation (kind: Kind, recorded: readonly Recorded[], o: { head: boolea
   const door = doorOf(kind)
   const scope = door === 'outbound' ? 'outbound:besoins-agreges' : 'inbound:programme-soutirage'
   const responses: Record<string, unknown> = {}
+  // Every operation can meet the door's answers to a method its path does not serve (405)
+  // and, where the operation has no 404 of its own, to a wrong path (a base URL or version
+  // segment mistyped: 404 UNKNOWN_PATH): they are responses of the operation, so a generated
+  // client knows their body. (GET besoins-agreges' 404 is NOT_PUBLISHED, with its Retry-After.)
   const kindCodes: readonly ErrorCode[] = DOOR_CODES[kind]
-  const statuses = new Set([...recorded.map(r => r.status), ...kindCodes.map(statusOf)])
+  const statuses = new Set([...recorded.map(r => r.status), ...kindCodes.map(statusOf), statusOf('UNKNOWN_PATH'), statusOf('METHOD_NOT_ALLOWED')])
   for (const status of [...statuses].sort()) {
     const codes = kindCodes.filter(c => statusOf(c) === status)
     const seen = recorded.filter(r => r.status === status)
-    responses[String(status)] = response(kind, status, codes, seen.length ? seen : rendered(door, codes), o.head)
+    responses[String(status)] = status === statusOf('METHOD_NOT_ALLOWED') && codes.length === 0
+      ? { $ref: `#/components/responses/MethodNotAllowed${door === 'outbound' ? 'Outbound' : 'Inbound'}` }
+      : status === statusOf('UNKNOWN_PATH') && codes.length === 0 && seen.length === 0
+        ? { $ref: '#/components/responses/UnknownPath' }
+        : response(kind, status, codes, seen.length ? seen : rendered(door, codes), o.head)
   }
   const parameters = kind === 'status'
     ? [
@@ -115,17 +124,19 @@ function operation (kind: Kind, recorded: readonly Recorded[], o: { head: boolea
         { name: 'If-None-Match', in: 'header', required: false, description: 'The ETag last received for this site and day: 304 when nothing changed. Wins over If-Modified-Since.', schema: { type: 'string' } },
         { name: 'If-Modified-Since', in: 'header', required: false, description: 'The Last-Modified last received (HTTP date, one-second resolution): 304 when nothing changed. Ignored when unparsable.', schema: { type: 'string' } },
       ]
-    : [{ name: 'Content-Type', in: 'header', required: true, description: 'application/json (parameters such as charset=utf-8 allowed)', schema: { type: 'string', pattern: '^application/json' } }]
+    : []
+  // The request's examples are the bodies the service accepted (the refused ones are in the responses' examples).
   const requestBody = kind === 'inbound'
     ? {
         required: true,
-        content: { 'application/json': { schema: { $ref: SCHEMA_FILES.programme }, examples: examplesOf(recorded.filter(r => r.request.body !== undefined && r.status !== 413), 'request') } },
+        description: 'Sent as `Content-Type: application/json` (parameters such as charset=utf-8 allowed); any other media type is refused with 415.',
+        content: { 'application/json': { schema: { $ref: SCHEMA_FILES.programme }, examples: requestExamplesOf(recorded.filter(r => r.status === 202)) } },
       }
     : undefined
   return {
     tags: [door],
     security: [{ mutualTLS: [], bearer: [scope] }],
-    parameters,
+    ...(parameters.length ? { parameters } : {}),
     ...(requestBody ? { requestBody } : {}),
     responses,
   }
@@ -144,7 +155,9 @@ function response (kind: Kind, status: number, codes: readonly ErrorCode[], seen
   const media = seen.map(r => (r.headers['content-type'] ?? '').split(';')[0]!).find(Boolean)
   const schema = status === 200 ? (kind === 'status' ? { $ref: '#/components/schemas/ProgrammeStatus' } : { $ref: SCHEMA_FILES.besoins })
     : status === 202 ? { $ref: '#/components/schemas/Receipt' }
-      : door === 'inbound' ? errorSchema('#/components/schemas/InboundError', { properties: { error: { properties: { code: { enum: codes } } } } })
+      // message and details named again: linters that close each branch of an allOf (Redocly's
+      // example check) would otherwise read them as properties the branch does not allow.
+      : door === 'inbound' ? errorSchema('#/components/schemas/InboundError', { properties: { error: { properties: { code: { enum: codes }, message: true, details: true } } } })
         : errorSchema('#/components/schemas/Problem', {
           properties: { status: { const: status }, code: { enum: codes.map(problemCodeOf) } },
           required: status === 400 ? ['code', 'invalid_params'] : ['code'],
@@ -177,6 +190,10 @@ function headersOf (seen: readonly Recorded[]): Record<string, unknown> {
   return out
 }
 
+function requestExamplesOf (accepted: readonly Recorded[]): Record<string, unknown> {
+  return Object.fromEntries(accepted.map(r => [r.requestName ?? r.name, { summary: r.requestSummary ?? r.summary, value: r.request.body }]))
+}
+
 function examplesOf (seen: readonly Recorded[], side: 'request' | 'response'): Record<string, unknown> {
   const out: Record<string, unknown> = {}
   for (const r of seen) {
@@ -191,7 +208,7 @@ function examplesOf (seen: readonly Recorded[], side: 'request' | 'response'): R
 
 /**
  * Unknown path (404, problem+json) and a method a path does not serve (405, in the
- * format of the path's door): `x-other-methods` of a path item names the latter.
+ * format of the path's door): each operation lists the latter as its 405.
  */
 function otherResponse (door: Door, seen: readonly Recorded[], status: number, code: ErrorCode) {
   return response(door, status, [code], seen.filter(r => r.status === status), false)

@@ -28,6 +28,9 @@ export interface Recorded {
   readonly status: number
   readonly headers: Readonly<Record<string, string>>
   readonly body?: unknown
+  /** For an accepted request: what its body is an example of, e.g. `oneSite`. */
+  readonly requestName?: string
+  readonly requestSummary?: string
 }
 
 /** Headers that change with every run or say nothing about the API. */
@@ -137,5 +140,8 @@ async function record (t: Test): Promise<Recorded[]> {
   await go('other', 'methodNotAllowedOutbound', 'A method besoins-agreges does not serve', get(pair, { method: 'DELETE' }))
   await go('other', 'methodNotAllowedInbound', 'A method programme-soutirage does not serve', post({ method: 'DELETE', body: undefined }))
   await epx.close()
-  return out.map(r => r.name === 'tooLarge' ? { ...r, request: { ...r.request, body: '(a body over the limit)' } } : r)
+  return out.map(r => r.name === 'tooLarge' ? { ...r, request: { ...r.request, body: '(a body over the limit)' } }
+    : r.operation === 'POST' && r.name === 'received'
+      ? { ...r, requestName: 'oneSite', requestSummary: 'One site, the first two hours of its day programmed: 2.5 kWh per quarter-hour for an hour, then 0 (a curtailment)' }
+      : r)
 }

@@ -14,7 +14,7 @@ import { INBOUND_PATH as PROGRAMME_PATH, OUTBOUND_PATH as BESOINS_PATH } from '.
 
 
 export interface BspClientOptions {
-  /** The service's base URL, e.g. `https://epx.example.com:8443`. */
+  /** The service's base URL, e.g. `https://epx.example.com:8443`; a path in it (`https://gw.example.com/epx`) prefixes the API's paths. */
   readonly url: string | URL
   /** PEM: the BSP's client certificate and key, and the CA that signed the service's certificate. */
   readonly cert: string | Buffer
@@ -62,6 +62,10 @@ export type { BesoinsAgreges, Receipt, ProgrammeStatus }
 
 export function createBspClient (opts: BspClientOptions): BspClient {
   const base = new URL(opts.url)
+  // A service behind a reverse proxy under a path (`https://gw.example.com/epx`) keeps it:
+  // the API's paths are appended to the base URL's path, not put in its place.
+  const prefix = base.pathname.replace(/\/+$/, '')
+  const endpoint = (path: string) => new URL(prefix + path, base.origin)
   const agent: Dispatcher = new Agent({
     connections: opts.connections ?? 4,
     connect: { cert: opts.cert, key: opts.key, ...(opts.ca ? { ca: opts.ca } : {}) },
@@ -71,7 +75,7 @@ export function createBspClient (opts: BspClientOptions): BspClient {
 
   return {
     async getBesoins (q) {
-      const url = new URL(BESOINS_PATH, base)
+      const url = endpoint(BESOINS_PATH)
       url.searchParams.set('site_id', q.siteId)
       url.searchParams.set('target_date', q.targetDate)
       const headers: Record<string, string> = { authorization: auth, accept: 'application/json' }
@@ -94,7 +98,7 @@ export function createBspClient (opts: BspClientOptions): BspClient {
     },
 
     async postProgramme (body) {
-      const res = await request(new URL(PROGRAMME_PATH, base), {
+      const res = await request(endpoint(PROGRAMME_PATH), {
         method: 'POST',
         headers: { authorization: auth, 'content-type': 'application/json' },
         body: typeof body === 'string' ? body : JSON.stringify(body),
@@ -109,7 +113,7 @@ export function createBspClient (opts: BspClientOptions): BspClient {
     },
 
     async getProgrammeStatus (q) {
-      const url = new URL(PROGRAMME_PATH, base)
+      const url = endpoint(PROGRAMME_PATH)
       url.searchParams.set('target_date', q.targetDate)
       if (q.siteId !== undefined) url.searchParams.set('site_id', q.siteId)
       const headers: Record<string, string> = { authorization: auth, accept: 'application/json' }

@@ -1,5 +1,5 @@
 /**
- * `epx-gateway/bsp`: the reference BSP client. The two calls with a client certificate
+ * `epx-bsp` (packages/epx-bsp/, and `epx-gateway/bsp` in this repository): the reference BSP client. The two calls with a client certificate
  * and a Bearer token on one keep-alive pool (`createBspClient`), pulling by the book
  * (`pullRound`, `watch`), sending a programme after the server's own checks
  * (`pushProgramme`, `checkProgramme`). docs/bsp-guide.md shows it in use.

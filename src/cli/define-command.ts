@@ -32,6 +32,8 @@ export interface CommandSpec {
   readonly options?: Readonly<Record<string, OptionSpec>>
   /** Names of the required positionals, in order (`['ID']`); no others are accepted. */
   readonly positionals?: readonly string[]
+  /** False for a command that reads no data folder (`epx bsp ...`): its help offers no `--data`. */
+  readonly dataDir?: boolean
 }
 
 /** Parsed arguments with typed getters. */
@@ -81,7 +83,8 @@ function helpText (spec: CommandSpec): string {
     const flag = (o.short ? `-${o.short}, ` : '') + `--${name}` + (o.type === 'string' ? ` ${o.arg ?? 'VALUE'}` : '')
     rows.push([flag, o.help + (o.multiple ? ' (repeatable)' : '')])
   }
-  rows.push(['--data DIR', 'data folder (default ./var/epx)'], ['-h, --help', 'show this help'])
+  if (spec.dataDir !== false) rows.push(['--data DIR', 'data folder (default ./var/epx)'])
+  rows.push(['-h, --help', 'show this help'])
   const width = Math.max(...rows.map(r => r[0].length)) + 2
   return [
     `Usage: ${spec.usage}`,

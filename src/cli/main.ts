@@ -6,9 +6,10 @@
  */
 import { resolve } from 'node:path'
 import { parseArgs } from 'node:util'
-import { catalogue, isEpxError, type ErrorSpec } from '../errors.ts'
+import { catalogue } from '../errors.ts'
 import { DEFAULT_DATA_DIR, type CliIo, type Command } from './io.ts'
 import { commandGroup, lazyCommand } from './define-command.ts'
+import { renderError } from './render-error.ts'
 
 /**
  * Every command, with the line `epx --help` shows for it. Each is imported when it runs
@@ -129,22 +130,16 @@ export async function runCli (argv: readonly string[], given: Partial<CliIo> = {
     err(`epx: unknown command '${name}'; the commands are: ${commands.map(c => c.name).join(', ')} (see 'epx --help')`)
     return USAGE_EXIT
   }
+  // The BSP's client works on no data folder: --data there is a mistake, not an option to ignore.
+  if (data !== undefined && command.name === 'bsp') {
+    err(`epx: --data is not an option of 'epx bsp' (it reads no data folder: give --url, --cert, --key, --ca and --token-file)`)
+    return USAGE_EXIT
+  }
   try {
     return await command.run(args, io)
   } catch (e) {
     return renderError(e, err)
   }
-}
-
-/** The CLI door of the catalogue: the message, and the exit code the catalogue gives the code. */
-function renderError (e: unknown, err: (line: string) => void): number {
-  if (isEpxError(e)) {
-    err(`epx: ${e.message}`)
-    return (catalogue[e.code] as ErrorSpec).exit ?? 1
-  }
-  // Not in the catalogue: a bug or an environment failure; the stack helps to report it.
-  err(`epx: unexpected error: ${(e as Error)?.stack ?? String(e)}`)
-  return 1
 }
 
 /** Entry point: runs with the process's argv and sets its exit code (bin/epx.js calls it). */

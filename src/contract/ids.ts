@@ -26,7 +26,9 @@ export function instructionIdPrefix (targetDate: string): string {
   return `ProgrammeSoutirage-${targetDate}-rev-`
 }
 
-const INSTRUCTION_ID = /^ProgrammeSoutirage-(\d{4}-\d{2}-\d{2})-rev-\d{8}T\d{6}(?:\.\d{3}|\.\d{6}|\.\d{9})?Z$/
+/** Every instruction id's shape, as published (the receipt's and the status read's `instruction_id`). */
+export const INSTRUCTION_ID_PATTERN = '^ProgrammeSoutirage-([0-9]{4}-[0-9]{2}-[0-9]{2})-rev-[0-9]{8}T[0-9]{6}(\\.[0-9]{3}|\\.[0-9]{6}|\\.[0-9]{9})?Z$'
+const INSTRUCTION_ID = new RegExp(INSTRUCTION_ID_PATTERN)
 
 /** The target date an instruction id names, or undefined when `text` is not an instruction id. */
 export function targetDateOfInstructionId (text: string): string | undefined {

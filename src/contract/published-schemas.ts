@@ -9,6 +9,7 @@
  */
 import { besoinsAgregesSchema } from './besoins-agreges.ts'
 import { receiptSchema } from './compiled.ts'
+import { INSTRUCTION_ID_PATTERN } from './ids.ts'
 import { readUtcInstant, UTC_INSTANT_PATTERN } from './instants.ts'
 import { DATE_PATTERN, isCalendarDate } from './paris-day.ts'
 import { programmeSoutirageSchema } from './programme-soutirage.ts'
@@ -82,18 +83,39 @@ export function besoinsAgregesJsonSchema (): JsonSchema {
  * are the server's (`programme-rules.ts`) and are stated in the description.
  */
 export function programmeSoutirageJsonSchema (limits: { readonly maxSites: number }): JsonSchema {
-  return fileSchema(programmeSoutirageSchema(limits), [
+  const schema = fileSchema(programmeSoutirageSchema(limits), [
     'Programme_Soutirage v0.2, the withdrawal programme a BSP posts (contract section 2.2).',
     'Besides this schema the server checks: debut_utc/fin_utc on a 900 s boundary, fin_utc - debut_utc = slot_duration_secs,',
     'every slot inside the Europe/Paris target day, slots in strictly increasing order without overlap, each site_id once,',
     'and each site in the caller\'s perimeter. Unknown extra fields are ignored.',
   ].join(' '))
+  // The slot bounds are read by the server's rules (readUtcInstant, as emitted_at is), not by
+  // the door's schema; published, they carry the same format and pattern as every other instant.
+  const slot = (((schema.properties as JsonSchema).sites as JsonSchema).items as JsonSchema).properties as JsonSchema
+  const bounds = ((slot.energie_programmee as JsonSchema).items as JsonSchema).properties as JsonSchema
+  for (const name of ['debut_utc', 'fin_utc']) bounds[name] = { ...(bounds[name] as JsonSchema), ...NAMED_FORMATS['utc-instant']! }
+  return schema
 }
 
 /** The 202 body of POST programme-soutirage (contract §4.2). */
 export function receiptJsonSchema (): JsonSchema {
   const s = toPortableSchema(receiptSchema) as JsonSchema
-  return { ...s, description: 'One instruction per site was persisted (on disk) and will be applied at the next solver cycle.' }
+  // The serializer's schema says "a string"; the contract (section 4.2) says which one, and what an id looks like.
+  const properties: JsonSchema = { ...(s.properties as JsonSchema), status: { type: 'string', const: 'received' } }
+  const items = (properties.instructions as JsonSchema).items as JsonSchema
+  const itemProperties = { ...(items.properties as JsonSchema), instruction_id: instructionId(), site_id: { type: 'string', pattern: PRM_PATTERN } }
+  properties.instructions = { ...(properties.instructions as JsonSchema), items: { ...items, properties: itemProperties } }
+  return { ...s, properties, description: 'One instruction per site was persisted (on disk) and will be applied at the next solver cycle.' }
+}
+
+const PRM_PATTERN = '^PRM[0-9]{14}$'
+
+function instructionId (): JsonSchema {
+  return {
+    type: 'string',
+    pattern: INSTRUCTION_ID_PATTERN,
+    description: 'ProgrammeSoutirage-<target_date>-rev-<emitted_at in compact UTC form>, derived by the service: the same (target_date, emitted_at) always gives the same id.',
+  }
 }
 
 /** The inbound error body (contract §7.2, DECISIONS.md "Inbound"). */
@@ -163,17 +185,17 @@ export function programmeStatusJsonSchema (): JsonSchema {
           type: 'object',
           required: ['instruction_id', 'site_id', 'emitted_at', 'received_at', 'periods_count', 'status', 'infeasible_slots'],
           properties: {
-            instruction_id: { type: 'string' },
-            site_id: { type: 'string', pattern: '^PRM[0-9]{14}$' },
-            emitted_at: { type: 'string', description: 'As you sent it (UTC, at the precision sent).' },
-            received_at: { type: 'string', description: 'When the service received it (UTC).' },
+            instruction_id: instructionId(),
+            site_id: { type: 'string', pattern: PRM_PATTERN },
+            emitted_at: { type: 'string', format: 'date-time', pattern: UTC_INSTANT_PATTERN, description: 'As you sent it (UTC, at the precision sent).' },
+            received_at: { type: 'string', format: 'date-time', pattern: UTC_INSTANT_PATTERN, description: 'When the service received it (UTC).' },
             periods_count: { type: 'integer', minimum: 0 },
             status: {
               type: 'string',
               enum: ['received', 'queued', 'applied', 'superseded'],
               description: '`received`: stored, not yet handed to the solver (it will be at the service\'s next start); `queued`: handed to the solver for its next cycle; `applied`: a solver cycle took it (`applied_at`, `cycle`); `superseded`: a programme with a later emitted_at is in force for this site and day; this one is kept, never applied.',
             },
-            applied_at: { type: 'string', description: 'With `applied`: when the cycle acknowledged it (UTC).' },
+            applied_at: { type: 'string', format: 'date-time', pattern: UTC_INSTANT_PATTERN, description: 'With `applied`: when the cycle acknowledged it (UTC).' },
             cycle: { type: 'integer', description: 'With `applied`: the solver cycle\'s number.' },
             superseded_by: { type: 'string', description: 'With `superseded`: the instruction in force, when it is your company\'s own.' },
             infeasible_slots: { type: 'integer', minimum: 0, description: 'Slots whose floor exceeds the available power published for them (0 when none, or when nothing was published to check against).' },

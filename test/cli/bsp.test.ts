@@ -139,3 +139,26 @@ t.test('the token comes from a file or EPX_BSP_TOKEN, never an argument', async 
   const bad = await runEpx(root, 'bsp', 'pull', ...conn, '--date', DAY, '--out', join(root, 'o'))
   t.match(bad.err, /missing --site PRM/)
 })
+
+t.test('epx bsp reads no data folder: --data is refused, its help does not offer it', async t => {
+  const { root, conn } = await setup(t)
+  for (const sub of ['pull', 'push', 'status']) {
+    const help = await runEpx(root, 'bsp', sub, '--help')
+    t.equal(help.code, 0)
+    t.notMatch(help.out, /--data/, `epx bsp ${sub} --help offers no --data`)
+  }
+  const refused = await runEpx(root, '--data', join(root, 'elsewhere'), 'bsp', 'pull', ...conn, '--site', siteId(1), '--date', DAY, '--out', join(root, 'o'))
+  t.equal(refused.code, 2)
+  t.match(refused.err, /--data is not an option of 'epx bsp'/)
+})
+
+t.test('--url with a path: the API\'s paths are appended to it (a service behind a reverse proxy)', async t => {
+  const { root, epx, conn } = await setup(t)
+  await epx.handle.publish({ targetDate: DAY })
+  const url = conn.indexOf('--url') + 1
+  const prefixed = conn.with(url, new URL('/behind/a/proxy/', epx.url).href)
+  const pull = await runEpx(root, 'bsp', 'pull', ...prefixed, '--site', siteId(1), '--date', DAY, '--out', join(root, 'o'))
+  t.equal(pull.code, 1, 'the prefix was kept: the service answers an unknown path')
+  t.match(pull.out, /failed/)
+  t.match(pull.out + pull.err, /\/behind\/a\/proxy\/api\/v0\.5\/energy-programs\/besoins-agreges/, 'the path asked names the prefix')
+})

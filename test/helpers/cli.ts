@@ -41,12 +41,13 @@ export interface CliResult {
   readonly lines: readonly string[]
 }
 
-/** `epx --data <dataDir> ...argv`, in-process. */
+/** `epx --data <dataDir> ...argv` (`epx ...argv` for `epx bsp`), in-process. */
 export async function epx (dataDir: string, ...argv: string[]): Promise<CliResult> {
   const out: string[] = []
   const err: string[] = []
   const { runCli } = await builtCli()
-  const code = await runCli(['--data', dataDir, ...argv], { out: l => out.push(l), err: l => err.push(l) })
+  // `epx bsp` reads no data folder and refuses --data.
+  const code = await runCli([...(argv[0] === 'bsp' ? [] : ['--data', dataDir]), ...argv], { out: l => out.push(l), err: l => err.push(l) })
   const text = out.join('\n')
   return { code, out: text, err: err.join('\n'), lines: text === '' ? [] : text.split('\n') }
 }

@@ -19,8 +19,8 @@
  * repeated activations: loading this oracle there would be measured too.
  *
  * A path the description does not serve is checked against `components.responses.UnknownPath`
- * (404), and a method a path does not list against the path's `x-other-methods` (405, in
- * the format of the path's door): those answers are documented too, so none goes unchecked.
+ * (404), and a method a path does not list against the 405 its operations list (in the
+ * format of the path's door): those answers are documented too, so none goes unchecked.
  * @module
  */
 import { fileURLToPath } from 'node:url'
@@ -37,7 +37,7 @@ interface Described {
   readonly content?: Record<string, { schema: object }>
 }
 interface Document {
-  paths: Record<string, Record<string, { responses: Record<string, Described> }> & { 'x-other-methods'?: Described }>
+  paths: Record<string, Record<string, { responses: Record<string, Described> }>>
   components: { responses: Record<string, Described> }
 }
 
@@ -68,7 +68,8 @@ function check (doc: Document, req: { method: string; path: string }, res: Respo
   const op = item?.[req.method.toLowerCase()]
   let described: Described | undefined
   if (!item) described = res.status === 404 ? doc.components.responses.UnknownPath : undefined
-  else if (!op || req.method.toLowerCase().startsWith('x-')) described = res.status === 405 ? item['x-other-methods'] : undefined
+  // A method the path does not serve: the 405 its operations list (the same for each).
+  else if (!op) described = res.status === 405 ? Object.values(item)[0]?.responses['405'] : undefined
   else described = op.responses[String(res.status)]
   if (!described) return [`status ${res.status} is not listed for ${item ? (op ? 'this operation' : 'a method the path does not serve') : 'an unknown path'}`]
 

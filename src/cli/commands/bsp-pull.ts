@@ -14,6 +14,7 @@ import { connect, connectionOptions } from './bsp.ts'
 
 const spec: CommandSpec = {
   usage: 'epx bsp pull --url URL --cert FILE --key FILE [--ca FILE] [--token-file FILE] --site PRM... --date YYYY-MM-DD --out DIR [--watch]',
+  dataDir: false,
   summary: 'fetch Besoins_Agreges into a folder (ETag kept, 304 when unchanged); --watch polls',
   about: [
     'Fetches the latest Besoins_Agreges of each site for a day into DIR/<date>/<site>.json, as a BSP',

@@ -13,6 +13,7 @@ import { connect, connectionOptions } from './bsp.ts'
 
 const spec: CommandSpec = {
   usage: 'epx bsp push --url URL --cert FILE --key FILE [--ca FILE] [--token-file FILE] [--json] FILE',
+  dataDir: false,
   summary: 'check a Programme_Soutirage as the server does, send it, print each instruction and what will become of it',
   about: [
     'Checks the programme in FILE with the server\'s own schema and rules (the perimeter aside) and',

@@ -10,6 +10,7 @@ import { formatTable } from '../table.ts'
 
 const spec: CommandSpec = {
   usage: 'epx bsp status --url URL --cert FILE --key FILE [--ca FILE] [--token-file FILE] --date YYYY-MM-DD [--site PRM] [--json]',
+  dataDir: false,
   summary: 'what became of your programmes for a day: received, queued, applied (cycle) or superseded',
   about: [
     'Reads over the API (GET programme-soutirage, same certificate and token as push) your company\'s',

@@ -15,7 +15,7 @@ import type { Command } from '../io.ts'
 export const TOKEN_ENV = 'EPX_BSP_TOKEN'
 
 export const connectionOptions: Readonly<Record<string, OptionSpec>> = {
-  url: { type: 'string', arg: 'URL', help: 'the service\'s base URL, e.g. https://localhost:8443 (required)' },
+  url: { type: 'string', arg: 'URL', help: 'the service\'s base URL, e.g. https://localhost:8443, or with the path it is served under, e.g. https://gw.example.com/epx (required)' },
   cert: { type: 'string', arg: 'FILE', help: 'your client certificate, PEM (required)' },
   key: { type: 'string', arg: 'FILE', help: 'its private key, PEM (required)' },
   ca: { type: 'string', arg: 'FILE', help: 'the CA of the service\'s server certificate, PEM (default: the system\'s)' },

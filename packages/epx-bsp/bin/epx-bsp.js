@@ -1,0 +1,5 @@
+#!/usr/bin/env node
+// `epx-bsp pull|push|status`: see `epx-bsp --help`.
+import { main } from '../dist/cli.js'
+
+await main()

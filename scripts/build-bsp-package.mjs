@@ -1,0 +1,60 @@
+#!/usr/bin/env node
+/**
+ * Builds packages/epx-bsp/, the BSP client a BSP installs on its own (`npm pack` there
+ * makes its tarball): `dist/index.js` (src/bsp/, the library) and `dist/cli.js` (the
+ * `epx-bsp` bin, src/cli/bsp-main.ts), each one ESM file with undici and our sources
+ * bundled in, so the package has no dependencies to resolve; `dist/types/` (tsc
+ * declarations, their imports rewritten from .ts to .js so a TypeScript user's compiler
+ * reads them without allowImportingTsExtensions). Run after `node scripts/build.mjs`,
+ * which generates the serializers src/ imports. `npm run build:bsp`; about 5 s.
+ *
+ * `--out DIR` builds a whole copy of the package there (package.json, README, bin, dist)
+ * and leaves packages/epx-bsp/ alone, so tests build their own; `--no-types` skips tsc.
+ */
+import { build } from 'esbuild'
+import { execFileSync } from 'node:child_process'
+import { cpSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { createRequire } from 'node:module'
+import { join, resolve } from 'node:path'
+import { fileURLToPath } from 'node:url'
+
+const root = fileURLToPath(new URL('..', import.meta.url))
+const source = join(root, 'packages/epx-bsp')
+const args = process.argv.slice(2)
+const outAt = args.indexOf('--out')
+const pkgDir = outAt >= 0 ? resolve(args[outAt + 1]) : source
+const withTypes = !args.includes('--no-types')
+if (pkgDir !== source) {
+  for (const f of ['package.json', 'README.md', 'bin']) cpSync(join(source, f), join(pkgDir, f), { recursive: true })
+}
+const dist = join(pkgDir, 'dist')
+const { version } = JSON.parse(readFileSync(join(source, 'package.json'), 'utf8'))
+rmSync(dist, { recursive: true, force: true })
+
+await build({
+  absWorkingDir: root,
+  entryPoints: { index: 'src/bsp/index.ts', cli: 'src/cli/bsp-main.ts' },
+  outdir: dist,
+  bundle: true,
+  platform: 'node',
+  format: 'esm',
+  target: 'node20',
+  splitting: true,   // undici and the client once, shared by the two entries
+  chunkNames: 'chunks/[name]-[hash]',
+  logLevel: 'error',
+  define: { 'process.env.EPX_BSP_VERSION': JSON.stringify(version) },
+  // undici is CommonJS: its require() of Node's modules needs a require in an ES module.
+  banner: { js: "import { createRequire as __epxCreateRequire } from 'node:module'; const require = __epxCreateRequire(import.meta.url);" },
+})
+
+if (withTypes) {
+  const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc')
+  const types = join(dist, 'types')
+  execFileSync(process.execPath, [tsc, '-p', join(source, 'tsconfig.json'), '--outDir', types], { stdio: 'inherit' })
+  for (const entry of readdirSync(types, { recursive: true })) {
+    const file = join(types, String(entry))
+    if (!file.endsWith('.d.ts')) continue
+    writeFileSync(file, readFileSync(file, 'utf8').replace(/(from '\.{1,2}\/[^']+)\.ts'/g, "$1.js'"))
+  }
+}
+console.log(`built ${dist} (epx-bsp ${version})`)

@@ -1,0 +1,94 @@
+/**
+ * docs/bsp-guide.md's code samples, run as written against a real epx: its shell, Python
+ * and Node blocks, in the guide's order, in a folder holding what the guide says a BSP
+ * has (bundle, token files, a programme), with `epx-bsp` installed there. Only the service
+ * address changes (the test's port for 8443). A block fenced with `no-test` needs tools
+ * from a registry (the client generators); it is the only kind left out.
+ */
+import t from 'tap'
+import { execFile } from 'node:child_process'
+import { mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { promisify } from 'node:util'
+import { startEpx } from '../helpers/epx.ts'
+import { testPki } from '../helpers/certs.ts'
+import { programme, siteId } from '../helpers/programme.ts'
+
+const run = promisify(execFile)
+const ROOT = fileURLToPath(new URL('../../', import.meta.url))
+// Six samples in child processes (python3, curl, node): ~17 s alone, twice that on a loaded machine.
+t.setTimeout(180_000)
+const GUIDE = readFileSync(join(ROOT, 'docs/bsp-guide.md'), 'utf8')
+
+interface Block { readonly lang: string; readonly info: string; readonly code: string; readonly line: number }
+const blocks: Block[] = [...GUIDE.matchAll(/^```(\w*)([^\n]*)\n([\s\S]*?)^```$/gm)].map(m => ({
+  lang: m[1]!, info: m[2]!.trim(), code: m[3]!, line: GUIDE.slice(0, m.index).split('\n').length,
+}))
+const runnable = blocks.filter(b => ['sh', 'python', 'js'].includes(b.lang) && !b.info.includes('no-test'))
+
+/** YYYY-MM-DD of a Europe/Paris day, today + offset. */
+function parisDay (offset: number): string {
+  const [y, m, d] = new Intl.DateTimeFormat('en-CA', { timeZone: 'Europe/Paris' }).format(new Date()).split('-').map(Number)
+  return new Date(Date.UTC(y!, m! - 1, d! + offset)).toISOString().slice(0, 10)
+}
+
+t.test('the guide\'s blocks: every shell, Python and Node one runs; only the generators\' is left out', async t => {
+  t.same(runnable.map(b => b.lang), ['sh', 'python', 'js', 'js', 'js', 'sh'])
+  t.same(blocks.filter(b => b.info.includes('no-test')).map(b => b.code.includes('openapi-generator')), [true])
+  for (const b of runnable) t.notMatch(b.code, /\b20\d\d-\d\d-\d\d\b/, `the block at line ${b.line} computes its dates`)
+})
+
+t.test('every sample of the guide runs as written against a real service, and does what it says', async t => {
+  const tomorrow = parisDay(1)
+  const root = t.testdir()
+  const epx = await startEpx(t, { sites: 1, now: new Date().toISOString(), dataDir: join(root, 'epx') })
+  const { cert } = await epx.addCompany('acme')
+  const { secret: outToken } = await epx.addToken('acme', ['outbound:besoins-agreges'])
+  const { secret: inToken } = await epx.addToken('acme', ['inbound:programme-soutirage'])
+  t.same((await epx.handle.publish({ targetDate: tomorrow })).failed, [], 'tomorrow is published')
+
+  const dir = join(root, 'bsp')
+  mkdirSync(dir)
+  const pki = testPki()
+  writeFileSync(join(dir, 'client.crt'), cert.certPem)
+  writeFileSync(join(dir, 'client.key'), cert.keyPem)
+  writeFileSync(join(dir, 'ca.crt'), pki.serverCa.certPem)
+  writeFileSync(join(dir, 'out.token'), outToken + '\n', { mode: 0o600 })
+  writeFileSync(join(dir, 'in.token'), inToken + '\n', { mode: 0o600 })
+  writeFileSync(join(dir, 'programme.json'), JSON.stringify(programme({ targetDate: tomorrow, emittedAt: new Date(Date.now() - 60_000).toISOString() })))
+  // A CA bundle that does not know the service: a sample that fell back on it would fail its TLS check.
+  writeFileSync(join(dir, 'other-cas.pem'), pki.clientCa.certPem)
+  // epx-bsp installed in the folder, as `npm install ./epx-bsp-*.tgz` leaves it (test/bsp/package.test.ts installs the tarball itself).
+  mkdirSync(join(dir, 'node_modules/.bin'), { recursive: true })
+  await run(process.execPath, [join(ROOT, 'scripts/build-bsp-package.mjs'), '--out', join(dir, 'node_modules/epx-bsp'), '--no-types'], { cwd: ROOT })
+  symlinkSync('../epx-bsp/bin/epx-bsp.js', join(dir, 'node_modules/.bin/epx-bsp'))
+
+  const port = epx.url.port
+  const env = { ...process.env, REQUESTS_CA_BUNDLE: join(dir, 'other-cas.pem'), CURL_CA_BUNDLE: join(dir, 'other-cas.pem'), NODE_OPTIONS: '' }
+  const outputs: string[] = []
+  for (const [i, b] of runnable.entries()) {
+    const code = b.code.replaceAll('https://localhost:8443', `https://localhost:${port}`)
+    const file = join(dir, `sample-${i}.${{ sh: 'sh', python: 'py', js: 'mjs' }[b.lang]}`)
+    writeFileSync(file, code)
+    const [cmd, args] = b.lang === 'sh' ? ['bash', ['-e', '-o', 'pipefail', file]] : b.lang === 'python' ? ['python3', [file]] : [process.execPath, [file]]
+    const res = await run(cmd, args as string[], { cwd: dir, env, timeout: 60_000 }).catch(e => e as { code: number; stdout: string; stderr: string })
+    const exit = (res as { code?: number }).code ?? 0
+    t.equal(exit, 0, `the ${b.lang} block at line ${b.line} runs and ends${exit ? ': ' + res.stderr : ''}`)
+    outputs.push(res.stdout)
+  }
+  const [curl, python, pull, watched, push, cli] = outputs as [string, string, string, string, string, string]
+  t.match(curl, /^304$/m, 'curl: the ETag sent back answers 304')
+  t.match(curl, /"status":"received"/, 'curl: the programme posted')
+  t.match(curl, new RegExp(`"target_date":"${tomorrow}","count":[1-9]`), 'curl: the status read lists it')
+  t.equal(JSON.parse(readFileSync(join(dir, 'PRM30000000000001.json'), 'utf8')).target_date, tomorrow)
+  t.match(python, /^fetched \S+Z (92|96|100) periods$/m, 'Python: the GET')
+  t.match(python, new RegExp(`^ProgrammeSoutirage-${tomorrow}-rev-\\S+ ${siteId(1)} (92|96|100) queued $`, 'm'), 'Python: the POST, one instruction queued')
+  t.equal(JSON.parse(readFileSync(join(dir, 'programme.json'), 'utf8')).sites[0].energie_programmee.length, Number(python.match(/ (\d+) periods/)![1]), 'a programme of every quarter-hour of the Paris day')
+  t.match(pull, /fetched: 1/, 'Node: a round fetched the site')
+  t.match(watched, /\{ fetched: \d, unchanged: \d, missing: \d, failed: 0 \}/, 'Node: watch ran its round and ended')
+  t.match(push, new RegExp(`^ProgrammeSoutirage-${tomorrow}-rev-\\S+ queued$`, 'm'), 'Node: the programme made from the Besoins_Agreges was received')
+  t.match(push, new RegExp(`^ProgrammeSoutirage-${tomorrow}-rev-\\S+ (queued|received) 0$`, 'm'), 'Node: the status read, no slot above the power available')
+  t.match(cli, /unchanged|fetched/, 'epx-bsp pull')
+  t.match(cli, new RegExp(`ProgrammeSoutirage-${tomorrow}-rev-\\S+ ${siteId(1)} \\d+ (queued|superseded)`), 'epx-bsp push')
+})
