@@ -9,7 +9,7 @@ import { inDataDir, loadConfig } from './config.ts'
 import { openStore, type Store, type StoreFaults } from './store/open-store.ts'
 import { openCompanies, perimeterOverlaps } from './store/companies.ts'
 import { openTokens } from './store/tokens.ts'
-import { startDoor, type Door } from './http/door-supervisor.ts'
+import { startDoor, type Door } from './door/supervisor.ts'
 import { listenApi } from './http/listener.ts'
 import { inboundRoute } from './http/inbound-route.ts'
 import { outboundRoute } from './http/outbound-route.ts'
@@ -41,7 +41,7 @@ export interface Internals {
   readonly onStore?: (store: Store) => void
   /** Hands the API door's supervisor to a test (to kill its worker). */
   readonly onDoor?: (door: Door) => void
-  /** The door's worker's heap limit in MB (default door-supervisor.ts's): a test reaches it. */
+  /** The door's worker's heap limit in MB (default door/supervisor.ts's): a test reaches it. */
   readonly doorHeapMb?: number
   /** The Node.js version checked against `engines.node` (default: this process's). */
   readonly nodeVersion?: string
@@ -137,8 +137,8 @@ export async function createEpx (host: Host, rawConfig: unknown, internals: Inte
       { name: 'publication', check: ops.publicationProblem },
     ]
     const exposition = metrics && expositionOf(metrics.registry)
-    // `api.inWorker`: the API door runs in its own thread (http/door-worker.ts), and the
-    // console and metrics listeners with it (worker-listeners.ts): their handshakes,
+    // `api.inWorker`: the API door runs in its own thread (door/worker.ts), and the
+    // console and metrics listeners with it (door/side-listeners.ts): their handshakes,
     // parsing and writes never take the solver's event loop; what they tell or ask comes
     // back here. Otherwise they serve on this thread.
     if (config.api.inWorker) door = await startDoor({

@@ -29,7 +29,7 @@ import { Agent, request as undiciRequest, type Dispatcher } from 'undici'
 import { createEpx, type Internals } from '../../src/plugin.ts'
 import { createReferenceHost, ManualClock, type ReferenceHost } from '../../src/host/reference-host.ts'
 import type { EpxHandle, Logger } from '../../src/host/contract.ts'
-import type { Door } from '../../src/http/door-supervisor.ts'
+import type { Door } from '../../src/door/supervisor.ts'
 import type { Store, StoreFaults } from '../../src/store/open-store.ts'
 import { openCompanies, type CompanyRecord, type Companies } from '../../src/store/companies.ts'
 import { openTokens, type Tokens } from '../../src/store/tokens.ts'
@@ -98,7 +98,7 @@ export interface TestEpx {
  * test:worker`, the whole suite with the door in its worker). Every worker start costs
  * ~0.3 s of CPU from dist/ (built-workers.mjs), ~0.8 s when it compiles the sources
  * through tsx: across the suite's activations that would add a good part to `npm test`.
- * The worker has its own tests (test/http/door-worker.test.ts, test/worker-listeners.test.ts).
+ * The worker has its own tests (test/door/worker.test.ts, test/door/side-listeners.test.ts).
  */
 export const TEST_DOOR_IN_WORKER = process.env.EPX_TEST_DOOR === 'worker'
 

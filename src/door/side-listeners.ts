@@ -6,23 +6,23 @@
  *
  * In the worker: the listeners, their TLS and HTTP work, the console's store reads and
  * writes (users, sessions, tokens, companies, revisions, instructions, its audit
- * records) on the door's own LMDB handle. Asked of the solver's thread (door-asks.ts):
+ * records) on the door's own LMDB handle. Asked of the solver's thread (door/asks.ts):
  * the solver's sites, "Publier maintenant", the metrics text and the readiness checks.
  * @module
  */
-import type { EpxConfig } from './config.ts'
-import type { Clock, Logger } from './host/contract.ts'
-import type { Store } from './store/open-store.ts'
-import type { Companies } from './store/companies.ts'
-import type { Revisions } from './store/revisions.ts'
-import type { Instructions } from './store/instructions.ts'
-import { openTokens } from './store/tokens.ts'
-import { openUsers } from './store/users.ts'
-import { openSessions } from './store/sessions.ts'
-import type { Audit } from './store/audit.ts'
-import { listenMetrics } from './metrics/server.ts'
-import type { Asker } from './http/door-asks.ts'
-import type { SidePorts } from './http/door-protocol.ts'
+import type { EpxConfig } from '../config.ts'
+import type { Clock, Logger } from '../host/contract.ts'
+import type { Store } from '../store/open-store.ts'
+import type { Companies } from '../store/companies.ts'
+import type { Revisions } from '../store/revisions.ts'
+import type { Instructions } from '../store/instructions.ts'
+import { openTokens } from '../store/tokens.ts'
+import { openUsers } from '../store/users.ts'
+import { openSessions } from '../store/sessions.ts'
+import type { Audit } from '../store/audit.ts'
+import { listenMetrics } from '../metrics/server.ts'
+import type { Asker } from './asks.ts'
+import type { SidePorts } from './protocol.ts'
 
 /**
  * How long /readyz waits for the solver's thread: a readiness probe wants an answer
@@ -70,7 +70,7 @@ export async function openWorkerListeners (o: {
     let consoleUrl: URL | undefined
     if (config.console.enabled) {
       // Fastify and the pages, loaded only when the console is on.
-      const { startConsole } = await import('./console/server.ts')
+      const { startConsole } = await import('../console/server.ts')
       const web = await startConsole({
         config: o.ports ? { ...config, console: { ...config.console, port: o.ports.console } } : config,
         dataDir: o.dataDir,

@@ -5,8 +5,8 @@
  * (written in its save's transaction, `apply/programme-records.ts`). It opens the same
  * LMDB environment as the main thread. What belongs to the host (the solver's queue,
  * metrics, receipts, the host's logger, the audit of dead tokens) is told to the main
- * thread through `door-protocol.ts`. The console and
- * metrics listeners, when enabled, serve from this thread too (`worker-listeners.ts`).
+ * thread through `door/protocol.ts`. The console and
+ * metrics listeners, when enabled, serve from this thread too (`door/side-listeners.ts`).
  * @module
  */
 import { parentPort, workerData } from 'node:worker_threads'
@@ -27,15 +27,15 @@ import { programmeRecords } from '../apply/programme-records.ts'
 import { createProgrammeReader } from '../apply/read-programme.ts'
 import { receiveProgramme, type ReceiveParts } from '../apply/receive-programme.ts'
 import { managedSites } from '../apply/managed-sites.ts'
-import { listenApi, type ApiListener } from './listener.ts'
-import { inboundRoute } from './inbound-route.ts'
-import { outboundRoute } from './outbound-route.ts'
-import { bindFaults, clockOf, errorData, type DoorFault, type DoorStart, type FaultCause, type FromDoor, type ToDoor } from './door-protocol.ts'
-import { eventsOut } from './door-events-out.ts'
+import { listenApi, type ApiListener } from '../http/listener.ts'
+import { inboundRoute } from '../http/inbound-route.ts'
+import { outboundRoute } from '../http/outbound-route.ts'
+import { bindFaults, clockOf, errorData, type DoorFault, type DoorStart, type FaultCause, type FromDoor, type ToDoor } from './protocol.ts'
+import { eventsOut } from './events-out.ts'
 import { sitesToQueue } from '../apply/enqueue.ts'
-import { asker } from './door-asks.ts'
-import type { WorkerListeners } from '../worker-listeners.ts'
-import { nameThisThread, niceThisThread } from '../os-thread.ts'
+import { asker } from './asks.ts'
+import type { WorkerListeners } from './side-listeners.ts'
+import { nameThisThread, niceThisThread } from './os-thread.ts'
 
 const port = parentPort!
 const start = workerData as DoorStart
@@ -43,7 +43,7 @@ nameThisThread('epx-door')
 const post = (m: FromDoor, transfer?: ArrayBuffer[]) => port.postMessage(m, transfer)
 
 // Events (log lines, metrics, receipts, saved programmes to queue) leave together, at
-// most one message every FLUSH_MS of a busy door (at once on a quiet one: door-events.ts):
+// most one message every FLUSH_MS of a busy door (at once on a quiet one: door/events-in.ts):
 // a message costs the solver's thread a wake-up and a handler, so one per request cost it
 // more than serving the request itself had (bench/README.md). A log line reaches the
 // host's logger within those ms, possibly after its client has the answer; a crash of this
@@ -58,7 +58,7 @@ const events = eventsOut(post, {
   errorJson: err => serializeError(err),
 })
 
-// The console and metrics listeners' questions to the solver's thread (door-asks.ts).
+// The console and metrics listeners' questions to the solver's thread (door/asks.ts).
 const asks = asker(post)
 
 /**
@@ -139,7 +139,7 @@ async function open (): Promise<OpenDoor> {
     // The console and metrics listeners, when enabled, live in this thread too (their code
     // loaded only then: every worker start, restarts included, would pay for it).
     const apiUrl = api.url
-    side = !config.console.enabled && !config.metrics.enabled ? { close: async () => {}, abort: () => {} } : await import('../worker-listeners.ts').then(m => whenFree(() => m.openWorkerListeners({
+    side = !config.console.enabled && !config.metrics.enabled ? { close: async () => {}, abort: () => {} } : await import('./side-listeners.ts').then(m => whenFree(() => m.openWorkerListeners({
       config, dataDir: start.dataDir, ports: start.sidePorts, store, companies, revisions, instructions, audit, clock, log, apiUrl, asks,
     })))
   } catch (err) {
