@@ -98,7 +98,7 @@ export interface TestEpx {
  * test:worker`, the whole suite with the door in its worker). Every worker start costs
  * ~0.3 s of CPU from dist/ (built-workers.mjs), ~0.8 s when it compiles the sources
  * through tsx: across the suite's activations that would add a good part to `npm test`.
- * The worker has its own tests (test/door/worker.test.ts, test/door/side-listeners.test.ts).
+ * The worker has its own tests (test/door/worker.test.ts, test/door/wire.test.ts).
  */
 export const TEST_DOOR_IN_WORKER = process.env.EPX_TEST_DOOR === 'worker'
 
