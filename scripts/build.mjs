@@ -26,7 +26,7 @@ const root = fileURLToPath(new URL('..', import.meta.url))
 const args = process.argv.slice(2)
 let outdir = resolve(root, 'dist')
 // bsp.js: the reference BSP client, `epx-gateway/bsp` (package.json "exports").
-let entryPoints = { index: 'src/index.ts', 'programme-worker': 'src/apply/programme-worker.ts', 'door-worker': 'src/http/door-worker.ts', bsp: 'src/bsp/index.ts' }
+let entryPoints = { index: 'src/index.ts', 'programme-worker': 'src/apply/programme-worker.ts', 'door-worker': 'src/door/worker.ts', bsp: 'src/bsp/index.ts' }
 let withCli = true
 let writeConfigSchema = false
 for (let i = 0; i < args.length; i++) {

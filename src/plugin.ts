@@ -9,19 +9,15 @@ import { inDataDir, loadConfig } from './config.ts'
 import { openStore, type Store, type StoreFaults } from './store/open-store.ts'
 import { openCompanies, perimeterOverlaps } from './store/companies.ts'
 import { openTokens } from './store/tokens.ts'
-import { startDoor, type Door } from './http/door-supervisor.ts'
-import { listenApi } from './http/listener.ts'
-import { inboundRoute } from './http/inbound-route.ts'
-import { outboundRoute } from './http/outbound-route.ts'
+import { startDoor, type Door } from './door/supervisor.ts'
+import { openDoor, portHere } from './door/wire.ts'
+import type { AskAnswers } from './door/protocol.ts'
 import { openPublication } from './publish/open-publication.ts'
 import { startSchedule } from './publish/schedule.ts'
 import { addDays, parisDateOf } from './contract/paris-day.ts'
 import { openInbound } from './apply/receive-programme.ts'
 import { managedSites } from './apply/managed-sites.ts'
 import { checkNodeVersion } from './host/node-version.ts'
-import { startConsole } from './console/server.ts'
-import { openUsers } from './store/users.ts'
-import { openSessions } from './store/sessions.ts'
 import { openAudit } from './store/audit.ts'
 import { openDeliveries } from './store/deliveries.ts'
 import { openInstructionFlags } from './store/instruction-flags.ts'
@@ -29,7 +25,7 @@ import { createOperations, type Operations } from './apply/operations.ts'
 import { programmeRecords, type ProgrammeCount } from './apply/programme-records.ts'
 import { createMetrics, type EpxMetrics } from './metrics/registry.ts'
 import { metricSources } from './metrics/sources.ts'
-import { expositionOf, listenMetrics, readinessOf, type ReadyCheck } from './metrics/server.ts'
+import { expositionOf, readinessOf, type ReadyCheck } from './metrics/server.ts'
 import { watchExpiries } from './metrics/expiries.ts'
 
 const { version, engines } = createRequire(import.meta.url)('../package.json') as { version: string; engines: { node: string } }
@@ -41,7 +37,7 @@ export interface Internals {
   readonly onStore?: (store: Store) => void
   /** Hands the API door's supervisor to a test (to kill its worker). */
   readonly onDoor?: (door: Door) => void
-  /** The door's worker's heap limit in MB (default door-supervisor.ts's): a test reaches it. */
+  /** The door's worker's heap limit in MB (default door/supervisor.ts's): a test reaches it. */
   readonly doorHeapMb?: number
   /** The Node.js version checked against `engines.node` (default: this process's). */
   readonly nodeVersion?: string
@@ -137,67 +133,51 @@ export async function createEpx (host: Host, rawConfig: unknown, internals: Inte
       { name: 'publication', check: ops.publicationProblem },
     ]
     const exposition = metrics && expositionOf(metrics.registry)
-    // `api.inWorker`: the API door runs in its own thread (http/door-worker.ts), and the
-    // console and metrics listeners with it (worker-listeners.ts): their handshakes,
-    // parsing and writes never take the solver's event loop; what they tell or ask comes
-    // back here. Otherwise they serve on this thread.
-    if (config.api.inWorker) door = await startDoor({
-      start: { config, dataDir: host.dataDir, storePath: store.path },
-      clock: host.clock,
-      log,
-      faults: internals.storeFaults,
-      ...(internals.doorHeapMb ? { heapMb: internals.doorHeapMb } : {}),
-      handOver: (batches, done) => inbound.handOver(batches, done),
-      onRestart: () => inbound.requeueEffective(),
-      // Counted only where they are shown: the worker sends none when metrics are off.
-      ...(metrics ? { programme: (count: ProgrammeCount) => ops.programmeCounted(count) } : {}),
-      observer,
-      receipts: deliveries,
-      tokens,
-      answers: {
-        // Plain records: a host's own site objects need not cross a thread.
-        sites: async () => (await host.solver.sites()).map(s => ({ site_id: s.site_id, site_name: s.site_name })),
-        publish: q => publisher.publish(q.request),
-        metrics: () => exposition ? exposition() : Promise.reject(new Error('metrics are off')),
-        readiness: async () => readinessOf(readyChecks),
-      },
-    })
-    const api = door ?? await listenApi({
-      config, dataDir: host.dataDir, log, clock: host.clock, store, companies, tokens, observer,
-      routes: [inboundRoute({ maxBodyBytes: config.inbound.maxBodyBytes, inbound, status: { instructions, flags } }), outboundRoute({ revisions, receipts: deliveries })],
-    })
-    bin.add(() => api.close())
-    if (door) internals.onDoor?.(door)
-    // The web console: its own listener, so none of its work is on the API's path.
-    let consoleUrl = door?.consoleUrl
-    if (config.console.enabled && !door) {
-      const web = await startConsole({
-        config,
-        dataDir: host.dataDir,
-        deps: {
-          store, companies, tokens, users: openUsers(store), sessions: openSessions(store), revisions, instructions, publisher, audit,
-          sites: () => host.solver.sites(), clock: host.clock, log: log.child({ area: 'console' }), apiUrl: api.url,
-        },
-      })
-      bin.add(() => web.close())
-      consoleUrl = web.url
+    // What the door asks of this thread, wherever it runs.
+    const answers: AskAnswers = {
+      // Plain records: a host's own site objects need not cross a thread.
+      sites: async () => (await host.solver.sites()).map(s => ({ site_id: s.site_id, site_name: s.site_name })),
+      publish: q => publisher.publish(q.request),
+      metrics: () => exposition ? exposition() : Promise.reject(new Error('metrics are off')),
+      readiness: async () => readinessOf(readyChecks),
     }
+    // The door: the API listener, the console and the metrics listener (door/wire.ts).
+    // `api.inWorker`: in its own thread, so their handshakes, parsing and writes never
+    // take the solver's event loop; what they tell or ask comes back here. Otherwise the
+    // same code on this thread. Only the transport differs.
+    const served = config.api.inWorker
+      ? door = await startDoor({
+        start: { config, dataDir: host.dataDir, storePath: store.path },
+        clock: host.clock,
+        log,
+        faults: internals.storeFaults,
+        ...(internals.doorHeapMb ? { heapMb: internals.doorHeapMb } : {}),
+        handOver: (batches, done) => inbound.handOver(batches, done),
+        onRestart: () => inbound.requeueEffective(),
+        // Counted only where they are shown: the worker sends none when metrics are off.
+        ...(metrics ? { programme: (count: ProgrammeCount) => ops.programmeCounted(count) } : {}),
+        observer,
+        receipts: deliveries,
+        tokens,
+        answers,
+      })
+      : await openDoor({
+        config, dataDir: host.dataDir, store, companies, tokens, revisions, instructions, flags, audit, inbound, clock: host.clock, log,
+      }, portHere({ observer, receipts: deliveries, tokens, answers }))
+    bin.add(() => served.close())
     bin.add(() => { apiListening = false })
-    const metricsListener = !config.metrics.enabled || !exposition || door ? undefined : await listenMetrics({
-      host: config.metrics.host, port: config.metrics.port, exposition, readiness: async () => readinessOf(readyChecks), log,
-    })
-    if (metricsListener) bin.add(() => metricsListener.close())
-    const metricsUrl = door ? door.metricsUrl : metricsListener?.url
+    if (door) internals.onDoor?.(door)
+    const { consoleUrl, metricsUrl } = served
     if (config.publish.schedule) {
       const schedule = startSchedule({ config: config.publish, publisher, revisions, solver: host.solver, clock: host.clock, log: log.child({ area: 'schedule' }) })
       bin.add(() => schedule.stop())
     }
 
-    log.info({ url: api.url.href, consoleUrl: consoleUrl?.href, version, ...(metricsUrl ? { metricsUrl: metricsUrl.href } : {}) }, 'epx activated')
+    log.info({ url: served.url.href, consoleUrl: consoleUrl?.href, version, ...(metricsUrl ? { metricsUrl: metricsUrl.href } : {}) }, 'epx activated')
     let closing: Promise<void> | undefined
     return {
       version,
-      apiUrl: api.url,
+      apiUrl: served.url,
       consoleUrl,
       ...(metricsUrl ? { metricsUrl } : {}),
       // Default target: tomorrow in Paris by the host clock; default sites: all of them.

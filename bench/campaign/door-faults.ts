@@ -1,6 +1,6 @@
 /**
  * Row: the door's thread dies under load, the host lives (README "Plugin contract"). Runs
- * test/http/door-faults.test.ts in a child process with 20 faults of each kind (an
+ * test/door/faults.test.ts in a child process with 20 faults of each kind (an
  * exception on the door's event loop, one thrown by a request handler inside the HTTP
  * parser's call, an unhandled rejection, `terminate()`, the heap's limit), first with the
  * API door alone, then with the console and the metrics listener in the same thread, while
@@ -32,7 +32,7 @@ export interface DoorFaultsResult { readonly kinds: readonly KindResult[]; reado
 export async function doorFaults (o: { faults: number; budgetMs: number }): Promise<DoorFaultsResult> {
   const report = join(tempDir('door-faults'), 'report.jsonl')
   const child = spawn(process.execPath, [
-    '--import=./test/helpers/tsx-with-source-text.mjs', '--import=./test/helpers/built-workers.mjs', 'test/http/door-faults.test.ts',
+    '--import=./test/helpers/tsx-with-source-text.mjs', '--import=./test/helpers/built-workers.mjs', 'test/door/faults.test.ts',
   ], {
     cwd: root, stdio: ['ignore', 'pipe', 'pipe'],
     env: {

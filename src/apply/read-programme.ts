@@ -37,14 +37,15 @@ type Reply = { id: number; result: CheckResult } | { id: number; crash: string }
  * TypeScript file, with tsx registered inside the worker, since hooks registered in this
  * thread (tap's `--import=tsx`) are not inherited by workers on Node 20. Never the host's
  * flags either: a relative `--import=tsx` would resolve against a cwd that may have
- * changed since start.
+ * changed since start. `source`: the TypeScript file beside `here` when its name is not
+ * the bundle's (`dist/door-worker.js` is built from `src/door/worker.ts`).
  */
-export function workerSource (here: string, name: string): [string | URL, { eval?: boolean; execArgv: string[] }] {
+export function workerSource (here: string, name: string, source = `./${name}.ts`): [string | URL, { eval?: boolean; execArgv: string[] }] {
   if (!here.endsWith('.ts')) return [new URL(`./${name}.js`, here), { execArgv: [] }]
   const built = process.env.EPX_BUILT_WORKERS
   if (built) return [pathToFileURL(join(built, `${name}.js`)), { execArgv: [] }]
   const tsx = import.meta.resolve('tsx/esm/api')
-  const entry = new URL(`./${name}.ts`, here).href
+  const entry = new URL(source, here).href
   return [`import(${JSON.stringify(tsx)}).then(m => { m.register(); return import(${JSON.stringify(entry)}) })`, { eval: true, execArgv: [] }]
 }
 

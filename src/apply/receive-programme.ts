@@ -36,7 +36,7 @@ export interface Inbound {
   refusedAtDoor(error: unknown, caller: Caller, receivedAt: Date): void
   /** The instructions store the feature writes (retention, metrics and the console read it). */
   readonly instructions: Instructions
-  /** Hands the solver batches another thread saved and checked (the API door's worker, `http/door-supervisor.ts`), in order; then `done`. */
+  /** Hands the solver batches another thread saved and checked (the API door's worker, `door/supervisor.ts`), in order; then `done`. */
   handOver(batches: readonly HandedBatch[], done: () => void): void
   /** Queues again every effective instruction whose day is not over (idempotent: the latest input of a site and day wins). */
   requeueEffective(): Promise<number>

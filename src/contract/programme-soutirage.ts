@@ -1,10 +1,11 @@
 /**
  * Programme_Soutirage v0.2 (contract §2.2): the JSON Schema of each field taken alone,
- * its TS type, and the formats the schema names. Slot instants and the rules that
+ * its TS type (derived from the schema, so the two cannot drift), and the formats the schema names. Slot instants and the rules that
  * relate fields to each other (alignment, slot length, coverage, order, unique sites,
  * perimeter) are in `programme-rules.ts`. Every message says what to fix; `fix` sits next to the rule.
  * @module
  */
+import type { FromSchema } from 'json-schema-to-ts'
 import { PRM_PATTERN } from './ids.ts'
 import { BoundedCache } from '../bounded-cache.ts'
 import { readUtcInstant } from './instants.ts'
@@ -14,30 +15,6 @@ const PROGRAMME_SCHEMA_VERSION = 'v0.2'
 /** DECISIONS.md "Inbound": the message for a wrong `schema_version` names these. */
 const SUPPORTED_PROGRAMME_VERSIONS = [PROGRAMME_SCHEMA_VERSION] as const
 const PROGRAMME_TYPE = 'programme_soutirage'
-
-/** Slot (energie_programmee[]); wire names as the contract spells them. */
-export interface SlotProgramme {
-  debut_utc: string
-  fin_utc: string
-  energie_kwh: number
-}
-
-export interface SiteProgramme {
-  site_id: string
-  site_name?: string
-  energie_programmee: SlotProgramme[]
-}
-
-/** The envelope once the schema passed; unknown extra fields may ride along, ignored. */
-export interface ProgrammeSoutirage {
-  schema_version: typeof PROGRAMME_SCHEMA_VERSION
-  type: typeof PROGRAMME_TYPE
-  emitted_by: string
-  emitted_at: string
-  target_date: string
-  slot_duration_secs: number
-  sites: SiteProgramme[]
-}
 
 /** A named string format: its check and what to tell the sender when it fails. */
 interface Format {
@@ -135,6 +112,15 @@ export function programmeSoutirageSchema (limits: { readonly maxSites: number })
     },
   } as const
 }
+
+/**
+ * The envelope once the schema passed, wire names as the contract spells them; unknown
+ * extra fields may ride along, ignored (the schema sets no additionalProperties).
+ */
+export type ProgrammeSoutirage = FromSchema<ReturnType<typeof programmeSoutirageSchema>>
+export type SiteProgramme = ProgrammeSoutirage['sites'][number]
+/** A slot of `energie_programmee`. */
+export type SlotProgramme = SiteProgramme['energie_programmee'][number]
 
 function quote (text: string): string {
   return JSON.stringify(text.length > 40 ? text.slice(0, 40) + '…' : text)

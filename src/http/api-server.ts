@@ -68,7 +68,7 @@ export const ON_END = Symbol('epx on end')
 
 /**
  * A response that tells its door when it is ended, before the bytes go: the request's
- * log line then reaches the host's logger (across threads, door-worker.ts) before the
+ * log line then reaches the host's logger (across threads, door/worker.ts) before the
  * client has the answer, so a client that reads the log after its answer finds the line.
  */
 export class ApiResponse<R extends IncomingMessage = IncomingMessage> extends ServerResponse<R> {

@@ -46,7 +46,7 @@ export interface ApiListener {
   close(): Promise<void>
   /**
    * At once: stops accepting and destroys every connection, whatever its request's state
-   * (a thread about to die, door-worker.ts: no byte is parsed, no handler runs after it).
+   * (a thread about to die, door/worker.ts: no byte is parsed, no handler runs after it).
    * close() still resolves once the server's handles are released.
    */
   abort(): void

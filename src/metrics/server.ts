@@ -3,7 +3,7 @@
  * `GET /metrics` (Prometheus text), `GET /healthz` (the plugin is alive) and
  * `GET /readyz` (store open, API listening, last scheduled publication succeeded).
  * The exposition and the readiness are asked of functions: the registry and the checks
- * live on the solver's thread, and this listener may not (`api.inWorker`, door-asks.ts).
+ * live on the solver's thread, and this listener may not (`api.inWorker`, door/asks.ts).
  * @module
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http'

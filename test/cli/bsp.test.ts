@@ -94,6 +94,9 @@ t.test('epx bsp status: what became of the programmes of a day, read over the AP
   writeFileSync(file, JSON.stringify(programme({ sites: 2, slots: 4 })))
   t.equal((await runEpx(root, 'bsp', 'push', ...conn, file)).code, 0)
   const id = 'ProgrammeSoutirage-2026-11-22-rev-20261121T120000Z'
+  // The 202 answers once the programme is durable; a door in its worker hands it to the
+  // solver's queue within its flush interval: the cycle runs once it is there.
+  await epx.caughtUp()
   epx.ref.runCycle()
   let status = await runEpx(root, 'bsp', 'status', ...conn, '--date', DAY)
   for (let i = 0; i < 50 && !status.out.includes('applied'); i++) {

@@ -4,7 +4,7 @@
  * so a test's door and programme workers load the bundle of today's sources
  * (src/apply/read-programme.ts `workerSource`) instead of starting tsx and compiling
  * those sources in each worker: ~0.5 s of CPU and ~1 s less per worker start, and the
- * suite starts dozens (`npm run test:worker`: one per activation). Coverage is unchanged:
+ * suite starts one per activation. Coverage is unchanged:
  * the bundles' source maps lead back to src/. When src/ is newer (a file edited since the
  * last build, a test run with plain `node`), the workers run the sources through tsx.
  */

@@ -1,6 +1,6 @@
 /**
- * Both ends of the door's events in one thread (`src/http/door-events.ts`,
- * `door-events-out.ts`): each message cloned as postMessage would (its slots transferred),
+ * Both ends of the door's events in one thread (`src/door/events-in.ts`,
+ * `door/events-out.ts`): each message cloned as postMessage would (its slots transferred),
  * read at once by the solver's side, whose logger, receipts, metrics and queue are recorded.
  *
  *   const p = eventsPair(t, { observed?, handOver?, flushMs? })
@@ -11,8 +11,9 @@
  */
 import type { Test } from 'tap'
 import pino from 'pino'
-import { eventsIn, type EventsMessage, type Observed } from '../../src/http/door-events.ts'
-import { eventsOut } from '../../src/http/door-events-out.ts'
+import { eventsIn } from '../../src/door/events-in.ts'
+import type { EventsMessage, Observed } from '../../src/door/protocol.ts'
+import { eventsOut } from '../../src/door/events-out.ts'
 import type { HandedBatch } from '../../src/apply/enqueue.ts'
 import type { Logger } from '../../src/host/contract.ts'
 import type { InstructionBatch } from '../../src/contract/instruction.ts'

@@ -29,7 +29,7 @@ import { Agent, request as undiciRequest, type Dispatcher } from 'undici'
 import { createEpx, type Internals } from '../../src/plugin.ts'
 import { createReferenceHost, ManualClock, type ReferenceHost } from '../../src/host/reference-host.ts'
 import type { EpxHandle, Logger } from '../../src/host/contract.ts'
-import type { Door } from '../../src/http/door-supervisor.ts'
+import type { Door } from '../../src/door/supervisor.ts'
 import type { Store, StoreFaults } from '../../src/store/open-store.ts'
 import { openCompanies, type CompanyRecord, type Companies } from '../../src/store/companies.ts'
 import { openTokens, type Tokens } from '../../src/store/tokens.ts'
@@ -93,14 +93,12 @@ export interface TestEpx {
 }
 
 /**
- * Where the API door serves in tests: on the test's thread (the plugin's default) unless a
- * test asks for the worker (`api.inWorker`) or `EPX_TEST_DOOR=worker` is set (`npm run
- * test:worker`, the whole suite with the door in its worker). Every worker start costs
- * ~0.3 s of CPU from dist/ (built-workers.mjs), ~0.8 s when it compiles the sources
- * through tsx: across the suite's activations that would add a good part to `npm test`.
- * The worker has its own tests (test/http/door-worker.test.ts, test/worker-listeners.test.ts).
+ * Where the API door serves in tests: in its worker, as the plugin ships (`api.inWorker`
+ * defaults to true), unless a test asks for the solver's thread (`api.inWorker: false`)
+ * or `EPX_TEST_DOOR=main` is set (`npm run test:main`, the whole suite with the door on
+ * the test's thread). A worker start costs ~0.3 s of CPU from dist/ (built-workers.mjs).
  */
-export const TEST_DOOR_IN_WORKER = process.env.EPX_TEST_DOOR === 'worker'
+export const TEST_DOOR_IN_WORKER = process.env.EPX_TEST_DOOR !== 'main'
 
 export async function startEpx (t: Test, opts: StartEpxOptions = {}): Promise<TestEpx> {
   const dataDir = opts.dataDir ?? t.testdir()

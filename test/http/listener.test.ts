@@ -234,7 +234,7 @@ t.test('the per-request log: one line per request, never a secret', async t => {
     await epx.request({ path: '/nope', token: secret }),
     await epx.request({ method: 'POST', path: OUTBOUND_PATH, cert, token: secret, body: { a: 1 } }),
   ]
-  // With the door in its worker (npm run test:worker), its lines reach the host's logger in batches, a few ms after the answers.
+  // With the door in its worker (the default), its lines reach the host's logger in batches, a few ms after the answers.
   const requestLines = () => epx.logs().filter(x => x.msg === 'api request').slice(before)
   for (let i = 0; i < 200 && requestLines().length < answers.length; i++) await new Promise(r => setTimeout(r, 10))
   const lines = requestLines()

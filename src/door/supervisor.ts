@@ -16,13 +16,13 @@ import type { Tokens } from '../store/tokens.ts'
 import type { HandedBatch } from '../apply/enqueue.ts'
 import type { ProgrammeCount } from '../apply/programme-records.ts'
 import { workerSource } from '../apply/read-programme.ts'
-import type { ApiObserver } from './observer.ts'
+import type { ApiObserver } from '../http/observer.ts'
 import {
   answerClock, errorFrom, shareFaults, systemOffset,
-  type DoorStart, type FaultCause, type FromDoor, type SharedClock, type SidePorts, type ToDoor,
-} from './door-protocol.ts'
-import { answerAsk, type AskAnswers } from './door-asks.ts'
-import { eventsIn, type EventsIn } from './door-events.ts'
+  type AskAnswers, type DoorStart, type FaultCause, type FromDoor, type SharedClock, type SidePorts, type ToDoor,
+} from './protocol.ts'
+import { answerAsk } from './asks.ts'
+import { eventsIn, type EventsIn } from './events-in.ts'
 
 export interface DoorDeps {
   readonly start: Omit<DoorStart, 'clock' | 'faults' | 'port' | 'sidePorts' | 'observed'>
@@ -45,7 +45,7 @@ export interface DoorDeps {
   /** Where a token's last use is written (the host's thread: ordered with its other writes). */
   readonly tokens: Pick<Tokens, 'touch'>
   readonly receipts: { record(companyId: string, siteId: string, targetDate: string, emittedAtMs: number, status: 200 | 304, atMs: number): void }
-  /** What the worker's console and metrics listeners ask of this thread (door-asks.ts). */
+  /** What the worker's console and metrics listeners ask of this thread (door/asks.ts). */
   readonly answers: AskAnswers
 }
 
@@ -140,7 +140,7 @@ export async function startDoor (deps: DoorDeps): Promise<Door> {
       clock = { kind: 'asked', cell, port: port2 }
       transferList.push(port2)
     }
-    const [source, how] = workerSource(import.meta.url, 'door-worker')
+    const [source, how] = workerSource(import.meta.url, 'door-worker', './worker.ts')
     const events = eventsIn(deps)
     readers.add(events)
     const workerData: DoorStart = { ...deps.start, port, sidePorts, clock, faults, observed }
@@ -170,7 +170,7 @@ export async function startDoor (deps: DoorDeps): Promise<Door> {
             // Its successor starts now, while it closes its store: its listeners are
             // already cut, and its successor binds their ports when they are free.
             ending.add(exited)
-            // It ends itself within its own bound (door-worker.ts); one still running after
+            // It ends itself within its own bound (door/worker.ts); one still running after
             // FAULT_BOUND_MS is stuck in synchronous code, which no timer of its own can end.
             // Its listeners were cut at its fault, so no request is parsed when it is terminated.
             {
@@ -290,7 +290,7 @@ export async function startDoor (deps: DoorDeps): Promise<Door> {
           clearTimeout(bound)
           current = undefined
         }
-        // A worker that had a fault ends by itself (door-worker.ts), within its own bound.
+        // A worker that had a fault ends by itself (door/worker.ts), within its own bound.
         await Promise.all(ending)
         // What the workers handed over before they ended reaches the solver before close() resolves.
         await settled()

@@ -1,12 +1,12 @@
 /**
- * The door's side of its events (door-events.ts): records collected as small JSON
+ * The door's side of its events (door/events-in.ts): records collected as small JSON
  * tuples, flushed in one message at most every few ms of a busy door, saved programmes
  * packed for their hand-over in the same message.
  * @module
  */
 import type { Logger } from '../host/contract.ts'
 import type { InstructionBatch } from '../contract/instruction.ts'
-import { MAX_SHAPES, R, type EventsMessage, type Level, type Observed, type RareEvent } from './door-events.ts'
+import { MAX_SHAPES, R, type EventsMessage, type Level, type Observed, type RareEvent } from './protocol.ts'
 
 /** The door's side. */
 export interface EventsOut {
@@ -20,7 +20,7 @@ export interface EventsOut {
    * Hands sites of a saved (durable) batch to the solver's queue with the next flush: at
    * once from a quiet door, within `flushMs` from a busy one (DECISIONS.md: "right after
    * the commit"). Its POST does not wait for it: a worker that dies before its flush
-   * loses no instruction, its restart queues every effective one again (door-supervisor.ts).
+   * loses no instruction, its restart queues every effective one again (door/supervisor.ts).
    */
   handOver(batch: InstructionBatch, sites: readonly number[]): void
   /** Sends what is waiting now. */

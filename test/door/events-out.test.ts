@@ -1,5 +1,5 @@
 import t from 'tap'
-import { R } from '../../src/http/door-events.ts'
+import { R } from '../../src/door/protocol.ts'
 import { batch, eventsPair as pair, records } from '../helpers/door-events.ts'
 
 // The door's side of its events: what it sends costs the solver's thread as little as the

@@ -5,29 +5,10 @@
  * "Publier maintenant" (the publisher calls `solver.needs`, and runs never overlap with
  * the schedule's), the prom-client registry (a host may share its own) and the readiness
  * checks that read the solver's thread's state. The messages that carry these are
- * `ask` and `answer` in door-protocol.ts.
+ * `ask` and `answer` (protocol.ts).
  * @module
  */
-import type { PublishReport, Site } from '../host/contract.ts'
-import type { RunRequest } from '../publish/publish-run.ts'
-import type { ReadyResult } from '../metrics/server.ts'
-import { errorData, errorFrom, type ErrorData } from './door-protocol.ts'
-
-/** Each question (`q`) and its answer (`a`). */
-export interface Asks {
-  readonly sites: { q: { ask: 'sites' }; a: readonly Site[] }
-  readonly publish: { q: { ask: 'publish'; request: RunRequest }; a: PublishReport }
-  /** The registry's exposition text, as `GET /metrics` serves it. */
-  readonly metrics: { q: { ask: 'metrics' }; a: { contentType: string; text: string } }
-  readonly readiness: { q: { ask: 'readiness' }; a: readonly ReadyResult[] }
-}
-export type Ask = Asks[keyof Asks]['q']
-/** The solver's thread's side: one answering function per question. */
-export type AskAnswers = { readonly [K in keyof Asks]: (q: Asks[K]['q']) => Promise<Asks[K]['a']> }
-
-/** The messages, as door-protocol.ts carries them. */
-export interface AskMessage { readonly type: 'ask'; readonly id: number; readonly q: Ask }
-export interface AnswerMessage { readonly type: 'answer'; readonly id: number; readonly a?: unknown; readonly error?: ErrorData }
+import { errorData, errorFrom, type AnswerMessage, type Ask, type AskAnswers, type AskMessage, type Asks } from './protocol.ts'
 
 /** Main side: answers one question (a failure, or an answer that cannot cross, is sent as an error). */
 export function answerAsk (answers: AskAnswers, m: AskMessage, send: (m: AnswerMessage) => void): void {

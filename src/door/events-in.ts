@@ -2,7 +2,7 @@
  * What the API door's worker tells the solver's thread (DECISIONS.md
  * "Robustness": the host's loop sees only enqueue calls, cycle reports and batched log
  * records): the `events` message, the one the solver's thread pays for on every request,
- * and that thread's side of it (the door's side: door-events-out.ts). So it is built to
+ * and that thread's side of it (the door's side: door/events-out.ts). So it is built to
  * cost that thread as little as possible:
  *
  * - one message per flush, at most one every few ms of a busy door, not one per request
@@ -24,56 +24,8 @@ import type { Logger } from '../host/contract.ts'
 import type { TokenRecord } from '../store/tokens.ts'
 import type { ProgrammeCount } from '../apply/programme-records.ts'
 import type { HandedBatch } from '../apply/enqueue.ts'
-import type { ApiObserver } from './observer.ts'
-
-/** The `events` message. */
-export interface EventsMessage {
-  readonly type: 'events'
-  /** JSON: an array of records, each an array led by its kind (`R`). */
-  readonly text: string
-  /** The hand-overs' slots, each batch's starts then its energies, in the order of their records. */
-  readonly slots?: Float64Array
-}
-
-/** What the solver's thread listens to, told to the door at its start (nothing else is recorded). */
-export interface Observed { readonly answered: boolean; readonly handshakes: boolean; readonly programmes: boolean }
-
-/** Events rare enough to travel as they are. */
-export type RareEvent =
-  | { readonly e: 'programme'; readonly c: ProgrammeCount }
-  | { readonly e: 'handshakeFailed'; readonly reason: string }
-  | { readonly e: 'deadToken'; readonly token: TokenRecord; readonly reason: 'revoked' | 'expired'; readonly nowMs: number }
-  | { readonly e: 'storeError' }
-  /** A token's last use, written by the host's thread: its writes there are ordered with the host's own. */
-  | { readonly e: 'touch'; readonly token: TokenRecord; readonly nowMs: number }
-
-/** Record kinds (exported for the tests that read messages). */
-export const R = {
-  /** [R.LOGGER, id, parentId, bindings]: a child logger (id 0 is the plugin's logger). */
-  LOGGER: 0,
-  /** [R.SHAPE, id, level, msg, keys, errors]: what the lines of that shape share (`errors`: which fields were Errors). */
-  SHAPE: 1,
-  /** [R.LINE, loggerId, shapeId, ...values]: one log line, its fields in the shape's key order. */
-  LINE: 2,
-  /** [R.LABELS, id, door, method, status, code]: the labels of answered requests. */
-  LABELS: 3,
-  /** [R.ANSWERED, labelsId, seconds]. */
-  ANSWERED: 4,
-  /** [R.HANDSHAKES, count]. */
-  HANDSHAKES: 5,
-  /** [R.RECEIPT, companyId, siteId, targetDate, emittedAtMs, status, atMs]. */
-  RECEIPT: 6,
-  /** [R.EVENT, RareEvent]. */
-  EVENT: 7,
-  /** [R.HAND_OVER, instructionId, targetDate, slotDurationSecs, siteIds, slotEnds]: its slots are next in `slots`. */
-  HAND_OVER: 8,
-} as const
-
-export type Level = 'debug' | 'info' | 'warn' | 'error'
-export interface Shape { readonly level: Level; readonly msg: string | undefined; readonly keys: string[]; readonly errors: number[] }
-
-/** Shapes past this many travel as whole objects (a shape a line: a bug's, not the door's). */
-export const MAX_SHAPES = 1000
+import type { ApiObserver } from '../http/observer.ts'
+import { MAX_SHAPES, R, type EventsMessage, type RareEvent, type Shape } from './protocol.ts'
 
 interface SerializedError { readonly type?: string; readonly message?: string; readonly stack?: string }
 /** Error classes by name, so an error crosses with its type (`TypeError`, `EpxError`). */

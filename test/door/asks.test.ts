@@ -1,6 +1,7 @@
 import t from 'tap'
 import { MessageChannel } from 'node:worker_threads'
-import { answerAsk, asker, type AnswerMessage, type AskAnswers, type AskMessage } from '../../src/http/door-asks.ts'
+import { answerAsk, asker } from '../../src/door/asks.ts'
+import type { AnswerMessage, AskAnswers, AskMessage } from '../../src/door/protocol.ts'
 import { EpxError } from '../../src/errors.ts'
 
 // The two ends over a real MessageChannel, as between the door's worker and the solver's thread.

@@ -2,8 +2,8 @@
  * What crosses between the solver's thread and the API door's worker (`api.inWorker`): the one
  * module that owns both directions, typed once. Small and explicit: the configuration at
  * start, a close, the door's events in batches (log records, metrics, receipts and the
- * saved programmes to enqueue: door-events.ts), and the questions of the console and
- * metrics listeners that run in the same worker (door-asks.ts). Two things are shared
+ * saved programmes to enqueue: door/events-in.ts), and the questions of the console and
+ * metrics listeners that run in the same worker (door/asks.ts). Two things are shared
  * memory, not messages: the host's clock (when it is not the system clock) and the
  * store's test fault switches, because the door reads them synchronously on every
  * request.
@@ -14,8 +14,11 @@ import type { EpxConfig } from '../config.ts'
 import type { Clock } from '../host/contract.ts'
 import type { StoreFaults } from '../store/open-store.ts'
 import { EpxError, isEpxError, type ErrorCode } from '../errors.ts'
-import type { AnswerMessage, AskMessage } from './door-asks.ts'
-import type { EventsMessage, Observed } from './door-events.ts'
+import type { PublishReport, Site } from '../host/contract.ts'
+import type { RunRequest } from '../publish/publish-run.ts'
+import type { ReadyResult } from '../metrics/server.ts'
+import type { TokenRecord } from '../store/tokens.ts'
+import type { ProgrammeCount } from '../apply/programme-records.ts'
 
 /** workerData: everything the door needs to open, as plain data. */
 export interface DoorStart {
@@ -46,17 +49,17 @@ export interface ErrorData { readonly code?: string; readonly message: string; r
 export type FromDoor =
   | { readonly type: 'listening'; readonly url: string; readonly consoleUrl?: string; readonly metricsUrl?: string }
   | { readonly type: 'failed'; readonly error: ErrorData }
-  /** Log records, metrics, receipts and saved programmes to queue, in batches (door-events.ts). */
+  /** Log records, metrics, receipts and saved programmes to queue, in batches (door/events-in.ts). */
   | EventsMessage
   /** Every event up to `sync` number `id` has been sent (messages keep their order). */
   | { readonly type: 'synced'; readonly id: number }
   | { readonly type: 'closed' }
   /**
    * The thread had a fault (an exception or rejection no code handled, its heap near its
-   * limit): its listeners are cut, it closes its store and exits (door-worker.ts).
+   * limit): its listeners are cut, it closes its store and exits (door/worker.ts).
    */
   | { readonly type: 'fault'; readonly cause: FaultCause; readonly error: ErrorData }
-  /** The console or the metrics listener needs the solver's thread (door-asks.ts); answered by `answer`. */
+  /** The console or the metrics listener needs the solver's thread (door/asks.ts); answered by `answer`. */
   | AskMessage
 
 /**
@@ -76,6 +79,75 @@ export type ToDoor =
   | { readonly type: 'sync'; readonly id: number }
   /** Test seam: the door's thread dies as a bug would (`DoorFault`). */
   | { readonly type: 'crash'; readonly how?: DoorFault }
+
+// The door's events (events-out.ts writes them, events-in.ts reads them).
+
+/** The `events` message. */
+export interface EventsMessage {
+  readonly type: 'events'
+  /** JSON: an array of records, each an array led by its kind (`R`). */
+  readonly text: string
+  /** The hand-overs' slots, each batch's starts then its energies, in the order of their records. */
+  readonly slots?: Float64Array
+}
+
+/** What the solver's thread listens to, told to the door at its start (nothing else is recorded). */
+export interface Observed { readonly answered: boolean; readonly handshakes: boolean; readonly programmes: boolean }
+
+/** Events rare enough to travel as they are. */
+export type RareEvent =
+  | { readonly e: 'programme'; readonly c: ProgrammeCount }
+  | { readonly e: 'handshakeFailed'; readonly reason: string }
+  | { readonly e: 'deadToken'; readonly token: TokenRecord; readonly reason: 'revoked' | 'expired'; readonly nowMs: number }
+  | { readonly e: 'storeError' }
+  /** A token's last use, written by the host's thread: its writes there are ordered with the host's own. */
+  | { readonly e: 'touch'; readonly token: TokenRecord; readonly nowMs: number }
+
+/** Record kinds (exported for the tests that read messages). */
+export const R = {
+  /** [R.LOGGER, id, parentId, bindings]: a child logger (id 0 is the plugin's logger). */
+  LOGGER: 0,
+  /** [R.SHAPE, id, level, msg, keys, errors]: what the lines of that shape share (`errors`: which fields were Errors). */
+  SHAPE: 1,
+  /** [R.LINE, loggerId, shapeId, ...values]: one log line, its fields in the shape's key order. */
+  LINE: 2,
+  /** [R.LABELS, id, door, method, status, code]: the labels of answered requests. */
+  LABELS: 3,
+  /** [R.ANSWERED, labelsId, seconds]. */
+  ANSWERED: 4,
+  /** [R.HANDSHAKES, count]. */
+  HANDSHAKES: 5,
+  /** [R.RECEIPT, companyId, siteId, targetDate, emittedAtMs, status, atMs]. */
+  RECEIPT: 6,
+  /** [R.EVENT, RareEvent]. */
+  EVENT: 7,
+  /** [R.HAND_OVER, instructionId, targetDate, slotDurationSecs, siteIds, slotEnds]: its slots are next in `slots`. */
+  HAND_OVER: 8,
+} as const
+
+export type Level = 'debug' | 'info' | 'warn' | 'error'
+export interface Shape { readonly level: Level; readonly msg: string | undefined; readonly keys: string[]; readonly errors: number[] }
+
+/** Shapes past this many travel as whole objects (a shape a line: a bug's, not the door's). */
+export const MAX_SHAPES = 1000
+
+// The questions of the worker's console and metrics listeners (asks.ts).
+
+/** Each question (`q`) and its answer (`a`). */
+export interface Asks {
+  readonly sites: { q: { ask: 'sites' }; a: readonly Site[] }
+  readonly publish: { q: { ask: 'publish'; request: RunRequest }; a: PublishReport }
+  /** The registry's exposition text, as `GET /metrics` serves it. */
+  readonly metrics: { q: { ask: 'metrics' }; a: { contentType: string; text: string } }
+  readonly readiness: { q: { ask: 'readiness' }; a: readonly ReadyResult[] }
+}
+export type Ask = Asks[keyof Asks]['q']
+/** The solver's thread's side: one answering function per question. */
+export type AskAnswers = { readonly [K in keyof Asks]: (q: Asks[K]['q']) => Promise<Asks[K]['a']> }
+
+/** The messages, as door/protocol.ts carries them. */
+export interface AskMessage { readonly type: 'ask'; readonly id: number; readonly q: Ask }
+export interface AnswerMessage { readonly type: 'answer'; readonly id: number; readonly a?: unknown; readonly error?: ErrorData }
 
 export function errorData (err: unknown): ErrorData {
   if (isEpxError(err)) return { code: err.code, message: err.message, details: err.details ? { ...err.details } : undefined }

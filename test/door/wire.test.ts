@@ -5,16 +5,16 @@ import { Server, connect } from 'node:net'
 import { isMainThread, Worker } from 'node:worker_threads'
 import pino from 'pino'
 import { Agent, request } from 'undici'
-import { createEpx } from '../src/plugin.ts'
-import { createReferenceHost, ManualClock } from '../src/host/reference-host.ts'
-import { loadPlugin } from '../src/host/load-plugin.ts'
-import type { Logger } from '../src/host/contract.ts'
-import type { Door } from '../src/http/door-supervisor.ts'
-import { addUser } from '../src/auth/accounts.ts'
-import { openRevisions } from '../src/store/revisions.ts'
-import { openAudit, type AuditRecord } from '../src/store/audit.ts'
-import { startEpx } from './helpers/epx.ts'
-import { testPki, writePki } from './helpers/certs.ts'
+import { createEpx } from '../../src/plugin.ts'
+import { createReferenceHost, ManualClock } from '../../src/host/reference-host.ts'
+import { loadPlugin } from '../../src/host/load-plugin.ts'
+import type { Logger } from '../../src/host/contract.ts'
+import type { Door } from '../../src/door/supervisor.ts'
+import { addUser } from '../../src/auth/accounts.ts'
+import { openRevisions } from '../../src/store/revisions.ts'
+import { openAudit, type AuditRecord } from '../../src/store/audit.ts'
+import { startEpx } from '../helpers/epx.ts'
+import { testPki, writePki } from '../helpers/certs.ts'
 
 // With `api.inWorker`, the web console and the metrics listener serve from the API door's
 // worker (docs/plugin-contract.md); what belongs to the host is asked of the solver's thread.
@@ -220,7 +220,7 @@ t.test('activate/close cycles with the console and metrics in the worker leave n
   const statuses: number[] = []
   const cycle = async () => {
     // Through the manifest, as a solver loads it: dist/, the door's worker built beside it.
-    const { handle } = await loadPlugin(resolve(import.meta.dirname, '..'), ref.host, config)
+    const { handle } = await loadPlugin(resolve(import.meta.dirname, '../..'), ref.host, config)
     for (const url of [new URL('/login', handle.consoleUrl), new URL('/metrics', handle.metricsUrl)]) {
       const res = await request(url, { dispatcher: agent, reset: true })
       await res.body.dump()

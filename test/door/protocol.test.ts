@@ -1,6 +1,6 @@
 import t from 'tap'
 import { MessageChannel, Worker } from 'node:worker_threads'
-import { answerClock, bindFaults, clockOf, errorData, errorFrom, shareFaults, systemOffset } from '../../src/http/door-protocol.ts'
+import { answerClock, bindFaults, clockOf, errorData, errorFrom, shareFaults, systemOffset } from '../../src/door/protocol.ts'
 import { ManualClock, systemClock } from '../../src/host/reference-host.ts'
 import { EpxError, isEpxError } from '../../src/errors.ts'
 import type { StoreFaults } from '../../src/store/open-store.ts'

@@ -6,8 +6,8 @@ import { INBOUND_PATH, programme } from '../helpers/programme.ts'
 import { testPki, type KeyPairPem } from '../helpers/certs.ts'
 import { openInstructions } from '../../src/store/instructions.ts'
 import { OUTBOUND_PATH } from '../../src/http/route.ts'
-import type { Door } from '../../src/http/door-supervisor.ts'
-import type { DoorFault } from '../../src/http/door-protocol.ts'
+import type { Door } from '../../src/door/supervisor.ts'
+import type { DoorFault } from '../../src/door/protocol.ts'
 
 // An operator's worst day: BSPs keep GETting and POSTing on keep-alive connections while
 // the door's thread dies, again and again, by every way a thread can die. The host (this
@@ -148,7 +148,7 @@ async function worstDay (t: Test, kind: DoorFault | 'terminate', faults: number,
       await sleep(10)
     }
     backs.push(Date.now() - at)
-    // A worker up a second has earned a fresh backoff (door-supervisor.ts): the next fault
+    // A worker up a second has earned a fresh backoff (door/supervisor.ts): the next fault
     // is one of a new incident, not of a crash loop.
     await sleep(1000)
   }

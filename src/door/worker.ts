@@ -5,8 +5,9 @@
  * (written in its save's transaction, `apply/programme-records.ts`). It opens the same
  * LMDB environment as the main thread. What belongs to the host (the solver's queue,
  * metrics, receipts, the host's logger, the audit of dead tokens) is told to the main
- * thread through `door-protocol.ts`. The console and
- * metrics listeners, when enabled, serve from this thread too (`worker-listeners.ts`).
+ * thread through `protocol.ts`. The API listener, and the console and metrics listeners
+ * when enabled, are wired by `wire.ts`, the same function the solver's thread calls when
+ * the door runs there; here its port to the host is this thread's messages.
  * @module
  */
 import { parentPort, workerData } from 'node:worker_threads'
@@ -18,7 +19,7 @@ import type { Caller } from '../auth/caller.ts'
 import type { InstructionBatch } from '../contract/instruction.ts'
 import { openStore } from '../store/open-store.ts'
 import { openCompanies } from '../store/companies.ts'
-import { openTokens, type TokenRecord } from '../store/tokens.ts'
+import { openTokens } from '../store/tokens.ts'
 import { openRevisions } from '../store/revisions.ts'
 import { openInstructions } from '../store/instructions.ts'
 import { openAudit } from '../store/audit.ts'
@@ -27,15 +28,12 @@ import { programmeRecords } from '../apply/programme-records.ts'
 import { createProgrammeReader } from '../apply/read-programme.ts'
 import { receiveProgramme, type ReceiveParts } from '../apply/receive-programme.ts'
 import { managedSites } from '../apply/managed-sites.ts'
-import { listenApi, type ApiListener } from './listener.ts'
-import { inboundRoute } from './inbound-route.ts'
-import { outboundRoute } from './outbound-route.ts'
-import { bindFaults, clockOf, errorData, type DoorFault, type DoorStart, type FaultCause, type FromDoor, type ToDoor } from './door-protocol.ts'
-import { eventsOut } from './door-events-out.ts'
+import { bindFaults, clockOf, errorData, type DoorFault, type DoorStart, type FaultCause, type FromDoor, type ToDoor } from './protocol.ts'
+import { eventsOut } from './events-out.ts'
 import { sitesToQueue } from '../apply/enqueue.ts'
-import { asker } from './door-asks.ts'
-import type { WorkerListeners } from '../worker-listeners.ts'
-import { nameThisThread, niceThisThread } from '../os-thread.ts'
+import { asker } from './asks.ts'
+import { openDoor, type HostPort, type OpenDoor as WiredDoor } from './wire.ts'
+import { nameThisThread, niceThisThread } from './os-thread.ts'
 
 const port = parentPort!
 const start = workerData as DoorStart
@@ -43,7 +41,7 @@ nameThisThread('epx-door')
 const post = (m: FromDoor, transfer?: ArrayBuffer[]) => port.postMessage(m, transfer)
 
 // Events (log lines, metrics, receipts, saved programmes to queue) leave together, at
-// most one message every FLUSH_MS of a busy door (at once on a quiet one: door-events.ts):
+// most one message every FLUSH_MS of a busy door (at once on a quiet one: door/events-in.ts):
 // a message costs the solver's thread a wake-up and a handler, so one per request cost it
 // more than serving the request itself had (bench/README.md). A log line reaches the
 // host's logger within those ms, possibly after its client has the answer; a crash of this
@@ -58,7 +56,7 @@ const events = eventsOut(post, {
   errorJson: err => serializeError(err),
 })
 
-// The console and metrics listeners' questions to the solver's thread (door-asks.ts).
+// The console and metrics listeners' questions to the solver's thread (door/asks.ts).
 const asks = asker(post)
 
 /**
@@ -101,8 +99,9 @@ async function open (): Promise<OpenDoor> {
   const revisions = openRevisions(store, { retentionDays: config.publish.retentionDays })
   const reader = createProgrammeReader(config.inbound)
   const audit = openAudit(store, config.audit)
+  const flags = openInstructionFlags(store)
   const records = programmeRecords({
-    audit, flags: openInstructionFlags(store), feasibility: { revisions }, log: log.child({ area: 'inbound' }), counted: c => events.event({ e: 'programme', c }),
+    audit, flags, feasibility: { revisions }, log: log.child({ area: 'inbound' }), counted: c => events.event({ e: 'programme', c }),
   })
   const instructions = openInstructions(store)
   // Saved here, queued by the solver's thread: only the sites still effective, their slots alone.
@@ -119,31 +118,27 @@ async function open (): Promise<OpenDoor> {
     receive: (bytes: Buffer, caller: Caller, at: Date) => receiveProgramme(bytes, caller, at, parts),
     refusedAtDoor: (error: unknown, caller: Caller, at: Date) => records.refused(caller, error, at),
   }
-  const receipts = { record: events.receipt }
-  const companies = openCompanies(store)
-  const status = { instructions, flags: openInstructionFlags(store) }
-  const routes = [inboundRoute({ maxBodyBytes: config.inbound.maxBodyBytes, inbound, status }), outboundRoute({ revisions, receipts })]
-  const observer = {
-    handshake: events.handshake,
-    handshakeFailed: (reason: string) => events.event({ e: 'handshakeFailed', reason }),
-    answered: events.answered,
-    deadToken: (token: TokenRecord, reason: 'revoked' | 'expired', nowMs: number) => events.event({ e: 'deadToken', token, reason, nowMs }),
+  const host: HostPort = {
+    tell: {
+      observer: {
+        handshake: events.handshake,
+        handshakeFailed: (reason: string) => events.event({ e: 'handshakeFailed', reason }),
+        answered: events.answered,
+        deadToken: (token, reason, nowMs) => events.event({ e: 'deadToken', token, reason, nowMs }),
+      },
+      receipt: events.receipt,
+      touch: (token, nowMs) => events.event({ e: 'touch', token, nowMs }),
+    },
+    ask: asks.ask,
   }
-  let api: ApiListener | undefined
-  let side: WorkerListeners
+  let wired: WiredDoor
   try {
-    api = await whenFree(() => listenApi({
-      config: { ...config, api: { ...config.api, port: start.port } },
-      dataDir: start.dataDir, log, clock, store, companies, tokens: { ...openTokens(store), touch: (token, nowMs) => events.event({ e: 'touch', token, nowMs }) }, routes, observer,
-    }))
-    // The console and metrics listeners, when enabled, live in this thread too (their code
-    // loaded only then: every worker start, restarts included, would pay for it).
-    const apiUrl = api.url
-    side = !config.console.enabled && !config.metrics.enabled ? { close: async () => {}, abort: () => {} } : await import('../worker-listeners.ts').then(m => whenFree(() => m.openWorkerListeners({
-      config, dataDir: start.dataDir, ports: start.sidePorts, store, companies, revisions, instructions, audit, clock, log, apiUrl, asks,
-    })))
+    wired = await openDoor({
+      config, dataDir: start.dataDir, ports: { api: start.port, ...start.sidePorts },
+      store, companies: openCompanies(store), tokens: openTokens(store), revisions, instructions, flags, audit, inbound, clock, log,
+      listen: whenFree,
+    }, host)
   } catch (err) {
-    await api?.close().catch(() => {})
     await reader.close()
     revisions.close()
     await audit.flush().catch(() => {})
@@ -153,21 +148,20 @@ async function open (): Promise<OpenDoor> {
   // Nicer only once it serves: a door restarted after a fault starts at the solver's
   // priority (~0.3 s of CPU), or on a busy machine it would take seconds to be back.
   if (!niceThisThread(config.api.workerNice)) log.info({ workerNice: config.api.workerNice }, 'the api worker runs at the solver\'s priority: this system lets no thread set its own (api.workerNice)')
-  post({ type: 'listening', url: api.url.href, consoleUrl: side.consoleUrl?.href, metricsUrl: side.metricsUrl?.href })
-  const listening = api
+  post({ type: 'listening', url: wired.url.href, consoleUrl: wired.consoleUrl?.href, metricsUrl: wired.metricsUrl?.href })
+  const listening = wired
   let closing: Promise<void> | undefined
   return {
     abort () {
       listening.abort()
-      side.abort()
     },
     throwInNextRequest () {
-      listening.server.prependOnceListener('request', () => { throw new Error('api door crash requested by a test (in a request)') })
+      listening.api.server.prependOnceListener('request', () => { throw new Error('api door crash requested by a test (in a request)') })
     },
     // Once: a fault may come while the door closes, and closes it too.
     close: () => closing ??= (async () => {
       try {
-        await Promise.allSettled([listening.close(), side.close()])
+        await listening.close().catch(() => {})
         await reader.close()
       } finally {
         records.close()

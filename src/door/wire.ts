@@ -1,0 +1,187 @@
+/**
+ * The door's one wiring: the API listener with its routes, the web console and the
+ * metrics listener, built from the parts they need, wherever the door runs. What belongs
+ * to the host (the solver's sites, "Publier maintenant", the metrics text, the readiness
+ * checks, the metrics and receipts a request leaves behind, a token's last use) goes
+ * through a small port: `tell` (never answered) and `ask` (one answer per question).
+ * With `api.inWorker` (the default) the door's worker (worker.ts) calls `openDoor` with a
+ * port over its messages to the solver's thread (protocol.ts); otherwise the plugin
+ * calls it on the solver's thread with `portHere`, which calls the host's parts
+ * directly. Both topologies run this same code; only the transport differs.
+ * @module
+ */
+import type { EpxConfig } from '../config.ts'
+import type { Clock, Logger } from '../host/contract.ts'
+import type { Store } from '../store/open-store.ts'
+import type { Companies } from '../store/companies.ts'
+import type { Revisions } from '../store/revisions.ts'
+import type { Instructions } from '../store/instructions.ts'
+import type { InstructionFlags } from '../store/instruction-flags.ts'
+import type { TokenRecord, Tokens } from '../store/tokens.ts'
+import { openUsers } from '../store/users.ts'
+import { openSessions } from '../store/sessions.ts'
+import type { Audit } from '../store/audit.ts'
+import type { Inbound } from '../apply/receive-programme.ts'
+import { listenApi, type ApiListener } from '../http/listener.ts'
+import type { Route } from '../http/route.ts'
+import { inboundRoute } from '../http/inbound-route.ts'
+import { outboundRoute } from '../http/outbound-route.ts'
+import type { ApiObserver } from '../http/observer.ts'
+import { listenMetrics } from '../metrics/server.ts'
+import type { AskAnswers, Asks, SidePorts } from './protocol.ts'
+
+/**
+ * How long /readyz waits for the solver's thread: a readiness probe wants an answer
+ * within its own timeout (Kubernetes: 1 s by default), and a solver's thread that cannot
+ * answer in a second is a reason not to be ready (the API's POSTs wait for it too).
+ */
+export const READY_ASK_MS = 1000
+/** How long /metrics waits (Prometheus' default scrape timeout is 10 s). */
+export const METRICS_ASK_MS = 8000
+
+/** The door's way to the host. */
+export interface HostPort {
+  /** What the door tells the host; nothing answers. */
+  readonly tell: {
+    /** Metrics of handshakes and answers, the audit of dead tokens. */
+    readonly observer: ApiObserver
+    /** A delivery receipt of a GET (the host's thread keeps the receipts). */
+    receipt(companyId: string, siteId: string, targetDate: string, emittedAtMs: number, status: 200 | 304, atMs: number): void
+    /** A token's last use (written by the host's thread: ordered with its other writes). */
+    touch(token: TokenRecord, nowMs: number): void
+  }
+  /** Asks the host; `withinMs`: fails with a message saying so when it takes longer. */
+  ask<K extends keyof Asks>(q: { ask: K } & Asks[K]['q'], withinMs?: number): Promise<Asks[K]['a']>
+}
+
+/** The port of a door on the host's own thread: every tell and ask is a call. */
+export function portHere (o: {
+  readonly observer: ApiObserver
+  readonly receipts: { record: HostPort['tell']['receipt'] }
+  readonly tokens: Pick<Tokens, 'touch'>
+  readonly answers: AskAnswers
+}): HostPort {
+  return {
+    tell: {
+      observer: o.observer,
+      receipt: (...a) => o.receipts.record(...a),
+      touch: (token, nowMs) => o.tokens.touch(token, nowMs),
+    },
+    ask (q, withinMs) {
+      const answer = Promise.resolve().then(() => (o.answers[q.ask] as (q: unknown) => Promise<any>)(q))
+      if (withinMs === undefined) return answer
+      let timer: NodeJS.Timeout | undefined
+      const late = new Promise<never>((_resolve, reject) => {
+        timer = setTimeout(() => reject(new Error(`the solver's thread did not answer within ${withinMs} ms`)), withinMs)
+      })
+      return Promise.race([answer, late]).finally(() => clearTimeout(timer))
+    },
+  }
+}
+
+/** What the door is made of: the store's records on this thread's handle, and the inbound feature. */
+export interface DoorParts {
+  readonly config: EpxConfig
+  readonly dataDir: string
+  /** The ports first bound (a restarted worker binds them again); default the configured ones. */
+  readonly ports?: { readonly api: number } & Partial<SidePorts>
+  readonly store: Store
+  readonly companies: Companies
+  readonly tokens: Tokens
+  readonly revisions: Revisions
+  readonly instructions: Instructions
+  readonly flags: Pick<InstructionFlags, 'get'>
+  readonly audit: Audit
+  /** Receives programmes (saves them, hands them to the solver's queue) and reports the door's refusals. */
+  readonly inbound: Pick<Inbound, 'receive' | 'refusedAtDoor'>
+  readonly clock: Clock
+  readonly log: Logger
+  /** Binds a listener (a restarted worker waits there for its predecessor's ports); default: at once. */
+  readonly listen?: <T>(open: () => Promise<T>) => Promise<T>
+}
+
+export interface OpenDoor {
+  readonly url: URL
+  readonly consoleUrl?: URL
+  readonly metricsUrl?: URL
+  /** The API listener (the worker's fault seam throws from its server's 'request' event). */
+  readonly api: ApiListener
+  /** Drains the three listeners (in-flight requests and pages finish within their grace). */
+  close(): Promise<void>
+  /** At once: every listener stops accepting and cuts its connections (a thread about to die). */
+  abort(): void
+}
+
+/** The API's routes: every path a BSP reaches is registered here. */
+function routesOf (parts: DoorParts, host: HostPort): Route[] {
+  const { config } = parts
+  return [
+    inboundRoute({ maxBodyBytes: config.inbound.maxBodyBytes, inbound: parts.inbound, status: { instructions: parts.instructions, flags: parts.flags } }),
+    outboundRoute({ revisions: parts.revisions, receipts: { record: host.tell.receipt } }),
+  ]
+}
+
+export async function openDoor (parts: DoorParts, host: HostPort): Promise<OpenDoor> {
+  const { config, store, log } = parts
+  const listen = parts.listen ?? (<T>(open: () => Promise<T>) => open())
+  const closers: Array<() => Promise<void>> = []
+  const aborters: Array<() => void> = []
+  const close = async () => {
+    const errors: unknown[] = []
+    // All at once, as the worker did: each listener's grace runs alongside the others'.
+    const results = await Promise.allSettled(closers.reverse().map(c => c()))
+    for (const r of results) if (r.status === 'rejected') errors.push(r.reason)
+    if (errors.length) throw new AggregateError(errors, 'epx: the door\'s listeners did not close cleanly')
+  }
+  try {
+    const api = await listen(() => listenApi({
+      config: parts.ports ? { ...config, api: { ...config.api, port: parts.ports.api } } : config,
+      dataDir: parts.dataDir, log, clock: parts.clock, store, companies: parts.companies,
+      tokens: { ...parts.tokens, touch: host.tell.touch },
+      routes: routesOf(parts, host),
+      observer: host.tell.observer,
+    }))
+    closers.push(() => api.close())
+    aborters.push(() => api.abort())
+
+    // The web console: its own listener, so none of its work is on the API's path.
+    let consoleUrl: URL | undefined
+    if (config.console.enabled) {
+      // Fastify and the pages, loaded only when the console is on (a worker's every start would pay for them).
+      const { startConsole } = await import('../console/server.ts')
+      const consolePort = parts.ports?.console
+      const web = await listen(() => startConsole({
+        config: consolePort === undefined ? config : { ...config, console: { ...config.console, port: consolePort } },
+        dataDir: parts.dataDir,
+        deps: {
+          store, companies: parts.companies, tokens: parts.tokens, users: openUsers(store), sessions: openSessions(store),
+          revisions: parts.revisions, instructions: parts.instructions, audit: parts.audit,
+          publisher: { publish: request => host.ask({ ask: 'publish', request }) },
+          sites: () => host.ask({ ask: 'sites' }),
+          clock: parts.clock, log: log.child({ area: 'console' }), apiUrl: api.url,
+        },
+      }))
+      closers.push(() => web.close())
+      aborters.push(() => web.abort())
+      consoleUrl = web.url
+    }
+
+    let metricsUrl: URL | undefined
+    if (config.metrics.enabled) {
+      const metrics = await listen(() => listenMetrics({
+        host: config.metrics.host, port: parts.ports?.metrics ?? config.metrics.port, log,
+        exposition: () => host.ask({ ask: 'metrics' }, METRICS_ASK_MS),
+        // /healthz is answered here alone: the listeners are alive; a busy solver is not a dead plugin.
+        readiness: () => host.ask({ ask: 'readiness' }, READY_ASK_MS).catch((err: unknown) =>
+          [{ name: 'host', ok: false, reason: (err as Error).message }]),
+      }))
+      closers.push(() => metrics.close())
+      aborters.push(() => metrics.abort())
+      metricsUrl = metrics.url
+    }
+    return { url: api.url, consoleUrl, metricsUrl, api, close, abort: () => { for (const a of aborters) a() } }
+  } catch (err) {
+    await close().catch(() => {})
+    throw err
+  }
+}
