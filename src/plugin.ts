@@ -13,6 +13,7 @@ import { startDoor, type Door } from './http/door-supervisor.ts'
 import { listenApi } from './http/listener.ts'
 import { inboundRoute } from './http/inbound-route.ts'
 import { outboundRoute } from './http/outbound-route.ts'
+import { realiseRoute } from './http/realise-route.ts'
 import { openPublication } from './publish/open-publication.ts'
 import { startSchedule } from './publish/schedule.ts'
 import { addDays, parisDateOf } from './contract/paris-day.ts'
@@ -24,6 +25,7 @@ import { openUsers } from './store/users.ts'
 import { openSessions } from './store/sessions.ts'
 import { openAudit } from './store/audit.ts'
 import { openDeliveries } from './store/deliveries.ts'
+import { openMetering } from './store/metering.ts'
 import { openInstructionFlags } from './store/instruction-flags.ts'
 import { createOperations, type Operations } from './apply/operations.ts'
 import { programmeRecords, type ProgrammeCount } from './apply/programme-records.ts'
@@ -106,6 +108,8 @@ export async function createEpx (host: Host, rawConfig: unknown, internals: Inte
     bin.add(() => inbound.close())
     const { instructions } = inbound
 
+    // Meter values the host reports, kept as long as the instructions (docs/http-api.md "Programme against delivery").
+    const metering = openMetering(store, { now: () => host.clock.now().getTime(), retentionDays: config.inbound.retentionDays })
     const deliveries = openDeliveries(store)
     deliveries.start()
     bin.add(() => deliveries.close())
@@ -120,6 +124,7 @@ export async function createEpx (host: Host, rawConfig: unknown, internals: Inte
       metrics,
       instructions,
       deliveries,
+      metering,
       retentionDays: { instructions: config.inbound.retentionDays, deliveries: config.publish.retentionDays },
       clock: host.clock,
       log,
@@ -164,7 +169,8 @@ export async function createEpx (host: Host, rawConfig: unknown, internals: Inte
     })
     const api = door ?? await listenApi({
       config, dataDir: host.dataDir, log, clock: host.clock, store, companies, tokens, observer,
-      routes: [inboundRoute({ maxBodyBytes: config.inbound.maxBodyBytes, inbound, status: { instructions, flags } }), outboundRoute({ revisions, receipts: deliveries })],
+      routes: [inboundRoute({ maxBodyBytes: config.inbound.maxBodyBytes, inbound, status: { instructions, flags } }), outboundRoute({ revisions, receipts: deliveries }),
+        realiseRoute({ instructions, metering, tolerance: config.delivery })],
     })
     bin.add(() => api.close())
     if (door) internals.onDoor?.(door)
@@ -206,6 +212,7 @@ export async function createEpx (host: Host, rawConfig: unknown, internals: Inte
         siteIds: request.siteIds,
         trigger: 'host',
       }),
+      reportMetering: readings => metering.report(readings),
       close () {
         closing ??= bin.dispose().then(() => log.info({}, 'epx closed'))
         return closing

@@ -30,6 +30,8 @@ import { managedSites } from '../apply/managed-sites.ts'
 import { listenApi, type ApiListener } from './listener.ts'
 import { inboundRoute } from './inbound-route.ts'
 import { outboundRoute } from './outbound-route.ts'
+import { realiseRoute } from './realise-route.ts'
+import { openMetering } from '../store/metering.ts'
 import { bindFaults, clockOf, errorData, type DoorFault, type DoorStart, type FaultCause, type FromDoor, type ToDoor } from './door-protocol.ts'
 import { eventsOut } from './door-events-out.ts'
 import { sitesToQueue } from '../apply/enqueue.ts'
@@ -122,7 +124,11 @@ async function open (): Promise<OpenDoor> {
   const receipts = { record: events.receipt }
   const companies = openCompanies(store)
   const status = { instructions, flags: openInstructionFlags(store) }
-  const routes = [inboundRoute({ maxBodyBytes: config.inbound.maxBodyBytes, inbound, status }), outboundRoute({ revisions, receipts })]
+  const metering = openMetering(store, { now: () => clock.now().getTime(), retentionDays: config.inbound.retentionDays })
+  const routes = [
+    inboundRoute({ maxBodyBytes: config.inbound.maxBodyBytes, inbound, status }), outboundRoute({ revisions, receipts }),
+    realiseRoute({ instructions, metering, tolerance: config.delivery }),
+  ]
   const observer = {
     handshake: events.handshake,
     handshakeFailed: (reason: string) => events.event({ e: 'handshakeFailed', reason }),
