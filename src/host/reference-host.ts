@@ -7,10 +7,10 @@
  */
 import pino from 'pino'
 import type {
-  Clock, Coverage, CycleApplied, Host, Logger, Period, Site, SiteNeeds, SolverInput, SolverPort,
+  Clock, Coverage, CycleApplied, Host, Logger, MeterReading, MeteringReport, Period, Site, SiteNeeds, SolverInput, SolverPort,
 } from './contract.ts'
 import { HOST_API_VERSION } from './contract.ts'
-import { simulatedNeeds, simulatedSites } from './simulated-sites.ts'
+import { simulatedMeterKwh, simulatedNeeds, simulatedSites } from './simulated-sites.ts'
 import { coverageOf, parisDateOf } from '../contract/paris-day.ts'
 
 /** A clock tests and demos can set; `now()` returns a fresh Date each call. */
@@ -56,6 +56,14 @@ export interface ReferenceHost {
   activeInput(siteId: string, targetDate: string): SolverInput | undefined
   /** Set-points of the last cycle, by site. */
   setpoints(): ReadonlyMap<string, Setpoint>
+  /**
+   * Host API 1.1: from now on, each cycle reports the quarter-hours that closed since the
+   * last report (from the start of today at first) to `report` (the plugin's
+   * `reportMetering`), as the sites' simulated meters measured them.
+   */
+  meterInto(report: (readings: readonly MeterReading[]) => Promise<MeteringReport>): void
+  /** The simulated meter readings of every site over `[fromMs, toMs)` (whole quarter-hours), against the inputs in force. */
+  meterReadings(fromMs: number, toMs: number): MeterReading[]
   /** Starts the periodic cycle (no-op when cycleSeconds is 0). */
   start(): void
   close(): Promise<void>
@@ -72,6 +80,8 @@ export function createReferenceHost (opts: ReferenceHostOptions): ReferenceHost 
   let lastSetpoints = new Map<string, Setpoint>()
   let cycle = 0
   let timer: NodeJS.Timeout | undefined
+  let meterSink: ((readings: readonly MeterReading[]) => Promise<MeteringReport>) | undefined
+  let meteredUntilMs = 0
 
   const solver: SolverPort = {
     async sites () { return sites },
@@ -105,7 +115,37 @@ export function createReferenceHost (opts: ReferenceHostOptions): ReferenceHost 
     for (const l of listeners) {
       try { l(report) } catch (err) { logger.error({ err }, 'cycle listener failed') }
     }
+    if (meterSink) {
+      const closedMs = Math.floor(now.getTime() / 900_000) * 900_000
+      if (closedMs > meteredUntilMs) {
+        const readings = meterReadings(meteredUntilMs, closedMs)
+        meteredUntilMs = closedMs
+        meterSink(readings).then(
+          r => { if (r.refusedCount) logger.warn({ refused: r.refused.slice(0, 3), count: r.refusedCount }, 'meter readings refused') },
+          err => logger.error({ err }, 'meter readings not taken'))
+      }
+    }
     return report
+  }
+
+  function meterReadings (fromMs: number, toMs: number): MeterReading[] {
+    const out: MeterReading[] = []
+    const needsOf = new Map<string, SiteNeeds>()
+    for (let ms = Math.ceil(fromMs / 900_000) * 900_000; ms + 900_000 <= toMs; ms += 900_000) {
+      const date = parisDateOf(new Date(ms))
+      const coverage = coverageOf(date)
+      const slot = (ms - Date.parse(coverage.startUtc)) / 900_000
+      const startUtc = new Date(ms).toISOString().replace('.000Z', 'Z')
+      const endUtc = new Date(ms + 900_000).toISOString().replace('.000Z', 'Z')
+      for (const site of sites) {
+        let needs = needsOf.get(`${site.site_id}/${date}`)
+        if (!needs) needsOf.set(`${site.site_id}/${date}`, needs = simulatedNeeds(site.site_id, coverage))
+        const period = active.get(`${site.site_id}/${date}`)?.periods.find(p => Date.parse(p.startUtc) <= ms && ms < Date.parse(p.endUtc))
+        const plannedKw = Math.min(plannedPower(needs, ms), needs.availablePowerKw[slot] ?? 0)
+        out.push({ siteId: site.site_id, startUtc, endUtc, kwh: simulatedMeterKwh(site.site_id, ms, plannedKw, period) })
+      }
+    }
+    return out
   }
 
   function computeSetpoints (now: Date): Map<string, Setpoint> {
@@ -140,6 +180,11 @@ export function createReferenceHost (opts: ReferenceHostOptions): ReferenceHost 
     pending: () => [...queue],
     activeInput: (siteId, targetDate) => active.get(`${siteId}/${targetDate}`),
     setpoints: () => lastSetpoints,
+    meterInto (report) {
+      meterSink = report
+      meteredUntilMs = Date.parse(coverageOf(parisDateOf(clock.now())).startUtc)
+    },
+    meterReadings,
     start () {
       const seconds = opts.cycleSeconds ?? 0
       if (seconds > 0 && !timer) timer = setInterval(runCycle, seconds * 1000)

@@ -65,3 +65,21 @@ export function simulatedNeeds (siteId: string, coverage: Coverage): SiteNeeds {
     availablePowerKw,
   }
 }
+
+/**
+ * What a simulated site's meter measured over one quarter-hour, kWh: a floor is drawn,
+ * a little over, most of the time, and falls short now and then; a curtailment is
+ * respected most of the time; an unconstrained slot follows the solver's own plan
+ * (`plannedKw`). Seeded by site and slot, so a day measured again reads the same.
+ */
+export function simulatedMeterKwh (siteId: string, slotStartMs: number, plannedKw: number, period?: { minKw?: number; maxKw?: number }): number {
+  const r = rng(`${siteId}/meter/${slotStartMs}`)
+  const noise = r()
+  let kwh: number
+  if (period?.maxKw === 0) kwh = r() < 0.9 ? 0 : 0.5 + r() * 4
+  else if (period?.minKw !== undefined) {
+    const floor = Math.max(plannedKw, period.minKw) / 4
+    kwh = r() < 0.85 ? floor * (1 + noise * 0.04) : floor * (0.6 + noise * 0.35)
+  } else kwh = plannedKw / 4 * (0.9 + noise * 0.2)
+  return Math.round(kwh * 1000) / 1000
+}
