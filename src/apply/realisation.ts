@@ -114,3 +114,46 @@ export function verdictOf (programmedKwh: number, deliveredKwh: number, toleranc
 export function realiseEtag (body: string): string {
   return `W/"${createHash('sha256').update(body).digest('base64url').slice(0, 27)}"`
 }
+
+export interface DayDeps extends RealisationDeps {
+  readonly instructions: Pick<Instructions, 'effectiveOf' | 'slotsOf' | 'effectiveFrom'>
+  readonly metering: Pick<Metering, 'get' | 'sitesOf'>
+}
+
+/**
+ * Every site of a day with something to compare (an instruction in force or a meter value),
+ * in site order; `only` narrows to some sites (a company's perimeter), `companyId` as for
+ * `realisation`.
+ */
+export function realisationDay (deps: DayDeps, targetDate: string, only?: (siteId: string) => boolean, companyId?: string): RealiseBody[] {
+  const sites = new Set(deps.metering.sitesOf(targetDate))
+  for (const ref of deps.instructions.effectiveFrom(targetDate)) {
+    if (ref.targetDate !== targetDate) break
+    sites.add(ref.siteId)
+  }
+  const out: RealiseBody[] = []
+  for (const siteId of [...sites].sort()) {
+    if (only && !only(siteId)) continue
+    const body = realisation(deps, targetDate, siteId, companyId)
+    if (body) out.push(body)
+  }
+  return out
+}
+
+export const CSV_HEADER = ['site_id', 'target_date', 'instruction_id', 'debut_utc', 'fin_utc', 'energie_programmee_kwh', 'energie_realisee_kwh', 'verdict', 'manque_kwh'] as const
+
+/**
+ * A day as CSV (RFC 4180, CRLF, a header row): one row per site and quarter-hour, numbers
+ * with a dot and no thousands separator, an empty cell where there is no value, so a
+ * spreadsheet's sums equal the totals.
+ */
+export function realisationCsv (bodies: readonly RealiseBody[]): string {
+  const cell = (v: string | number | null | undefined) => v === null || v === undefined ? '' : String(v)
+  const lines = [CSV_HEADER.join(',')]
+  for (const b of bodies) {
+    for (const c of b.creneaux) {
+      lines.push([b.site_id, b.target_date, cell(b.instruction_id), c.debut_utc, c.fin_utc, cell(c.energie_programmee_kwh), cell(c.energie_realisee_kwh), c.verdict, cell(c.manque_kwh)].join(','))
+    }
+  }
+  return lines.join('\r\n') + '\r\n'
+}
