@@ -14,6 +14,7 @@ import { listenApi } from './http/listener.ts'
 import { inboundRoute } from './http/inbound-route.ts'
 import { outboundRoute } from './http/outbound-route.ts'
 import { realiseRoute } from './http/realise-route.ts'
+import { realisationToday } from './apply/realisation.ts'
 import { openPublication } from './publish/open-publication.ts'
 import { startSchedule } from './publish/schedule.ts'
 import { addDays, parisDateOf } from './contract/paris-day.ts'
@@ -109,13 +110,19 @@ export async function createEpx (host: Host, rawConfig: unknown, internals: Inte
     const { instructions } = inbound
 
     // Meter values the host reports, kept as long as the instructions (docs/http-api.md "Programme against delivery").
-    const metering = openMetering(store, { now: () => host.clock.now().getTime(), retentionDays: config.inbound.retentionDays })
+    let today: ReturnType<typeof realisationToday> | undefined
+    const metering = openMetering(store, {
+      now: () => host.clock.now().getTime(), retentionDays: config.inbound.retentionDays, onChanged: changes => today?.changed(changes),
+    })
     const deliveries = openDeliveries(store)
     deliveries.start()
     bin.add(() => deliveries.close())
     if (config.metrics.enabled || host.metricsRegistry) {
       const expiries = watchExpiries(host.dataDir, config.api.tls, () => host.clock.now().getTime())
-      const m = metrics = await createMetrics(metricSources({ clock: host.clock, generation: tokens.generation, revisions, instructions, deliveries, expiries }), host.metricsRegistry)
+      const t = today = realisationToday({ instructions, metering, tolerance: config.delivery }, () => parisDateOf(host.clock.now()))
+      const m = metrics = await createMetrics(metricSources({
+        clock: host.clock, generation: tokens.generation, revisions, instructions, deliveries, expiries, realisationToday: () => t.read(),
+      }), host.metricsRegistry)
       bin.add(() => m.close())
       bin.add(host.solver.onCycleApplied(report => m.instructionsApplied(report.inputs.length)))
     }
