@@ -10,7 +10,7 @@ import type {
   Clock, Coverage, CycleApplied, Host, Logger, MeterReading, MeteringReport, Period, Site, SiteNeeds, SolverInput, SolverPort,
 } from './contract.ts'
 import { HOST_API_VERSION } from './contract.ts'
-import { simulatedMeterKwh, simulatedNeeds, simulatedSites } from './simulated-sites.ts'
+import { simulatedNeeds, simulatedReadings, simulatedSites } from './simulated-sites.ts'
 import { coverageOf, parisDateOf } from '../contract/paris-day.ts'
 
 /** A clock tests and demos can set; `now()` returns a fresh Date each call. */
@@ -129,23 +129,8 @@ export function createReferenceHost (opts: ReferenceHostOptions): ReferenceHost 
   }
 
   function meterReadings (fromMs: number, toMs: number): MeterReading[] {
-    const out: MeterReading[] = []
-    const needsOf = new Map<string, SiteNeeds>()
-    for (let ms = Math.ceil(fromMs / 900_000) * 900_000; ms + 900_000 <= toMs; ms += 900_000) {
-      const date = parisDateOf(new Date(ms))
-      const coverage = coverageOf(date)
-      const slot = (ms - Date.parse(coverage.startUtc)) / 900_000
-      const startUtc = new Date(ms).toISOString().replace('.000Z', 'Z')
-      const endUtc = new Date(ms + 900_000).toISOString().replace('.000Z', 'Z')
-      for (const site of sites) {
-        let needs = needsOf.get(`${site.site_id}/${date}`)
-        if (!needs) needsOf.set(`${site.site_id}/${date}`, needs = simulatedNeeds(site.site_id, coverage))
-        const period = active.get(`${site.site_id}/${date}`)?.periods.find(p => Date.parse(p.startUtc) <= ms && ms < Date.parse(p.endUtc))
-        const plannedKw = Math.min(plannedPower(needs, ms), needs.availablePowerKw[slot] ?? 0)
-        out.push({ siteId: site.site_id, startUtc, endUtc, kwh: simulatedMeterKwh(site.site_id, ms, plannedKw, period) })
-      }
-    }
-    return out
+    return simulatedReadings(sites.map(s => s.site_id), fromMs, toMs, (siteId, date, ms) =>
+      active.get(`${siteId}/${date}`)?.periods.find(p => Date.parse(p.startUtc) <= ms && ms < Date.parse(p.endUtc)))
   }
 
   function computeSetpoints (now: Date): Map<string, Setpoint> {
