@@ -7,9 +7,10 @@
  * NaN where no value was reported. A reading replaces the value of its slot (late meter data
  * and corrections). The realisation read (`apply/realisation.ts`) is one get.
  *
- * A day of 10,000 sites × 96 slots reaches the host call at once: it is taken in chunks,
- * each one durable write, with a turn of the event loop between them, so the solver's
- * loop never waits for more than a chunk.
+ * A day of 10,000 sites × 96 slots reaches the host call at once: it is checked in chunks,
+ * gathered per site and day, then written in batches of site-days, each one durable write,
+ * with a turn of the event loop between chunks and batches, so the solver's loop never
+ * waits for more than one of them.
  * @module
  */
 import type { Store } from './open-store.ts'
@@ -19,8 +20,10 @@ import { utcInstantMs } from '../contract/instants.ts'
 import { addDays, parisDateOf, parisDayMs } from '../contract/paris-day.ts'
 
 const SLOT_MS = 900_000
-/** Readings taken per chunk: a few ms of work on the solver's thread (bench/README.md). */
-const CHUNK = 4096
+/** Readings checked per turn of the event loop: a few ms of the solver's thread (bench/README.md). */
+const CHUNK = 2048
+/** Site-days written per durable write: a few ms of reads and puts in its transaction. */
+const WRITE_BATCH = 128
 /** Most refusals listed in a report (their count is always exact). */
 const MAX_REFUSALS_LISTED = 100
 
@@ -71,41 +74,42 @@ export function openMetering (store: Store, opts: MeteringOptions): Metering {
     let accepted = 0
     const nowMs = opts.now()
     const oldest = addDays(parisDateOf(new Date(nowMs)), -opts.retentionDays)
+    // Gathered per (day, site) first: readings come slot by slot across the sites, and
+    // writing as they come rewrote each site's record once per slot (96 puts where one does).
+    // Day → site → kWh per slot (NaN: not in this report); no key or object made per reading.
+    const days = new Map<string, Map<string, Float64Array>>()
     for (let from = 0; from < readings.length; from += CHUNK) {
       if (from > 0) await new Promise(resolve => setImmediate(resolve))
-      // (day, site) → slot index → kWh: the chunk's last reading of a slot wins.
-      const byDay = new Map<string, Map<string, Map<number, number>>>()
       const to = Math.min(readings.length, from + CHUNK)
       for (let i = from; i < to; i++) {
         const r = readings[i]!
-        const reason = check(r, nowMs, oldest)
-        if (typeof reason === 'string') {
-          if (refused.length < MAX_REFUSALS_LISTED) refused.push({ index: i, siteId: String(r?.siteId), startUtc: String(r?.startUtc), reason })
+        const slot = check(r, nowMs, oldest)
+        if (typeof slot === 'string') {
+          if (refused.length < MAX_REFUSALS_LISTED) refused.push({ index: i, siteId: String(r?.siteId), startUtc: String(r?.startUtc), reason: slot })
           refusedCount++
           continue
         }
-        let sites = byDay.get(reason.date)
-        if (!sites) byDay.set(reason.date, sites = new Map())
-        let slots = sites.get(r.siteId)
-        if (!slots) sites.set(r.siteId, slots = new Map())
-        slots.set(reason.slot, r.kwh)
+        let sites = days.get(lastDay.date)
+        if (!sites) days.set(lastDay.date, sites = new Map())
+        let kwh = sites.get(r.siteId)
+        if (!kwh) sites.set(r.siteId, kwh = new Float64Array((lastDay.endMs - lastDay.startMs) / SLOT_MS).fill(NaN))
+        kwh[slot] = r.kwh   // the call's last reading of a slot wins
         accepted++
       }
-      if (byDay.size === 0) continue
-      const changed: Array<{ targetDate: string; siteId: string }> = []
+    }
+    const all: Array<{ targetDate: string; siteId: string; kwh: Float64Array }> = []
+    for (const [targetDate, sites] of days) for (const [siteId, kwh] of sites) all.push({ targetDate, siteId, kwh })
+    for (let from = 0; from < all.length; from += WRITE_BATCH) {
+      if (from > 0) await new Promise(resolve => setImmediate(resolve))
+      const batch = all.slice(from, from + WRITE_BATCH)
       await store.writeDurable(() => {
-        for (const [date, sites] of byDay) {
-          const { startMs, endMs } = parisDayMs(date)
-          const n = (endMs - startMs) / SLOT_MS
-          for (const [siteId, slots] of sites) {
-            const kwh = read(date, siteId) ?? new Float64Array(n).fill(NaN)
-            for (const [slot, v] of slots) kwh[slot] = v
-            db.putSync([date, siteId], new Uint8Array(kwh.buffer))
-            changed.push({ targetDate: date, siteId })
-          }
+        for (const d of batch) {
+          const kwh = read(d.targetDate, d.siteId) ?? new Float64Array(d.kwh.length).fill(NaN)
+          for (let k = 0; k < d.kwh.length; k++) if (!Number.isNaN(d.kwh[k]!)) kwh[k] = d.kwh[k]!
+          db.putSync([d.targetDate, d.siteId], new Uint8Array(kwh.buffer))
         }
       })
-      opts.onChanged?.(changed)
+      opts.onChanged?.(batch.map(d => ({ targetDate: d.targetDate, siteId: d.siteId })))
     }
     return { accepted, refusedCount, refused }
   }
@@ -133,8 +137,8 @@ export function openMetering (store: Store, opts: MeteringOptions): Metering {
   }
 }
 
-/** Why a reading is refused, or its Paris day and slot index there. */
-function check (r: MeterReading, nowMs: number, oldest: string): string | { date: string; slot: number } {
+/** Why a reading is refused, or its slot index in its Paris day (then `lastDay`). */
+function check (r: MeterReading, nowMs: number, oldest: string): string | number {
   if (r === null || typeof r !== 'object') return 'a reading is an object {siteId, startUtc, endUtc, kwh}'
   if (!isPrm(r.siteId)) return 'siteId must be PRM followed by 14 digits'
   const startMs = utcInstantMs(r.startUtc)
@@ -145,12 +149,12 @@ function check (r: MeterReading, nowMs: number, oldest: string): string | { date
   if (endMs > nowMs) return 'the quarter-hour has not closed yet'
   const day = dayOf(startMs)
   if (day.date < oldest) return `the day ${day.date} is past the retention of meter values`
-  return { date: day.date, slot: (startMs - day.startMs) / SLOT_MS }
+  return (startMs - day.startMs) / SLOT_MS
 }
 
 /** The Paris day of an instant: readings come day by day, so the last one found is nearly always it. */
 let lastDay = { date: '', startMs: 0, endMs: 0 }
-function dayOf (ms: number): { date: string; startMs: number } {
+function dayOf (ms: number): { readonly date: string; readonly startMs: number; readonly endMs: number } {
   if (ms >= lastDay.startMs && ms < lastDay.endMs) return lastDay
   const date = parisDateOf(new Date(ms))
   return lastDay = { date, ...parisDayMs(date) }
