@@ -7,7 +7,7 @@
  * @module
  */
 import { addDays } from '../src/contract/paris-day.ts'
-import { INBOUND_PATH } from '../src/http/route.ts'
+import { INBOUND_PATH, OUTBOUND_PATH, REALISE_PATH } from '../src/http/route.ts'
 import type { Child } from './child.ts'
 import { programme } from './fixtures.ts'
 import type { LoadResult, RunSpec } from './load.ts'
@@ -15,8 +15,8 @@ import type { LoadResult, RunSpec } from './load.ts'
 export const PUBLICATION_SITES = 10_000
 export const LARGE_PROGRAMME_SITES = 1_000
 export const HISTORY_DAYS = 30
-/** What `--special` can name: E's three measurements here, and the operations' share (ops-share.ts). */
-export const SPECIAL_PARTS = ['publication', 'programme', 'rss', 'ops'] as const
+/** What `--special` can name: E's measurements here, and the operations' share (ops-share.ts). */
+export const SPECIAL_PARTS = ['publication', 'programme', 'metering', 'rss', 'ops'] as const
 export type SpecialPart = typeof SPECIAL_PARTS[number]
 
 export interface PublicationRun {
@@ -36,6 +36,16 @@ export interface Specials {
     readonly maxStallMs: number; readonly p50Ms: number; readonly cpuPerReqMs: number
   }
   readonly largeProgrammeError?: string
+  /**
+   * A whole day of meter values of every site handed to `reportMetering` at once (the
+   * longest stall of the solver's loop meanwhile), then GET realise of that day against GET
+   * besoins-agreges, one after the other on the same connections: CPU per request of each.
+   */
+  readonly metering?: {
+    readonly readings: number; readonly wallMs: number; readonly cpuMs: number; readonly maxStallMs: number
+    readonly realiseCpuPerReqUs?: number; readonly besoinsCpuPerReqUs?: number; readonly realiseBytes?: number; readonly besoinsBytes?: number
+  }
+  readonly meteringError?: string
   readonly rss?: {
     readonly sites: number; readonly days: number; readonly seedWallMs: number; readonly gcExposed: boolean
     readonly rssBytes: number; readonly heapTotalBytes: number; readonly heapUsedBytes: number; readonly externalBytes: number; readonly arrayBuffersBytes: number
@@ -78,7 +88,7 @@ export async function measureSpecials (i: SpecialsInput): Promise<Specials> {
   const out: { -readonly [K in keyof Specials]: Specials[K] } = {}
   try {
     const ready = await e.next('ready', 120_000)
-    const secrets = ready.secrets as { inbound: string }
+    const secrets = ready.secrets as { inbound: string; outbound: string; realise: string }
     const b = await e.ask({ type: 'rss' }, 'rss', 30_000)
     const baseline = {
       rssBytes: Number(b.rss), heapUsedBytes: Number(b.heapUsed),
@@ -133,7 +143,39 @@ export async function measureSpecials (i: SpecialsInput): Promise<Specials> {
       process.stderr.write(`  ${LARGE_PROGRAMME_SITES}-site programme: longest stall ${Number(w.maxStallMs).toFixed(1)} ms\n`)
     } catch (err) { out.largeProgrammeError = msg(err) }
 
-    // 3. History: 30 target dates of every site, then resident memory after collections.
+    // 3. Meter values: a whole day of every site at once, then the realise GET against the besoins GET.
+    if (wanted('metering')) try {
+      const m = await e.ask({ type: 'metering' }, 'metered', 300_000)
+      if (Number(m.accepted) !== Number(m.readings)) throw new Error(`${Number(m.readings) - Number(m.accepted)} readings refused`)
+      const metering: { -readonly [K in keyof NonNullable<Specials['metering']>]: NonNullable<Specials['metering']>[K] } = {
+        readings: Number(m.readings), wallMs: Number(m.wallMs), cpuMs: Number(m.cpuUs) / 1000, maxStallMs: Number(m.maxStallMs),
+      }
+      process.stderr.write(`  ${metering.readings} meter readings at once: ${metering.wallMs.toFixed(0)} ms, longest stall ${metering.maxStallMs.toFixed(1)} ms\n`)
+      out.metering = metering
+      if (out.publication) {
+        const site = 'PRM30000000000001'
+        const cpuPerGet = async (label: string, path: string, token: string): Promise<{ us: number }> => {
+          const spec: RunSpec = {
+            type: 'run', origin: `https://127.0.0.1:${Number(ready.port)}`, tls: i.tls, connections: 4,
+            method: 'GET', path, headers: { authorization: `Bearer ${token}` }, expect: 200,
+            warmupMs: i.quick ? 300 : 1000, durationMs: i.quick ? 1500 : 5000, maxRequests: 300_000,
+          }
+          await i.load.ask(spec, 'warmed', 30_000)
+          await e.ask({ type: 'start', label }, 'started', 10_000)
+          const r = await i.load.ask({ type: 'go' }, 'result', 60_000) as unknown as LoadResult
+          const w = await e.ask({ type: 'stop' }, 'window', 10_000)
+          await i.load.ask({ type: 'close' }, 'closed', 15_000).catch(() => {})
+          if (r.errors || Object.keys(r.unexpected).length) throw new Error(r.firstUnexpected ?? r.firstError ?? 'errors')
+          return { us: (Number(w.cpuUserUs) + Number(w.cpuSystemUs)) / Math.max(1, Number(w.requests)) }
+        }
+        const besoins = await cpuPerGet('GET besoins-agreges', `${OUTBOUND_PATH}?site_id=${site}&target_date=${i.targetDate}`, secrets.outbound)
+        const realise = await cpuPerGet('GET realise', `${REALISE_PATH}?site_id=${site}&target_date=${String(m.targetDate)}`, secrets.realise)
+        Object.assign(metering, { besoinsCpuPerReqUs: besoins.us, realiseCpuPerReqUs: realise.us })
+        process.stderr.write(`  GET realise ${realise.us.toFixed(0)} µs of CPU per request, GET besoins-agreges ${besoins.us.toFixed(0)} µs\n`)
+      }
+    } catch (err) { out.meteringError = msg(err) }
+
+    // 4. History: 30 target dates of every site, then resident memory after collections.
     if (wanted('rss')) try {
       const days = i.quick ? 3 : HISTORY_DAYS
       const t0 = performance.now()

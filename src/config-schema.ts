@@ -62,6 +62,16 @@ export const configSchema = {
         retentionDays: { type: 'integer', minimum: 1, default: 90, description: 'Instructions whose target date is older are removed (like revisions). A year of 10,000 sites is ~15 GB: raise store.mapSizeBytes with it.' },
       },
     },
+    delivery: {
+      type: 'object',
+      additionalProperties: false,
+      default: {},
+      description: 'Programme against delivery: the metered energy a host reports (EpxHandle.reportMetering) compared with the effective instruction, slot by slot.',
+      properties: {
+        toleranceKwh: { type: 'number', minimum: 0, default: 0.1, description: 'A slot is met when its delivered energy is at least the programmed energy minus the tolerance: the larger of this and tolerancePercent of the programmed energy. A curtailment is broken past this energy.' },
+        tolerancePercent: { type: 'number', minimum: 0, maximum: 100, default: 1, description: 'The tolerance as a share of the slot\'s programmed energy, when larger than toleranceKwh.' },
+      },
+    },
     publish: {
       type: 'object',
       additionalProperties: false,

@@ -5,7 +5,7 @@
 export { activate } from './plugin.ts'
 export { HOST_API_VERSION } from './host/contract.ts'
 export type {
-  Activate, Clock, Coverage, CycleApplied, EpxHandle, Host, Logger, Period,
+  Activate, Clock, Coverage, CycleApplied, EpxHandle, Host, Logger, MeterReading, MeteringReport, Period,
   PublishReport, PublishRequest, Site, SiteNeeds, SolverInput, SolverPort,
 } from './host/contract.ts'
 export type { EpxConfig } from './config.ts'

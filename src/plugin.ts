@@ -20,6 +20,8 @@ import { managedSites } from './apply/managed-sites.ts'
 import { checkNodeVersion } from './host/node-version.ts'
 import { openAudit } from './store/audit.ts'
 import { openDeliveries } from './store/deliveries.ts'
+import { openMetering } from './store/metering.ts'
+import { realisationToday } from './apply/realisation.ts'
 import { openInstructionFlags } from './store/instruction-flags.ts'
 import { createOperations, type Operations } from './apply/operations.ts'
 import { programmeRecords, type ProgrammeCount } from './apply/programme-records.ts'
@@ -102,12 +104,21 @@ export async function createEpx (host: Host, rawConfig: unknown, internals: Inte
     bin.add(() => inbound.close())
     const { instructions } = inbound
 
+    // Meter values the host reports, kept as long as the instructions (docs/http-api.md "Programme against delivery").
+    let today: ReturnType<typeof realisationToday> | undefined
+    const metering = openMetering(store, {
+      now: () => host.clock.now().getTime(), retentionDays: config.inbound.retentionDays, onChanged: changes => today?.changed(changes),
+    })
+
     const deliveries = openDeliveries(store)
     deliveries.start()
     bin.add(() => deliveries.close())
     if (config.metrics.enabled || host.metricsRegistry) {
       const expiries = watchExpiries(host.dataDir, config.api.tls, () => host.clock.now().getTime())
-      const m = metrics = await createMetrics(metricSources({ clock: host.clock, generation: tokens.generation, revisions, instructions, deliveries, expiries }), host.metricsRegistry)
+      const t = today = realisationToday({ instructions, metering, tolerance: config.delivery }, () => parisDateOf(host.clock.now()))
+      const m = metrics = await createMetrics(metricSources({
+        clock: host.clock, generation: tokens.generation, revisions, instructions, deliveries, expiries, realisationToday: () => t.read(),
+      }), host.metricsRegistry)
       bin.add(() => m.close())
       bin.add(host.solver.onCycleApplied(report => m.instructionsApplied(report.inputs.length)))
     }
@@ -116,6 +127,7 @@ export async function createEpx (host: Host, rawConfig: unknown, internals: Inte
       metrics,
       instructions,
       deliveries,
+      metering,
       retentionDays: { instructions: config.inbound.retentionDays, deliveries: config.publish.retentionDays },
       clock: host.clock,
       log,
@@ -162,7 +174,7 @@ export async function createEpx (host: Host, rawConfig: unknown, internals: Inte
         answers,
       })
       : await openDoor({
-        config, dataDir: host.dataDir, store, companies, tokens, revisions, instructions, flags, audit, inbound, clock: host.clock, log,
+        config, dataDir: host.dataDir, store, companies, tokens, revisions, instructions, flags, audit, inbound, clock: host.clock, log, metering,
       }, portHere({ observer, receipts: deliveries, tokens, answers }))
     bin.add(() => served.close())
     bin.add(() => { apiListening = false })
@@ -186,6 +198,7 @@ export async function createEpx (host: Host, rawConfig: unknown, internals: Inte
         siteIds: request.siteIds,
         trigger: 'host',
       }),
+      reportMetering: readings => metering.report(readings),
       close () {
         closing ??= bin.dispose().then(() => log.info({}, 'epx closed'))
         return closing

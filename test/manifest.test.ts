@@ -21,6 +21,9 @@ t.test('the host range is a real range, satisfied by the reference host', async 
   const semver = (await import('semver')).default
   t.not(manifest.engines.host, '*')
   t.ok(semver.satisfies(HOST_API_VERSION, manifest.engines.host))
+  // Host API 1.1 added EpxHandle.reportMetering, which a host may never call: a 1.0 host still loads it.
+  t.equal(HOST_API_VERSION, '1.1.0')
+  t.ok(semver.satisfies('1.0.0', manifest.engines.host), 'a 1.0 host is still accepted')
 })
 
 t.test('the schedules the manifest declares are the configuration defaults', async t => {

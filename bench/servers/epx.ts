@@ -12,10 +12,11 @@
 import { readFileSync } from 'node:fs'
 import { join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { addDays, parisDateOf, parisDayMs } from '../../src/contract/paris-day.ts'
 import pino from 'pino'
 import { createReferenceHost } from '../../src/host/reference-host.ts'
 import { loadPlugin } from '../../src/host/load-plugin.ts'
-import type { Host, Logger, SolverInput } from '../../src/host/contract.ts'
+import type { Host, Logger, MeterReading, SolverInput } from '../../src/host/contract.ts'
 import { openStore } from '../../src/store/open-store.ts'
 import { openCompanies } from '../../src/store/companies.ts'
 import { openTokens } from '../../src/store/tokens.ts'
@@ -62,7 +63,7 @@ const LOG_BUFFER_BYTES = 4096
 const repoRoot = resolve(fileURLToPath(import.meta.url), '../../..')
 
 /** Company and tokens written before epx opens the store, as `epx companies add` would. */
-async function seed (o: EpxBenchOptions): Promise<Record<'outbound' | 'inbound', string>> {
+async function seed (o: EpxBenchOptions): Promise<Record<'outbound' | 'inbound' | 'realise', string>> {
   const store = openStore(join(o.dataDir, 'epx.lmdb'))
   try {
     const now = new Date().toISOString()
@@ -80,7 +81,7 @@ async function seed (o: EpxBenchOptions): Promise<Record<'outbound' | 'inbound',
       await tokens.add({ id: newTokenId(), hash: hashToken(secret), companyId: 'bench-bsp', scopes: [scope], createdAt: now })
       return secret
     }
-    return { outbound: await make('outbound:besoins-agreges'), inbound: await make('inbound:programme-soutirage') }
+    return { outbound: await make('outbound:besoins-agreges'), inbound: await make('inbound:programme-soutirage'), realise: await make('outbound:realise') }
   } finally {
     await store.close()
   }
@@ -128,6 +129,20 @@ async function main (): Promise<void> {
         published: report.published.length, failed: report.failed.length, firstFailure: report.failed[0]?.reason,
         rss: process.memoryUsage.rss(), ...linuxRss(),
       })
+    } else if (msg.type === 'metering') {
+      // A whole day of every site at once (the heaviest way a host reports), for the day before.
+      const day = addDays(parisDateOf(new Date()), -1)
+      const { startMs, endMs } = parisDayMs(day)
+      const readings: MeterReading[] = []
+      for (let ms = startMs; ms < endMs; ms += 900_000) {
+        const startUtc = new Date(ms).toISOString()
+        const endUtc = new Date(ms + 900_000).toISOString()
+        for (const site of ref.sites) readings.push({ siteId: site.site_id, startUtc, endUtc, kwh: 2 + (ms / 900_000 % 7) / 10 })
+      }
+      await control.begin('metering')
+      const report = await handle.reportMetering(readings)
+      const w = await control.end()
+      send({ type: 'metered', targetDate: day, readings: readings.length, accepted: report.accepted, wallMs: w.wallMs, cpuUs: w.cpuUserUs + w.cpuSystemUs, maxStallMs: w.maxStallMs })
     } else if (msg.type === 'rss') {
       const gc = (globalThis as { gc?: () => void }).gc
       for (let i = 0; i < 3; i++) { gc?.(); await new Promise(r => setTimeout(r, 300)) }

@@ -8,19 +8,20 @@
  */
 import { catalogue, DOOR_CODES, EpxError, problemCodeOf, type ErrorCode } from '../../src/errors.ts'
 import { renderError } from '../../src/http/render-error.ts'
-import { INBOUND_PATH, OUTBOUND_PATH, type Door } from '../../src/http/route.ts'
+import { INBOUND_PATH, OUTBOUND_PATH, REALISE_PATH, type Door } from '../../src/http/route.ts'
 import {
   besoinsAgregesJsonSchema, inboundErrorJsonSchema, JSON_SCHEMA_DIALECT, problemJsonSchema, programmeSoutirageJsonSchema,
-  programmeStatusJsonSchema, receiptJsonSchema, type JsonSchema,
+  programmeStatusJsonSchema, realiseJsonSchema, receiptJsonSchema, type JsonSchema,
 } from '../../src/contract/published-schemas.ts'
 import { EXAMPLE_BASE_URL, type Recorded } from './record.ts'
-import { ADVICE, API_DESCRIPTION, HEADER_SPECS, MTLS_DESCRIPTION, BEARER_DESCRIPTION, STATUS_DESCRIPTION } from './texts.ts'
+import { ADVICE, API_DESCRIPTION, HEADER_SPECS, MTLS_DESCRIPTION, BEARER_DESCRIPTION, REALISE_DESCRIPTION, STATUS_DESCRIPTION } from './texts.ts'
 
 export const SCHEMA_FILES = { besoins: 'schemas/besoins-agreges.json', programme: 'schemas/programme-soutirage.json' } as const
 
 /** An operation's kind: the two of the contract, and the status read (an extension, rendered by the inbound door). */
 type Kind = keyof typeof DOOR_CODES
-const doorOf = (kind: Kind): Door => kind === 'outbound' ? 'outbound' : 'inbound'
+const doorOf = (kind: Kind): Door => kind === 'outbound' || kind === 'realise' ? 'outbound' : 'inbound'
+const SCOPE_OF: Record<Kind, string> = { outbound: 'outbound:besoins-agreges', inbound: 'inbound:programme-soutirage', status: 'inbound:programme-soutirage', realise: 'outbound:realise' }
 const statusOf = (code: ErrorCode): number => (catalogue[code] as { status: number }).status
 
 /** The service's terms are its operator's (package.json: UNLICENSED): no open licence is granted. */
@@ -64,11 +65,28 @@ export function describeApi (recorded: readonly Recorded[], opts: { version: str
           ...operation('status', [...of('HEAD status'), ...of('GET status').filter(r => r.status !== 200)], { head: true }),
         },
       },
+      [REALISE_PATH]: {
+        'x-other-methods': { $ref: '#/components/responses/MethodNotAllowedRealise' },
+        get: {
+          operationId: 'getRealise',
+          summary: 'Programmed against delivered, slot by slot, for a site and day (extension of the contract)',
+          description: REALISE_DESCRIPTION,
+          'x-epx-extension': true,
+          ...operation('realise', of('GET realise'), { head: false }),
+        },
+        head: {
+          operationId: 'headRealise',
+          summary: 'The headers the realise read would send, without the body (extension of the contract)',
+          'x-epx-extension': true,
+          ...operation('realise', [...of('HEAD realise'), ...of('GET realise').filter(r => r.status !== 200)], { head: true }),
+        },
+      },
     },
     components: {
       schemas: {
         Receipt: receiptJsonSchema(),
         ProgrammeStatus: programmeStatusJsonSchema(),
+        Realise: realiseJsonSchema(),
         InboundError: inboundErrorJsonSchema([...DOOR_CODES.inbound, 'INVALID_QUERY', 'METHOD_NOT_ALLOWED']),
         Problem: problemJsonSchema(),
       },
@@ -76,6 +94,7 @@ export function describeApi (recorded: readonly Recorded[], opts: { version: str
         UnknownPath: otherResponse('outbound', of('other'), 404, 'UNKNOWN_PATH'),
         MethodNotAllowedOutbound: otherResponse('outbound', of('other').filter(r => r.request.path.startsWith(OUTBOUND_PATH)), 405, 'METHOD_NOT_ALLOWED'),
         MethodNotAllowedInbound: otherResponse('inbound', of('other').filter(r => r.request.path.startsWith(INBOUND_PATH)), 405, 'METHOD_NOT_ALLOWED'),
+        MethodNotAllowedRealise: otherResponse('outbound', of('other').filter(r => r.request.path.startsWith(REALISE_PATH)), 405, 'METHOD_NOT_ALLOWED'),
       },
       securitySchemes: {
         mutualTLS: { type: 'mutualTLS', description: MTLS_DESCRIPTION },
@@ -94,7 +113,7 @@ export function describeApi (recorded: readonly Recorded[], opts: { version: str
 
 function operation (kind: Kind, recorded: readonly Recorded[], o: { head: boolean }) {
   const door = doorOf(kind)
-  const scope = door === 'outbound' ? 'outbound:besoins-agreges' : 'inbound:programme-soutirage'
+  const scope = SCOPE_OF[kind]
   const responses: Record<string, unknown> = {}
   // Every operation can meet the door's answers to a method its path does not serve (405)
   // and, where the operation has no 404 of its own, to a wrong path (a base URL or version
@@ -116,6 +135,12 @@ function operation (kind: Kind, recorded: readonly Recorded[], o: { head: boolea
         { name: 'target_date', in: 'query', required: true, description: 'The Europe/Paris day, YYYY-MM-DD', schema: { type: 'string', format: 'date' }, example: '2026-11-22' },
         { name: 'site_id', in: 'query', required: false, description: 'Only this site (PRM followed by 14 digits); a site outside your perimeter answers as one with no instruction', schema: { type: 'string', pattern: '^PRM[0-9]{14}$' }, example: 'PRM30000000000001' },
         { name: 'If-None-Match', in: 'header', required: false, description: 'The ETag last received for this query: 304 when no status changed.', schema: { type: 'string' } },
+      ]
+    : kind === 'realise'
+    ? [
+        { name: 'site_id', in: 'query', required: true, description: 'The site, PRM followed by 14 digits', schema: { type: 'string', pattern: '^PRM[0-9]{14}$' }, example: 'PRM30000000000001' },
+        { name: 'target_date', in: 'query', required: true, description: 'The Europe/Paris day, YYYY-MM-DD', schema: { type: 'string', format: 'date' }, example: '2026-11-22' },
+        { name: 'If-None-Match', in: 'header', required: false, description: 'The ETag last received for this site and day: 304 when no programme and no meter value changed.', schema: { type: 'string' } },
       ]
     : door === 'outbound'
     ? [
@@ -148,12 +173,13 @@ function response (kind: Kind, status: number, codes: readonly ErrorCode[], seen
   const lines = codes.map(c => `- \`${door === 'outbound' ? problemCodeOf(c) : c}\`: ${ADVICE[c] ?? ''}`)
   const description = status === 200 ? (kind === 'status'
     ? 'Your company\'s instructions for the day, newest first. Keep the ETag and send it as If-None-Match on the next read.'
+    : kind === 'realise' ? 'The day, every quarter-hour, programmed against delivered. Keep the ETag and send it as If-None-Match on the next read.'
     : 'The latest revision. Keep ETag and Last-Modified for the next poll, and emitted_at for audit.')
     : status === 202 ? 'Persisted on disk. Each instruction says what will become of it: `queued` (applied at the next solver cycle) or `superseded` (a later programme is in force).'
       : status === 304 ? 'Nothing new since the ETag (or date) you sent. No body; the validators are repeated.'
         : lines.join('\n')
   const media = seen.map(r => (r.headers['content-type'] ?? '').split(';')[0]!).find(Boolean)
-  const schema = status === 200 ? (kind === 'status' ? { $ref: '#/components/schemas/ProgrammeStatus' } : { $ref: SCHEMA_FILES.besoins })
+  const schema = status === 200 ? (kind === 'status' ? { $ref: '#/components/schemas/ProgrammeStatus' } : kind === 'realise' ? { $ref: '#/components/schemas/Realise' } : { $ref: SCHEMA_FILES.besoins })
     : status === 202 ? { $ref: '#/components/schemas/Receipt' }
       // message and details named again: linters that close each branch of an allOf (Redocly's
       // example check) would otherwise read them as properties the branch does not allow.

@@ -11,7 +11,7 @@ import { join } from 'node:path'
 import type { Test } from 'tap'
 import { startEpx, type TestRequest } from '../../test/helpers/epx.ts'
 import { programme } from '../../test/helpers/programme.ts'
-import { INBOUND_PATH, OUTBOUND_PATH } from '../../src/http/route.ts'
+import { INBOUND_PATH, OUTBOUND_PATH, REALISE_PATH } from '../../src/http/route.ts'
 
 /** `{base_url}` in the examples (problem `type`s). */
 export const EXAMPLE_BASE_URL = 'https://epx.example.com'
@@ -20,7 +20,7 @@ const RECORD_MAX_BODY = 16_384
 
 export interface Recorded {
   /** Operation key: `GET`, `HEAD`, `POST`, or `other` (unknown path, other method). */
-  readonly operation: 'GET' | 'HEAD' | 'POST' | 'GET status' | 'HEAD status' | 'other'
+  readonly operation: 'GET' | 'HEAD' | 'POST' | 'GET status' | 'HEAD status' | 'GET realise' | 'HEAD realise' | 'other'
   /** What this example shows, e.g. `notPublished`. */
   readonly name: string
   readonly summary: string
@@ -58,6 +58,7 @@ async function record (t: Test): Promise<Recorded[]> {
   const { cert } = await epx.addCompany('acme')
   const { secret: outbound } = await epx.addToken('acme', ['outbound:besoins-agreges'])
   const { secret: inbound } = await epx.addToken('acme', ['inbound:programme-soutirage'])
+  const { secret: realise } = await epx.addToken('acme', ['outbound:realise'])
   const { cert: suspendedCert } = await epx.addCompany('dormant', { status: 'suspended' })
   const { secret: suspended } = await epx.addToken('dormant', ['outbound:besoins-agreges', 'inbound:programme-soutirage'])
   const site = 'PRM30000000000001'
@@ -135,6 +136,30 @@ async function record (t: Test): Promise<Recorded[]> {
   await go('GET status', 'storeUnavailable', 'The store cannot answer', status({ target_date: day }))
   epx.faults.unavailable = false
   await go('HEAD status', 'status', 'The headers of the status read, no body', status({ target_date: day }, { method: 'HEAD' }))
+
+  // The first two hours of the day have closed; their meter values are in (the last one short).
+  epx.clock.set('2026-11-22T01:00:00Z')
+  const report = await epx.handle.reportMetering(Array.from({ length: 8 }, (_, j) => ({
+    siteId: site,
+    startUtc: new Date(Date.parse('2026-11-21T23:00:00Z') + j * 900_000).toISOString(),
+    endUtc: new Date(Date.parse('2026-11-21T23:15:00Z') + j * 900_000).toISOString(),
+    kwh: j < 3 ? 2.6 : j === 3 ? 2.1 : j === 5 ? 0.4 : 0,
+  })))
+  if (report.accepted !== 8) throw new Error(`meter values refused: ${JSON.stringify(report.refused)}`)
+  const realised = (query: Record<string, string>, o: Partial<TestRequest> = {}): TestRequest =>
+    ({ method: 'GET', path: REALISE_PATH, query, cert, token: realise, ...o })
+  const day0 = await go('GET realise', 'realise', 'The day so far: 8 slots metered, one short, one curtailment broken', realised(pair))
+  await go('GET realise', 'notModified', 'If-None-Match with the ETag last received: no new meter value', realised(pair, { headers: { 'if-none-match': day0.headers.etag! } }))
+  await go('GET realise', 'invalidQuery', 'site_id not a PRM, target_date missing', realised({ site_id: 'PRM123' }))
+  await go('GET realise', 'noToken', 'No Authorization header', realised(pair, { token: undefined }))
+  await go('GET realise', 'noCertificate', 'No client certificate', realised(pair, { cert: null }))
+  await go('GET realise', 'scopeDenied', 'A token without outbound:realise', realised(pair, { token: outbound }))
+  await go('GET realise', 'nothingToCompare', 'No programme of yours and no meter value for the site and day', realised({ site_id: site, target_date: '2026-11-20' }))
+  epx.faults.unavailable = true
+  await go('GET realise', 'storeUnavailable', 'The store cannot answer', realised(pair))
+  epx.faults.unavailable = false
+  await go('HEAD realise', 'realise', 'The headers of the realise read, no body', realised(pair, { method: 'HEAD' }))
+  await go('other', 'methodNotAllowedRealise', 'A method realise does not serve', realised(pair, { method: 'POST' }))
 
   await go('other', 'unknownPath', 'A path the API does not serve', { path: '/api/v0.5/energy-programs/unknown', cert, token: outbound })
   await go('other', 'methodNotAllowedOutbound', 'A method besoins-agreges does not serve', get(pair, { method: 'DELETE' }))

@@ -24,6 +24,13 @@ export const API_DESCRIPTION = [
   'The JSON Schemas of the two documents are files beside this description (schemas/). The guide for BSP developers is docs/bsp-guide.md.',
 ].join('\n')
 
+export const REALISE_DESCRIPTION = [
+  'An extension of the contract (its two operations are unchanged): a site\'s day, every quarter-hour, the energy programmed by your instruction in force',
+  'against the energy the site drew as its meter measured it, with a verdict per slot and the day\'s totals. Meter values arrive as quarter-hours close, and late ones or corrections',
+  'replace earlier values: send the ETag back as If-None-Match, 304 while nothing changed. Scope outbound:realise.',
+  'A site outside your perimeter, or a day with neither your programme nor a meter value, answers 404 NOTHING_TO_COMPARE. Errors are problem+json, as for besoins-agreges.',
+].join(' ')
+
 export const STATUS_DESCRIPTION = [
   'An extension of the contract (its two operations are unchanged): your company\'s instructions for target_date, newest first,',
   'each with its status: `received` (stored), `queued` (handed to the solver for its next cycle), `applied` (with `applied_at` and the solver `cycle`),',
@@ -48,6 +55,7 @@ export const ADVICE: Partial<Record<ErrorCode, string>> = {
   MTLS_REQUIRED: 'no client certificate, one the service\'s CA did not issue or has revoked, or one not bound to the token\'s company. Present your company\'s certificate.',
   COMPANY_SUSPENDED: 'your company is suspended by the service. Contact the service operator.',
   SCOPE_DENIED: 'the token lacks this endpoint\'s scope (named in WWW-Authenticate). Use a token with that scope.',
+  NOTHING_TO_COMPARE: 'no programme of yours in force and no meter value for this site and day, or a site outside your perimeter. Meter values arrive as quarter-hours close.',
   NOT_PUBLISHED: 'nothing published for this site and day (yet), or a site outside your perimeter. Retry after Retry-After (300 s) at the earliest.',
   UNKNOWN_PATH: 'no such path (a typo, or a wrong base URL or version segment /api/v0.5/). Fix the path; retrying as is will not help.',
   METHOD_NOT_ALLOWED: 'the path does not serve this method; `Allow` lists those it does.',

@@ -16,12 +16,15 @@ import type { RunRequest } from '../publish/publish-run.ts'
 import { addDays, parisDateOf } from '../contract/paris-day.ts'
 import { publicationRun } from './audit-events.ts'
 import type { ProgrammeCount } from './programme-records.ts'
+import type { Metering } from '../store/metering.ts'
 
 export interface OperationsDeps {
   readonly audit: Audit
   readonly metrics?: EpxMetrics
   readonly instructions: Pick<Instructions, 'prune'>
   readonly deliveries: Pick<Deliveries, 'prune'>
+  /** Meter values: kept as long as the instructions they are compared with. */
+  readonly metering?: Pick<Metering, 'prune'>
   readonly retentionDays: { readonly instructions: number; readonly deliveries: number }
   readonly clock: Clock
   readonly log: Logger
@@ -90,7 +93,8 @@ export function createOperations (deps: OperationsDeps) {
         const before = addDays(today, -deps.retentionDays.instructions)
         const instructions = await deps.instructions.prune(before)
         const receipts = await deps.deliveries.prune(addDays(today, -deps.retentionDays.deliveries))
-        if (audited || instructions || receipts) log.info({ audited, instructions, receipts }, 'expired audit records, instructions and delivery receipts removed')
+        const meterDays = await deps.metering?.prune(before) ?? 0
+        if (audited || instructions || receipts || meterDays) log.info({ audited, instructions, receipts, meterDays }, 'expired audit records, instructions, delivery receipts and meter values removed')
       } catch (err) {
         log.warn({ reason: (err as Error).message }, 'retention could not run; the next publication run retries')
       }

@@ -10,7 +10,8 @@ import { Agent, request, type Dispatcher } from 'undici'
 import type { BesoinsAgreges } from '../contract/besoins-agreges.ts'
 import type { Receipt } from '../contract/compiled.ts'
 import type { StatusBody as ProgrammeStatus } from '../contract/programme-status.ts'
-import { INBOUND_PATH as PROGRAMME_PATH, OUTBOUND_PATH as BESOINS_PATH } from '../contract/paths.ts'
+import type { RealiseBody } from '../contract/realise.ts'
+import { INBOUND_PATH as PROGRAMME_PATH, OUTBOUND_PATH as BESOINS_PATH, REALISE_PATH } from '../contract/paths.ts'
 
 
 export interface BspClientOptions {
@@ -48,6 +49,13 @@ export type StatusAnswer =
   | { readonly kind: 'retry'; readonly status: number; readonly retryAfterSecs?: number; readonly detail: string }
   | { readonly kind: 'refused'; readonly status: number; readonly code?: string; readonly message: string; readonly details: Readonly<Record<string, string>> }
 
+/** What GET realise (programme against delivery, an extension of the contract) answered. */
+export type RealiseAnswer =
+  | { readonly kind: 'realise'; readonly realise: RealiseBody; readonly etag?: string }
+  | { readonly kind: 'unchanged'; readonly etag?: string }
+  | { readonly kind: 'retry'; readonly status: number; readonly retryAfterSecs?: number; readonly detail: string }
+  | { readonly kind: 'refused'; readonly status: number; readonly code?: string; readonly message: string; readonly details: Readonly<Record<string, string>> }
+
 export interface BspClient {
   /** GET besoins-agreges; `etag`/`lastModified` of the last 200 make it conditional. */
   getBesoins(q: { siteId: string; targetDate: string; etag?: string; lastModified?: string }): Promise<BesoinsAnswer>
@@ -55,10 +63,12 @@ export interface BspClient {
   postProgramme(body: string | object): Promise<ProgrammeAnswer>
   /** GET programme-soutirage: what became of your programmes for a day; `etag` of the last answer makes it conditional. */
   getProgrammeStatus(q: { targetDate: string; siteId?: string; etag?: string }): Promise<StatusAnswer>
+  /** GET realise: a site's day, programmed against delivered; `etag` of the last answer makes it conditional. */
+  getRealise(q: { siteId: string; targetDate: string; etag?: string }): Promise<RealiseAnswer>
   close(): Promise<void>
 }
 
-export type { BesoinsAgreges, Receipt, ProgrammeStatus }
+export type { BesoinsAgreges, Receipt, ProgrammeStatus, RealiseBody }
 
 export function createBspClient (opts: BspClientOptions): BspClient {
   const base = new URL(opts.url)
@@ -127,6 +137,27 @@ export function createBspClient (opts: BspClientOptions): BspClient {
       const message = error?.message ?? `HTTP ${res.statusCode}`
       if (res.statusCode === 503) return { kind: 'retry', status: 503, retryAfterSecs: retryAfter(res.headers, now()), detail: message }
       return { kind: 'refused', status: res.statusCode, code: error?.code, message, details: error?.details ?? {} }
+    },
+
+    async getRealise (q) {
+      const url = new URL(REALISE_PATH, base)
+      url.searchParams.set('site_id', q.siteId)
+      url.searchParams.set('target_date', q.targetDate)
+      const headers: Record<string, string> = { authorization: auth, accept: 'application/json' }
+      if (q.etag) headers['if-none-match'] = q.etag
+      const res = await request(url, { method: 'GET', headers, dispatcher: agent })
+      const text = await res.body.text()
+      const etag = header(res.headers, 'etag')
+      if (res.statusCode === 200) return { kind: 'realise', realise: JSON.parse(text) as RealiseBody, etag }
+      if (res.statusCode === 304) return { kind: 'unchanged', etag }
+      // problem+json, as besoins-agreges: `invalid_params` names each query parameter at fault.
+      const problem = readJson(text) as { detail?: string; code?: string; invalid_params?: Array<{ name: string; reason: string }> } | undefined
+      const message = problem?.detail ?? `HTTP ${res.statusCode}`
+      if (res.statusCode === 503) return { kind: 'retry', status: 503, retryAfterSecs: retryAfter(res.headers, now()), detail: message }
+      return {
+        kind: 'refused', status: res.statusCode, code: problem?.code, message,
+        details: Object.fromEntries((problem?.invalid_params ?? []).map(p => [p.name, p.reason])),
+      }
     },
 
     close: () => agent.close(),

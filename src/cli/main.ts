@@ -39,6 +39,8 @@ export const commands: readonly Command[] = [
     async () => (await import('./commands/audit.ts')).auditSubcommands),
   lazyCommand('deliveries', 'per company, which sites fetched the latest Besoins_Agreges of a day',
     async () => (await import('./commands/deliveries.ts')).deliveriesCommand),
+  lazyCommand('realise', 'programme against delivery: per site of a day, programmed and metered energy, verdicts',
+    async () => (await import('./commands/realise.ts')).realiseCommand),
   commandGroup('store', 'back up the store (see `epx store backup --help` to restore)',
     async () => (await import('./commands/store.ts')).storeSubcommands),
   lazyCommand('start', 'run the reference solver host with the epx plugin (Ctrl+C stops it)',

@@ -26,6 +26,8 @@ export interface ConsoleDeps {
   readonly sessions: Sessions
   readonly revisions: Revisions
   readonly instructions: Instructions
+  /** Programme against delivery: the instructions, the meter values and the tolerance (opened on `store` by server.ts). */
+  readonly realisation: import('../apply/realisation.ts').DayDeps
   /** The feasibility flags stored beside the instructions (opened on `store` by server.ts). */
   readonly flags: Pick<InstructionFlags, 'get'>
   /** "Publier maintenant": the plugin's publisher (asked of the solver's thread when the console runs in the door's worker). */

@@ -18,6 +18,7 @@ interface NavEntry { readonly href: string; readonly label: string; readonly adm
 const NAV: readonly NavEntry[] = [
   { href: '/besoins-agreges', label: 'Besoins agrégés' },
   { href: '/programmes', label: 'Programmes' },
+  { href: '/realise', label: 'Réalisé' },
   { href: '/tokens', label: "Jetons d'accès" },
   { href: '/admin/companies', label: 'Entreprises', admin: true },
   { href: '/admin/users', label: 'Utilisateurs', admin: true },

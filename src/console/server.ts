@@ -15,6 +15,7 @@ import { adminPages } from './admin/index.ts'
 import type { ConsoleDeps, ConsolePage } from './deps.ts'
 import { errorPage, installPage } from './layout.ts'
 import { openInstructionFlags } from '../store/instruction-flags.ts'
+import { openMetering } from '../store/metering.ts'
 import { loginRoutes } from './login.ts'
 import { createLoginThrottle, type ThrottleLimits } from './login-throttle.ts'
 import { accountRoutes } from './account.ts'
@@ -22,9 +23,10 @@ import { installSessions } from './session.ts'
 import { tokensPage } from './tokens-page.ts'
 import { besoinsPages } from './pages/besoins.ts'
 import { programmesPages } from './pages/programmes.ts'
+import { realisePages } from './pages/realise.ts'
 
 /** The page modules, in registration order; the navigation (layout.ts) shows an entry once its route exists. */
-const PAGES: readonly ConsolePage[] = [besoinsPages, programmesPages, tokensPage, ...adminPages]
+const PAGES: readonly ConsolePage[] = [besoinsPages, programmesPages, realisePages, tokensPage, ...adminPages]
 
 /**
  * The assets folder: beside this module in the sources, `../src/console/assets` from
@@ -53,7 +55,7 @@ export function isLoopbackHost (host: string): boolean {
 export interface ConsoleOptions {
   readonly config: EpxConfig
   readonly dataDir: string
-  readonly deps: Omit<ConsoleDeps, 'session' | 'flags' | 'loginThrottle'>
+  readonly deps: Omit<ConsoleDeps, 'session' | 'flags' | 'loginThrottle' | 'realisation'>
   /** Test seam: tighter login limits. */
   readonly loginLimits?: ThrottleLimits
 }
@@ -89,6 +91,11 @@ export async function buildConsole (opts: ConsoleOptions): Promise<FastifyInstan
   const deps: ConsoleDeps = {
     ...opts.deps,
     flags: openInstructionFlags(opts.deps.store),
+    realisation: {
+      instructions: opts.deps.instructions,
+      metering: openMetering(opts.deps.store, { now: () => opts.deps.clock.now().getTime(), retentionDays: config.inbound.retentionDays }),
+      tolerance: config.delivery,
+    },
     loginThrottle: createLoginThrottle(opts.loginLimits),
     session: { idleMs: config.console.sessionIdleMinutes * 60_000, maxMs: config.console.sessionMaxHours * 3_600_000 },
   }

@@ -205,3 +205,55 @@ export function programmeStatusJsonSchema (): JsonSchema {
     },
   }
 }
+
+/** The realisation read's body (`contract/realise.ts`): an extension of the contract. */
+export function realiseJsonSchema (): JsonSchema {
+  const kwh = { type: ['number', 'null'], minimum: 0 }
+  return {
+    title: 'Realise: programmed against delivered (extension)',
+    description: 'One site\'s Europe/Paris day, every quarter-hour (92, 96 or 100), the energy programmed by your instruction in force against the energy the site\'s meter measured, with a verdict.',
+    type: 'object',
+    required: ['site_id', 'target_date', 'instruction_id', 'creneaux', 'totaux'],
+    properties: {
+      site_id: { type: 'string', pattern: '^PRM[0-9]{14}$' },
+      target_date: { type: 'string', format: 'date' },
+      instruction_id: { type: ['string', 'null'], description: 'Your instruction in force for the site and day, compared against; null when you have none (every slot is then `unconstrained`).' },
+      creneaux: {
+        type: 'array',
+        minItems: 92,
+        maxItems: 100,
+        items: {
+          type: 'object',
+          required: ['debut_utc', 'fin_utc', 'energie_programmee_kwh', 'energie_realisee_kwh', 'verdict'],
+          properties: {
+            debut_utc: { type: 'string', description: 'Slot start (UTC).' },
+            fin_utc: { type: 'string', description: 'Slot end (UTC), 15 minutes later.' },
+            energie_programmee_kwh: { ...kwh, description: 'Programmed energy; null where no slot of your instruction covers it.' },
+            energie_realisee_kwh: { ...kwh, description: 'Metered energy; null where no meter value was reported (yet).' },
+            verdict: {
+              type: 'string',
+              enum: ['met', 'short', 'curtailment_respected', 'curtailment_broken', 'no_data', 'unconstrained'],
+              description: '`met`: delivered ≥ programmed − tolerance; `short`: below (`manque_kwh`); `curtailment_respected` / `curtailment_broken`: 0 was programmed, and at most the tolerance was drawn, or more; `no_data`: programmed, no meter value (yet); `unconstrained`: not programmed.',
+            },
+            manque_kwh: { type: 'number', exclusiveMinimum: 0, description: 'With `short`: programmed − delivered.' },
+          },
+        },
+      },
+      totaux: {
+        type: 'object',
+        required: ['energie_programmee_kwh', 'energie_realisee_kwh', 'manque_kwh', 'verdicts'],
+        properties: {
+          energie_programmee_kwh: { type: 'number', minimum: 0, description: 'Sum over the programmed slots.' },
+          energie_realisee_kwh: { type: 'number', minimum: 0, description: 'Sum over every metered slot of the day.' },
+          manque_kwh: { type: 'number', minimum: 0, description: 'Sum of the `short` slots\' shortfalls.' },
+          verdicts: {
+            type: 'object',
+            description: 'Slots per verdict.',
+            required: ['met', 'short', 'curtailment_respected', 'curtailment_broken', 'no_data', 'unconstrained'],
+            additionalProperties: { type: 'integer', minimum: 0 },
+          },
+        },
+      },
+    },
+  }
+}

@@ -26,6 +26,8 @@ import { listenApi, type ApiListener } from '../http/listener.ts'
 import type { Route } from '../http/route.ts'
 import { inboundRoute } from '../http/inbound-route.ts'
 import { outboundRoute } from '../http/outbound-route.ts'
+import { realiseRoute } from '../http/realise-route.ts'
+import type { Metering } from '../store/metering.ts'
 import type { ApiObserver } from '../http/observer.ts'
 import { listenMetrics } from '../metrics/server.ts'
 import type { AskAnswers, Asks, SidePorts } from './protocol.ts'
@@ -91,6 +93,8 @@ export interface DoorParts {
   readonly revisions: Revisions
   readonly instructions: Instructions
   readonly flags: Pick<InstructionFlags, 'get'>
+  /** The meter values the host reports (the realise read). */
+  readonly metering: Metering
   readonly audit: Audit
   /** Receives programmes (saves them, hands them to the solver's queue) and reports the door's refusals. */
   readonly inbound: Pick<Inbound, 'receive' | 'refusedAtDoor'>
@@ -118,6 +122,7 @@ function routesOf (parts: DoorParts, host: HostPort): Route[] {
   return [
     inboundRoute({ maxBodyBytes: config.inbound.maxBodyBytes, inbound: parts.inbound, status: { instructions: parts.instructions, flags: parts.flags } }),
     outboundRoute({ revisions: parts.revisions, receipts: { record: host.tell.receipt } }),
+    realiseRoute({ instructions: parts.instructions, metering: parts.metering, tolerance: config.delivery }),
   ]
 }
 

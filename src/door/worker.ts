@@ -28,6 +28,7 @@ import { programmeRecords } from '../apply/programme-records.ts'
 import { createProgrammeReader } from '../apply/read-programme.ts'
 import { receiveProgramme, type ReceiveParts } from '../apply/receive-programme.ts'
 import { managedSites } from '../apply/managed-sites.ts'
+import { openMetering } from '../store/metering.ts'
 import { bindFaults, clockOf, errorData, type DoorFault, type DoorStart, type FaultCause, type FromDoor, type ToDoor } from './protocol.ts'
 import { eventsOut } from './events-out.ts'
 import { sitesToQueue } from '../apply/enqueue.ts'
@@ -136,6 +137,7 @@ async function open (): Promise<OpenDoor> {
     wired = await openDoor({
       config, dataDir: start.dataDir, ports: { api: start.port, ...start.sidePorts },
       store, companies: openCompanies(store), tokens: openTokens(store), revisions, instructions, flags, audit, inbound, clock, log,
+      metering: openMetering(store, { now: () => clock.now().getTime(), retentionDays: config.inbound.retentionDays }),
       listen: whenFree,
     }, host)
   } catch (err) {

@@ -4,8 +4,11 @@
  * @module
  */
 
-/** The host API version this build of the reference host implements. */
-export const HOST_API_VERSION = '1.0.0'
+/**
+ * The host API version this build of the reference host implements. 1.1 added
+ * `EpxHandle.reportMetering`: a 1.0 host, which never calls it, works as before.
+ */
+export const HOST_API_VERSION = '1.1.0'
 
 /** Injected time source: every clock in epx is this one, so tests can stand on any day. */
 export interface Clock { now(): Date }
@@ -113,6 +116,28 @@ export interface PublishReport {
   readonly failed: ReadonlyArray<{ readonly siteId: string; readonly reason: string }>
 }
 
+/**
+ * The energy a site drew over one quarter-hour, as its meter measured it (host API 1.1).
+ * A reading of a slot already reported replaces it (late meter data, corrections).
+ */
+export interface MeterReading {
+  readonly siteId: string
+  /** ISO 8601 UTC, on a quarter-hour boundary. */
+  readonly startUtc: string
+  /** `startUtc` + 15 minutes; the slot must have closed by the host clock. */
+  readonly endUtc: string
+  /** Energy drawn, kWh, ≥ 0. */
+  readonly kwh: number
+}
+
+/** What `reportMetering` kept and refused. */
+export interface MeteringReport {
+  readonly accepted: number
+  readonly refusedCount: number
+  /** The first refusals (at most 100), with the index of the reading and why. */
+  readonly refused: ReadonlyArray<{ readonly index: number; readonly siteId: string; readonly startUtc: string; readonly reason: string }>
+}
+
 /** What `activate` returns. */
 export interface EpxHandle {
   readonly version: string
@@ -124,6 +149,13 @@ export interface EpxHandle {
   readonly metricsUrl?: URL
   /** Publish Besoins_Agreges now (one target date, some or all sites). */
   publish(request?: PublishRequest): Promise<PublishReport>
+  /**
+   * Host API 1.1: the metered energy of the solver's sites per quarter-hour, of today or
+   * earlier days, as slots close or in batches. Resolves once the accepted readings are
+   * durable; a refused reading (malformed, a slot not closed yet, a day past retention)
+   * is listed, never thrown. Optional for the host: without it there is no delivery data.
+   */
+  reportMetering(readings: readonly MeterReading[]): Promise<MeteringReport>
   /** Idempotent: stops schedules and listeners, then closes the store. */
   close(): Promise<void>
 }

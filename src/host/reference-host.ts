@@ -7,10 +7,10 @@
  */
 import pino from 'pino'
 import type {
-  Clock, Coverage, CycleApplied, Host, Logger, Period, Site, SiteNeeds, SolverInput, SolverPort,
+  Clock, Coverage, CycleApplied, Host, Logger, MeterReading, MeteringReport, Period, Site, SiteNeeds, SolverInput, SolverPort,
 } from './contract.ts'
 import { HOST_API_VERSION } from './contract.ts'
-import { simulatedNeeds, simulatedSites } from './simulated-sites.ts'
+import { simulatedNeeds, simulatedReadings, simulatedSites } from './simulated-sites.ts'
 import { coverageOf, parisDateOf } from '../contract/paris-day.ts'
 
 /** A clock tests and demos can set; `now()` returns a fresh Date each call. */
@@ -56,6 +56,14 @@ export interface ReferenceHost {
   activeInput(siteId: string, targetDate: string): SolverInput | undefined
   /** Set-points of the last cycle, by site. */
   setpoints(): ReadonlyMap<string, Setpoint>
+  /**
+   * Host API 1.1: from now on, each cycle reports the quarter-hours that closed since the
+   * last report (from the start of today at first) to `report` (the plugin's
+   * `reportMetering`), as the sites' simulated meters measured them.
+   */
+  meterInto(report: (readings: readonly MeterReading[]) => Promise<MeteringReport>): void
+  /** The simulated meter readings of every site over `[fromMs, toMs)` (whole quarter-hours), against the inputs in force. */
+  meterReadings(fromMs: number, toMs: number): MeterReading[]
   /** Starts the periodic cycle (no-op when cycleSeconds is 0). */
   start(): void
   close(): Promise<void>
@@ -72,6 +80,8 @@ export function createReferenceHost (opts: ReferenceHostOptions): ReferenceHost 
   let lastSetpoints = new Map<string, Setpoint>()
   let cycle = 0
   let timer: NodeJS.Timeout | undefined
+  let meterSink: ((readings: readonly MeterReading[]) => Promise<MeteringReport>) | undefined
+  let meteredUntilMs = 0
 
   const solver: SolverPort = {
     async sites () { return sites },
@@ -105,7 +115,22 @@ export function createReferenceHost (opts: ReferenceHostOptions): ReferenceHost 
     for (const l of listeners) {
       try { l(report) } catch (err) { logger.error({ err }, 'cycle listener failed') }
     }
+    if (meterSink) {
+      const closedMs = Math.floor(now.getTime() / 900_000) * 900_000
+      if (closedMs > meteredUntilMs) {
+        const readings = meterReadings(meteredUntilMs, closedMs)
+        meteredUntilMs = closedMs
+        meterSink(readings).then(
+          r => { if (r.refusedCount) logger.warn({ refused: r.refused.slice(0, 3), count: r.refusedCount }, 'meter readings refused') },
+          err => logger.error({ err }, 'meter readings not taken'))
+      }
+    }
     return report
+  }
+
+  function meterReadings (fromMs: number, toMs: number): MeterReading[] {
+    return simulatedReadings(sites.map(s => s.site_id), fromMs, toMs, (siteId, date, ms) =>
+      active.get(`${siteId}/${date}`)?.periods.find(p => Date.parse(p.startUtc) <= ms && ms < Date.parse(p.endUtc)))
   }
 
   function computeSetpoints (now: Date): Map<string, Setpoint> {
@@ -140,6 +165,11 @@ export function createReferenceHost (opts: ReferenceHostOptions): ReferenceHost 
     pending: () => [...queue],
     activeInput: (siteId, targetDate) => active.get(`${siteId}/${targetDate}`),
     setpoints: () => lastSetpoints,
+    meterInto (report) {
+      meterSink = report
+      meteredUntilMs = Date.parse(coverageOf(parisDateOf(clock.now())).startUtc)
+    },
+    meterReadings,
     start () {
       const seconds = opts.cycleSeconds ?? 0
       if (seconds > 0 && !timer) timer = setInterval(runCycle, seconds * 1000)

@@ -4,7 +4,8 @@
  * @module
  */
 import { createHash } from 'node:crypto'
-import type { Coverage, Site, SiteNeeds } from './contract.ts'
+import type { Coverage, MeterReading, Site, SiteNeeds } from './contract.ts'
+import { coverageOf, parisDateOf, parisDayMs } from '../contract/paris-day.ts'
 import { parisHoursOf } from './paris-hours.ts'
 
 /** `count` sites with stable PRM ids: PRM30000000000001, PRM30000000000002, … */
@@ -64,4 +65,52 @@ export function simulatedNeeds (siteId: string, coverage: Coverage): SiteNeeds {
     ],
     availablePowerKw,
   }
+}
+
+/**
+ * What a simulated site's meter measured over one quarter-hour, kWh: a floor is drawn,
+ * a little over, most of the time, and falls short now and then; a curtailment is
+ * respected most of the time; an unconstrained slot follows the solver's own plan
+ * (`plannedKw`). Seeded by site and slot, so a day measured again reads the same.
+ */
+export function simulatedMeterKwh (siteId: string, slotStartMs: number, plannedKw: number, period?: { minKw?: number; maxKw?: number }): number {
+  const r = rng(`${siteId}/meter/${slotStartMs}`)
+  const noise = r()
+  let kwh: number
+  if (period?.maxKw === 0) kwh = r() < 0.9 ? 0 : 0.5 + r() * 4
+  else if (period?.minKw !== undefined) {
+    const floor = Math.max(plannedKw, period.minKw) / 4
+    kwh = r() < 0.85 ? floor * (1 + noise * 0.04) : floor * (0.6 + noise * 0.35)
+  } else kwh = plannedKw / 4 * (0.9 + noise * 0.2)
+  return Math.round(kwh * 1000) / 1000
+}
+
+/**
+ * The simulated meter readings of `siteIds` over the whole quarter-hours of `[fromMs, toMs)`,
+ * against the constraint in force in each (`periodAt`): what the reference host reports as
+ * slots close, and what `epx demo` seeds for the day before.
+ */
+export function simulatedReadings (siteIds: readonly string[], fromMs: number, toMs: number,
+  periodAt: (siteId: string, targetDate: string, ms: number) => { minKw?: number; maxKw?: number } | undefined): MeterReading[] {
+  const out: MeterReading[] = []
+  const needsOf = new Map<string, SiteNeeds>()
+  let day = { date: '', startMs: 0, endMs: 0 }
+  for (let ms = Math.ceil(fromMs / 900_000) * 900_000; ms + 900_000 <= toMs; ms += 900_000) {
+    if (!(ms >= day.startMs && ms < day.endMs)) {
+      const date = parisDateOf(new Date(ms))
+      day = { date, ...parisDayMs(date) }
+    }
+    const slot = (ms - day.startMs) / 900_000
+    const startUtc = new Date(ms).toISOString().replace('.000Z', 'Z')
+    const endUtc = new Date(ms + 900_000).toISOString().replace('.000Z', 'Z')
+    for (const siteId of siteIds) {
+      let needs = needsOf.get(`${siteId}/${day.date}`)
+      if (!needs) needsOf.set(`${siteId}/${day.date}`, needs = simulatedNeeds(siteId, coverageOf(day.date)))
+      let plannedKw = 0
+      for (const m of needs.milestones) if (Date.parse(m.startUtc) <= ms && ms < Date.parse(m.deadlineUtc)) plannedKw += m.powerKw
+      plannedKw = Math.min(plannedKw, needs.availablePowerKw[slot] ?? 0)
+      out.push({ siteId, startUtc, endUtc, kwh: simulatedMeterKwh(siteId, ms, plannedKw, periodAt(siteId, day.date, ms)) })
+    }
+  }
+  return out
 }

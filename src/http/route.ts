@@ -34,7 +34,7 @@ export interface Route {
   readonly methods: Readonly<Partial<Record<'GET' | 'HEAD' | 'POST', RouteHandler>>>
 }
 
-export { INBOUND_PATH, OUTBOUND_PATH } from '../contract/paths.ts'
+export { INBOUND_PATH, OUTBOUND_PATH, REALISE_PATH } from '../contract/paths.ts'
 
 /**
  * Every API answer (200, 202, 304, every error of both doors) says its Content-Type is

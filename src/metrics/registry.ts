@@ -20,6 +20,8 @@ export interface MetricSources {
   lastFetchByCompany(): ReadonlyMap<string, number>
   /** Expiry instants (ms) of the server certificate, the client CA and the CRL's nextUpdate. */
   expiries(): ReadonlyArray<{ readonly what: string; readonly atMs: number }>
+  /** Today's programme against delivery over every site (`apply/realisation.ts`). */
+  realisationToday?(): import('../apply/realisation.ts').RealisationToday
   nowMs(): number
 }
 
@@ -70,6 +72,18 @@ export async function createMetrics (sources: MetricSources, given?: Registry) {
       if (ms !== undefined) this.set((sources.nowMs() - ms) / 1000)
     },
   }))
+  const today = (name: string, help: string, field: keyof import('../apply/realisation.ts').RealisationToday) => add(new Gauge({
+    name, help, registers,
+    collect () {
+      this.reset()
+      const r = sources.realisationToday && safely(sources.realisationToday)
+      if (r !== undefined) this.set(r[field])
+    },
+  }))
+  today('epx_realisation_today_shortfall_kwh', 'Energy short of the floors programmed for today (Europe/Paris), over every site, from the meter values reported so far (kWh)', 'shortfallKwh')
+  today('epx_realisation_today_curtailments_broken', 'Quarter-hours of today (Europe/Paris) where a site drew energy past the tolerance during a curtailment, over every site', 'curtailmentsBroken')
+  today('epx_realisation_today_sites_short', 'Sites with at least one quarter-hour under its floor today (Europe/Paris)', 'sitesShort')
+  today('epx_realisation_today_short_slots_max', 'The most quarter-hours under their floor of one site today (Europe/Paris): epx realise --date <today> names it', 'shortSlotsMax')
   add(new Gauge({
     name: 'epx_programme_tomorrow_instructions', help: 'Effective instructions stored for tomorrow (Europe/Paris): 0 means no programme yet', registers,
     collect () {

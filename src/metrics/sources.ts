@@ -12,6 +12,7 @@ import type { Instructions } from '../store/instructions.ts'
 import type { Revisions } from '../store/revisions.ts'
 import type { MetricSources } from './registry.ts'
 import type { Expiry } from './expiries.ts'
+import type { RealisationToday } from '../apply/realisation.ts'
 
 export function metricSources (deps: {
   readonly clock: Clock
@@ -20,6 +21,7 @@ export function metricSources (deps: {
   readonly instructions: Pick<Instructions, 'effectiveFrom'>
   readonly deliveries: Pick<Deliveries, 'lastFetchByCompany'>
   readonly expiries: () => readonly Expiry[]
+  readonly realisationToday?: () => RealisationToday
 }): MetricSources {
   const tomorrow = () => addDays(parisDateOf(deps.clock.now()), 1)
   let newest: { key: string; ms: number | undefined } = { key: '', ms: undefined }
@@ -46,5 +48,6 @@ export function metricSources (deps: {
     },
     lastFetchByCompany: () => deps.deliveries.lastFetchByCompany(),
     expiries: deps.expiries,
+    ...(deps.realisationToday ? { realisationToday: deps.realisationToday } : {}),
   }
 }

@@ -13,7 +13,7 @@ async function setup (t: Parameters<typeof startEpx>[0]) {
   const root = t.testdir()
   const epx = await startEpx(t, { sites: 2, dataDir: join(root, 'epx') })
   const { cert } = await epx.addCompany('acme')
-  const { secret } = await epx.addToken('acme', ['outbound:besoins-agreges', 'inbound:programme-soutirage'])
+  const { secret } = await epx.addToken('acme', ['outbound:besoins-agreges', 'inbound:programme-soutirage', 'outbound:realise'])
   const files = { cert: join(root, 'bsp.crt'), key: join(root, 'bsp.key'), ca: join(root, 'ca.crt'), token: join(root, 'token') }
   writeFileSync(files.cert, cert.certPem)
   writeFileSync(files.key, cert.keyPem)
@@ -164,4 +164,25 @@ t.test('--url with a path: the API\'s paths are appended to it (a service behind
   t.equal(pull.code, 1, 'the prefix was kept: the service answers an unknown path')
   t.match(pull.out, /failed/)
   t.match(pull.out + pull.err, /\/behind\/a\/proxy\/api\/v0\.5\/energy-programs\/besoins-agreges/, 'the path asked names the prefix')
+t.test('epx bsp realise: a site\'s day, programmed against delivered, read over the API', async t => {
+  const { root, epx, conn } = await setup(t)
+  const file = join(root, 'p.json')
+  writeFileSync(file, JSON.stringify(programme({ slots: 2, kwh: j => [4, 0][j]! })))
+  t.equal((await runEpx(root, 'bsp', 'push', ...conn, file)).code, 0)
+  epx.clock.set('2026-11-22T00:00:00Z')
+  await epx.handle.reportMetering([
+    { siteId: siteId(1), startUtc: '2026-11-21T23:00:00Z', endUtc: '2026-11-21T23:15:00Z', kwh: 3.5 },
+    { siteId: siteId(1), startUtc: '2026-11-21T23:15:00Z', endUtc: '2026-11-21T23:30:00Z', kwh: 0 },
+  ])
+  const r = await runEpx(root, 'bsp', 'realise', ...conn, '--site', siteId(1), '--date', DAY)
+  t.equal(r.code, 0, r.err)
+  t.match(r.lines[0], /^DEBUT_UTC +FIN_UTC +PROGRAMMEE_KWH +REALISEE_KWH +VERDICT +MANQUE_KWH$/)
+  t.match(r.lines[1], /^2026-11-21T23:00:00Z +2026-11-21T23:15:00Z +4\.000 +3\.500 +short +0\.500$/)
+  t.match(r.lines[2], /^2026-11-21T23:15:00Z +2026-11-21T23:30:00Z +0\.000 +0\.000 +curtailment_respected/)
+  t.match(r.err, /programmed 4\.000 kWh, delivered 3\.500 kWh, shortfall 0\.500 kWh; 1 short, 1 curtailment_respected, 94 unconstrained/)
+  const json = JSON.parse((await runEpx(root, 'bsp', 'realise', ...conn, '--site', siteId(1), '--date', DAY, '--json')).out)
+  t.equal(json.totaux.manque_kwh, 0.5)
+  const none = await runEpx(root, 'bsp', 'realise', ...conn, '--site', siteId(2), '--date', DAY)
+  t.equal(none.code, 1)
+  t.match(none.err, /NOTHING_TO_COMPARE: nothing to compare for site PRM30000000000002 on 2026-11-22/)
 })

@@ -51,12 +51,15 @@ t.test('epx demo (npm start) on a fresh folder: company, certificate, one token 
   t.match(out, /added company demo-bsp \(perimeter: all sites\)/)
   for (const f of ['client.crt', 'client.key', 'ca.crt', 'programme.json']) t.ok(existsSync(join(cwd, 'var/epx/demo', f)), `var/epx/demo/${f}`)
   const tokens = [...out.matchAll(/^ {2}(\S+)\s+(tok_[0-9a-f]+)\s+(epx_\S+)$/gm)]
-  t.same(tokens.map(m => m[1]).sort(), ['inbound:programme-soutirage', 'outbound:besoins-agreges'], 'one token per scope')
+  t.same(tokens.map(m => m[1]).sort(), ['inbound:programme-soutirage', 'outbound:besoins-agreges', 'outbound:realise'], 'one token per scope')
   for (const m of tokens) t.ok(looksLikeToken(m[3]!))
 
   const curls = out.split('\n').filter(l => l.startsWith('curl '))
-  t.equal(curls.length, 2)
-  const [get, post] = curls as [string, string]
+  t.equal(curls.length, 3)
+  const [get, post, realise] = curls as [string, string, string]
+  t.match(out, /programmed \d{4}-\d{2}-\d{2} and \d{4}-\d{2}-\d{2} for every site \(demo-bsp\), with simulated meter values for the day before/)
+  t.match(realise, /"https:\/\/localhost:\d+\/api\/v0\.5\/energy-programs\/realise\?site_id=PRM\d{14}&target_date=\d{4}-\d{2}-\d{2}"$/)
+  t.equal(await statusOf(realise, cwd), 200, 'the day before answers at once: programmed, and metered')
   t.match(get, /--cert \.\/var\/epx\/demo\/client\.crt --key \.\/var\/epx\/demo\/client\.key --cacert \.\/var\/epx\/demo\/ca\.crt/)
   t.match(get, /"https:\/\/localhost:\d+\/api\/v0\.5\/energy-programs\/besoins-agreges\?site_id=PRM\d{14}&target_date=\d{4}-\d{2}-\d{2}"$/)
   t.match(post, /--data-binary @\.\/var\/epx\/demo\/programme\.json "https:\/\/localhost:\d+\/api\/v0\.5\/energy-programs\/programme-soutirage"$/)
@@ -99,6 +102,6 @@ t.test('epx demo (npm start) on a fresh folder: company, certificate, one token 
   t.match(demo.output(), /\nepx stopped\n/)
 
   const list = await epx(join(cwd, 'var/epx'), 'token', 'list', '--company', 'demo-bsp')
-  t.equal(list.lines.length, 3, 'the two demo tokens are in the store')
+  t.equal(list.lines.length, 4, 'the three demo tokens are in the store')
   t.notOk(list.out.includes('epx_'), 'and token list does not show their secrets')
 })

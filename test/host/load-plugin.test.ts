@@ -29,7 +29,7 @@ t.test("epx's own manifest is valid and names the plugin id of DECISIONS.md", as
 
 t.test('a plugin whose host range the host does not satisfy is refused before its code runs', async t => {
   const dir = pluginDir(t, { ...base, engines: { host: '^2.0.0' } })
-  await t.rejects(loadPlugin(dir, host(), {}), { code: 'EPX_HOST_API_MISMATCH', message: /1\.0\.0 does not satisfy the plugin range \^2\.0\.0/ })
+  await t.rejects(loadPlugin(dir, host(), {}), { code: 'EPX_HOST_API_MISMATCH', message: /1\.1\.0 does not satisfy the plugin range \^2\.0\.0/ })
   t.notOk(existsSync(join(dir, 'activated')))
 })
 

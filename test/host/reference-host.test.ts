@@ -65,3 +65,38 @@ t.test('needs of an unknown site are refused for that site alone', async t => {
   await t.rejects(ref.host.solver.needs('PRM99999999999999', coverageOf('2026-11-22')), /unknown site/)
   t.equal((await ref.host.solver.needs('PRM30000000000001', coverageOf('2026-11-22'))).availablePowerKw.length, 96)
 })
+
+t.test('simulated meters: a floor is drawn most of the time and falls short now and then; a curtailment is mostly respected', async t => {
+  const clock = new ManualClock('2026-11-21T22:00:00Z')
+  const ref = createReferenceHost({ dataDir: t.testdir(), clock, sites: 20 })
+  t.teardown(() => ref.close())
+  const start = Date.parse(coverageOf('2026-11-22').startUtc)
+  const periods = Array.from({ length: 96 }, (_, j) => {
+    const s = new Date(start + j * 900_000).toISOString()
+    const e = new Date(start + (j + 1) * 900_000).toISOString()
+    return j % 2 ? { startUtc: s, endUtc: e, maxKw: 0 } : { startUtc: s, endUtc: e, minKw: 40 }
+  })
+  ref.host.solver.enqueueNextCycle(ref.sites.map(s => ({ instructionId: 'I', siteId: s.site_id, targetDate: '2026-11-22', periods })))
+  ref.runCycle()
+  const readings = ref.meterReadings(start, start + 96 * 900_000)
+  t.equal(readings.length, 20 * 96)
+  t.same(ref.meterReadings(start, start + 900_000), readings.slice(0, 20), 'the same slot measures the same')
+  const floors = readings.filter((_, i) => Math.floor(i / 20) % 2 === 0)
+  const curtailed = readings.filter((_, i) => Math.floor(i / 20) % 2 === 1)
+  const met = floors.filter(r => r.kwh >= 10).length / floors.length
+  const respected = curtailed.filter(r => r.kwh === 0).length / curtailed.length
+  t.ok(met > 0.75 && met < 0.95, `floors met ${met}`)
+  t.ok(respected > 0.8 && respected < 0.98, `curtailments respected ${respected}`)
+
+  // Once attached, each cycle reports the quarter-hours closed since the last report.
+  const reports: Array<readonly { startUtc: string }[]> = []
+  clock.set('2026-11-22T00:10:00Z')   // 01:10 in Paris: four quarter-hours of today closed
+  ref.meterInto(async r => { reports.push(r); return { accepted: r.length, refusedCount: 0, refused: [] } })
+  ref.runCycle()
+  t.equal(reports[0]!.length, 4 * 20)
+  ref.runCycle()
+  t.equal(reports.length, 1, 'nothing new closed: nothing reported')
+  clock.set('2026-11-22T00:16:00Z')
+  ref.runCycle()
+  t.same([...new Set(reports[1]!.map(r => r.startUtc))], ['2026-11-22T00:00:00Z'])
+})

@@ -9,7 +9,12 @@ import { writeFileSync } from 'node:fs'
 import { isAbsolute, join, relative, resolve } from 'node:path'
 import { SCOPES } from '../../auth/tokens.ts'
 import { formatUtcInstant } from '../../contract/instants.ts'
-import { addDays, coverageOf, parisDateOf, QUARTER_HOUR_MS } from '../../contract/paris-day.ts'
+import { addDays, coverageOf, parisDateOf, parisDayMs, QUARTER_HOUR_MS } from '../../contract/paris-day.ts'
+import { openInstructions } from '../../store/instructions.ts'
+import { openMetering } from '../../store/metering.ts'
+import { createProgrammeCheck } from '../../apply/check-programme.ts'
+import { simulatedReadings, simulatedSites } from '../../host/simulated-sites.ts'
+import type { EpxConfig } from '../../config.ts'
 import { addUser } from '../../auth/accounts.ts'
 import { openCompanies } from '../../store/companies.ts'
 import type { Store } from '../../store/open-store.ts'
@@ -78,6 +83,59 @@ function demoProgramme (targetDate: string, site: { site_id: string; site_name: 
   }
 }
 
+/**
+ * A whole day's programme of the demo company for every simulated site: floors of 40 kW
+ * overnight (01:00–06:00), a curtailment at noon, floors of 24 kW in the evening (by
+ * quarter-hour index, so a DST day shifts them by an hour).
+ */
+function demoDayKwh (j: number): number | undefined {
+  return j >= 4 && j < 24 ? 10 : j >= 48 && j < 52 ? 0 : j >= 72 && j < 84 ? 6 : undefined
+}
+
+/**
+ * Programme against delivery has something to show at once: the day before and today get a
+ * programme of the demo company (as if sent the day before each), and the day before its
+ * simulated meter values; today's fill in as its quarter-hours close (the reference host
+ * reports them). A later run leaves days already programmed alone.
+ */
+async function seedRealised (store: Store, config: EpxConfig, siteCount: number, now: Date): Promise<string[]> {
+  const today = parisDateOf(now)
+  const yesterday = addDays(today, -1)
+  const sites = simulatedSites(siteCount)
+  const instructions = openInstructions(store)
+  const check = createProgrammeCheck({ maxSites: config.inbound.maxSites, requireContiguous: false })
+  const seeded: string[] = []
+  for (const day of [yesterday, today]) {
+    if (sites.every(s => instructions.effectiveId(day, s.site_id))) continue
+    const start = Date.parse(coverageOf(day).startUtc)
+    const emittedMs = Date.parse(`${addDays(day, -1)}T10:00:00Z`)
+    const body = {
+      schema_version: 'v0.2', type: 'programme_soutirage', emitted_by: DEMO_COMPANY, emitted_at: formatUtcInstant(emittedMs),
+      target_date: day, slot_duration_secs: 900,
+      sites: sites.map(s => ({
+        site_id: s.site_id, site_name: s.site_name,
+        energie_programmee: Array.from({ length: coverageOf(day).slots }, (_, j) => j).filter(j => demoDayKwh(j) !== undefined).map(j => ({
+          debut_utc: formatUtcInstant(start + j * QUARTER_HOUR_MS), fin_utc: formatUtcInstant(start + (j + 1) * QUARTER_HOUR_MS), energie_kwh: demoDayKwh(j)!,
+        })),
+      })),
+    }
+    const receivedAt = formatUtcInstant(emittedMs + 30_000)
+    const r = check(Buffer.from(JSON.stringify(body)), { perimeter: 'all', provenance: { receivedAt, companyId: DEMO_COMPANY, tokenId: 'demo', certFingerprint256: 'demo' } })
+    if (!r.ok) throw new Error(`the demo programme of ${day} is invalid: ${JSON.stringify(r.details)}`)
+    await instructions.save(r.batch, receivedAt)
+    seeded.push(day)
+  }
+  if (seeded.includes(yesterday)) {
+    const { startMs, endMs } = parisDayMs(yesterday)
+    const metering = openMetering(store, { now: () => now.getTime(), retentionDays: config.inbound.retentionDays })
+    await metering.report(simulatedReadings(sites.map(s => s.site_id), startMs, endMs, (_site, _date, ms) => {
+      const kwh = demoDayKwh((ms - startMs) / QUARTER_HOUR_MS)
+      return kwh === undefined ? undefined : kwh > 0 ? { minKw: kwh * 4 } : { maxKw: 0 }
+    }))
+  }
+  return seeded
+}
+
 /** The demo's console accounts, made once: a later run leaves them (and their passwords) alone. */
 async function demoAccounts (store: Store): Promise<DemoAccount[]> {
   const users = openUsers(store)
@@ -96,7 +154,7 @@ async function demoAccounts (store: Store): Promise<DemoAccount[]> {
 async function prepare (io: CliIo): Promise<{ bundle: CertBundle; tokens: CreatedToken[]; accounts: DemoAccount[] }> {
   const created = initDataDir(io.dataDir)
   if (created.length) reportInit(io.dataDir, created, io)
-  const { tokens, accounts } = await withStore(io.dataDir, async store => {
+  const { tokens, accounts } = await withStore(io.dataDir, async (store, settings) => {
     const companies = openCompanies(store)
     const company = companies.get(DEMO_COMPANY)
     if (!company) {
@@ -110,6 +168,8 @@ async function prepare (io: CliIo): Promise<{ bundle: CertBundle; tokens: Create
     }
     const out: CreatedToken[] = []
     for (const scope of SCOPES) out.push(await createToken(store, cliActor(), DEMO_COMPANY, [scope]))
+    const seeded = await seedRealised(store, settings.config, settings.host.sites, new Date())
+    if (seeded.length) io.out(`programmed ${seeded.join(' and ')} for every site (${DEMO_COMPANY}), with simulated meter values for the day before: npx epx realise --date ${seeded[0]}`)
     return { tokens: out, accounts: await demoAccounts(store) }
   })
   const bundle = await issueBundle(io.dataDir, DEMO_COMPANY, join(io.dataDir, 'demo'))
@@ -155,10 +215,16 @@ async function showTryIt (io: CliIo, run: Running, bundle: CertBundle, tokens: r
   io.out(`curl -i ${tls} -H "Authorization: Bearer ${tokenOf('inbound:programme-soutirage')}" ` +
     `-H "Content-Type: application/json" --data-binary @${shellPath(programme)} "${base}${API}/programme-soutirage"`)
   io.out('')
+  const yesterday = addDays(parisDateOf(now), -1)
+  io.out(`# GET what ${site.site_id} drew yesterday against its programme, quarter-hour by quarter-hour`)
+  io.out(`curl -i ${tls} -H "Authorization: Bearer ${tokenOf('outbound:realise')}" ` +
+    `"${base}${API}/realise?site_id=${site.site_id}&target_date=${yesterday}"`)
+  io.out('')
   const data = io.dataDir === resolve(DEFAULT_DATA_DIR) ? '' : ` --data ${shellPath(io.dataDir)}`
   io.out(`In another terminal: npx epx${data} token list, npx epx${data} company list, npx epx${data} sites list.`)
   io.out(`Then: npx epx${data} audit list (who sent what), npx epx${data} deliveries --date ${tomorrow} (who fetched what),`)
-  io.out(`npx epx${data} instructions list and show ID (what is infeasible)` + (run.handle.metricsUrl ? `, curl ${run.handle.metricsUrl.href}metrics.` : '.'))
+  io.out(`npx epx${data} realise --date ${yesterday} (programmed against delivered), ` +
+    `npx epx${data} instructions list and show ID (what is infeasible)` + (run.handle.metricsUrl ? `, curl ${run.handle.metricsUrl.href}metrics.` : '.'))
   io.out('Ctrl+C stops the service.')
 }
 

@@ -120,6 +120,9 @@ export async function serve (io: CliIo, overrides: ServeOverrides, ready?: (r: R
     await reference.close()
     throw err
   }
+  // Host API 1.1: the simulated meters report each quarter-hour as it closes.
+  const loaded = handle
+  reference.meterInto(readings => loaded.reportMetering(readings))
   reference.start()
 
   let stop!: (signal: string) => void

@@ -31,6 +31,11 @@ export interface ChartInput {
   readonly milestones: ReadonlyArray<{ readonly startMs: number; readonly deadlineMs: number; readonly energyKwh: number; readonly powerKw: number }>
   /** The instruction's constrained slots: a floor (`minKw`) or a curtailment (`maxKw` 0). */
   readonly constraints: ReadonlyArray<{ readonly startMs: number; readonly endMs: number; readonly minKw?: number; readonly maxKw?: number; readonly availableKw?: number }>
+  /**
+   * The metered energy of each reported quarter-hour as its mean power (kWh × 4): a second
+   * series beside the floors, so programmed and delivered read on one axis.
+   */
+  readonly delivered?: ReadonlyArray<{ readonly startMs: number; readonly kw: number }>
   /** Accessible name, e.g. "Puissance disponible, Depot 1, 28/03/2027". */
   readonly title: string
   /** Caption of the page's table that gives the same values (the accessible alternative). */
@@ -46,7 +51,7 @@ const PLOT_H = H - M.top - M.bottom
 const OUTLIER_FACTOR = 3
 const COLOURS = {
   available: '#1f5fa8', availableFill: '#d4e5f7', floor: '#b35900', over: '#a4161a', curtailment: '#b3261e',
-  milestone: '#5b3f96', milestoneFill: '#ece6f6', grid: '#d0d0d0', text: '#222222', dst: '#fff3c4',
+  milestone: '#5b3f96', delivered: '#1b7a3a', milestoneFill: '#ece6f6', grid: '#d0d0d0', text: '#222222', dst: '#fff3c4',
 }
 
 export function powerChart (c: ChartInput): SafeHtml {
@@ -55,7 +60,8 @@ export function powerChart (c: ChartInput): SafeHtml {
   const availableMax = Math.max(0, ...c.available.map(s => s.kw))
   const floors = c.constraints.filter(k => k.minKw !== undefined)
   const bound = availableMax > 0 ? availableMax * OUTLIER_FACTOR : Infinity
-  const top = niceMax(Math.max(1, availableMax, ...floors.map(k => k.minKw!).filter(kw => kw <= bound)))
+  const delivered = c.delivered ?? []
+  const top = niceMax(Math.max(1, availableMax, ...floors.map(k => k.minKw!).filter(kw => kw <= bound), ...delivered.map(d => d.kw).filter(kw => kw <= bound)))
   const y = (kw: number) => round(M.top + PLOT_H - Math.min(kw, top) / top * PLOT_H)
   const over = (k: ChartInput['constraints'][number]) => k.availableKw !== undefined && k.minKw! > k.availableKw + 1e-6
   const clipped = floors.filter(k => k.minKw! > top)
@@ -82,6 +88,7 @@ export function powerChart (c: ChartInput): SafeHtml {
 <path class="available" d="${area}" fill="${COLOURS.availableFill}" stroke="${COLOURS.available}" stroke-width="1.5"/>
 <g class="curtailments">${curtailments.map(k => html`<rect class="curtailment" x="${x(k.startMs)}" y="${M.top}" width="${round(x(k.endMs) - x(k.startMs))}" height="${PLOT_H}" fill="url(#chart-hatch)" opacity="0.8"><title>Effacement (0 kW max) de ${parisText(k.startMs, 'time')} à ${parisText(k.endMs, 'time')}</title></rect>`)}</g>
 <g class="floors">${floors.map(k => html`<line class="${over(k) ? 'floor over' : 'floor'}" x1="${x(k.startMs)}" x2="${x(k.endMs)}" y1="${y(k.minKw!)}" y2="${y(k.minKw!)}" stroke="${over(k) ? COLOURS.over : COLOURS.floor}" stroke-width="3"${over(k) ? html` stroke-dasharray="5 2"` : ''}><title>${floorTitle(k)}</title></line>`)}</g>
+<g class="delivered">${delivered.map(d => html`<line class="delivered" x1="${x(d.startMs)}" x2="${x(d.startMs + c.slotMs)}" y1="${y(d.kw)}" y2="${y(d.kw)}" stroke="${COLOURS.delivered}" stroke-width="2.5"><title>Réalisé ${parisText(d.startMs, 'time')} : ${frNumber(Math.round(d.kw * 250) / 1000)} kWh (${frNumber(round(d.kw))} kW en moyenne)</title></line>`)}</g>
 <g class="clipped">${clipped.map(k => html`<path class="clipped-marker" d="M${round((x(k.startMs) + x(k.endMs)) / 2 - 5)},${M.top + 8}L${round((x(k.startMs) + x(k.endMs)) / 2)},${M.top}L${round((x(k.startMs) + x(k.endMs)) / 2 + 5)},${M.top + 8}Z" fill="${COLOURS.over}"><title>Hors échelle : ${floorTitle(k)}</title></path>`)}
 ${clipped.length ? html`<text class="clipped-label" x="${W - M.right}" y="${M.top - 5}" text-anchor="end" fill="${COLOURS.over}" stroke="#ffffff" stroke-width="3" paint-order="stroke">▲ plancher hors échelle : ${frNumber(Math.max(...clipped.map(k => k.minKw!)))} kW</text>` : ''}</g>
 <g class="deadlines">${c.milestones.map(m => html`<line x1="${x(m.deadlineMs)}" x2="${x(m.deadlineMs)}" y1="${M.top}" y2="${M.top + PLOT_H}" stroke="${COLOURS.milestone}" stroke-width="2" stroke-dasharray="6 3"/>
@@ -92,7 +99,7 @@ ${ticks.map(t => html`<line x1="${x(t.ms)}" x2="${x(t.ms)}" y1="${M.top + PLOT_H
 ${ticks.filter(t => t.afterSkip).map(t => html`<line class="skipped-hour" x1="${x(t.ms)}" x2="${x(t.ms)}" y1="${M.top}" y2="${M.top + PLOT_H}" stroke="${COLOURS.text}" stroke-dasharray="2 2"/><text x="${x(t.ms)}" y="${M.top + PLOT_H + 34}" text-anchor="middle" fill="${COLOURS.text}">02 h sautée (heure d'été)</text>`)}
 ${ticks.filter(t => t.repeated).map(t => html`<text x="${x(t.ms)}" y="${M.top + PLOT_H + 34}" text-anchor="start" fill="${COLOURS.text}">${t.label} h répétée (heure d'hiver)</text>`)}
 <text x="${M.left + PLOT_W / 2}" y="${H - 8}" text-anchor="middle" fill="${COLOURS.text}">Heure de Paris</text></g>
-${legend()}
+${legend(delivered.length > 0)}
 </svg>`
 }
 
@@ -101,7 +108,7 @@ function floorTitle (k: ChartInput['constraints'][number]): string {
   return k.availableKw !== undefined && k.minKw! > k.availableKw + 1e-6 ? `${base}, infaisable : ${frNumber(k.availableKw)} kW disponibles` : base
 }
 
-function legend (): SafeHtml {
+function legend (withDelivered: boolean): SafeHtml {
   const items: Array<[string, SafeHtml]> = [
     ['Puissance disponible', html`<rect width="14" height="10" fill="${COLOURS.availableFill}" stroke="${COLOURS.available}"/>`],
     ['Jalon (échéance)', html`<rect width="14" height="10" fill="${COLOURS.milestoneFill}" stroke="${COLOURS.milestone}" stroke-dasharray="3 2"/>`],
@@ -109,8 +116,10 @@ function legend (): SafeHtml {
     ['Effacement (0 kW)', html`<rect width="14" height="10" fill="url(#chart-hatch)"/>`],
     ['Plancher infaisable', html`<line x1="0" x2="14" y1="5" y2="5" stroke="${COLOURS.over}" stroke-width="3" stroke-dasharray="5 2"/>`],
   ]
+  if (withDelivered) items.push(['Réalisé (compteur)', html`<line x1="0" x2="14" y1="5" y2="5" stroke="${COLOURS.delivered}" stroke-width="2.5"/>`])
+  const step = withDelivered ? 148 : 172
   return html`<g class="legend" transform="translate(${M.left},10)">${items.map(([label, swatch], i) =>
-    html`<g transform="translate(${i * 172},0)">${swatch}<text x="20" y="10" fill="${COLOURS.text}">${label}</text></g>`)}</g>`
+    html`<g transform="translate(${i * step},0)">${swatch}<text x="20" y="10" fill="${COLOURS.text}">${label}</text></g>`)}</g>`
 }
 
 function plural (n: number, one: string, many: string): string {
@@ -123,6 +132,7 @@ function describe (c: ChartInput, floors: number, curtailments: number, hours: n
   return `Puissance disponible par quart d'heure sur ${c.available.length} quarts d'heure (${hours} h, heure de Paris), ${range}. ` +
     `${plural(c.milestones.length, "jalon d'énergie", "jalons d'énergie")}, ${plural(floors, 'plancher', 'planchers')} et ${plural(curtailments, 'effacement', 'effacements')} de la consigne` +
     (over ? `, dont ${plural(over, 'plancher', 'planchers')} au-delà de la puissance disponible (infaisable)` : '') + '. ' +
+    (c.delivered?.length ? `L'énergie réalisée de ${plural(c.delivered.length, "quart d'heure relevé", "quarts d'heure relevés")} est tracée en puissance moyenne. ` : '') +
     `Le tableau « ${c.tableName} » donne chaque valeur.`
 }
 

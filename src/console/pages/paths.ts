@@ -30,3 +30,14 @@ export function programmesHref (targetDate: string, siteId?: string): string {
   if (siteId) q.set('site_id', siteId)
   return `${PROGRAMMES_PATH}?${q}`
 }
+
+export const REALISE_PATH = '/realise'
+export const REALISE_DOWNLOAD_PATH = '/realise/download'
+
+export function realiseHref (targetDate: string): string {
+  return `${REALISE_PATH}?${new URLSearchParams({ target_date: targetDate })}`
+}
+
+export function realiseDownloadHref (targetDate: string): string {
+  return `${REALISE_DOWNLOAD_PATH}?${new URLSearchParams({ target_date: targetDate })}`
+}

@@ -15,12 +15,15 @@ import { ownCompany, type PerimeterDeps } from '../perimeter.ts'
 import type { Viewer } from '../viewer.ts'
 import type { FeasibilityFlag, InstructionFlags } from '../../store/instruction-flags.ts'
 import { resolvePair, type Loaded } from './besoins-model.ts'
+import { realisation, type RealisationDeps, type RealiseBody } from '../../apply/realisation.ts'
 
 export interface ProgrammesDeps extends PerimeterDeps {
   readonly instructions: Instructions
   readonly clock: Clock
   /** The feasibility flags stored with each instruction (what `epx instructions show` reports). */
   readonly flags?: Pick<InstructionFlags, 'get'>
+  /** Programme against delivery (`apply/realisation.ts`). */
+  readonly realisation?: RealisationDeps
 }
 
 /** An instruction as the pages show it: with its feasibility flag, when it has one. */
@@ -37,6 +40,8 @@ export interface ProgrammesModel {
 export interface ProgrammeModel {
   readonly view: FlaggedView
   readonly constraints: readonly SlotConstraint[]
+  /** The site's day programmed against delivered, when meter values or this instruction in force give one. */
+  readonly realisation?: RealiseBody
 }
 
 export async function loadProgrammes (deps: ProgrammesDeps, viewer: Viewer, q: { site_id?: string; target_date?: string }): Promise<Loaded<ProgrammesModel>> {
@@ -56,7 +61,8 @@ export function loadProgramme (deps: ProgrammesDeps, viewer: Viewer, instruction
   const company = ownCompany(viewer)
   const [view] = instructionViewsOf(deps.instructions, instructionId, { siteIds: [siteId], companyId: company })
   if (!view) return { status: 404 }
-  return { status: 200, model: { view: flagged(deps, redact(view, company)), constraints: slotConstraints(view.instruction) } }
+  const realised = deps.realisation && realisation(deps.realisation, view.instruction.targetDate, siteId, company)
+  return { status: 200, model: { view: flagged(deps, redact(view, company)), constraints: slotConstraints(view.instruction), ...(realised ? { realisation: realised } : {}) } }
 }
 
 function flagged (deps: ProgrammesDeps, v: InstructionView): FlaggedView {

@@ -11,7 +11,10 @@ import { addDays } from '../../contract/paris-day.ts'
 import { roundKw, type InstructionView, type SlotConstraint } from '../../apply/instruction-view.ts'
 import type { ProgrammeModel, ProgrammesModel } from './programmes-model.ts'
 import type { FeasibilityFlag } from '../../store/instruction-flags.ts'
-import { besoinsHref, PROGRAMMES_PATH, programmeHref, programmesHref } from './paths.ts'
+import { besoinsHref, PROGRAMMES_PATH, programmeHref, programmesHref, realiseHref } from './paths.ts'
+import { powerChart } from '../chart/power-chart.ts'
+import type { Creneau, Verdict } from '../../contract/realise.ts'
+import { parisDayMs } from '../../contract/paris-day.ts'
 
 /** "plancher 12 kW", "effacement (0 kW max)", or a dash: no slot, no constraint. */
 export function constraintText (c: SlotConstraint | undefined): string {
@@ -61,6 +64,9 @@ export function renderProgrammes (m: ProgrammesModel): SafeHtml {
 
 export function renderProgramme (m: ProgrammeModel): SafeHtml {
   const i = m.view.instruction
+  // The verdicts belong to this instruction only while it is the one in force.
+  const compared = m.realisation && m.realisation.instruction_id === i.instructionId
+    ? new Map(m.realisation.creneaux.map(c => [Date.parse(c.debut_utc), c])) : undefined
   const overAt = new Map((m.view.feasibility?.infeasibleSlots ?? []).map(s => [Date.parse(s.startUtc), s.availableKw]))
   return html`<dl class="facts">
 <dt>Instruction</dt><dd><code>${i.instructionId}</code></dd>
@@ -74,16 +80,18 @@ export function renderProgramme (m: ProgrammeModel): SafeHtml {
 <dt>Faisabilité</dt><dd>${m.view.feasibility ? html`<strong class="flag-infeasible">infaisable</strong> (ci-dessous)` : feasibilityText(undefined)}</dd>
 </dl>
 ${m.view.feasibility ? html`<p class="flag-infeasible" role="note"><strong>Infaisable :</strong> ${feasibilityText(m.view.feasibility)}</p>` : ''}
-<p><a href="${besoinsHref(i.siteId, i.targetDate)}">Voir sur le graphique des besoins agrégés</a></p>
+<p><a href="${besoinsHref(i.siteId, i.targetDate)}">Voir sur le graphique des besoins agrégés</a> · <a href="${realiseHref(i.targetDate)}">Réalisé de tous les sites ce jour</a></p>
+${realisedSummary(m)}
 ${i.slots.length === 0
     ? html`<p class="empty">Aucun créneau : cette instruction lève toute contrainte du site pour ce jour.</p>`
     : html`<table class="slots"><caption>Créneaux programmés</caption>
-<thead><tr><th scope="col">Début (Paris)</th><th scope="col">Fin (Paris)</th><th scope="col" class="num">Énergie (kWh)</th><th scope="col">Contrainte</th><th scope="col">Faisabilité</th></tr></thead>
+<thead><tr><th scope="col">Début (Paris)</th><th scope="col">Fin (Paris)</th><th scope="col" class="num">Énergie (kWh)</th><th scope="col">Contrainte</th><th scope="col">Faisabilité</th>${compared ? html`<th scope="col" class="num">Réalisé (kWh)</th><th scope="col">Verdict</th>` : ''}</tr></thead>
 <tbody>${m.constraints.map(c => {
     const available = overAt.get(Date.parse(c.startUtc))
+    const r = compared?.get(Date.parse(c.startUtc))
     return html`<tr><td>${parisTime(c.startUtc, 'slot')}</td><td>${parisTime(c.endUtc, 'slot')}</td><td class="num">${frNumber(c.energyKwh)}</td><td class="${c.minKw !== undefined ? 'floor' : 'curtailment'}">${constraintText(c)}</td>${available === undefined
       ? html`<td></td>`
-      : html`<td class="over"><strong class="flag-infeasible">infaisable</strong> : ${frNumber(roundKw(available))} kW disponibles</td>`}</tr>`
+      : html`<td class="over"><strong class="flag-infeasible">infaisable</strong> : ${frNumber(roundKw(available))} kW disponibles</td>`}${compared ? html`<td class="num">${r?.energie_realisee_kwh === null || r === undefined ? '—' : frNumber(r.energie_realisee_kwh)}</td><td class="verdict verdict-${r?.verdict ?? 'no_data'}">${verdictText(r)}</td>` : ''}</tr>`
   })}</tbody></table>`}`
 }
 
@@ -105,4 +113,42 @@ export function feasibilityText (f: FeasibilityFlag | undefined): string {
   const kwh = (v: number) => frNumber(Math.round(v * 10) / 10)
   if (f.day) parts.push(`${kwh(f.day.programmedKwh)} kWh programmés sur le jour pour ${kwh(f.day.needsKwh)} kWh de besoins et ${kwh(f.day.availableKwh)} kWh permis par la puissance disponible`)
   return `${parts.join(' ; ')} — vérifié contre les Besoins agrégés émis le ${parisText(Date.parse(f.checkedAgainst))}. Appliquée tout de même : le solveur décide.`
+}
+
+/** A verdict in French, with the shortfall of a `short` slot. */
+export const VERDICT_LABELS: Readonly<Record<Verdict, string>> = {
+  met: 'atteint',
+  short: 'insuffisant',
+  curtailment_respected: 'effacement respecté',
+  curtailment_broken: 'effacement non respecté',
+  no_data: 'pas de relevé',
+  unconstrained: 'sans contrainte',
+}
+
+function verdictText (c: Creneau | undefined): string {
+  if (!c) return VERDICT_LABELS.no_data
+  return c.verdict === 'short' && c.manque_kwh !== undefined ? `${VERDICT_LABELS.short} (−${frNumber(c.manque_kwh)} kWh)` : VERDICT_LABELS[c.verdict]
+}
+
+/** Programmed against delivered over the day: the chart's two series and the day's totals. */
+function realisedSummary (m: ProgrammeModel): SafeHtml {
+  const i = m.view.instruction
+  const r = m.realisation
+  if (!r) return html`<p class="empty">Réalisé : aucun relevé de compteur pour ce site et ce jour (les relevés arrivent à la clôture de chaque quart d'heure).</p>`
+  if (r.instruction_id !== i.instructionId) {
+    return html`<p class="note">Réalisé : comparé à l'instruction en vigueur${r.instruction_id ? html` <a href="${programmeHref(r.instruction_id, i.siteId)}">${r.instruction_id}</a>` : ''}, pas à celle-ci.</p>`
+  }
+  const { startMs, endMs } = parisDayMs(i.targetDate)
+  const t = r.totaux
+  const delivered = r.creneaux.filter(c => c.energie_realisee_kwh !== null).map(c => ({ startMs: Date.parse(c.debut_utc), kw: c.energie_realisee_kwh! * 4 }))
+  return html`<section class="realise" aria-labelledby="realise-title"><h2 id="realise-title">Programmé et réalisé</h2>
+<p class="totals">Programmé <strong>${frNumber(t.energie_programmee_kwh)} kWh</strong>, réalisé <strong>${frNumber(t.energie_realisee_kwh)} kWh</strong>, manque <strong class="${t.manque_kwh > 0 ? 'shortfall' : ''}">${frNumber(t.manque_kwh)} kWh</strong> —
+${(Object.keys(VERDICT_LABELS) as Verdict[]).filter(v => v !== 'unconstrained' && t.verdicts[v] > 0).map(v => `${frNumber(t.verdicts[v])} ${VERDICT_LABELS[v]}`).join(', ') || 'aucun créneau programmé relevé'}.</p>
+<figure class="chart" tabindex="0" aria-label="Graphique (défile horizontalement sur un petit écran)">${powerChart({
+    startMs, endMs, slotMs: 900_000, available: [], milestones: [],
+    constraints: m.constraints.map(c => ({ startMs: Date.parse(c.startUtc), endMs: Date.parse(c.endUtc), minKw: c.minKw, maxKw: c.maxKw })),
+    delivered,
+    title: `Programmé et réalisé, ${i.siteId}, ${dayText(i.targetDate)}`,
+    tableName: 'Créneaux programmés',
+  })}</figure></section>`
 }

@@ -1,0 +1,66 @@
+/**
+ * `epx bsp realise --site PRM --date D`: programme against delivery of a site's day, read
+ * over the API (GET realise, an extension of the contract: src/bsp/client.ts).
+ * @module
+ */
+import { calendarDate, required, siteId as readSiteId } from '../args.ts'
+import { defineCommand, type CommandSpec } from '../define-command.ts'
+import { connect, connectionOptions } from './bsp.ts'
+import { formatTable } from '../table.ts'
+
+const spec: CommandSpec = {
+  usage: 'epx bsp realise --url URL --cert FILE --key FILE [--ca FILE] [--token-file FILE] --site PRM --date YYYY-MM-DD [--json]',
+  summary: 'programme against delivery: a site\'s day, programmed and metered energy per quarter-hour, verdicts',
+  about: [
+    'Reads over the API (GET realise, a token with the scope outbound:realise) a site\'s day: per',
+    'quarter-hour the energy your instruction in force programmed, the energy the site drew, and a',
+    'verdict (met, short, curtailment_respected, curtailment_broken, no_data, unconstrained), then the',
+    'day\'s totals. Exit code 1 when the service refuses the request.',
+  ].join('\n'),
+  options: {
+    ...connectionOptions,
+    site: { type: 'string', arg: 'PRM', help: 'the site (required)' },
+    date: { type: 'string', arg: 'YYYY-MM-DD', help: 'the day, Europe/Paris (required)' },
+    json: { type: 'boolean', help: 'print the answer as the API gives it' },
+  },
+}
+
+const kwh = (v: number | null | undefined) => v === null || v === undefined ? '–' : v.toFixed(3)
+
+export const realiseCommand = defineCommand(spec, async (args, io) => {
+  const siteId = readSiteId(required(args, spec, 'site'), spec)
+  const targetDate = calendarDate(required(args, spec, 'date'), spec)
+  const client = connect(args, spec)
+  try {
+    const answer = await client.getRealise({ siteId, targetDate })
+    if (answer.kind === 'realise') {
+      const b = answer.realise
+      if (args.flag('json')) {
+        io.out(JSON.stringify(b))
+        return 0
+      }
+      const rows = b.creneaux.filter(c => c.verdict !== 'unconstrained' || c.energie_realisee_kwh !== null)
+        .map(c => [c.debut_utc, c.fin_utc, kwh(c.energie_programmee_kwh), kwh(c.energie_realisee_kwh), c.verdict, c.manque_kwh === undefined ? '' : kwh(c.manque_kwh)])
+      if (rows.length) for (const line of formatTable([['DEBUT_UTC', 'FIN_UTC', 'PROGRAMMEE_KWH', 'REALISEE_KWH', 'VERDICT', 'MANQUE_KWH'], ...rows])) io.out(line)
+      const t = b.totaux
+      io.err(`epx: ${b.site_id} on ${b.target_date} against ${b.instruction_id ?? 'no instruction of yours'}: programmed ${kwh(t.energie_programmee_kwh)} kWh, ` +
+        `delivered ${kwh(t.energie_realisee_kwh)} kWh, shortfall ${kwh(t.manque_kwh)} kWh; ` +
+        Object.entries(t.verdicts).filter(([, n]) => n > 0).map(([v, n]) => `${n} ${v}`).join(', '))
+      return 0
+    }
+    if (answer.kind === 'unchanged') return 0
+    const message = answer.kind === 'retry' ? `${answer.detail}; try again in ${answer.retryAfterSecs ?? 5} s` : answer.message
+    const code = answer.kind === 'refused' ? answer.code ?? `HTTP ${answer.status}` : `HTTP ${answer.status}`
+    if (args.flag('json')) io.out(JSON.stringify({ error: { code, message, details: answer.kind === 'refused' ? answer.details : {} } }))
+    else {
+      io.err(`epx: ${code}: ${message}`)
+      if (answer.kind === 'refused') for (const [name, why] of Object.entries(answer.details)) io.err(`  ${name}: ${why}`)
+    }
+    return 1
+  } catch (err) {
+    io.err(`epx: UNREACHABLE: cannot reach the service: ${(err as Error).message}`)
+    return 1
+  } finally {
+    await client.close()
+  }
+})

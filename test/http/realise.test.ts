@@ -1,0 +1,136 @@
+import t, { type Test as Tap } from 'tap'
+import { startEpx, type TestEpx } from '../helpers/epx.ts'
+import { INBOUND_PATH, programme, siteId, type ProgrammeOptions } from '../helpers/programme.ts'
+import { REALISE_PATH } from '../../src/contract/paths.ts'
+import { coverageOf } from '../../src/contract/paris-day.ts'
+import type { MeterReading } from '../../src/host/contract.ts'
+
+// docs/http-api.md "Programme against delivery": GET realise?site_id=S&target_date=D, an
+// extension under the contract's base path, through the front door (mTLS, real tokens, LMDB),
+// from meter values the host reports (EpxHandle.reportMetering).
+
+const DAY = '2026-11-22'
+const DAY_START = Date.parse(coverageOf(DAY).startUtc)
+const iso = (ms: number) => new Date(ms).toISOString()
+const reading = (site: string, slot: number, kwh: number, start = DAY_START): MeterReading =>
+  ({ siteId: site, startUtc: iso(start + slot * 900_000), endUtc: iso(start + (slot + 1) * 900_000), kwh })
+
+async function company (epx: TestEpx, id: string, perimeter: 'all' | string[], scopes: Parameters<TestEpx['addToken']>[1] = ['inbound:programme-soutirage', 'outbound:realise']) {
+  const { cert } = await epx.addCompany(id, { perimeter })
+  const { secret } = await epx.addToken(id, scopes)
+  const send = (o: ProgrammeOptions = {}) => epx.request({ method: 'POST', path: INBOUND_PATH, cert, token: secret, body: programme(o) })
+  const realise = (query: Record<string, string>, headers: Record<string, string> = {}, method = 'GET') =>
+    epx.request({ method, path: REALISE_PATH, query, cert, token: secret, headers })
+  return { cert, secret, send, realise }
+}
+
+/** Five programmed slots, one for each verdict a meter value can give, then an unprogrammed one. */
+const KWH = [10, 0, 5, 0, 3]
+const METERED = [reading(siteId(1), 0, 10), reading(siteId(1), 1, 0.05), reading(siteId(1), 2, 4), reading(siteId(1), 3, 1), reading(siteId(1), 5, 2)]
+
+async function day (t: Tap, inWorker: boolean) {
+  const epx = await startEpx(t, { config: { api: { inWorker } } })
+  const acme = await company(epx, 'acme', [siteId(1), siteId(2)])
+  t.equal((await acme.send({ slots: KWH.length, kwh: j => KWH[j]! })).status, 202)
+  epx.clock.set('2026-11-23T00:00:00Z')
+  const report = await epx.handle.reportMetering(METERED)
+  t.same(report, { accepted: 5, refusedCount: 0, refused: [] })
+  return { epx, acme }
+}
+
+t.test('each verdict from known meter values; totals; 304 until a late correction changes the ETag', async t => {
+  for (const inWorker of [false, true]) {
+    const { epx, acme } = await day(t, inWorker)
+    const res = await acme.realise({ site_id: siteId(1), target_date: DAY })
+    t.equal(res.status, 200, res.text)
+    t.equal(res.headers['cache-control'], 'private, no-cache')
+    t.match(res.headers.etag, /^W\/"[A-Za-z0-9_-]+"$/)
+    const body = res.json()
+    t.same(Object.keys(body), ['site_id', 'target_date', 'instruction_id', 'creneaux', 'totaux'])
+    t.equal(body.instruction_id, `ProgrammeSoutirage-${DAY}-rev-20261121T120000Z`)
+    t.equal(body.creneaux.length, 96)
+    t.same(body.creneaux.slice(0, 7), [
+      { debut_utc: '2026-11-21T23:00:00Z', fin_utc: '2026-11-21T23:15:00Z', energie_programmee_kwh: 10, energie_realisee_kwh: 10, verdict: 'met' },
+      { debut_utc: '2026-11-21T23:15:00Z', fin_utc: '2026-11-21T23:30:00Z', energie_programmee_kwh: 0, energie_realisee_kwh: 0.05, verdict: 'curtailment_respected' },
+      { debut_utc: '2026-11-21T23:30:00Z', fin_utc: '2026-11-21T23:45:00Z', energie_programmee_kwh: 5, energie_realisee_kwh: 4, verdict: 'short', manque_kwh: 1 },
+      { debut_utc: '2026-11-21T23:45:00Z', fin_utc: '2026-11-22T00:00:00Z', energie_programmee_kwh: 0, energie_realisee_kwh: 1, verdict: 'curtailment_broken' },
+      { debut_utc: '2026-11-22T00:00:00Z', fin_utc: '2026-11-22T00:15:00Z', energie_programmee_kwh: 3, energie_realisee_kwh: null, verdict: 'no_data' },
+      { debut_utc: '2026-11-22T00:15:00Z', fin_utc: '2026-11-22T00:30:00Z', energie_programmee_kwh: null, energie_realisee_kwh: 2, verdict: 'unconstrained' },
+      { debut_utc: '2026-11-22T00:30:00Z', fin_utc: '2026-11-22T00:45:00Z', energie_programmee_kwh: null, energie_realisee_kwh: null, verdict: 'unconstrained' },
+    ], `the verdicts (inWorker ${inWorker})`)
+    t.same(body.totaux, {
+      energie_programmee_kwh: 18, energie_realisee_kwh: 17.05, manque_kwh: 1,
+      verdicts: { met: 1, short: 1, curtailment_respected: 1, curtailment_broken: 1, no_data: 1, unconstrained: 91 },
+    })
+
+    const same = await acme.realise({ site_id: siteId(1), target_date: DAY }, { 'if-none-match': res.headers.etag! })
+    t.equal(same.status, 304)
+    t.equal(same.headers.etag, res.headers.etag)
+    t.equal(same.text, '')
+
+    // The meter's late correction of slot 2: it was met after all.
+    t.equal((await epx.handle.reportMetering([reading(siteId(1), 2, 4.96)])).accepted, 1)
+    const corrected = await acme.realise({ site_id: siteId(1), target_date: DAY }, { 'if-none-match': res.headers.etag! })
+    t.equal(corrected.status, 200, 'a new meter value is a new ETag')
+    t.not(corrected.headers.etag, res.headers.etag)
+    t.match(corrected.json().creneaux[2], { energie_realisee_kwh: 4.96, verdict: 'met' })
+    t.notOk('manque_kwh' in corrected.json().creneaux[2])
+    t.equal(corrected.json().totaux.manque_kwh, 0)
+
+    const head = await acme.realise({ site_id: siteId(1), target_date: DAY }, {}, 'HEAD')
+    t.equal(head.status, 200)
+    t.equal(head.headers.etag, corrected.headers.etag)
+    t.equal(head.text, '')
+  }
+})
+
+t.test('the scope, the perimeter and the 404 of nothing to compare', async t => {
+  const { epx, acme } = await day(t, false)
+  const reader = await company(epx, 'reader', 'all', ['outbound:besoins-agreges'])
+  const denied = await reader.realise({ site_id: siteId(1), target_date: DAY })
+  t.equal(denied.status, 403)
+  t.equal(denied.json().code, 'SCOPE_DENIED')
+  t.match(denied.headers['www-authenticate'], /scope="outbound:realise"/)
+
+  // Another company, whose perimeter is site 3 alone: site 1 answers as nothing to compare.
+  const other = await company(epx, 'other', [siteId(3)])
+  const outside = await other.realise({ site_id: siteId(1), target_date: DAY })
+  t.equal(outside.status, 404)
+  t.equal(outside.json().code, 'NOTHING_TO_COMPARE')
+  t.equal(outside.headers['content-type'], 'application/problem+json')
+  const none = await acme.realise({ site_id: siteId(2), target_date: DAY })
+  t.equal(none.status, 404, 'in the perimeter, but neither a programme nor a meter value')
+  t.same(none.json(), (await other.realise({ site_id: siteId(2), target_date: DAY })).json(), 'outside the perimeter reads exactly as nothing there')
+
+  // Meter values alone, no programme: every slot unconstrained, the energy still told.
+  await epx.handle.reportMetering([reading(siteId(2), 0, 1.5)])
+  const metered = (await acme.realise({ site_id: siteId(2), target_date: DAY })).json()
+  t.equal(metered.instruction_id, null)
+  t.same(metered.totaux, { energie_programmee_kwh: 0, energie_realisee_kwh: 1.5, manque_kwh: 0, verdicts: { met: 0, short: 0, curtailment_respected: 0, curtailment_broken: 0, no_data: 0, unconstrained: 96 } })
+
+  const bad = await acme.realise({ site_id: 'PRM1', target_date: '2026-02-30' })
+  t.equal(bad.status, 400)
+  t.same(bad.json().invalid_params.map((p: { name: string }) => p.name).sort(), ['site_id', 'target_date'])
+  t.match(bad.json().detail, /site_id, target_date/)
+})
+
+t.test('a DST day answers every quarter-hour of it: 92 in spring, 100 in autumn', async t => {
+  for (const [date, slots, now] of [['2027-03-28', 92, '2027-03-27T10:00:00Z'], ['2026-10-25', 100, '2026-10-24T10:00:00Z']] as const) {
+    const epx = await startEpx(t, { now })
+    const acme = await company(epx, 'acme', 'all')
+    // Every slot 2 kWh; the last hour a curtailment.
+    const kwh = (j: number) => j >= slots - 4 ? 0 : 2
+    t.equal((await acme.send({ targetDate: date, emittedAt: now, kwh })).status, 202)
+    epx.clock.set(coverageOf(date).endUtc)
+    const start = Date.parse(coverageOf(date).startUtc)
+    // Met, except the third slot short; the last slot breaks its curtailment; slot 5 never metered.
+    const readings = Array.from({ length: slots }, (_, j) => reading(siteId(1), j, j === 2 ? 1.5 : j === slots - 1 ? 0.5 : kwh(j), start)).filter((_, j) => j !== 5)
+    t.equal((await epx.handle.reportMetering(readings)).accepted, slots - 1)
+    const body = (await acme.realise({ site_id: siteId(1), target_date: date })).json()
+    t.equal(body.creneaux.length, slots, `${date}: ${slots} slots`)
+    t.equal(body.creneaux[slots - 1].fin_utc, coverageOf(date).endUtc)
+    t.same(body.totaux.verdicts, { met: slots - 6, short: 1, curtailment_respected: 3, curtailment_broken: 1, no_data: 1, unconstrained: 0 }, date)
+    t.equal(body.totaux.manque_kwh, 0.5)
+    t.equal(body.totaux.energie_programmee_kwh, (slots - 4) * 2)
+  }
+})
