@@ -164,6 +164,8 @@ t.test('--url with a path: the API\'s paths are appended to it (a service behind
   t.equal(pull.code, 1, 'the prefix was kept: the service answers an unknown path')
   t.match(pull.out, /failed/)
   t.match(pull.out + pull.err, /\/behind\/a\/proxy\/api\/v0\.5\/energy-programs\/besoins-agreges/, 'the path asked names the prefix')
+})
+
 t.test('epx bsp realise: a site\'s day, programmed against delivered, read over the API', async t => {
   const { root, epx, conn } = await setup(t)
   const file = join(root, 'p.json')
