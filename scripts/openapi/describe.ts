@@ -66,7 +66,6 @@ export function describeApi (recorded: readonly Recorded[], opts: { version: str
         },
       },
       [REALISE_PATH]: {
-        'x-other-methods': { $ref: '#/components/responses/MethodNotAllowedRealise' },
         get: {
           operationId: 'getRealise',
           summary: 'Programmed against delivered, slot by slot, for a site and day (extension of the contract)',
@@ -125,7 +124,7 @@ function operation (kind: Kind, recorded: readonly Recorded[], o: { head: boolea
     const codes = kindCodes.filter(c => statusOf(c) === status)
     const seen = recorded.filter(r => r.status === status)
     responses[String(status)] = status === statusOf('METHOD_NOT_ALLOWED') && codes.length === 0
-      ? { $ref: `#/components/responses/MethodNotAllowed${door === 'outbound' ? 'Outbound' : 'Inbound'}` }
+      ? { $ref: `#/components/responses/MethodNotAllowed${kind === 'realise' ? 'Realise' : door === 'outbound' ? 'Outbound' : 'Inbound'}` }
       : status === statusOf('UNKNOWN_PATH') && codes.length === 0 && seen.length === 0
         ? { $ref: '#/components/responses/UnknownPath' }
         : response(kind, status, codes, seen.length ? seen : rendered(door, codes), o.head)
