@@ -55,6 +55,10 @@ t.test('after a day of traffic, /metrics on its own loopback listener shows ever
   for (let i = 0; i < 200 && !samples((await scrape(metricsUrl, '/metrics')).text, 'epx_instructions_total').get('{status="infeasible"}'); i++) {
     await new Promise(resolve => setTimeout(resolve, 25))
   }
+  // The door's events reach this thread, and the audit records they cause are written
+  // (store/audit.ts batches them for 20 ms): no other write may take the injected fault.
+  await epx.caughtUp()
+  await new Promise(resolve => setTimeout(resolve, 200))
   await epx.store.writeDurable(() => {})
   epx.faults.failWriteAfter = 0
   t.equal((await epx.request({ method: 'POST', path: INBOUND_PATH, cert, token: secret, body: programme({ emittedAt: '2026-11-21T12:05:00Z' }) })).status, 503)
