@@ -15,7 +15,7 @@ import { isPrm } from '../contract/ids.ts'
 import { isCalendarDate } from '../contract/paris-day.ts'
 import { EpxError } from '../errors.ts'
 import { readJsonBody } from './body.ts'
-import { isNotModified } from './conditional.ts'
+import { sendRevalidatedJson } from './revalidated-json.ts'
 import { INBOUND_PATH, NOSNIFF, type RequestContext, type Route, type RouteHandler } from './route.ts'
 
 export interface InboundRouteDeps {
@@ -26,27 +26,11 @@ export interface InboundRouteDeps {
   readonly status: StatusDeps
 }
 
-/** A status changes with every solver cycle: a client revalidates each time (304 when unchanged). */
-const STATUS_CACHE_CONTROL = 'private, no-cache'
-
 export function inboundRoute (deps: InboundRouteDeps): Route {
   const read = (head: boolean): RouteHandler => (req: IncomingMessage, res: ServerResponse, ctx: RequestContext): void => {
     const { targetDate, siteId } = readStatusQuery(ctx.url.searchParams)
     const body = JSON.stringify(programmeStatus(deps.status, ctx.caller, targetDate, siteId))
-    const etag = statusEtag(body)
-    if (isNotModified({ ifNoneMatch: req.headers['if-none-match'] }, { etag, lastModifiedMs: NaN })) {
-      res.writeHead(304, { etag, 'cache-control': STATUS_CACHE_CONTROL, 'x-content-type-options': NOSNIFF })
-      res.end()
-      return
-    }
-    res.writeHead(200, {
-      'content-type': 'application/json',
-      'content-length': Buffer.byteLength(body),
-      etag,
-      'cache-control': STATUS_CACHE_CONTROL,
-      'x-content-type-options': NOSNIFF,
-    })
-    res.end(head ? undefined : body)
+    sendRevalidatedJson(req, res, body, statusEtag(body), head)
   }
 
   return {

@@ -12,11 +12,8 @@ import { isPrm } from '../contract/ids.ts'
 import { isCalendarDate } from '../contract/paris-day.ts'
 import { inPerimeter } from '../auth/tenancy.ts'
 import { realisation, realiseEtag, type RealisationDeps } from '../apply/realisation.ts'
-import { isNotModified } from './conditional.ts'
-import { NOSNIFF, REALISE_PATH, type RequestContext, type Route } from './route.ts'
-
-/** A day still metering changes each quarter-hour: a client revalidates each time (304 when unchanged). */
-const CACHE_CONTROL = 'private, no-cache'
+import { sendRevalidatedJson } from './revalidated-json.ts'
+import { REALISE_PATH, type RequestContext, type Route } from './route.ts'
 
 export function realiseRoute (deps: RealisationDeps): Route {
   const serve = (head: boolean) => (req: IncomingMessage, res: ServerResponse, ctx: RequestContext): void => {
@@ -25,20 +22,7 @@ export function realiseRoute (deps: RealisationDeps): Route {
     const found = realisation(deps, targetDate, siteId, ctx.caller.companyId)
     if (!found || !inPerimeter(ctx.caller, siteId)) throw new EpxError('NOTHING_TO_COMPARE', [siteId, targetDate])
     const body = JSON.stringify(found)
-    const etag = realiseEtag(body)
-    if (isNotModified({ ifNoneMatch: req.headers['if-none-match'] }, { etag, lastModifiedMs: NaN })) {
-      res.writeHead(304, { etag, 'cache-control': CACHE_CONTROL, 'x-content-type-options': NOSNIFF })
-      res.end()
-      return
-    }
-    res.writeHead(200, {
-      'content-type': 'application/json',
-      'content-length': Buffer.byteLength(body),
-      etag,
-      'cache-control': CACHE_CONTROL,
-      'x-content-type-options': NOSNIFF,
-    })
-    res.end(head ? undefined : body)
+    sendRevalidatedJson(req, res, body, realiseEtag(body), head)
   }
   return {
     path: REALISE_PATH,
