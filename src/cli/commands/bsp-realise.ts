@@ -5,7 +5,7 @@
  */
 import { calendarDate, required, siteId as readSiteId } from '../args.ts'
 import { defineCommand, type CommandSpec } from '../define-command.ts'
-import { connect, connectionOptions } from './bsp.ts'
+import { connect, connectionOptions, readFailed } from './bsp.ts'
 import { formatTable } from '../table.ts'
 
 const spec: CommandSpec = {
@@ -49,14 +49,7 @@ export const realiseCommand = defineCommand(spec, async (args, io) => {
       return 0
     }
     if (answer.kind === 'unchanged') return 0
-    const message = answer.kind === 'retry' ? `${answer.detail}; try again in ${answer.retryAfterSecs ?? 5} s` : answer.message
-    const code = answer.kind === 'refused' ? answer.code ?? `HTTP ${answer.status}` : `HTTP ${answer.status}`
-    if (args.flag('json')) io.out(JSON.stringify({ error: { code, message, details: answer.kind === 'refused' ? answer.details : {} } }))
-    else {
-      io.err(`epx: ${code}: ${message}`)
-      if (answer.kind === 'refused') for (const [name, why] of Object.entries(answer.details)) io.err(`  ${name}: ${why}`)
-    }
-    return 1
+    return readFailed(answer, io, args.flag('json'))
   } catch (err) {
     io.err(`epx: UNREACHABLE: cannot reach the service: ${(err as Error).message}`)
     return 1

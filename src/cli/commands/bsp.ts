@@ -6,11 +6,11 @@
  * @module
  */
 import { readFileSync } from 'node:fs'
-import { createBspClient, type BspClient } from '../../bsp/client.ts'
+import { createBspClient, type BspClient, type StatusAnswer } from '../../bsp/client.ts'
 import type { Args, CommandSpec, OptionSpec } from '../define-command.ts'
 import { usageError } from '../define-command.ts'
 import { required } from '../args.ts'
-import type { Command } from '../io.ts'
+import type { CliIo, Command } from '../io.ts'
 
 export const TOKEN_ENV = 'EPX_BSP_TOKEN'
 
@@ -50,3 +50,15 @@ export const bspSubcommands: Promise<readonly Command[]> = Promise.all([
   import('./bsp-status.ts').then(m => m.statusCommand),
   import('./bsp-realise.ts').then(m => m.realiseCommand),
 ])
+
+/** A read answered without its document (the service asked to retry, or refused): told, exit 1. */
+export function readFailed (answer: Extract<StatusAnswer, { kind: 'retry' | 'refused' }>, io: CliIo, json: boolean): number {
+  const message = answer.kind === 'retry' ? `${answer.detail}; try again in ${answer.retryAfterSecs ?? 5} s` : answer.message
+  const code = answer.kind === 'refused' ? answer.code ?? `HTTP ${answer.status}` : `HTTP ${answer.status}`
+  if (json) io.out(JSON.stringify({ error: { code, message, details: answer.kind === 'refused' ? answer.details : {} } }))
+  else {
+    io.err(`epx: ${code}: ${message}`)
+    if (answer.kind === 'refused') for (const [name, why] of Object.entries(answer.details)) io.err(`  ${name}: ${why}`)
+  }
+  return 1
+}
