@@ -123,6 +123,14 @@ export const configSchema = {
       properties: {
         path: { type: 'string', default: 'epx.lmdb', description: 'LMDB folder; relative to the data folder.' },
         mapSizeBytes: { type: 'integer', minimum: 1048576, default: 17179869184 },
+        kind: { enum: ['lmdb', 'postgres'], default: 'lmdb', description: 'Where the store lives: "lmdb" (the folder store.path) or "postgres" (the database of store.postgres; store.path is then this instance\'s replica of it).' },
+        postgres: {
+          type: 'object',
+          additionalProperties: false,
+          properties: {
+            connectionString: { type: 'string', minLength: 1, description: 'The database of store.kind "postgres", as a postgresql:// URL.' },
+          },
+        },
       },
     },
   },
