@@ -23,7 +23,7 @@
 import { closeSync, constants, fdatasyncSync, mkdirSync, openSync, rmSync, writeSync } from 'node:fs'
 import { join } from 'node:path'
 import pg from 'pg'
-import type { Database, Key, RootDatabase } from 'lmdb'
+import type { Database, Key, RangeOptions, RootDatabase } from 'lmdb'
 import { EpxError } from '../../errors.ts'
 import type { Logger } from '../../host/contract.ts'
 import { checkSchema } from './migrate.ts'
@@ -102,6 +102,24 @@ interface Write {
   readonly bytes: Buffer | null
 }
 
+/** What the replica keeps of a revision's bytes in LMDB (the bytes are in its segment file). */
+const EMPTY_MARKER = Buffer.alloc(0)
+
+/**
+ * The revision bytes' sub-database of a PostgreSQL store: a put keeps only an empty
+ * marker locally (the bytes go to the database; the replica's segment file has them).
+ */
+export function revisionBytesMarkers (d: Database<any, Key>): Database<any, Key> {
+  return {
+    get: (key: Key) => d.get(key),
+    doesExist: (key: Key) => d.doesExist(key),
+    getRange: (o?: RangeOptions) => d.getRange(o),
+    getKeys: (o?: RangeOptions) => d.getKeys(o),
+    putSync: (key: Key) => d.putSync(key, EMPTY_MARKER),
+    removeSync: (key: Key) => d.removeSync(key),
+  } as unknown as Database<any, Key>
+}
+
 const hex = (b: Buffer): string => `'\\x${b.toString('hex')}'::bytea`
 
 export function describePool (c: pg.PoolConfig): string {
@@ -162,7 +180,6 @@ export function openReplica (host: ReplicaHost, options: PostgresStoreOptions): 
       this.fds.clear()
     },
   }
-  const EMPTY = Buffer.alloc(0)
 
   /** Inside a local write transaction: the rows past the cursor, applied in seq order. */
   const applyRows = (rows: readonly RecordRow[]): void => {
@@ -179,7 +196,7 @@ export function openReplica (host: ReplicaHost, options: PostgresStoreOptions): 
           if (row.db === 'rev-segments') segmentFiles.drop(key)
         } else if (row.db === REVISION_BYTES_DB) {
           segmentFiles.write(key, row.value)
-          d.putSync(key, EMPTY)
+          d.putSync(key, EMPTY_MARKER)
         } else {
           d.putSync(key, decodeValue(row.value, binaryOf(row.db)))
         }
@@ -239,7 +256,7 @@ export function openReplica (host: ReplicaHost, options: PostgresStoreOptions): 
       const d = host.rawDb(w.db)
       if (w.bytes === null) d.removeSync(w.key)
       // This instance wrote them into its segment file: the marker only.
-      else d.putSync(w.key, w.db === REVISION_BYTES_DB ? EMPTY : w.value)
+      else d.putSync(w.key, w.db === REVISION_BYTES_DB ? EMPTY_MARKER : w.value)
     }
     meta.putSync('cursor', hi)
   }
