@@ -66,3 +66,10 @@ t.test('POST 202 and GET 200/304 through the door in its worker, on PostgreSQL; 
   const errors = epx.logs().filter(l => l.level === 50 && /database is unreachable/.test(l.msg))
   t.equal(errors.length, 1, 'one error line for the episode')
 })
+
+t.test('activation on a database without the schema fails with the code that says to run epx store migrate, and writes nothing', async t => {
+  cluster.createDatabase('not_migrated')
+  await t.rejects(startEpx(t, { config: { store: { kind: 'postgres', postgres: { connectionString: cluster.url('not_migrated') } } } }),
+    { code: 'EPX_STORE_SCHEMA_MISSING', message: /run `epx store migrate`/ })
+  t.equal(psql("SELECT count(*) FROM pg_tables WHERE schemaname = 'public'", 'not_migrated'), '0')
+})
