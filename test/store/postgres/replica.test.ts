@@ -5,6 +5,7 @@
 import t from 'tap'
 import pg from 'pg'
 import { openTokens, tokenState } from '../../../src/store/tokens.ts'
+import { openCompanies, type CompanyRecord } from '../../../src/store/companies.ts'
 import { hashToken, newTokenId, newTokenSecret } from '../../../src/auth/tokens.ts'
 import { openStore as openAnyStore } from '../../../src/store/open-store.ts'
 import { migrateSchema } from '../../../src/store/postgres/migrate.ts'
@@ -262,4 +263,26 @@ t.test('a revision published through one instance is served, byte for byte, by a
   t.equal(await ra.prune(T0 + 3 * 86_400_000), 2)
   t.equal(psql(`SELECT count(*) FROM epx_record WHERE db = '${REVISION_BYTES_DB}' AND value IS NOT NULL`, database), '0', 'the bytes left the database with their segment')
   await waitFor('B forgot them', () => rb.latest('PRM00000000000001', '2026-11-22') === undefined, 1000)
+})
+
+t.test('writers of two instances take turns and each sees the other\'s last write: of two overlapping companies added at once through A and B, one lands', async t => {
+  const database = await migratedDatabase(cluster)
+  const pool = cluster.connection(database)
+  const a = openAnyStore(t.testdir() + '/a', { postgres: { pool } })
+  const b = openAnyStore(t.testdir() + '/b', { postgres: { pool } })
+  t.teardown(async () => { await a.close(); await b.close() })
+  await Promise.all([a.opened, b.opened])
+  const company = (id: string): CompanyRecord =>
+    ({ id, name: id, status: 'active', certSubject: `CN=${id}`, perimeter: ['PRM00000000000001'], createdAt: '2026-11-01T00:00:00Z' })
+  const ca = openCompanies(a)
+  const cb = openCompanies(b)
+  for (let round = 0; round < 5; round++) {
+    const results = await Promise.allSettled([ca.add(company(`a${round}`)), cb.add(company(`b${round}`))])
+    t.same(results.map(r => r.status).sort(), ['fulfilled', 'rejected'], `round ${round}: one of the two`)
+    const landed = results[0]!.status === 'fulfilled' ? `a${round}` : `b${round}`
+    // Free the site for the next round, through the instance that did not add it.
+    await waitFor('both replicas have it', () => ca.get(landed) !== undefined && cb.get(landed) !== undefined, 1000)
+    await (landed.startsWith('a') ? cb : ca).update(landed, c => ({ ...c, status: 'suspended' }))
+  }
+  t.equal(psql("SELECT count(*) FROM epx_record WHERE db = 'companies' AND value IS NOT NULL", database), '5')
 })
