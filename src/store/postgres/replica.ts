@@ -120,7 +120,8 @@ export function revisionBytesMarkers (d: Database<any, Key>): Database<any, Key>
   } as unknown as Database<any, Key>
 }
 
-const hex = (b: Buffer): string => `'\\x${b.toString('hex')}'::bytea`
+// decode(): the same bytes whatever the server's standard_conforming_strings says of backslashes.
+const hex = (b: Buffer): string => `decode('${b.toString('hex')}','hex')`
 
 export function describePool (c: pg.PoolConfig): string {
   if (c.connectionString) {
