@@ -26,6 +26,7 @@ import pg from 'pg'
 import type { Database, Key, RangeOptions, RootDatabase } from 'lmdb'
 import { EpxError } from '../../errors.ts'
 import type { Logger } from '../../host/contract.ts'
+import { createFaultLog } from '../fault-log.ts'
 import { checkSchema } from './migrate.ts'
 import { decodeKey, decodeValue, encodeKey, encodeValue } from './records.ts'
 import { CHANGE_CHANNEL, REVISION_BYTES_DB, SUB_DATABASES, WRITE_LOCK_KEY, type RecordRow } from './schema.ts'
@@ -151,6 +152,8 @@ export function openReplica (host: ReplicaHost, options: PostgresStoreOptions): 
   let closed = false
   let recording: Write[] | undefined
   const listeners = new Set<(changes: AppliedChanges) => void>()
+  /** This store's write between its COMMIT and the note of its seq range. */
+  let inflight: Promise<void> | undefined
   /** Seq ranges this store wrote itself: not reported as another writer's. */
   let own: Array<[number, number]> = []
 
@@ -285,10 +288,14 @@ export function openReplica (host: ReplicaHost, options: PostgresStoreOptions): 
         await client.query('COMMIT')
         return
       }
-      const done = await client.query(writeSql(writes.values())) as unknown as pg.QueryResult<{ lo: string; hi: string }>[]
+      const committing = client.query(writeSql(writes.values())) as unknown as Promise<pg.QueryResult<{ lo: string; hi: string }>[]>
+      // The feed may see these rows before this continuation runs: it waits to tell them apart.
+      inflight = committing.then(() => {}, () => {})
+      const done = await committing
       const lo = Number(done[0]!.rows[0]!.lo)
       const hi = Number(done[0]!.rows[0]!.hi)
       if (follow) own.push([lo, hi])
+      inflight = undefined
       try {
         await root.transaction(() => applyOwn(writes.values(), hi))
       } catch (err) {
@@ -300,6 +307,7 @@ export function openReplica (host: ReplicaHost, options: PostgresStoreOptions): 
       try { await client.query('ROLLBACK') } catch { broken = err as Error }
       throw err
     } finally {
+      inflight = undefined
       client.off('error', heard)
       client.release(broken)
     }
@@ -313,7 +321,12 @@ export function openReplica (host: ReplicaHost, options: PostgresStoreOptions): 
   let again = false
   let reconnectTimer: NodeJS.Timeout | undefined
   let backoff = BACKOFF_MIN_MS
-  let episode: { since: number; cause: string } | undefined
+  // One error line per episode, one when it ends (fault-log.ts).
+  const episodes = createFaultLog(host.path, log, Date.now, undefined, {
+    failing: `the store's database is unreachable, or its change feed failed (${where}): every read and write answers 503 NO_STORE until it is back; epx reconnects by itself`,
+    recovered: `the store's database is reachable again (${where}): reads and writes are served`,
+    counted: 'failedAttempts',
+  })
   const setUp = (up: boolean) => { Atomics.store(cell, 0, up ? 1 : 0) }
 
   const report = (rows: readonly RecordRow[]): void => {
@@ -338,6 +351,8 @@ export function openReplica (host: ReplicaHost, options: PostgresStoreOptions): 
         'SELECT db, key, value, seq::text AS seq FROM epx_record WHERE seq > $1 ORDER BY seq LIMIT $2', [reported, CATCH_UP_PAGE])
       if (rows.length > 0) {
         await root.transaction(() => applyRows(rows))
+        // A write of this store committing now: its range is known once it returns.
+        while (inflight) await inflight.then(() => new Promise(resolve => setImmediate(resolve)))
         report(rows)
         reported = Number(rows[rows.length - 1]!.seq)
         own = own.filter(([, hi]) => hi > reported)
@@ -418,11 +433,7 @@ export function openReplica (host: ReplicaHost, options: PostgresStoreOptions): 
       void client.end().catch(() => {})
     }
     if (closed) return
-    if (!episode) {
-      episode = { since: Date.now(), cause: (err as Error)?.message ?? String(err) }
-      log?.error({ path: host.path, database: where, cause: episode.cause },
-        'the store\'s database is unreachable (or its change feed failed): every read and write answers 503 NO_STORE until it is back; epx reconnects by itself')
-    }
+    episodes.failed(err)
     if (!reconnectTimer) {
       reconnectTimer = setTimeout(reconnect, backoff)
       reconnectTimer.unref?.()
@@ -441,10 +452,7 @@ export function openReplica (host: ReplicaHost, options: PostgresStoreOptions): 
     }
     if (closed) { await feed?.end().catch(() => {}); return }
     backoff = BACKOFF_MIN_MS
-    if (episode) {
-      log?.info({ path: host.path, database: where, downMs: Date.now() - episode.since }, 'the store\'s database is reachable again: reads and writes are served')
-      episode = undefined
-    }
+    episodes.succeeded()
   }
 
   const poll = follow ? setInterval(() => scheduleCatchUp(), options.pollMs ?? 5000) : undefined
