@@ -12,6 +12,7 @@ import { connectFailure } from '../../store/postgres/connect.ts'
 import { postgresStoreOptions } from '../../store/postgres/pool-config.ts'
 import { describePool } from '../../store/postgres/replica.ts'
 import { defineCommand, type CommandSpec } from '../define-command.ts'
+import { copyCommand } from './store-copy.ts'
 import type { Command } from '../io.ts'
 import { readSettings, withStore } from '../settings.ts'
 
@@ -66,4 +67,4 @@ const migrate = defineCommand(migrateSpec, async (_args, io) => {
   }
 })
 
-export const storeSubcommands: readonly Command[] = [backup, migrate]
+export const storeSubcommands: readonly Command[] = [backup, migrate, copyCommand]
