@@ -2,7 +2,7 @@
  * Seeds a real store as the doors would: programmes through the inbound check, and
  * Besoins_Agreges revisions through the publisher's serializer.
  *
- *   const s = seedStore(t)                                   // LMDB in t.testdir() (or seedStore(t, { in: dir }))
+ *   const s = seedStore(t)                                   // LMDB in t.testdir()
  *   await s.receive({ emittedAt, sites: [id], kwh }, 'acme')  // one programme, sent by company acme
  *   await s.publish('2027-03-28', siteId(1), { siteName?, kw? })
  * @module
@@ -30,9 +30,9 @@ export interface Seeded {
 
 const check = createProgrammeCheck({ maxSites: 100, requireContiguous: false })
 
-/** `in`: the folder to make the store in (`<in>/store`); default a fresh t.testdir(). */
-export function seedStore (t: Test, opts: { in?: string } = {}): Seeded {
-  const store = openStore(join(opts.in ?? t.testdir(), 'store'))
+/** `store`: one already open (a store of another kind, test/helpers/store-kinds.ts); default: LMDB in t.testdir(). */
+export function seedStore (t: Test, given?: Store): Seeded {
+  const store = given ?? openStore(join(t.testdir(), 'store'))
   const instructions = openInstructions(store)
   const revisions = openRevisions(store, { retentionDays: 90 })
   // Records as stored, overlapping perimeters included (data from before one BSP per site).

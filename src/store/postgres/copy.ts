@@ -5,17 +5,21 @@
  * (records.ts `tableSum`) computed from LMDB as it is read and from PostgreSQL as it then
  * holds the rows. Any difference, a database that already holds records, or a sub-database
  * this epx does not know rolls everything back: the database is as it was.
+ * Revisions' bytes live beside LMDB in segment files (revision-segments.ts); in PostgreSQL
+ * they are rows of their own ([segment, offset] → bytes, schema.ts), read here from the
+ * segment files at each kept revision's reference.
  * @module
  */
-import { existsSync } from 'node:fs'
+import { closeSync, existsSync, openSync, readSync } from 'node:fs'
 import { join } from 'node:path'
 import { open, type Database, type Key, type RootDatabase } from 'lmdb'
 import type { ClientBase } from 'pg'
 import { EpxError, isEpxError } from '../../errors.ts'
 import { checkStoreFiles } from '../check-file.ts'
+import { isSegmentName, SEGMENTS_FOLDER, type SegmentRef } from '../revision-segments.ts'
 import { checkSchema } from './migrate.ts'
 import { encodeKey, encodeValue, tableSummer, type TableSum } from './records.ts'
-import { CHANGE_CHANNEL, SUB_DATABASES, WRITE_LOCK_KEY } from './schema.ts'
+import { CHANGE_CHANNEL, REVISION_BYTES_DB, SUB_DATABASES, WRITE_LOCK_KEY } from './schema.ts'
 
 /** Rows per INSERT (and per page when reading back). */
 const CHUNK = 1000
@@ -63,7 +67,9 @@ export async function copyLmdbToPostgres (path: string, client: ClientBase, wher
       if (held > 0) throw fail(`the database already holds ${held} record(s): copy only into a database just made for it (createdb, then \`epx store migrate\`)`)
       const tables: CopiedTable[] = []
       for (const [name, { binary }] of Object.entries(SUB_DATABASES)) {
-        const lmdb = present.has(name) ? await copyTable(root, name, binary, client) : tableSummer().sum()
+        const lmdb = name === REVISION_BYTES_DB
+          ? await copyRevisionBytes(root, present, path, client, fail)
+          : present.has(name) ? await copyTable(root, name, binary, client) : tableSummer().sum()
         tables.push({ db: name, lmdb, postgres: await sumInPostgres(client, name) })
       }
       const differ = tables.filter(t => t.lmdb.records !== t.postgres.records || t.lmdb.sha256 !== t.postgres.sha256)
@@ -89,6 +95,16 @@ async function copyTable (root: RootDatabase, name: string, binary: boolean, cli
   const db: Database<unknown, Key> = binary
     ? root.openDB({ name, encoding: 'binary' })
     : root.openDB({ name, encoding: 'msgpack', sharedStructuresKey: STRUCTURES_KEY })
+  const rows = rowWriter(client, name)
+  for (const { key, value } of db.getRange({ snapshot: true })) {
+    // A binary value may sit in a buffer lmdb-js reuses: copy it before the next read.
+    await rows.add(encodeKey(key), Buffer.from(encodeValue(value, binary)))
+  }
+  return rows.end()
+}
+
+/** Rows of one sub-database inserted a chunk at a time, fingerprinted in the order given. */
+function rowWriter (client: ClientBase, name: string): { add(key: Buffer, value: Buffer): Promise<void>; end(): Promise<TableSum> } {
   const summer = tableSummer()
   let keys: Buffer[] = []
   let values: Buffer[] = []
@@ -101,17 +117,60 @@ async function copyTable (root: RootDatabase, name: string, binary: boolean, cli
     keys = []
     values = []
   }
-  for (const { key, value } of db.getRange({ snapshot: true })) {
-    const k = encodeKey(key)
-    // A binary value may sit in a buffer lmdb-js reuses: copy it before the next read.
-    const v = Buffer.from(encodeValue(value, binary))
-    summer.add(k, v)
-    keys.push(k)
-    values.push(v)
-    if (keys.length >= CHUNK) await flush()
+  return {
+    async add (key, value) {
+      summer.add(key, value)
+      keys.push(key)
+      values.push(value)
+      if (keys.length >= CHUNK) await flush()
+    },
+    async end () {
+      await flush()
+      return summer.sum()
+    },
   }
-  await flush()
-  return summer.sum()
+}
+
+/**
+ * The bytes of every kept revision (those `rev-latest` and `rev-older` point at), read from
+ * the store's segment files in the database's key order; a missing or short file fails the
+ * copy, naming it.
+ */
+async function copyRevisionBytes (root: RootDatabase, present: ReadonlySet<string>, path: string, client: ClientBase, fail: (why: string) => EpxError): Promise<TableSum> {
+  const refs = new Map<string, { key: Buffer; ref: SegmentRef }>()
+  for (const name of ['rev-latest', 'rev-older']) {
+    if (!present.has(name)) continue
+    const db: Database<SegmentRef, Key> = root.openDB({ name, encoding: 'msgpack', sharedStructuresKey: STRUCTURES_KEY })
+    for (const { value } of db.getRange({ snapshot: true })) {
+      const key = encodeKey([value.segment, value.offset])
+      refs.set(key.toString('hex'), { key, ref: { segment: value.segment, offset: value.offset, size: value.size } })
+    }
+  }
+  const ordered = [...refs.values()].sort((a, b) => Buffer.compare(a.key, b.key))
+  const rows = rowWriter(client, REVISION_BYTES_DB)
+  const fds = new Map<string, number>()
+  try {
+    for (const { key, ref } of ordered) {
+      const file = join(path, SEGMENTS_FOLDER, ref.segment)
+      if (!isSegmentName(ref.segment)) throw fail(`a revision names ${JSON.stringify(ref.segment)} as its segment file, which is not a segment file's name`)
+      let fd = fds.get(ref.segment)
+      if (fd === undefined) {
+        try {
+          fd = openSync(file, 'r')
+        } catch (err) {
+          throw fail(`the revision bytes file ${file} cannot be read (${(err as NodeJS.ErrnoException).code}): restore the store's ${SEGMENTS_FOLDER} folder from its backup`)
+        }
+        fds.set(ref.segment, fd)
+      }
+      const bytes = Buffer.alloc(ref.size)
+      const read = readSync(fd, bytes, 0, ref.size, ref.offset)
+      if (read !== ref.size) throw fail(`the revision bytes file ${file} ends before ${ref.offset + ref.size} bytes (a revision's bytes are there): restore it from the store's backup`)
+      await rows.add(key, bytes)
+    }
+  } finally {
+    for (const fd of fds.values()) closeSync(fd)
+  }
+  return rows.end()
 }
 
 /** One sub-database's fingerprint as PostgreSQL holds it, read in key order a page at a time. */
