@@ -8,6 +8,8 @@ import pg from 'pg'
 import { loadConfig } from '../../src/config.ts'
 import { issueCert } from '../../src/auth/pki.ts'
 import { connectFailure, describeTarget, poolConfig, tlsMode, type PostgresConfig } from '../../src/store/postgres/connect.ts'
+import { openStore } from '../../src/store/open-store.ts'
+import { postgresStoreOptions } from '../../src/store/postgres/pool-config.ts'
 import { startPostgres } from '../helpers/postgres.ts'
 import { testPki } from '../helpers/certs.ts'
 
@@ -78,6 +80,16 @@ t.test('a wrong or missing password: EPX_STORE_CONNECT_FAILED naming where it ca
   t.match(await query(postgresConfig({ ...socket, passwordFile: 'pg.password', database: 'nope' }), dataDir).catch(e => e), {
     code: 'EPX_STORE_CONNECT_FAILED', message: /database "nope" does not exist: create it \(createdb\), then run `epx store migrate`/,
   })
+})
+
+t.test('a store that cannot connect at open says why, as the CLI and activation report it', async t => {
+  const dataDir = t.testdir({ 'pg.password': 'wrong-password-789\n' })
+  const config = loadConfig({ store: { kind: 'postgres', postgres: { host: cluster.socketDir, port: cluster.port, user: 'postgres', database: 'postgres', passwordFile: 'pg.password' } } })
+  const store = openStore(join(dataDir, 'replica'), { postgres: postgresStoreOptions(config.store, { dataDir })! })
+  const err = await store.opened.then(() => new Error('opened'), (e: Error) => e)
+  await store.close()
+  t.match(err, { code: 'EPX_STORE_CONNECT_FAILED', message: /password authentication failed for user postgres: check the password in the file .*pg\.password/ })
+  t.notMatch(err.message, /wrong-password-789/)
 })
 
 t.test('TLS verify-full: the server must chain to caFile and its certificate name the host', async t => {

@@ -177,7 +177,17 @@ const TLS_CODES: Readonly<Record<string, string>> = {
  * carry it, and it is masked should any text ever hold it.
  */
 export function connectFailure (err: unknown, pg: PostgresConfig, opts: ConnectOptions): EpxError {
-  if (isEpxError(err) && err.code === 'EPX_STORE_CONNECT_FAILED') return err
+  return connectProblem(err, pg, opts) ??
+    masked(new EpxError('EPX_STORE_CONNECT_FAILED', [describeTarget(pg), String((err as Error)?.message ?? err)], { cause: err }), pg, opts)
+}
+
+/**
+ * EPX_STORE_CONNECT_FAILED for an error that says the connection could not be made
+ * (refused, unknown host, authentication, TLS, unknown database, timeout); undefined
+ * for any other error (a failed query on a connection that was made).
+ */
+export function connectProblem (err: unknown, pg: PostgresConfig, opts: ConnectOptions): EpxError | undefined {
+  if (isEpxError(err)) return err.code === 'EPX_STORE_CONNECT_FAILED' ? err : undefined
   const e = err as Error & { code?: string }
   const t = target(pg)
   let why: string
@@ -202,11 +212,18 @@ export function connectFailure (err: unknown, pg: PostgresConfig, opts: ConnectO
     default:
       if (e?.code && TLS_CODES[e.code]) why = `${TLS_CODES[e.code]} (${e.code})`
       else if (/does not support SSL/.test(String(e?.message))) why = 'the server does not offer TLS: turn ssl on in its postgresql.conf, or set store.postgres.tls.mode to "disable" on a trusted network'
-      else if (/timeout/i.test(String(e?.message))) why = `no connection within ${pg.connectTimeoutMs} ms (store.postgres.connectTimeoutMs): is the host reachable?`
-      else why = String(e?.message ?? err)
+      else if (/connection timeout|timeout expired/i.test(String(e?.message))) why = `no connection within ${pg.connectTimeoutMs} ms (store.postgres.connectTimeoutMs): is the host reachable?`
+      else return undefined
   }
+  return masked(new EpxError('EPX_STORE_CONNECT_FAILED', [describeTarget(pg), why], { cause: err }), pg, opts)
+}
+
+/** The error with the password masked, should its text ever hold it. */
+function masked (err: EpxError, pg: PostgresConfig, opts: ConnectOptions): EpxError {
   let password: string | undefined
   try { password = readPassword(pg, opts) } catch { /* unreadable: then it is not in the text either */ }
-  if (password) why = why.split(password).join('***')
-  return new EpxError('EPX_STORE_CONNECT_FAILED', [describeTarget(pg), why], { cause: err })
+  if (password && err.message.includes(password)) {
+    return new EpxError('EPX_STORE_CONNECT_FAILED', [describeTarget(pg), err.message.split(password).join('***').replace(/^cannot connect to PostgreSQL \(.*?\): /, '')])
+  }
+  return err
 }

@@ -5,12 +5,13 @@
  * @module
  */
 import type { EpxConfig } from '../../config.ts'
-import { describeTarget, poolConfig, type ConnectOptions } from './connect.ts'
+import { connectProblem, describeTarget, poolConfig, type ConnectOptions } from './connect.ts'
 import type { PostgresStoreOptions } from './replica.ts'
 
 /** undefined for `store.kind` "lmdb". `opts.dataDir` resolves the configured files (password, TLS). */
 export function postgresStoreOptions (store: EpxConfig['store'], opts: ConnectOptions): PostgresStoreOptions | undefined {
   // loadConfig refuses kind "postgres" without store.postgres.
   if (store.kind !== 'postgres' || !store.postgres) return undefined
-  return { pool: poolConfig(store.postgres, opts), describe: describeTarget(store.postgres) }
+  const pg = store.postgres
+  return { pool: poolConfig(pg, opts), describe: describeTarget(pg), explain: err => connectProblem(err, pg, opts) }
 }
