@@ -5,14 +5,16 @@
  * database" does by hand, printing each `epx` command it runs: two data folders sharing
  * one PKI, `epx store migrate`, a company with its certificate and tokens, two
  * `epx start` on different ports; then it prints what to try. Ctrl+C stops both instances
- * and removes the cluster. The data folders (./var/epx-ha/a and b) are made anew at each
- * run, as the database is.
+ * and removes the cluster. The data folders (./var/epx-ha/a and b, or under `--data DIR`)
+ * are made anew at each run, as the database is. `--port-a N`, `--port-b N`: the API
+ * ports (8443 and 8453; 0 picks free ones).
  * @module
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
 import { cpSync, createWriteStream, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { join, relative, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { parseArgs } from 'node:util'
 import { demoProgramme } from '../src/cli/commands/demo.ts'
 import { addDays, parisDateOf } from '../src/contract/paris-day.ts'
 import { simulatedSites } from '../src/host/simulated-sites.ts'
@@ -20,16 +22,18 @@ import { startPostgres } from '../test/helpers/postgres.ts'
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url))
 const BIN = join(ROOT, 'bin', 'epx.js')
-const HOME = resolve(ROOT, 'var', 'epx-ha')
+const { values: options } = parseArgs({
+  options: { data: { type: 'string' }, 'port-a': { type: 'string' }, 'port-b': { type: 'string' } },
+})
+const HOME = resolve(options.data ?? join('var', 'epx-ha'))
 const API = '/api/v0.5/energy-programs'
 const COMPANY = 'demo-bsp'
 
-// `npm run demo:ha -- PORT_A PORT_B` when 8443 or 8453 is taken.
-const [portA = 8443, portB = 8453] = process.argv.slice(2).map(Number)
+// `npm run demo:ha -- --port-a 9443 --port-b 9453` when 8443 or 8453 is taken.
 interface Instance { readonly name: string; readonly dir: string; readonly port: number }
 const instances: Instance[] = [
-  { name: 'A', dir: join(HOME, 'a'), port: portA },
-  { name: 'B', dir: join(HOME, 'b'), port: portB },
+  { name: 'A', dir: join(HOME, 'a'), port: Number(options['port-a'] ?? 8443) },
+  { name: 'B', dir: join(HOME, 'b'), port: Number(options['port-b'] ?? 8453) },
 ]
 
 const shown = (path: string) => `./${relative(process.cwd(), path)}`
@@ -50,7 +54,7 @@ function configure (dir: string, connectionString: string): void {
   writeFileSync(file, JSON.stringify(settings, null, 2) + '\n')
 }
 
-interface Running { readonly child: ChildProcess; readonly readyz: string }
+interface Running { readonly child: ChildProcess; readonly port: number; readonly readyz: string }
 
 /** `epx start` in the background, its output in <dir>/epx.log; resolves once its API listens. */
 function start (i: Instance): Promise<Running> {
@@ -63,8 +67,9 @@ function start (i: Instance): Promise<Running> {
     let seen = ''
     const onData = (d: Buffer) => {
       seen += d.toString()
+      const api = /epx API listening on https:\/\/[^/]*:(\d+)\//.exec(seen)
       const metrics = /metrics, health and readiness on (http:\/\/\S+\/)metrics/.exec(seen)
-      if (/epx API listening on/.test(seen) && metrics) { child.stdout.off('data', onData); resolve({ child, readyz: `${metrics[1]}readyz` }) }
+      if (api && metrics) { child.stdout.off('data', onData); resolve({ child, port: Number(api[1]), readyz: `${metrics[1]}readyz` }) }
     }
     child.stdout.on('data', onData)
     child.on('exit', code => reject(new Error(`instance ${i.name} exited (code ${code}) before listening; see ${join(i.dir, 'epx.log')}:\n${seen.split('\n').slice(-10).join('\n')}`)))
@@ -130,28 +135,28 @@ async function main (): Promise<void> {
     const [pa, pb] = [ra.child, rb.child]
     console.log(`
 Two epx instances on one database:
-  A: https://localhost:${a.port}  (pid ${pa.pid}, readiness ${ra.readyz})
-  B: https://localhost:${b.port}  (pid ${pb.pid}, readiness ${rb.readyz})
+  A: https://localhost:${ra.port}  (pid ${pa.pid}, readiness ${ra.readyz})
+  B: https://localhost:${rb.port}  (pid ${pb.pid}, readiness ${rb.readyz})
 
 Try it (company ${COMPANY}, site ${site.site_id}, target date ${tomorrow}):
 
 # 1. POST a Programme_Soutirage to A; expect 202
-curl -i ${tls} -H "Authorization: Bearer ${inbound}" -H "Content-Type: application/json" --data-binary @${shown(programme)} "https://localhost:${a.port}${API}/programme-soutirage"
+curl -i ${tls} -H "Authorization: Bearer ${inbound}" -H "Content-Type: application/json" --data-binary @${shown(programme)} "https://localhost:${ra.port}${API}/programme-soutirage"
 
 # 2. See it on B: its instructions and its status read
 npx epx --data ${shown(b.dir)} instructions list --date ${tomorrow}
-curl -i ${tls} -H "Authorization: Bearer ${inbound}" "https://localhost:${b.port}${API}/programme-soutirage?site_id=${site.site_id}&target_date=${tomorrow}"
+curl -i ${tls} -H "Authorization: Bearer ${inbound}" "https://localhost:${rb.port}${API}/programme-soutirage?site_id=${site.site_id}&target_date=${tomorrow}"
 
 # 3. GET tomorrow's Besoins_Agreges from B (published through A's data folder)
-curl -i ${tls} -H "Authorization: Bearer ${outbound}" "https://localhost:${b.port}${API}/besoins-agreges?site_id=${site.site_id}&target_date=${tomorrow}"
+curl -i ${tls} -H "Authorization: Bearer ${outbound}" "https://localhost:${rb.port}${API}/besoins-agreges?site_id=${site.site_id}&target_date=${tomorrow}"
 
 # 4. Kill A, then POST to B: it answers alone
 kill -9 ${pa.pid}
-curl -i ${tls} -H "Authorization: Bearer ${inbound}" -H "Content-Type: application/json" --data-binary @${shown(programme)} "https://localhost:${b.port}${API}/programme-soutirage"
+curl -i ${tls} -H "Authorization: Bearer ${inbound}" -H "Content-Type: application/json" --data-binary @${shown(programme)} "https://localhost:${rb.port}${API}/programme-soutirage"
 
 # 5. Revoke the inbound token through A's data folder: B refuses it (401) within a second
 npx epx --data ${shown(a.dir)} token revoke ${inboundId}
-curl -i ${tls} -H "Authorization: Bearer ${inbound}" "https://localhost:${b.port}${API}/programme-soutirage?site_id=${site.site_id}&target_date=${tomorrow}"
+curl -i ${tls} -H "Authorization: Bearer ${inbound}" "https://localhost:${rb.port}${API}/programme-soutirage?site_id=${site.site_id}&target_date=${tomorrow}"
 
 Logs: ${shown(join(a.dir, 'epx.log'))}, ${shown(join(b.dir, 'epx.log'))}. Ctrl+C stops both and removes the database.`)
     for (const [i, c] of children.entries()) {
