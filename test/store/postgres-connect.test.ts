@@ -3,6 +3,7 @@
 // its name; the target described for log lines.
 import t from 'tap'
 import { writeFileSync } from 'node:fs'
+import { createServer, type AddressInfo } from 'node:net'
 import { join } from 'node:path'
 import pg from 'pg'
 import { loadConfig } from '../../src/config.ts'
@@ -90,6 +91,17 @@ t.test('a store that cannot connect at open says why, as the CLI and activation 
   await store.close()
   t.match(err, { code: 'EPX_STORE_CONNECT_FAILED', message: /password authentication failed for user postgres: check the password in the file .*pg\.password/ })
   t.notMatch(err.message, /wrong-password-789/)
+})
+
+t.test('nothing listening, a host that does not resolve: said as such', async t => {
+  const dataDir = t.testdir()
+  const closed = await new Promise<number>(resolve => { const s = createServer().listen(0, '127.0.0.1', () => { const { port } = s.address() as AddressInfo; s.close(() => resolve(port)) }) })
+  t.match(await query(postgresConfig({ host: '127.0.0.1', port: closed, user: 'epx' }), dataDir).catch(e => e), {
+    code: 'EPX_STORE_CONNECT_FAILED', message: new RegExp(`on 127\\.0\\.0\\.1:${closed} as epx, no TLS\\): nothing answers there \\(ECONNREFUSED\\): is the server running, are store\\.postgres host and port right\\?`),
+  })
+  t.match(await query(postgresConfig({ host: 'db.epx-test.invalid', user: 'epx', tls: { mode: 'disable' } }), dataDir).catch(e => e), {
+    code: 'EPX_STORE_CONNECT_FAILED', message: /the host name db\.epx-test\.invalid does not resolve \((ENOTFOUND|EAI_AGAIN)\)/,
+  })
 })
 
 t.test('TLS verify-full: the server must chain to caFile and its certificate name the host', async t => {
