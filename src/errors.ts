@@ -73,6 +73,8 @@ export const catalogue = {
   EPX_NOT_FOUND: { exit: 1, message: '%s' },
   EPX_CONFLICT: { exit: 1, message: '%s' },
   EPX_BACKUP_FAILED: { exit: 1, message: 'cannot back up the store to %s: %s (nothing was written there)' },
+  EPX_STORE_CONNECT_FAILED: { exit: 1, message: 'cannot connect to PostgreSQL (%s): %s' },
+  EPX_STORE_COPY_FAILED: { exit: 1, message: 'cannot copy the store into PostgreSQL (%s): %s' },
 } as const satisfies Record<string, ErrorSpec>
 
 export type ErrorCode = keyof typeof catalogue

@@ -66,7 +66,7 @@ export async function createEpx (host: Host, rawConfig: unknown, internals: Inte
   const bin = new Disposer()
   try {
     let metrics: EpxMetrics | undefined
-    const postgres = postgresStoreOptions(config.store)
+    const postgres = postgresStoreOptions(config.store, { dataDir: host.dataDir })
     const store = openStore(inDataDir(host.dataDir, config.store.path), {
       mapSizeBytes: config.store.mapSizeBytes,
       faults: internals.storeFaults,

@@ -107,7 +107,7 @@ function checkHost (file: string, host: unknown): HostSettings {
  */
 export async function withStore<T> (dataDir: string, fn: (store: Store, settings: Settings) => Promise<T> | T): Promise<T> {
   const settings = readSettings(dataDir)
-  const postgres = postgresStoreOptions(settings.config.store)
+  const postgres = postgresStoreOptions(settings.config.store, { dataDir })
   const store = openStore(inDataDir(dataDir, settings.config.store.path), {
     mapSizeBytes: settings.config.store.mapSizeBytes, log: stderrLog, ...(postgres ? { postgres } : {}),
   })

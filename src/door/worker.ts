@@ -97,7 +97,7 @@ async function open (): Promise<OpenDoor> {
   const clock = clockOf(start.clock)
   const { config } = start
   const faults = start.faults ? bindFaults({}, start.faults) : undefined
-  const postgres = postgresStoreOptions(config.store)
+  const postgres = postgresStoreOptions(config.store, { dataDir: start.dataDir })
   const store = openStore(start.storePath, {
     openInThisProcess: true, mapSizeBytes: config.store.mapSizeBytes, faults, log: log.child({ area: 'store' }), onWriteFailed: () => events.event({ e: 'storeError' }),
     // Its own small pool; the main store follows the change feed into the same replica.

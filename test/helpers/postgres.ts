@@ -5,13 +5,18 @@
  * (/usr/lib/postgresql/<major>/bin); `initdb` refuses root, so as root the cluster is made
  * and run by the `postgres` user in a folder it owns.
  *
+ * `startPostgres(settings, { password })` makes the superuser authenticate with that
+ * password (SCRAM-SHA-256, on the socket and TCP alike) instead of trust;
+ * `{ tls: { cert, key } }` also listens on 127.0.0.1 at a free port with `ssl=on` and that
+ * server certificate (PEM), for tests of what a client verifies.
+ *
  * A test that needs PostgreSQL fails with the reason when the server binaries are
  * missing: it never skips, so CI cannot turn green without them (`.ci/run` installs the
  * package).
  * @module
  */
 import { execFileSync, spawnSync } from 'node:child_process'
-import { chmodSync, chownSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
+import { chmodSync, chownSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 
@@ -19,10 +24,14 @@ export interface PostgresCluster {
   /** The folder holding the socket: what `pg` takes as `host`. */
   readonly socketDir: string
   readonly port: number
-  /** The superuser the tests connect as (trust authentication on the socket). */
+  /** The superuser the tests connect as (trust authentication on the socket, unless a password was given). */
   readonly user: string
-  /** Connection settings for `pg` (`new Client(cluster.connection('db'))`). */
-  connection(database?: string): { host: string; port: number; user: string; database: string }
+  /** The superuser's password, when the cluster was started with one. */
+  readonly password?: string
+  /** With `tls`: the loopback address and port it listens on with TLS too. */
+  readonly tcp?: { readonly host: string; readonly port: number }
+  /** Connection settings for `pg` (`new Client(cluster.connection('db'))`), over the socket. */
+  connection(database?: string): { host: string; port: number; user: string; database: string; password?: string }
   /** A `postgresql://` URL over the socket, for configurations and child processes. */
   url(database?: string): string
   /** A new empty database (its name, checked to be a plain identifier). */
@@ -58,18 +67,35 @@ function asOwner (cmd: string, args: string[]): [string, string[]] {
   return isRoot() ? ['runuser', ['-u', 'postgres', '--', cmd, ...args]] : [cmd, args]
 }
 
-function run (cmd: string, args: string[], what: string): string {
+function run (cmd: string, args: string[], what: string, env?: NodeJS.ProcessEnv): string {
   const [c, a] = asOwner(cmd, args)
-  const r = spawnSync(c, a, { encoding: 'utf8' })
+  const r = spawnSync(c, a, { encoding: 'utf8', env: env ? { ...process.env, ...env } : undefined })
   if (r.status !== 0) throw new Error(`${what} failed (exit ${r.status}): ${(r.stderr || r.stdout || String(r.error)).trim()}`)
   return r.stdout
+}
+
+export interface ClusterOptions {
+  /** The superuser's password: SCRAM-SHA-256 authentication instead of trust. */
+  readonly password?: string
+  /** A server certificate and key (PEM): listen on 127.0.0.1 too, at a free port, with ssl=on. */
+  readonly tls?: { readonly cert: string; readonly key: string }
+}
+
+/** A TCP port free on 127.0.0.1 now (the kernel's pick, released at once). */
+function freePort (): number {
+  const r = spawnSync(process.execPath, ['-e',
+    "const s=require('net').createServer().listen(0,'127.0.0.1',()=>{process.stdout.write(String(s.address().port));s.close()})"],
+  { encoding: 'utf8' })
+  const port = Number(r.stdout)
+  if (!port) throw new Error(`no free port on 127.0.0.1: ${r.stderr}`)
+  return port
 }
 
 /**
  * Makes and starts a cluster. `settings` are extra `-c name=value` server settings
  * (e.g. `{ fsync: 'off' }` for a test that does not test durability).
  */
-export function startPostgres (settings: Record<string, string> = {}): PostgresCluster {
+export function startPostgres (settings: Record<string, string> = {}, opts: ClusterOptions = {}): PostgresCluster {
   const bin = postgresBinDir()
   const root = mkdtempSync(join(tmpdir(), 'epx-pg-'))
   if (isRoot()) {
@@ -78,11 +104,28 @@ export function startPostgres (settings: Record<string, string> = {}): PostgresC
     chownSync(root, uid, gid)
   }
   chmodSync(root, 0o700)
+  const owned = (file: string, text: string) => {
+    writeFileSync(file, text, { mode: 0o600 })
+    if (isRoot()) chownSync(file, Number(execFileSync('id', ['-u', 'postgres'], { encoding: 'utf8' }).trim()), Number(execFileSync('id', ['-g', 'postgres'], { encoding: 'utf8' }).trim()))
+  }
   const data = join(root, 'data')
-  const port = 5432
-  run(join(bin, 'initdb'), ['-D', data, '-U', 'postgres', '--auth=trust', '-E', 'UTF8', '--locale=C', '--no-sync'], 'initdb')
+  const tcp = opts.tls ? { host: '127.0.0.1', port: freePort() } : undefined
+  // The socket's name carries the port: a TCP listener needs a port nobody else has.
+  const port = tcp?.port ?? 5432
+  const auth = ['--auth=trust']
+  if (opts.password !== undefined) {
+    owned(join(root, 'pwfile'), opts.password + '\n')
+    auth.splice(0, 1, '--auth=scram-sha-256', `--pwfile=${join(root, 'pwfile')}`)
+  }
+  run(join(bin, 'initdb'), ['-D', data, '-U', 'postgres', ...auth, '-E', 'UTF8', '--locale=C', '--no-sync'], 'initdb')
+  const tlsSettings: string[] = []
+  if (opts.tls) {
+    owned(join(root, 'server.crt'), opts.tls.cert)
+    owned(join(root, 'server.key'), opts.tls.key)
+    tlsSettings.push('-c ssl=on', `-c ssl_cert_file=${join(root, 'server.crt')}`, `-c ssl_key_file=${join(root, 'server.key')}`)
+  }
   const options = [
-    `-c listen_addresses=''`, `-k ${root}`, `-p ${port}`,
+    `-c listen_addresses=${tcp ? tcp.host : "''"}`, `-k ${root}`, `-p ${port}`, ...tlsSettings,
     ...Object.entries(settings).map(([k, v]) => `-c ${k}=${v}`),
   ].join(' ')
   const log = join(root, 'server.log')
@@ -98,13 +141,16 @@ export function startPostgres (settings: Record<string, string> = {}): PostgresC
   const stop = () => { ctl('stop', '-w', '-m', 'fast') }
   start()
   const psql = (sql: string, database = 'postgres'): string =>
-    run(join(bin, 'psql'), ['-h', root, '-p', String(port), '-U', 'postgres', '-d', database, '-X', '-q', '-A', '-t', '-v', 'ON_ERROR_STOP=1', '-c', sql], 'psql')
+    run(join(bin, 'psql'), ['-h', root, '-p', String(port), '-U', 'postgres', '-d', database, '-X', '-q', '-A', '-t', '-v', 'ON_ERROR_STOP=1', '-c', sql], 'psql',
+      opts.password === undefined ? undefined : { PGPASSWORD: opts.password })
   let destroyed = false
   return {
     socketDir: root,
     port,
     user: 'postgres',
-    connection: (database = 'postgres') => ({ host: root, port, user: 'postgres', database }),
+    ...(opts.password !== undefined && { password: opts.password }),
+    ...(tcp && { tcp }),
+    connection: (database = 'postgres') => ({ host: root, port, user: 'postgres', database, ...(opts.password !== undefined && { password: opts.password }) }),
     url: (database = 'postgres') => `postgresql://postgres@/${database}?host=${encodeURIComponent(root)}&port=${port}`,
     createDatabase (name) {
       if (!/^[a-z_][a-z0-9_]*$/.test(name)) throw new Error(`not a plain database name: ${name}`)

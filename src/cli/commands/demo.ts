@@ -60,8 +60,8 @@ function shellQuote (s: string): string {
   return /^[A-Za-z0-9_./:@=+,-]+$/.test(s) ? s : `'${s.replace(/'/g, `'\\''`)}'`
 }
 
-/** A small valid Programme_Soutirage: 4 quarter-hours from the start of the Paris day. */
-function demoProgramme (targetDate: string, site: { site_id: string; site_name: string }, now: Date): object {
+/** A small valid Programme_Soutirage of the demo company: 4 quarter-hours from the start of the Paris day (also `npm run demo:ha`). */
+export function demoProgramme (targetDate: string, site: { site_id: string; site_name: string }, now: Date): object {
   const start = Date.parse(coverageOf(targetDate).startUtc)
   const energies = [12.5, 12.5, 10, 0]   // kWh: floors of 50, 50 and 40 kW, then a curtailment
   return {

@@ -8,9 +8,11 @@ import pg from 'pg'
 import { backupStore } from '../../store/backup.ts'
 import { EpxError } from '../../errors.ts'
 import { migrateSchema } from '../../store/postgres/migrate.ts'
+import { connectFailure } from '../../store/postgres/connect.ts'
 import { postgresStoreOptions } from '../../store/postgres/pool-config.ts'
 import { describePool } from '../../store/postgres/replica.ts'
 import { defineCommand, type CommandSpec } from '../define-command.ts'
+import { copyCommand } from './store-copy.ts'
 import type { Command } from '../io.ts'
 import { readSettings, withStore } from '../settings.ts'
 
@@ -52,13 +54,13 @@ const migrateSpec: CommandSpec = {
 
 const migrate = defineCommand(migrateSpec, async (_args, io) => {
   const { config } = readSettings(io.dataDir)
-  const options = postgresStoreOptions(config.store)
+  const options = postgresStoreOptions(config.store, { dataDir: io.dataDir })
   if (!options) throw new EpxError('EPX_USAGE', ['store.kind is "lmdb": an LMDB store has no schema to migrate (set store.kind "postgres" and store.postgres first)'])
   const where = options.describe ?? describePool(options.pool)
   const client = new pg.Client(options.pool)
   client.on('error', () => {})
   try {
-    await client.connect()
+    await client.connect().catch((err: unknown) => { throw connectFailure(err, config.store.postgres!, { dataDir: io.dataDir }) })
     const { from, to } = await migrateSchema(client, where)
     io.out(from === to ? `the store's schema in ${where} is at version ${to}: nothing to do` : `the store's schema in ${where} migrated from version ${from} to ${to}`)
   } catch (err) {
@@ -69,4 +71,4 @@ const migrate = defineCommand(migrateSpec, async (_args, io) => {
   }
 })
 
-export const storeSubcommands: readonly Command[] = [backup, migrate]
+export const storeSubcommands: readonly Command[] = [backup, migrate, copyCommand]

@@ -43,13 +43,22 @@ export function decodeValue (bytes: Uint8Array, binary: boolean): unknown {
 export interface TableSum { readonly records: number; readonly sha256: string }
 
 export function tableSum (records: Iterable<{ key: Uint8Array; value: Uint8Array }>): TableSum {
+  const summer = tableSummer()
+  for (const r of records) summer.add(r.key, r.value)
+  return summer.sum()
+}
+
+/** The same fingerprint fed a record at a time (a table read in pages, a copy as it goes). */
+export function tableSummer (): { add(key: Uint8Array, value: Uint8Array): void; sum(): TableSum } {
   const hash = createHash('sha256')
   const len = Buffer.alloc(4)
   let n = 0
-  for (const r of records) {
-    len.writeUInt32BE(r.key.byteLength); hash.update(len); hash.update(r.key)
-    len.writeUInt32BE(r.value.byteLength); hash.update(len); hash.update(r.value)
-    n++
+  return {
+    add (key, value) {
+      len.writeUInt32BE(key.byteLength); hash.update(len); hash.update(key)
+      len.writeUInt32BE(value.byteLength); hash.update(len); hash.update(value)
+      n++
+    },
+    sum: () => ({ records: n, sha256: hash.digest('hex') }),
   }
-  return { records: n, sha256: hash.digest('hex') }
 }

@@ -45,6 +45,8 @@ export interface PostgresStoreOptions {
   readonly availability?: SharedArrayBuffer
   /** The database in messages and logs (never a password). Default: host/database of `pool`. */
   readonly describe?: string
+  /** A failure to connect as what to check (connect.ts), or undefined for any other error. */
+  readonly explain?: (err: unknown) => EpxError | undefined
   /** The feed's safety-net poll (ms): a lost notification is caught up within it. */
   readonly pollMs?: number
 }
@@ -460,7 +462,7 @@ export function openReplica (host: ReplicaHost, options: PostgresStoreOptions): 
 
   const opened = follow
     ? connectFeed().catch(err => {
-      throw err instanceof EpxError ? err : new EpxError('EPX_STORE_OPEN_FAILED', [`${where} (PostgreSQL)`, (err as Error).message], { cause: err })
+      throw err instanceof EpxError ? err : options.explain?.(err) ?? new EpxError('EPX_STORE_OPEN_FAILED', [`${where} (PostgreSQL)`, (err as Error).message], { cause: err })
     })
     : Promise.resolve()
   opened.catch(() => {})
