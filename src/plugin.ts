@@ -29,6 +29,7 @@ import { createMetrics, type EpxMetrics } from './metrics/registry.ts'
 import { metricSources } from './metrics/sources.ts'
 import { expositionOf, readinessOf, type ReadyCheck } from './metrics/server.ts'
 import { watchExpiries } from './metrics/expiries.ts'
+import { eachTakeover } from './store/leadership.ts'
 
 const { version, engines } = createRequire(import.meta.url)('../package.json') as { version: string; engines: { node: string } }
 
@@ -73,6 +74,8 @@ export async function createEpx (host: Host, rawConfig: unknown, internals: Inte
     })
     bin.add(() => store.close())
     internals.onStore?.(store)
+    // Of the instances sharing the store, only the leader runs the schedule and retention.
+    const leadership = store.leadership()
     const companies = openCompanies(store)
     const tokens = openTokens(store)
     // One BSP per site (DECISIONS.md): overlaps stored before the rule are said once, here.
@@ -86,6 +89,7 @@ export async function createEpx (host: Host, rawConfig: unknown, internals: Inte
     const publication = openPublication(store, config.publish, {
       solver: host.solver, clock: host.clock, log: log.child({ area: 'publish' }),
       onRun: (report, request, ms) => ops.publication(report, request, ms),
+      leads: leadership.isLeader,
     })
     bin.add(() => publication.close())
     const { revisions, publisher } = publication
@@ -129,11 +133,13 @@ export async function createEpx (host: Host, rawConfig: unknown, internals: Inte
       deliveries,
       metering,
       retentionDays: { instructions: config.inbound.retentionDays, deliveries: config.publish.retentionDays },
+      leads: leadership.isLeader,
       clock: host.clock,
       log,
     })
     bin.add(() => ops.settle())
-    ops.retentionInBackground()
+    // On start, and on each takeover: a leader that died may have left retention undone.
+    bin.add(eachTakeover(leadership, () => ops.retentionInBackground()))
 
     const observer = { ...metrics, deadToken: ops.deadToken }
     // What /readyz checks: state of this thread, wherever the metrics listener runs.
@@ -181,7 +187,7 @@ export async function createEpx (host: Host, rawConfig: unknown, internals: Inte
     if (door) internals.onDoor?.(door)
     const { consoleUrl, metricsUrl } = served
     if (config.publish.schedule) {
-      const schedule = startSchedule({ config: config.publish, publisher, revisions, solver: host.solver, clock: host.clock, log: log.child({ area: 'schedule' }) })
+      const schedule = startSchedule({ config: config.publish, publisher, revisions, solver: host.solver, clock: host.clock, log: log.child({ area: 'schedule' }), leadership })
       bin.add(() => schedule.stop())
     }
 

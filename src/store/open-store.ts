@@ -12,6 +12,7 @@ import type { Logger } from '../host/contract.ts'
 import { checkStoreFiles, type StoreFileCheck } from './check-file.ts'
 import { createFaultLog, muteLmdbWriteErrors } from './fault-log.ts'
 import { guardedDb, storeChecks, type StoreDb, type StoreState } from './guarded-db.ts'
+import { soleInstance, type Leadership } from './leadership.ts'
 
 /** Test seam: make the store refuse, as a dead disk or a full map would. */
 export interface StoreFaults {
@@ -41,6 +42,8 @@ export interface Store {
   writeDurable<T>(fn: () => T): Promise<T>
   /** Mutable fault switches (tests only). */
   readonly faults: StoreFaults
+  /** Whether this instance leads the ones sharing the store (leadership.ts); LMDB: always. */
+  leadership(): Leadership
   close(): Promise<void>
 }
 
@@ -227,6 +230,7 @@ export function openStore (path: string, opts: OpenStoreOptions = {}): Store {
       return handle
     },
     guard,
+    leadership: () => soleInstance,
     writeDurable<T> (fn: () => T): Promise<T> {
       return new Promise<T>((resolve, reject) => {
         const job = { fn, resolve, reject } as Job
