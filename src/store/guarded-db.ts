@@ -35,6 +35,8 @@ export interface StoreState {
   writing: boolean
   /** The test seam (`StoreFaults`): refuse everything, or fail the nth write. */
   readonly faults: { unavailable?: boolean; failWriteAfter?: number }
+  /** The PostgreSQL store's replica cannot answer (its change feed is down). */
+  down?: () => boolean
 }
 
 /** The checks of a store in `state`; `unavailable` makes its NO_STORE error. */
@@ -44,7 +46,7 @@ export function storeChecks (state: StoreState, unavailable: () => Error): Store
     readable () {
       // A write accepted before close() runs after `closed` is set, and close() promises
       // it finishes (docs/plugin-contract.md "Guarantees"): its reads are refused only by a dead store.
-      if (faults.unavailable || (state.closed && !state.writing)) throw unavailable()
+      if (faults.unavailable || state.down?.() || (state.closed && !state.writing)) throw unavailable()
     },
     writable () {
       if (!state.writing) throw new Error('a store write outside writeDurable: it would be neither atomic nor durable')
@@ -60,7 +62,11 @@ export function storeChecks (state: StoreState, unavailable: () => Error): Store
   }
 }
 
-export function guardedDb<V> (db: Database<V, Key>, checks: StoreChecks): StoreDb<V> {
+/**
+ * `onWrite`: told of each put and remove once made (the PostgreSQL store records them
+ * as its batch's write set).
+ */
+export function guardedDb<V> (db: Database<V, Key>, checks: StoreChecks, onWrite?: (key: Key, value: V | undefined, removed: boolean) => void): StoreDb<V> {
   const { readable, writable } = checks
   return {
     get (key) {
@@ -82,10 +88,12 @@ export function guardedDb<V> (db: Database<V, Key>, checks: StoreChecks): StoreD
     putSync (key, value) {
       writable()
       db.putSync(key, value)
+      onWrite?.(key, value, false)
     },
     removeSync (key) {
       writable()
       db.removeSync(key)
+      onWrite?.(key, undefined, true)
     },
   }
 }

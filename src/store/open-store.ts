@@ -6,13 +6,16 @@
  * @module
  */
 import { mkdirSync } from 'node:fs'
-import { open, type Database, type RootDatabase } from 'lmdb'
+import { open, type Database, type Key, type RootDatabase } from 'lmdb'
 import { EpxError, isEpxError } from '../errors.ts'
 import type { Logger } from '../host/contract.ts'
 import { checkStoreFiles, type StoreFileCheck } from './check-file.ts'
 import { createFaultLog, muteLmdbWriteErrors } from './fault-log.ts'
 import { guardedDb, storeChecks, type StoreDb, type StoreState } from './guarded-db.ts'
+import { openReplica, type AppliedChanges, type PostgresStoreOptions, type Replica } from './postgres/replica.ts'
+import { SUB_DATABASES } from './postgres/schema.ts'
 import { soleInstance, type Leadership } from './leadership.ts'
+import { pgLeadership, type PgLeadership } from './postgres/leader.ts'
 
 /** Test seam: make the store refuse, as a dead disk or a full map would. */
 export interface StoreFaults {
@@ -23,6 +26,9 @@ export interface StoreFaults {
 }
 
 export interface Store {
+  /** `lmdb`: the folder is the store. `postgres`: the database is, the folder its replica (postgres/replica.ts). */
+  readonly kind: 'lmdb' | 'postgres'
+  /** LMDB: the store's folder. PostgreSQL: this instance's replica of the database. */
   readonly path: string
   readonly root: RootDatabase
   /**
@@ -42,7 +48,25 @@ export interface Store {
   writeDurable<T>(fn: () => T): Promise<T>
   /** Mutable fault switches (tests only). */
   readonly faults: StoreFaults
-  /** Whether this instance leads the ones sharing the store (leadership.ts); LMDB: always. */
+  /**
+   * Resolves once the store answers: LMDB at once; PostgreSQL once the schema is checked
+   * and the replica caught up. Rejects with a coded error (a refused schema, an
+   * unreachable database): close the store then. Until then reads answer NO_STORE.
+   */
+  readonly opened: Promise<void>
+  /** Whether the store can answer now, for /readyz (PostgreSQL: false while its change feed is down). */
+  readonly ready: () => boolean
+  /**
+   * Changes another writer (another instance, another thread or process) made, applied
+   * to this replica; the listener's return removes it. LMDB: never called (no replica).
+   */
+  onApplied(listener: (changes: AppliedChanges) => void): () => void
+  /** PostgreSQL: the availability cell a store of another thread shares (`postgres.availability`). */
+  readonly availability?: SharedArrayBuffer
+  /**
+   * Whether this instance leads the ones sharing the store (leadership.ts): LMDB always;
+   * PostgreSQL through the database (postgres/leader.ts), its session opened at the first call.
+   */
   leadership(): Leadership
   close(): Promise<void>
 }
@@ -76,6 +100,8 @@ export interface OpenStoreOptions {
    * the store's only user, reset the reader table and destroy the shared mutexes.
    */
   openInThisProcess?: boolean
+  /** Present: PostgreSQL holds the store and `path` is this instance's replica of it (store.kind "postgres"). */
+  postgres?: PostgresStoreOptions
 }
 
 /** NO_STORE, with its `Retry-After: 5` (the catalogue, errors.ts). */
@@ -132,6 +158,19 @@ export function openStore (path: string, opts: OpenStoreOptions = {}): Store {
   const state: StoreState = { closed: false, writing: false, faults }
   const checks = storeChecks(state, storeUnavailable)
   const guard = checks.readable
+  const rawDb = (name: string, o: { binary?: boolean; dupSort?: boolean } = {}): Database<any, Key> => {
+    let d = dbs.get(name)
+    if (!d) {
+      // Shared structures: msgpackr keeps each record shape once, under STRUCTURES_KEY,
+      // instead of rebuilding it from every record on every read (bench/README.md,
+      // ~6 µs a GET). Not `cache: true`: that cache would hide the CLI's writes.
+      d = (o.binary ?? SUB_DATABASES[name]?.binary)
+        ? root.openDB({ name, encoding: 'binary', dupSort: o.dupSort ?? false })
+        : root.openDB({ name, encoding: 'msgpack', dupSort: o.dupSort ?? false, sharedStructuresKey: STRUCTURES_KEY })
+      dbs.set(name, d)
+    }
+    return d
+  }
 
   /**
    * A write that did not commit may have saved a new msgpack record shape in its
@@ -149,6 +188,16 @@ export function openStore (path: string, opts: OpenStoreOptions = {}): Store {
   // durable share the next transaction and its one flush.
   let queue: Job[] = []
   let batching: Promise<void> | undefined
+
+  let replica: Replica | undefined
+  if (opts.postgres) {
+    replica = openReplica({
+      root, path, log: opts.log, rawDb, forgetUnsavedStructures,
+      setWriting: on => { state.writing = on },
+    }, opts.postgres)
+    const r = replica
+    state.down = () => !r.ready()
+  }
 
   /** Runs each job as one child transaction (all or nothing) of the current transaction. */
   const runJobs = (jobs: readonly Job[]): void => {
@@ -174,13 +223,20 @@ export function openStore (path: string, opts: OpenStoreOptions = {}): Store {
   const runOneBatch = async (): Promise<void> => {
     let jobs: Job[] = []
     try {
-      await root.transaction(() => {
-        // Taken when the transaction starts, so writes queued until then join it.
+      if (replica) {
         jobs = queue
         queue = []
-        runJobs(jobs)
-      })
-      await root.flushed
+        // The database's COMMIT is the durability point (postgres/replica.ts).
+        await replica.runBatch(jobs)
+      } else {
+        await root.transaction(() => {
+          // Taken when the transaction starts, so writes queued until then join it.
+          jobs = queue
+          queue = []
+          runJobs(jobs)
+        })
+        await root.flushed
+      }
     } catch (err) {
       // A failed commit (disk full) also rejects a promise shared by its writes
       // (`commitError`); handle it here or it kills the host as an unhandled rejection.
@@ -211,26 +267,34 @@ export function openStore (path: string, opts: OpenStoreOptions = {}): Store {
     }
   }
 
+  const r = replica
+  let leader: PgLeadership | undefined
+  const pgOptions = opts.postgres
   return {
+    kind: r ? 'postgres' : 'lmdb',
     path,
     root,
     faults,
+    opened: r ? r.opened : Promise.resolve(),
+    ready: r ? () => !faults.unavailable && r.ready() : () => !faults.unavailable && !state.closed,
+    onApplied: r ? listener => r.onApplied(listener) : () => () => {},
+    ...(r ? { availability: r.availability } : {}),
     db (name, o = {}) {
       let handle = handles.get(name)
       if (!handle) {
-        // Shared structures: msgpackr keeps each record shape once, under STRUCTURES_KEY,
-        // instead of rebuilding it from every record on every read (bench/README.md,
-        // ~6 µs a GET). Not `cache: true`: that cache would hide the CLI's writes.
-        const d: Database<any, any> = o.binary
-          ? root.openDB({ name, encoding: 'binary', dupSort: o.dupSort ?? false })
-          : root.openDB({ name, encoding: 'msgpack', dupSort: o.dupSort ?? false, sharedStructuresKey: STRUCTURES_KEY })
-        dbs.set(name, d)
-        handles.set(name, handle = guardedDb(d, checks))
+        const declared = SUB_DATABASES[name]
+        if (r && declared && declared.binary !== (o.binary ?? false)) throw new Error(`sub-database ${name} is declared ${declared.binary ? 'binary' : 'msgpack'} in postgres/schema.ts`)
+        const d = rawDb(name, o)
+        handles.set(name, handle = guardedDb(d, checks, r && ((key, value, removed) => r.record(name, key, value, removed))))
       }
       return handle
     },
     guard,
-    leadership: () => soleInstance,
+    leadership: () => {
+      if (!pgOptions) return soleInstance
+      if (state.closed) throw storeUnavailable()
+      return leader ??= pgLeadership({ connection: pgOptions.pool, log: opts.log })
+    },
     writeDurable<T> (fn: () => T): Promise<T> {
       return new Promise<T>((resolve, reject) => {
         const job = { fn, resolve, reject } as Job
@@ -245,6 +309,8 @@ export function openStore (path: string, opts: OpenStoreOptions = {}): Store {
       state.closed = true
       // Writes already accepted finish (or fail) before the environment goes.
       try { await batching; await root.flushed } finally {
+        await leader?.close()
+        await replica?.close()
         await root.close()
         unmute()
       }

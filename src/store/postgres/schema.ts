@@ -33,12 +33,45 @@ export const MIGRATIONS: readonly (readonly string[])[] = [
 /** The channel instances LISTEN on; a writer NOTIFYs it with the last seq it wrote. */
 export const CHANGE_CHANNEL = 'epx_change'
 
+/**
+ * The advisory lock every writer (each instance, each thread, the CLI, `epx store copy`)
+ * holds for its transaction (`pg_advisory_xact_lock`): writers take turns, so `seq` order
+ * is commit order and a reader that saw seq n has seen every change before it.
+ */
+export const WRITE_LOCK_KEY = 0x65707801
+
+/**
+ * Every sub-database of the store and whether its values are raw bytes: a replica
+ * opens each one with its encoding before it applies another writer's records, since
+ * a thread may receive records of a sub-database it never opened itself.
+ */
+export const SUB_DATABASES: Readonly<Record<string, { readonly binary: boolean }>> = {
+  companies: { binary: false },
+  tokens: { binary: false },
+  'token-hashes': { binary: false },
+  users: { binary: false },
+  sessions: { binary: false },
+  generation: { binary: false },
+  'rev-latest': { binary: false },
+  'rev-older': { binary: false },
+  'rev-expiry': { binary: false },
+  'rev-segments': { binary: false },
+  instructions: { binary: true },
+  'instruction-effective': { binary: false },
+  metering: { binary: true },
+  audit: { binary: false },
+  deliveries: { binary: false },
+}
+
 /** What a database holds: no schema yet, or a version and the database's identity. */
 export type SchemaState =
   | { readonly kind: 'empty' }
   | { readonly kind: 'versioned'; readonly version: number; readonly databaseId: string }
   /** Tables of its own, none of them ours: not a database to write into. */
   | { readonly kind: 'foreign'; readonly tables: readonly string[] }
+
+/** The store's records as a reader of the database sees them (catch-up, full load). */
+export interface RecordRow { readonly db: string; readonly key: Buffer; readonly value: Buffer | null; readonly seq: string }
 
 export async function readSchemaState (client: ClientBase): Promise<SchemaState> {
   const tables = (await client.query<{ t: string }>(

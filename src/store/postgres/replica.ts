@@ -1,0 +1,409 @@
+/**
+ * The PostgreSQL store below `openStore`: PostgreSQL holds the truth, the local LMDB
+ * environment is this instance's replica of it, read synchronously as before.
+ *
+ * A write batch (`runBatch`), under the database's write lock so writers of every
+ * instance, thread and process take turns:
+ * 1. `BEGIN`, the lock, and the rows past the replica's cursor, in one round trip;
+ * 2. one local transaction: those rows are applied (and the cursor advanced), then the
+ *    batch's fns run in a child transaction that is aborted, each fn in its own child
+ *    (all or nothing), their puts and removes recorded as the batch's write set;
+ * 3. the write set, the notification and `COMMIT` in a second round trip: the
+ *    durability point, before any job resolves;
+ * 4. the write set applied to the replica, so the writer's next read sees it.
+ * A failure before COMMIT leaves nothing anywhere (the jobs get NO_STORE).
+ *
+ * The change feed (one store per process follows it): a dedicated connection LISTENs,
+ * catches up on each notification and on a slow poll, and tells `onApplied` listeners
+ * what other writers changed. While it is down the store answers NO_STORE (a stale
+ * replica must not answer), and it reconnects with backoff; the door's worker thread
+ * reads the same availability cell.
+ * @module
+ */
+import pg from 'pg'
+import type { Database, Key, RootDatabase } from 'lmdb'
+import { EpxError } from '../../errors.ts'
+import type { Logger } from '../../host/contract.ts'
+import { checkSchema } from './migrate.ts'
+import { decodeKey, decodeValue, encodeKey, encodeValue } from './records.ts'
+import { CHANGE_CHANNEL, SUB_DATABASES, WRITE_LOCK_KEY, type RecordRow } from './schema.ts'
+
+export interface PostgresStoreOptions {
+  /** Connection settings (store.postgres, made into a pool configuration). */
+  readonly pool: pg.PoolConfig
+  /**
+   * Whether this store follows the change feed (LISTEN, catch-up, `onApplied`): the
+   * process's main store does (default). The door's worker does not: its replica is the
+   * same LMDB environment, and it reads the main store's `availability`.
+   */
+  readonly follow?: boolean
+  /** The following store's availability cell (`Store.availability`), for a store that does not follow. */
+  readonly availability?: SharedArrayBuffer
+  /** The database in messages and logs (never a password). Default: host/database of `pool`. */
+  readonly describe?: string
+  /** The feed's safety-net poll (ms): a lost notification is caught up within it. */
+  readonly pollMs?: number
+}
+
+/** What a batch's job is to the replica (open-store.ts's queued `writeDurable` call). */
+export interface BatchJob {
+  readonly fn: () => unknown
+  ok?: boolean
+  result?: unknown
+  error?: unknown
+}
+
+/** Changes another writer made, per sub-database. */
+export type AppliedChanges = ReadonlyMap<string, readonly Key[]>
+
+/** What the replica needs of the LMDB store it lives in (open-store.ts). */
+export interface ReplicaHost {
+  readonly root: RootDatabase
+  readonly path: string
+  /** The raw sub-database `name`, opened with its encoding if it was not. */
+  rawDb(name: string): Database<any, Key>
+  /** Marks the queued writes running (guarded-db's `writing`). */
+  setWriting(on: boolean): void
+  /** Forget msgpack structures an aborted transaction saved (open-store.ts). */
+  forgetUnsavedStructures(): void
+  readonly log?: Logger
+}
+
+export interface Replica {
+  /** Resolves once the schema is checked and the replica caught up; rejects with a coded error. */
+  readonly opened: Promise<void>
+  /** [0] = 1 while the store can answer (the feed is up and caught up). */
+  readonly availability: SharedArrayBuffer
+  ready(): boolean
+  /** A put (`removed` false) or remove made by a running job. */
+  record(db: string, key: Key, value: unknown, removed: boolean): void
+  /** Runs the jobs as one database transaction; throws when none of them landed. */
+  runBatch(jobs: readonly BatchJob[]): Promise<void>
+  onApplied(listener: (changes: AppliedChanges) => void): () => void
+  close(): Promise<void>
+}
+
+/** The replica's own bookkeeping, beside the sub-databases (never in PostgreSQL). */
+const META_DB = 'epx-replica'
+const CATCH_UP_PAGE = 5000
+const BACKOFF_MIN_MS = 100
+const BACKOFF_MAX_MS = 5000
+const ABORT = Symbol('abort the recording transaction')
+
+interface Write {
+  readonly db: string
+  readonly key: Key
+  readonly keyBytes: Buffer
+  /** undefined: removed. */
+  readonly value: unknown
+  readonly bytes: Buffer | null
+}
+
+const hex = (b: Buffer): string => `'\\x${b.toString('hex')}'::bytea`
+
+export function describePool (c: pg.PoolConfig): string {
+  if (c.connectionString) {
+    try {
+      const u = new URL(c.connectionString)
+      return `${u.hostname || u.searchParams.get('host') || 'localhost'}/${u.pathname.slice(1) || u.username}`
+    } catch { return 'the configured database' }
+  }
+  return `${c.host ?? 'localhost'}/${c.database ?? c.user ?? ''}`
+}
+
+export function openReplica (host: ReplicaHost, options: PostgresStoreOptions): Replica {
+  const { root, log } = host
+  const where = options.describe ?? describePool(options.pool)
+  const follow = options.follow ?? true
+  const pool = new pg.Pool(options.pool)
+  // An idle client's connection lost (a database restart) is an 'error' on the pool: the
+  // pool drops that client; without a listener it would end the process.
+  pool.on('error', () => {})
+  const availability = options.availability ?? new SharedArrayBuffer(4)
+  const cell = new Int32Array(availability)
+  const meta: Database<any, Key> = root.openDB({ name: META_DB, encoding: 'msgpack' })
+  const binaryOf = (db: string): boolean => SUB_DATABASES[db]?.binary ?? false
+  let closed = false
+  let recording: Write[] | undefined
+  const listeners = new Set<(changes: AppliedChanges) => void>()
+  /** Seq ranges this store wrote itself: not reported as another writer's. */
+  let own: Array<[number, number]> = []
+
+  const cursorNow = (): number => (meta.get('cursor') as number | undefined) ?? 0
+
+  /** Inside a local write transaction: the rows past the cursor, applied in seq order. */
+  const applyRows = (rows: readonly RecordRow[]): void => {
+    const cursor = cursorNow()
+    let top = cursor
+    for (const row of rows) {
+      const seq = Number(row.seq)
+      if (seq <= cursor) continue
+      const d = host.rawDb(row.db)
+      const key = decodeKey(row.key)
+      if (row.value === null) d.removeSync(key)
+      else d.putSync(key, decodeValue(row.value, binaryOf(row.db)))
+      if (seq > top) top = seq
+    }
+    if (top > cursor) meta.putSync('cursor', top)
+  }
+
+  /** The batch's fns in a transaction that is then aborted: what they wrote, per record, last write winning. */
+  const runAborted = (jobs: readonly BatchJob[]): Map<string, Write> => {
+    const writes = new Map<string, Write>()
+    host.setWriting(true)
+    try {
+      root.childTransaction(() => {
+        for (const job of jobs) {
+          const mine: Write[] = recording = []
+          try {
+            // A child each: a fn that throws leaves nothing, in LMDB and in the write set.
+            job.result = root.childTransaction(job.fn) as unknown
+            job.ok = true
+            for (const w of mine) writes.set(`${w.db}\0${w.keyBytes.toString('latin1')}`, w)
+          } catch (err) {
+            job.error = err
+          }
+        }
+        throw ABORT
+      })
+    } catch (err) {
+      if (err !== ABORT) throw err
+    } finally {
+      recording = undefined
+      host.setWriting(false)
+      // The aborted transaction may have saved msgpack shapes: reload them before encoding.
+      host.forgetUnsavedStructures()
+    }
+    return writes
+  }
+
+  /** One statement: every write, one seq each, and the notification; then COMMIT. */
+  const writeSql = (writes: Iterable<Write>): string => {
+    const rows: string[] = []
+    for (const w of writes) {
+      rows.push(`(${pg.Client.prototype.escapeLiteral(w.db)},${hex(w.keyBytes)},${w.bytes ? hex(w.bytes) : 'NULL'},nextval('epx_change_seq'))`)
+    }
+    return `WITH w AS (INSERT INTO epx_record (db, key, value, seq) VALUES ${rows.join(',')} ` +
+      'ON CONFLICT (db, key) DO UPDATE SET value = EXCLUDED.value, seq = EXCLUDED.seq RETURNING seq) ' +
+      `SELECT min(seq)::text AS lo, max(seq)::text AS hi, pg_notify('${CHANGE_CHANNEL}', max(seq)::text) FROM w; COMMIT`
+  }
+
+  const applyOwn = (writes: Iterable<Write>, hi: number): void => {
+    // The feed may have applied them already (and later writers' after them).
+    if (cursorNow() >= hi) return
+    for (const w of writes) {
+      const d = host.rawDb(w.db)
+      if (w.bytes === null) d.removeSync(w.key)
+      else d.putSync(w.key, w.value)
+    }
+    meta.putSync('cursor', hi)
+  }
+
+  const runBatch = async (jobs: readonly BatchJob[]): Promise<void> => {
+    const client = await pool.connect()
+    let broken: Error | undefined
+    try {
+      const begun = await client.query(
+        `BEGIN; SELECT pg_advisory_xact_lock(${WRITE_LOCK_KEY}); ` +
+        `SELECT db, key, value, seq::text AS seq FROM epx_record WHERE seq > ${cursorNow()} ORDER BY seq`) as unknown as pg.QueryResult<RecordRow>[]
+      let writes = new Map<string, Write>()
+      await root.transaction(() => {
+        applyRows(begun[2]!.rows)
+        writes = runAborted(jobs)
+      })
+      if (writes.size === 0) {
+        await client.query('COMMIT')
+        return
+      }
+      const done = await client.query(writeSql(writes.values())) as unknown as pg.QueryResult<{ lo: string; hi: string }>[]
+      const lo = Number(done[0]!.rows[0]!.lo)
+      const hi = Number(done[0]!.rows[0]!.hi)
+      if (follow) own.push([lo, hi])
+      try {
+        await root.transaction(() => applyOwn(writes.values(), hi))
+      } catch (err) {
+        // Durable in the database: the feed brings it to the replica.
+        log?.warn({ path: host.path, err }, 'a committed write could not be applied to the local replica: the change feed catches it up')
+        scheduleCatchUp()
+      }
+    } catch (err) {
+      try { await client.query('ROLLBACK') } catch { broken = err as Error }
+      throw err
+    } finally {
+      client.release(broken)
+    }
+  }
+
+  // The change feed ------------------------------------------------------------------
+  let feed: pg.Client | undefined
+  let reported = 0
+  let caughtUpOnce = false
+  let catching: Promise<void> | undefined
+  let again = false
+  let reconnectTimer: NodeJS.Timeout | undefined
+  let backoff = BACKOFF_MIN_MS
+  let episode: { since: number; cause: string } | undefined
+  const setUp = (up: boolean) => { Atomics.store(cell, 0, up ? 1 : 0) }
+
+  const report = (rows: readonly RecordRow[]): void => {
+    if (!caughtUpOnce || listeners.size === 0) return
+    const changes = new Map<string, Key[]>()
+    for (const row of rows) {
+      const seq = Number(row.seq)
+      if (own.some(([lo, hi]) => seq >= lo && seq <= hi)) continue
+      let keys = changes.get(row.db)
+      if (!keys) changes.set(row.db, keys = [])
+      keys.push(decodeKey(row.key))
+    }
+    if (changes.size === 0) return
+    for (const l of listeners) {
+      try { l(changes) } catch (err) { log?.error({ err }, 'a listener of the store\'s change feed threw') }
+    }
+  }
+
+  const catchUpOnce = async (client: pg.Client): Promise<void> => {
+    for (;;) {
+      const { rows } = await client.query<RecordRow>(
+        'SELECT db, key, value, seq::text AS seq FROM epx_record WHERE seq > $1 ORDER BY seq LIMIT $2', [reported, CATCH_UP_PAGE])
+      if (rows.length > 0) {
+        await root.transaction(() => applyRows(rows))
+        report(rows)
+        reported = Number(rows[rows.length - 1]!.seq)
+        own = own.filter(([, hi]) => hi > reported)
+      }
+      if (rows.length < CATCH_UP_PAGE) return
+    }
+  }
+
+  function scheduleCatchUp (): void {
+    if (!follow || closed || !feed) return
+    if (catching) { again = true; return }
+    const client = feed
+    catching = (async () => {
+      do { again = false; await catchUpOnce(client) } while (again && !closed)
+    })().catch(err => feedDown(err)).finally(() => { catching = undefined })
+  }
+
+  /** A replica of another database (or a fresh folder): cleared, then loaded from seq 0. */
+  const ensureDatabase = async (databaseId: string): Promise<void> => {
+    if (meta.get('database_id') === databaseId) return
+    if (meta.get('database_id') === undefined) {
+      const used = Object.keys(SUB_DATABASES).find(name => { for (const _ of host.rawDb(name).getKeys({ limit: 1 })) return true; return false })
+      if (used) {
+        throw new EpxError('EPX_STORE_OPEN_FAILED', [host.path,
+          'it holds an LMDB store (store.kind "lmdb"), not a replica of a PostgreSQL store: move its records into the database with `epx store copy --to postgres`, then point store.path at a new folder'])
+      }
+    }
+    log?.info({ path: host.path, database: where }, 'the local replica is of another database (or new): loading it from the database')
+    await root.transaction(() => { meta.removeSync('database_id') })
+    for (const name of new Set([...Object.keys(SUB_DATABASES), ...openedNames()])) await host.rawDb(name).clearAsync()
+    host.forgetUnsavedStructures()
+    await root.transaction(() => { meta.putSync('cursor', 0); meta.putSync('database_id', databaseId) })
+  }
+  const openedNames = (): string[] => [...root.getKeys({})].filter((k): k is string => typeof k === 'string' && k !== META_DB)
+
+  const connectFeed = async (): Promise<void> => {
+    const client = new pg.Client(options.pool)
+    client.on('error', err => { if (feed === client) feedDown(err) })
+    client.on('end', () => { if (feed === client) feedDown(new Error('the connection closed')) })
+    client.on('notification', () => { if (feed === client) scheduleCatchUp() })
+    try {
+      await client.connect()
+      const databaseId = await checkSchema(client, where)
+      // LISTEN first: a change committed during the catch-up is notified, not missed.
+      await client.query(`LISTEN ${CHANGE_CHANNEL}`)
+      await ensureDatabase(databaseId)
+      reported = cursorNow()
+      await catchUpOnce(client)
+    } catch (err) {
+      client.removeAllListeners('end')
+      client.on('error', () => {})
+      await client.end().catch(() => {})
+      throw err
+    }
+    feed = client
+    caughtUpOnce = true
+    setUp(true)
+  }
+
+  function feedDown (err: unknown): void {
+    const client = feed
+    feed = undefined
+    setUp(false)
+    if (client) {
+      client.removeAllListeners('end')
+      client.on('error', () => {})
+      void client.end().catch(() => {})
+    }
+    if (closed) return
+    if (!episode) {
+      episode = { since: Date.now(), cause: (err as Error)?.message ?? String(err) }
+      log?.error({ path: host.path, database: where, cause: episode.cause },
+        'the store\'s database is unreachable (or its change feed failed): every read and write answers 503 NO_STORE until it is back; epx reconnects by itself')
+    }
+    if (!reconnectTimer) {
+      reconnectTimer = setTimeout(reconnect, backoff)
+      reconnectTimer.unref?.()
+      backoff = Math.min(backoff * 2, BACKOFF_MAX_MS)
+    }
+  }
+
+  async function reconnect (): Promise<void> {
+    reconnectTimer = undefined
+    if (closed) return
+    try {
+      await connectFeed()
+    } catch (err) {
+      feedDown(err)
+      return
+    }
+    if (closed) { await feed?.end().catch(() => {}); return }
+    backoff = BACKOFF_MIN_MS
+    if (episode) {
+      log?.info({ path: host.path, database: where, downMs: Date.now() - episode.since }, 'the store\'s database is reachable again: reads and writes are served')
+      episode = undefined
+    }
+  }
+
+  const poll = follow ? setInterval(() => scheduleCatchUp(), options.pollMs ?? 5000) : undefined
+  poll?.unref?.()
+
+  const opened = follow
+    ? connectFeed().catch(err => {
+      throw err instanceof EpxError ? err : new EpxError('EPX_STORE_OPEN_FAILED', [`${where} (PostgreSQL)`, (err as Error).message], { cause: err })
+    })
+    : Promise.resolve()
+  opened.catch(() => {})
+
+  return {
+    opened,
+    availability,
+    ready: () => !closed && Atomics.load(cell, 0) === 1,
+    record (db, key, value, removed) {
+      if (!recording) throw new Error('a store write outside writeDurable: it would be neither atomic nor durable')
+      const keyBytes = Buffer.from(encodeKey(key))
+      if (removed) { recording.push({ db, key, keyBytes, value: undefined, bytes: null }); return }
+      const binary = binaryOf(db)
+      // Bytes copied now: the caller may reuse its buffer once put returns.
+      const bytes = binary ? Buffer.from(value as Uint8Array) : encodeValue(value, false)
+      recording.push({ db, key, keyBytes, value: binary ? bytes : value, bytes })
+    },
+    runBatch,
+    onApplied (listener) {
+      listeners.add(listener)
+      return () => { listeners.delete(listener) }
+    },
+    async close () {
+      if (closed) return
+      closed = true
+      if (poll) clearInterval(poll)
+      if (reconnectTimer) clearTimeout(reconnectTimer)
+      await catching?.catch(() => {})
+      const client = feed
+      feed = undefined
+      if (follow) setUp(false)
+      if (client) { client.removeAllListeners('end'); client.on('error', () => {}); await client.end().catch(() => {}) }
+      await pool.end().catch(() => {})
+    },
+  }
+}

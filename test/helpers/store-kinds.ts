@@ -1,0 +1,86 @@
+/**
+ * The store's suite runs on both store kinds, one suite, not a copy:
+ *
+ *   for (const kind of storeKinds) t.test(kind, async t => {
+ *     const { openStore } = storesOf(t, kind)
+ *     t.test('…', async t => { const store = await openStore(t.testdir()); … })
+ *   })
+ *
+ * `openStore(dir, opts)` resolves once the store answers. With `postgres`, the folder is
+ * the instance's replica and each new folder gets a database of its own (created and
+ * migrated here) in the file's one throwaway cluster (helpers/postgres.ts, started at the
+ * first PostgreSQL store of the file); opening the same folder again reopens its
+ * database, so a "reopen" test checks what the database kept. `EPX_STORE_KINDS=lmdb`
+ * (or `postgres`) runs one kind only.
+ * @module
+ */
+import pg from 'pg'
+import type { Test } from 'tap'
+import { openStore as openAnyStore, type OpenStoreOptions, type Store } from '../../src/store/open-store.ts'
+import { migrateSchema } from '../../src/store/postgres/migrate.ts'
+import { startPostgres, type PostgresCluster } from './postgres.ts'
+
+export type StoreKind = 'lmdb' | 'postgres'
+
+export const storeKinds: readonly StoreKind[] = (process.env.EPX_STORE_KINDS?.split(',') as StoreKind[] | undefined) ?? ['lmdb', 'postgres']
+
+export interface KindStores {
+  readonly kind: StoreKind
+  /** A store of this kind in `dir` (its replica folder with PostgreSQL), open and answering. */
+  openStore(dir: string, opts?: OpenStoreOptions): Promise<Store>
+  /** PostgreSQL: the file's cluster (started on first use). */
+  cluster(): PostgresCluster
+  /** PostgreSQL: the database behind `dir` (created and migrated on first use). */
+  databaseOf(dir: string): Promise<string>
+}
+
+let shared: PostgresCluster | undefined
+let databases = new Map<string, string>()
+
+/** The file's one cluster, fsync off (these tests are not of the server's durability), until `t` ends. */
+export function fileCluster (t: Test): PostgresCluster {
+  if (!shared) {
+    const c = shared = startPostgres({ fsync: 'off', synchronous_commit: 'off' })
+    databases = new Map()
+    // Gone when `t` ends: the kind's test, which holds every test of the kind.
+    t.teardown(() => { c.destroy(); if (shared === c) shared = undefined })
+  }
+  return shared
+}
+
+let counter = 0
+
+/** A new database of `cluster` with epx's schema: its name. */
+export async function migratedDatabase (cluster: PostgresCluster, name = `epx_${process.pid}_${++counter}`): Promise<string> {
+  cluster.createDatabase(name)
+  const client = new pg.Client(cluster.connection(name))
+  await client.connect()
+  try { await migrateSchema(client, name) } finally { await client.end() }
+  return name
+}
+
+export function storesOf (t: Test, kind: StoreKind): KindStores {
+  const cluster = () => fileCluster(t)
+  const databaseOf = async (dir: string): Promise<string> => {
+    let name = databases.get(dir)
+    if (!name) databases.set(dir, name = await migratedDatabase(cluster()))
+    return name
+  }
+  return {
+    kind,
+    cluster,
+    databaseOf,
+    async openStore (dir, opts = {}) {
+      if (kind === 'lmdb') return openAnyStore(dir, opts)
+      const database = await databaseOf(dir)
+      const store = openAnyStore(dir, { ...opts, postgres: { pool: { ...cluster().connection(database), max: 4 }, ...opts.postgres } })
+      try {
+        await store.opened
+      } catch (err) {
+        await store.close()
+        throw err
+      }
+      return store
+    },
+  }
+}
