@@ -6,14 +6,16 @@
  */
 import { isAbsolute, resolve } from 'node:path'
 import type { FromSchema } from 'json-schema-to-ts'
+import { parse as parseConnectionString } from 'pg-connection-string'
 import type { configSchema } from './config-schema.ts'
 import validate from './generated/config-validator.js'
 import { EpxError } from './errors.ts'
 
 /**
  * The configuration as the plugin uses it: ajv has written every default, so a key with
- * a default is present (json-schema-to-ts counts it required); only `api.publicBaseUrl`
- * and `api.tls.crlFile`, which have none, are optional.
+ * a default is present (json-schema-to-ts counts it required); only the keys without
+ * one (`api.publicBaseUrl`, `api.tls.crlFile`, `store.postgres` and most of its keys) are
+ * optional.
  */
 export type EpxConfig = DeepReadonly<FromSchema<typeof configSchema>>
 
@@ -28,14 +30,59 @@ export function loadConfig (raw: unknown): Readonly<EpxConfig> {
   if (!validate(candidate)) {
     const reasons = (validate.errors ?? []).map(e => {
       const where = e.instancePath || '(root)'
-      const extra = e.keyword === 'additionalProperties'
-        ? ` '${(e.params as { additionalProperty: string }).additionalProperty}'`
-        : ''
-      return `${where} ${e.message}${extra}`
+      if (e.keyword === 'additionalProperties') {
+        const key = (e.params as { additionalProperty: string }).additionalProperty
+        if (where === '/store/postgres' && /^pass(word)?$/i.test(key)) return PASSWORD_IN_CONFIG
+        return `${where} ${e.message} '${key}'`
+      }
+      return `${where} ${e.message}`
     })
     throw new EpxError('EPX_CONFIG_INVALID', [reasons.join('; ')])
   }
-  return deepFreeze(candidate as EpxConfig)
+  const config = candidate as EpxConfig
+  const problems = storeProblems(config.store)
+  if (problems.length) throw new EpxError('EPX_CONFIG_INVALID', [problems.join('; ')])
+  return deepFreeze(config)
+}
+
+const PASSWORD_IN_CONFIG = '/store/postgres: a password is never written in the configuration; ' +
+  'put it in a file readable by epx only (store.postgres.passwordFile) or in an environment variable (store.postgres.passwordEnv)'
+
+/** What the schema cannot say about the store: which keys go together. */
+function storeProblems (store: EpxConfig['store']): string[] {
+  const pg = store.postgres
+  if (!pg) {
+    return store.kind === 'postgres'
+      ? ['/store: kind "postgres" needs store.postgres, the database to use: { "connectionString": "postgresql://user@host/database", "passwordFile": "..." } or { "host", "port", "database", "user", ... }']
+      : []
+  }
+  const problems: string[] = []
+  const fields = (['host', 'port', 'database', 'user'] as const).filter(k => pg[k] !== undefined)
+  if (pg.connectionString !== undefined) {
+    if (fields.length) problems.push(`/store/postgres: give either connectionString or ${fields.join(', ')}, not both`)
+    let parsed: ReturnType<typeof parseConnectionString> | undefined
+    try {
+      parsed = parseConnectionString(pg.connectionString)
+    } catch (err) {
+      problems.push(`/store/postgres/connectionString is not a connection string (${(err as Error).message}); expected postgresql://user@host:port/database`)
+    }
+    if (parsed?.password) problems.push(PASSWORD_IN_CONFIG.replace('/store/postgres: a password', '/store/postgres/connectionString: a password'))
+    const ssl = parsed ? Object.keys(parsed).filter(k => /^ssl/.test(k)) : []
+    if (ssl.some(k => k !== 'ssl')) problems.push(`/store/postgres/connectionString: TLS is set in store.postgres.tls (mode, caFile, certFile, keyFile), not with ${ssl.filter(k => k !== 'ssl').join(', ')}`)
+  } else if (pg.host === undefined) {
+    problems.push('/store/postgres needs connectionString, or host (with port, database and user as needed)')
+  }
+  if (pg.passwordFile !== undefined && pg.passwordEnv !== undefined) {
+    problems.push('/store/postgres: give either passwordFile or passwordEnv, not both')
+  }
+  const tls = pg.tls
+  if ((tls.certFile === undefined) !== (tls.keyFile === undefined)) {
+    problems.push('/store/postgres/tls: certFile and keyFile go together (the client certificate and its key)')
+  }
+  if (tls.mode === 'disable' && (tls.caFile ?? tls.certFile) !== undefined) {
+    problems.push('/store/postgres/tls: mode "disable" uses no certificate; remove caFile, certFile and keyFile or choose mode "require" or "verify-full"')
+  }
+  return problems
 }
 
 /** A configured path, resolved against the data folder when relative. */

@@ -71,3 +71,46 @@ t.test('the validator is generated at build time: a command that reads the confi
   t.equal(code, 0)
   t.same(ajv.filter(f => !/[\\/]ajv[\\/]dist[\\/]runtime[\\/]/.test(f)), [], 'only ajv\'s small runtime helpers are loaded')
 })
+
+t.test('store.kind: lmdb by default; postgres needs store.postgres, said so at load', async t => {
+  t.equal(loadConfig({}).store.kind, 'lmdb', 'nothing changes for a configuration that does not ask')
+  t.equal(loadConfig({}).store.postgres, undefined)
+  t.throws(() => loadConfig({ store: { kind: 'postgres' } }), {
+    code: 'EPX_CONFIG_INVALID', message: /kind "postgres" needs store\.postgres.*connectionString/,
+  })
+  t.throws(() => loadConfig({ store: { kind: 'mysql' } }), { message: /\/store\/kind must be equal to one of the allowed values/ })
+  const c = loadConfig({ store: { kind: 'postgres', postgres: { connectionString: 'postgresql://epx@db.example/epx', passwordEnv: 'EPX_PG_PASSWORD' } } })
+  t.same({ ...c.store.postgres }, {
+    connectionString: 'postgresql://epx@db.example/epx', passwordEnv: 'EPX_PG_PASSWORD',
+    tls: {}, poolSize: 4, statementTimeoutMs: 5000, connectTimeoutMs: 5000,
+  }, 'documented defaults; the TLS mode is decided by the host (connect.ts)')
+})
+
+t.test('a password in the configuration is refused, with where to put it instead', async t => {
+  const use = /passwordFile.*passwordEnv/
+  t.throws(() => loadConfig({ store: { kind: 'postgres', postgres: { host: 'db', password: 'hunter2' } } }), { code: 'EPX_CONFIG_INVALID', message: use })
+  t.throws(() => loadConfig({ store: { kind: 'postgres', postgres: { connectionString: 'postgresql://epx:hunter2@db/epx' } } }), { message: use })
+  for (const raw of [{ host: 'db', password: 'hunter2' }, { connectionString: 'postgresql://epx:hunter2@db/epx' }]) {
+    try {
+      loadConfig({ store: { kind: 'postgres', postgres: raw } })
+    } catch (err) {
+      t.notMatch((err as Error).message, /hunter2/, 'the password is not repeated in the message')
+    }
+  }
+})
+
+t.test('store.postgres: keys that do not go together are refused, each with what to do', async t => {
+  const refused = (postgres: object, message: RegExp) =>
+    t.throws(() => loadConfig({ store: { kind: 'postgres', postgres } }), { code: 'EPX_CONFIG_INVALID', message }, message.source)
+  refused({ connectionString: 'postgresql://epx@db/epx', host: 'db' }, /either connectionString or host, not both/)
+  refused({ connectionString: 'postgresql://epx@db/epx?sslmode=disable' }, /TLS is set in store\.postgres\.tls.*not with sslmode/)
+  refused({ connectionString: 'mysql://db' }, /\/store\/postgres\/connectionString must match pattern/)
+  refused({ database: 'epx' }, /needs connectionString, or host/)
+  refused({ host: 'db', passwordFile: 'pg.pass', passwordEnv: 'PGPASS' }, /either passwordFile or passwordEnv/)
+  refused({ host: 'db', tls: { certFile: 'pg.crt' } }, /certFile and keyFile go together/)
+  refused({ host: 'db', tls: { mode: 'disable', caFile: 'ca.crt' } }, /mode "disable" uses no certificate/)
+  refused({ host: 'db', tls: { mode: 'verify-ca' } }, /\/store\/postgres\/tls\/mode must be equal to one of the allowed values/)
+  refused({ host: 'db', passwordEnv: 'not a name' }, /\/store\/postgres\/passwordEnv must match pattern/)
+  refused({ host: 'db', poolSize: 0 }, /\/store\/postgres\/poolSize must be >= 1/)
+  t.ok(loadConfig({ store: { postgres: { host: '/var/run/postgresql', database: 'epx' } } }), 'a postgres section may wait while kind is still lmdb')
+})
