@@ -107,6 +107,8 @@ export async function createEpx (host: Host, rawConfig: unknown, internals: Inte
     })
     bin.add(() => inbound.close())
     const { instructions } = inbound
+    // What other instances save reaches this one's solver too, once it is in this replica.
+    bin.add(store.onApplied(changes => inbound.handChanged(changes)))
 
     // Meter values the host reports, kept as long as the instructions (docs/http-api.md "Programme against delivery").
     let today: ReturnType<typeof realisationToday> | undefined

@@ -33,6 +33,12 @@ export interface EnqueueDeps {
   readonly instructions: Instructions
   readonly clock: Clock
   readonly log: Logger
+  /**
+   * Other instances write instructions too (a PostgreSQL store): a batch handed over
+   * by the door's worker may have been superseded by one of theirs, already handed
+   * here (`handChanged`), so each of its sites is read back before it is queued.
+   */
+  readonly sharedStore?: boolean
 }
 
 /**
@@ -124,10 +130,13 @@ export function createEnqueuer (deps: EnqueueDeps): Enqueuer {
 
   /** The handed-over batches not yet queued, one after the other (none: all are). */
   let handing: Promise<void> | undefined
+  /** Site `i` of a handed batch is still to be fed: always, unless another instance may have superseded it. */
+  const current = (batch: HandedBatch, i: number): boolean =>
+    !deps.sharedStore || stillEffective(instructions, batch.targetDate, batch.siteIds[i]!, batch.instructionId, true)
   const handInOrder = (batches: readonly HandedBatch[]): void => {
     const inputs: SolverInput[] = []
     const nowMs = clock.now().getTime()
-    for (const batch of batches) for (let i = 0; i < batch.siteIds.length; i++) inputs.push(inputOf(batch, i, nowMs))
+    for (const batch of batches) for (let i = 0; i < batch.siteIds.length; i++) if (current(batch, i)) inputs.push(inputOf(batch, i, nowMs))
     hand(inputs, true)
   }
   /** A big hand-over (a 1,000-site programme): SITES_PER_TURN sites a turn, the solver shares the loop. */
@@ -141,7 +150,7 @@ export function createEnqueuer (deps: EnqueueDeps): Enqueuer {
           inputs = []
           await nextTurn()
         }
-        inputs.push(inputOf(batch, i, nowMs))
+        if (current(batch, i)) inputs.push(inputOf(batch, i, nowMs))
       }
     }
     hand(inputs, true)
