@@ -7,6 +7,7 @@ import { createRequire } from 'node:module'
 import type { Activate, EpxHandle, Host } from './host/contract.ts'
 import { inDataDir, loadConfig } from './config.ts'
 import { openStore, type Store, type StoreFaults } from './store/open-store.ts'
+import { postgresStoreOptions } from './store/postgres/pool-config.ts'
 import { openCompanies, perimeterOverlaps } from './store/companies.ts'
 import { openTokens } from './store/tokens.ts'
 import { startDoor, type Door } from './door/supervisor.ts'
@@ -66,13 +67,17 @@ export async function createEpx (host: Host, rawConfig: unknown, internals: Inte
   const bin = new Disposer()
   try {
     let metrics: EpxMetrics | undefined
+    const postgres = postgresStoreOptions(config.store)
     const store = openStore(inDataDir(host.dataDir, config.store.path), {
       mapSizeBytes: config.store.mapSizeBytes,
       faults: internals.storeFaults,
       log: log.child({ area: 'store' }),
       onWriteFailed: () => metrics?.storeError(),
+      ...(postgres ? { postgres } : {}),
     })
     bin.add(() => store.close())
+    // PostgreSQL: the schema checked (a refused one writes nothing) and the replica caught up.
+    await store.opened
     internals.onStore?.(store)
     // Of the instances sharing the store, only the leader runs the schedule and retention.
     const leadership = store.leadership()
@@ -148,7 +153,7 @@ export async function createEpx (host: Host, rawConfig: unknown, internals: Inte
     let door: Door | undefined
     let apiListening = true
     const readyChecks: ReadyCheck[] = [
-      { name: 'store', check: () => { tokens.generation(); return undefined } },
+      { name: 'store', check: () => { if (store.kind === 'postgres' && !store.ready()) return 'the store\'s database is unreachable'; tokens.generation(); return undefined } },
       { name: 'api', check: () => !apiListening ? 'the API listener is closed' : door && !door.up ? 'the API worker is restarting' : undefined },
       { name: 'publication', check: ops.publicationProblem },
     ]
@@ -167,7 +172,7 @@ export async function createEpx (host: Host, rawConfig: unknown, internals: Inte
     // same code on this thread. Only the transport differs.
     const served = config.api.inWorker
       ? door = await startDoor({
-        start: { config, dataDir: host.dataDir, storePath: store.path },
+        start: { config, dataDir: host.dataDir, storePath: store.path, ...(store.availability ? { storeAvailability: store.availability } : {}) },
         clock: host.clock,
         log,
         faults: internals.storeFaults,

@@ -11,6 +11,7 @@ import sjson from 'secure-json-parse'
 import { inDataDir, loadConfig, type EpxConfig, type EpxConfigInput } from '../config.ts'
 import { EpxError } from '../errors.ts'
 import { openStore, type Store } from '../store/open-store.ts'
+import { postgresStoreOptions } from '../store/postgres/pool-config.ts'
 import type { Logger } from '../host/contract.ts'
 
 const SETTINGS_FILE = 'epx.config.json'
@@ -106,8 +107,12 @@ function checkHost (file: string, host: unknown): HostSettings {
  */
 export async function withStore<T> (dataDir: string, fn: (store: Store, settings: Settings) => Promise<T> | T): Promise<T> {
   const settings = readSettings(dataDir)
-  const store = openStore(inDataDir(dataDir, settings.config.store.path), { mapSizeBytes: settings.config.store.mapSizeBytes, log: stderrLog })
+  const postgres = postgresStoreOptions(settings.config.store)
+  const store = openStore(inDataDir(dataDir, settings.config.store.path), {
+    mapSizeBytes: settings.config.store.mapSizeBytes, log: stderrLog, ...(postgres ? { postgres } : {}),
+  })
   try {
+    await store.opened
     return await fn(store, settings)
   } finally {
     await store.close()

@@ -25,6 +25,8 @@ export interface DoorStart {
   readonly config: EpxConfig
   readonly dataDir: string
   readonly storePath: string
+  /** store.kind "postgres": the main store's availability cell (its change feed is up), read by the worker's store. */
+  readonly storeAvailability?: SharedArrayBuffer
   /** The port to bind: the configured one at first, the one first bound after a restart. */
   readonly port: number
   /** The console's and the metrics listener's ports, likewise (they live in the door's worker). */

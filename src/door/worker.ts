@@ -18,6 +18,7 @@ import { err as serializeError } from 'pino-std-serializers'
 import type { Caller } from '../auth/caller.ts'
 import type { InstructionBatch } from '../contract/instruction.ts'
 import { openStore } from '../store/open-store.ts'
+import { postgresStoreOptions } from '../store/postgres/pool-config.ts'
 import { openCompanies } from '../store/companies.ts'
 import { openTokens } from '../store/tokens.ts'
 import { openRevisions } from '../store/revisions.ts'
@@ -51,6 +52,8 @@ const post = (m: FromDoor, transfer?: ArrayBuffer[]) => port.postMessage(m, tran
 const FLUSH_MS = 20
 /** A burst this long leaves at once (bounded messages, bounded memory). */
 const FLUSH_RECORDS = 1024
+/** store.kind "postgres": the door's connections (programmes, audit) beside the main thread's pool. */
+const WORKER_POOL_SIZE = 2
 const events = eventsOut(post, {
   observed: start.observed, flushMs: FLUSH_MS, maxRecords: FLUSH_RECORDS,
   // Errors as pino prints them (their code and own fields kept; JSON would drop them).
@@ -94,9 +97,13 @@ async function open (): Promise<OpenDoor> {
   const clock = clockOf(start.clock)
   const { config } = start
   const faults = start.faults ? bindFaults({}, start.faults) : undefined
+  const postgres = postgresStoreOptions(config.store)
   const store = openStore(start.storePath, {
     openInThisProcess: true, mapSizeBytes: config.store.mapSizeBytes, faults, log: log.child({ area: 'store' }), onWriteFailed: () => events.event({ e: 'storeError' }),
+    // Its own small pool; the main store follows the change feed into the same replica.
+    ...(postgres ? { postgres: { ...postgres, pool: { ...postgres.pool, max: WORKER_POOL_SIZE }, follow: false, availability: start.storeAvailability } } : {}),
   })
+  await store.opened
   const revisions = openRevisions(store, { retentionDays: config.publish.retentionDays })
   const reader = createProgrammeReader(config.inbound)
   const audit = openAudit(store, config.audit)

@@ -38,7 +38,11 @@ function describe (cause: unknown): string {
   return cause === undefined ? 'the store is unavailable' : String(cause)
 }
 
-export function createFaultLog (path: string, log: Logger | undefined, now: () => number = Date.now, onFailed?: () => void): FaultLog {
+const LMDB_FAILING = 'store writes are failing (disk full or I/O error?): every write answers 503 NO_STORE until one succeeds; ' +
+  'free disk space or fix the device: epx recovers by itself'
+
+/** `failing`: the line that opens an episode (default: LMDB's, about the disk). */
+export function createFaultLog (path: string, log: Logger | undefined, now: () => number = Date.now, onFailed?: () => void, failing = LMDB_FAILING): FaultLog {
   let episode: { since: number; failures: number } | undefined
   return {
     failed (err) {
@@ -47,9 +51,7 @@ export function createFaultLog (path: string, log: Logger | undefined, now: () =
       episode = { since: now(), failures: 1 }
       if (!log) return
       void causeOf(err).then(cause => {
-        log.error({ path, cause: describe(cause), err: cause instanceof Error ? cause : undefined },
-          'store writes are failing (disk full or I/O error?): every write answers 503 NO_STORE until one succeeds; ' +
-          'free disk space or fix the device: epx recovers by itself')
+        log.error({ path, cause: describe(cause), err: cause instanceof Error ? cause : undefined }, failing)
       })
     },
     succeeded () {

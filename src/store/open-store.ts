@@ -81,6 +81,9 @@ interface Job {
   error?: unknown
 }
 
+const POSTGRES_FAILING = 'store writes to the database are failing (statement timeout, lost connection, read-only database?): ' +
+  'every write answers 503 NO_STORE until one succeeds; nothing of a failed write was kept; epx recovers by itself'
+
 /** Where each msgpack db keeps its shared record structures (a symbol: no string key collides). */
 const STRUCTURES_KEY = Symbol.for('structures')
 
@@ -150,7 +153,7 @@ export function openStore (path: string, opts: OpenStoreOptions = {}): Store {
     unmute()
     throw new EpxError('EPX_STORE_OPEN_FAILED', [path, (err as Error).message], { cause: err })
   }
-  const faultLog = createFaultLog(path, opts.log, undefined, opts.onWriteFailed)
+  const faultLog = createFaultLog(path, opts.log, undefined, opts.onWriteFailed, opts.postgres && POSTGRES_FAILING)
   const faults: StoreFaults = opts.faults ?? {}
   const dbs = new Map<string, Database<any, any>>()
   const handles = new Map<string, StoreDb<any>>()
@@ -255,7 +258,9 @@ export function openStore (path: string, opts: OpenStoreOptions = {}): Store {
 
   /** A write that did not land: its caller gets NO_STORE, the fault log counts it (not after close()). */
   const refuse = (job: Job, err: EpxError): void => {
-    if (!state.closed) faultLog.failed(err)
+    // While the database is unreachable its episode is logged once, by the replica.
+    if (state.down?.()) opts.onWriteFailed?.()
+    else if (!state.closed) faultLog.failed(err)
     job.reject(err)
   }
 

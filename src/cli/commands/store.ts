@@ -1,12 +1,18 @@
 /**
  * `epx store backup DIR`: a consistent copy of the store, made while `epx start` (or a
- * solver with the plugin) runs, written atomically (store/backup.ts).
+ * solver with the plugin) runs, written atomically (store/backup.ts). `epx store migrate`:
+ * the PostgreSQL store's schema created or upgraded (store/postgres/migrate.ts).
  * @module
  */
+import pg from 'pg'
 import { backupStore } from '../../store/backup.ts'
+import { EpxError } from '../../errors.ts'
+import { migrateSchema } from '../../store/postgres/migrate.ts'
+import { postgresStoreOptions } from '../../store/postgres/pool-config.ts'
+import { describePool } from '../../store/postgres/replica.ts'
 import { defineCommand, type CommandSpec } from '../define-command.ts'
 import type { Command } from '../io.ts'
-import { withStore } from '../settings.ts'
+import { readSettings, withStore } from '../settings.ts'
 
 /** How to put a backup back, for `--help`, the command's output and docs/operating.md. */
 export const RESTORE_STEPS = 'to restore: stop epx, move the store folder aside (<data>/epx.lmdb, store.path), copy the backup folder in its place, start epx'
@@ -29,4 +35,34 @@ const backup = defineCommand(backupSpec, async (args, io) => {
   io.out(`store backed up to ${result.dir} (${result.segmentFiles} revision file(s)); ${RESTORE_STEPS}`)
 })
 
-export const storeSubcommands: readonly Command[] = [backup]
+const migrateSpec: CommandSpec = {
+  usage: 'epx store migrate',
+  summary: 'create or upgrade the PostgreSQL store\'s schema (store.kind "postgres")',
+  about: [
+    'Brings the database of store.postgres to the schema this epx needs: creates it in an',
+    'empty database, upgrades an older one, leaves a current one as it is. Refuses a',
+    'database at a newer version (run that epx) or one holding tables that are not epx\'s.',
+    'Safe while instances run: each step waits for the write in progress.',
+  ].join('\n'),
+}
+
+const migrate = defineCommand(migrateSpec, async (_args, io) => {
+  const { config } = readSettings(io.dataDir)
+  const options = postgresStoreOptions(config.store)
+  if (!options) throw new EpxError('EPX_USAGE', ['store.kind is "lmdb": an LMDB store has no schema to migrate (set store.kind "postgres" and store.postgres first)'])
+  const where = options.describe ?? describePool(options.pool)
+  const client = new pg.Client(options.pool)
+  client.on('error', () => {})
+  try {
+    await client.connect()
+    const { from, to } = await migrateSchema(client, where)
+    io.out(from === to ? `the store's schema in ${where} is at version ${to}: nothing to do` : `the store's schema in ${where} migrated from version ${from} to ${to}`)
+  } catch (err) {
+    if (err instanceof EpxError) throw err
+    throw new EpxError('EPX_STORE_OPEN_FAILED', [`${where} (PostgreSQL)`, (err as Error).message], { cause: err })
+  } finally {
+    await client.end().catch(() => {})
+  }
+})
+
+export const storeSubcommands: readonly Command[] = [backup, migrate]

@@ -202,6 +202,10 @@ export function openReplica (host: ReplicaHost, options: PostgresStoreOptions): 
   const runBatch = async (jobs: readonly BatchJob[]): Promise<void> => {
     const client = await pool.connect()
     let broken: Error | undefined
+    // A connection lost while checked out is an 'error' on the client (the query fails too):
+    // unheard, it would end the process.
+    const heard = (err: Error) => { broken = err }
+    client.on('error', heard)
     try {
       const begun = await client.query(
         `BEGIN; SELECT pg_advisory_xact_lock(${WRITE_LOCK_KEY}); ` +
@@ -230,6 +234,7 @@ export function openReplica (host: ReplicaHost, options: PostgresStoreOptions): 
       try { await client.query('ROLLBACK') } catch { broken = err as Error }
       throw err
     } finally {
+      client.off('error', heard)
       client.release(broken)
     }
   }
