@@ -1,7 +1,7 @@
 // Two solver hosts (two `epx start` processes) on one PostgreSQL database (needs
 // PostgreSQL: helpers/postgres.ts fails, never skips, without it). A BSP keeps POSTing
 // through A; A dies by SIGKILL mid-stream; B carries on with everything A acknowledged,
-// A's publication schedule, A's tokens and A's console sessions.
+// A's publication schedule, A's tokens and A's console sessions; A restarted feeds its solver again.
 import t from 'tap'
 import { join } from 'node:path'
 import { addDays, parisDateOf } from '../../src/contract/paris-day.ts'
@@ -126,4 +126,12 @@ t.test('A killed mid-stream: every 202 is in the database and reaches B\'s solve
   const page = await consoleOf.page(b.console, '/tokens', cookie)
   t.equal(page.status, 200, 'the console session opened on A opens B\'s pages')
   t.match(page.text, 'alice · entreprise acme')
+
+  // A back: it feeds its new solver, from the database, every programme of a day not over; B keeps leading.
+  const again = await startInstance(t, dirA)
+  const fedToA = () => new Set(again.logs().filter(l => l.msg === 'solver cycle applied inputs').flatMap(l => l.instructions as string[]))
+  await until(() => [...acked.keys()].every(id => fedToA().has(id)), 10_000, 'the restarted A\'s solver fed every acknowledged programme')
+  t.pass(`the restarted A's solver applied all ${acked.size}`)
+  t.notOk(again.logs().some(l => /this instance leads/.test(l.msg)), 'B still leads')
+  t.ok(b.logs().filter(l => /this instance leads/.test(l.msg)).length === 1 && !b.logs().some(l => /no longer leads/.test(l.msg)), 'B never lost it')
 })
