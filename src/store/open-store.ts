@@ -12,8 +12,8 @@ import type { Logger } from '../host/contract.ts'
 import { checkStoreFiles, type StoreFileCheck } from './check-file.ts'
 import { createFaultLog, muteLmdbWriteErrors } from './fault-log.ts'
 import { guardedDb, storeChecks, type StoreDb, type StoreState } from './guarded-db.ts'
-import { openReplica, type AppliedChanges, type PostgresStoreOptions, type Replica } from './postgres/replica.ts'
-import { SUB_DATABASES } from './postgres/schema.ts'
+import { openReplica, revisionBytesMarkers, type AppliedChanges, type PostgresStoreOptions, type Replica } from './postgres/replica.ts'
+import { REVISION_BYTES_DB, SUB_DATABASES } from './postgres/schema.ts'
 import { soleInstance, type Leadership } from './leadership.ts'
 import { pgLeadership, type PgLeadership } from './postgres/leader.ts'
 
@@ -290,7 +290,7 @@ export function openStore (path: string, opts: OpenStoreOptions = {}): Store {
         const declared = SUB_DATABASES[name]
         if (r && declared && declared.binary !== (o.binary ?? false)) throw new Error(`sub-database ${name} is declared ${declared.binary ? 'binary' : 'msgpack'} in postgres/schema.ts`)
         const d = rawDb(name, o)
-        handles.set(name, handle = guardedDb(d, checks, r && ((key, value, removed) => r.record(name, key, value, removed))))
+        handles.set(name, handle = guardedDb(r && name === REVISION_BYTES_DB ? revisionBytesMarkers(d) : d, checks, r && ((key, value, removed) => r.record(name, key, value, removed))))
       }
       return handle
     },

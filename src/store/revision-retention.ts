@@ -21,6 +21,8 @@ export interface RevisionParts {
   readonly segmentsDb: StoreDb<number>
   readonly segments: Segments
   readonly generation: Generation
+  /** PostgreSQL: the bytes' rows ([segment, offset]), removed with their segment. */
+  readonly bytesDb?: StoreDb<Buffer>
 }
 
 /**
@@ -30,7 +32,7 @@ export interface RevisionParts {
  * without a kept revision. Resolves to the number of revisions removed.
  */
 export async function pruneRevisions (p: RevisionParts, cutoffMs: number): Promise<number> {
-  const { store, latestDb, olderDb, expiry, segmentsDb, segments, generation } = p
+  const { store, latestDb, olderDb, expiry, segmentsDb, segments, generation, bytesDb } = p
   let removed = 0
   for (;;) {
     const keys = [...expiry.getKeys({ end: [cutoffMs], limit: PRUNE_CHUNK })] as ExpiryKey[]
@@ -52,7 +54,12 @@ export async function pruneRevisions (p: RevisionParts, cutoffMs: number): Promi
   const expired = [...segmentsDb.getRange({})].filter(e => e.value < cutoffMs).map(e => e.key as string)
   if (expired.length) {
     // Forgotten first: a crash in between leaves a file behind, never a revision without bytes.
-    await store.writeDurable(() => { for (const name of expired) segmentsDb.removeSync(name) })
+    await store.writeDurable(() => {
+      for (const name of expired) {
+        segmentsDb.removeSync(name)
+        if (bytesDb) for (const key of [...bytesDb.getKeys({ start: [name], end: [name, Number.MAX_SAFE_INTEGER] })]) bytesDb.removeSync(key)
+      }
+    })
     try { segments.remove(expired) } catch (err) { throw storeUnavailable(err) }
   }
   return removed

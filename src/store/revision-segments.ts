@@ -21,6 +21,12 @@ const MAX_READ_FDS = 16
 const CACHE_BYTES = 4 * 2 ** 20
 const NAME = /^[0-9a-z]+-[0-9a-z]+\.seg$/
 
+/** The segment files' folder, in the store's folder. */
+export const SEGMENTS_FOLDER = 'revision-bytes'
+
+/** Whether `name` is a segment file's name (and nothing else: no path). */
+export const isSegmentName = (name: string): boolean => NAME.test(name)
+
 const fdatasync = promisify(fs.fdatasync)
 
 /** The segment files of a store: what revisions.ts asks of them. */

@@ -7,7 +7,8 @@
 import * as crypto from 'node:crypto'
 import { join } from 'node:path'
 import { storeUnavailable, type Store } from './open-store.ts'
-import { openSegments, type SegmentRef } from './revision-segments.ts'
+import { openSegments, SEGMENTS_FOLDER, type SegmentRef } from './revision-segments.ts'
+import { REVISION_BYTES_DB } from './postgres/schema.ts'
 import { openGeneration } from './generation.ts'
 import { formatUtcInstant, httpDate } from '../contract/instants.ts'
 import { BoundedCache } from '../bounded-cache.ts'
@@ -127,7 +128,9 @@ export function openRevisions (store: Store, opts: { retentionDays: number }): R
   const olderDb = store.db<Stored>('rev-older')       // superseded revisions, kept for audit
   const expiry = store.db<number>('rev-expiry')
   const segmentsDb = store.db<number>('rev-segments') // file name → latest emittedAtMs in it
-  const segments = openSegments(join(store.path, 'revision-bytes'))
+  const segments = openSegments(join(store.path, SEGMENTS_FOLDER))
+  // PostgreSQL: the bytes travel in the database with their metadata (postgres/schema.ts).
+  const bytesDb = store.kind === 'postgres' ? store.db<Buffer>(REVISION_BYTES_DB, { binary: true }) : undefined
   const retentionMs = opts.retentionDays * 86_400_000
   const withPair = (siteId: string, targetDate: string, v: Stored): RevisionMeta => ({ siteId, targetDate, ...v })
   // A BSP polls the same pairs all day: what `latest` read is kept until the store
@@ -246,6 +249,13 @@ export function openRevisions (store: Store, opts: { retentionDays: number }): R
         for (const [name, ms] of newest) {
           if ((segmentsDb.get(name) ?? 0) < ms) segmentsDb.putSync(name, ms)
         }
+        if (bytesDb) {
+          for (const meta of final) {
+            const bytes = segments.read(meta)
+            if (!bytes) throw new Error(`revision bytes of ${meta.segment} at ${meta.offset} unreadable right after their write`)
+            bytesDb.putSync([meta.segment, meta.offset], bytes)
+          }
+        }
         generation.bump()
         return final
       })
@@ -255,7 +265,7 @@ export function openRevisions (store: Store, opts: { retentionDays: number }): R
       return api.commit(api.stage(drafts, nowMs), nowMs)
     },
 
-    prune: (nowMs: number) => pruneRevisions({ store, latestDb, olderDb, expiry, segmentsDb, segments, generation }, nowMs - retentionMs),
+    prune: (nowMs: number) => pruneRevisions({ store, latestDb, olderDb, expiry, segmentsDb, segments, generation, bytesDb }, nowMs - retentionMs),
     removeOrphanSegments: (minAgeMs = 3_600_000) => orphanSegments(segmentsDb, segments, minAgeMs),
 
     close (): void {

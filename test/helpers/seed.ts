@@ -30,8 +30,9 @@ export interface Seeded {
 
 const check = createProgrammeCheck({ maxSites: 100, requireContiguous: false })
 
-export function seedStore (t: Test): Seeded {
-  const store = openStore(join(t.testdir(), 'store'))
+/** `store`: one already open (a store of another kind, test/helpers/store-kinds.ts); default: LMDB in t.testdir(). */
+export function seedStore (t: Test, given?: Store): Seeded {
+  const store = given ?? openStore(join(t.testdir(), 'store'))
   const instructions = openInstructions(store)
   const revisions = openRevisions(store, { retentionDays: 90 })
   // Records as stored, overlapping perimeters included (data from before one BSP per site).

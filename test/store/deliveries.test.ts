@@ -4,7 +4,7 @@ import { epx as cli, initializedDataDir } from '../helpers/cli.ts'
 import { siteId } from '../helpers/programme.ts'
 import { OUTBOUND_PATH } from '../../src/http/route.ts'
 import { openDeliveries } from '../../src/store/deliveries.ts'
-import { openStore } from '../../src/store/open-store.ts'
+import { storeKinds, storesOf } from '../helpers/store-kinds.ts'
 
 const DAY = '2026-11-22'
 
@@ -50,29 +50,33 @@ t.test('GET 200 and 304 leave receipts that survive a restart; epx deliveries co
   t.match(unknown.err, /no company 'nobody'/)
 })
 
-t.test('receipts recorded in memory are written by flush(), in one write, and only once', async t => {
-  const store = openStore(t.testdir())
-  t.teardown(() => store.close())
-  const deliveries = openDeliveries(store)
-  deliveries.record('acme', siteId(1), DAY, 1000, 200, 5000)
-  deliveries.record('acme', siteId(1), DAY, 2000, 304, 6000)
-  t.same(deliveries.list(DAY).map(r => r.emittedAtMs), [2000], 'the last exchange wins, before a flush too')
-  await deliveries.flush()
-  deliveries.record('acme', siteId(2), DAY, 2000, 200, 7000)   // after the last flush: a crash now loses it
-  const reopened = openDeliveries(store)   // what a restart reads
-  t.same(reopened.list(DAY).map(r => [r.siteId, r.emittedAtMs, r.atMs, r.status]), [[siteId(1), 2000, 6000, 304]])
-  t.equal(await reopened.prune('2026-11-23'), 1, 'retention removes the days before the cutoff')
-  t.same(reopened.list(DAY), [])
-})
+for (const kind of storeKinds) t.test(kind, async t => {
+  const { openStore } = storesOf(t, kind)
 
-t.test('a failed flush keeps the receipts for the next one', async t => {
-  const store = openStore(t.testdir(), { faults: { failWriteAfter: 0 } })
-  t.teardown(() => store.close())
-  let failures = 0
-  const deliveries = openDeliveries(store, { onFlushError: () => { failures++ } })
-  deliveries.record('acme', siteId(1), DAY, 1000, 200, 5000)
-  await deliveries.flush()
-  t.equal(failures, 1)
-  await deliveries.close()
-  t.same(openDeliveries(store).list(DAY).map(r => r.siteId), [siteId(1)], 'written by the next flush')
+  t.test('receipts recorded in memory are written by flush(), in one write, and only once', async t => {
+    const store = await openStore(t.testdir())
+    t.teardown(() => store.close())
+    const deliveries = openDeliveries(store)
+    deliveries.record('acme', siteId(1), DAY, 1000, 200, 5000)
+    deliveries.record('acme', siteId(1), DAY, 2000, 304, 6000)
+    t.same(deliveries.list(DAY).map(r => r.emittedAtMs), [2000], 'the last exchange wins, before a flush too')
+    await deliveries.flush()
+    deliveries.record('acme', siteId(2), DAY, 2000, 200, 7000)   // after the last flush: a crash now loses it
+    const reopened = openDeliveries(store)   // what a restart reads
+    t.same(reopened.list(DAY).map(r => [r.siteId, r.emittedAtMs, r.atMs, r.status]), [[siteId(1), 2000, 6000, 304]])
+    t.equal(await reopened.prune('2026-11-23'), 1, 'retention removes the days before the cutoff')
+    t.same(reopened.list(DAY), [])
+  })
+
+  t.test('a failed flush keeps the receipts for the next one', async t => {
+    const store = await openStore(t.testdir(), { faults: { failWriteAfter: 0 } })
+    t.teardown(() => store.close())
+    let failures = 0
+    const deliveries = openDeliveries(store, { onFlushError: () => { failures++ } })
+    deliveries.record('acme', siteId(1), DAY, 1000, 200, 5000)
+    await deliveries.flush()
+    t.equal(failures, 1)
+    await deliveries.close()
+    t.same(openDeliveries(store).list(DAY).map(r => r.siteId), [siteId(1)], 'written by the next flush')
+  })
 })

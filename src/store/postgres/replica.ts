@@ -20,13 +20,16 @@
  * reads the same availability cell.
  * @module
  */
+import { closeSync, constants, fdatasyncSync, mkdirSync, openSync, rmSync, writeSync } from 'node:fs'
+import { join } from 'node:path'
 import pg from 'pg'
-import type { Database, Key, RootDatabase } from 'lmdb'
+import type { Database, Key, RangeOptions, RootDatabase } from 'lmdb'
 import { EpxError } from '../../errors.ts'
 import type { Logger } from '../../host/contract.ts'
 import { checkSchema } from './migrate.ts'
 import { decodeKey, decodeValue, encodeKey, encodeValue } from './records.ts'
-import { CHANGE_CHANNEL, SUB_DATABASES, WRITE_LOCK_KEY, type RecordRow } from './schema.ts'
+import { CHANGE_CHANNEL, REVISION_BYTES_DB, SUB_DATABASES, WRITE_LOCK_KEY, type RecordRow } from './schema.ts'
+import { isSegmentName, SEGMENTS_FOLDER } from '../revision-segments.ts'
 
 export interface PostgresStoreOptions {
   /** Connection settings (store.postgres, made into a pool configuration). */
@@ -99,6 +102,24 @@ interface Write {
   readonly bytes: Buffer | null
 }
 
+/** What the replica keeps of a revision's bytes in LMDB (the bytes are in its segment file). */
+const EMPTY_MARKER = Buffer.alloc(0)
+
+/**
+ * The revision bytes' sub-database of a PostgreSQL store: a put keeps only an empty
+ * marker locally (the bytes go to the database; the replica's segment file has them).
+ */
+export function revisionBytesMarkers (d: Database<any, Key>): Database<any, Key> {
+  return {
+    get: (key: Key) => d.get(key),
+    doesExist: (key: Key) => d.doesExist(key),
+    getRange: (o?: RangeOptions) => d.getRange(o),
+    getKeys: (o?: RangeOptions) => d.getKeys(o),
+    putSync: (key: Key) => d.putSync(key, EMPTY_MARKER),
+    removeSync: (key: Key) => d.removeSync(key),
+  } as unknown as Database<any, Key>
+}
+
 const hex = (b: Buffer): string => `'\\x${b.toString('hex')}'::bytea`
 
 export function describePool (c: pg.PoolConfig): string {
@@ -131,18 +152,58 @@ export function openReplica (host: ReplicaHost, options: PostgresStoreOptions): 
 
   const cursorNow = (): number => (meta.get('cursor') as number | undefined) ?? 0
 
+  const segmentDir = join(host.path, SEGMENTS_FOLDER)
+  /**
+   * Another instance's revision bytes, into this replica's segment file of the same name
+   * at the same offset; a segment another writer dropped is deleted here too.
+   */
+  const segmentFiles = {
+    fds: new Map<string, number>(),
+    write (key: Key, bytes: Buffer): void {
+      const [name, offset] = key as [string, number]
+      if (typeof name !== 'string' || !isSegmentName(name) || typeof offset !== 'number') return
+      let fd = this.fds.get(name)
+      if (fd === undefined) {
+        mkdirSync(segmentDir, { recursive: true })
+        // Positional writes into a file that may not exist yet (never O_APPEND: it ignores the offset).
+        this.fds.set(name, fd = openSync(join(segmentDir, name), constants.O_RDWR | constants.O_CREAT, 0o644))
+      }
+      let done = 0
+      while (done < bytes.length) done += writeSync(fd, bytes, done, bytes.length - done, offset + done)
+    },
+    drop (name: Key): void {
+      if (typeof name === 'string' && isSegmentName(name)) rmSync(join(segmentDir, name), { force: true })
+    },
+    /** Durable before the cursor that says they were applied. */
+    sync (): void {
+      for (const fd of this.fds.values()) { try { fdatasyncSync(fd) } finally { closeSync(fd) } }
+      this.fds.clear()
+    },
+  }
+
   /** Inside a local write transaction: the rows past the cursor, applied in seq order. */
   const applyRows = (rows: readonly RecordRow[]): void => {
     const cursor = cursorNow()
     let top = cursor
-    for (const row of rows) {
-      const seq = Number(row.seq)
-      if (seq <= cursor) continue
-      const d = host.rawDb(row.db)
-      const key = decodeKey(row.key)
-      if (row.value === null) d.removeSync(key)
-      else d.putSync(key, decodeValue(row.value, binaryOf(row.db)))
-      if (seq > top) top = seq
+    try {
+      for (const row of rows) {
+        const seq = Number(row.seq)
+        if (seq <= cursor) continue
+        const d = host.rawDb(row.db)
+        const key = decodeKey(row.key)
+        if (row.value === null) {
+          d.removeSync(key)
+          if (row.db === 'rev-segments') segmentFiles.drop(key)
+        } else if (row.db === REVISION_BYTES_DB) {
+          segmentFiles.write(key, row.value)
+          d.putSync(key, EMPTY_MARKER)
+        } else {
+          d.putSync(key, decodeValue(row.value, binaryOf(row.db)))
+        }
+        if (seq > top) top = seq
+      }
+    } finally {
+      segmentFiles.sync()
     }
     if (top > cursor) meta.putSync('cursor', top)
   }
@@ -194,7 +255,8 @@ export function openReplica (host: ReplicaHost, options: PostgresStoreOptions): 
     for (const w of writes) {
       const d = host.rawDb(w.db)
       if (w.bytes === null) d.removeSync(w.key)
-      else d.putSync(w.key, w.value)
+      // This instance wrote them into its segment file: the marker only.
+      else d.putSync(w.key, w.db === REVISION_BYTES_DB ? EMPTY_MARKER : w.value)
     }
     meta.putSync('cursor', hi)
   }

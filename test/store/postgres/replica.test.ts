@@ -8,7 +8,8 @@ import { openTokens, tokenState } from '../../../src/store/tokens.ts'
 import { hashToken, newTokenId, newTokenSecret } from '../../../src/auth/tokens.ts'
 import { openStore as openAnyStore } from '../../../src/store/open-store.ts'
 import { migrateSchema } from '../../../src/store/postgres/migrate.ts'
-import { SCHEMA_VERSION } from '../../../src/store/postgres/schema.ts'
+import { REVISION_BYTES_DB, SCHEMA_VERSION } from '../../../src/store/postgres/schema.ts'
+import { openRevisions } from '../../../src/store/revisions.ts'
 import { encodeKey } from '../../../src/store/postgres/records.ts'
 import type { Logger } from '../../../src/host/contract.ts'
 import { migratedDatabase, storesOf } from '../../helpers/store-kinds.ts'
@@ -237,4 +238,28 @@ t.test('the database stopped and started under the store: NO_STORE while it is d
   await store.writeDurable(() => db.putSync('n', 3))
   t.equal(db.get('n'), 3)
   t.equal(log.lines.filter(l => l.level === 'info' && /reachable again/.test(l.msg)).length, 1, 'one line when it recovers')
+})
+
+t.test('a revision published through one instance is served, byte for byte, by another; retention drops its bytes from the database', async t => {
+  const database = await migratedDatabase(cluster)
+  const pool = cluster.connection(database)
+  const a = openAnyStore(t.testdir() + '/a', { postgres: { pool } })
+  const b = openAnyStore(t.testdir() + '/b', { postgres: { pool } })
+  await Promise.all([a.opened, b.opened])
+  const ra = openRevisions(a, { retentionDays: 1 })
+  const rb = openRevisions(b, { retentionDays: 1 })
+  t.teardown(async () => { ra.close(); rb.close(); await a.close(); await b.close() })
+  const T0 = Date.parse('2026-11-21T07:00:00Z')
+  const doc = (siteId: string, pad: number) => ({ siteId, targetDate: '2026-11-22', render: (e: string) => JSON.stringify({ e, siteId, pad: 'x'.repeat(pad) }) })
+  const published = await ra.publish([doc('PRM00000000000001', 10), doc('PRM00000000000002', 20000)], T0)
+  await waitFor('B has the revisions', () => rb.latest('PRM00000000000002', '2026-11-22') !== undefined, 1000)
+  for (const meta of published) {
+    const onB = rb.latest(meta.siteId, '2026-11-22')!
+    t.same(onB, meta, 'the same metadata, segment reference included')
+    t.same(rb.bytesOf(onB), ra.bytesOf(meta), `${meta.siteId}: the same bytes`)
+  }
+  t.equal(psql(`SELECT count(*) FROM epx_record WHERE db = '${REVISION_BYTES_DB}' AND value IS NOT NULL`, database), '2')
+  t.equal(await ra.prune(T0 + 3 * 86_400_000), 2)
+  t.equal(psql(`SELECT count(*) FROM epx_record WHERE db = '${REVISION_BYTES_DB}' AND value IS NOT NULL`, database), '0', 'the bytes left the database with their segment')
+  await waitFor('B forgot them', () => rb.latest('PRM00000000000001', '2026-11-22') === undefined, 1000)
 })
