@@ -128,7 +128,7 @@ export async function createEpx (host: Host, rawConfig: unknown, internals: Inte
       const expiries = watchExpiries(host.dataDir, config.api.tls, () => host.clock.now().getTime())
       const t = today = realisationToday({ instructions, metering, tolerance: config.delivery }, () => parisDateOf(host.clock.now()))
       const m = metrics = await createMetrics(metricSources({
-        clock: host.clock, generation: tokens.generation, revisions, instructions, deliveries, expiries, realisationToday: () => t.read(),
+        clock: host.clock, generation: tokens.generation, revisions, instructions, deliveries, expiries, realisationToday: () => t.read(), leading: leadership.isLeader,
       }), host.metricsRegistry)
       bin.add(() => m.close())
       bin.add(host.solver.onCycleApplied(report => m.instructionsApplied(report.inputs.length)))

@@ -1,8 +1,9 @@
 /**
  * Which instance runs what must run once for all of them (the publication schedule and
- * retention), when several epx instances share one store (docs: "Several instances on one
- * database"). The store decides: an LMDB store has one instance, always the leader; a
- * PostgreSQL store holds the leadership through the database (postgres/leader.ts).
+ * retention), when several epx instances share one store (docs/operating.md, "Several
+ * instances on one database"). The store decides: an LMDB store has one instance, always
+ * the leader; a PostgreSQL store holds the leadership through the database
+ * (postgres/leader.ts).
  * @module
  */
 
