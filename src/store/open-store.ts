@@ -287,6 +287,7 @@ export function openStore (path: string, opts: OpenStoreOptions = {}): Store {
     db (name, o = {}) {
       let handle = handles.get(name)
       if (!handle) {
+        if (r && state.writing && !dbs.has(name)) throw new Error(`sub-database ${name} opened inside writeDurable: open it before (the PostgreSQL store's recording transaction is aborted, and the handle with it)`)
         const declared = SUB_DATABASES[name]
         if (r && declared && declared.binary !== (o.binary ?? false)) throw new Error(`sub-database ${name} is declared ${declared.binary ? 'binary' : 'msgpack'} in postgres/schema.ts`)
         const d = rawDb(name, o)

@@ -43,3 +43,11 @@ t.test('migrate refuses a database holding tables of others, and leaves it as it
   t.match(r.err, /holds tables that are not epx's \(invoices\)/)
   t.equal(cluster.psql("SELECT string_agg(tablename, ',') FROM pg_tables WHERE schemaname = 'public'", 'cli_foreign').trim(), 'invoices')
 })
+
+t.test('epx store backup refuses a PostgreSQL store: the database is the store, its tools back it up', async t => {
+  cluster.createDatabase('cli_backup')
+  const dir = await dataDirOn('cli_backup')
+  const r = await epx(dir, 'store', 'backup', dir + '/copy')
+  t.equal(r.code, 2)
+  t.match(r.err, /back it up with PostgreSQL's tools \(pg_dump/)
+})

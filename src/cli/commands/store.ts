@@ -31,6 +31,10 @@ const backupSpec: CommandSpec = {
 }
 
 const backup = defineCommand(backupSpec, async (args, io) => {
+  if (readSettings(io.dataDir).config.store.kind === 'postgres') {
+    // The folder is only this instance's replica: a copy of it restores nothing by itself.
+    throw new EpxError('EPX_USAGE', ['store.kind is "postgres": the store is the database, back it up with PostgreSQL\'s tools (pg_dump, or the base backups and WAL archive of the cluster); the folder store.path is only this instance\'s replica, rebuilt from the database'])
+  }
   const result = await withStore(io.dataDir, store => backupStore(store, args.positionals[0]!))
   io.out(`store backed up to ${result.dir} (${result.segmentFiles} revision file(s)); ${RESTORE_STEPS}`)
 })

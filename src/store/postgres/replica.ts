@@ -143,6 +143,9 @@ export function openReplica (host: ReplicaHost, options: PostgresStoreOptions): 
   const availability = options.availability ?? new SharedArrayBuffer(4)
   const cell = new Int32Array(availability)
   const meta: Database<any, Key> = root.openDB({ name: META_DB, encoding: 'msgpack' })
+  // Opened now, outside any transaction: a sub-database first opened inside the recording
+  // transaction would be created in it, and its handle would die with its abort.
+  for (const name of Object.keys(SUB_DATABASES)) host.rawDb(name)
   const binaryOf = (db: string): boolean => SUB_DATABASES[db]?.binary ?? false
   let closed = false
   let recording: Write[] | undefined
@@ -352,16 +355,27 @@ export function openReplica (host: ReplicaHost, options: PostgresStoreOptions): 
   }
 
   /** A replica of another database (or a fresh folder): cleared, then loaded from seq 0. */
-  const ensureDatabase = async (databaseId: string): Promise<void> => {
-    if (meta.get('database_id') === databaseId) return
-    if (meta.get('database_id') === undefined) {
+  const ensureDatabase = async (databaseId: string, client: pg.Client): Promise<void> => {
+    if (meta.get('database_id') === databaseId) {
+      // The same database behind an earlier point than this replica has applied: a
+      // failover to a standby that lacked the last commits (asynchronous replication).
+      // What this replica holds of them exists nowhere else now, and the database's new
+      // changes may reuse their seq numbers: reload.
+      const top = Number((await client.query<{ top: string }>('SELECT coalesce(max(seq), 0)::text AS top FROM epx_record')).rows[0]!.top)
+      const cursor = cursorNow()
+      if (top >= cursor) return
+      log?.warn({ path: host.path, database: where, cursor, databaseSeq: top },
+        'the database is behind what this replica applied (a failover lost its last commits?): reloading the replica from the database')
+    } else if (meta.get('database_id') === undefined) {
       const used = Object.keys(SUB_DATABASES).find(name => { for (const _ of host.rawDb(name).getKeys({ limit: 1 })) return true; return false })
       if (used) {
         throw new EpxError('EPX_STORE_OPEN_FAILED', [host.path,
           'it holds an LMDB store (store.kind "lmdb"), not a replica of a PostgreSQL store: move its records into the database with `epx store copy --to postgres`, then point store.path at a new folder'])
       }
+      log?.info({ path: host.path, database: where }, 'the local replica is new: loading it from the database')
+    } else {
+      log?.info({ path: host.path, database: where }, 'the local replica is of another database: loading it from the database')
     }
-    log?.info({ path: host.path, database: where }, 'the local replica is of another database (or new): loading it from the database')
     await root.transaction(() => { meta.removeSync('database_id') })
     for (const name of new Set([...Object.keys(SUB_DATABASES), ...openedNames()])) await host.rawDb(name).clearAsync()
     host.forgetUnsavedStructures()
@@ -379,7 +393,7 @@ export function openReplica (host: ReplicaHost, options: PostgresStoreOptions): 
       const databaseId = await checkSchema(client, where)
       // LISTEN first: a change committed during the catch-up is notified, not missed.
       await client.query(`LISTEN ${CHANGE_CHANNEL}`)
-      await ensureDatabase(databaseId)
+      await ensureDatabase(databaseId, client)
       reported = cursorNow()
       await catchUpOnce(client)
     } catch (err) {
