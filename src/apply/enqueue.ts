@@ -95,7 +95,9 @@ export function createEnqueuer (deps: EnqueueDeps): Enqueuer {
   /**
    * Hands one turn's inputs to the solver and marks them queued, soon and always before
    * any cycle's `applied` for them. The status write is not awaited: losing `queued` to
-   * a crash loses nothing, the next activation queues them again.
+   * a crash loses nothing, the next activation queues them again. `marked`: already
+   * saved as `queued` (a refusal writes `received` back); `elsewhere`: another instance
+   * saved them and owns their status (nothing is written, either way).
    */
   const hand = (inputs: SolverInput[], marked: boolean | 'elsewhere' = false): void => {
     if (inputs.length === 0) return
