@@ -30,6 +30,7 @@ import { createMetrics, type EpxMetrics } from './metrics/registry.ts'
 import { metricSources } from './metrics/sources.ts'
 import { expositionOf, readinessOf, type ReadyCheck } from './metrics/server.ts'
 import { watchExpiries } from './metrics/expiries.ts'
+import { eachTakeover } from './store/leadership.ts'
 
 const { version, engines } = createRequire(import.meta.url)('../package.json') as { version: string; engines: { node: string } }
 
@@ -78,6 +79,8 @@ export async function createEpx (host: Host, rawConfig: unknown, internals: Inte
     // PostgreSQL: the schema checked (a refused one writes nothing) and the replica caught up.
     await store.opened
     internals.onStore?.(store)
+    // Of the instances sharing the store, only the leader runs the schedule and retention.
+    const leadership = store.leadership()
     const companies = openCompanies(store)
     const tokens = openTokens(store)
     // One BSP per site (DECISIONS.md): overlaps stored before the rule are said once, here.
@@ -91,6 +94,7 @@ export async function createEpx (host: Host, rawConfig: unknown, internals: Inte
     const publication = openPublication(store, config.publish, {
       solver: host.solver, clock: host.clock, log: log.child({ area: 'publish' }),
       onRun: (report, request, ms) => ops.publication(report, request, ms),
+      leads: leadership.isLeader,
     })
     bin.add(() => publication.close())
     const { revisions, publisher } = publication
@@ -108,6 +112,8 @@ export async function createEpx (host: Host, rawConfig: unknown, internals: Inte
     })
     bin.add(() => inbound.close())
     const { instructions } = inbound
+    // What other instances save reaches this one's solver too, once it is in this replica.
+    bin.add(store.onApplied(changes => inbound.handChanged(changes)))
 
     // Meter values the host reports, kept as long as the instructions (docs/http-api.md "Programme against delivery").
     let today: ReturnType<typeof realisationToday> | undefined
@@ -122,7 +128,7 @@ export async function createEpx (host: Host, rawConfig: unknown, internals: Inte
       const expiries = watchExpiries(host.dataDir, config.api.tls, () => host.clock.now().getTime())
       const t = today = realisationToday({ instructions, metering, tolerance: config.delivery }, () => parisDateOf(host.clock.now()))
       const m = metrics = await createMetrics(metricSources({
-        clock: host.clock, generation: tokens.generation, revisions, instructions, deliveries, expiries, realisationToday: () => t.read(),
+        clock: host.clock, generation: tokens.generation, revisions, instructions, deliveries, expiries, realisationToday: () => t.read(), leading: leadership.isLeader,
       }), host.metricsRegistry)
       bin.add(() => m.close())
       bin.add(host.solver.onCycleApplied(report => m.instructionsApplied(report.inputs.length)))
@@ -134,11 +140,13 @@ export async function createEpx (host: Host, rawConfig: unknown, internals: Inte
       deliveries,
       metering,
       retentionDays: { instructions: config.inbound.retentionDays, deliveries: config.publish.retentionDays },
+      leads: leadership.isLeader,
       clock: host.clock,
       log,
     })
     bin.add(() => ops.settle())
-    ops.retentionInBackground()
+    // On start, and on each takeover: a leader that died may have left retention undone.
+    bin.add(eachTakeover(leadership, () => ops.retentionInBackground()))
 
     const observer = { ...metrics, deadToken: ops.deadToken }
     // What /readyz checks: state of this thread, wherever the metrics listener runs.
@@ -186,7 +194,7 @@ export async function createEpx (host: Host, rawConfig: unknown, internals: Inte
     if (door) internals.onDoor?.(door)
     const { consoleUrl, metricsUrl } = served
     if (config.publish.schedule) {
-      const schedule = startSchedule({ config: config.publish, publisher, revisions, solver: host.solver, clock: host.clock, log: log.child({ area: 'schedule' }) })
+      const schedule = startSchedule({ config: config.publish, publisher, revisions, solver: host.solver, clock: host.clock, log: log.child({ area: 'schedule' }), leadership })
       bin.add(() => schedule.stop())
     }
 

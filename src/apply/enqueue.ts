@@ -4,14 +4,19 @@
  * acknowledgement makes them `applied` with its number; on activation every effective
  * instruction whose day is not over is queued again, so a solver restart loses nothing.
  * With the API door in its worker, the worker saves and checks, and this thread only
- * hands over what it was sent (`handOver`).
+ * hands over what it was sent (`handOver`). With instances sharing one store, each
+ * feeds its own solver what the others saved too, as their changes reach its replica
+ * (`handChanged`).
  * @module
  */
 import type { Clock, Logger, Period, SolverInput, SolverPort } from '../host/contract.ts'
 import type { InstructionBatch } from '../contract/instruction.ts'
 import { rangeAt } from '../contract/instruction.ts'
 import { parisDateOf } from '../contract/paris-day.ts'
+import { targetDateOfInstructionId } from '../contract/ids.ts'
 import type { InstructionRef, Instructions } from '../store/instructions.ts'
+import type { Key } from 'lmdb'
+import { entryOf } from '../store/instruction-tree.ts'
 import { periodsOf } from './to-constraints.ts'
 
 /**
@@ -28,6 +33,12 @@ export interface EnqueueDeps {
   readonly instructions: Instructions
   readonly clock: Clock
   readonly log: Logger
+  /**
+   * Other instances write instructions too (a PostgreSQL store): a batch handed over
+   * by the door's worker may have been superseded by one of theirs, already handed
+   * here (`handChanged`), so each of its sites is read back before it is queued.
+   */
+  readonly sharedStore?: boolean
 }
 
 /**
@@ -54,6 +65,13 @@ export interface Enqueuer {
   handOver(batches: readonly HandedBatch[], done: () => void): void
   /** Queues again every effective instruction whose Paris day is not over; resolves to their count. */
   requeueEffective(): Promise<number>
+  /**
+   * Queues what another writer (another instance) changed in the instructions, once
+   * applied to this store: each site and day whose effective instruction is new, or was
+   * rewritten (a re-send), if its day is not over. After the hand-overs before it, in order.
+   * Its statuses are the writer's: nothing is written here.
+   */
+  handChanged(changes: ReadonlyMap<string, readonly unknown[]>): void
   /** Stops listening to the solver's cycles, writes pending statuses and resolves once every status write has settled. */
   close(): Promise<void>
 }
@@ -77,9 +95,11 @@ export function createEnqueuer (deps: EnqueueDeps): Enqueuer {
   /**
    * Hands one turn's inputs to the solver and marks them queued, soon and always before
    * any cycle's `applied` for them. The status write is not awaited: losing `queued` to
-   * a crash loses nothing, the next activation queues them again.
+   * a crash loses nothing, the next activation queues them again. `marked`: already
+   * saved as `queued` (a refusal writes `received` back); `elsewhere`: another instance
+   * saved them and owns their status (nothing is written, either way).
    */
-  const hand = (inputs: SolverInput[], marked = false): void => {
+  const hand = (inputs: SolverInput[], marked: boolean | 'elsewhere' = false): void => {
     if (inputs.length === 0) return
     try {
       solver.enqueueNextCycle(inputs)
@@ -87,7 +107,7 @@ export function createEnqueuer (deps: EnqueueDeps): Enqueuer {
       // The instructions are durable: answer 202 all the same; they stay (or go back to)
       // `received` and the next activation queues them again.
       log.error({ err, count: inputs.length }, 'the solver refused the next-cycle inputs')
-      if (marked) {
+      if (marked === true) {
         track(instructions.unqueue(inputs.map(i => ({ instructionId: i.instructionId, siteId: i.siteId })), clock.now().toISOString()),
           'could not mark refused instructions received')
       }
@@ -112,10 +132,13 @@ export function createEnqueuer (deps: EnqueueDeps): Enqueuer {
 
   /** The handed-over batches not yet queued, one after the other (none: all are). */
   let handing: Promise<void> | undefined
+  /** Site `i` of a handed batch is still to be fed: always, unless another instance may have superseded it. */
+  const current = (batch: HandedBatch, i: number): boolean =>
+    !deps.sharedStore || stillEffective(instructions, batch.targetDate, batch.siteIds[i]!, batch.instructionId, true)
   const handInOrder = (batches: readonly HandedBatch[]): void => {
     const inputs: SolverInput[] = []
     const nowMs = clock.now().getTime()
-    for (const batch of batches) for (let i = 0; i < batch.siteIds.length; i++) inputs.push(inputOf(batch, i, nowMs))
+    for (const batch of batches) for (let i = 0; i < batch.siteIds.length; i++) if (current(batch, i)) inputs.push(inputOf(batch, i, nowMs))
     hand(inputs, true)
   }
   /** A big hand-over (a 1,000-site programme): SITES_PER_TURN sites a turn, the solver shares the loop. */
@@ -129,10 +152,41 @@ export function createEnqueuer (deps: EnqueueDeps): Enqueuer {
           inputs = []
           await nextTurn()
         }
-        inputs.push(inputOf(batch, i, nowMs))
+        if (current(batch, i)) inputs.push(inputOf(batch, i, nowMs))
       }
     }
     hand(inputs, true)
+  }
+
+  /** The effective instructions of `days` (site and day pairs) whose day is not over, handed SITES_PER_TURN a turn. */
+  const handEffective = async (days: ReadonlyArray<readonly [string, string]>, marked: boolean | 'elsewhere'): Promise<number> => {
+    const nowMs = clock.now().getTime()
+    const today = parisDateOf(new Date(nowMs))
+    let count = 0
+    for (let from = 0; from < days.length; from += SITES_PER_TURN) {
+      if (from > 0) await nextTurn()
+      const inputs: SolverInput[] = []
+      for (const [targetDate, siteId] of days.slice(from, from + SITES_PER_TURN)) {
+        if (targetDate < today) continue
+        const instructionId = instructions.effectiveId(targetDate, siteId)
+        const stored = instructionId && instructions.slotsOf(instructionId, siteId)
+        if (!stored) continue
+        inputs.push(lazyInput(instructionId, siteId, targetDate, stored.starts, stored.kwh, 0, stored.starts.length, stored.slotDurationSecs, nowMs))
+      }
+      hand(inputs, marked)
+      count += inputs.length
+    }
+    return count
+  }
+
+  /** Runs `step` after every hand-over before it (`handing`), then `done`. */
+  const inOrder = (step: () => Promise<unknown>, what: string, done?: () => void): void => {
+    const previous = handing ?? Promise.resolve()
+    const run: Promise<void> = previous.then(step).then(() => {}, warn(what)).finally(() => {
+      if (handing === run) handing = undefined
+      done?.()
+    })
+    handing = run
   }
 
   return {
@@ -156,32 +210,18 @@ export function createEnqueuer (deps: EnqueueDeps): Enqueuer {
         done()
         return
       }
-      const previous = handing ?? Promise.resolve()
-      const run: Promise<void> = previous.then(() => handInTurns(batches)).catch(warn('could not queue the instructions the api worker saved')).finally(() => {
-        if (handing === run) handing = undefined
-        done()
-      })
-      handing = run
+      inOrder(() => handInTurns(batches), 'could not queue the instructions the api worker saved', done)
+    },
+
+    handChanged (changes) {
+      const days = changedDays(changes)
+      if (days.length) inOrder(() => handEffective(days, 'elsewhere'), 'could not queue the instructions another instance saved')
     },
 
     async requeueEffective () {
       // A day is over once its Paris date is past; collect first, the range is not held across turns.
-      const nowMs = clock.now().getTime()
-      const refs = [...instructions.effectiveFrom(parisDateOf(new Date(nowMs)))]
-      let count = 0
-      for (let from = 0; from < refs.length; from += SITES_PER_TURN) {
-        if (from > 0) await nextTurn()
-        const inputs: SolverInput[] = []
-        for (const ref of refs.slice(from, from + SITES_PER_TURN)) {
-          if (!stillEffective(instructions, ref.targetDate, ref.siteId, ref.instructionId, true)) continue
-          const stored = instructions.slotsOf(ref.instructionId, ref.siteId)
-          if (!stored) continue
-          inputs.push(lazyInput(ref.instructionId, ref.siteId, ref.targetDate, stored.starts, stored.kwh, 0, stored.starts.length, stored.slotDurationSecs, nowMs))
-        }
-        hand(inputs)
-        count += inputs.length
-      }
-      return count
+      const days = [...instructions.effectiveFrom(parisDateOf(clock.now()))].map(ref => [ref.targetDate, ref.siteId] as const)
+      return handEffective(days, false)
     },
 
     async close () {
@@ -192,6 +232,27 @@ export function createEnqueuer (deps: EnqueueDeps): Enqueuer {
       while (pending.size) await Promise.all(pending)
     },
   }
+}
+
+/**
+ * The (target date, site) pairs whose effective instruction a change set may have
+ * changed: a new effective index entry, or an instruction record rewritten (a re-send
+ * of the same id). Statuses and flags are not: they change nothing the solver gets, and
+ * each instance writes its own solver's statuses (reacting to them would never end).
+ */
+export function changedDays (changes: ReadonlyMap<string, readonly unknown[]>): Array<readonly [string, string]> {
+  const days = new Map<string, readonly [string, string]>()
+  for (const key of changes.get('instruction-effective') ?? []) {
+    if (!Array.isArray(key) || typeof key[0] !== 'string' || typeof key[1] !== 'string') continue
+    days.set(`${key[0]}/${key[1]}`, [key[0], key[1]])
+  }
+  for (const key of changes.get('instructions') ?? []) {
+    if (entryOf(key as Key) !== 'record') continue
+    const [instructionId, siteId] = key as [string, string]
+    const targetDate = targetDateOfInstructionId(instructionId)
+    if (targetDate) days.set(`${targetDate}/${siteId}`, [targetDate, siteId])
+  }
+  return [...days.values()]
 }
 
 /**

@@ -26,6 +26,8 @@ export interface OperationsDeps {
   /** Meter values: kept as long as the instructions they are compared with. */
   readonly metering?: Pick<Metering, 'prune'>
   readonly retentionDays: { readonly instructions: number; readonly deliveries: number }
+  /** Retention runs only while this says so: instances sharing a store leave it to their leader (default: always). */
+  readonly leads?: () => boolean
   readonly clock: Clock
   readonly log: Logger
 }
@@ -84,8 +86,9 @@ export function createOperations (deps: OperationsDeps) {
       return undefined
     },
 
-    /** Removes audit records, instructions and receipts past their retention. Never rejects. */
+    /** Removes audit records, instructions and receipts past their retention, on the leading instance. Never rejects. */
     async retention (): Promise<void> {
+      if (deps.leads && !deps.leads()) return
       const now = clock.now()
       const today = parisDateOf(now)
       try {

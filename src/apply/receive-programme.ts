@@ -40,6 +40,8 @@ export interface Inbound {
   handOver(batches: readonly HandedBatch[], done: () => void): void
   /** Queues again every effective instruction whose day is not over (idempotent: the latest input of a site and day wins). */
   requeueEffective(): Promise<number>
+  /** Queues what another instance saved, once its changes are applied to this store (`Enqueuer.handChanged`). */
+  handChanged(changes: ReadonlyMap<string, readonly unknown[]>): void
   /** Stops the parsing worker, logs the warn summaries waiting, then waits for the status writes already accepted. */
   close(): Promise<void>
 }
@@ -87,7 +89,7 @@ export interface ReceiveParts {
  */
 export async function openInbound (deps: InboundDeps): Promise<Inbound> {
   const instructions = openInstructions(deps.store)
-  const enqueuer = createEnqueuer({ solver: deps.solver, instructions, clock: deps.clock, log: deps.log })
+  const enqueuer = createEnqueuer({ solver: deps.solver, instructions, clock: deps.clock, log: deps.log, sharedStore: deps.store.kind === 'postgres' })
   try {
     await enqueuer.requeueEffective()
   } catch (err) {
@@ -104,6 +106,7 @@ export async function openInbound (deps: InboundDeps): Promise<Inbound> {
     receive: (bytes, caller, receivedAt) => receiveProgramme(bytes, caller, receivedAt, parts),
     handOver: (batches, done) => enqueuer.handOver(batches, done),
     requeueEffective: () => enqueuer.requeueEffective(),
+    handChanged: changes => enqueuer.handChanged(changes),
     refusedAtDoor: (error, caller, at) => deps.records?.refused(caller, error, at),
     async close () {
       try {

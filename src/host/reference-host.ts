@@ -13,6 +13,9 @@ import { HOST_API_VERSION } from './contract.ts'
 import { simulatedNeeds, simulatedReadings, simulatedSites } from './simulated-sites.ts'
 import { coverageOf, parisDateOf } from '../contract/paris-day.ts'
 
+/** Instruction ids named in a cycle's log line; a bigger cycle says how many more. */
+const MAX_LOGGED_INSTRUCTIONS = 200
+
 /** A clock tests and demos can set; `now()` returns a fresh Date each call. */
 export class ManualClock implements Clock {
   #ms: number
@@ -111,7 +114,14 @@ export function createReferenceHost (opts: ReferenceHostOptions): ReferenceHost 
       at: now.toISOString(),
       inputs: drained.map(i => ({ instructionId: i.instructionId, siteId: i.siteId })),
     }
-    if (drained.length) logger.info({ cycle, applied: drained.length }, 'solver cycle applied inputs')
+    if (drained.length) {
+      // Which programmes it applied, as an operator (or a test) checks that one reached it.
+      const ids = [...new Set(drained.map(i => i.instructionId))]
+      logger.info({
+        cycle, applied: drained.length, instructions: ids.slice(0, MAX_LOGGED_INSTRUCTIONS),
+        ...(ids.length > MAX_LOGGED_INSTRUCTIONS ? { moreInstructions: ids.length - MAX_LOGGED_INSTRUCTIONS } : {}),
+      }, 'solver cycle applied inputs')
+    }
     for (const l of listeners) {
       try { l(report) } catch (err) { logger.error({ err }, 'cycle listener failed') }
     }

@@ -22,6 +22,8 @@ export interface MetricSources {
   expiries(): ReadonlyArray<{ readonly what: string; readonly atMs: number }>
   /** Today's programme against delivery over every site (`apply/realisation.ts`). */
   realisationToday?(): import('../apply/realisation.ts').RealisationToday
+  /** Whether this instance leads those sharing the store (store/leadership.ts); absent: it is the only one. */
+  leading?(): boolean
   nowMs(): number
 }
 
@@ -98,6 +100,10 @@ export async function createMetrics (sources: MetricSources, given?: Registry) {
       this.reset()
       for (const [company, ms] of safely(sources.lastFetchByCompany) ?? []) this.set({ company }, ms / 1000)
     },
+  }))
+  add(new Gauge({
+    name: 'epx_leader', help: '1 while this instance leads the instances sharing its store (it runs the publication schedule and retention), else 0; always 1 with an LMDB store', registers,
+    collect () { this.set(sources.leading?.() === false ? 0 : 1) },
   }))
   add(new Gauge({
     name: 'epx_certificate_expiry_timestamp_seconds', help: 'When the server certificate, the client CA and the CRL (nextUpdate) expire', labelNames: ['what'], registers,

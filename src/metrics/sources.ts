@@ -22,6 +22,7 @@ export function metricSources (deps: {
   readonly deliveries: Pick<Deliveries, 'lastFetchByCompany'>
   readonly expiries: () => readonly Expiry[]
   readonly realisationToday?: () => RealisationToday
+  readonly leading?: () => boolean
 }): MetricSources {
   const tomorrow = () => addDays(parisDateOf(deps.clock.now()), 1)
   let newest: { key: string; ms: number | undefined } = { key: '', ms: undefined }
@@ -49,5 +50,6 @@ export function metricSources (deps: {
     lastFetchByCompany: () => deps.deliveries.lastFetchByCompany(),
     expiries: deps.expiries,
     ...(deps.realisationToday ? { realisationToday: deps.realisationToday } : {}),
+    ...(deps.leading ? { leading: deps.leading } : {}),
   }
 }

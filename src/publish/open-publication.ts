@@ -21,6 +21,8 @@ export interface PublicationDeps {
   readonly log: Logger
   /** Told after every run (the audit trail, metrics). */
   readonly onRun?: PublisherOptions['onRun']
+  /** Whether this instance runs retention after its runs (the leader of those sharing the store; default: always). */
+  readonly leads?: PublisherOptions['leads']
 }
 
 export interface Publication {
@@ -33,7 +35,7 @@ export interface Publication {
 
 export function openPublication (store: Store, options: PublicationOptions, deps: PublicationDeps): Publication {
   const revisions = openRevisions(store, { retentionDays: options.retentionDays })
-  const publisher = createPublisher({ solver: deps.solver, revisions, clock: deps.clock, log: deps.log, emittedBy: options.emittedBy, onRun: deps.onRun })
+  const publisher = createPublisher({ solver: deps.solver, revisions, clock: deps.clock, log: deps.log, emittedBy: options.emittedBy, onRun: deps.onRun, leads: deps.leads })
   return {
     revisions,
     publisher,

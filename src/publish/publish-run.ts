@@ -31,6 +31,8 @@ export interface PublisherOptions {
   readonly needsTimeoutMs?: number
   /** Told once per run, when it ends (plugin.ts: audit trail, metrics, retention). */
   readonly onRun?: (report: PublishReport, request: RunRequest, durationMs: number) => void
+  /** Revision retention follows a run only while this says so: instances sharing a store leave it to their leader (default: always). */
+  readonly leads?: () => boolean
 }
 
 export interface RunRequest {
@@ -154,6 +156,7 @@ export function createPublisher (opts: PublisherOptions): Publisher {
     }, 'Besoins_Agreges publication run')
     o.onRun?.(report, req, performance.now() - started)
     // Retention rides on publication runs, so it also happens when schedules are off.
+    if (o.leads && !o.leads()) return report
     try {
       const pruned = await o.revisions.prune(o.clock.now().getTime())
       if (pruned) o.log.info({ pruned }, 'expired Besoins_Agreges revisions removed')

@@ -3,6 +3,10 @@
  * node-cron in the configured time zone (Europe/Paris), daily 08:00 for D+1, Friday
  * 08:00 also for Saturday and Sunday, and on start a catch-up of a run missed while
  * the service was down. Which dates a run publishes is a pure function of the clock.
+ *
+ * Instances that share one store publish once for all: only the leader's runs publish
+ * (store/leadership.ts), and an instance that takes the leadership over catches up as
+ * one that starts does (a leader that died at 07:59 leaves its 08:00 run to the next).
  * @module
  */
 import cron, { type ScheduledTask } from 'node-cron'
@@ -12,6 +16,7 @@ import type { Clock, Logger, SolverPort } from '../host/contract.ts'
 import { EpxError } from '../errors.ts'
 import { addDays, parisDateOf, weekdayOf } from '../contract/paris-day.ts'
 import type { Revisions } from '../store/revisions.ts'
+import { eachTakeover, soleInstance, type Leadership } from '../store/leadership.ts'
 import type { Publisher } from './publish-run.ts'
 
 export type RunKind = 'daily' | 'weekend'
@@ -60,10 +65,14 @@ export interface ScheduleOptions {
   readonly solver: SolverPort
   readonly clock: Clock
   readonly log: Logger
+  /** Whether this instance's runs publish (default: it is the only one, they do). */
+  readonly leadership?: Leadership
+  /** A catch-up that failed is tried again after this, while this instance leads (default 10 s). */
+  readonly catchUpRetryMs?: number
 }
 
 export interface Schedule {
-  /** The catch-up started on start (resolves when it is done; never rejects). */
+  /** The latest catch-up, started on start or at a takeover (resolves when it is done, or given up; never rejects). */
   readonly caughtUp: Promise<void>
   /** Destroys every cron task and waits for the catch-up: no timer is left behind. */
   stop(): Promise<void>
@@ -102,7 +111,12 @@ export function startSchedule (opts: ScheduleOptions): Schedule {
     error: (message: string | Error) => log.error({ source: 'node-cron', err: message }, 'scheduler error'),
     debug: (message: string | Error) => log.debug({ source: 'node-cron', message: String(message) }, 'scheduler'),
   }
+  const leadership = opts.leadership ?? soleInstance
   const fire = (kind: RunKind) => async () => {
+    if (!leadership.isLeader()) {
+      log.info({ run: kind }, 'scheduled Besoins_Agreges publication left to the leading instance')
+      return
+    }
     const dates = targetDatesFor(kind, opts.clock.now())
     log.info({ run: kind, targetDates: dates }, 'scheduled Besoins_Agreges publication')
     // All requested at once: the publisher serializes them, and a date that the other
@@ -120,12 +134,34 @@ export function startSchedule (opts: ScheduleOptions): Schedule {
     for (const t of tasks) void t.destroy()
     throw new EpxError('EPX_CONFIG_INVALID', [`publish schedule: ${(err as Error).message}`], { cause: err })
   }
-  const caughtUp = catchUp(opts).catch((err: unknown) => {
-    log.error({ err }, 'missed-run catch-up failed; the next scheduled run will publish')
+  let stopped = false
+  let retry: { timer: NodeJS.Timeout; resolve: () => void } | undefined
+  const pause = (ms: number) => new Promise<void>(resolve => {
+    retry = { timer: setTimeout(() => { retry = undefined; resolve() }, ms), resolve }
+  })
+  /** Catches up, again after a failure (a new leader's store may still be reconnecting), while this instance leads. */
+  const catchUpWhileLeading = async (): Promise<void> => {
+    for (let attempt = 0; !stopped && leadership.isLeader(); attempt++) {
+      try {
+        await catchUp(opts)
+        if (attempt > 0) log.info({ attempts: attempt + 1 }, 'missed-run catch-up done')
+        return
+      } catch (err) {
+        if (attempt === 0) log.error({ err }, `missed-run catch-up failed; trying again every ${(opts.catchUpRetryMs ?? 10_000) / 1000} s while this instance leads (the next scheduled run publishes anyway)`)
+      }
+      await pause(opts.catchUpRetryMs ?? 10_000)
+    }
+  }
+  let caughtUp: Promise<void> = Promise.resolve()
+  const offTakeover = eachTakeover(leadership, () => {
+    caughtUp = caughtUp.then(catchUpWhileLeading)
   })
   return {
-    caughtUp,
+    get caughtUp () { return caughtUp },
     async stop () {
+      stopped = true
+      offTakeover()
+      if (retry) { clearTimeout(retry.timer); retry.resolve() }
       await Promise.all(tasks.map(t => t.destroy()))
       tasks.length = 0
       await caughtUp

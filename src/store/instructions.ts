@@ -50,8 +50,10 @@ export interface Instructions {
   /**
    * The sites of `batch` that a save run after its own may have superseded: only a
    * later emitted_at for the same day can (DECISIONS.md "Inbound"; an equal one is the
-   * same instruction). `all` when `batch` is too old to tell. This process is the only
-   * writer of instructions, so what it saw is what the store holds: no read back.
+   * same instruction). `all` when `batch` is too old to tell. With an LMDB store this
+   * process is the only writer of instructions, so what it saw is what the store holds:
+   * no read back. With a shared store (PostgreSQL) another instance may have saved since:
+   * `all`, every site is read back.
    */
   supersedersOf(batch: InstructionBatch): 'all' | ReadonlySet<string>
   /** The effective instruction id of a site and day (sync read). */
@@ -147,6 +149,7 @@ export function openInstructions (store: Store): Instructions {
     },
 
     supersedersOf (batch: InstructionBatch): 'all' | ReadonlySet<string> {
+      if (store.kind === 'postgres') return 'all'
       const at = recentSaves.lastIndexOf(batch)
       if (at === -1) return 'all'
       let sites: Set<string> | undefined

@@ -14,6 +14,8 @@ import { createFaultLog, muteLmdbWriteErrors } from './fault-log.ts'
 import { guardedDb, storeChecks, type StoreDb, type StoreState } from './guarded-db.ts'
 import { openReplica, revisionBytesMarkers, type AppliedChanges, type PostgresStoreOptions, type Replica } from './postgres/replica.ts'
 import { REVISION_BYTES_DB, SUB_DATABASES } from './postgres/schema.ts'
+import { soleInstance, type Leadership } from './leadership.ts'
+import { pgLeadership, type PgLeadership } from './postgres/leader.ts'
 
 /** Test seam: make the store refuse, as a dead disk or a full map would. */
 export interface StoreFaults {
@@ -61,6 +63,11 @@ export interface Store {
   onApplied(listener: (changes: AppliedChanges) => void): () => void
   /** PostgreSQL: the availability cell a store of another thread shares (`postgres.availability`). */
   readonly availability?: SharedArrayBuffer
+  /**
+   * Whether this instance leads the ones sharing the store (leadership.ts): LMDB always;
+   * PostgreSQL through the database (postgres/leader.ts), its session opened at the first call.
+   */
+  leadership(): Leadership
   close(): Promise<void>
 }
 
@@ -270,6 +277,8 @@ export function openStore (path: string, opts: OpenStoreOptions = {}): Store {
   }
 
   const r = replica
+  let leader: PgLeadership | undefined
+  const pgOptions = opts.postgres
   return {
     kind: r ? 'postgres' : 'lmdb',
     path,
@@ -291,6 +300,11 @@ export function openStore (path: string, opts: OpenStoreOptions = {}): Store {
       return handle
     },
     guard,
+    leadership: () => {
+      if (!pgOptions) return soleInstance
+      if (state.closed) throw storeUnavailable()
+      return leader ??= pgLeadership({ connection: pgOptions.pool, log: opts.log })
+    },
     writeDurable<T> (fn: () => T): Promise<T> {
       return new Promise<T>((resolve, reject) => {
         const job = { fn, resolve, reject } as Job
@@ -305,6 +319,7 @@ export function openStore (path: string, opts: OpenStoreOptions = {}): Store {
       state.closed = true
       // Writes already accepted finish (or fail) before the environment goes.
       try { await batching; await root.flushed } finally {
+        await leader?.close()
         await replica?.close()
         await root.close()
         unmute()

@@ -166,3 +166,85 @@ t.test('a small hand-over with nothing before it is queued at once, without a pr
   t.ok(done, 'acknowledged in the same turn')
   t.equal(queue.length, 2)
 })
+
+// Instances sharing one store: what another one saved reaches this one's solver too (`handChanged`).
+/** The keys a save of `b` writes, as the store reports another writer's changes once applied here. */
+const savedKeys = (b: ReturnType<typeof batch>, withEffective = true) => new Map<string, unknown[]>([
+  ['instructions', b.siteIds.flatMap(s => [[b.instructionId, s], [b.instructionId, s, 's']])],
+  ...(withEffective ? [['instruction-effective', b.siteIds.map(s => [b.targetDate, s])] as [string, unknown[]]] : []),
+])
+
+t.test('a programme another instance saved reaches this solver once its changes are applied here, statuses untouched', async t => {
+  const { instructions, enqueuer, queue, settle } = setup(t)
+  const b = batch({ sites: 2, kwh: () => 1 })
+  await instructions.save(b, '2026-11-21T12:30:00.000Z', 'queued')   // the other instance's write
+  enqueuer.handChanged(savedKeys(b))
+  await enqueuer.close()
+  t.same(queue.map(i => [i.instructionId, i.siteId, i.periods.map(p => p.minKw)]), [[b.instructionId, siteId(1), [4, 4]], [b.instructionId, siteId(2), [4, 4]]])
+  await settle()
+  t.same(instructions.list().map(i => i.state.status), ['queued', 'queued'], 'no status written here: the writer saved them queued')
+})
+
+t.test('changes of statuses and flags feed nothing (each instance writes its own solver\'s statuses)', async t => {
+  const { instructions, enqueuer, queue } = setup(t)
+  const b = batch({ sites: 1 })
+  await instructions.save(b, 'x', 'queued')
+  enqueuer.handChanged(new Map([['instructions', [[b.instructionId, siteId(1), 's'], [b.instructionId, siteId(1), 'f']]], ['audit', [[1, 2]]]]))
+  await enqueuer.close()
+  t.same(queue, [])
+})
+
+t.test('a re-send of the same instruction (its record rewritten, the effective index not) is fed again', async t => {
+  const { instructions, enqueuer, queue } = setup(t)
+  const b = batch({ sites: 1, kwh: () => 1 })
+  await instructions.save(b, 'x', 'queued')
+  const again = batch({ sites: 1, kwh: () => 2 })
+  await instructions.save(again, 'y', 'queued')
+  enqueuer.handChanged(savedKeys(again, false))
+  await enqueuer.close()
+  t.same(queue.map(i => i.periods.map(p => p.minKw)), [[8, 8]], 'the rewritten slots')
+})
+
+t.test('what another instance saved and a newer save superseded since: the newer one is fed', async t => {
+  const { instructions, enqueuer, queue } = setup(t)
+  const older = batch({ sites: 1, emittedAt: '2026-11-21T12:00:00Z', kwh: () => 1 })
+  const newer = batch({ sites: 1, emittedAt: '2026-11-21T12:05:00Z', kwh: () => 2 })
+  await instructions.save(older, 'x', 'queued')
+  await instructions.save(newer, 'y', 'queued')
+  enqueuer.handChanged(savedKeys(older))
+  await enqueuer.close()
+  t.same(queue.map(i => i.instructionId), [newer.instructionId])
+})
+
+t.test('another instance\'s programme for a day that is over is not fed; removals (retention) feed nothing', async t => {
+  const { instructions, enqueuer, queue } = setup(t)
+  const past = batch({ targetDate: '2026-11-20', emittedAt: '2026-11-19T10:00:00Z' })
+  await instructions.save(past, 'x', 'queued')
+  enqueuer.handChanged(savedKeys(past))
+  enqueuer.handChanged(new Map([['instruction-effective', [['2026-11-22', siteId(9)]]]]))
+  await enqueuer.close()
+  t.same(queue, [])
+})
+
+t.test('another instance\'s programmes wait for the hand-overs before them, and a big one goes over several turns', async t => {
+  const { instructions, enqueuer, queue } = setup(t)
+  const mine = batch({ sites: 100, emittedAt: '2026-11-21T12:00:00Z', kwh: () => 1 })
+  const theirs = batch({ sites: 100, emittedAt: '2026-11-21T12:05:00Z', kwh: () => 2 })
+  await instructions.save(theirs, 'x', 'queued')
+  enqueuer.handOver([mine], () => {})
+  enqueuer.handChanged(savedKeys(theirs))
+  t.ok(queue.length < 100, 'not all in one turn')
+  await enqueuer.close()
+  t.equal(queue.length, 200)
+  t.equal(queue.filter(i => i.siteId === siteId(1)).at(-1)!.instructionId, theirs.instructionId, 'the newer one comes last')
+})
+
+t.test('a solver that refuses another instance\'s programme: logged, no status written back', async t => {
+  const { instructions, enqueuer, settle } = setup(t, { enqueueNextCycle: () => { throw new Error('queue full') } })
+  const b = batch({ sites: 1 })
+  await instructions.save(b, 'x', 'queued')
+  enqueuer.handChanged(savedKeys(b))
+  await enqueuer.close()
+  await settle()
+  t.equal(instructions.list()[0]!.state.status, 'queued', 'the writer\'s status stands')
+})

@@ -8,6 +8,9 @@ import { openInstructions } from '../../src/store/instructions.ts'
 import { openInstructionFlags } from '../../src/store/instruction-flags.ts'
 import { openDeliveries } from '../../src/store/deliveries.ts'
 import { openAudit } from '../../src/store/audit.ts'
+import { openStore } from '../../src/store/open-store.ts'
+import { createOperations } from '../../src/apply/operations.ts'
+import type { Logger } from '../../src/host/contract.ts'
 
 t.test('after a publication run, instructions, flags, receipts and audit records past their retention are removed', async t => {
   const epx = await startEpx(t, { config: { inbound: { retentionDays: 30 }, audit: { retentionDays: 60 } } })
@@ -57,4 +60,24 @@ t.test('on start, revision files a crash left uncommitted are removed; committed
   t.ok(existsSync(fresh), 'a file written within the hour may be another process\'s: kept')
   t.ok(existsSync(join(dir, committed!)), 'a committed segment stays')
   t.match(epx.logs().find(l => /uncommitted/.test(l.msg)), { level: 40, segments: ['mhzk0000-abc123x.seg'] })
+})
+
+t.test('retention runs only on the instance that leads those sharing the store', async t => {
+  const store = openStore(join(t.testdir(), 'store'))
+  t.teardown(() => store.close())
+  const audit = openAudit(store, { retentionDays: 30 })
+  audit.record({ actor: { kind: 'host' }, action: 'publication.run', subject: '2026-09-01', outcome: 'ok' }, Date.parse('2026-09-01T12:00:00Z'))
+  await audit.flush()
+  const silent: Logger = { debug () {}, info () {}, warn () {}, error () {}, child: () => silent }
+  let leading = false
+  const ops = createOperations({
+    audit, instructions: openInstructions(store), deliveries: openDeliveries(store),
+    retentionDays: { instructions: 30, deliveries: 90 }, leads: () => leading,
+    clock: { now: () => new Date('2026-11-21T12:00:00Z') }, log: silent,
+  })
+  await ops.retention()
+  t.equal(audit.list().length, 1, 'not the leader: the expired record stays')
+  leading = true
+  await ops.retention()
+  t.equal(audit.list().length, 0, 'the leader removes it')
 })

@@ -33,7 +33,7 @@ const EVERY_METRIC = [
   'epx_programme_last_accepted_timestamp_seconds', 'epx_publication_runs_total', 'epx_publication_duration_seconds_count',
   'epx_publication_sites_total', 'epx_publication_last_success_timestamp_seconds', 'epx_store_errors_total',
   'epx_event_loop_delay_seconds', 'epx_publication_tomorrow_age_seconds', 'epx_programme_tomorrow_instructions',
-  'epx_bsp_last_fetch_timestamp_seconds', 'epx_certificate_expiry_timestamp_seconds',
+  'epx_bsp_last_fetch_timestamp_seconds', 'epx_certificate_expiry_timestamp_seconds', 'epx_leader',
 ]
 
 t.test('after a day of traffic, /metrics on its own loopback listener shows every metric with a non-zero sample', async t => {

@@ -6,6 +6,7 @@ import { openStore } from '../../src/store/open-store.ts'
 import { openRevisions } from '../../src/store/revisions.ts'
 import { createPublisher } from '../../src/publish/publish-run.ts'
 import { catchUp, firedEarlierToday, startSchedule, targetDatesFor } from '../../src/publish/schedule.ts'
+import type { Leadership } from '../../src/store/leadership.ts'
 
 const PARIS = 'Europe/Paris'
 const at = (iso: string) => new Date(iso)
@@ -149,4 +150,130 @@ t.test('on Friday at 08:00 the daily and weekend runs fire together: Saturday an
     t.equal(revisions.list(prm(i), '2026-11-22').length, 1, `Sunday, site ${i}: once`)
   }
   await schedule.stop()
+})
+
+/** A leadership a test hands over and takes back, as the database would (store/leadership.ts). */
+function switchable (leading: boolean): Leadership & { set(l: boolean): void } {
+  const listeners = new Set<(l: boolean) => void>()
+  return {
+    isLeader: () => leading,
+    onChange (l) { listeners.add(l); return () => { listeners.delete(l) } },
+    set (l) { if (l === leading) return; leading = l; for (const f of listeners) f(l) },
+  }
+}
+
+const newTasks = (before: Set<unknown>) => [...cron.getTasks().values()].filter(task => !before.has(task))
+
+t.test('of instances sharing a store, only the leader publishes at 08:00; the others neither run nor catch up', async t => {
+  const { opts, calls, revisions } = setup(t, '2026-11-18T12:00:00Z')
+  const before = new Set(cron.getTasks().values())
+  const schedule = startSchedule({ ...opts, leadership: switchable(false) })
+  t.teardown(() => schedule.stop())
+  await schedule.caughtUp
+  t.same(calls, [], 'a non-leader does not catch up a missed run')
+  const [daily] = newTasks(before)
+  await daily!.execute()
+  t.same(calls, [], 'nor does its 08:00 run publish')
+  t.notOk(revisions.latest(prm(1), '2026-11-19'))
+})
+
+t.test('a new leader catches up the 08:00 run the old one missed, at the takeover, by the injected clock', async t => {
+  // The old leader died at 07:59; the takeover comes at 08:00:07.
+  let now = new Date('2026-11-18T06:59:00Z')
+  const { opts, calls, revisions } = setup(t, '2026-11-18T06:59:00Z')
+  const leadership = switchable(false)
+  const before = new Set(cron.getTasks().values())
+  const schedule = startSchedule({ ...opts, clock: { now: () => now }, leadership })
+  t.teardown(() => schedule.stop())
+  now = new Date('2026-11-18T07:00:00Z')
+  await Promise.all(newTasks(before).map(task => task.execute()))   // 08:00: not the leader yet
+  t.same(calls, [])
+  now = new Date('2026-11-18T07:00:07Z')
+  leadership.set(true)
+  await schedule.caughtUp
+  t.same(calls.sort(), [1, 2, 3].map(i => `${prm(i)}/2026-11-19`), 'D+1 published for every site at the takeover')
+  for (const i of [1, 2, 3]) t.equal(revisions.list(prm(i), '2026-11-19').length, 1)
+})
+
+t.test('a takeover after the old leader published: nothing is published twice; only the sites it left', async t => {
+  const { opts, calls, publisher, revisions } = setup(t, '2026-11-18T07:30:00Z')
+  // What the old leader's 08:00 run wrote before it died half-way: two sites of three.
+  await publisher.publish({ targetDate: '2026-11-19', siteIds: [prm(1), prm(2)] })
+  calls.length = 0
+  const leadership = switchable(false)
+  const schedule = startSchedule({ ...opts, leadership })
+  t.teardown(() => schedule.stop())
+  leadership.set(true)
+  await schedule.caughtUp
+  t.same(calls, [`${prm(3)}/2026-11-19`])
+  t.equal(revisions.list(prm(1), '2026-11-19').length, 1, 'the published sites keep their one revision')
+})
+
+t.test('a leader that loses the leadership stops publishing; it catches up again when it takes it back', async t => {
+  let now = new Date('2026-11-18T06:00:00Z')
+  const { opts, calls } = setup(t, '2026-11-18T06:00:00Z')
+  const leadership = switchable(true)
+  const before = new Set(cron.getTasks().values())
+  const schedule = startSchedule({ ...opts, clock: { now: () => now }, leadership })
+  t.teardown(() => schedule.stop())
+  await schedule.caughtUp
+  t.same(calls, [], '07:00 Paris: nothing due')
+  leadership.set(false)
+  now = new Date('2026-11-18T07:00:00Z')
+  await Promise.all(newTasks(before).map(task => task.execute()))
+  t.same(calls, [], 'no longer the leader at 08:00: not published here')
+  now = new Date('2026-11-18T09:00:00Z')
+  leadership.set(true)
+  await schedule.caughtUp
+  t.equal(calls.length, 3, 'leading again: the missed run caught up')
+})
+
+t.test('a failed catch-up is tried again while this instance leads, and no longer once it does not', async t => {
+  const { opts, revisions, solver } = setup(t, '2026-11-18T12:00:00Z')
+  let refusals = 2
+  const flaky: SolverPort = { ...solver, async sites () { if (refusals-- > 0) throw new Error('the solver is restarting'); return solver.sites() } }
+  const leadership = switchable(true)
+  const lines: string[] = []
+  const log: Logger = { ...silent, error: (_o, msg) => { lines.push(`error ${msg}`) }, info: (_o, msg) => { lines.push(`info ${msg}`) } }
+  const schedule = startSchedule({ ...opts, solver: flaky, log, leadership, catchUpRetryMs: 20 })
+  t.teardown(() => schedule.stop())
+  await schedule.caughtUp
+  t.ok(revisions.latest(prm(1), '2026-11-19'), 'published at the third attempt')
+  t.equal(lines.filter(l => l.startsWith('error')).length, 1, 'one error line for the failed attempts')
+  t.ok(lines.some(l => /catch-up done/.test(l)))
+
+  const stuck: SolverPort = { ...solver, async sites () { throw new Error('down') } }
+  const lead2 = switchable(true)
+  const s2 = startSchedule({ ...opts, solver: stuck, leadership: lead2, catchUpRetryMs: 20 })
+  await new Promise(resolve => setTimeout(resolve, 60))
+  lead2.set(false)
+  await s2.caughtUp   // resolves: it stops trying once it no longer leads
+  await s2.stop()
+  t.pass('given up at the loss of the leadership')
+})
+
+t.test('stop() during a catch-up retry does not wait for the retry', async t => {
+  const { opts, solver } = setup(t, '2026-11-18T12:00:00Z')
+  const stuck: SolverPort = { ...solver, async sites () { throw new Error('down') } }
+  const schedule = startSchedule({ ...opts, solver: stuck, leadership: switchable(true), catchUpRetryMs: 60_000 })
+  await new Promise(resolve => setTimeout(resolve, 20))
+  const started = Date.now()
+  await schedule.stop()
+  t.ok(Date.now() - started < 1000, 'stopped at once')
+})
+
+t.test('revision retention follows a run only on the leader', async t => {
+  const { revisions, solver, clock } = setup(t, '2026-11-18T12:00:00Z')
+  let leading = false
+  // A revision of 100 days ago, past the 90 days of retention.
+  const old = createPublisher({ solver, revisions, clock: { now: () => new Date('2026-08-10T12:00:00Z') }, log: silent, emittedBy: 'epx' })
+  await old.publish({ targetDate: '2026-08-11', siteIds: [prm(1)] })
+  await old.close()
+  const publisher = createPublisher({ solver, revisions, clock, log: silent, emittedBy: 'epx', leads: () => leading })
+  t.teardown(() => publisher.close())
+  await publisher.publish({ targetDate: '2026-11-19', siteIds: [prm(1)] })
+  t.ok(revisions.latest(prm(1), '2026-08-11'), 'not the leader: the expired revision stays')
+  leading = true
+  await publisher.publish({ targetDate: '2026-11-19', siteIds: [prm(2)] })
+  t.notOk(revisions.latest(prm(1), '2026-08-11'), 'the leader removed it after its run')
 })

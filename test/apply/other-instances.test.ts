@@ -1,0 +1,124 @@
+// Instances sharing one PostgreSQL store (test/helpers/postgres.ts: a throwaway cluster;
+// fails, never skips, without it): each feeds its own solver what the others saved.
+import t, { type Test } from 'tap'
+import pino from 'pino'
+import { join } from 'node:path'
+import { openStore, type Store } from '../../src/store/open-store.ts'
+import { openInbound, type Inbound } from '../../src/apply/receive-programme.ts'
+import { createProgrammeCheck } from '../../src/apply/check-programme.ts'
+import type { Logger, SolverInput, SolverPort } from '../../src/host/contract.ts'
+import { programme, siteId, type ProgrammeOptions } from '../helpers/programme.ts'
+import { startPostgres } from '../helpers/postgres.ts'
+import { migratedDatabase } from '../helpers/store-kinds.ts'
+
+const cluster = startPostgres({ fsync: 'off', synchronous_commit: 'off' })
+t.teardown(() => cluster.destroy())
+
+const check = createProgrammeCheck({ maxSites: 5000, requireContiguous: false })
+const batch = (o: ProgrammeOptions) => {
+  const r = check(Buffer.from(JSON.stringify(programme({ slots: 2, ...o }))), {
+    perimeter: 'all', provenance: { receivedAt: '2026-11-21T12:30:00.000Z', companyId: 'acme', tokenId: 'tok', certFingerprint256: 'F' },
+  })
+  if (!r.ok) throw new Error(JSON.stringify(r.details))
+  return r.batch
+}
+const log = pino({ level: 'silent' }) as unknown as Logger
+const clock = { now: () => new Date('2026-11-21T12:30:00Z') }
+
+interface Instance { store: Store; inbound: Inbound; queue: SolverInput[] }
+
+/** An instance as plugin.ts wires it: its replica, its solver, the feed of the others' changes. */
+async function instance (t: Test, database: string, name: string): Promise<Instance> {
+  const store = openStore(join(t.testdir(), name), { postgres: { pool: { ...cluster.connection(database), max: 2 }, pollMs: 200 } })
+  await store.opened
+  t.teardown(() => store.close())
+  const queue: SolverInput[] = []
+  const solver: SolverPort = {
+    sites: async () => [], needs: async () => { throw new Error('unused') },
+    enqueueNextCycle: inputs => { queue.push(...inputs) }, onCycleApplied: () => () => {},
+  }
+  const inbound = await openInbound({ store, solver, clock, log, options: { maxSites: 5000, requireContiguous: false }, reads: false })
+  t.teardown(() => inbound.close())
+  t.teardown(store.onApplied(changes => inbound.handChanged(changes)))
+  return { store, inbound, queue }
+}
+
+async function until (cond: () => boolean, ms: number, what: string): Promise<void> {
+  const start = Date.now()
+  while (!cond()) {
+    if (Date.now() - start > ms) throw new Error(`${what}: not within ${ms} ms`)
+    await new Promise(resolve => setTimeout(resolve, 10))
+  }
+}
+
+
+t.test('a programme accepted through A reaches B\'s solver, with its periods, and only once', async t => {
+  const db = await migratedDatabase(cluster)
+  const a = await instance(t, db, 'a')
+  const b = await instance(t, db, 'b')
+  const p = batch({ sites: 3, kwh: () => 1 })
+  await a.inbound.instructions.save(p, '2026-11-21T12:30:00.000Z', 'queued')
+  await until(() => b.queue.length === 3, 5000, 'B\'s solver fed')
+  t.same(b.queue.map(i => [i.instructionId, i.siteId, i.periods.map(x => x.minKw)]), [1, 2, 3].map(k => [p.instructionId, siteId(k), [4, 4]]))
+  // A's own write is not reported back to A.
+  await new Promise(resolve => setTimeout(resolve, 300))
+  t.same(a.queue, [], 'A\'s feed does not hand A its own writes (its door does)')
+  t.equal(b.queue.length, 3, 'B fed once, the poll included')
+})
+
+t.test('statuses B writes for its solver feed nothing back to A, and the reverse', async t => {
+  const db = await migratedDatabase(cluster)
+  const a = await instance(t, db, 'a')
+  const b = await instance(t, db, 'b')
+  const p = batch({ sites: 1 })
+  await a.inbound.instructions.save(p, 'x', 'queued')
+  await until(() => b.queue.length === 1, 5000, 'B fed')
+  await b.inbound.instructions.markApplied([{ instructionId: p.instructionId, siteId: siteId(1) }], 3, '2026-11-21T12:31:00.000Z')
+  await a.inbound.instructions.markApplied([{ instructionId: p.instructionId, siteId: siteId(1) }], 9, '2026-11-21T12:31:00.000Z')
+  await new Promise(resolve => setTimeout(resolve, 400))
+  t.equal(a.queue.length, 0)
+  t.equal(b.queue.length, 1, 'no ping-pong of statuses')
+})
+
+t.test('a newer programme through B supersedes A\'s on both solvers: the last input of each is the newest', async t => {
+  const db = await migratedDatabase(cluster)
+  const a = await instance(t, db, 'a')
+  const b = await instance(t, db, 'b')
+  const older = batch({ sites: 2, emittedAt: '2026-11-21T12:00:00Z', kwh: () => 1 })
+  const newer = batch({ sites: 2, emittedAt: '2026-11-21T12:05:00Z', kwh: () => 2 })
+  await a.inbound.instructions.save(older, 'x', 'queued')
+  await b.inbound.instructions.save(newer, 'y', 'queued')
+  await until(() => a.queue.some(i => i.instructionId === newer.instructionId), 5000, 'A fed the newer one')
+  await new Promise(resolve => setTimeout(resolve, 300))
+  for (const k of [1, 2]) {
+    t.equal(a.queue.filter(i => i.siteId === siteId(k)).at(-1)?.instructionId, newer.instructionId, `A, site ${k}`)
+  }
+  // What A's door would hand over now (the older one, saved before): read back, not fed.
+  const before = a.queue.length
+  await new Promise<void>(resolve => a.inbound.handOver([{ ...older, slotEnds: [2, 4] }], resolve))
+  t.equal(a.queue.length, before, 'a hand-over another instance has superseded is not fed')
+})
+
+t.test('an instance that starts feeds its solver, from the database, every effective instruction whose day is not over', async t => {
+  const db = await migratedDatabase(cluster)
+  const a = await instance(t, db, 'a')
+  await a.inbound.instructions.save(batch({ sites: 2, targetDate: '2026-11-22', emittedAt: '2026-11-21T10:00:00Z' }), 'x', 'queued')
+  await a.inbound.instructions.save(batch({ sites: 1, targetDate: '2026-11-20', emittedAt: '2026-11-19T10:00:00Z' }), 'x', 'queued')
+  const b = await instance(t, db, 'b-new')   // a fresh replica: loaded from the database at open
+  t.same(b.queue.map(i => [i.targetDate, i.siteId]), [['2026-11-22', siteId(1)], ['2026-11-22', siteId(2)]], 'tomorrow\'s, not the day that is over')
+})
+
+t.test('of two PostgreSQL stores on one database, one leads; its store closed, the other leads', async t => {
+  const db = await migratedDatabase(cluster)
+  const a = await instance(t, db, 'a')
+  const b = await instance(t, db, 'b')
+  const la = a.store.leadership()
+  const lb = b.store.leadership()
+  t.equal(la, a.store.leadership(), 'one leadership per store')
+  await until(() => la.isLeader() || lb.isLeader(), 5000, 'one leads')
+  t.equal(Number(la.isLeader()) + Number(lb.isLeader()), 1)
+  const [leader, other] = la.isLeader() ? [a, b] : [b, a]
+  await leader.store.close()
+  await until(() => other.store.leadership().isLeader(), 10_000, 'the other leads')
+  t.pass('taken over')
+})

@@ -1,0 +1,162 @@
+// Needs PostgreSQL (test/helpers/postgres.ts: a throwaway cluster; fails, never skips, without it).
+import t, { type Test } from 'tap'
+import pg from 'pg'
+import type { Logger } from '../../../src/host/contract.ts'
+import { LEADER_LOCK, pgLeadership, type PgLeadership } from '../../../src/store/postgres/leader.ts'
+import { eachTakeover, soleInstance } from '../../../src/store/leadership.ts'
+import { startPostgres } from '../../helpers/postgres.ts'
+
+const cluster = startPostgres({ fsync: 'off' })
+t.teardown(() => cluster.destroy())
+
+/** A logger that keeps its lines, to assert what an operator reads. */
+function recordingLog () {
+  const lines: Array<{ level: string; msg?: string; obj: object }> = []
+  const log: Logger = {
+    debug: (obj, msg) => { lines.push({ level: 'debug', obj, msg }) },
+    info: (obj, msg) => { lines.push({ level: 'info', obj, msg }) },
+    warn: (obj, msg) => { lines.push({ level: 'warn', obj, msg }) },
+    error: (obj, msg) => { lines.push({ level: 'error', obj, msg }) },
+    child: () => log,
+  }
+  return { log, lines }
+}
+
+/** Polls `cond` every 20 ms; rejects after `ms`. */
+async function until (cond: () => boolean, ms: number, what: string): Promise<number> {
+  const start = Date.now()
+  while (!cond()) {
+    if (Date.now() - start > ms) throw new Error(`${what}: not within ${ms} ms`)
+    await new Promise(resolve => setTimeout(resolve, 20))
+  }
+  return Date.now() - start
+}
+
+let n = 0
+function twoInstances (t: Test, opts: { retryMs?: number; checkMs?: number } = {}) {
+  const db = `leader_${++n}`
+  cluster.createDatabase(db)
+  const make = (): PgLeadership & { log: ReturnType<typeof recordingLog> } => {
+    const log = recordingLog()
+    const l = pgLeadership({ connection: cluster.connection(db), log: log.log, ...opts })
+    t.teardown(() => l.close())
+    return Object.assign(l, { log })
+  }
+  return { db, a: make(), b: make() }
+}
+
+/** The backend pid holding the leader lock in `db`, as PostgreSQL sees it. */
+function holderPid (db: string): number | undefined {
+  const out = cluster.psql(`SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND granted AND classid = ${LEADER_LOCK.classId} AND objid = ${LEADER_LOCK.objId}`, db).trim()
+  return out ? Number(out) : undefined
+}
+
+t.test('of two instances on one database, exactly one leads, and it holds the lock in PostgreSQL', async t => {
+  const { db, a, b } = twoInstances(t, { retryMs: 100 })
+  await until(() => a.isLeader() || b.isLeader(), 5000, 'one leads')
+  // A few rounds of retries: the other never takes it while the leader lives.
+  for (let k = 0; k < 10; k++) {
+    t.equal(Number(a.isLeader()) + Number(b.isLeader()), 1, `round ${k}: exactly one leader`)
+    await new Promise(resolve => setTimeout(resolve, 50))
+  }
+  t.ok(holderPid(db), 'the lock is held by a live session')
+  const leader = a.isLeader() ? a : b
+  t.ok(leader.log.lines.some(l => l.level === 'info' && /this instance leads/.test(l.msg ?? '')), 'the leader says so once')
+})
+
+t.test("the leader's session terminated (pg_terminate_backend): it stops leading at once, the other leads within 10 s", async t => {
+  const { db, a, b } = twoInstances(t)   // the default 2 s retry
+  await until(() => a.isLeader() || b.isLeader(), 5000, 'one leads')
+  const [leader, other] = a.isLeader() ? [a, b] : [b, a]
+  const seen: boolean[] = []
+  leader.onChange(l => seen.push(l))
+  const pid = holderPid(db)
+  t.ok(pid, 'the lock has a holder')
+  const terminatedAt = Date.now()
+  cluster.psql(`SELECT pg_terminate_backend(${pid!})`)
+  await until(() => !leader.isLeader(), 1000, 'the old leader stops leading')
+  t.same(seen, [false], 'its listeners were told it lost')
+  await until(() => other.isLeader() || leader.isLeader(), 10_000, 'a leader again')
+  t.ok(Date.now() - terminatedAt < 10_000, `a new leader within 10 s (${Date.now() - terminatedAt} ms)`)
+  // Whichever took it, never both, and the one that lost tries again.
+  for (let k = 0; k < 5; k++) {
+    t.equal(Number(a.isLeader()) + Number(b.isLeader()), 1, 'exactly one leader')
+    await new Promise(resolve => setTimeout(resolve, 100))
+  }
+  t.ok(leader.log.lines.some(l => l.level === 'warn' && /no longer leads/.test(l.msg ?? '')), 'the loss is a warn line')
+})
+
+t.test("the leader's client closed: the other leads within 10 s", async t => {
+  const { a, b } = twoInstances(t)
+  await until(() => a.isLeader() || b.isLeader(), 5000, 'one leads')
+  const [leader, other] = a.isLeader() ? [a, b] : [b, a]
+  await leader.close()
+  t.notOk(leader.isLeader(), 'closed: no longer leads')
+  const ms = await until(() => other.isLeader(), 10_000, 'the other leads')
+  t.ok(ms < 10_000, `the other leads after ${ms} ms`)
+  await leader.close()   // idempotent
+})
+
+t.test('a database restart: leadership is lost by all, then exactly one leads again by itself', async t => {
+  const { a, b } = twoInstances(t, { retryMs: 200, checkMs: 200 })
+  await until(() => a.isLeader() || b.isLeader(), 5000, 'one leads')
+  const lostBy: string[] = []
+  a.onChange(l => { if (!l) lostBy.push('a') })
+  b.onChange(l => { if (!l) lostBy.push('b') })
+  cluster.stop()
+  try {
+    await until(() => !a.isLeader() && !b.isLeader(), 3000, 'nobody leads while the database is down')
+    await new Promise(resolve => setTimeout(resolve, 500))
+    t.notOk(a.isLeader() || b.isLeader(), 'still nobody')
+  } finally {
+    cluster.start()
+  }
+  await until(() => a.isLeader() || b.isLeader(), 10_000, 'a leader again')
+  await new Promise(resolve => setTimeout(resolve, 500))
+  t.equal(Number(a.isLeader()) + Number(b.isLeader()), 1, 'exactly one')
+  t.equal(lostBy.length, 1, 'the old leader was told it lost')
+  const warned = [...a.log.lines, ...b.log.lines].filter(l => /cannot try for the leadership/.test(l.msg ?? ''))
+  t.ok(warned.length <= 2, `one warning per instance for the outage, not one per retry (${warned.length})`)
+})
+
+t.test('an unreachable database: no leadership, no crash, and close() stops the retries', async t => {
+  const l = pgLeadership({ connection: { host: cluster.socketDir, port: 1, user: 'postgres', database: 'postgres' }, retryMs: 50 })
+  await new Promise(resolve => setTimeout(resolve, 300))
+  t.notOk(l.isLeader())
+  await l.close()
+})
+
+t.test('an LMDB store has one instance: always the leader; eachTakeover runs at once', async t => {
+  t.ok(soleInstance.isLeader())
+  let runs = 0
+  const off = eachTakeover(soleInstance, () => { runs++ })
+  t.equal(runs, 1)
+  off()
+})
+
+t.test('eachTakeover runs again at each takeover, not at a loss', async t => {
+  const { a, b } = twoInstances(t, { retryMs: 100 })
+  await until(() => a.isLeader() || b.isLeader(), 5000, 'one leads')
+  const [leader, other] = a.isLeader() ? [a, b] : [b, a]
+  let runs = 0
+  eachTakeover(other, () => { runs++ })
+  t.equal(runs, 0, 'not leading: not run')
+  await leader.close()
+  await until(() => runs === 1, 5000, 'run at the takeover')
+  t.ok(other.isLeader())
+})
+
+t.test('the lock is a plain advisory lock: a session that holds it keeps every instance from leading', async t => {
+  const db = `leader_${++n}`
+  cluster.createDatabase(db)
+  const squatter = new pg.Client(cluster.connection(db))
+  await squatter.connect()
+  t.teardown(() => squatter.end())
+  t.equal((await squatter.query('SELECT pg_try_advisory_lock($1, $2) AS ok', [LEADER_LOCK.classId, LEADER_LOCK.objId])).rows[0].ok, true)
+  const l = pgLeadership({ connection: cluster.connection(db), retryMs: 50 })
+  t.teardown(() => l.close())
+  await new Promise(resolve => setTimeout(resolve, 300))
+  t.notOk(l.isLeader(), 'held elsewhere: not the leader')
+  await squatter.query('SELECT pg_advisory_unlock($1, $2)', [LEADER_LOCK.classId, LEADER_LOCK.objId])
+  await until(() => l.isLeader(), 2000, 'released: leads')
+})
