@@ -56,6 +56,12 @@ export interface Instructions {
   supersedersOf(batch: InstructionBatch): 'all' | ReadonlySet<string>
   /** The effective instruction id of a site and day (sync read). */
   effectiveId(targetDate: string, siteId: string): string | undefined
+  /**
+   * The effective instruction of a site and day as stored: its id and its record's bytes
+   * (valid until the next read; a re-send of the same id overwrites them). What an answer
+   * built from it can be checked against (sync read, nothing decoded).
+   */
+  effectiveRecord(targetDate: string, siteId: string): { instructionId: string; bytes: Uint8Array } | undefined
   /** The effective instruction of a site and day with the company that sent it (sync read). */
   effectiveOf(targetDate: string, siteId: string): { instructionId: string; companyId: string } | undefined
   /** Effective instructions of `fromDate` and later days, in (day, site) order. */
@@ -161,6 +167,12 @@ export function openInstructions (store: Store): Instructions {
 
     effectiveId (targetDate: string, siteId: string): string | undefined {
       return effective.get([targetDate, siteId])?.instructionId
+    },
+
+    effectiveRecord (targetDate: string, siteId: string) {
+      const ref = effective.get([targetDate, siteId])
+      const bytes = ref && tree.get(recordKey(ref.instructionId, siteId))
+      return ref && bytes ? { instructionId: ref.instructionId, bytes } : undefined
     },
 
     effectiveOf (targetDate: string, siteId: string): { instructionId: string; companyId: string } | undefined {
