@@ -68,7 +68,8 @@ export function realiseRoute (deps: RealiseDeps): Route {
   }
 
   const serve = (head: boolean) => (req: IncomingMessage, res: ServerResponse, ctx: RequestContext): void => {
-    const { siteId, targetDate } = readQuery(ctx.url.searchParams)
+    // A BSP polls the same few targets: a valid one is parsed once (the answer depends on the target alone).
+    const { siteId, targetDate } = validQueries.getOrCompute(req.url ?? '', parseQuery, ctx)
     const answer = answerOf(targetDate, siteId, ctx.caller.companyId)
     if (answer.body === undefined || !inPerimeter(ctx.caller, siteId)) throw new EpxError('NOTHING_TO_COMPARE', [siteId, targetDate])
     sendRevalidatedJson(req, res, answer.body, answer.etag, head)
@@ -81,8 +82,11 @@ export function realiseRoute (deps: RealiseDeps): Route {
   }
 }
 
+const validQueries = new BoundedCache<string, { siteId: string; targetDate: string }>(1024)
+
 /** Both parameters required, once each, as for besoins-agreges; every problem reported at once. */
-function readQuery (q: URLSearchParams): { siteId: string; targetDate: string } {
+function parseQuery (_target: string, ctx: RequestContext): { siteId: string; targetDate: string } {
+  const q = ctx.url.searchParams
   const details: Record<string, string> = {}
   const sites = q.getAll('site_id')
   const dates = q.getAll('target_date')
