@@ -25,15 +25,14 @@ import { sendRevalidatedJson } from './revalidated-json.ts'
 import { REALISE_PATH, type RequestContext, type Route } from './route.ts'
 
 export interface RealiseDeps extends RealisationDeps {
-  readonly instructions: Pick<Instructions, 'effectiveOf' | 'slotsOf' | 'effectiveRecord'>
+  readonly instructions: Pick<Instructions, 'effectiveOf' | 'slotsOf' | 'effectiveRecord' | 'effectiveUnchanged'>
   readonly metering: Pick<Metering, 'get' | 'unchanged'>
 }
 
 /** An answer as served, and what it was made from. */
 interface Answer {
-  readonly instructionId: string | undefined
-  /** The effective instruction's record (a copy), undefined without one. */
-  readonly record: Buffer | undefined
+  /** The effective instruction and its record (a copy), undefined without one. */
+  readonly instruction: { readonly instructionId: string; readonly bytes: Uint8Array } | undefined
   /** The day's meter values, undefined without any. */
   readonly kwh: Float64Array | undefined
   /** The JSON's bytes; undefined: nothing to compare (404). */
@@ -53,16 +52,14 @@ export function realiseRoute (deps: RealiseDeps): Route {
   const answerOf = (targetDate: string, siteId: string, companyId: string): Answer => {
     const key = `${companyId} ${siteId} ${targetDate}`
     // Read before the perimeter check, so a store outage answers 503 for every site alike.
-    const effective = deps.instructions.effectiveRecord(targetDate, siteId)
     const kept = answers.get(key)
-    if (kept && kept.instructionId === effective?.instructionId &&
-        (kept.record === undefined || kept.record.equals(effective!.bytes)) &&
-        deps.metering.unchanged(targetDate, siteId, kept.kwh)) return kept
-    const record = effective && Buffer.from(effective.bytes)
+    if (kept && deps.instructions.effectiveUnchanged(targetDate, siteId, kept.instruction) && deps.metering.unchanged(targetDate, siteId, kept.kwh)) return kept
+    const effective = deps.instructions.effectiveRecord(targetDate, siteId)
+    const instruction = effective && { instructionId: effective.instructionId, bytes: Uint8Array.prototype.slice.call(effective.bytes) }
     const kwh = deps.metering.get(targetDate, siteId)?.kwh
     const found = realisation(deps, targetDate, siteId, companyId)
     const json = found && JSON.stringify(found)
-    const made: Answer = { instructionId: effective?.instructionId, record, kwh, body: json === undefined ? undefined : Buffer.from(json), etag: json ? realiseEtag(json) : '' }
+    const made: Answer = { instruction, kwh, body: json === undefined ? undefined : Buffer.from(json), etag: json ? realiseEtag(json) : '' }
     answers.set(key, made)
     return made
   }

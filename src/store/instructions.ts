@@ -62,6 +62,8 @@ export interface Instructions {
    * built from it can be checked against (sync read, nothing decoded).
    */
   effectiveRecord(targetDate: string, siteId: string): { instructionId: string; bytes: Uint8Array } | undefined
+  /** True while `held` (an `effectiveRecord`, or undefined: none) is still the effective instruction as stored; nothing copied. */
+  effectiveUnchanged(targetDate: string, siteId: string, held: { readonly instructionId: string; readonly bytes: Uint8Array } | undefined): boolean
   /** The effective instruction of a site and day with the company that sent it (sync read). */
   effectiveOf(targetDate: string, siteId: string): { instructionId: string; companyId: string } | undefined
   /** Effective instructions of `fromDate` and later days, in (day, site) order. */
@@ -173,6 +175,12 @@ export function openInstructions (store: Store): Instructions {
       const ref = effective.get([targetDate, siteId])
       const bytes = ref && tree.get(recordKey(ref.instructionId, siteId))
       return ref && bytes ? { instructionId: ref.instructionId, bytes } : undefined
+    },
+
+    effectiveUnchanged (targetDate, siteId, held) {
+      const ref = effective.get([targetDate, siteId])
+      if (!ref || !held) return !ref && !held
+      return ref.instructionId === held.instructionId && tree.equalsStored(recordKey(ref.instructionId, siteId), held.bytes)
     },
 
     effectiveOf (targetDate: string, siteId: string): { instructionId: string; companyId: string } | undefined {

@@ -166,9 +166,7 @@ export function openMetering (store: Store, opts: MeteringOptions): Metering {
       return kwh && { kwh }
     },
     unchanged (targetDate, siteId, kwh) {
-      const bytes = db.get([targetDate, siteId])
-      if (!bytes || !kwh) return !bytes && !kwh
-      return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).equals(new Uint8Array(kwh.buffer, kwh.byteOffset, kwh.byteLength))
+      return db.equalsStored([targetDate, siteId], kwh && new Uint8Array(kwh.buffer, kwh.byteOffset, kwh.byteLength))
     },
     sitesOf (targetDate) {
       const out: string[] = []
