@@ -6,7 +6,10 @@
  * written by pino to a file, as a daemon would), schedules off so nothing runs unasked.
  *
  * Extra messages: `publish` (one publication, timed with the window tools: wall, CPU,
- * longest stall) and `rss` (resident memory after a collection and a pause).
+ * longest stall), `metering` (a whole day of meter values of every site in one
+ * `reportMetering`, timed the same way) and `rss` (resident memory after a collection and
+ * a pause). One site's needs are padded so its Besoins_Agreges is as large as a realise
+ * answer (`SAME_SIZE_SITE`).
  * @module
  */
 import { readFileSync } from 'node:fs'
