@@ -114,3 +114,6 @@ export function benchEmittedAt (now: Date = new Date()): string {
   // the server's clock by more than inbound.maxClockSkewSeconds is refused.
   return formatUtcInstant(Math.floor(now.getTime() / 1000) * 1000 - 3_600_000)
 }
+
+/** The site E pads to a realise answer's size, for the GET realise row (bench/servers/epx.ts). */
+export const SAME_SIZE_SITE = 'PRM30000000000002'

@@ -75,9 +75,10 @@ export function targetsOf (i: SummaryInput): Target[] {
     valueTarget('Publication: longest event-loop stall', 50, 'ms', pubStall, why(sp?.publicationError)),
     valueTarget(`${LARGE_PROGRAMME_SITES.toLocaleString('en')}-site programme: longest stall`, 50, 'ms', sp?.largeProgramme?.maxStallMs, why(sp?.largeProgrammeError)),
     valueTarget(`Meter values of ${PUBLICATION_SITES.toLocaleString('en')} sites × 1 day at once: longest stall`, 50, 'ms', sp?.metering?.maxStallMs, why(sp?.meteringError)),
-    valueTarget('GET realise: CPU/request ÷ GET besoins-agreges\'s', 1, '×',
-      sp?.metering?.realiseCpuPerReqUs !== undefined && sp.metering.besoinsCpuPerReqUs ? sp.metering.realiseCpuPerReqUs / sp.metering.besoinsCpuPerReqUs : undefined,
-      sp?.metering?.realiseCpuPerReqUs !== undefined ? `${sp.metering.realiseCpuPerReqUs.toFixed(0)} µs against ${sp.metering.besoinsCpuPerReqUs!.toFixed(0)} µs, one after the other in E` : why(sp?.meteringError ?? (sp?.metering ? 'no publication to compare with (--special without publication)' : undefined))),
+    roundsTarget('GET realise: CPU/request ÷ GET besoins-agreges\'s', 1, '×', sp?.metering?.realiseRatios ?? [], '≤ 1 × besoins',
+      sp?.metering?.realiseRatios?.length
+        ? `${sp.metering.realiseCpuPerReqUs!.toFixed(0)} µs (${sp.metering.realiseBytes!.toFixed(0)} B) against ${sp.metering.besoinsCpuPerReqUs!.toFixed(0)} µs (${sp.metering.besoinsBytes!.toFixed(0)} B), paired windows in E`
+        : why(sp?.meteringError ?? (sp?.metering ? 'no publication to compare with (--special without publication)' : undefined))),
     valueTarget(`RSS, ${PUBLICATION_SITES.toLocaleString('en')} sites × ${HISTORY_DAYS} days stored`, 150, 'MB',
       // The steady state over the stored history (a restart, then one daily run); the
       // figure of the process that wrote all 30 days is printed beside it.
@@ -175,7 +176,7 @@ function extraLines (i: SummaryInput): string[] {
   if (i.host) lines.push(...hostLines(i.host))
   if (sp?.metering) {
     const m = sp.metering
-    lines.push(`Meter values, ${m.readings} readings (${PUBLICATION_SITES} sites × 1 day) in one reportMetering: wall ${m.wallMs.toFixed(0)} ms, CPU ${m.cpuMs.toFixed(0)} ms, longest stall ${m.maxStallMs.toFixed(1)} ms`)
+    lines.push(`Meter values, ${m.readings} readings (${PUBLICATION_SITES} sites × 1 day) in one reportMetering, ${m.runs}×: wall ${m.wallMs.toFixed(0)} ms, CPU ${m.cpuMs.toFixed(0)} ms (the largest), longest stall ${m.stallsMs.map(x => x.toFixed(1)).join(', ')} ms (load average ${m.loadAvg.map(x => x.toFixed(1)).join(', ')})`)
   }
   for (const [k, v] of Object.entries({ error: sp?.error, publication: sp?.publicationError, programme: sp?.largeProgrammeError, metering: sp?.meteringError, rss: sp?.rssError, operations: i.ops && 'error' in i.ops ? i.ops.error : undefined })) {
     if (v) lines.push(`E special (${k}) failed: ${v}`)

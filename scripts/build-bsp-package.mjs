@@ -15,7 +15,7 @@ import { build } from 'esbuild'
 import { execFileSync } from 'node:child_process'
 import { cpSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
-import { join, resolve } from 'node:path'
+import { dirname, join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 
 const root = fileURLToPath(new URL('..', import.meta.url))
@@ -31,8 +31,33 @@ const dist = join(pkgDir, 'dist')
 const { version } = JSON.parse(readFileSync(join(source, 'package.json'), 'utf8'))
 rmSync(dist, { recursive: true, force: true })
 
+/**
+ * Modules that load a dependency through a `require` of their own making (so the process
+ * that never needs it does not load it), which esbuild cannot follow. The package has no
+ * dependencies to resolve: there, each is imported, and bundled like the rest.
+ */
+const LATE_REQUIRES = [
+  // scripts/build.mjs's generated serializers: fast-json-stringify's small runtime.
+  { filter: /[\\/]src[\\/]generated[\\/][^\\/]*-serializer\.js$/, loader: 'js', call: "require('fast-json-stringify/lib/serializer')", from: 'fast-json-stringify/lib/serializer.js' },
+  // The programme validator's ajv, loaded by its first compilation (checkProgramme).
+  { filter: /[\\/]src[\\/]contract[\\/]compiled\.ts$/, loader: 'ts', call: "createRequire(import.meta.url)('ajv')", from: 'ajv' },
+]
+const bundledLateRequires = {
+  name: 'bundled-late-requires',
+  setup (b) {
+    for (const { filter, loader, call, from } of LATE_REQUIRES) {
+      b.onLoad({ filter }, ({ path }) => {
+        const text = readFileSync(path, 'utf8')
+        if (!text.includes(call)) throw new Error(`${path}: no ${call} to bundle (scripts/build-bsp-package.mjs must follow it)`)
+        return { contents: `import * as __epxLate from '${from}'\n` + text.replace(call, '(__epxLate.default ?? __epxLate)'), loader, resolveDir: dirname(path) }
+      })
+    }
+  },
+}
+
 await build({
   absWorkingDir: root,
+  plugins: [bundledLateRequires],
   entryPoints: { index: 'src/bsp/index.ts', cli: 'src/cli/bsp-main.ts' },
   outdir: dist,
   bundle: true,

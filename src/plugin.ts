@@ -120,6 +120,8 @@ export async function createEpx (host: Host, rawConfig: unknown, internals: Inte
     const metering = openMetering(store, {
       now: () => host.clock.now().getTime(), retentionDays: config.inbound.retentionDays, onChanged: changes => today?.changed(changes),
     })
+    // Before the store closes: a report already called finishes its writes (docs/plugin-contract.md).
+    bin.add(() => metering.close())
 
     const deliveries = openDeliveries(store)
     deliveries.start()

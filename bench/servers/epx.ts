@@ -6,7 +6,10 @@
  * written by pino to a file, as a daemon would), schedules off so nothing runs unasked.
  *
  * Extra messages: `publish` (one publication, timed with the window tools: wall, CPU,
- * longest stall) and `rss` (resident memory after a collection and a pause).
+ * longest stall), `metering` (a whole day of meter values of every site in one
+ * `reportMetering`, timed the same way) and `rss` (resident memory after a collection and
+ * a pause). One site's needs are padded so its Besoins_Agreges is as large as a realise
+ * answer (`SAME_SIZE_SITE`).
  * @module
  */
 import { readFileSync } from 'node:fs'
@@ -22,6 +25,7 @@ import { openCompanies } from '../../src/store/companies.ts'
 import { openTokens } from '../../src/store/tokens.ts'
 import { hashToken, newTokenId, newTokenSecret, type Scope } from '../../src/auth/tokens.ts'
 import { canonicalSubject } from '../../src/auth/subject.ts'
+import { SAME_SIZE_SITE } from '../fixtures.ts'
 import { failStart, send, serveControl, serverConfig, type ControlMessage } from './harness.ts'
 
 export interface EpxBenchOptions {
@@ -59,6 +63,9 @@ function linuxRss (): { rssAnon?: number; rssFile?: number; rssShmem?: number } 
  * line, so 16 KB cost ~5 µs a line against ~3.6 µs at 1–4 KiB (measured in one process).
  */
 const LOG_BUFFER_BYTES = 4096
+
+/** Milestones (~105 B each) added to SAME_SIZE_SITE's needs: its document ≈ a realise answer of 96 slots. */
+const SAME_SIZE_EXTRA_MILESTONES = 57
 
 const repoRoot = resolve(fileURLToPath(import.meta.url), '../../..')
 
@@ -102,6 +109,17 @@ async function main (): Promise<void> {
     ...ref.host,
     solver: {
       ...ref.host.solver,
+      // One site's Besoins_Agreges as large as a realise answer of a 96-slot day (~15 KB), so
+      // the two GETs are compared at the same size (bench/README.md, "GET realise").
+      async needs (siteId, coverage) {
+        const needs = await ref.host.solver.needs(siteId, coverage)
+        if (siteId !== SAME_SIZE_SITE) return needs
+        const at = (slot: number) => new Date(Date.parse(coverage.startUtc) + slot * 900_000).toISOString().replace('.000Z', 'Z')
+        const extra = Array.from({ length: SAME_SIZE_EXTRA_MILESTONES }, (_, k) => ({
+          startUtc: at(k % (coverage.slots - 4)), deadlineUtc: at(k % (coverage.slots - 4) + 4), energyKwh: 1.5, powerKw: 1.5,
+        }))
+        return { ...needs, milestones: [...needs.milestones, ...extra] }
+      },
       enqueueNextCycle (inputs) {
         queued += inputs.length
         for (const i of inputs) latest.set(`${i.siteId}/${i.targetDate}`, i)

@@ -4,6 +4,12 @@
  * slot (`apply/realisation.ts`). The outbound door's rules: problem+json errors, a site
  * outside the caller's perimeter answers exactly as one with nothing to compare (404), a
  * weak ETag of the body (a new meter value, a new ETag) and 304.
+ *
+ * The body and its ETag are made once per (caller's company, site, day) and kept while what
+ * they were made from is still what is stored: the effective instruction's record and the
+ * day's meter values, compared byte for byte on each request (two reads of one record each,
+ * in the same read snapshot as the answer). A repeated GET then costs what a Besoins_Agreges
+ * GET does, its bytes made beforehand (bench/README.md, "GET realise").
  * @module
  */
 import type { IncomingMessage, ServerResponse } from 'node:http'
@@ -11,18 +17,59 @@ import { EpxError } from '../errors.ts'
 import { isPrm } from '../contract/ids.ts'
 import { isCalendarDate } from '../contract/paris-day.ts'
 import { inPerimeter } from '../auth/tenancy.ts'
+import { BoundedCache } from '../bounded-cache.ts'
 import { realisation, realiseEtag, type RealisationDeps } from '../apply/realisation.ts'
+import type { Instructions } from '../store/instructions.ts'
+import type { Metering } from '../store/metering.ts'
 import { sendRevalidatedJson } from './revalidated-json.ts'
 import { REALISE_PATH, type RequestContext, type Route } from './route.ts'
 
-export function realiseRoute (deps: RealisationDeps): Route {
-  const serve = (head: boolean) => (req: IncomingMessage, res: ServerResponse, ctx: RequestContext): void => {
-    const { siteId, targetDate } = readQuery(ctx.url.searchParams)
+export interface RealiseDeps extends RealisationDeps {
+  readonly instructions: Pick<Instructions, 'effectiveOf' | 'slotsOf' | 'effectiveRecord' | 'effectiveUnchanged'>
+  readonly metering: Pick<Metering, 'get' | 'unchanged'>
+}
+
+/** An answer as served, and what it was made from. */
+interface Answer {
+  /** The effective instruction and its record (a copy), undefined without one. */
+  readonly instruction: { readonly instructionId: string; readonly bytes: Uint8Array } | undefined
+  /** The day's meter values, undefined without any. */
+  readonly kwh: Float64Array | undefined
+  /** The JSON's bytes; undefined: nothing to compare (404). */
+  readonly body: Buffer | undefined
+  readonly etag: string
+}
+
+/**
+ * Answers kept: a clear-all cache (`bounded-cache.ts`), at most ~10 MB of bodies (a day of
+ * 96 quarter-hours is ~17 KB); a BSP polls the sites of today and yesterday.
+ */
+const ANSWERS = 512
+
+export function realiseRoute (deps: RealiseDeps): Route {
+  const answers = new BoundedCache<string, Answer>(ANSWERS)
+
+  const answerOf = (targetDate: string, siteId: string, companyId: string): Answer => {
+    const key = `${companyId} ${siteId} ${targetDate}`
     // Read before the perimeter check, so a store outage answers 503 for every site alike.
-    const found = realisation(deps, targetDate, siteId, ctx.caller.companyId)
-    if (!found || !inPerimeter(ctx.caller, siteId)) throw new EpxError('NOTHING_TO_COMPARE', [siteId, targetDate])
-    const body = JSON.stringify(found)
-    sendRevalidatedJson(req, res, body, realiseEtag(body), head)
+    const kept = answers.get(key)
+    if (kept && deps.instructions.effectiveUnchanged(targetDate, siteId, kept.instruction) && deps.metering.unchanged(targetDate, siteId, kept.kwh)) return kept
+    const effective = deps.instructions.effectiveRecord(targetDate, siteId)
+    const instruction = effective && { instructionId: effective.instructionId, bytes: Uint8Array.prototype.slice.call(effective.bytes) }
+    const kwh = deps.metering.get(targetDate, siteId)?.kwh
+    const found = realisation(deps, targetDate, siteId, companyId)
+    const json = found && JSON.stringify(found)
+    const made: Answer = { instruction, kwh, body: json === undefined ? undefined : Buffer.from(json), etag: json ? realiseEtag(json) : '' }
+    answers.set(key, made)
+    return made
+  }
+
+  const serve = (head: boolean) => (req: IncomingMessage, res: ServerResponse, ctx: RequestContext): void => {
+    // A BSP polls the same few targets: a valid one is parsed once (the answer depends on the target alone).
+    const { siteId, targetDate } = validQueries.getOrCompute(req.url ?? '', parseQuery, ctx)
+    const answer = answerOf(targetDate, siteId, ctx.caller.companyId)
+    if (answer.body === undefined || !inPerimeter(ctx.caller, siteId)) throw new EpxError('NOTHING_TO_COMPARE', [siteId, targetDate])
+    sendRevalidatedJson(req, res, answer.body, answer.etag, head)
   }
   return {
     path: REALISE_PATH,
@@ -32,8 +79,11 @@ export function realiseRoute (deps: RealisationDeps): Route {
   }
 }
 
+const validQueries = new BoundedCache<string, { siteId: string; targetDate: string }>(1024)
+
 /** Both parameters required, once each, as for besoins-agreges; every problem reported at once. */
-function readQuery (q: URLSearchParams): { siteId: string; targetDate: string } {
+function parseQuery (_target: string, ctx: RequestContext): { siteId: string; targetDate: string } {
+  const q = ctx.url.searchParams
   const details: Record<string, string> = {}
   const sites = q.getAll('site_id')
   const dates = q.getAll('target_date')

@@ -11,8 +11,11 @@ import { NOSNIFF } from './route.ts'
 
 const CACHE_CONTROL = 'private, no-cache'
 
-/** Answers 304 when If-None-Match holds `etag`, else 200 with `body` (none for HEAD). */
-export function sendRevalidatedJson (req: IncomingMessage, res: ServerResponse, body: string, etag: string, head: boolean): void {
+/**
+ * Answers 304 when If-None-Match holds `etag`, else 200 with `body` (none for HEAD); bytes
+ * made beforehand (a kept answer) are written as they are.
+ */
+export function sendRevalidatedJson (req: IncomingMessage, res: ServerResponse, body: string | Buffer, etag: string, head: boolean): void {
   if (isNotModified({ ifNoneMatch: req.headers['if-none-match'] }, { etag, lastModifiedMs: NaN })) {
     res.writeHead(304, { etag, 'cache-control': CACHE_CONTROL, 'x-content-type-options': NOSNIFF })
     res.end()
@@ -20,7 +23,7 @@ export function sendRevalidatedJson (req: IncomingMessage, res: ServerResponse, 
   }
   res.writeHead(200, {
     'content-type': 'application/json',
-    'content-length': Buffer.byteLength(body),
+    'content-length': typeof body === 'string' ? Buffer.byteLength(body) : body.length,
     etag,
     'cache-control': CACHE_CONTROL,
     'x-content-type-options': NOSNIFF,

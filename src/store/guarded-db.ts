@@ -14,6 +14,12 @@ export interface StoreDb<V> {
   /** Checked when called: iterate it at once, not after an await. */
   getRange(options?: RangeOptions): RangeIterable<{ key: Key; value: V }>
   getKeys(options?: RangeOptions): RangeIterable<Key>
+  /**
+   * Binary dbs: true when the value under `key` is exactly `bytes` (both absent when
+   * `bytes` is undefined). Compared in LMDB's read buffer, nothing copied: what a kept
+   * answer checks on each request.
+   */
+  equalsStored(key: Key, bytes: Uint8Array | undefined): boolean
   /** Only inside a `writeDurable` fn. */
   putSync(key: Key, value: V): void
   /** Only inside a `writeDurable` fn. */
@@ -84,6 +90,14 @@ export function guardedDb<V> (db: Database<V, Key>, checks: StoreChecks, onWrite
     getKeys (options) {
       readable()
       return db.getKeys(options)
+    },
+    equalsStored (key, bytes) {
+      readable()
+      // lmdb-js's reused read buffer: its `length` is the value's, its backing store larger.
+      const found = (db as unknown as { getBinaryFast(key: Key): Uint8Array | undefined }).getBinaryFast(key)
+      if (!found || !bytes) return !found && !bytes
+      const n = found.length
+      return n === bytes.byteLength && Buffer.from(found.buffer, found.byteOffset, n).equals(bytes)
     },
     putSync (key, value) {
       writable()

@@ -58,6 +58,14 @@ export interface Instructions {
   supersedersOf(batch: InstructionBatch): 'all' | ReadonlySet<string>
   /** The effective instruction id of a site and day (sync read). */
   effectiveId(targetDate: string, siteId: string): string | undefined
+  /**
+   * The effective instruction of a site and day as stored: its id and its record's bytes
+   * (valid until the next read; a re-send of the same id overwrites them). What an answer
+   * built from it can be checked against (sync read, nothing decoded).
+   */
+  effectiveRecord(targetDate: string, siteId: string): { instructionId: string; bytes: Uint8Array } | undefined
+  /** True while `held` (an `effectiveRecord`, or undefined: none) is still the effective instruction as stored; nothing copied. */
+  effectiveUnchanged(targetDate: string, siteId: string, held: { readonly instructionId: string; readonly bytes: Uint8Array } | undefined): boolean
   /** The effective instruction of a site and day with the company that sent it (sync read). */
   effectiveOf(targetDate: string, siteId: string): { instructionId: string; companyId: string } | undefined
   /** Effective instructions of `fromDate` and later days, in (day, site) order. */
@@ -164,6 +172,18 @@ export function openInstructions (store: Store): Instructions {
 
     effectiveId (targetDate: string, siteId: string): string | undefined {
       return effective.get([targetDate, siteId])?.instructionId
+    },
+
+    effectiveRecord (targetDate: string, siteId: string) {
+      const ref = effective.get([targetDate, siteId])
+      const bytes = ref && tree.get(recordKey(ref.instructionId, siteId))
+      return ref && bytes ? { instructionId: ref.instructionId, bytes } : undefined
+    },
+
+    effectiveUnchanged (targetDate, siteId, held) {
+      const ref = effective.get([targetDate, siteId])
+      if (!ref || !held) return !ref && !held
+      return ref.instructionId === held.instructionId && tree.equalsStored(recordKey(ref.instructionId, siteId), held.bytes)
     },
 
     effectiveOf (targetDate: string, siteId: string): { instructionId: string; companyId: string } | undefined {

@@ -7,10 +7,12 @@
  * NaN where no value was reported. A reading replaces the value of its slot (late meter data
  * and corrections). The realisation read (`apply/realisation.ts`) is one get.
  *
- * A day of 10,000 sites × 96 slots reaches the host call at once: it is checked in chunks,
- * gathered per site and day, then written in batches of site-days, each one durable write,
- * with a turn of the event loop between chunks and batches, so the solver's loop never
- * waits for more than one of them.
+ * A day of 10,000 sites × 96 slots (960,000 readings) may reach the host call at once. The
+ * call copies the array (references only: a few ms) so the host may reuse its own at once;
+ * then the readings are checked and gathered per site and day in slices of a few ms of the
+ * solver's thread, and written in batches of site-days, each one durable write, with a turn
+ * of the event loop between slices and batches: the loop never waits for more than one of
+ * them (bench/README.md, "Meter values"). No object is made per reading.
  * @module
  */
 import type { Store } from './open-store.ts'
@@ -18,14 +20,19 @@ import type { MeterReading, MeteringReport } from '../host/contract.ts'
 import { isPrm } from '../contract/ids.ts'
 import { utcInstantMs } from '../contract/instants.ts'
 import { addDays, parisDateOf, parisDayMs } from '../contract/paris-day.ts'
+import { storeUnavailable } from './open-store.ts'
 
 const SLOT_MS = 900_000
-/** Readings checked per turn of the event loop: a few ms of the solver's thread (bench/README.md). */
-const CHUNK = 2048
-/** Site-days written per durable write: a few ms of reads and puts in its transaction. */
+/** The solver's thread given to one slice of checking before a turn of its event loop. */
+const SLICE_MS = 4
+/** Readings checked between two looks at the clock. */
+const CLOCK_EVERY = 256
+/** Site-days written per durable write: ~1–2 ms of reads and puts in its transaction. */
 const WRITE_BATCH = 128
 /** Most refusals listed in a report (their count is always exact). */
 const MAX_REFUSALS_LISTED = 100
+
+const nextTurn = () => new Promise<void>(resolve => setImmediate(resolve))
 
 export interface MeteredDay {
   /** kWh per quarter-hour of the day, NaN where none was reported. */
@@ -36,28 +43,41 @@ export interface Metering {
   /**
    * Takes readings of today or earlier days (slots that have closed, within retention);
    * resolves once they are durable. Reports run one after the other, in call order, so a
-   * later report's value of a slot wins.
+   * later report's value of a slot wins. The array is copied when called; the readings
+   * themselves are read over the following turns and must not change until it resolves.
+   * After `close()`, refused with NO_STORE.
    */
   report(readings: readonly MeterReading[]): Promise<MeteringReport>
   /** The metered day of a site (sync read), undefined when nothing was reported. */
   get(targetDate: string, siteId: string): MeteredDay | undefined
+  /**
+   * True when the stored day of a site is exactly `kwh` (both absent when undefined): what a
+   * cached answer was built from is still what is stored. One read, no copy.
+   */
+  unchanged(targetDate: string, siteId: string, kwh: Float64Array | undefined): boolean
   /** The sites metered on a day, in order. */
   sitesOf(targetDate: string): string[]
   /** Removes the days before `beforeDate` (retention); resolves to their count. */
   prune(beforeDate: string): Promise<number>
+  /**
+   * Refuses new reports; resolves once those already called are durable (or refused by the
+   * store), so nothing a resolved or pending report took is half-written.
+   */
+  close(): Promise<void>
 }
 
 export interface MeteringOptions {
   readonly now: () => number
   /** Days kept: an older reading is refused (it would be pruned at once). */
   readonly retentionDays: number
-  /** Told after each chunk is durable: which (day, site) changed. */
+  /** Told after each batch is durable: which (day, site) changed. */
   readonly onChanged?: (changed: ReadonlyArray<{ targetDate: string; siteId: string }>) => void
 }
 
 export function openMetering (store: Store, opts: MeteringOptions): Metering {
   const db = store.db<Uint8Array>('metering', { binary: true })
   let tail: Promise<unknown> = Promise.resolve()
+  let closed = false
 
   const read = (targetDate: string, siteId: string): Float64Array | undefined => {
     const bytes = db.get([targetDate, siteId])
@@ -78,29 +98,46 @@ export function openMetering (store: Store, opts: MeteringOptions): Metering {
     // writing as they come rewrote each site's record once per slot (96 puts where one does).
     // Day → site → kWh per slot (NaN: not in this report); no key or object made per reading.
     const days = new Map<string, Map<string, Float64Array>>()
-    for (let from = 0; from < readings.length; from += CHUNK) {
-      if (from > 0) await new Promise(resolve => setImmediate(resolve))
-      const to = Math.min(readings.length, from + CHUNK)
-      for (let i = from; i < to; i++) {
-        const r = readings[i]!
-        const slot = check(r, nowMs, oldest)
-        if (typeof slot === 'string') {
-          if (refused.length < MAX_REFUSALS_LISTED) refused.push({ index: i, siteId: String(r?.siteId), startUtc: String(r?.startUtc), reason: slot })
-          refusedCount++
-          continue
-        }
-        let sites = days.get(lastDay.date)
-        if (!sites) days.set(lastDay.date, sites = new Map())
-        let kwh = sites.get(r.siteId)
-        if (!kwh) sites.set(r.siteId, kwh = new Float64Array((lastDay.endMs - lastDay.startMs) / SLOT_MS).fill(NaN))
-        kwh[slot] = r.kwh   // the call's last reading of a slot wins
-        accepted++
+    const slots = new SlotReader(nowMs, oldest)
+    let sites: Map<string, Float64Array> | undefined
+    let sitesDay = ''
+    let deadline = performance.now() + SLICE_MS
+    for (let i = 0; i < readings.length; i++) {
+      if (i % CLOCK_EVERY === 0 && i > 0 && performance.now() > deadline) {
+        await nextTurn()
+        deadline = performance.now() + SLICE_MS
       }
+      const r = readings[i]!
+      const slot = slots.check(r)
+      let kwh: Float64Array | undefined
+      let why = typeof slot === 'string' ? slot : undefined
+      if (why === undefined) {
+        const day = slots.day
+        if (day.date !== sitesDay) {
+          sitesDay = day.date
+          sites = days.get(sitesDay)
+          if (!sites) days.set(sitesDay, sites = new Map())
+        }
+        kwh = sites!.get(r.siteId)
+        // A site is checked once per report and day, when first seen: the map holds checked ones only.
+        if (!kwh) {
+          if (isPrm(r.siteId)) sites!.set(r.siteId, kwh = new Float64Array((day.endMs - day.startMs) / SLOT_MS).fill(NaN))
+          else why = 'siteId must be PRM followed by 14 digits'
+        }
+      }
+      if (why !== undefined) {
+        if (refused.length < MAX_REFUSALS_LISTED) refused.push({ index: i, siteId: String(r?.siteId), startUtc: String(r?.startUtc), reason: why })
+        refusedCount++
+        continue
+      }
+      kwh![slot as number] = r.kwh   // the call's last reading of a slot wins
+      accepted++
     }
     const all: Array<{ targetDate: string; siteId: string; kwh: Float64Array }> = []
     for (const [targetDate, sites] of days) for (const [siteId, kwh] of sites) all.push({ targetDate, siteId, kwh })
+    days.clear()
     for (let from = 0; from < all.length; from += WRITE_BATCH) {
-      if (from > 0) await new Promise(resolve => setImmediate(resolve))
+      await nextTurn()
       const batch = all.slice(from, from + WRITE_BATCH)
       await store.writeDurable(() => {
         for (const d of batch) {
@@ -116,13 +153,20 @@ export function openMetering (store: Store, opts: MeteringOptions): Metering {
 
   return {
     report (readings) {
-      const done = tail.then(() => run(readings))
+      if (closed) return Promise.reject(storeUnavailable())
+      if (!Array.isArray(readings)) return Promise.reject(new TypeError('reportMetering takes an array of readings {siteId, startUtc, endUtc, kwh}'))
+      // A copy of the references, now: the host may empty or refill its array once the call returns.
+      const taken = readings.slice() as readonly MeterReading[]
+      const done = tail.then(() => run(taken))
       tail = done.catch(() => {})
       return done
     },
     get (targetDate, siteId) {
       const kwh = read(targetDate, siteId)
       return kwh && { kwh }
+    },
+    unchanged (targetDate, siteId, kwh) {
+      return db.equalsStored([targetDate, siteId], kwh && new Uint8Array(kwh.buffer, kwh.byteOffset, kwh.byteLength))
     },
     sitesOf (targetDate) {
       const out: string[] = []
@@ -134,28 +178,45 @@ export function openMetering (store: Store, opts: MeteringOptions): Metering {
       if (keys.length) await store.writeDurable(() => { for (const k of keys) db.removeSync(k) })
       return keys.length
     },
+    async close () {
+      closed = true
+      await tail
+    },
   }
 }
 
-/** Why a reading is refused, or its slot index in its Paris day (then `lastDay`). */
-function check (r: MeterReading, nowMs: number, oldest: string): string | number {
-  if (r === null || typeof r !== 'object') return 'a reading is an object {siteId, startUtc, endUtc, kwh}'
-  if (!isPrm(r.siteId)) return 'siteId must be PRM followed by 14 digits'
-  const startMs = utcInstantMs(r.startUtc)
-  const endMs = utcInstantMs(r.endUtc)
-  if (!Number.isFinite(startMs) || !Number.isFinite(endMs)) return 'startUtc and endUtc must be ISO 8601 UTC instants'
-  if (startMs % SLOT_MS !== 0 || endMs - startMs !== SLOT_MS) return 'a reading covers one quarter-hour: startUtc on HH:00, HH:15, HH:30 or HH:45 and endUtc 15 minutes later'
-  if (typeof r.kwh !== 'number' || !Number.isFinite(r.kwh) || r.kwh < 0) return 'kwh must be a finite number ≥ 0'
-  if (endMs > nowMs) return 'the quarter-hour has not closed yet'
-  const day = dayOf(startMs)
-  if (day.date < oldest) return `the day ${day.date} is past the retention of meter values`
-  return (startMs - day.startMs) / SLOT_MS
-}
+/**
+ * Checks readings one after the other. Readings come slot by slot (or site by site): the
+ * instants of the reading before are nearly always those of this one, so each distinct
+ * string is read once, and the Paris day of the last slot is kept.
+ */
+class SlotReader {
+  day = { date: '', startMs: 0, endMs: 0 }
+  #startText: unknown = undefined
+  #startMs = NaN
+  #endText: unknown = undefined
+  #endMs = NaN
 
-/** The Paris day of an instant: readings come day by day, so the last one found is nearly always it. */
-let lastDay = { date: '', startMs: 0, endMs: 0 }
-function dayOf (ms: number): { readonly date: string; readonly startMs: number; readonly endMs: number } {
-  if (ms >= lastDay.startMs && ms < lastDay.endMs) return lastDay
-  const date = parisDateOf(new Date(ms))
-  return lastDay = { date, ...parisDayMs(date) }
+  constructor (private readonly nowMs: number, private readonly oldest: string) {}
+
+  /** Why a reading is refused, or its slot index in its Paris day (then `day`). */
+  check (r: MeterReading): string | number {
+    if (r === null || typeof r !== 'object') return 'a reading is an object {siteId, startUtc, endUtc, kwh}'
+    if (typeof r.siteId !== 'string') return 'siteId must be PRM followed by 14 digits'
+    if (r.startUtc !== this.#startText) { this.#startText = r.startUtc; this.#startMs = utcInstantMs(r.startUtc) }
+    if (r.endUtc !== this.#endText) { this.#endText = r.endUtc; this.#endMs = utcInstantMs(r.endUtc) }
+    const startMs = this.#startMs
+    const endMs = this.#endMs
+    if (!Number.isFinite(startMs) || !Number.isFinite(endMs)) return 'startUtc and endUtc must be ISO 8601 UTC instants'
+    if (startMs % SLOT_MS !== 0 || endMs - startMs !== SLOT_MS) return 'a reading covers one quarter-hour: startUtc on HH:00, HH:15, HH:30 or HH:45 and endUtc 15 minutes later'
+    const kwh = r.kwh
+    if (typeof kwh !== 'number' || !Number.isFinite(kwh) || kwh < 0) return 'kwh must be a finite number ≥ 0'
+    if (endMs > this.nowMs) return 'the quarter-hour has not closed yet'
+    if (startMs < this.day.startMs || startMs >= this.day.endMs) {
+      const date = parisDateOf(new Date(startMs))
+      this.day = { date, ...parisDayMs(date) }
+    }
+    if (this.day.date < this.oldest) return `the day ${this.day.date} is past the retention of meter values`
+    return (startMs - this.day.startMs) / SLOT_MS
+  }
 }

@@ -46,6 +46,7 @@ t.test('every sample of the guide runs as written against a real service, and do
   const { cert } = await epx.addCompany('acme')
   const { secret: outToken } = await epx.addToken('acme', ['outbound:besoins-agreges'])
   const { secret: inToken } = await epx.addToken('acme', ['inbound:programme-soutirage'])
+  const { secret: realiseToken } = await epx.addToken('acme', ['outbound:realise'])
   t.same((await epx.handle.publish({ targetDate: tomorrow })).failed, [], 'tomorrow is published')
 
   const dir = join(root, 'bsp')
@@ -56,6 +57,7 @@ t.test('every sample of the guide runs as written against a real service, and do
   writeFileSync(join(dir, 'ca.crt'), pki.serverCa.certPem)
   writeFileSync(join(dir, 'out.token'), outToken + '\n', { mode: 0o600 })
   writeFileSync(join(dir, 'in.token'), inToken + '\n', { mode: 0o600 })
+  writeFileSync(join(dir, 'realise.token'), realiseToken + '\n', { mode: 0o600 })
   writeFileSync(join(dir, 'programme.json'), JSON.stringify(programme({ targetDate: tomorrow, emittedAt: new Date(Date.now() - 60_000).toISOString() })))
   // A CA bundle that does not know the service: a sample that fell back on it would fail its TLS check.
   writeFileSync(join(dir, 'other-cas.pem'), pki.clientCa.certPem)
@@ -91,4 +93,6 @@ t.test('every sample of the guide runs as written against a real service, and do
   t.match(push, new RegExp(`^ProgrammeSoutirage-${tomorrow}-rev-\\S+ (queued|received) 0$`, 'm'), 'Node: the status read, no slot above the power available')
   t.match(cli, /unchanged|fetched/, 'epx-bsp pull')
   t.match(cli, new RegExp(`ProgrammeSoutirage-${tomorrow}-rev-\\S+ ${siteId(1)} \\d+ (queued|superseded)`), 'epx-bsp push')
+  t.match(cli, /^DEBUT_UTC +FIN_UTC +PROGRAMMEE_KWH +REALISEE_KWH +VERDICT +MANQUE_KWH$/m, 'epx-bsp realise: the day slot by slot')
+  t.match(cli, /Z +\d+\.\d{3} +– +no_data$/m, 'epx-bsp realise: tomorrow programmed, not metered yet')
 })

@@ -1,9 +1,13 @@
 import t from 'tap'
 import { execFile } from 'node:child_process'
-import { mkdirSync, readdirSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
+import { startEpx } from '../helpers/epx.ts'
+import { testPki } from '../helpers/certs.ts'
+import { INBOUND_PATH, programme, siteId } from '../helpers/programme.ts'
 
 const run = promisify(execFile)
 const ROOT = fileURLToPath(new URL('../../', import.meta.url))
@@ -20,19 +24,44 @@ t.test('a BSP installs the client from its tarball in a folder of its own, runs 
   t.ok(files.includes('dist/index.js') && files.includes('bin/epx-bsp.js') && files.includes('dist/types/bsp/index.d.ts'), 'built JavaScript, its bin and its declarations')
   t.notOk(files.some(f => f.endsWith('.ts') && !f.endsWith('.d.ts')), 'no TypeScript sources')
 
-  // A fresh folder, no registry: the tarball has no dependencies to fetch.
-  const app = join(dir, 'app')
-  mkdirSync(app)
+  // A fresh folder outside this repository (no node_modules above it to lean on), no
+  // registry: the tarball has no dependencies to fetch.
+  const app = mkdtempSync(join(tmpdir(), 'epx-bsp-app-'))
+  t.teardown(() => rmSync(app, { recursive: true, force: true }))
   writeFileSync(join(app, 'package.json'), JSON.stringify({ name: 'bsp-app', private: true, type: 'module' }))
   await run('npm', ['install', '--offline', '--no-audit', '--no-fund', join(dir, packed[0]!.filename)], { cwd: app })
   t.same(readdirSync(join(app, 'node_modules')).filter(n => !n.startsWith('.')), ['epx-bsp'], 'nothing but the client installed')
 
   const help = await run('npx', ['--no-install', 'epx-bsp', '--help'], { cwd: app })
   t.match(help.stdout, /^Usage: epx-bsp <subcommand>/)
-  t.match(help.stdout, /pull .*\n.*push .*\n.*status /)
+  t.match(help.stdout, /pull .*\n.*push .*\n.*status .*\n.*realise /)
   const pullHelp = await run('npx', ['--no-install', 'epx-bsp', 'pull', '--help'], { cwd: app })
   t.match(pullHelp.stdout, /^Usage: epx-bsp pull --url URL/)
   await t.rejects(run('npx', ['--no-install', 'epx-bsp', 'push'], { cwd: app }), { code: 2, stderr: /epx-bsp: missing FILE/ }, 'a usage error names the bin')
+
+  // The installed bin against a real epx: a programme, meter values, then the day as the BSP reads it.
+  const epx = await startEpx(t, { sites: 2 })
+  const { cert } = await epx.addCompany('acme')
+  const { secret } = await epx.addToken('acme', ['inbound:programme-soutirage', 'outbound:realise'])
+  const bspFiles = { cert: join(app, 'bsp.crt'), key: join(app, 'bsp.key'), ca: join(app, 'ca.crt'), token: join(app, 'token') }
+  writeFileSync(bspFiles.cert, cert.certPem)
+  writeFileSync(bspFiles.key, cert.keyPem)
+  writeFileSync(bspFiles.ca, testPki().serverCa.certPem)
+  writeFileSync(bspFiles.token, secret + '\n', { mode: 0o600 })
+  t.equal((await epx.request({ method: 'POST', path: INBOUND_PATH, cert, token: secret, body: programme({ slots: 2, kwh: j => [4, 0][j]! }) })).status, 202)
+  epx.clock.set('2026-11-22T00:00:00Z')
+  await epx.handle.reportMetering([
+    { siteId: siteId(1), startUtc: '2026-11-21T23:00:00Z', endUtc: '2026-11-21T23:15:00Z', kwh: 3.5 },
+    { siteId: siteId(1), startUtc: '2026-11-21T23:15:00Z', endUtc: '2026-11-21T23:30:00Z', kwh: 0 },
+  ])
+  const conn = ['--url', epx.url.href, '--cert', bspFiles.cert, '--key', bspFiles.key, '--ca', bspFiles.ca, '--token-file', bspFiles.token, '--site', siteId(1), '--date', '2026-11-22']
+  const realise = await run('npx', ['--no-install', 'epx-bsp', 'realise', ...conn], { cwd: app })
+  t.match(realise.stdout, /^DEBUT_UTC +FIN_UTC +PROGRAMMEE_KWH +REALISEE_KWH +VERDICT +MANQUE_KWH\n2026-11-21T23:00:00Z +2026-11-21T23:15:00Z +4\.000 +3\.500 +short +0\.500\n/)
+  t.match(realise.stderr, /shortfall 0\.500 kWh; 1 short, 1 curtailment_respected, 94 unconstrained/)
+  const json = JSON.parse((await run('npx', ['--no-install', 'epx-bsp', 'realise', ...conn, '--json'], { cwd: app })).stdout)
+  t.same(json.totaux, { energie_programmee_kwh: 4, energie_realisee_kwh: 3.5, manque_kwh: 0.5, verdicts: { met: 0, short: 1, curtailment_respected: 1, curtailment_broken: 0, no_data: 0, unconstrained: 94 } })
+  await t.rejects(run('npx', ['--no-install', 'epx-bsp', 'realise', ...conn.slice(0, -4), '--site', siteId(2), '--date', '2026-11-22'], { cwd: app }),
+    { code: 1, stderr: /NOTHING_TO_COMPARE: nothing to compare for site PRM30000000000002 on 2026-11-22/ })
 
   writeFileSync(join(app, 'use.mjs'), [
     "import { checkProgramme, createBspClient, pushProgramme, realTiming } from 'epx-bsp'",
@@ -52,7 +81,12 @@ t.test('a BSP installs the client from its tarball in a folder of its own, runs 
     'export { client, kind }',
   ].join('\n'))
   writeFileSync(join(app, 'tsconfig.json'), JSON.stringify({
-    compilerOptions: { module: 'nodenext', moduleResolution: 'nodenext', target: 'es2022', strict: true, noEmit: true, types: ['node'], typeRoots: [join(ROOT, 'node_modules/@types')] },
+    // The programme's type is derived from its schema: the declarations name json-schema-to-ts,
+    // which a TypeScript user installs beside the client (packages/epx-bsp/README.md); here, this repository's copy.
+    compilerOptions: {
+      module: 'nodenext', moduleResolution: 'nodenext', target: 'es2022', strict: true, noEmit: true, types: ['node'], typeRoots: [join(ROOT, 'node_modules/@types')],
+      paths: { 'json-schema-to-ts': [join(ROOT, 'node_modules/json-schema-to-ts/lib/types/index.d.ts')] },
+    },
     files: ['use.ts'],
   }))
   const tsc = await run(process.execPath, [join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.json'], { cwd: app }).catch(e => e as { stdout: string; code: number })
@@ -78,5 +112,8 @@ t.test('epx-bsp speaks as itself: help, version, usage errors name the bin', asy
   t.match(bare.err.join('\n'), /Usage: epx-bsp <subcommand>/)
   const unknown = io()
   t.equal(await runBspCli(['fetch'], unknown.io), 2)
-  t.match(unknown.err.join('\n'), /^epx-bsp: unknown subcommand 'epx-bsp fetch'; expected one of: pull, push, status/)
+  t.match(unknown.err.join('\n'), /^epx-bsp: unknown subcommand 'epx-bsp fetch'; expected one of: pull, push, status, realise/)
+  const realise = io()
+  t.equal(await runBspCli(['realise', '--help'], realise.io), 0)
+  t.match(realise.out.join('\n'), /^Usage: epx-bsp realise --url URL .* --site PRM --date YYYY-MM-DD \[--json\]/)
 })

@@ -62,6 +62,7 @@ t.test('--json is the API body; --company reads as that company (its perimeter, 
 t.test('--csv: one row per site and quarter-hour; the columns sum to the totals', async t => {
   const r = await epx(dir, 'realise', '--date', DAY, '--csv')
   t.equal(r.code, 0, r.err)
+  t.equal((r.out + '\n').split('\r\n').length, 1 + 2 * 96 + 1, 'every row ends with CRLF (RFC 4180), the last one too')
   const rows = r.out.trimEnd().split(/\r?\n/).map(l => l.split(','))
   t.same(rows[0], ['site_id', 'target_date', 'instruction_id', 'debut_utc', 'fin_utc', 'energie_programmee_kwh', 'energie_realisee_kwh', 'verdict', 'manque_kwh'])
   t.equal(rows.length, 1 + 2 * 96)

@@ -134,3 +134,45 @@ t.test('a DST day answers every quarter-hour of it: 92 in spring, 100 in autumn'
     t.equal(body.totaux.energie_programmee_kwh, (slots - 4) * 2)
   }
 })
+
+t.test('a kept answer is served again as it was, until the programme or a meter value changes it', async t => {
+  for (const inWorker of [false, true]) {
+    const { epx, acme } = await day(t, inWorker)
+    const get = (headers: Record<string, string> = {}) => acme.realise({ site_id: siteId(1), target_date: DAY }, headers)
+    const first = await get()
+    const again = await get()
+    t.equal(again.text, first.text, 'the same bytes')
+    t.equal(again.headers.etag, first.headers.etag)
+
+    // The same programme sent again with other values overwrites it (DECISIONS.md "Inbound"): same id, new answer.
+    epx.clock.set('2026-11-21T14:00:00Z')   // the day before, when programmes for it are taken
+    t.equal((await acme.send({ slots: KWH.length, kwh: j => j === 0 ? 12 : KWH[j]! })).status, 202)
+    const resent = await get({ 'if-none-match': first.headers.etag! })
+    t.equal(resent.status, 200, `a re-sent programme is a new ETag (inWorker ${inWorker})`)
+    t.equal(resent.json().instruction_id, first.json().instruction_id)
+    t.match(resent.json().creneaux[0], { energie_programmee_kwh: 12, energie_realisee_kwh: 10, verdict: 'short', manque_kwh: 2 })
+
+    // A later programme supersedes it.
+    t.equal((await acme.send({ emittedAt: '2026-11-21T13:00:00Z', slots: 1, kwh: () => 1 })).status, 202)
+    const later = await get({ 'if-none-match': resent.headers.etag! })
+    t.equal(later.status, 200)
+    t.equal(later.json().instruction_id, `ProgrammeSoutirage-${DAY}-rev-20261121T130000Z`)
+    t.same(later.json().totaux.verdicts, { met: 1, short: 0, curtailment_respected: 0, curtailment_broken: 0, no_data: 0, unconstrained: 95 })
+    t.equal((await get({ 'if-none-match': later.headers.etag! })).status, 304)
+  }
+})
+
+t.test('close() while a whole day of meter values is being written: the report completes, and its values are there after a restart', async t => {
+  const epx = await startEpx(t, { now: '2026-11-23T00:00:00Z', sites: 3 })
+  const acme = await company(epx, 'acme', 'all')
+  const sites = Array.from({ length: 500 }, (_, i) => 'PRM' + String(31_000_000_000_000 + i))
+  const readings: MeterReading[] = []
+  for (let j = 0; j < 96; j++) for (const site of [siteId(1), ...sites]) readings.push(reading(site, j, 1.25))
+  const closed = epx.handle
+  const pending = closed.reportMetering(readings)
+  await epx.restart()
+  t.equal((await pending).accepted, readings.length, 'the report in flight resolved')
+  await t.rejects(closed.reportMetering([reading(siteId(1), 0, 1)]), { code: 'NO_STORE' }, 'a closed handle refuses a report')
+  const body = (await acme.realise({ site_id: siteId(1), target_date: DAY })).json()
+  t.equal(body.totaux.energie_realisee_kwh, 96 * 1.25)
+})

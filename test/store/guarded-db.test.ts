@@ -22,6 +22,7 @@ t.test('every read of a store that cannot answer is NO_STORE, whichever way it r
   t.throws(() => db.doesExist('x'), { code: 'NO_STORE' })
   t.throws(() => db.getRange({}), { code: 'NO_STORE' })
   t.throws(() => db.getKeys({}), { code: 'NO_STORE' })
+  t.throws(() => db.equalsStored('x', undefined), { code: 'NO_STORE' })
   store.faults.unavailable = false
   t.same([db.get('x'), db.doesExist('x'), [...db.getKeys({})]], [1, true, ['x']])
 })
@@ -54,4 +55,21 @@ t.test('a write accepted before close() still reads and writes while close() wai
   t.equal(await accepted, 2)
   await closing
   t.throws(() => db.get('n'), { code: 'NO_STORE' })
+})
+
+t.test('equalsStored: the stored bytes compared as they are, whatever LMDB read before them', async t => {
+  const store = openStore(t.testdir())
+  t.teardown(() => store.close())
+  const db = store.db<Uint8Array>('bytes', { binary: true })
+  const short = Buffer.from('abc')
+  const long = Buffer.alloc(20_000, 7)   // past LMDB's reused read buffer's first size
+  await store.writeDurable(() => { db.putSync('s', short); db.putSync('l', long) })
+  t.ok(db.equalsStored('s', Buffer.from('abc')))
+  t.notOk(db.equalsStored('s', Buffer.from('abd')), 'one byte differs')
+  t.notOk(db.equalsStored('s', Buffer.from('ab')), 'a prefix is not the value')
+  t.ok(db.equalsStored('l', Buffer.alloc(20_000, 7)), 'a large value')
+  t.ok(db.equalsStored('s', short), 'a short value read after a large one')
+  t.notOk(db.equalsStored('s', undefined), 'a value where none was expected')
+  t.ok(db.equalsStored('none', undefined), 'none where none was expected')
+  t.notOk(db.equalsStored('none', short))
 })

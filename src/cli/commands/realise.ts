@@ -63,7 +63,8 @@ export const realiseCommand = defineCommand(spec, async (args, io) => {
     return realisationDay(deps, targetDate, only, companyId)
   })
   if (args.flag('csv')) {
-    io.out(realisationCsv(bodies).replace(/\r\n$/, ''))
+    // io.out ends the text with \n: every row then ends with CRLF, as the console's download does.
+    io.out(realisationCsv(bodies).replace(/\r\n$/, '\r'))
     return
   }
   if (args.flag('json')) {
