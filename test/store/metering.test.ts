@@ -94,64 +94,64 @@ for (const kind of storeKinds) t.test(kind, async t => {
     t.equal(await metering.prune('2026-12-01'), 200)
     t.equal(metering.get(DAY, sites[0]!), undefined)
   })
-})
 
-t.test('the host may reuse its array once the call returns: the readings were taken when it was made', async t => {
-  const { metering } = open(t)
-  const readings = Array.from({ length: 96 }, (_, j) => reading(j, 1 + j / 100))
-  const pending = metering.report(readings)
-  readings.length = 0
-  readings.push(reading(0, 99))
-  t.same(await pending, { accepted: 96, refusedCount: 0, refused: [] })
-  t.equal(metering.get(DAY, SITE)!.kwh[95], 1.95)
-  t.equal(metering.get(DAY, SITE)!.kwh[0], 1)
-  await t.rejects(metering.report('PRM30000000000001' as unknown as MeterReading[]), { name: 'TypeError', message: /an array of readings/ })
-})
+  t.test('the host may reuse its array once the call returns: the readings were taken when it was made', async t => {
+    const { metering } = await open(t)
+    const readings = Array.from({ length: 96 }, (_, j) => reading(j, 1 + j / 100))
+    const pending = metering.report(readings)
+    readings.length = 0
+    readings.push(reading(0, 99))
+    t.same(await pending, { accepted: 96, refusedCount: 0, refused: [] })
+    t.equal(metering.get(DAY, SITE)!.kwh[95], 1.95)
+    t.equal(metering.get(DAY, SITE)!.kwh[0], 1)
+    await t.rejects(metering.report('PRM30000000000001' as unknown as MeterReading[]), { name: 'TypeError', message: /an array of readings/ })
+  })
 
-t.test('a whole day of many sites leaves the event loop turning while it is checked and written', async t => {
-  const { metering } = open(t)
-  const sites = Array.from({ length: 2000 }, (_, i) => 'PRM' + String(30_000_000_000_000 + i))
-  const readings: MeterReading[] = []
-  for (let j = 0; j < 96; j++) for (const site of sites) readings.push(reading(j, 2, site))
-  let turns = 0
-  let turning = true
-  const tick = () => { turns++; if (turning) setImmediate(tick) }
-  setImmediate(tick)
-  const report = await metering.report(readings)
-  turning = false
-  t.equal(report.accepted, 2000 * 96)
-  // 192,000 readings, then 16 batches of site-days, each after a turn of its own.
-  t.ok(turns >= 16, `the loop turned ${turns} times meanwhile`)
-  t.equal(metering.get(DAY, sites[1999]!)!.kwh[95], 2)
-})
+  t.test('a whole day of many sites leaves the event loop turning while it is checked and written', async t => {
+    const { metering } = await open(t)
+    const sites = Array.from({ length: 2000 }, (_, i) => 'PRM' + String(30_000_000_000_000 + i))
+    const readings: MeterReading[] = []
+    for (let j = 0; j < 96; j++) for (const site of sites) readings.push(reading(j, 2, site))
+    let turns = 0
+    let turning = true
+    const tick = () => { turns++; if (turning) setImmediate(tick) }
+    setImmediate(tick)
+    const report = await metering.report(readings)
+    turning = false
+    t.equal(report.accepted, 2000 * 96)
+    // 192,000 readings, then 16 batches of site-days, each after a turn of its own.
+    t.ok(turns >= 16, `the loop turned ${turns} times meanwhile`)
+    t.equal(metering.get(DAY, sites[1999]!)!.kwh[95], 2)
+  })
 
-t.test('close() lets the reports already called finish durably, and refuses later ones (NO_STORE)', async t => {
-  const { metering, store } = open(t)
-  const sites = Array.from({ length: 300 }, (_, i) => 'PRM' + String(30_000_000_000_000 + i))
-  const first = metering.report(sites.flatMap(site => Array.from({ length: 96 }, (_, j) => reading(j, 3, site))))
-  const second = metering.report([reading(0, 4, sites[299])])
-  const closing = metering.close()
-  await t.rejects(metering.report([reading(1, 1)]), { code: 'NO_STORE' })
-  await closing
-  t.equal((await first).accepted, 300 * 96, 'the report in flight when close() was called completed')
-  t.equal((await second).accepted, 1, 'and the one queued behind it')
-  const reopened = openStore(store.path, { openInThisProcess: true })
-  t.teardown(() => reopened.close())
-  const seen = openMetering(reopened, { now: () => Date.now(), retentionDays: 90 })
-  t.equal(seen.sitesOf(DAY).length, 300, 'every site-day is on disk')
-  t.equal(seen.get(DAY, sites[299]!)!.kwh[0], 4)
-  t.equal(seen.get(DAY, sites[0]!)!.kwh[95], 3)
-})
+  t.test('close() lets the reports already called finish durably, and refuses later ones (NO_STORE)', async t => {
+    const { metering, store } = await open(t)
+    const sites = Array.from({ length: 300 }, (_, i) => 'PRM' + String(30_000_000_000_000 + i))
+    const first = metering.report(sites.flatMap(site => Array.from({ length: 96 }, (_, j) => reading(j, 3, site))))
+    const second = metering.report([reading(0, 4, sites[299])])
+    const closing = metering.close()
+    await t.rejects(metering.report([reading(1, 1)]), { code: 'NO_STORE' })
+    await closing
+    t.equal((await first).accepted, 300 * 96, 'the report in flight when close() was called completed')
+    t.equal((await second).accepted, 1, 'and the one queued behind it')
+    const reopened = await openStore(store.path, { openInThisProcess: true })
+    t.teardown(() => reopened.close())
+    const seen = openMetering(reopened, { now: () => Date.now(), retentionDays: 90 })
+    t.equal(seen.sitesOf(DAY).length, 300, 'every site-day is on disk')
+    t.equal(seen.get(DAY, sites[299]!)!.kwh[0], 4)
+    t.equal(seen.get(DAY, sites[0]!)!.kwh[95], 3)
+  })
 
-t.test('unchanged(): true while the stored day is the one given, false once a slot changes', async t => {
-  const { metering } = open(t)
-  t.ok(metering.unchanged(DAY, SITE, undefined), 'nothing stored, nothing held')
-  await metering.report([reading(0, 1)])
-  const held = metering.get(DAY, SITE)!.kwh
-  t.ok(metering.unchanged(DAY, SITE, held))
-  t.notOk(metering.unchanged(DAY, SITE, undefined))
-  await metering.report([reading(0, 1)])
-  t.ok(metering.unchanged(DAY, SITE, held), 'the same value again changes nothing')
-  await metering.report([reading(40, 0.5)])
-  t.notOk(metering.unchanged(DAY, SITE, held), 'a late value of another slot')
+  t.test('unchanged(): true while the stored day is the one given, false once a slot changes', async t => {
+    const { metering } = await open(t)
+    t.ok(metering.unchanged(DAY, SITE, undefined), 'nothing stored, nothing held')
+    await metering.report([reading(0, 1)])
+    const held = metering.get(DAY, SITE)!.kwh
+    t.ok(metering.unchanged(DAY, SITE, held))
+    t.notOk(metering.unchanged(DAY, SITE, undefined))
+    await metering.report([reading(0, 1)])
+    t.ok(metering.unchanged(DAY, SITE, held), 'the same value again changes nothing')
+    await metering.report([reading(40, 0.5)])
+    t.notOk(metering.unchanged(DAY, SITE, held), 'a late value of another slot')
+  })
 })
