@@ -93,7 +93,7 @@ t.test('a store that cannot connect at open says why, as the CLI and activation 
   t.notMatch(err.message, /wrong-password-789/)
 })
 
-t.test('nothing listening, a host that does not resolve: said as such', async t => {
+t.test('nothing listening, a host that does not resolve, a server that never answers: said as such', async t => {
   const dataDir = t.testdir()
   const closed = await new Promise<number>(resolve => { const s = createServer().listen(0, '127.0.0.1', () => { const { port } = s.address() as AddressInfo; s.close(() => resolve(port)) }) })
   t.match(await query(postgresConfig({ host: '127.0.0.1', port: closed, user: 'epx' }), dataDir).catch(e => e), {
@@ -102,6 +102,15 @@ t.test('nothing listening, a host that does not resolve: said as such', async t 
   t.match(await query(postgresConfig({ host: 'db.epx-test.invalid', user: 'epx', tls: { mode: 'disable' } }), dataDir).catch(e => e), {
     code: 'EPX_STORE_CONNECT_FAILED', message: /the host name db\.epx-test\.invalid does not resolve \((ENOTFOUND|EAI_AGAIN)\)/,
   })
+  // A server that takes the connection and never answers (a host gone silent).
+  const silent = createServer(() => {}).listen(0, '127.0.0.1')
+  await new Promise(resolve => silent.once('listening', resolve))
+  t.teardown(() => { silent.close() })
+  const started = Date.now()
+  t.match(await query(postgresConfig({ host: '127.0.0.1', port: (silent.address() as AddressInfo).port, user: 'epx', connectTimeoutMs: 300 }), dataDir).catch(e => e), {
+    code: 'EPX_STORE_CONNECT_FAILED', message: /no connection within 300 ms \(store\.postgres\.connectTimeoutMs\): is the host reachable\?/,
+  })
+  t.ok(Date.now() - started < 5000, 'given up after connectTimeoutMs, not the system\'s TCP timeout')
 })
 
 t.test('TLS verify-full: the server must chain to caFile and its certificate name the host', async t => {
