@@ -55,11 +55,19 @@ t.test('epx demo (npm start) on a fresh folder: company, certificate, one token 
   for (const m of tokens) t.ok(looksLikeToken(m[3]!))
 
   const curls = out.split('\n').filter(l => l.startsWith('curl '))
-  t.equal(curls.length, 3)
-  const [get, post, realise] = curls as [string, string, string]
+  t.equal(curls.length, 4)
+  const [get, post, realise, conditional] = curls as [string, string, string, string]
   t.match(out, /programmed \d{4}-\d{2}-\d{2} and \d{4}-\d{2}-\d{2} for every site \(demo-bsp\), with simulated meter values for the day before/)
   t.match(realise, /"https:\/\/localhost:\d+\/api\/v0\.5\/energy-programs\/realise\?site_id=PRM\d{14}&target_date=\d{4}-\d{2}-\d{2}"$/)
   t.equal(await statusOf(realise, cwd), 200, 'the day before answers at once: programmed, and metered')
+  const keep = out.split('\n').find(l => l.startsWith('etag=$(curl '))
+  t.ok(keep, "today's ETag kept in a shell variable")
+  t.match(conditional, /^curl -i .* -H "If-None-Match: \$etag" .*"https:\/\/localhost:\d+\/api\/v0\.5\/energy-programs\/realise\?site_id=PRM\d{14}&target_date=\d{4}-\d{2}-\d{2}"$/)
+  t.match(out, /At 7 minutes past each hour the simulated meters correct one quarter-hour of today/, 'and how to see a late correction change it')
+  if (await hasCurl()) {
+    const { stdout } = await run('sh', ['-c', `${keep}\n${conditional} -sS -o /dev/null -w '%{http_code}'`], { cwd })
+    t.equal(stdout, '304', 'the two lines as pasted: 304 while nothing changed')
+  }
   t.match(get, /--cert \.\/var\/epx\/demo\/client\.crt --key \.\/var\/epx\/demo\/client\.key --cacert \.\/var\/epx\/demo\/ca\.crt/)
   t.match(get, /"https:\/\/localhost:\d+\/api\/v0\.5\/energy-programs\/besoins-agreges\?site_id=PRM\d{14}&target_date=\d{4}-\d{2}-\d{2}"$/)
   t.match(post, /--data-binary @\.\/var\/epx\/demo\/programme\.json "https:\/\/localhost:\d+\/api\/v0\.5\/energy-programs\/programme-soutirage"$/)

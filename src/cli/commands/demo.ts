@@ -220,6 +220,15 @@ async function showTryIt (io: CliIo, run: Running, bundle: CertBundle, tokens: r
   io.out(`curl -i ${tls} -H "Authorization: Bearer ${tokenOf('outbound:realise')}" ` +
     `"${base}${API}/realise?site_id=${site.site_id}&target_date=${yesterday}"`)
   io.out('')
+  // Today's, conditionally: the two lines together, as a BSP polls (docs/bsp-guide.md "Reading outcomes").
+  const todayRealise = `-H "Authorization: Bearer ${tokenOf('outbound:realise')}" "${base}${API}/realise?site_id=${site.site_id}&target_date=${parisDateOf(now)}"`
+  io.out(`# Today's, as a BSP polls it: keep the ETag, send it back in If-None-Match; 304 while nothing changed.`)
+  io.out(`# At 7 minutes past each hour the simulated meters correct one quarter-hour of today reported earlier`)
+  io.out(`# (the log line "meter correction" names it, with the values before and after): the next GET answers`)
+  io.out(`# 200 with a new ETag and the corrected value (so does each quarter-hour as it closes, at :00, :15, :30, :45)`)
+  io.out(`etag=$(curl -sS -o /dev/null -D - ${tls} ${todayRealise} | tr -d '\\r' | awk 'tolower($1) == "etag:" { print $2 }')`)
+  io.out(`curl -i ${tls} -H "If-None-Match: $etag" ${todayRealise}`)
+  io.out('')
   const data = io.dataDir === resolve(DEFAULT_DATA_DIR) ? '' : ` --data ${shellPath(io.dataDir)}`
   io.out(`In another terminal: npx epx${data} token list, npx epx${data} company list, npx epx${data} sites list.`)
   io.out(`Then: npx epx${data} audit list (who sent what), npx epx${data} deliveries --date ${tomorrow} (who fetched what),`)
