@@ -10,7 +10,7 @@ import type {
   Clock, Coverage, CycleApplied, Host, Logger, MeterReading, MeteringReport, Period, Site, SiteNeeds, SolverInput, SolverPort,
 } from './contract.ts'
 import { HOST_API_VERSION } from './contract.ts'
-import { simulatedNeeds, simulatedReadings, simulatedSites } from './simulated-sites.ts'
+import { meterCorrections, simulatedNeeds, simulatedReadings, simulatedSites } from './simulated-sites.ts'
 import { coverageOf, parisDateOf } from '../contract/paris-day.ts'
 
 /** Instruction ids named in a cycle's log line; a bigger cycle says how many more. */
@@ -62,11 +62,16 @@ export interface ReferenceHost {
   /**
    * Host API 1.1: from now on, each cycle reports the quarter-hours that closed since the
    * last report (from the start of today at first) to `report` (the plugin's
-   * `reportMetering`), as the sites' simulated meters measured them.
+   * `reportMetering`), as the sites' simulated meters measured them; and at 7 minutes past
+   * each hour, every site's late correction of one quarter-hour of the day reported earlier
+   * (logged at info level, "meter correction").
    */
   meterInto(report: (readings: readonly MeterReading[]) => Promise<MeteringReport>): void
-  /** The simulated meter readings of every site over `[fromMs, toMs)` (whole quarter-hours), against the inputs in force. */
-  meterReadings(fromMs: number, toMs: number): MeterReading[]
+  /**
+   * The simulated meter readings of every site over `[fromMs, toMs)` (whole quarter-hours),
+   * against the inputs in force, with the corrections due by `asOfMs` (default: now).
+   */
+  meterReadings(fromMs: number, toMs: number, asOfMs?: number): MeterReading[]
   /** Starts the periodic cycle (no-op when cycleSeconds is 0). */
   start(): void
   close(): Promise<void>
@@ -85,6 +90,7 @@ export function createReferenceHost (opts: ReferenceHostOptions): ReferenceHost 
   let timer: NodeJS.Timeout | undefined
   let meterSink: ((readings: readonly MeterReading[]) => Promise<MeteringReport>) | undefined
   let meteredUntilMs = 0
+  let correctedUntilMs = 0
 
   const solver: SolverPort = {
     async sites () { return sites },
@@ -125,22 +131,41 @@ export function createReferenceHost (opts: ReferenceHostOptions): ReferenceHost 
     for (const l of listeners) {
       try { l(report) } catch (err) { logger.error({ err }, 'cycle listener failed') }
     }
-    if (meterSink) {
-      const closedMs = Math.floor(now.getTime() / 900_000) * 900_000
-      if (closedMs > meteredUntilMs) {
-        const readings = meterReadings(meteredUntilMs, closedMs)
-        meteredUntilMs = closedMs
-        meterSink(readings).then(
-          r => { if (r.refusedCount) logger.warn({ refused: r.refused.slice(0, 3), count: r.refusedCount }, 'meter readings refused') },
-          err => logger.error({ err }, 'meter readings not taken'))
-      }
-    }
+    if (meterSink) meter(now.getTime())
     return report
   }
 
-  function meterReadings (fromMs: number, toMs: number): MeterReading[] {
+  /**
+   * Reports the quarter-hours closed since the last report and, once an hour, the late
+   * correction of a quarter-hour reported earlier (`meterCorrections`): real meter data
+   * arrives corrected now and then, and a BSP polling the realisation read sees it as a new
+   * ETag. One batch, so a correction never lands before the value it corrects.
+   */
+  function meter (nowMs: number): void {
+    const closedMs = Math.floor(nowMs / 900_000) * 900_000
+    const readings = closedMs > meteredUntilMs ? meterReadings(meteredUntilMs, closedMs, nowMs) : []
+    // Corrected slots this batch already carries (closed since the last report) are not sent twice.
+    const corrected = [...new Set(meterCorrections(correctedUntilMs, nowMs).map(c => c.slotMs))].filter(ms => ms < meteredUntilMs)
+    for (const slotMs of corrected) {
+      const before = meterReadings(slotMs, slotMs + 900_000, correctedUntilMs)
+      const after = meterReadings(slotMs, slotMs + 900_000, nowMs)
+      readings.push(...after)
+      logger.info({
+        startUtc: after[0]?.startUtc, endUtc: after[0]?.endUtc, sites: after.length,
+        changes: after.slice(0, 5).map((r, i) => ({ siteId: r.siteId, kwh: r.kwh, previousKwh: before[i]?.kwh })),
+      }, 'meter correction: a quarter-hour already reported is reported again with a corrected value')
+    }
+    meteredUntilMs = Math.max(meteredUntilMs, closedMs)
+    correctedUntilMs = nowMs
+    if (readings.length === 0) return
+    meterSink!(readings).then(
+      r => { if (r.refusedCount) logger.warn({ refused: r.refused.slice(0, 3), count: r.refusedCount }, 'meter readings refused') },
+      err => logger.error({ err }, 'meter readings not taken'))
+  }
+
+  function meterReadings (fromMs: number, toMs: number, asOfMs = clock.now().getTime()): MeterReading[] {
     return simulatedReadings(sites.map(s => s.site_id), fromMs, toMs, (siteId, date, ms) =>
-      active.get(`${siteId}/${date}`)?.periods.find(p => Date.parse(p.startUtc) <= ms && ms < Date.parse(p.endUtc)))
+      active.get(`${siteId}/${date}`)?.periods.find(p => Date.parse(p.startUtc) <= ms && ms < Date.parse(p.endUtc)), asOfMs)
   }
 
   function computeSetpoints (now: Date): Map<string, Setpoint> {
@@ -178,6 +203,8 @@ export function createReferenceHost (opts: ReferenceHostOptions): ReferenceHost 
     meterInto (report) {
       meterSink = report
       meteredUntilMs = Date.parse(coverageOf(parisDateOf(clock.now())).startUtc)
+      // The first report carries the corrections already due today; later ones, each as it falls due.
+      correctedUntilMs = clock.now().getTime()
     },
     meterReadings,
     start () {

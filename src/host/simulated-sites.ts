@@ -85,20 +85,71 @@ export function simulatedMeterKwh (siteId: string, slotStartMs: number, plannedK
   return Math.round(kwh * 1000) / 1000
 }
 
+const HOUR_MS = 3_600_000
+
+/**
+ * When the simulated meters send a late correction: this long after the start of each hour,
+ * between two quarter-hour closings, so a change of the realisation read at that moment is
+ * the correction's alone.
+ */
+export const METER_CORRECTION_DELAY_MS = 7 * 60_000
+
+/**
+ * The quarter-hour the simulated meters correct in the hour starting at `hourMs` (UTC, a
+ * whole hour): one of the Paris day's quarter-hours closed before that hour, chosen by a
+ * generator seeded with the hour; none in the day's first hour.
+ */
+export function correctedSlotMs (hourMs: number): number | undefined {
+  const { startMs } = parisDayMs(parisDateOf(new Date(hourMs)))
+  const closed = Math.floor((hourMs - startMs) / 900_000)
+  if (closed < 1) return undefined
+  return startMs + Math.floor(rng(`meter-correction/${hourMs}`)() * closed) * 900_000
+}
+
+/** The corrections due in `(afterMs, untilMs]`: each as the slot corrected and the hour that corrects it, in time order. */
+export function meterCorrections (afterMs: number, untilMs: number): Array<{ slotMs: number; hourMs: number }> {
+  const out: Array<{ slotMs: number; hourMs: number }> = []
+  for (let h = Math.floor((afterMs - METER_CORRECTION_DELAY_MS) / HOUR_MS + 1) * HOUR_MS; h + METER_CORRECTION_DELAY_MS <= untilMs; h += HOUR_MS) {
+    const slotMs = correctedSlotMs(h)
+    if (slotMs !== undefined) out.push({ slotMs, hourMs: h })
+  }
+  return out
+}
+
+/** A site's late-corrected value of a quarter-hour measured `measuredKwh` at first: a few per cent off, never the same. */
+function correctedKwh (siteId: string, slotMs: number, hourMs: number, measuredKwh: number): number {
+  const r = rng(`${siteId}/meter-correction/${slotMs}/${hourMs}`)
+  const sign = r() < 0.5 ? -1 : 1
+  let kwh = Math.round(measuredKwh * (1 + sign * (0.03 + r() * 0.09)) * 1000) / 1000
+  if (kwh === measuredKwh) kwh = Math.round((measuredKwh + 0.1 + r() * 0.4) * 1000) / 1000
+  return kwh
+}
+
 /**
  * The simulated meter readings of `siteIds` over the whole quarter-hours of `[fromMs, toMs)`,
  * against the constraint in force in each (`periodAt`): what the reference host reports as
- * slots close, and what `epx demo` seeds for the day before.
+ * slots close, and what `epx demo` seeds for the day before. With `asOfMs`, as the meters
+ * know them then: the late corrections due by that instant (`meterCorrections`) replace the
+ * first values, so a host that reports a day again reports what it reported last.
  */
 export function simulatedReadings (siteIds: readonly string[], fromMs: number, toMs: number,
-  periodAt: (siteId: string, targetDate: string, ms: number) => { minKw?: number; maxKw?: number } | undefined): MeterReading[] {
+  periodAt: (siteId: string, targetDate: string, ms: number) => { minKw?: number; maxKw?: number } | undefined,
+  asOfMs?: number): MeterReading[] {
   const out: MeterReading[] = []
   const needsOf = new Map<string, SiteNeeds>()
   let day = { date: '', startMs: 0, endMs: 0 }
+  // slot → the hour of its latest correction due by `asOfMs`, for the day being read.
+  let correctedBy = new Map<number, number>()
   for (let ms = Math.ceil(fromMs / 900_000) * 900_000; ms + 900_000 <= toMs; ms += 900_000) {
     if (!(ms >= day.startMs && ms < day.endMs)) {
       const date = parisDateOf(new Date(ms))
       day = { date, ...parisDayMs(date) }
+      correctedBy = new Map()
+      if (asOfMs !== undefined) {
+        for (const c of meterCorrections(day.startMs - 1, Math.min(asOfMs, day.endMs - 1 + METER_CORRECTION_DELAY_MS))) {
+          if (c.hourMs < day.endMs) correctedBy.set(c.slotMs, c.hourMs)
+        }
+      }
     }
     const slot = (ms - day.startMs) / 900_000
     const startUtc = new Date(ms).toISOString().replace('.000Z', 'Z')
@@ -109,7 +160,9 @@ export function simulatedReadings (siteIds: readonly string[], fromMs: number, t
       let plannedKw = 0
       for (const m of needs.milestones) if (Date.parse(m.startUtc) <= ms && ms < Date.parse(m.deadlineUtc)) plannedKw += m.powerKw
       plannedKw = Math.min(plannedKw, needs.availablePowerKw[slot] ?? 0)
-      out.push({ siteId, startUtc, endUtc, kwh: simulatedMeterKwh(siteId, ms, plannedKw, periodAt(siteId, day.date, ms)) })
+      const measured = simulatedMeterKwh(siteId, ms, plannedKw, periodAt(siteId, day.date, ms))
+      const hourMs = correctedBy.get(ms)
+      out.push({ siteId, startUtc, endUtc, kwh: hourMs === undefined ? measured : correctedKwh(siteId, ms, hourMs, measured) })
     }
   }
   return out

@@ -55,11 +55,20 @@ t.test('epx demo (npm start) on a fresh folder: company, certificate, one token 
   for (const m of tokens) t.ok(looksLikeToken(m[3]!))
 
   const curls = out.split('\n').filter(l => l.startsWith('curl '))
-  t.equal(curls.length, 3)
-  const [get, post, realise] = curls as [string, string, string]
+  t.equal(curls.length, 4)
+  const [get, post, realise, conditional] = curls as [string, string, string, string]
   t.match(out, /programmed \d{4}-\d{2}-\d{2} and \d{4}-\d{2}-\d{2} for every site \(demo-bsp\), with simulated meter values for the day before/)
   t.match(realise, /"https:\/\/localhost:\d+\/api\/v0\.5\/energy-programs\/realise\?site_id=PRM\d{14}&target_date=\d{4}-\d{2}-\d{2}"$/)
   t.equal(await statusOf(realise, cwd), 200, 'the day before answers at once: programmed, and metered')
+  const yesterday = /target_date=(\d{4}-\d{2}-\d{2})"$/.exec(realise)![1]!
+  const keep = out.split('\n').find(l => l.startsWith('etag=$(curl '))
+  t.ok(keep, "today's ETag kept in a shell variable")
+  t.match(conditional, /^curl -i .* -H "If-None-Match: \$etag" .*"https:\/\/localhost:\d+\/api\/v0\.5\/energy-programs\/realise\?site_id=PRM\d{14}&target_date=\d{4}-\d{2}-\d{2}"$/)
+  t.match(out, /At 7 minutes past each hour the simulated meters correct one quarter-hour of today/, 'and how to see a late correction change it')
+  if (await hasCurl()) {
+    const { stdout } = await run('sh', ['-c', `${keep}\n${conditional} -sS -o /dev/null -w '%{http_code}'`], { cwd })
+    t.equal(stdout, '304', 'the two lines as pasted: 304 while nothing changed')
+  }
   t.match(get, /--cert \.\/var\/epx\/demo\/client\.crt --key \.\/var\/epx\/demo\/client\.key --cacert \.\/var\/epx\/demo\/ca\.crt/)
   t.match(get, /"https:\/\/localhost:\d+\/api\/v0\.5\/energy-programs\/besoins-agreges\?site_id=PRM\d{14}&target_date=\d{4}-\d{2}-\d{2}"$/)
   t.match(post, /--data-binary @\.\/var\/epx\/demo\/programme\.json "https:\/\/localhost:\d+\/api\/v0\.5\/energy-programs\/programme-soutirage"$/)
@@ -93,13 +102,41 @@ t.test('epx demo (npm start) on a fresh folder: company, certificate, one token 
     await login.body.text()
     t.equal(login.statusCode, 303, 'the printed password logs the admin in')
     t.match(String(login.headers['set-cookie']), /^__Host-epx_session=/)
+
+    // The day before's programme was taken, handed over and applied then: the console says so.
+    const page = await request(new URL(`/programmes?target_date=${yesterday}`, web![1]), {
+      dispatcher: agent, headers: { cookie: String(login.headers['set-cookie']).split(';')[0]! },
+    })
+    const html = await page.body.text()
+    t.equal(page.statusCode, 200)
+    t.equal(html.match(/class="status status-applied">appliquée au cycle 1</g)?.length, 5, 'the console: every site\'s instruction of the day before, applied')
+    t.notMatch(html, /status-received|>reçue</, 'none reads "received" once its day is over')
   } finally {
     await agent.close()
+  }
+
+  // The status read, as the BSP gets it, with the printed inbound token.
+  const words = shellWords(post)
+  const opt = (name: string) => readFileSync(join(cwd, words[words.indexOf(name) + 1]!))
+  const bsp = new Agent({ connect: { ca: opt('--cacert'), cert: opt('--cert'), key: opt('--key') } }).compose(conformance)
+  try {
+    const url = new URL(words.at(-1)!)
+    url.searchParams.set('target_date', yesterday)
+    const res = await request(url, { dispatcher: bsp, headers: { authorization: words.find(w => w.startsWith('Authorization: '))!.slice('Authorization: '.length) } })
+    const body = await res.body.json() as { instructions: Array<{ status: string; cycle?: number; applied_at?: string }> }
+    t.equal(res.statusCode, 200)
+    t.equal(body.instructions.length, 5)
+    t.ok(body.instructions.every(i => i.status === 'applied' && i.cycle === 1 && i.applied_at), 'the status read: applied, with its cycle and when')
+  } finally {
+    await bsp.close()
   }
 
   demo.child.kill('SIGINT')
   t.equal(await demo.exited, 0, 'Ctrl+C stops it cleanly')
   t.match(demo.output(), /\nepx stopped\n/)
+
+  const applied = JSON.parse((await epx(join(cwd, 'var/epx'), 'instructions', 'list', '--date', yesterday, '--json')).out)
+  t.same(applied.map((i: { status: string; cycle?: number }) => [i.status, i.cycle]), Array(5).fill(['applied', 1]), 'epx instructions list: the same')
 
   const list = await epx(join(cwd, 'var/epx'), 'token', 'list', '--company', 'demo-bsp')
   t.equal(list.lines.length, 4, 'the three demo tokens are in the store')

@@ -1,7 +1,9 @@
 import t from 'tap'
+import pino from 'pino'
 import { createReferenceHost, honour, ManualClock } from '../../src/host/reference-host.ts'
-import { simulatedNeeds, simulatedSites } from '../../src/host/simulated-sites.ts'
-import { coverageOf } from '../../src/contract/paris-day.ts'
+import { correctedSlotMs, meterCorrections, METER_CORRECTION_DELAY_MS, simulatedNeeds, simulatedSites } from '../../src/host/simulated-sites.ts'
+import { coverageOf, parisDayMs } from '../../src/contract/paris-day.ts'
+import type { Logger, MeterReading } from '../../src/host/contract.ts'
 
 t.test('simulated sites have stable PRM ids and names', async t => {
   const sites = simulatedSites(3)
@@ -99,4 +101,59 @@ t.test('simulated meters: a floor is drawn most of the time and falls short now 
   clock.set('2026-11-22T00:16:00Z')
   ref.runCycle()
   t.same([...new Set(reports[1]!.map(r => r.startUtc))], ['2026-11-22T00:00:00Z'])
+})
+
+t.test('simulated meters: at 7 minutes past each hour, a late correction of one quarter-hour of the day reported earlier', async t => {
+  const lines: any[] = []
+  const logger = pino({ level: 'info' }, { write: (l: string) => { lines.push(JSON.parse(l)) } }) as unknown as Logger
+  const clock = new ManualClock('2026-11-22T09:50:00Z')   // 10:50 in Paris
+  const newHost = () => createReferenceHost({ dataDir: t.testdir(), clock, logger, sites: 3 })
+  const ref = newHost()
+  t.teardown(() => ref.close())
+  const reports: MeterReading[][] = []
+  ref.meterInto(async r => { reports.push([...r]); return { accepted: r.length, refusedCount: 0, refused: [] } })
+  ref.runCycle()
+  t.equal(reports[0]!.length, 43 * 3, 'the day so far: 43 quarter-hours closed, every site')
+  const reported = new Map(reports[0]!.map(r => [`${r.siteId}/${r.startUtc}`, r.kwh]))
+
+  clock.set('2026-11-22T10:06:59Z')
+  ref.runCycle()
+  t.same([...new Set(reports[1]!.map(r => r.startUtc))], ['2026-11-22T09:45:00Z'], 'the quarter-hour closed at 10:00 Z, no correction yet')
+  clock.set('2026-11-22T10:07:00Z')
+  ref.runCycle()
+  const correction = reports[2]!
+  t.equal(correction.length, 3, 'one quarter-hour, every site')
+  const slot = correction[0]!.startUtc
+  t.ok(correction.every(r => r.startUtc === slot))
+  t.ok(Date.parse(slot) >= Date.parse('2026-11-21T23:00:00Z') && Date.parse(slot) < Date.parse('2026-11-22T10:00:00Z'),
+    `an earlier hour of today (${slot})`)
+  for (const r of correction) t.not(r.kwh, reported.get(`${r.siteId}/${r.startUtc}`), `${r.siteId}: a corrected value`)
+  const logged = lines.filter(l => l.msg.startsWith('meter correction'))
+  t.equal(logged.length, 1, 'logged at info level, once')
+  t.match(logged[0], { level: 30, startUtc: slot, sites: 3 })
+  t.same(logged[0].changes, correction.map(r => ({ siteId: r.siteId, kwh: r.kwh, previousKwh: reported.get(`${r.siteId}/${r.startUtc}`) })),
+    'which slot changed, from what to what')
+  clock.set('2026-11-22T10:14:00Z')
+  ref.runCycle()
+  t.equal(reports.length, 3, 'nothing more until the next quarter-hour closes')
+
+  // Deterministic, and a host that starts again reports the day as last reported.
+  const again = newHost()
+  t.teardown(() => again.close())
+  const replay: MeterReading[][] = []
+  again.meterInto(async r => { replay.push([...r]); return { accepted: r.length, refusedCount: 0, refused: [] } })
+  again.runCycle()
+  const latest = new Map([...reports.flat()].map(r => [`${r.siteId}/${r.startUtc}`, r.kwh]))
+  t.same(new Map(replay[0]!.map(r => [`${r.siteId}/${r.startUtc}`, r.kwh])), latest, 'same slots, same values, the correction included')
+})
+
+t.test('simulated meter corrections: none in the first hour of a Paris day; one an hour after, on DST days too', async t => {
+  for (const [date, hours] of [['2026-11-22', 24], ['2027-03-28', 23], ['2026-10-25', 25]] as const) {
+    const { startMs, endMs } = parisDayMs(date)
+    t.equal(correctedSlotMs(startMs), undefined, `${date}: nothing to correct at midnight`)
+    const all = meterCorrections(startMs - 1, endMs - 1 + METER_CORRECTION_DELAY_MS)
+    t.equal(all.length, hours - 1, `${date}: one correction an hour after the first`)
+    t.ok(all.every(c => c.slotMs >= startMs && c.slotMs + 900_000 <= c.hourMs && c.hourMs < endMs), `${date}: each of a quarter-hour of the day closed before its hour`)
+    t.same(meterCorrections(startMs - 1, endMs - 1 + METER_CORRECTION_DELAY_MS), all, `${date}: the same every time`)
+  }
 })

@@ -176,3 +176,38 @@ t.test('close() while a whole day of meter values is being written: the report c
   const body = (await acme.realise({ site_id: siteId(1), target_date: DAY })).json()
   t.equal(body.totaux.energie_realisee_kwh, 96 * 1.25)
 })
+
+t.test("the reference host's late meter correction: 304 until it, then 200 with a new ETag and the corrected slot", async t => {
+  const epx = await startEpx(t, { now: '2026-11-22T10:01:00Z' })   // 11:01 in Paris
+  const acme = await company(epx, 'acme', 'all')
+  const reports: Array<Promise<unknown>> = []
+  const sent: MeterReading[][] = []
+  epx.ref.meterInto(r => { sent.push([...r]); const p = epx.handle.reportMetering(r); reports.push(p); return p })
+  const cycle = async (at: string) => { epx.clock.set(at); epx.ref.runCycle(); await Promise.all(reports) }
+  const get = (headers: Record<string, string> = {}) => acme.realise({ site_id: siteId(1), target_date: DAY }, headers)
+
+  await cycle('2026-11-22T10:01:00Z')
+  const first = await get()
+  t.equal(first.status, 200, first.text)
+  t.equal(first.json().creneaux.filter((c: { energie_realisee_kwh: number | null }) => c.energie_realisee_kwh !== null).length, 44, 'the day up to 11:00 in Paris, metered')
+  await cycle('2026-11-22T10:06:59Z')
+  t.equal(sent.length, 1, 'nothing closed, nothing corrected: nothing reported')
+  t.equal((await get({ 'if-none-match': first.headers.etag! })).status, 304)
+
+  await cycle('2026-11-22T10:07:00Z')
+  t.equal(sent.length, 2)
+  const corrected = sent[1]!.find(r => r.siteId === siteId(1))!
+  t.ok(corrected, 'the correction is every site\'s, the first among them')
+  const logged = epx.logs().find(l => typeof l.msg === 'string' && l.msg.startsWith('meter correction'))
+  t.match(logged, { level: 30, startUtc: corrected.startUtc, endUtc: corrected.endUtc }, 'logged, naming the slot')
+  const after = await get({ 'if-none-match': first.headers.etag! })
+  t.equal(after.status, 200, 'a late correction of one slot is a new ETag')
+  t.not(after.headers.etag, first.headers.etag)
+  const index = first.json().creneaux.findIndex((c: { debut_utc: string }) => Date.parse(c.debut_utc) === Date.parse(corrected.startUtc))
+  t.ok(index >= 0 && index < 44, `a slot of an earlier hour (${index})`)
+  t.not(first.json().creneaux[index].energie_realisee_kwh, corrected.kwh)
+  t.equal(after.json().creneaux[index].energie_realisee_kwh, corrected.kwh, 'the corrected value')
+  const others = (body: { creneaux: unknown[] }) => body.creneaux.filter((_, j) => j !== index)
+  t.same(others(after.json()), others(first.json()), 'every other slot as it was')
+  t.equal((await get({ 'if-none-match': after.headers.etag! })).status, 304)
+})

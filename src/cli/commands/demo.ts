@@ -32,6 +32,10 @@ const DEMO_COMPANY = 'demo-bsp'
 const DEMO_ADMIN = 'admin'
 const DEMO_MEMBER = 'demo-bsp-user'
 const API = '/api/v0.5/energy-programs'
+/** The demo's solver cycle, seconds (`--cycle` changes it). */
+const DEMO_CYCLE_SECONDS = 10
+/** The solver cycle a seeded programme reads as applied by: a host numbers its cycles from 1 at each start. */
+const SEEDED_CYCLE = 1
 
 /** A console account the demo made on this run, with its password (shown once). */
 interface DemoAccount { readonly username: string; readonly role: string; readonly password: string }
@@ -94,7 +98,7 @@ function demoDayKwh (j: number): number | undefined {
 
 /**
  * Programme against delivery has something to show at once: the day before and today get a
- * programme of the demo company (as if sent the day before each), and the day before its
+ * programme of the demo company (as if sent, and applied, the day before each), and the day before its
  * simulated meter values; today's fill in as its quarter-hours close (the reference host
  * reports them). A later run leaves days already programmed alone.
  */
@@ -122,7 +126,13 @@ async function seedRealised (store: Store, config: EpxConfig, siteCount: number,
     const receivedAt = formatUtcInstant(emittedMs + 30_000)
     const r = check(Buffer.from(JSON.stringify(body)), { perimeter: 'all', provenance: { receivedAt, companyId: DEMO_COMPANY, tokenId: 'demo', certFingerprint256: 'demo' } })
     if (!r.ok) throw new Error(`the demo programme of ${day} is invalid: ${JSON.stringify(r.details)}`)
-    await instructions.save(r.batch, receivedAt)
+    // What the inbound path records of a programme taken the day before: handed to the solver
+    // with the 202 (`queued`), then applied by the solver's next cycle. Left `received`, the
+    // day before would read "not yet handed to the solver" once its day is over, and no
+    // start hands over an instruction of a day over (DECISIONS.md "Inbound").
+    await instructions.save(r.batch, receivedAt, 'queued')
+    await instructions.markApplied(r.batch.siteIds.map(siteId => ({ instructionId: r.batch.instructionId, siteId })),
+      SEEDED_CYCLE, formatUtcInstant(emittedMs + 30_000 + DEMO_CYCLE_SECONDS * 1000))
     seeded.push(day)
   }
   if (seeded.includes(yesterday)) {
@@ -220,6 +230,15 @@ async function showTryIt (io: CliIo, run: Running, bundle: CertBundle, tokens: r
   io.out(`curl -i ${tls} -H "Authorization: Bearer ${tokenOf('outbound:realise')}" ` +
     `"${base}${API}/realise?site_id=${site.site_id}&target_date=${yesterday}"`)
   io.out('')
+  // Today's, conditionally: the two lines together, as a BSP polls (docs/bsp-guide.md "Reading outcomes").
+  const todayRealise = `-H "Authorization: Bearer ${tokenOf('outbound:realise')}" "${base}${API}/realise?site_id=${site.site_id}&target_date=${parisDateOf(now)}"`
+  io.out(`# Today's, as a BSP polls it: keep the ETag, send it back in If-None-Match; 304 while nothing changed.`)
+  io.out(`# At 7 minutes past each hour the simulated meters correct one quarter-hour of today reported earlier`)
+  io.out(`# (the log line "meter correction" names it, with the values before and after): the next GET answers`)
+  io.out(`# 200 with a new ETag and the corrected value (so does each quarter-hour as it closes, at :00, :15, :30, :45)`)
+  io.out(`etag=$(curl -sS -o /dev/null -D - ${tls} ${todayRealise} | tr -d '\\r' | awk 'tolower($1) == "etag:" { print $2 }')`)
+  io.out(`curl -i ${tls} -H "If-None-Match: $etag" ${todayRealise}`)
+  io.out('')
   const data = io.dataDir === resolve(DEFAULT_DATA_DIR) ? '' : ` --data ${shellPath(io.dataDir)}`
   io.out(`In another terminal: npx epx${data} token list, npx epx${data} company list, npx epx${data} sites list.`)
   io.out(`Then: npx epx${data} audit list (who sent what), npx epx${data} deliveries --date ${tomorrow} (who fetched what),`)
@@ -234,7 +253,7 @@ export const demoCommand = defineCommand(spec, async (args, io) => {
   io.out(`client certificate bundle of ${DEMO_COMPANY}: ${shellPath(bundle.dir)} (client.crt, client.key, ca.crt)`)
   io.out('new tokens, shown this once:')
   for (const t of tokens) io.out(`  ${t.record.scopes.join(',').padEnd(28)} ${t.record.id}  ${t.token}`)
-  return serve(io, { cycleSeconds: 10, metrics: true, ...overrides, console: true }, async run => {
+  return serve(io, { cycleSeconds: DEMO_CYCLE_SECONDS, metrics: true, ...overrides, console: true }, async run => {
     showConsole(io, run, accounts)
     await showTryIt(io, run, bundle, tokens)
   })
