@@ -10,6 +10,7 @@
  */
 import { spawn } from 'node:child_process'
 import { readFileSync } from 'node:fs'
+import { loadavg } from 'node:os'
 import { join, resolve } from 'node:path'
 import { tempDir } from './daemon.ts'
 import { all, info, zero, type Figure } from './report.ts'
@@ -27,10 +28,29 @@ export interface KindResult {
   readonly lost: number
   readonly errorLines: number
 }
-export interface DoorFaultsResult { readonly kinds: readonly KindResult[]; readonly faults: number; readonly exit: string; readonly tail: string }
+export interface DoorFaultsResult {
+  readonly kinds: readonly KindResult[]
+  readonly faults: number
+  readonly exit: string
+  readonly tail: string
+  /** The machine's load average (1, 5, 15 min) at the row's start and end: the figures' context. */
+  readonly load: { readonly start: readonly number[]; readonly end: readonly number[] }
+}
+
+/** p50 / p95 / max of the times from a fault to the door answering again (nearest rank). */
+export function restartTimes (backMs: readonly number[]): string {
+  if (!backMs.length) return 'none'
+  const sorted = [...backMs].sort((a, b) => a - b)
+  const rank = (p: number) => sorted[Math.min(sorted.length - 1, Math.ceil(p * sorted.length) - 1)]
+  return `${rank(0.5)} / ${rank(0.95)} / ${sorted[sorted.length - 1]}`
+}
+
+/** A load average as the figures print it. */
+export const loadText = (l: readonly number[]): string => l.map(x => x.toFixed(1)).join(' ')
 
 export async function doorFaults (o: { faults: number; budgetMs: number }): Promise<DoorFaultsResult> {
   const report = join(tempDir('door-faults'), 'report.jsonl')
+  const loadStart = loadavg()
   const child = spawn(process.execPath, [
     '--import=./test/helpers/tsx-with-source-text.mjs', '--import=./test/helpers/built-workers.mjs', 'test/door/faults.test.ts',
   ], {
@@ -49,7 +69,7 @@ export async function doorFaults (o: { faults: number; budgetMs: number }): Prom
   clearTimeout(timer)
   let kinds: KindResult[] = []
   try { kinds = readFileSync(report, 'utf8').trim().split('\n').filter(Boolean).map(l => JSON.parse(l) as KindResult) } catch { /* none: the child died first */ }
-  return { kinds, faults: o.faults, exit, tail }
+  return { kinds, faults: o.faults, exit, tail, load: { start: loadStart, end: loadavg() } }
 }
 
 export function doorFaultsFigures (r: DoorFaultsResult): Figure[] {
@@ -60,11 +80,15 @@ export function doorFaultsFigures (r: DoorFaultsResult): Figure[] {
     // A kind reports only once its faults are over: the host lived through every one.
     figures.push(all(`${k.kind}${where}: faults the host lived through`, k.faults, r.faults))
     figures.push(all(`${k.kind}${where}: door back within ${DOOR_BACK_MS} ms`, within, r.faults))
-    figures.push(info(`${k.kind}${where}: back after (ms, median / worst)`, `${[...k.backMs].sort((a, b) => a - b)[k.backMs.length >> 1]} / ${Math.max(...k.backMs)}`))
+    figures.push(info(`${k.kind}${where}: back after (ms, p50 / p95 / max)`, restartTimes(k.backMs)))
     figures.push(zero(`${k.kind}${where}: 202s not in the store (of ${k.acks})`, k.lost))
   }
   const expected = 10
   figures.push(all('fault kinds run to their end (the host never died)', r.kinds.length, expected))
+  const every = r.kinds.flatMap(k => k.backMs)
+  figures.push(info(`every kind: door back within ${DOOR_BACK_MS} ms`, `${every.filter(ms => ms < DOOR_BACK_MS).length}/${every.length}`))
+  figures.push(info('every kind: back after (ms, p50 / p95 / max)', restartTimes(every)))
+  figures.push(info('load average (1, 5, 15 min) at start / end', `${loadText(r.load.start)} / ${loadText(r.load.end)}`))
   if (r.exit !== '0') figures.push(info('the test process ended with', `${r.exit}: ${r.tail.replace(/\s+/g, ' ').slice(-300)}`))
   return figures
 }

@@ -39,3 +39,20 @@ export function niceThisThread (by: number): boolean {
     return false
   }
 }
+
+/** Set on a thread that `nicerFirst` made nicer (`nicedFirst` reads it). */
+const NICED = 'epx.niced'
+
+/**
+ * Code for the top of an `eval` worker: makes its thread `by` nicer (as niceThisThread)
+ * before it loads any module, so that the whole of its start runs at that priority.
+ */
+export function nicerFirst (by: number): string {
+  return `try { const tid = Number(require('node:fs').readlinkSync('/proc/thread-self').split('/').pop()); const os = require('node:os'); ` +
+    `if (Number.isInteger(tid) && tid > 0) { os.setPriority(tid, Math.min(19, os.getPriority(tid) + ${Math.trunc(by)})); globalThis[Symbol.for('${NICED}')] = true } } catch {}\n`
+}
+
+/** Whether this thread was made nicer by `nicerFirst` (then it is not made nicer again). */
+export function nicedFirst (): boolean {
+  return (globalThis as Record<symbol, unknown>)[Symbol.for(NICED)] === true
+}

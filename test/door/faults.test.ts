@@ -108,7 +108,8 @@ async function worstDay (t: Test, kind: DoorFault | 'terminate', faults: number,
   const config = side
     ? { api: { inWorker: true }, console: { enabled: true }, metrics: { enabled: true, host: '127.0.0.1', port: 0 } }
     : { api: { inWorker: true } }
-  const epx = await startEpx(t, { config, onDoor: d => { door = d }, ...(kind === 'heap' ? { doorHeapMb: 96 } : {}) })
+  // A site for each client (each posts for its own), besides the one they read.
+  const epx = await startEpx(t, { config, sites: CLIENTS + 1, onDoor: d => { door = d }, ...(kind === 'heap' ? { doorHeapMb: 96 } : {}) })
   const { cert } = await epx.addCompany('acme')
   const { secret } = await epx.addToken('acme', ['inbound:programme-soutirage', 'outbound:besoins-agreges'])
   const acks: Ack[] = []
