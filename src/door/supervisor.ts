@@ -217,7 +217,8 @@ export async function startDoor (deps: DoorDeps): Promise<Door> {
         void events.settled().then(() => readers.delete(events))
         if (!listening) reject(new Error(`the api worker exited with code ${code} before it listened`))
         else if (worker === current) {
-          if (!faulted) {
+          // Asked to close, it ends: no fault.
+          if (!faulted && !closing) {
             log.error({ exitCode: code }, 'the api worker stopped; restarting it')
             deps.observer.workerFault?.('exit')
           }
