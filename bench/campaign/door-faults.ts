@@ -4,7 +4,8 @@
  * exception on the door's event loop, one thrown by a request handler inside the HTTP
  * parser's call, an unhandled rejection, `terminate()`, the heap's limit), first with the
  * API door alone, then with the console and the metrics listener in the same thread, while
- * keep-alive clients GET and POST. The child is the host: a fault that took it down ends
+ * keep-alive clients GET and POST, each fault once the door's standby is open (a new incident,
+ * not a crash loop; the wait is reported). The child is the host: a fault that took it down ends
  * the row (its signal is the row's error). Each kind's figures come from the test's report.
  * @module
  */
@@ -27,6 +28,10 @@ export interface KindResult {
   readonly acks: number
   readonly lost: number
   readonly errorLines: number
+  /** Faulted workers that did not end within their bound and were terminated. */
+  readonly stuck?: number
+  /** Before each fault, how long the test waited for the door's standby to be open. */
+  readonly standbyMs?: readonly number[]
 }
 export interface DoorFaultsResult {
   readonly kinds: readonly KindResult[]
@@ -82,6 +87,8 @@ export function doorFaultsFigures (r: DoorFaultsResult): Figure[] {
     figures.push(all(`${k.kind}${where}: door back within ${DOOR_BACK_MS} ms`, within, r.faults))
     figures.push(info(`${k.kind}${where}: back after (ms, p50 / p95 / max)`, restartTimes(k.backMs)))
     figures.push(zero(`${k.kind}${where}: 202s not in the store (of ${k.acks})`, k.lost))
+    figures.push(zero(`${k.kind}${where}: faulted workers stuck (terminated after their bound)`, k.stuck ?? 0))
+    if (k.standbyMs) figures.push(info(`${k.kind}${where}: waited for the standby before a fault (ms, p50 / p95 / max)`, restartTimes(k.standbyMs)))
   }
   const expected = 10
   figures.push(all('fault kinds run to their end (the host never died)', r.kinds.length, expected))

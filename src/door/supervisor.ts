@@ -58,6 +58,8 @@ export interface Door {
   readonly metricsUrl?: URL
   /** False while the worker is down and being restarted. */
   readonly up: boolean
+  /** A standby door is open and waiting to take over (`api.standbyWorker`). */
+  readonly standing: boolean
   /**
    * Resolves once everything the worker has told so far has reached this thread: its log
    * lines, receipts, token uses, and the programmes it saved, those in the solver's queue
@@ -330,6 +332,7 @@ export async function startDoor (deps: DoorDeps): Promise<Door> {
     consoleUrl: first.consoleUrl,
     metricsUrl: first.metricsUrl,
     get up () { return up },
+    get standing () { return standby?.waiting === true },
     get worker () { return current },
     async caughtUp () {
       const w = current
