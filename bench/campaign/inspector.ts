@@ -31,6 +31,8 @@ export interface InspectorResult {
   readonly stderr: string
   /** The daemon's resident memory (kB) before the first fault, its door up a while. */
   readonly rssKb: number
+  /** The same after the last fault, its door back. */
+  readonly rssAfterKb: number
   /** The clients' answers by status. */
   readonly statuses: Readonly<Record<number, number>>
   readonly load: { readonly start: readonly number[]; readonly end: readonly number[] }
@@ -164,13 +166,14 @@ export async function inspectorFaults (o: InspectorOptions): Promise<InspectorRe
     await Promise.all([...agents, probe].map(a => a.close()))
   }
   const alive = host.child.alive
+  const rssAfterKb = alive ? rssOf(host.child.proc.pid!) : 0
   const stderr = host.child.stderrTail
   await host.child.stop(5000)
   const store = openStore(join(dataDir, 'epx.lmdb'))
   const instructions = openInstructions(store)
   const lost = acks.filter(a => !instructions.get(a.id, a.siteId)).length
   await store.close()
-  return { faults: o.faults, injected, back: backMs.filter(ms => ms < 15_000).length, backMs, alive, acks: acks.length, lost, stderr, rssKb, load: { start: loadStart, end: loadavg() }, statuses }
+  return { faults: o.faults, injected, back: backMs.filter(ms => ms < 15_000).length, backMs, alive, acks: acks.length, lost, stderr, rssKb, rssAfterKb, load: { start: loadStart, end: loadavg() }, statuses }
 }
 
 export function inspectorFaultsFigures (r: InspectorResult): Figure[] {

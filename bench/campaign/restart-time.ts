@@ -5,7 +5,7 @@
  * it), an exception thrown on the door's event loop through its inspector N times, with
  * and without the standby door (`api.standbyWorker`): p50 / p95 / max from the fault to
  * a GET answered on a new connection, the count within a second, the daemon's resident
- * memory before the first fault, and the machine's load average, which every figure
+ * memory before the first fault and after the last, and the machine's load average, which every figure
  * depends on (2 cores shared: a busy machine starves a thread at nice 10).
  * @module
  */
@@ -24,7 +24,7 @@ async function main (): Promise<void> {
     const r = await inspectorFaults({ faults, clients, config: { api: { standbyWorker }, ...(args.console ? { console: { enabled: true, host: '127.0.0.1', port: 0 } } : {}) } })
     const within = r.backMs.filter(ms => ms < DOOR_BACK_MS).length
     console.log(`standby ${standbyWorker ? 'on ' : 'off'}${args.console ? ', console on' : ''}: ${r.injected} faults, back within ${DOOR_BACK_MS} ms ${within}/${r.backMs.length}, ` +
-      `back after (ms, p50 / p95 / max) ${restartTimes(r.backMs)}; daemon RSS ${Math.round(r.rssKb / 1024)} MB; ` +
+      `back after (ms, p50 / p95 / max) ${restartTimes(r.backMs)}; daemon RSS ${Math.round(r.rssKb / 1024)} MB before, ${Math.round(r.rssAfterKb / 1024)} MB after; ` +
       `alive ${r.alive ? 'yes' : 'NO'}, 202s lost ${r.lost} of ${r.acks}; load ${loadText(r.load.start)} → ${loadText(r.load.end)}`)
     console.log(`  (${r.backMs.join(', ')})`)
   }
