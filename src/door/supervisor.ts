@@ -191,8 +191,12 @@ export async function startDoor (deps: DoorDeps): Promise<Door> {
             // FAULT_BOUND_MS is stuck in synchronous code, which no timer of its own can end.
             // Its listeners were cut at its fault, so no request is parsed when it is terminated.
             {
+              const since = worker.performance.eventLoopUtilization()
               const bound = setTimeout(() => {
-                log.warn({ boundMs: FAULT_BOUND_MS }, 'the failed api worker did not end; terminating it')
+                // Its event loop's share of the bound: near 1, it spun in its own code; near 0, it
+                // waited (on a promise, or for a CPU: a thread at api.workerNice on a saturated machine).
+                const busy = Number(worker.performance.eventLoopUtilization(since).utilization.toFixed(2))
+                log.warn({ boundMs: FAULT_BOUND_MS, loopBusy: busy }, 'the failed api worker did not end; terminating it')
                 void worker.terminate()
               }, FAULT_BOUND_MS)
               void exited.then(() => { clearTimeout(bound); ending.delete(exited) })
