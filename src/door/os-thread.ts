@@ -11,7 +11,7 @@
  *   burst of BSP handshakes delays the solver's loop less (bench/README.md "What the figures are made of").
  * @module
  */
-import { readlinkSync, writeFileSync } from 'node:fs'
+import { readFileSync, readlinkSync, writeFileSync } from 'node:fs'
 import { getPriority, setPriority } from 'node:os'
 
 export function nameThisThread (name: string): void {
@@ -55,4 +55,26 @@ export function nicerFirst (by: number): string {
 /** Whether this thread was made nicer by `nicerFirst` (then it is not made nicer again). */
 export function nicedFirst (): boolean {
   return (globalThis as Record<symbol, unknown>)[Symbol.for(NICED)] === true
+}
+
+/** The calling thread's Linux id; undefined elsewhere. */
+export function thisThreadId (): number | undefined {
+  try {
+    const tid = Number(readlinkSync('/proc/thread-self').split('/').pop())
+    return Number.isInteger(tid) && tid > 0 ? tid : undefined
+  } catch {
+    return undefined
+  }
+}
+
+/** CPU time (ms, user and system) a thread of this process has used; undefined where it cannot be read. */
+export function threadCpuMs (tid: number): number | undefined {
+  try {
+    // Fields after the command's closing parenthesis: utime and stime are the 12th and 13th.
+    const stat = readFileSync(`/proc/self/task/${tid}/stat`, 'utf8')
+    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+    return (Number(f[11]) + Number(f[12])) * 10   // clock ticks of 10 ms (USER_HZ 100)
+  } catch {
+    return undefined
+  }
 }

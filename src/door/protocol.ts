@@ -62,7 +62,7 @@ export type FromDoor =
    * The thread had a fault (an exception or rejection no code handled, its heap near its
    * limit): its listeners are cut, it closes its store and exits (door/worker.ts).
    */
-  | { readonly type: 'fault'; readonly cause: FaultCause; readonly error: ErrorData }
+  | { readonly type: 'fault'; readonly cause: FaultCause; readonly error: ErrorData; readonly tid?: number }
   /** The console or the metrics listener needs the solver's thread (door/asks.ts); answered by `answer`. */
   | AskMessage
 

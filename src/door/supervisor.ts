@@ -24,7 +24,7 @@ import {
 } from './protocol.ts'
 import { answerAsk } from './asks.ts'
 import { eventsIn, type EventsIn } from './events-in.ts'
-import { nicerFirst } from './os-thread.ts'
+import { nicerFirst, threadCpuMs } from './os-thread.ts'
 
 export interface DoorDeps {
   readonly start: Omit<DoorStart, 'clock' | 'faults' | 'port' | 'sidePorts' | 'observed'>
@@ -192,11 +192,15 @@ export async function startDoor (deps: DoorDeps): Promise<Door> {
             // Its listeners were cut at its fault, so no request is parsed when it is terminated.
             {
               const since = worker.performance.eventLoopUtilization()
+              const cpuFrom = m.tid === undefined ? undefined : threadCpuMs(m.tid)
               const bound = setTimeout(() => {
-                // Its event loop's share of the bound: near 1, it spun in its own code; near 0, it
-                // waited (on a promise, or for a CPU: a thread at api.workerNice on a saturated machine).
-                const busy = Number(worker.performance.eventLoopUtilization(since).utilization.toFixed(2))
-                log.warn({ boundMs: FAULT_BOUND_MS, loopBusy: busy }, 'the failed api worker did not end; terminating it')
+                // Its event loop's share of the bound (near 1: it never went idle) and the CPU its
+                // thread used meanwhile (near the bound: it spun; near 0: it waited for a CPU,
+                // a thread at api.workerNice on a saturated machine).
+                const loopBusy = Number(worker.performance.eventLoopUtilization(since).utilization.toFixed(2))
+                const cpuNow = m.tid === undefined ? undefined : threadCpuMs(m.tid)
+                const cpuMs = cpuFrom === undefined || cpuNow === undefined ? undefined : cpuNow - cpuFrom
+                log.warn({ boundMs: FAULT_BOUND_MS, loopBusy, cpuMs }, 'the failed api worker did not end; terminating it')
                 void worker.terminate()
               }, FAULT_BOUND_MS)
               void exited.then(() => { clearTimeout(bound); ending.delete(exited) })

@@ -34,7 +34,7 @@ import { eventsOut } from './events-out.ts'
 import { sitesToQueue } from '../apply/enqueue.ts'
 import { asker } from './asks.ts'
 import { openDoor, type HostPort, type OpenDoor as WiredDoor } from './wire.ts'
-import { nameThisThread, nicedFirst, niceThisThread } from './os-thread.ts'
+import { nameThisThread, nicedFirst, niceThisThread, thisThreadId } from './os-thread.ts'
 
 const port = parentPort!
 const start = workerData as DoorStart
@@ -221,7 +221,7 @@ const die = (cause: FaultCause, err: unknown) => {
   opened?.abort()
   clearInterval(heapWatch)
   events.flush()
-  post({ type: 'fault', cause, error: { ...errorData(err), ...(err instanceof Error ? {} : { message: `a non-error was thrown: ${String(err)}` }) } })
+  post({ type: 'fault', cause, tid: thisThreadId(), error: { ...errorData(err), ...(err instanceof Error ? {} : { message: `a non-error was thrown: ${String(err)}` }) } })
   const bound = setTimeout(() => process.exit(1), DIE_BOUND_MS)
   void door!.then(d => { d.abort(); return d.close() }).catch(() => {}).finally(() => {
     asks.failAll('the api worker failed')

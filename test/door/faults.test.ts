@@ -175,7 +175,7 @@ async function worstDay (t: Test, kind: DoorFault | 'terminate', faults: number,
   t.equal(errors.length, faults, `one error line a fault (${errors.length} for ${faults})`)
   // A faulted worker ends itself; one terminated after its bound was stuck (and kept its ports a while).
   const stuck = epx.logs().filter(l => /did not end/.test(String(l.msg)))
-  t.equal(stuck.length, 0, `no faulted worker had to be terminated (${stuck.length}${stuck.length ? `; their loops busy ${stuck.map(l => l.loopBusy).join(', ')} of the bound` : ''})`)
+  t.equal(stuck.length, 0, `no faulted worker had to be terminated (${stuck.length}${stuck.length ? `; loop busy / CPU ms in the bound: ${stuck.map(l => `${l.loopBusy} / ${l.cpuMs}`).join(', ')}` : ''})`)
   // `npm run campaign` reads each kind's figures (bench/campaign/door-faults.ts).
   const report = process.env.EPX_DOOR_FAULTS_REPORT
   if (report) appendFileSync(report, JSON.stringify({ kind, side, faults, backMs: backs, acks: acks.length, lost: lost.length, errorLines: errors.length, stuck: stuck.length, standbyMs, statuses: Object.fromEntries(statuses), sideStatuses: Object.fromEntries(sideStatuses) }) + '\n')
