@@ -7,6 +7,7 @@
  * @module
  */
 import { existsSync, readFileSync } from 'node:fs'
+import type { Socket } from 'node:net'
 import { fileURLToPath } from 'node:url'
 import type { FastifyInstance } from 'fastify'
 import { inDataDir, type EpxConfig } from '../config.ts'
@@ -113,7 +114,9 @@ export async function buildConsole (opts: ConsoleOptions): Promise<FastifyInstan
     bodyLimit: 64 * 1024,
     // Fastify's own logger would log URLs and errors with their context; the console logs what it decides, never a body.
     logger: false,
-    return503OnClosing: true,
+    // While it drains (close()), a request on a kept-alive connection is still served, with
+    // `Connection: close`: a page, not a bare 503 (a thread about to die cuts them all instead).
+    return503OnClosing: false,
   })
   await app.register(fastifyHelmet, {
     contentSecurityPolicy: {
@@ -170,27 +173,47 @@ export async function buildConsole (opts: ConsoleOptions): Promise<FastifyInstan
   return app
 }
 
-/** Builds the console and listens on `console.host:console.port`. */
-export async function startConsole (opts: ConsoleOptions): Promise<RunningConsole> {
+/**
+ * Builds the console (Fastify, its plugins and pages: most of a console's start); it binds
+ * `console.host:console.port` when `listen()` is called. A standby door builds it ahead
+ * and binds only when it takes over (door/supervisor.ts).
+ */
+export async function prepareConsole (opts: ConsoleOptions): Promise<{ listen(): Promise<RunningConsole>; close(): Promise<void> }> {
   const app = await buildConsole(opts)
-  const { host, port } = opts.config.console
-  try {
-    await app.listen({ host, port })
-  } catch (err) {
-    await app.close().catch(() => {})
-    throw new EpxError('EPX_LISTEN_FAILED', [host, port, (err as Error).message], { cause: err })
-  }
-  const address = app.server.address()
-  const bound = typeof address === 'object' && address ? address.port : port
-  const url = new URL(`https://${host.includes(':') ? `[${host}]` : host}:${bound}/`)
+  // Its plugins and routes loaded now, not when it binds.
+  await app.ready()
+  // Every TCP connection, handshaking or not: Node's closeAllConnections() knows only those
+  // past their TLS handshake, and a request on one it missed would reach a closing console.
+  const sockets = new Set<Socket>()
+  app.server.on('connection', (s: Socket) => {
+    sockets.add(s)
+    s.once('close', () => sockets.delete(s))
+  })
   let closing: Promise<void> | undefined
   const close = () => closing ??= app.close()
   return {
-    url,
     close,
-    abort () {
-      void close().catch(() => {})
-      app.server.closeAllConnections()
+    async listen () {
+      const { host, port } = opts.config.console
+      try {
+        await app.listen({ host, port })
+      } catch (err) {
+        await close().catch(() => {})
+        throw new EpxError('EPX_LISTEN_FAILED', [host, port, (err as Error).message], { cause: err })
+      }
+      const address = app.server.address()
+      const bound = typeof address === 'object' && address ? address.port : port
+      const url = new URL(`https://${host.includes(':') ? `[${host}]` : host}:${bound}/`)
+      return {
+        url,
+        close,
+        abort () {
+          // At once, not when Fastify's close gets to it: no connection is accepted after this.
+          if (app.server.listening) app.server.close()
+          void close().catch(() => {})
+          for (const s of sockets) s.destroy()
+        },
+      }
     },
   }
 }

@@ -11,7 +11,7 @@
  *   burst of BSP handshakes delays the solver's loop less (bench/README.md "What the figures are made of").
  * @module
  */
-import { readlinkSync, writeFileSync } from 'node:fs'
+import { readFileSync, readlinkSync, writeFileSync } from 'node:fs'
 import { getPriority, setPriority } from 'node:os'
 
 export function nameThisThread (name: string): void {
@@ -37,5 +37,44 @@ export function niceThisThread (by: number): boolean {
     return true
   } catch {
     return false
+  }
+}
+
+/** Set on a thread that `nicerFirst` made nicer (`nicedFirst` reads it). */
+const NICED = 'epx.niced'
+
+/**
+ * Code for the top of an `eval` worker: makes its thread `by` nicer (as niceThisThread)
+ * before it loads any module, so that the whole of its start runs at that priority.
+ */
+export function nicerFirst (by: number): string {
+  return `try { const tid = Number(require('node:fs').readlinkSync('/proc/thread-self').split('/').pop()); const os = require('node:os'); ` +
+    `if (Number.isInteger(tid) && tid > 0) { os.setPriority(tid, Math.min(19, os.getPriority(tid) + ${Math.trunc(by)})); globalThis[Symbol.for('${NICED}')] = true } } catch {}\n`
+}
+
+/** Whether this thread was made nicer by `nicerFirst` (then it is not made nicer again). */
+export function nicedFirst (): boolean {
+  return (globalThis as Record<symbol, unknown>)[Symbol.for(NICED)] === true
+}
+
+/** The calling thread's Linux id; undefined elsewhere. */
+export function thisThreadId (): number | undefined {
+  try {
+    const tid = Number(readlinkSync('/proc/thread-self').split('/').pop())
+    return Number.isInteger(tid) && tid > 0 ? tid : undefined
+  } catch {
+    return undefined
+  }
+}
+
+/** CPU time (ms, user and system) a thread of this process has used; undefined where it cannot be read. */
+export function threadCpuMs (tid: number): number | undefined {
+  try {
+    // Fields after the command's closing parenthesis: utime and stime are the 12th and 13th.
+    const stat = readFileSync(`/proc/self/task/${tid}/stat`, 'utf8')
+    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+    return (Number(f[11]) + Number(f[12])) * 10   // clock ticks of 10 ms (USER_HZ 100)
+  } catch {
+    return undefined
   }
 }

@@ -31,6 +31,8 @@ export interface DoorStart {
   readonly port: number
   /** The console's and the metrics listener's ports, likewise (they live in the door's worker). */
   readonly sidePorts?: SidePorts
+  /** Open everything, then wait for `bind` before binding (door/worker.ts: a standby door). */
+  readonly standby?: boolean
   readonly clock: SharedClock
   readonly faults?: SharedArrayBuffer
   /** What the solver's thread listens to: the door records nothing else. */
@@ -56,11 +58,13 @@ export type FromDoor =
   /** Every event up to `sync` number `id` has been sent (messages keep their order). */
   | { readonly type: 'synced'; readonly id: number }
   | { readonly type: 'closed' }
+  /** A standby door is open and waits for `bind`. */
+  | { readonly type: 'standby' }
   /**
    * The thread had a fault (an exception or rejection no code handled, its heap near its
    * limit): its listeners are cut, it closes its store and exits (door/worker.ts).
    */
-  | { readonly type: 'fault'; readonly cause: FaultCause; readonly error: ErrorData }
+  | { readonly type: 'fault'; readonly cause: FaultCause; readonly error: ErrorData; readonly tid?: number }
   /** The console or the metrics listener needs the solver's thread (door/asks.ts); answered by `answer`. */
   | AskMessage
 
@@ -76,6 +80,8 @@ export type FaultCause = 'exception' | 'rejection' | 'heap' | 'exit'
 /** Main → door. */
 export type ToDoor =
   | { readonly type: 'close' }
+  /** A standby door takes over: it binds its ports (its predecessor's) and serves. */
+  | { readonly type: 'bind' }
   | AnswerMessage
   /** Send what is waiting now, then `synced` (`Door.caughtUp`). */
   | { readonly type: 'sync'; readonly id: number }

@@ -3,8 +3,9 @@
  * asks (the solver's queue, the host's clock, the console's and metrics listener's
  * questions), hands what it tells to the host's logger, metrics and receipts, and
  * keeps it alive. A worker that dies (a bug, its heap
- * limit) is logged at `error` and started again with backoff on the same port; the host
- * notices nothing else. While it is down the port refuses connections; every programme
+ * limit) is logged at `error` and replaced at once on the same ports, by its standby
+ * when there is one (a thread already open, waiting to bind), with backoff in a crash
+ * loop; the host notices nothing else. While it is down the port refuses connections; every programme
  * it acknowledged is already durable, and on restart the effective instructions are
  * queued again (`onRestart`), so none whose hand-over was lost with the worker is missed.
  * @module
@@ -23,6 +24,7 @@ import {
 } from './protocol.ts'
 import { answerAsk } from './asks.ts'
 import { eventsIn, type EventsIn } from './events-in.ts'
+import { nicerFirst, threadCpuMs } from './os-thread.ts'
 
 export interface DoorDeps {
   readonly start: Omit<DoorStart, 'clock' | 'faults' | 'port' | 'sidePorts' | 'observed'>
@@ -56,6 +58,8 @@ export interface Door {
   readonly metricsUrl?: URL
   /** False while the worker is down and being restarted. */
   readonly up: boolean
+  /** A standby door is open and waiting to take over (`api.standbyWorker`). */
+  readonly standing: boolean
   /**
    * Resolves once everything the worker has told so far has reached this thread: its log
    * lines, receipts, token uses, and the programmes it saved, those in the solver's queue
@@ -90,12 +94,18 @@ const YOUNG_GENERATION_MB = 12
 const FIRST_DELAY_MS = 100
 const MAX_DELAY_MS = 5000
 /**
- * A worker up this long has earned a fresh backoff: its fault is a new incident, and the
- * door is back ~0.4 s after it (README, "Plugin contract": within a second). Only a
+ * A worker up this long has earned a fresh backoff: its fault is a new incident, and its
+ * successor starts at once (docs/plugin-contract.md: the door back within a second). Only a
  * worker that dies sooner (a fault at start, a request that kills every worker at once)
  * waits longer each time, up to MAX_DELAY_MS.
  */
 const STABLE_MS = 1000
+/**
+ * The first standby door starts this long after the door: the solver's activation and the
+ * door's first clients come first, and a solver that activates epx and closes it at once
+ * (a command, a test) starts no standby.
+ */
+const STANDBY_AFTER_MS = 1000
 /** How long a worker that told of its fault has to end itself before it is terminated. */
 const FAULT_BOUND_MS = 5000
 /** How long close() waits for the worker to drain and end before it terminates it. */
@@ -109,7 +119,7 @@ export async function startDoor (deps: DoorDeps): Promise<Door> {
   let up = false
   let closing: Promise<void> | undefined
   let restartTimer: NodeJS.Timeout | undefined
-  let delay = FIRST_DELAY_MS
+  let delay = 0
 
   // The door records only what this thread listens to.
   const observed = {
@@ -126,7 +136,9 @@ export async function startDoor (deps: DoorDeps): Promise<Door> {
 
   /** One worker, until it listens (resolves) or fails to (rejects). */
   type Spawned = { worker: Worker; url: URL; consoleUrl?: URL; metricsUrl?: URL }
-  const spawn = (port: number, sidePorts?: SidePorts): Promise<Spawned> => {
+  /** `waiting`: a standby that has opened everything and waits for `bind`. */
+  type Starting = { worker: Worker; started: Promise<Spawned>; waiting: boolean }
+  const spawn = (port: number, sidePorts?: SidePorts, standby = false): Starting => {
     let clock: SharedClock
     let asked: MessagePort | undefined
     const transferList: MessagePort[] = []
@@ -140,16 +152,21 @@ export async function startDoor (deps: DoorDeps): Promise<Door> {
       clock = { kind: 'asked', cell, port: port2 }
       transferList.push(port2)
     }
-    const [source, how] = workerSource(import.meta.url, 'door-worker', './worker.ts')
+    const [module, how] = workerSource(import.meta.url, 'door-worker', './worker.ts')
+    // A standby starts beside a serving door and the solver: all of it at the door's lower
+    // priority, its modules' loading included.
+    const nice = standby ? deps.start.config.api.workerNice : 0
+    const source = nice === 0 ? module : nicerFirst(nice) + (how.eval ? String(module) : `import(${JSON.stringify(String(module))})`)
     const events = eventsIn(deps)
     readers.add(events)
-    const workerData: DoorStart = { ...deps.start, port, sidePorts, clock, faults, observed }
+    const workerData: DoorStart = { ...deps.start, port, sidePorts, clock, faults, observed, ...(standby ? { standby } : {}) }
     const worker = new Worker(source, {
-      ...how, workerData, transferList,
+      ...how, ...(nice === 0 ? {} : { eval: true }), workerData, transferList,
       resourceLimits: { maxOldGenerationSizeMb: deps.heapMb ?? HEAP_MB, maxYoungGenerationSizeMb: YOUNG_GENERATION_MB },
     })
     const exited = new Promise<void>(resolve => worker.once('exit', () => resolve()))
-    return new Promise((resolve, reject) => {
+    const starting: Starting = { worker, started: undefined!, waiting: false }
+    starting.started = new Promise<Spawned>((resolve, reject) => {
       let listening = false
       /** The worker told of its fault (logged then): its exit is not logged again. */
       let faulted = false
@@ -174,15 +191,24 @@ export async function startDoor (deps: DoorDeps): Promise<Door> {
             // FAULT_BOUND_MS is stuck in synchronous code, which no timer of its own can end.
             // Its listeners were cut at its fault, so no request is parsed when it is terminated.
             {
+              const since = worker.performance.eventLoopUtilization()
+              const cpuFrom = m.tid === undefined ? undefined : threadCpuMs(m.tid)
               const bound = setTimeout(() => {
-                log.warn({ boundMs: FAULT_BOUND_MS }, 'the failed api worker did not end; terminating it')
+                // Its event loop's share of the bound (near 1: it never went idle) and the CPU its
+                // thread used meanwhile (near the bound: it spun; near 0: it waited for a CPU,
+                // a thread at api.workerNice on a saturated machine).
+                const loopBusy = Number(worker.performance.eventLoopUtilization(since).utilization.toFixed(2))
+                const cpuNow = m.tid === undefined ? undefined : threadCpuMs(m.tid)
+                const cpuMs = cpuFrom === undefined || cpuNow === undefined ? undefined : cpuNow - cpuFrom
+                log.warn({ boundMs: FAULT_BOUND_MS, loopBusy, cpuMs }, 'the failed api worker did not end; terminating it')
                 void worker.terminate()
               }, FAULT_BOUND_MS)
               void exited.then(() => { clearTimeout(bound); ending.delete(exited) })
             }
             died(1)
             return
-          case 'events': events.read(m)
+          case 'events': events.read(m); return
+          case 'standby': starting.waiting = true
         }
       })
       worker.on('error', err => {
@@ -201,7 +227,8 @@ export async function startDoor (deps: DoorDeps): Promise<Door> {
         void events.settled().then(() => readers.delete(events))
         if (!listening) reject(new Error(`the api worker exited with code ${code} before it listened`))
         else if (worker === current) {
-          if (!faulted) {
+          // Asked to close, it ends: no fault.
+          if (!faulted && !closing) {
             log.error({ exitCode: code }, 'the api worker stopped; restarting it')
             deps.observer.workerFault?.('exit')
           }
@@ -209,24 +236,61 @@ export async function startDoor (deps: DoorDeps): Promise<Door> {
         }
       })
     })
+    return starting
   }
 
   let startedAt = 0
   /** A restart under way: close() waits for it, then ends what it started. */
   let spawning: Promise<Spawned> | undefined
+  /**
+   * The standby door (`api.standbyWorker`): a worker that has opened everything a door opens
+   * (its modules, the store, the validators, the console) and waits to bind. A fault hands
+   * the ports to it: what is left between a fault and the door answering again is its
+   * binds, not a worker's start (~0.3 s of CPU, seconds on a busy machine). A new standby
+   * starts as soon as one takes over, the first one STANDBY_AFTER_MS after the door's
+   * start; one that ends before it is needed is not replaced until the next restart (never
+   * a loop of starts).
+   */
+  let standby: Starting | undefined
+  let standbyTimer: NodeJS.Timeout | undefined
+  const keepStandby = () => {
+    standbyTimer = undefined
+    if (closing || standby || !deps.start.config.api.standbyWorker) return
+    const s = standby = spawn(Number(first.url.port), sidePorts, true)
+    s.started.catch((err: unknown) => {
+      if (standby !== s) return   // it took over: its failure is the restart's
+      standby = undefined
+      if (!closing) log.warn({ err }, 'the standby api worker ended before it was needed; the next restart starts a worker afresh')
+    })
+  }
   /** Workers that told of a fault and are still ending: close() waits for them too. */
   const ending = new Set<Promise<void>>()
+  /** Standbys closed before they were needed, still ending: close() waits for them too. */
+  const standingDown = new Set<Promise<void>>()
   const died = (code: number) => {
     current = undefined
     up = false
     if (closing) return
-    if (Date.now() - startedAt > STABLE_MS) delay = FIRST_DELAY_MS
+    // A new incident: at once. A crash loop: FIRST_DELAY_MS, then twice as long each time.
+    if (Date.now() - startedAt > STABLE_MS) delay = 0
     scheduleRestart()
   }
   const scheduleRestart = () => {
     restartTimer = setTimeout(() => {
       restartTimer = undefined
-      const spawned = spawning = spawn(Number(first.url.port), sidePorts)
+      // A standby still starting (at its lower priority) would be back later than a worker
+      // started afresh at the solver's: it is closed, and one is.
+      if (standby && !standby.waiting) {
+        const ended = endWorker(standby.worker).finally(() => standingDown.delete(ended))
+        standingDown.add(ended)
+        standby = undefined
+      }
+      const next = standby ?? spawn(Number(first.url.port), sidePorts)
+      if (next === standby) {
+        standby = undefined
+        next.worker.postMessage({ type: 'bind' } satisfies ToDoor)
+      }
+      const spawned = spawning = next.started
       void spawned.finally(() => { if (spawning === spawned) spawning = undefined }).catch(() => {})
       spawned.then(({ worker }) => {
         // close() came while it started: close() ends it, as it would the running one.
@@ -235,6 +299,7 @@ export async function startDoor (deps: DoorDeps): Promise<Door> {
         up = true
         startedAt = Date.now()
         log.info({ url: first.url.href }, 'the api worker restarted')
+        keepStandby()
         // Once its predecessor has ended: what it saved while closing is queued too.
         Promise.all(ending).then(() => deps.onRestart()).catch((err: unknown) => log.error({ err }, 'could not queue the effective instructions again after the api worker restarted'))
       }, (err: unknown) => {
@@ -242,22 +307,40 @@ export async function startDoor (deps: DoorDeps): Promise<Door> {
         log.error({ err, retryInMs: delay }, 'the api worker could not start again; retrying')
         scheduleRestart()
       })
-      delay = Math.min(delay * 2, MAX_DELAY_MS)
+      delay = Math.min(Math.max(delay * 2, FIRST_DELAY_MS), MAX_DELAY_MS)
     }, delay)
   }
 
-  const first = await spawn(deps.start.config.api.port)
+  /** Asks a worker to close, and waits for it to end. */
+  const endWorker = async (w: Worker) => {
+    const exited = new Promise<void>(resolve => w.once('exit', () => resolve()))
+    w.postMessage({ type: 'close' } satisfies ToDoor)
+    // The worker's listener cuts its connections after a 1 s grace and the worker
+    // ends; one still running after this bound is stuck in its own code. Only then is
+    // it terminated: terminate() landing while Node's HTTP parser calls into the
+    // worker's JavaScript can abort the whole process (nodejs/node#38418, Node 20).
+    const bound = setTimeout(() => {
+      log.warn({ boundMs: CLOSE_BOUND_MS }, 'the api worker did not end after close; terminating it')
+      void w.terminate()
+    }, CLOSE_BOUND_MS)
+    await exited
+    clearTimeout(bound)
+  }
+
+  const first = await spawn(deps.start.config.api.port).started
   // A restarted worker binds the ports the first one bound (0 in the configuration: the ones it picked).
   const sidePorts: SidePorts = { console: Number(first.consoleUrl?.port ?? 0), metrics: Number(first.metricsUrl?.port ?? 0) }
   current = first.worker
   up = true
   startedAt = Date.now()
+  standbyTimer = setTimeout(keepStandby, STANDBY_AFTER_MS).unref()
 
   return {
     url: first.url,
     consoleUrl: first.consoleUrl,
     metricsUrl: first.metricsUrl,
     get up () { return up },
+    get standing () { return standby?.waiting === true },
     get worker () { return current },
     async caughtUp () {
       const w = current
@@ -273,23 +356,18 @@ export async function startDoor (deps: DoorDeps): Promise<Door> {
     close () {
       closing ??= (async () => {
         if (restartTimer) clearTimeout(restartTimer)
+        if (standbyTimer) clearTimeout(standbyTimer)
         up = false
+        // A standby has bound nothing: it closes what it opened and ends, alongside.
+        const spare = standby && endWorker(standby.worker)
+        standby = undefined
         const w = current ?? await spawning?.then(s => s.worker, () => undefined)
         if (w) {
-          const exited = new Promise<void>(resolve => w.once('exit', () => resolve()))
-          w.postMessage({ type: 'close' } satisfies ToDoor)
-          // The worker's listener cuts its connections after a 1 s grace and the worker
-          // ends; one still running after this bound is stuck in its own code. Only then is
-          // it terminated: terminate() landing while Node's HTTP parser calls into the
-          // worker's JavaScript can abort the whole process (nodejs/node#38418, Node 20).
-          const bound = setTimeout(() => {
-            log.warn({ boundMs: CLOSE_BOUND_MS }, 'the api worker did not end after close; terminating it')
-            void w.terminate()
-          }, CLOSE_BOUND_MS)
-          await exited
-          clearTimeout(bound)
+          await endWorker(w)
           current = undefined
         }
+        await spare
+        await Promise.all(standingDown)
         // A worker that had a fault ends by itself (door/worker.ts), within its own bound.
         await Promise.all(ending)
         // What the workers handed over before they ended reaches the solver before close() resolves.

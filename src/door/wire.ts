@@ -116,6 +116,11 @@ export interface OpenDoor {
   abort(): void
 }
 
+/** The API listener's URL on `port` (as http/listener.ts names it once bound). */
+function apiUrlOf (host: string, port: number): URL {
+  return new URL(`https://${host.includes(':') ? `[${host}]` : host}:${port}`)
+}
+
 /** The API's routes: every path a BSP reaches is registered here. */
 function routesOf (parts: DoorParts, host: HostPort): Route[] {
   const { config } = parts
@@ -139,6 +144,30 @@ export async function openDoor (parts: DoorParts, host: HostPort): Promise<OpenD
     if (errors.length) throw new AggregateError(errors, 'epx: the door\'s listeners did not close cleanly')
   }
   try {
+    // The web console: its own listener, so none of its work is on the API's path. Built
+    // before the API binds when the API's port is known (a standby door builds it all
+    // ahead and binds only when it takes over: door/supervisor.ts); else once it is bound.
+    const prepareWeb = async (apiUrl: URL) => {
+      // Fastify and the pages, loaded only when the console is on (a worker's every start would pay for them).
+      const { prepareConsole } = await import('../console/server.ts')
+      const consolePort = parts.ports?.console
+      const prepared = await prepareConsole({
+        config: consolePort === undefined ? config : { ...config, console: { ...config.console, port: consolePort } },
+        dataDir: parts.dataDir,
+        deps: {
+          store, companies: parts.companies, tokens: parts.tokens, users: openUsers(store), sessions: openSessions(store),
+          revisions: parts.revisions, instructions: parts.instructions, audit: parts.audit,
+          publisher: { publish: request => host.ask({ ask: 'publish', request }) },
+          sites: () => host.ask({ ask: 'sites' }),
+          clock: parts.clock, log: log.child({ area: 'console' }), apiUrl,
+        },
+      })
+      closers.push(() => prepared.close())
+      return prepared
+    }
+    const knownApiPort = parts.ports?.api ?? config.api.port
+    let web = config.console.enabled && knownApiPort !== 0 ? await prepareWeb(apiUrlOf(config.api.host, knownApiPort)) : undefined
+
     const api = await listen(() => listenApi({
       config: parts.ports ? { ...config, api: { ...config.api, port: parts.ports.api } } : config,
       dataDir: parts.dataDir, log, clock: parts.clock, store, companies: parts.companies,
@@ -149,26 +178,13 @@ export async function openDoor (parts: DoorParts, host: HostPort): Promise<OpenD
     closers.push(() => api.close())
     aborters.push(() => api.abort())
 
-    // The web console: its own listener, so none of its work is on the API's path.
     let consoleUrl: URL | undefined
     if (config.console.enabled) {
-      // Fastify and the pages, loaded only when the console is on (a worker's every start would pay for them).
-      const { startConsole } = await import('../console/server.ts')
-      const consolePort = parts.ports?.console
-      const web = await listen(() => startConsole({
-        config: consolePort === undefined ? config : { ...config, console: { ...config.console, port: consolePort } },
-        dataDir: parts.dataDir,
-        deps: {
-          store, companies: parts.companies, tokens: parts.tokens, users: openUsers(store), sessions: openSessions(store),
-          revisions: parts.revisions, instructions: parts.instructions, audit: parts.audit,
-          publisher: { publish: request => host.ask({ ask: 'publish', request }) },
-          sites: () => host.ask({ ask: 'sites' }),
-          clock: parts.clock, log: log.child({ area: 'console' }), apiUrl: api.url,
-        },
-      }))
-      closers.push(() => web.close())
-      aborters.push(() => web.abort())
-      consoleUrl = web.url
+      web ??= await prepareWeb(api.url)
+      const ready = web
+      const running = await listen(() => ready.listen())
+      aborters.push(() => running.abort())
+      consoleUrl = running.url
     }
 
     let metricsUrl: URL | undefined

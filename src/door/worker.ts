@@ -35,7 +35,7 @@ import { eventsOut } from './events-out.ts'
 import { sitesToQueue } from '../apply/enqueue.ts'
 import { asker } from './asks.ts'
 import { openDoor, type HostPort, type OpenDoor as WiredDoor } from './wire.ts'
-import { nameThisThread, niceThisThread } from './os-thread.ts'
+import { nameThisThread, nicedFirst, niceThisThread, thisThreadId } from './os-thread.ts'
 
 const port = parentPort!
 const start = workerData as DoorStart
@@ -64,6 +64,19 @@ const events = eventsOut(post, {
 const asks = asker(post)
 
 /**
+ * A standby door (`start.standby`) opens everything, console included, then waits here,
+ * before its first bind, for its supervisor's word (`bind`) to take over from a door that
+ * failed: only the binds are left between a fault and the door answering again.
+ */
+let takeOver = () => {}
+let standDown = (_err: Error) => {}
+const called = start.standby ? new Promise<void>((resolve, reject) => { takeOver = resolve; standDown = reject }) : Promise.resolve()
+called.catch(() => {})   // a standby closed before it waits: its open() sees the refusal
+let waiting = false
+/** Closed before it took over: it ends as a closed door does, not as a failed one. */
+let stoodDown = false
+
+/**
  * A restarted door starts while its predecessor, after a fault, still closes (its
  * supervisor does not wait for it: the door is back sooner); that one cut its listeners
  * first, but their ports are free only once its loop has closed their handles. So a
@@ -71,6 +84,11 @@ const asks = asker(post)
  */
 const BUSY_RETRY_MS = 25
 async function whenFree<T> (listen: () => Promise<T>): Promise<T> {
+  if (start.standby && !waiting) {
+    waiting = true
+    post({ type: 'standby' })
+  }
+  await called
   const until = Date.now() + DIE_BOUND_MS
   for (;;) {
     try {
@@ -96,6 +114,9 @@ async function open (): Promise<OpenDoor> {
   const log = events.log
   const clock = clockOf(start.clock)
   const { config } = start
+  // A standby starts beside a serving door and the solver: at the door's lower priority from the first
+  // (its supervisor has its thread made nicer before it loads: then not again).
+  const niced = nicedFirst() || (start.standby === true && niceThisThread(config.api.workerNice))
   const faults = start.faults ? bindFaults({}, start.faults) : undefined
   const postgres = postgresStoreOptions(config.store, { dataDir: start.dataDir })
   const store = openStore(start.storePath, {
@@ -149,14 +170,16 @@ async function open (): Promise<OpenDoor> {
     }, host)
   } catch (err) {
     await reader.close()
+    records.close()
     revisions.close()
     await audit.flush().catch(() => {})
     await store.close()
     throw err
   }
-  // Nicer only once it serves: a door restarted after a fault starts at the solver's
-  // priority (~0.3 s of CPU), or on a busy machine it would take seconds to be back.
-  if (!niceThisThread(config.api.workerNice)) log.info({ workerNice: config.api.workerNice }, 'the api worker runs at the solver\'s priority: this system lets no thread set its own (api.workerNice)')
+  // Nicer only once it serves (a standby: from its start): a door started afresh after a
+  // fault starts at the solver's priority (~0.3 s of CPU), or on a busy machine it would
+  // take seconds to be back.
+  if (!niced && !niceThisThread(config.api.workerNice)) log.info({ workerNice: config.api.workerNice }, 'the api worker runs at the solver\'s priority: this system lets no thread set its own (api.workerNice)')
   post({ type: 'listening', url: wired.url.href, consoleUrl: wired.consoleUrl?.href, metricsUrl: wired.metricsUrl?.href })
   const listening = wired
   let closing: Promise<void> | undefined
@@ -205,7 +228,7 @@ const die = (cause: FaultCause, err: unknown) => {
   opened?.abort()
   clearInterval(heapWatch)
   events.flush()
-  post({ type: 'fault', cause, error: { ...errorData(err), ...(err instanceof Error ? {} : { message: `a non-error was thrown: ${String(err)}` }) } })
+  post({ type: 'fault', cause, tid: thisThreadId(), error: { ...errorData(err), ...(err instanceof Error ? {} : { message: `a non-error was thrown: ${String(err)}` }) } })
   const bound = setTimeout(() => process.exit(1), DIE_BOUND_MS)
   void door!.then(d => { d.abort(); return d.close() }).catch(() => {}).finally(() => {
     asks.failAll('the api worker failed')
@@ -247,8 +270,14 @@ const crash = (how: DoorFault = 'loop') => {
 port.on('message', (m: ToDoor) => {
   if (m.type === 'answer') {
     asks.answered(m)
+  } else if (m.type === 'bind') {
+    takeOver()
   } else if (m.type === 'close') {
     if (dying) return   // it ends already
+    if (start.standby && !opened) {
+      stoodDown = true
+      standDown(new Error('the standby api worker was closed before it took over'))
+    }
     void door!.then(d => d.close()).catch(() => {}).finally(() => {
       asks.failAll('the api worker is closing')
       events.flush()
@@ -264,6 +293,7 @@ port.on('message', (m: ToDoor) => {
 })
 door = open()
 door.then(d => { opened = d }, (err: unknown) => {
+  if (stoodDown) return   // its close ends it
   events.flush()
   post({ type: 'failed', error: errorData(err) })
   // What open() opened is closed: ending here is safe (the host's terminate() might not be).

@@ -7,10 +7,9 @@ import { openInstructions } from '../../src/store/instructions.ts'
 
 // `close()` lets the writes it had already accepted (and their
 // follow-up status writes) finish before the store closes.
-t.test('close() right after an activation lets its accepted status writes land: no warn, the re-queue\'s `queued` on disk after a reopen', async t => {
-  // On the solver's thread: with the door in its worker, this close() logs "the api
-  // worker stopped; restarting it" twice (door/supervisor.ts), which this test forbids.
-  const epx = await startEpx(t, { config: { api: { inWorker: false } } })
+// The door on the solver's thread and in its worker: a worker asked to close ends without a fault logged.
+for (const inWorker of [false, true]) t.test(`close() right after an activation lets its accepted status writes land: no warn, the re-queue's \`queued\` on disk after a reopen (door ${inWorker ? 'in its worker' : 'on the solver\'s thread'})`, async t => {
+  const epx = await startEpx(t, { config: { api: { inWorker } } })
   const { cert } = await epx.addCompany('acme')
   const { secret } = await epx.addToken('acme', ['inbound:programme-soutirage'])
   const first = await epx.request({ method: 'POST', path: INBOUND_PATH, cert, token: secret, body: programme({ sites: 2 }) })
