@@ -50,7 +50,7 @@ t.test('the built plugin imports only what the daemon needs at run time: no cert
 
 t.test('the door\'s worker loads neither pino nor fast-json-stringify\'s compiler: each costs that thread memory for nothing', async t => {
   const code = readFileSync(join(root, 'dist/door-worker.js'), 'utf8')
-  t.same([...new Set(packagesOf('door-worker.js'))].sort(), ['html-escaper', 'lmdb', 'luxon', 'pino-std-serializers', 'secure-json-parse'])
+  t.same([...new Set(packagesOf('door-worker.js'))].sort(), ['html-escaper', 'lmdb', 'luxon', 'msgpackr', 'ordered-binary', 'pg', 'pg-connection-string', 'pino-std-serializers', 'secure-json-parse'])
   t.notMatch(code, /"fast-json-stringify"/)
 })
 
