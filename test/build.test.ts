@@ -41,7 +41,8 @@ t.test('the built plugin imports only what the daemon needs at run time: no cert
   const code = readFileSync(join(root, 'dist/index.js'), 'utf8')
   const imported = new Set([...code.matchAll(/^import .* from "([^"]+)";$/gm)].map(m => m[1]!).filter(m => !m.startsWith('node:')))
   // The console's template layer (html-escaper, tiny) is loaded with the plugin; fastify and its plugins only when the console opens.
-  t.same([...imported].sort(), ['html-escaper', 'lmdb', 'luxon', 'node-cron', 'secure-json-parse', 'semver'])
+  // pg and the record encodings serve the PostgreSQL store kind (docs/operating.md "The store: LMDB or PostgreSQL").
+  t.same([...imported].sort(), ['html-escaper', 'lmdb', 'luxon', 'msgpackr', 'node-cron', 'ordered-binary', 'pg', 'pg-connection-string', 'secure-json-parse', 'semver'])
   for (const lazy of ['fastify', '@fastify/helmet']) t.match(code, `import("${lazy}")`, `${lazy} is imported on use`)
   // ajv with the first programme validator (never on the solver's thread when the door is in its worker).
   t.match(code, /\(import\.meta\.url\)\("ajv"\)/, 'ajv is required on use')
