@@ -6,7 +6,7 @@
  */
 import { isAbsolute, resolve } from 'node:path'
 import type { FromSchema } from 'json-schema-to-ts'
-import { parse as parseConnectionString } from 'pg-connection-string'
+import { parseConnectionString } from './store/postgres/connection-string.ts'
 import type { configSchema } from './config-schema.ts'
 import validate from './generated/config-validator.js'
 import { EpxError } from './errors.ts'

@@ -12,7 +12,7 @@ import { readFileSync } from 'node:fs'
 import { isIP } from 'node:net'
 import { checkServerIdentity, type ConnectionOptions, type PeerCertificate } from 'node:tls'
 import type { PoolConfig } from 'pg'
-import { parse as parseConnectionString } from 'pg-connection-string'
+import { parseConnectionString } from './connection-string.ts'
 import { inDataDir, type EpxConfig } from '../../config.ts'
 import { EpxError, isEpxError } from '../../errors.ts'
 
