@@ -20,6 +20,7 @@ import { parseArgs } from 'node:util'
 import { request } from 'undici'
 import { ensureDevPki, issueCert, pkiPaths, readClientCa } from '../src/auth/pki.ts'
 import { INBOUND_PATH, OUTBOUND_PATH } from '../src/http/route.ts'
+import { configSchema } from '../src/config-schema.ts'
 import { besoinsAgreges, benchEmittedAt, benchTargetDate, programme, siteId, siteIds } from './fixtures.ts'
 import { Child } from './child.ts'
 import { SCENARIOS, type Sample, type Scenario, type ServerName } from './report.ts'
@@ -45,7 +46,7 @@ const { values: args } = parseArgs({
     special: { type: 'string' },
     profile: { type: 'boolean', default: false },
     connections: { type: 'string' },
-    servers: { type: 'string', default: 'A,B,E' },
+    servers: { type: 'string', default: 'A,B,C,E' },
   },
 })
 const quick = args.quick!
@@ -129,7 +130,7 @@ async function main (): Promise<void> {
     'POST 1×96': programme(targetDate, 1, emittedAt).body,
     'POST 100×96': programme(targetDate, 100, emittedAt).body,
   }
-  const status: Record<ServerName, string> = { A: 'ok', B: 'ok', E: 'ok' }
+  const status: Record<ServerName, string> = { A: 'ok', B: 'ok', C: 'ok', E: 'ok' }
   // --profile: each measurement window is profiled inside its server (servers/harness.ts).
   const profileEnv: Record<string, string> = args.profile ? { BENCH_PROFILE_DIR: join(here, 'results', 'profiles') } : {}
 
@@ -165,8 +166,11 @@ async function main (): Promise<void> {
 
   const servers: Partial<Record<ServerName, { child: Child; port: number; etag: string }>> = {}
   if (e) servers.E = { child: e, port: Number(eReady.port), etag: String(eReady.etag) }
-  for (const [name, file] of [['A', 'servers/bare.ts'], ['B', 'servers/fastify.ts']] as const) {
-    const c = startChild(name, file, { BENCH_CONFIG: baseCfg, ...profileEnv })
+  const wantedServers = args.servers!.split(',')
+  for (const [name, file] of [['A', 'servers/bare.ts'], ['B', 'servers/fastify.ts'], ['C', 'servers/fastify-lmdb.ts']] as const) {
+    // C only where it is measured: its POSTs write to disk.
+    if (name === 'C' && !wantedServers.includes('C')) { status.C = 'left out (--servers)'; continue }
+    const c = startChild(name, file, { BENCH_CONFIG: baseCfg, BENCH_C_DIR: join(tmp, 'c'), ...profileEnv })
     try {
       const r = await c.next('ready', 60_000)
       servers[name] = { child: c, port: Number(r.port), etag: 'W/"bench-baseline"' }
@@ -179,6 +183,13 @@ async function main (): Promise<void> {
 
   const load = startChild('load', 'load.ts', {})
   await load.next('ready', 30_000)
+  // The rounds' client runs at the priority of the thread that serves: E's door is niced
+  // (api.workerNice) so the solver's thread goes first; a client at a higher priority than
+  // it would take its core back at every answer it wakes for (bench/README.md "Windows and
+  // priorities"), which a BSP's client, on another machine, never does.
+  const doorNice = servingNice()
+  const loadE = doorNice === 0 ? load : startChild('load (E)', 'load.ts', { BENCH_LOAD_NICE: String(doorNice) })
+  if (loadE !== load) await loadE.next('ready', 30_000)
 
   const samples: Sample[] = []
   const failures: Record<string, string> = {}
@@ -186,7 +197,7 @@ async function main (): Promise<void> {
   if (servers.E && eReady.publishError) {
     for (const sc of ['GET 200', 'GET 304'] as const) { failures[`${sc}|E`] = String(eReady.publishError); skip.add(`${sc}|E`) }
   }
-  const order: ServerName[] = ['A', 'B', 'E']
+  const order: ServerName[] = ['A', 'B', 'C', 'E']
   const runRound = async (round: number, scenarios: readonly Scenario[]) => {
     for (const scenario of scenarios) {
       // Rotate the order each round, so no server always runs first (or right after E).
@@ -205,7 +216,7 @@ async function main (): Promise<void> {
           expect: scenario === 'GET 200' ? 200 : scenario === 'GET 304' ? 304 : 202,
           warmupMs: round === 1 ? plan.firstWarmupMs : plan.warmupMs, durationMs: plan.durationMs, maxRequests: maxRequests[scenario],
         }
-        const sample = await measure(load, s.child, spec, round, name, scenario).catch((err: Error) => {
+        const sample = await measure(name === 'E' ? loadE : load, s.child, spec, round, name, scenario).catch((err: Error) => {
           failures[`${scenario}|${name}`] ??= `round ${round}: ${firstLine(err.message)}`
           return undefined
         })
@@ -225,6 +236,7 @@ async function main (): Promise<void> {
     process.stderr.write(`  round ${rounds + 1}: the interval of ${narrow.join(', ')} is still a tenth of its target wide or more\n`)
     await runRound(++rounds, narrow)
   }
+  if (loadE !== load) await loadE.stop()
   let sustained: Sustained | undefined
   if (plan.sustained) {
     const wanted = args.servers!.split(',')
@@ -262,7 +274,7 @@ async function main (): Promise<void> {
       },
     })
   }
-  for (const name of ['A', 'B', 'E'] as const) await servers[name]?.child.stop()
+  for (const name of ['A', 'B', 'C', 'E'] as const) await servers[name]?.child.stop()
 
   let specials: Specials | undefined
   const eParts = specialParts.filter((x): x is Exclude<SpecialPart, 'ops'> => x !== 'ops')
@@ -290,6 +302,14 @@ async function main (): Promise<void> {
   else output.write(join(here, 'results'))
 }
 
+/** The nice value of the thread that serves E's requests: its door's (api.workerNice), or the solver's. */
+function servingNice (): number {
+  const api = JSON.parse(process.env.BENCH_E_API ?? '{}') as { inWorker?: boolean; workerNice?: number }
+  if (api.inWorker === false) return 0
+  const schema = configSchema.properties.api.properties.workerNice
+  return Math.min(19, api.workerNice ?? schema.default)
+}
+
 /** One window: warm up, start the server's window, load, stop the window. */
 async function measure (load: Child, server: Child, spec: RunSpec, round: number, name: ServerName, scenario: Scenario): Promise<Sample> {
   const budget = spec.durationMs + 60_000
@@ -310,6 +330,7 @@ async function measure (load: Child, server: Child, spec: RunSpec, round: number
       mainThreadPerReqUs: w.mainThreadCpuUs === null ? null : Number(w.mainThreadCpuUs) / Math.max(1, served),
       heapBytesPerReq: Number(w.heapAllocatedBytes) / Math.max(1, served),
       threadPerReqUs: perRequest(w.threadCpuUs as Record<string, number> | null, served),
+      switchesPerReq: switchesPerRequest(w.threadSwitches as Record<string, { voluntary: number; preempted: number }> | null, served),
     }
   } finally {
     await load.ask({ type: 'close' }, 'closed', 15_000).catch(() => {})
@@ -331,6 +352,8 @@ async function fetchDocument (origin: string, path: string, token: string, tls: 
 
 const perRequest = (byThread: Record<string, number> | null, served: number) =>
   byThread && Object.fromEntries(Object.entries(byThread).map(([k, v]) => [k, v / Math.max(1, served)]))
+const switchesPerRequest = (byThread: Record<string, { voluntary: number; preempted: number }> | null, served: number) =>
+  byThread && Object.fromEntries(Object.entries(byThread).map(([k, v]) => [k, { voluntary: v.voluntary / Math.max(1, served), preempted: v.preempted / Math.max(1, served) }]))
 const firstLine = (s: string) => s.split('\n').find(l => l.trim())?.slice(0, 300) ?? s
 const pad = (s: string, n: number) => s.padEnd(n)
 
