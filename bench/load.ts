@@ -52,7 +52,7 @@ const send = (m: object) => process.send?.(m)
 const deadline = Number(process.env.BENCH_CHILD_DEADLINE_MS ?? 20 * 60_000)
 setTimeout(() => process.exit(3), deadline).unref()
 process.on('disconnect', () => process.exit(0))
-// At the priority of the thread it loads (bench/README.md "Windows and priorities"): its main
+// Never above the priority of the thread it loads (bench/README.md "The load client's priority"): its main
 // thread, where undici and TLS run (on Linux a nice value is a thread's own).
 if (process.env.BENCH_LOAD_NICE) setPriority(process.pid, Number(process.env.BENCH_LOAD_NICE))
 

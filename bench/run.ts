@@ -183,13 +183,14 @@ async function main (): Promise<void> {
 
   const load = startChild('load', 'load.ts', {})
   await load.next('ready', 30_000)
-  // The rounds' client runs at the priority of the thread that serves: E's door is niced
-  // (api.workerNice) so the solver's thread goes first; a client at a higher priority than
-  // it would take its core back at every answer it wakes for (bench/README.md "Windows and
-  // priorities"), which a BSP's client, on another machine, never does.
-  const doorNice = servingNice()
-  const loadE = doorNice === 0 ? load : startChild('load (E)', 'load.ts', { BENCH_LOAD_NICE: String(doorNice) })
-  if (loadE !== load) await loadE.next('ready', 30_000)
+  // The rounds' client, the same for every server, never outranks the thread that serves:
+  // E's door is niced (api.workerNice) so that the solver's thread goes first, and a client
+  // of a higher priority would take the door's core back at every answer it wakes for
+  // (bench/README.md "The load client's priority"), which a BSP's client, on another
+  // machine, never does. A, B and C serve from threads of nice 0.
+  const clientNice = servingNice()
+  const roundsLoad = clientNice === 0 ? load : startChild('load (rounds)', 'load.ts', { BENCH_LOAD_NICE: String(clientNice) })
+  if (roundsLoad !== load) await roundsLoad.next('ready', 30_000)
 
   const samples: Sample[] = []
   const failures: Record<string, string> = {}
@@ -216,7 +217,7 @@ async function main (): Promise<void> {
           expect: scenario === 'GET 200' ? 200 : scenario === 'GET 304' ? 304 : 202,
           warmupMs: round === 1 ? plan.firstWarmupMs : plan.warmupMs, durationMs: plan.durationMs, maxRequests: maxRequests[scenario],
         }
-        const sample = await measure(name === 'E' ? loadE : load, s.child, spec, round, name, scenario).catch((err: Error) => {
+        const sample = await measure(roundsLoad, s.child, spec, round, name, scenario).catch((err: Error) => {
           failures[`${scenario}|${name}`] ??= `round ${round}: ${firstLine(err.message)}`
           return undefined
         })
@@ -236,7 +237,7 @@ async function main (): Promise<void> {
     process.stderr.write(`  round ${rounds + 1}: the interval of ${narrow.join(', ')} is still a tenth of its target wide or more\n`)
     await runRound(++rounds, narrow)
   }
-  if (loadE !== load) await loadE.stop()
+  if (roundsLoad !== load) await roundsLoad.stop()
   let sustained: Sustained | undefined
   if (plan.sustained) {
     const wanted = args.servers!.split(',')
