@@ -8,12 +8,13 @@
  * Options: --quick, --rounds N, --max-rounds N, --budget S, --duration MS, --first-warmup MS,
  * --only "GET 200,POST 1×96,sustained,host" (or none), --no-special, --special "publication,programme,rss,ops"
  * (E's special measurements to run, default all), --servers A,B,E, --connections N,
- * --profile (each window profiled inside its server, its worker threads too; bench/results/profiles/<server>-<window>[-workerN].cpuprofile).
+ * --profile (each window profiled inside its server, its worker threads too; bench/results/profiles/<server>-<window>[-workerN].cpuprofile),
+ * --client-nice N (the rounds' load client's nice value; default E's door's, api.workerNice).
  * @module
  */
 import { execFileSync } from 'node:child_process'
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { loadavg, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
@@ -47,6 +48,7 @@ const { values: args } = parseArgs({
     profile: { type: 'boolean', default: false },
     connections: { type: 'string' },
     servers: { type: 'string', default: 'A,B,C,E' },
+    'client-nice': { type: 'string' },
   },
 })
 const quick = args.quick!
@@ -188,7 +190,7 @@ async function main (): Promise<void> {
   // of a higher priority would take the door's core back at every answer it wakes for
   // (bench/README.md "The load client's priority"), which a BSP's client, on another
   // machine, never does. A, B and C serve from threads of nice 0.
-  const clientNice = servingNice()
+  const clientNice = args['client-nice'] === undefined ? servingNice() : Number(args['client-nice'])
   const roundsLoad = clientNice === 0 ? load : startChild('load (rounds)', 'load.ts', { BENCH_LOAD_NICE: String(clientNice) })
   if (roundsLoad !== load) await roundsLoad.next('ready', 30_000)
 
@@ -228,6 +230,8 @@ async function main (): Promise<void> {
       }
     }
   }
+  // The machine's 1-minute load average around the rounds: on shared cores, read the figures with it.
+  const loadAvg = { start: loadavg()[0]!, end: NaN }
   let rounds = 0
   while (rounds < plan.rounds) await runRound(++rounds, plan.scenarios)
   // More rounds, only of the scenarios whose interval is still too wide to judge.
@@ -237,6 +241,7 @@ async function main (): Promise<void> {
     process.stderr.write(`  round ${rounds + 1}: the interval of ${narrow.join(', ')} is still a tenth of its target wide or more\n`)
     await runRound(++rounds, narrow)
   }
+  loadAvg.end = loadavg()[0]!
   if (roundsLoad !== load) await roundsLoad.stop()
   let sustained: Sustained | undefined
   if (plan.sustained) {
@@ -296,8 +301,9 @@ async function main (): Promise<void> {
   if (plan.rounds > 0 && plan.scenarios.length > 0 && !samples.some(x => x.server === 'A' || x.server === 'B') && args.servers!.match(/[AB]/)) {
     throw new Error(`no baseline measurement succeeded: ${Object.entries(failures).map(([k, v]) => `${k}: ${v}`).join('; ')}`)
   }
-  const output = buildOutput({ samples, status, failures, specials, sustained, host, ops, plan: { ...plan, roundsRun: rounds, quick, argv: process.argv.slice(2) }, documentBytes: docBytes.length, documentSource, targetDate })
+  const output = buildOutput({ samples, status, failures, specials, sustained, host, ops, plan: { ...plan, clientNice, roundsLoadAvg: loadAvg, roundsRun: rounds, quick, argv: process.argv.slice(2) }, documentBytes: docBytes.length, documentSource, targetDate })
   output.print()
+  if (rounds > 0) console.log(`\nRounds: ${rounds}, load client at nice ${clientNice}; load average ${loadAvg.start.toFixed(1)} at their start, ${loadAvg.end.toFixed(1)} at their end`)
   // A profiled run's figures carry the sampler's cost: they must not replace the results.
   if (args.profile) console.log('\n--profile: bench/results/latest.* left as they were; profiles in bench/results/profiles/')
   else output.write(join(here, 'results'))
