@@ -64,7 +64,7 @@ export function hostLines (h: HostProbe): string[] {
 export function countLines (samples: readonly Sample[]): string[] {
   const lines: string[] = []
   for (const sc of SCENARIOS) {
-    const per = (['A', 'B', 'E'] as const).map(sv => {
+    const per = (['A', 'B', 'C', 'E'] as const).map(sv => {
       const mine = samples.filter(s => s.scenario === sc && s.server === sv)
       if (!mine.length) return undefined
       const heap = spread(mine.map(s => s.heapBytesPerReq))
@@ -77,6 +77,15 @@ export function countLines (samples: readonly Sample[]): string[] {
     if (e.length && names.length) {
       lines.push(`    E's CPU µs per request by thread: ${names.map(n => `${n} ${fmt(spread(e.map(s => s.threadPerReqUs![n] ?? 0)), 0)}`).join(', ')}`)
     }
+    // Context switches per request, voluntary / preempted, of the thread that serves (A's main, E's door).
+    const sw = (['A', 'B', 'C', 'E'] as const).map(sv => {
+      const mine = samples.filter(s => s.scenario === sc && s.server === sv && s.switchesPerReq)
+      const thread = sv === 'E' && mine.some(s => s.switchesPerReq!['epx-door']) ? 'epx-door' : 'main'
+      if (!mine.length) return undefined
+      const of = (k: 'voluntary' | 'preempted') => fmt(spread(mine.map(s => s.switchesPerReq![thread]?.[k] ?? 0)), 2)
+      return `${sv} (${thread}) ${of('voluntary')} / ${of('preempted')}`
+    }).filter(Boolean)
+    if (sw.length) lines.push(`    Context switches per request, voluntary / preempted: ${sw.join('; ')}`)
   }
   return lines.length ? ['V8 heap bytes allocated per request on the main thread (does not depend on time), and main-thread CPU per request:', ...lines] : []
 }

@@ -8,7 +8,7 @@ import { mkdirSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { cpus } from 'node:os'
 
-export type ServerName = 'A' | 'B' | 'E'
+export type ServerName = 'A' | 'B' | 'C' | 'E'
 export const SCENARIOS = ['GET 200', 'GET 304', 'POST 1×96', 'POST 100×96'] as const
 export type Scenario = typeof SCENARIOS[number]
 
@@ -31,6 +31,8 @@ export interface Sample {
   readonly mainThreadPerReqUs: number | null
   /** CPU per request by thread (`main`, `epx-door`, `other`...: servers/harness.ts); null where unavailable. */
   readonly threadPerReqUs?: Record<string, number> | null
+  /** Context switches per request by thread, voluntary and preempted (servers/harness.ts); null where unavailable. */
+  readonly switchesPerReq?: Record<string, { voluntary: number; preempted: number }> | null
   /** Bytes allocated on the main thread's V8 heap per request: a count that does not depend on time. */
   readonly heapBytesPerReq: number
 }
@@ -138,17 +140,17 @@ export function printTable (out: {
 }): void {
   const lines: string[] = []
   lines.push('')
-  lines.push(`${pad('scenario', 13)}${pad('server', 8)}${pad('req/s', 26)}${pad('p50 ms', 22)}${pad('p99 ms', 22)}${pad('CPU µs/req', 28)}ratio (E/A | E/B)`)
+  lines.push(`${pad('scenario', 13)}${pad('server', 8)}${pad('req/s', 26)}${pad('p50 ms', 22)}${pad('p99 ms', 22)}${pad('CPU µs/req', 28)}ratio (E/A | E/B | E/C)`)
   for (const sc of SCENARIOS) {
-    for (const sv of ['A', 'B', 'E'] as const) {
+    for (const sv of ['A', 'B', 'C', 'E'] as const) {
       const mine = out.samples.filter(s => s.scenario === sc && s.server === sv)
       if (!mine.length) {
-        const why = out.servers[sv] !== 'ok' ? out.servers[sv] : out.failures[`${sc}|${sv}`]
+        const why = out.servers[sv] === 'ok' ? out.failures[`${sc}|${sv}`] : out.servers[sv]?.startsWith('left out') ? undefined : out.servers[sv]
         if (why) lines.push(`${pad(sc, 13)}${pad(sv, 8)}unavailable (${why})`)
         continue
       }
       const ratio = sv === 'E'
-        ? `${fmt(spread(ratios(out.samples, sc, 'A')), 2)} | ${fmt(spread(ratios(out.samples, sc, 'B')), 2)}`
+        ? `${fmt(spread(ratios(out.samples, sc, 'A')), 2)} | ${fmt(spread(ratios(out.samples, sc, 'B')), 2)} | ${fmt(spread(ratios(out.samples, sc, 'C')), 2)}`
         : ''
       lines.push(pad(sc, 13) + pad(sv, 8) +
         pad(fmt(spread(mine.map(s => s.rps)), 0), 26) +

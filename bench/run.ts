@@ -8,18 +8,20 @@
  * Options: --quick, --rounds N, --max-rounds N, --budget S, --duration MS, --first-warmup MS,
  * --only "GET 200,POST 1×96,sustained,host" (or none), --no-special, --special "publication,programme,rss,ops"
  * (E's special measurements to run, default all), --servers A,B,E, --connections N,
- * --profile (each window profiled inside its server, its worker threads too; bench/results/profiles/<server>-<window>[-workerN].cpuprofile).
+ * --profile (each window profiled inside its server, its worker threads too; bench/results/profiles/<server>-<window>[-workerN].cpuprofile),
+ * --client-nice N (the rounds' load client's nice value; default E's door's, api.workerNice).
  * @module
  */
 import { execFileSync } from 'node:child_process'
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { loadavg, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
 import { request } from 'undici'
 import { ensureDevPki, issueCert, pkiPaths, readClientCa } from '../src/auth/pki.ts'
 import { INBOUND_PATH, OUTBOUND_PATH } from '../src/http/route.ts'
+import { configSchema } from '../src/config-schema.ts'
 import { besoinsAgreges, benchEmittedAt, benchTargetDate, programme, siteId, siteIds } from './fixtures.ts'
 import { Child } from './child.ts'
 import { SCENARIOS, type Sample, type Scenario, type ServerName } from './report.ts'
@@ -45,7 +47,8 @@ const { values: args } = parseArgs({
     special: { type: 'string' },
     profile: { type: 'boolean', default: false },
     connections: { type: 'string' },
-    servers: { type: 'string', default: 'A,B,E' },
+    servers: { type: 'string', default: 'A,B,C,E' },
+    'client-nice': { type: 'string' },
   },
 })
 const quick = args.quick!
@@ -129,7 +132,7 @@ async function main (): Promise<void> {
     'POST 1×96': programme(targetDate, 1, emittedAt).body,
     'POST 100×96': programme(targetDate, 100, emittedAt).body,
   }
-  const status: Record<ServerName, string> = { A: 'ok', B: 'ok', E: 'ok' }
+  const status: Record<ServerName, string> = { A: 'ok', B: 'ok', C: 'ok', E: 'ok' }
   // --profile: each measurement window is profiled inside its server (servers/harness.ts).
   const profileEnv: Record<string, string> = args.profile ? { BENCH_PROFILE_DIR: join(here, 'results', 'profiles') } : {}
 
@@ -165,8 +168,11 @@ async function main (): Promise<void> {
 
   const servers: Partial<Record<ServerName, { child: Child; port: number; etag: string }>> = {}
   if (e) servers.E = { child: e, port: Number(eReady.port), etag: String(eReady.etag) }
-  for (const [name, file] of [['A', 'servers/bare.ts'], ['B', 'servers/fastify.ts']] as const) {
-    const c = startChild(name, file, { BENCH_CONFIG: baseCfg, ...profileEnv })
+  const wantedServers = args.servers!.split(',')
+  for (const [name, file] of [['A', 'servers/bare.ts'], ['B', 'servers/fastify.ts'], ['C', 'servers/fastify-lmdb.ts']] as const) {
+    // C only where it is measured: its POSTs write to disk.
+    if (name === 'C' && !wantedServers.includes('C')) { status.C = 'left out (--servers)'; continue }
+    const c = startChild(name, file, { BENCH_CONFIG: baseCfg, BENCH_C_DIR: join(tmp, 'c'), ...profileEnv })
     try {
       const r = await c.next('ready', 60_000)
       servers[name] = { child: c, port: Number(r.port), etag: 'W/"bench-baseline"' }
@@ -179,6 +185,14 @@ async function main (): Promise<void> {
 
   const load = startChild('load', 'load.ts', {})
   await load.next('ready', 30_000)
+  // The rounds' client, the same for every server, never outranks the thread that serves:
+  // E's door is niced (api.workerNice) so that the solver's thread goes first, and a client
+  // of a higher priority would take the door's core back at every answer it wakes for
+  // (bench/README.md "The load client's priority"), which a BSP's client, on another
+  // machine, never does. A, B and C serve from threads of nice 0.
+  const clientNice = args['client-nice'] === undefined ? servingNice() : Number(args['client-nice'])
+  const roundsLoad = clientNice === 0 ? load : startChild('load (rounds)', 'load.ts', { BENCH_LOAD_NICE: String(clientNice) })
+  if (roundsLoad !== load) await roundsLoad.next('ready', 30_000)
 
   const samples: Sample[] = []
   const failures: Record<string, string> = {}
@@ -186,7 +200,7 @@ async function main (): Promise<void> {
   if (servers.E && eReady.publishError) {
     for (const sc of ['GET 200', 'GET 304'] as const) { failures[`${sc}|E`] = String(eReady.publishError); skip.add(`${sc}|E`) }
   }
-  const order: ServerName[] = ['A', 'B', 'E']
+  const order: ServerName[] = ['A', 'B', 'C', 'E']
   const runRound = async (round: number, scenarios: readonly Scenario[]) => {
     for (const scenario of scenarios) {
       // Rotate the order each round, so no server always runs first (or right after E).
@@ -205,7 +219,7 @@ async function main (): Promise<void> {
           expect: scenario === 'GET 200' ? 200 : scenario === 'GET 304' ? 304 : 202,
           warmupMs: round === 1 ? plan.firstWarmupMs : plan.warmupMs, durationMs: plan.durationMs, maxRequests: maxRequests[scenario],
         }
-        const sample = await measure(load, s.child, spec, round, name, scenario).catch((err: Error) => {
+        const sample = await measure(roundsLoad, s.child, spec, round, name, scenario).catch((err: Error) => {
           failures[`${scenario}|${name}`] ??= `round ${round}: ${firstLine(err.message)}`
           return undefined
         })
@@ -216,6 +230,8 @@ async function main (): Promise<void> {
       }
     }
   }
+  // The machine's 1-minute load average around the rounds: on shared cores, read the figures with it.
+  const loadAvg = { start: loadavg()[0]!, end: NaN }
   let rounds = 0
   while (rounds < plan.rounds) await runRound(++rounds, plan.scenarios)
   // More rounds, only of the scenarios whose interval is still too wide to judge.
@@ -225,6 +241,8 @@ async function main (): Promise<void> {
     process.stderr.write(`  round ${rounds + 1}: the interval of ${narrow.join(', ')} is still a tenth of its target wide or more\n`)
     await runRound(++rounds, narrow)
   }
+  loadAvg.end = loadavg()[0]!
+  if (roundsLoad !== load) await roundsLoad.stop()
   let sustained: Sustained | undefined
   if (plan.sustained) {
     const wanted = args.servers!.split(',')
@@ -262,7 +280,7 @@ async function main (): Promise<void> {
       },
     })
   }
-  for (const name of ['A', 'B', 'E'] as const) await servers[name]?.child.stop()
+  for (const name of ['A', 'B', 'C', 'E'] as const) await servers[name]?.child.stop()
 
   let specials: Specials | undefined
   const eParts = specialParts.filter((x): x is Exclude<SpecialPart, 'ops'> => x !== 'ops')
@@ -283,11 +301,20 @@ async function main (): Promise<void> {
   if (plan.rounds > 0 && plan.scenarios.length > 0 && !samples.some(x => x.server === 'A' || x.server === 'B') && args.servers!.match(/[AB]/)) {
     throw new Error(`no baseline measurement succeeded: ${Object.entries(failures).map(([k, v]) => `${k}: ${v}`).join('; ')}`)
   }
-  const output = buildOutput({ samples, status, failures, specials, sustained, host, ops, plan: { ...plan, roundsRun: rounds, quick, argv: process.argv.slice(2) }, documentBytes: docBytes.length, documentSource, targetDate })
+  const output = buildOutput({ samples, status, failures, specials, sustained, host, ops, plan: { ...plan, clientNice, roundsLoadAvg: loadAvg, roundsRun: rounds, quick, argv: process.argv.slice(2) }, documentBytes: docBytes.length, documentSource, targetDate })
   output.print()
+  if (rounds > 0) console.log(`\nRounds: ${rounds}, load client at nice ${clientNice}; load average ${loadAvg.start.toFixed(1)} at their start, ${loadAvg.end.toFixed(1)} at their end`)
   // A profiled run's figures carry the sampler's cost: they must not replace the results.
   if (args.profile) console.log('\n--profile: bench/results/latest.* left as they were; profiles in bench/results/profiles/')
   else output.write(join(here, 'results'))
+}
+
+/** The nice value of the thread that serves E's requests: its door's (api.workerNice), or the solver's. */
+function servingNice (): number {
+  const api = JSON.parse(process.env.BENCH_E_API ?? '{}') as { inWorker?: boolean; workerNice?: number }
+  if (api.inWorker === false) return 0
+  const schema = configSchema.properties.api.properties.workerNice
+  return Math.min(19, api.workerNice ?? schema.default)
 }
 
 /** One window: warm up, start the server's window, load, stop the window. */
@@ -310,6 +337,7 @@ async function measure (load: Child, server: Child, spec: RunSpec, round: number
       mainThreadPerReqUs: w.mainThreadCpuUs === null ? null : Number(w.mainThreadCpuUs) / Math.max(1, served),
       heapBytesPerReq: Number(w.heapAllocatedBytes) / Math.max(1, served),
       threadPerReqUs: perRequest(w.threadCpuUs as Record<string, number> | null, served),
+      switchesPerReq: switchesPerRequest(w.threadSwitches as Record<string, { voluntary: number; preempted: number }> | null, served),
     }
   } finally {
     await load.ask({ type: 'close' }, 'closed', 15_000).catch(() => {})
@@ -331,6 +359,8 @@ async function fetchDocument (origin: string, path: string, token: string, tls: 
 
 const perRequest = (byThread: Record<string, number> | null, served: number) =>
   byThread && Object.fromEntries(Object.entries(byThread).map(([k, v]) => [k, v / Math.max(1, served)]))
+const switchesPerRequest = (byThread: Record<string, { voluntary: number; preempted: number }> | null, served: number) =>
+  byThread && Object.fromEntries(Object.entries(byThread).map(([k, v]) => [k, { voluntary: v.voluntary / Math.max(1, served), preempted: v.preempted / Math.max(1, served) }]))
 const firstLine = (s: string) => s.split('\n').find(l => l.trim())?.slice(0, 300) ?? s
 const pad = (s: string, n: number) => s.padEnd(n)
 
