@@ -23,7 +23,24 @@ export interface BenchPostgres {
   readonly url: string
   /** The cluster's CPU time so far (ns, user + system, every process of it, those that ended too). */
   cpuNs(): number
-  destroy(): void
+  /** What the database has done so far: its counters, read outside the CPU's window (the read costs CPU too). */
+  counters(): Promise<DbCounters>
+  destroy(): Promise<void>
+}
+
+/**
+ * Monotonic counters of the store's database: `transactions` that wrote (transaction ids
+ * assigned: one per write batch that reached COMMIT; this read takes one), `records`
+ * written (the change sequence), and WAL bytes. A window's differences per request say how
+ * the group commit batched (POSTs per COMMIT, hence per WAL flush).
+ */
+export interface DbCounters { readonly transactions: number; readonly records: number; readonly walBytes: number }
+
+/** Per request over a window, from two readings. */
+export function countersPerRequest (a: DbCounters, b: DbCounters, requests: number) {
+  const n = Math.max(1, requests)
+  // The later reading's own transaction id is not the store's.
+  return { transactions: (b.transactions - a.transactions - 1) / n, records: (b.records - a.records) / n, walBytes: (b.walBytes - a.walBytes) / n }
 }
 
 export async function startBenchPostgres (): Promise<BenchPostgres> {
@@ -40,7 +57,18 @@ export async function startBenchPostgres (): Promise<BenchPostgres> {
     const postmaster = Number(readFileSync(join(cluster.socketDir, 'data', 'postmaster.pid'), 'latin1').split('\n')[0])
     if (!Number.isInteger(postmaster) || postmaster <= 0) throw new Error('postmaster.pid holds no process id')
     const nsPerTick = 1e9 / Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'latin1' }).trim() || 100)
-    return { cluster, url: cluster.url(BENCH_DATABASE), cpuNs: () => clusterCpuNs(postmaster, nsPerTick), destroy: () => cluster.destroy() }
+    const reader = new pg.Client(cluster.connection(BENCH_DATABASE))
+    await reader.connect()
+    reader.on('error', () => {})
+    const counters = async (): Promise<DbCounters> => {
+      const { rows } = await reader.query<{ xid: string; seq: string; lsn: string }>(
+        "SELECT pg_current_xact_id()::text AS xid, (SELECT last_value FROM epx_change_seq)::text AS seq, pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0')::text AS lsn")
+      return { transactions: Number(rows[0]!.xid), records: Number(rows[0]!.seq), walBytes: Number(rows[0]!.lsn) }
+    }
+    return {
+      cluster, url: cluster.url(BENCH_DATABASE), cpuNs: () => clusterCpuNs(postmaster, nsPerTick), counters,
+      destroy: async () => { await reader.end().catch(() => {}); cluster.destroy() },
+    }
   } catch (err) {
     cluster.destroy()
     throw err

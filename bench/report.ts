@@ -32,6 +32,8 @@ export interface Sample {
    * (not in `cpuPerReqUs`, which is the server process's own). Absent for the others.
    */
   readonly dbCpuPerReqUs?: number
+  /** E-pg: the database's counters per request over the window (postgres.ts `DbCounters`): write transactions, records, WAL bytes. */
+  readonly dbPerReq?: { readonly transactions: number; readonly records: number; readonly walBytes: number }
   /** The system (kernel) part of it: syscalls, TLS socket writes, fsync. */
   readonly sysPerReqUs: number
   readonly maxStallMs: number

@@ -26,7 +26,7 @@ import { configSchema } from '../src/config-schema.ts'
 import { besoinsAgreges, benchEmittedAt, benchTargetDate, programme, siteId, siteIds } from './fixtures.ts'
 import { Child } from './child.ts'
 import { E_PG, SCENARIOS, SERVERS, type Sample, type Scenario, type ServerName } from './report.ts'
-import { startBenchPostgres, type BenchPostgres } from './postgres.ts'
+import { countersPerRequest, startBenchPostgres, type BenchPostgres } from './postgres.ts'
 import { measureSpecials, SPECIAL_PARTS, type SpecialPart, type Specials } from './specials.ts'
 import { measureOpsShare, type OpsShare } from './ops-share.ts'
 import { measureSustained, SUSTAINED, type Sustained } from './sustained.ts'
@@ -113,7 +113,7 @@ let pgCluster: BenchPostgres | undefined
 const watchdog = setTimeout(() => {
   console.error('bench: watchdog expired, killing every child')
   for (const c of children) c.kill()
-  pgCluster?.destroy()
+  pgCluster?.cluster.destroy()
   process.exit(1)
 }, (quick ? 6 * 60_000 : 30 * 60_000) + plan.budgetS * 1000)
 watchdog.unref()
@@ -268,7 +268,7 @@ async function main (): Promise<void> {
           expect: scenario === 'GET 200' ? 200 : scenario === 'GET 304' ? 304 : 202,
           warmupMs: round === 1 ? plan.firstWarmupMs : plan.warmupMs, durationMs: plan.durationMs, maxRequests: maxRequests[scenario],
         }
-        const sample = await measure(roundsLoad, s.child, spec, round, name, scenario, name === E_PG ? pgCluster?.cpuNs : undefined).catch((err: Error) => {
+        const sample = await measure(roundsLoad, s.child, spec, round, name, scenario, name === E_PG ? pgCluster : undefined).catch((err: Error) => {
           failures[`${scenario}|${name}`] ??= `round ${round}: ${firstLine(err.message)}`
           return undefined
         })
@@ -296,7 +296,7 @@ async function main (): Promise<void> {
   let sustained: Sustained | undefined
   if (plan.sustained) {
     sustained = await measureSustained({
-      load, tls, quick, storeDir: eDir, ...(pgCluster ? { dbCpuNs: pgCluster.cpuNs } : {}),
+      load, tls, quick, storeDir: eDir, ...(pgCluster ? { db: pgCluster } : {}),
       servers: Object.fromEntries(Object.entries(servers).filter(([n]) => wantedServers.includes(n))),
       stream: (kind, server): Omit<RateStream, 'name' | 'ratePerSec'> => kind === 'GET'
         ? { method: 'GET', path: getPath, headers: { authorization: `Bearer ${(eSecrets[server] ?? secrets).outbound}`, accept: 'application/json' }, expect: 200 }
@@ -330,6 +330,7 @@ async function main (): Promise<void> {
     })
   }
   for (const name of SERVERS) await servers[name]?.child.stop()
+  await pgCluster?.destroy()
 
   let specials: Specials | undefined
   const eParts = specialParts.filter((x): x is Exclude<SpecialPart, 'ops'> => x !== 'ops')
@@ -370,16 +371,18 @@ function servingNice (): number {
  * One window: warm up, start the server's window, load, stop the window. `dbCpuNs` (E-pg):
  * the database's processes' CPU, read just inside the server's window, counted per request.
  */
-async function measure (load: Child, server: Child, spec: RunSpec, round: number, name: ServerName, scenario: Scenario, dbCpuNs?: () => number): Promise<Sample> {
+async function measure (load: Child, server: Child, spec: RunSpec, round: number, name: ServerName, scenario: Scenario, db?: BenchPostgres): Promise<Sample> {
   const budget = spec.durationMs + 60_000
   try {
     const warmed = await load.ask(spec, 'warmed', spec.warmupMs + 60_000)
     if (warmed.errors || warmed.firstUnexpected) throw new Error(String(warmed.firstUnexpected ?? warmed.firstError))
+    const c0 = await db?.counters()
     await server.ask({ type: 'start', label: `${scenario} r${round}` }, 'started', 10_000)
-    const db0 = dbCpuNs?.()
+    const db0 = db?.cpuNs()
     const r = await load.ask({ type: 'go' }, 'result', budget) as unknown as LoadResult
-    const db1 = dbCpuNs?.()
+    const db1 = db?.cpuNs()
     const w = await server.ask({ type: 'stop' }, 'window', 10_000)
+    const c1 = await db?.counters()
     if (r.errors || Object.keys(r.unexpected).length) throw new Error(r.firstUnexpected ?? r.firstError ?? 'errors')
     const served = servedIn(w as { requests?: unknown }, r)
     return {
@@ -387,6 +390,7 @@ async function measure (load: Child, server: Child, spec: RunSpec, round: number
       requests: r.requests, rps: r.rps, p50Ms: r.p50Ms, p99Ms: r.p99Ms,
       cpuPerReqUs: (Number(w.cpuUserUs) + Number(w.cpuSystemUs)) / Math.max(1, served),
       ...(db0 !== undefined && db1 !== undefined ? { dbCpuPerReqUs: (db1 - db0) / 1000 / Math.max(1, served) } : {}),
+      ...(c0 && c1 ? { dbPerReq: countersPerRequest(c0, c1, r.requests) } : {}),
       sysPerReqUs: Number(w.cpuSystemUs) / Math.max(1, served),
       maxStallMs: Number(w.maxStallMs), bytesPerResponse: r.bytesPerResponse,
       mainThreadPerReqUs: w.mainThreadCpuUs === null ? null : Number(w.mainThreadCpuUs) / Math.max(1, served),
@@ -421,7 +425,7 @@ const pad = (s: string, n: number) => s.padEnd(n)
 
 process.once('SIGINT', () => {
   for (const c of children) c.kill()
-  pgCluster?.destroy()
+  pgCluster?.cluster.destroy()
   rmSync(tmp, { recursive: true, force: true })
   process.exit(130)
 })
@@ -433,7 +437,7 @@ main()
   })
   .finally(() => {
     for (const c of children) c.kill()
-    pgCluster?.destroy()
+    pgCluster?.cluster.destroy()
     rmSync(tmp, { recursive: true, force: true })
     clearTimeout(watchdog)
   })

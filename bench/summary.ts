@@ -146,11 +146,26 @@ function sustainedLines (su: Sustained): string[] {
   const e = su.servers.E
   const b = su.servers.B
   if (e && b) lines.push(`  E ÷ B, p99: POST ${(e.post.p99Ms / b.post.p99Ms).toFixed(2)} ×, GET ${(e.get.p99Ms / b.get.p99Ms).toFixed(2)} ×`)
+  const pg = su.servers[E_PG]
+  if (pg?.postsPerDbCommit !== undefined) lines.push(`  E-pg: ${pg.postsPerDbCommit.toFixed(2)} POSTs answered per write transaction of the database (the audit records' batches are transactions too)`)
   if (su.fsync) {
     lines.push(`  The disk, in E's store folder (write 4 KiB + fdatasync, ${su.fsync.n} times): ` +
       `p50 ${su.fsync.p50Ms.toFixed(2)} ms, p99 ${su.fsync.p99Ms.toFixed(2)} ms, max ${su.fsync.maxMs.toFixed(1)} ms`)
   }
   return lines
+}
+
+/** What E-pg's database did per request: how its group commit batched, what each request wrote. */
+function dbLines (samples: readonly Sample[]): string[] {
+  const per = SCENARIOS.map(sc => {
+    const mine = samples.filter(s => s.scenario === sc && s.server === E_PG && s.dbPerReq)
+    if (!mine.length) return undefined
+    const of = (k: 'transactions' | 'records' | 'walBytes') => spread(mine.map(s => s.dbPerReq![k]))
+    const tx = of('transactions')!
+    return `  ${sc}: ${fmt(tx, 3)} write transactions a request (${tx.median > 0 ? (1 / tx.median).toFixed(1) : '∞'} requests a COMMIT), ` +
+      `${fmt(of('records'), 1)} records, ${fmt(spread(mine.map(s => s.dbPerReq!.walBytes / 1024)), 1)} KiB of WAL`
+  }).filter((x): x is string => x !== undefined)
+  return per.length ? ["E-pg's database per request over the windows (transaction ids, the change sequence, the WAL position):", ...per] : []
 }
 
 function extraLines (i: SummaryInput): string[] {
@@ -194,6 +209,7 @@ function extraLines (i: SummaryInput): string[] {
     }
   }
   lines.push(...countLines(i.samples))
+  lines.push(...dbLines(i.samples))
   if (i.ops && 'perPostUs' in i.ops) {
     const p = i.ops.perPostUs
     lines.push(`Operations per accepted POST 1×96 (bench/ops-share.ts, one process, 8 clients): the save alone ${p.saveAlone.toFixed(0)} µs of CPU; ` +

@@ -13,6 +13,7 @@ import type { Child } from './child.ts'
 import type { RateResult, RateSpec, RateStream, StreamResult } from './open-loop.ts'
 import type { ServerName } from './report.ts'
 import { servedIn } from './host-probe.ts'
+import type { BenchPostgres } from './postgres.ts'
 
 export const SUSTAINED = 'sustained'
 /** Arrivals per second of each stream (bench/README.md "Sustained"). */
@@ -28,6 +29,8 @@ export interface SustainedServer {
   readonly cpuPerReqUs: number
   /** E-pg: the PostgreSQL cluster's CPU per response over the same windows (not in `cpuPerReqUs`). */
   readonly dbCpuPerReqUs?: number
+  /** E-pg: POSTs answered per write transaction of the database (the group commit; audit batches count as transactions too). */
+  readonly postsPerDbCommit?: number
   readonly maxStallMs: number
   /** How late the load client sent its latest request (its own scheduling). */
   readonly maxSendLagMs: number
@@ -56,8 +59,8 @@ export interface SustainedInput {
   readonly quick: boolean
   /** The folder E's store lives in (the fsync probe writes its file there). */
   readonly storeDir: string
-  /** E-pg's database: its processes' CPU so far (ns), read around each of E-pg's windows. */
-  readonly dbCpuNs?: () => number
+  /** E-pg's database: its processes' CPU (ns) and its counters, read around each of E-pg's windows. */
+  readonly db?: BenchPostgres
   /** A stream's requests for `server` (E-pg has tokens of its own). */
   readonly stream: (name: 'POST' | 'GET', server: ServerName) => Omit<RateStream, 'ratePerSec' | 'name'>
 }
@@ -105,7 +108,7 @@ export async function measureSustained (i: SustainedInput): Promise<Sustained> {
   const failures: Sustained['failures'] = {}
   const loadStart = loadavg()[0]!
   const names = (['A', 'B', 'E', 'E-pg'] as const).filter(n => i.servers[n])
-  const pooled = new Map<ServerName, { post: number[]; get: number[]; sent: number[]; done: number[]; cpuUs: number; dbUs: number; responses: number; stall: number; lag: number }>()
+  const pooled = new Map<ServerName, { post: number[]; get: number[]; sent: number[]; done: number[]; cpuUs: number; dbUs: number; dbTx: number; posts: number; responses: number; stall: number; lag: number }>()
   let fsync: FsyncProbe | undefined
   for (let round = 0; round < rounds; round++) {
     for (const name of names.map((_, k) => names[(k + round) % names.length]!)) {
@@ -123,22 +126,25 @@ export async function measureSustained (i: SustainedInput): Promise<Sustained> {
       try {
         const warmed = await i.load.ask(spec, 'warmed', warmupMs + 60_000)
         if (warmed.errors) throw new Error(String(warmed.firstUnexpected))
-        const db = name === 'E-pg' ? i.dbCpuNs : undefined
+        const db = name === 'E-pg' ? i.db : undefined
+        const c0 = await db?.counters()
         await s.child.ask({ type: 'start', label: `${SUSTAINED} r${round + 1}` }, 'started', 10_000)
-        const db0 = db?.() ?? 0
+        const db0 = db?.cpuNs() ?? 0
         const r = await i.load.ask({ type: 'goRate' }, 'rateResult', durationMs + 60_000) as unknown as RateResult
-        const db1 = db?.() ?? 0
+        const db1 = db?.cpuNs() ?? 0
         const w = await s.child.ask({ type: 'stop' }, 'window', 10_000)
+        const c1 = await db?.counters()
         const bad = r.streams.find(x => x.errors || Object.keys(x.unexpected).length)
         if (bad) throw new Error(`${bad.name}: ${bad.firstProblem ?? 'errors'}`)
         const [post, get] = r.streams as [StreamResult, StreamResult]
         let acc = pooled.get(name)
-        if (!acc) pooled.set(name, acc = { post: [], get: [], sent: [0, 0], done: [0, 0], cpuUs: 0, dbUs: 0, responses: 0, stall: 0, lag: 0 })
+        if (!acc) pooled.set(name, acc = { post: [], get: [], sent: [0, 0], done: [0, 0], cpuUs: 0, dbUs: 0, dbTx: 0, posts: 0, responses: 0, stall: 0, lag: 0 })
         for (const x of post.latenciesMs) acc.post.push(x)
         for (const x of get.latenciesMs) acc.get.push(x)
         acc.sent[0]! += post.sent; acc.sent[1]! += get.sent; acc.done[0]! += post.done; acc.done[1]! += get.done
         acc.cpuUs += Number(w.cpuUserUs) + Number(w.cpuSystemUs)
         acc.dbUs += (db1 - db0) / 1000
+        if (c0 && c1) { acc.posts += post.done; acc.dbTx += c1.transactions - c0.transactions - 1 }
         // The harness counts only the requests its own thread served: the door's worker's are the load's.
         acc.responses += servedIn(w as { requests?: unknown }, { requests: post.done + get.done })
         acc.stall = Math.max(acc.stall, Number(w.maxStallMs))
@@ -158,7 +164,7 @@ export async function measureSustained (i: SustainedInput): Promise<Sustained> {
     servers[name] = {
       post: figures(acc.post, acc.sent[0]!, acc.done[0]!), get: figures(acc.get, acc.sent[1]!, acc.done[1]!),
       cpuPerReqUs: acc.cpuUs / Math.max(1, acc.responses), maxStallMs: acc.stall, maxSendLagMs: acc.lag,
-      ...(name === 'E-pg' ? { dbCpuPerReqUs: acc.dbUs / Math.max(1, acc.responses) } : {}),
+      ...(name === 'E-pg' ? { dbCpuPerReqUs: acc.dbUs / Math.max(1, acc.responses), postsPerDbCommit: acc.posts / Math.max(1, acc.dbTx) } : {}),
     }
   }
   return { rounds, durationMs, postRate: POST_RATE, getRate: GET_RATE, servers, failures, fsync, loadAvg: { start: loadStart, end: loadavg()[0]! } }
