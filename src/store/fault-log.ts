@@ -41,8 +41,14 @@ function describe (cause: unknown): string {
 const LMDB_FAILING = 'store writes are failing (disk full or I/O error?): every write answers 503 NO_STORE until one succeeds; ' +
   'free disk space or fix the device: epx recovers by itself'
 
-/** `failing`: the line that opens an episode (default: LMDB's, about the disk). */
-export function createFaultLog (path: string, log: Logger | undefined, now: () => number = Date.now, onFailed?: () => void, failing = LMDB_FAILING): FaultLog {
+/** What an episode's two lines say, and the name under which the recovery line counts failures. */
+export interface FaultLines { readonly failing: string; readonly recovered: string; readonly counted: string }
+
+const LMDB_LINES: FaultLines = { failing: LMDB_FAILING, recovered: 'store writes succeed again', counted: 'failedWrites' }
+
+/** `lines`: default LMDB's, about the disk and its writes. */
+export function createFaultLog (path: string, log: Logger | undefined, now: () => number = Date.now, onFailed?: () => void, lines: FaultLines = LMDB_LINES): FaultLog {
+  const { failing, recovered, counted } = lines
   let episode: { since: number; failures: number } | undefined
   return {
     failed (err) {
@@ -58,7 +64,7 @@ export function createFaultLog (path: string, log: Logger | undefined, now: () =
       if (!episode) return
       const { since, failures } = episode
       episode = undefined
-      log?.info({ path, failedWrites: failures, faultMs: now() - since }, 'store writes succeed again')
+      log?.info({ path, [counted]: failures, faultMs: now() - since }, recovered)
     },
   }
 }

@@ -74,8 +74,12 @@ interface Job {
   error?: unknown
 }
 
-const POSTGRES_FAILING = 'store writes to the database are failing (statement timeout, lost connection, read-only database?): ' +
-  'every write answers 503 NO_STORE until one succeeds; nothing of a failed write was kept; epx recovers by itself'
+const POSTGRES_WRITES = {
+  failing: 'store writes to the database are failing (statement timeout, lost connection, read-only database?): ' +
+    'every write answers 503 NO_STORE until one succeeds; nothing of a failed write was kept; epx recovers by itself',
+  recovered: 'store writes succeed again',
+  counted: 'failedWrites',
+}
 
 /** Where each msgpack db keeps its shared record structures (a symbol: no string key collides). */
 const STRUCTURES_KEY = Symbol.for('structures')
@@ -146,7 +150,7 @@ export function openStore (path: string, opts: OpenStoreOptions = {}): Store {
     unmute()
     throw new EpxError('EPX_STORE_OPEN_FAILED', [path, (err as Error).message], { cause: err })
   }
-  const faultLog = createFaultLog(path, opts.log, undefined, opts.onWriteFailed, opts.postgres && POSTGRES_FAILING)
+  const faultLog = createFaultLog(path, opts.log, undefined, opts.onWriteFailed, opts.postgres && POSTGRES_WRITES)
   const faults: StoreFaults = opts.faults ?? {}
   const dbs = new Map<string, Database<any, any>>()
   const handles = new Map<string, StoreDb<any>>()
@@ -278,6 +282,7 @@ export function openStore (path: string, opts: OpenStoreOptions = {}): Store {
     db (name, o = {}) {
       let handle = handles.get(name)
       if (!handle) {
+        if (r && state.writing && !dbs.has(name)) throw new Error(`sub-database ${name} opened inside writeDurable: open it before (the PostgreSQL store's recording transaction is aborted, and the handle with it)`)
         const declared = SUB_DATABASES[name]
         if (r && declared && declared.binary !== (o.binary ?? false)) throw new Error(`sub-database ${name} is declared ${declared.binary ? 'binary' : 'msgpack'} in postgres/schema.ts`)
         const d = rawDb(name, o)

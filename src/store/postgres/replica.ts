@@ -26,6 +26,7 @@ import pg from 'pg'
 import type { Database, Key, RangeOptions, RootDatabase } from 'lmdb'
 import { EpxError } from '../../errors.ts'
 import type { Logger } from '../../host/contract.ts'
+import { createFaultLog } from '../fault-log.ts'
 import { checkSchema } from './migrate.ts'
 import { decodeKey, decodeValue, encodeKey, encodeValue } from './records.ts'
 import { CHANGE_CHANNEL, REVISION_BYTES_DB, SUB_DATABASES, WRITE_LOCK_KEY, type RecordRow } from './schema.ts'
@@ -120,7 +121,8 @@ export function revisionBytesMarkers (d: Database<any, Key>): Database<any, Key>
   } as unknown as Database<any, Key>
 }
 
-const hex = (b: Buffer): string => `'\\x${b.toString('hex')}'::bytea`
+// decode(): the same bytes whatever the server's standard_conforming_strings says of backslashes.
+const hex = (b: Buffer): string => `decode('${b.toString('hex')}','hex')`
 
 export function describePool (c: pg.PoolConfig): string {
   if (c.connectionString) {
@@ -143,10 +145,15 @@ export function openReplica (host: ReplicaHost, options: PostgresStoreOptions): 
   const availability = options.availability ?? new SharedArrayBuffer(4)
   const cell = new Int32Array(availability)
   const meta: Database<any, Key> = root.openDB({ name: META_DB, encoding: 'msgpack' })
+  // Opened now, outside any transaction: a sub-database first opened inside the recording
+  // transaction would be created in it, and its handle would die with its abort.
+  for (const name of Object.keys(SUB_DATABASES)) host.rawDb(name)
   const binaryOf = (db: string): boolean => SUB_DATABASES[db]?.binary ?? false
   let closed = false
   let recording: Write[] | undefined
   const listeners = new Set<(changes: AppliedChanges) => void>()
+  /** This store's write between its COMMIT and the note of its seq range. */
+  let inflight: Promise<void> | undefined
   /** Seq ranges this store wrote itself: not reported as another writer's. */
   let own: Array<[number, number]> = []
 
@@ -281,10 +288,14 @@ export function openReplica (host: ReplicaHost, options: PostgresStoreOptions): 
         await client.query('COMMIT')
         return
       }
-      const done = await client.query(writeSql(writes.values())) as unknown as pg.QueryResult<{ lo: string; hi: string }>[]
+      const committing = client.query(writeSql(writes.values())) as unknown as Promise<pg.QueryResult<{ lo: string; hi: string }>[]>
+      // The feed may see these rows before this continuation runs: it waits to tell them apart.
+      inflight = committing.then(() => {}, () => {})
+      const done = await committing
       const lo = Number(done[0]!.rows[0]!.lo)
       const hi = Number(done[0]!.rows[0]!.hi)
       if (follow) own.push([lo, hi])
+      inflight = undefined
       try {
         await root.transaction(() => applyOwn(writes.values(), hi))
       } catch (err) {
@@ -296,6 +307,7 @@ export function openReplica (host: ReplicaHost, options: PostgresStoreOptions): 
       try { await client.query('ROLLBACK') } catch { broken = err as Error }
       throw err
     } finally {
+      inflight = undefined
       client.off('error', heard)
       client.release(broken)
     }
@@ -309,7 +321,12 @@ export function openReplica (host: ReplicaHost, options: PostgresStoreOptions): 
   let again = false
   let reconnectTimer: NodeJS.Timeout | undefined
   let backoff = BACKOFF_MIN_MS
-  let episode: { since: number; cause: string } | undefined
+  // One error line per episode, one when it ends (fault-log.ts).
+  const episodes = createFaultLog(host.path, log, Date.now, undefined, {
+    failing: `the store's database is unreachable, or its change feed failed (${where}): every read and write answers 503 NO_STORE until it is back; epx reconnects by itself`,
+    recovered: `the store's database is reachable again (${where}): reads and writes are served`,
+    counted: 'failedAttempts',
+  })
   const setUp = (up: boolean) => { Atomics.store(cell, 0, up ? 1 : 0) }
 
   const report = (rows: readonly RecordRow[]): void => {
@@ -338,6 +355,8 @@ export function openReplica (host: ReplicaHost, options: PostgresStoreOptions): 
         [reported, CATCH_UP_PAGE, cursorNow()])
       if (rows.length > 0) {
         if (Number(rows[rows.length - 1]!.seq) > cursorNow()) await root.transaction(() => applyRows(rows))
+        // A write of this store committing now: its range is known once it returns.
+        while (inflight) await inflight.then(() => new Promise(resolve => setImmediate(resolve)))
         report(rows)
         reported = Number(rows[rows.length - 1]!.seq)
         own = own.filter(([, hi]) => hi > reported)
@@ -356,16 +375,27 @@ export function openReplica (host: ReplicaHost, options: PostgresStoreOptions): 
   }
 
   /** A replica of another database (or a fresh folder): cleared, then loaded from seq 0. */
-  const ensureDatabase = async (databaseId: string): Promise<void> => {
-    if (meta.get('database_id') === databaseId) return
-    if (meta.get('database_id') === undefined) {
+  const ensureDatabase = async (databaseId: string, client: pg.Client): Promise<void> => {
+    if (meta.get('database_id') === databaseId) {
+      // The same database behind an earlier point than this replica has applied: a
+      // failover to a standby that lacked the last commits (asynchronous replication).
+      // What this replica holds of them exists nowhere else now, and the database's new
+      // changes may reuse their seq numbers: reload.
+      const top = Number((await client.query<{ top: string }>('SELECT coalesce(max(seq), 0)::text AS top FROM epx_record')).rows[0]!.top)
+      const cursor = cursorNow()
+      if (top >= cursor) return
+      log?.warn({ path: host.path, database: where, cursor, databaseSeq: top },
+        'the database is behind what this replica applied (a failover lost its last commits?): reloading the replica from the database')
+    } else if (meta.get('database_id') === undefined) {
       const used = Object.keys(SUB_DATABASES).find(name => { for (const _ of host.rawDb(name).getKeys({ limit: 1 })) return true; return false })
       if (used) {
         throw new EpxError('EPX_STORE_OPEN_FAILED', [host.path,
           'it holds an LMDB store (store.kind "lmdb"), not a replica of a PostgreSQL store: move its records into the database with `epx store copy --to postgres`, then point store.path at a new folder'])
       }
+      log?.info({ path: host.path, database: where }, 'the local replica is new: loading it from the database')
+    } else {
+      log?.info({ path: host.path, database: where }, 'the local replica is of another database: loading it from the database')
     }
-    log?.info({ path: host.path, database: where }, 'the local replica is of another database (or new): loading it from the database')
     await root.transaction(() => { meta.removeSync('database_id') })
     for (const name of new Set([...Object.keys(SUB_DATABASES), ...openedNames()])) await host.rawDb(name).clearAsync()
     host.forgetUnsavedStructures()
@@ -383,7 +413,7 @@ export function openReplica (host: ReplicaHost, options: PostgresStoreOptions): 
       const databaseId = await checkSchema(client, where)
       // LISTEN first: a change committed during the catch-up is notified, not missed.
       await client.query(`LISTEN ${CHANGE_CHANNEL}`)
-      await ensureDatabase(databaseId)
+      await ensureDatabase(databaseId, client)
       reported = cursorNow()
       await catchUpOnce(client)
     } catch (err) {
@@ -407,11 +437,7 @@ export function openReplica (host: ReplicaHost, options: PostgresStoreOptions): 
       void client.end().catch(() => {})
     }
     if (closed) return
-    if (!episode) {
-      episode = { since: Date.now(), cause: (err as Error)?.message ?? String(err) }
-      log?.error({ path: host.path, database: where, cause: episode.cause },
-        'the store\'s database is unreachable (or its change feed failed): every read and write answers 503 NO_STORE until it is back; epx reconnects by itself')
-    }
+    episodes.failed(err)
     if (!reconnectTimer) {
       reconnectTimer = setTimeout(reconnect, backoff)
       reconnectTimer.unref?.()
@@ -430,10 +456,7 @@ export function openReplica (host: ReplicaHost, options: PostgresStoreOptions): 
     }
     if (closed) { await feed?.end().catch(() => {}); return }
     backoff = BACKOFF_MIN_MS
-    if (episode) {
-      log?.info({ path: host.path, database: where, downMs: Date.now() - episode.since }, 'the store\'s database is reachable again: reads and writes are served')
-      episode = undefined
-    }
+    episodes.succeeded()
   }
 
   const poll = follow ? setInterval(() => scheduleCatchUp(), options.pollMs ?? 5000) : undefined

@@ -115,8 +115,9 @@ t.test('a connection killed in the middle of a batch leaves nothing, and the sto
 t.test('two instances on one database: a token revoked through one is revoked on the other within 1 s, and its listener is told', async t => {
   const database = await migratedDatabase(cluster)
   const pool = cluster.connection(database)
-  const a = openAnyStore(t.testdir() + '/a', { postgres: { pool } })
-  const b = openAnyStore(t.testdir() + '/b', { postgres: { pool } })
+  const root = t.testdir()   // once: each call makes it anew
+  const a = openAnyStore(root + '/a', { postgres: { pool } })
+  const b = openAnyStore(root + '/b', { postgres: { pool } })
   t.teardown(async () => { await a.close(); await b.close() })
   await Promise.all([a.opened, b.opened])
   const ta = openTokens(a)
@@ -142,17 +143,20 @@ t.test('two instances on one database: a token revoked through one is revoked on
 })
 
 t.test('a replica of another database is cleared and loaded from the one it now follows', async t => {
-  const dir = t.testdir()
+  const root = t.testdir()   // once: each call makes it anew
+  const dir = root + '/replica'
   const first = await migratedDatabase(cluster)
   const second = await migratedDatabase(cluster)
   const s1 = openAnyStore(dir, { postgres: { pool: cluster.connection(first) } })
   await s1.opened
-  await s1.writeDurable(() => { s1.db<string>('things').putSync('only-in-first', 'x') })
+  const firstThings = s1.db<string>('things')
+  await s1.writeDurable(() => { firstThings.putSync('only-in-first', 'x') })
   await s1.close()
   // The second database gets a record through another replica.
-  const other = openAnyStore(t.testdir() + '-other', { postgres: { pool: cluster.connection(second) } })
+  const other = openAnyStore(root + '/other', { postgres: { pool: cluster.connection(second) } })
   await other.opened
-  await other.writeDurable(() => { other.db<string>('things').putSync('only-in-second', 'y') })
+  const otherThings = other.db<string>('things')
+  await other.writeDurable(() => { otherThings.putSync('only-in-second', 'y') })
   await other.close()
 
   const log = recordingLog()
@@ -162,7 +166,7 @@ t.test('a replica of another database is cleared and loaded from the one it now 
   const things = s2.db<string>('things')
   t.equal(things.get('only-in-first'), undefined, 'the other database\'s record is gone')
   t.equal(things.get('only-in-second'), 'y', 'this database\'s record is loaded')
-  t.ok(log.lines.some(l => l.level === 'info' && /another database/.test(l.msg)), 'the reload is logged')
+  t.ok(log.lines.some(l => l.level === 'info' && /another database/.test(l.msg)), 'the reload is logged', { lines: log.lines })
 })
 
 t.test('a folder holding an LMDB store is not taken for a replica (it would be wiped)', async t => {
@@ -183,6 +187,7 @@ t.test('activation refuses a database without the schema, at an older or newer v
     ['newer', db => { psql(`UPDATE epx_schema SET version = ${SCHEMA_VERSION + 1}`, db) }, /newer than the 1 this epx knows/, 'EPX_STORE_SCHEMA_NEWER'],
     ['foreign', db => { psql('CREATE TABLE invoices (id int)', db) }, /not epx's \(invoices\)/, 'EPX_STORE_SCHEMA_FOREIGN'],
   ]
+  const root = t.testdir()
   for (const [name, prepare, message, code] of cases) {
     const database = `refused_${name}`
     if (name === 'empty' || name === 'foreign') cluster.createDatabase(database)
@@ -195,7 +200,7 @@ t.test('activation refuses a database without the schema, at an older or newer v
         : tables
     }
     const before = dump()
-    const store = openAnyStore(t.testdir() + '/' + name, { postgres: { pool: cluster.connection(database) } })
+    const store = openAnyStore(root + '/' + name, { postgres: { pool: cluster.connection(database) } })
     await t.rejects(store.opened, { code, message }, name)
     t.throws(() => store.db('things').get('x'), { code: 'NO_STORE' }, `${name}: the store does not answer`)
     await store.close()
@@ -244,8 +249,9 @@ t.test('the database stopped and started under the store: NO_STORE while it is d
 t.test('a revision published through one instance is served, byte for byte, by another; retention drops its bytes from the database', async t => {
   const database = await migratedDatabase(cluster)
   const pool = cluster.connection(database)
-  const a = openAnyStore(t.testdir() + '/a', { postgres: { pool } })
-  const b = openAnyStore(t.testdir() + '/b', { postgres: { pool } })
+  const root = t.testdir()   // once: each call makes it anew
+  const a = openAnyStore(root + '/a', { postgres: { pool } })
+  const b = openAnyStore(root + '/b', { postgres: { pool } })
   await Promise.all([a.opened, b.opened])
   const ra = openRevisions(a, { retentionDays: 1 })
   const rb = openRevisions(b, { retentionDays: 1 })
@@ -268,8 +274,9 @@ t.test('a revision published through one instance is served, byte for byte, by a
 t.test('writers of two instances take turns and each sees the other\'s last write: of two overlapping companies added at once through A and B, one lands', async t => {
   const database = await migratedDatabase(cluster)
   const pool = cluster.connection(database)
-  const a = openAnyStore(t.testdir() + '/a', { postgres: { pool } })
-  const b = openAnyStore(t.testdir() + '/b', { postgres: { pool } })
+  const root = t.testdir()   // once: each call makes it anew
+  const a = openAnyStore(root + '/a', { postgres: { pool } })
+  const b = openAnyStore(root + '/b', { postgres: { pool } })
   t.teardown(async () => { await a.close(); await b.close() })
   await Promise.all([a.opened, b.opened])
   const company = (id: string): CompanyRecord =>
@@ -285,4 +292,21 @@ t.test('writers of two instances take turns and each sees the other\'s last writ
     await (landed.startsWith('a') ? cb : ca).update(landed, c => ({ ...c, status: 'suspended' }))
   }
   t.equal(psql("SELECT count(*) FROM epx_record WHERE db = 'companies' AND value IS NOT NULL", database), '5')
+})
+
+t.test('a database behind what the replica applied (a failover that lost the last commits) reloads the replica: nothing lost is served', async t => {
+  const dir = t.testdir()
+  const database = await databaseOf(dir)
+  const first = await openStore(dir)
+  const things = first.db<number>('things')
+  await first.writeDurable(() => things.putSync('kept', 1))
+  await first.writeDurable(() => things.putSync('lost', 2))
+  await first.close()
+  psql("DELETE FROM epx_record WHERE db = 'things' AND seq = (SELECT max(seq) FROM epx_record)", database)
+  const log = recordingLog()
+  const again = await openStore(dir, { log })
+  t.teardown(() => again.close())
+  t.equal(again.db<number>('things').get('kept'), 1)
+  t.equal(again.db<number>('things').get('lost'), undefined, 'the commit the database lost is gone from the replica too')
+  t.ok(log.lines.some(l => l.level === 'warn' && /behind what this replica applied/.test(l.msg)))
 })
