@@ -353,7 +353,7 @@ async function main (): Promise<void> {
   }
   const output = buildOutput({ samples, status, failures, specials, sustained, host, ops, plan: { ...plan, clientNice, roundsLoadAvg: loadAvg, roundsRun: rounds, quick, argv: process.argv.slice(2) }, documentBytes: docBytes.length, documentSource, targetDate })
   output.print()
-  if (rounds > 0) console.log(`\nRounds: ${rounds}, load client at nice ${clientNice}; load average ${loadAvg.start.toFixed(1)} at their start, ${loadAvg.end.toFixed(1)} at their end`)
+  if (rounds > 0 && plan.scenarios.length > 0) console.log(`\nRounds: ${rounds}, load client at nice ${clientNice}; load average ${loadAvg.start.toFixed(1)} at their start, ${loadAvg.end.toFixed(1)} at their end`)
   // A profiled run's figures carry the sampler's cost: they must not replace the results.
   if (args.profile) console.log('\n--profile: bench/results/latest.* left as they were; profiles in bench/results/profiles/')
   else output.write(join(here, 'results'))

@@ -25,3 +25,20 @@ t.test('met only when the whole interval is under the limit, missed when all of 
   t.same(judgeInterval(1.2, { lo: 1.1, hi: 1.3, coverage: 0.9, n: 5 }), { met: null, unresolved: true })
   t.same(judgeInterval(1.2, undefined), { met: null })
 })
+
+t.test('POST is judged against C (Fastify + one durable commit) and B; a scenario to narrow is named once', async t => {
+  const { RATIO_TARGETS, scenariosToNarrow } = await import('../../bench/summary.ts')
+  const of = (scenario: string) => RATIO_TARGETS.filter(x => x.scenario === scenario).map(x => `${x.base} ${x.limit}`)
+  t.same(of('POST 1×96'), ['C 1', 'B 1'])
+  t.same(of('POST 100×96'), ['C 1', 'B 1.15'])
+  t.same(of('GET 200'), ['A 1.3', 'A 1.2'], 'the target, then the stretch')
+  t.same(of('GET 304'), ['A 1.3', 'A 1.25'])
+  const sample = (round: number, server: 'A' | 'B' | 'C' | 'E', cpu: number) => ({
+    round, server, scenario: 'POST 1×96' as const, requests: 1, rps: 1, p50Ms: 1, p99Ms: 1, cpuPerReqUs: cpu,
+    sysPerReqUs: 0, maxStallMs: 0, bytesPerResponse: 0, mainThreadPerReqUs: null, heapBytesPerReq: 0,
+  })
+  const wide = [sample(1, 'B', 100), sample(1, 'C', 100), sample(1, 'E', 100), sample(2, 'B', 100), sample(2, 'C', 100), sample(2, 'E', 200)]
+  t.same(scenariosToNarrow(wide, ['POST 1×96']), ['POST 1×96'], 'wide against B and C: one more round of it, named once')
+  const narrow = wide.map(s => s.server === 'E' ? { ...s, cpuPerReqUs: 100 } : s)
+  t.same(scenariosToNarrow(narrow, ['POST 1×96']), [])
+})
