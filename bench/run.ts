@@ -389,7 +389,8 @@ async function measure (load: Child, server: Child, spec: RunSpec, round: number
       round, server: name, scenario,
       requests: r.requests, rps: r.rps, p50Ms: r.p50Ms, p99Ms: r.p99Ms,
       cpuPerReqUs: (Number(w.cpuUserUs) + Number(w.cpuSystemUs)) / Math.max(1, served),
-      ...(db0 !== undefined && db1 !== undefined ? { dbCpuPerReqUs: (db1 - db0) / 1000 / Math.max(1, served) } : {}),
+      // Never below 0: a process that ends in the window moves from schedstat's ns to its parent's ticks.
+      ...(db0 !== undefined && db1 !== undefined ? { dbCpuPerReqUs: Math.max(0, db1 - db0) / 1000 / Math.max(1, served) } : {}),
       ...(c0 && c1 ? { dbPerReq: countersPerRequest(c0, c1, r.requests) } : {}),
       sysPerReqUs: Number(w.cpuSystemUs) / Math.max(1, served),
       maxStallMs: Number(w.maxStallMs), bytesPerResponse: r.bytesPerResponse,

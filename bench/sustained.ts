@@ -143,7 +143,7 @@ export async function measureSustained (i: SustainedInput): Promise<Sustained> {
         for (const x of get.latenciesMs) acc.get.push(x)
         acc.sent[0]! += post.sent; acc.sent[1]! += get.sent; acc.done[0]! += post.done; acc.done[1]! += get.done
         acc.cpuUs += Number(w.cpuUserUs) + Number(w.cpuSystemUs)
-        acc.dbUs += (db1 - db0) / 1000
+        acc.dbUs += Math.max(0, db1 - db0) / 1000
         if (c0 && c1) { acc.posts += post.done; acc.dbTx += c1.transactions - c0.transactions - 1 }
         // The harness counts only the requests its own thread served: the door's worker's are the load's.
         acc.responses += servedIn(w as { requests?: unknown }, { requests: post.done + get.done })
