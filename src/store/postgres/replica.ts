@@ -29,7 +29,7 @@ import type { Logger } from '../../host/contract.ts'
 import { createFaultLog } from '../fault-log.ts'
 import { checkSchema } from './migrate.ts'
 import { decodeKey, decodeValue, encodeKey, encodeValue } from './records.ts'
-import { CHANGE_CHANNEL, REVISION_BYTES_DB, SUB_DATABASES, WRITE_LOCK_KEY, type RecordRow } from './schema.ts'
+import { CHANGE_CHANNEL, REMOVALS_KEPT_DAYS, REVISION_BYTES_DB, SUB_DATABASES, WRITE_LOCK_KEY, type RecordRow } from './schema.ts'
 import { isSegmentName, SEGMENTS_FOLDER } from '../revision-segments.ts'
 
 export interface PostgresStoreOptions {
@@ -133,6 +133,30 @@ export function describePool (c: pg.PoolConfig): string {
   }
   return `${c.host ?? 'localhost'}/${c.database ?? c.user ?? ''}`
 }
+
+/**
+ * Drops the removals older than `keptDays` and notes up to which seq some may be missing
+ * (`epx_schema.pruned_through`), under the write lock. Any instance may run it; a second
+ * run finds nothing. Resolves to the number of rows dropped.
+ */
+export async function pruneRemovals (client: pg.ClientBase, keptDays = REMOVALS_KEPT_DAYS): Promise<number> {
+  await client.query('BEGIN')
+  try {
+    await client.query(`SELECT pg_advisory_xact_lock(${WRITE_LOCK_KEY})`)
+    const { rows } = await client.query<{ n: string }>(
+      `WITH d AS (DELETE FROM epx_record WHERE value IS NULL AND removed_at < now() - make_interval(days => $1) RETURNING seq)
+       UPDATE epx_schema SET pruned_through = greatest(pruned_through, (SELECT coalesce(max(seq), 0) FROM d))
+       RETURNING (SELECT count(*) FROM d)::text AS n`, [keptDays])
+    await client.query('COMMIT')
+    return Number(rows[0]?.n ?? 0)
+  } catch (err) {
+    await client.query('ROLLBACK').catch(() => {})
+    throw err
+  }
+}
+
+/** How often a following store drops old removals (pruneRemovals). */
+const PRUNE_EVERY_MS = 3_600_000
 
 export function openReplica (host: ReplicaHost, options: PostgresStoreOptions): Replica {
   const { root, log } = host
@@ -249,10 +273,10 @@ export function openReplica (host: ReplicaHost, options: PostgresStoreOptions): 
   const writeSql = (writes: Iterable<Write>): string => {
     const rows: string[] = []
     for (const w of writes) {
-      rows.push(`(${pg.Client.prototype.escapeLiteral(w.db)},${hex(w.keyBytes)},${w.bytes ? hex(w.bytes) : 'NULL'},nextval('epx_change_seq'))`)
+      rows.push(`(${pg.Client.prototype.escapeLiteral(w.db)},${hex(w.keyBytes)},${w.bytes ? `${hex(w.bytes)},NULL` : 'NULL,now()'},nextval('epx_change_seq'))`)
     }
-    return `WITH w AS (INSERT INTO epx_record (db, key, value, seq) VALUES ${rows.join(',')} ` +
-      'ON CONFLICT (db, key) DO UPDATE SET value = EXCLUDED.value, seq = EXCLUDED.seq RETURNING seq) ' +
+    return `WITH w AS (INSERT INTO epx_record (db, key, value, removed_at, seq) VALUES ${rows.join(',')} ` +
+      'ON CONFLICT (db, key) DO UPDATE SET value = EXCLUDED.value, removed_at = EXCLUDED.removed_at, seq = EXCLUDED.seq RETURNING seq) ' +
       `SELECT min(seq)::text AS lo, max(seq)::text AS hi, pg_notify('${CHANGE_CHANNEL}', max(seq)::text) FROM w; COMMIT`
   }
 
@@ -381,11 +405,19 @@ export function openReplica (host: ReplicaHost, options: PostgresStoreOptions): 
       // failover to a standby that lacked the last commits (asynchronous replication).
       // What this replica holds of them exists nowhere else now, and the database's new
       // changes may reuse their seq numbers: reload.
-      const top = Number((await client.query<{ top: string }>('SELECT coalesce(max(seq), 0)::text AS top FROM epx_record')).rows[0]!.top)
+      const { top, pruned } = (await client.query<{ top: string; pruned: string }>(
+        'SELECT greatest((SELECT max(seq) FROM epx_record), pruned_through, 0)::text AS top, pruned_through::text AS pruned FROM epx_schema')).rows[0]!
       const cursor = cursorNow()
-      if (top >= cursor) return
-      log?.warn({ path: host.path, database: where, cursor, databaseSeq: top },
-        'the database is behind what this replica applied (a failover lost its last commits?): reloading the replica from the database')
+      if (Number(top) < cursor) {
+        log?.warn({ path: host.path, database: where, cursor, databaseSeq: Number(top) },
+          'the database is behind what this replica applied (a failover lost its last commits?): reloading the replica from the database')
+      } else if (cursor < Number(pruned)) {
+        // Offline longer than removals are kept: some it never saw are gone from the database.
+        log?.info({ path: host.path, database: where, cursor, prunedThrough: Number(pruned) },
+          `the local replica was offline longer than removals are kept (${REMOVALS_KEPT_DAYS} days): reloading it from the database`)
+      } else {
+        return
+      }
     } else if (meta.get('database_id') === undefined) {
       const used = Object.keys(SUB_DATABASES).find(name => { for (const _ of host.rawDb(name).getKeys({ limit: 1 })) return true; return false })
       if (used) {
@@ -461,6 +493,27 @@ export function openReplica (host: ReplicaHost, options: PostgresStoreOptions): 
 
   const poll = follow ? setInterval(() => scheduleCatchUp(), options.pollMs ?? 5000) : undefined
   poll?.unref?.()
+  const prune = follow
+    ? setInterval(() => {
+      if (!Atomics.load(cell, 0)) return
+      void (async () => {
+        const client = await pool.connect()
+        let broken: Error | undefined
+        const heard = (err: Error) => { broken = err }
+        client.on('error', heard)
+        try {
+          await pruneRemovals(client)
+        } catch (err) {
+          broken ??= err as Error
+          log?.warn({ path: host.path, err }, 'dropping old removals from the database failed: retried within the hour')
+        } finally {
+          client.off('error', heard)
+          client.release(broken)
+        }
+      })().catch(() => {})
+    }, PRUNE_EVERY_MS)
+    : undefined
+  prune?.unref?.()
 
   const opened = follow
     ? connectFeed().catch(err => {
@@ -491,6 +544,7 @@ export function openReplica (host: ReplicaHost, options: PostgresStoreOptions): 
       if (closed) return
       closed = true
       if (poll) clearInterval(poll)
+      if (prune) clearInterval(prune)
       if (reconnectTimer) clearTimeout(reconnectTimer)
       await catching?.catch(() => {})
       const client = feed

@@ -2,8 +2,10 @@
  * The PostgreSQL store's schema and its versions. Every record of every sub-database is a
  * row of `epx_record` (records.ts says how keys and values are encoded); `seq`, taken from
  * one sequence by writers that hold the write lock in turn, orders every change, so an
- * instance catches up by asking for the rows past the last `seq` it applied (a removed
- * record stays as a row without value until retention drops it).
+ * instance catches up by asking for the rows past the last `seq` it applied. A removed
+ * record stays as a row without value, stamped `removed_at`, for REMOVALS_KEPT_DAYS; then
+ * it is dropped and `epx_schema.pruned_through` says up to which seq removals may be
+ * missing: a replica behind that point reloads (postgres/replica.ts).
  * @module
  */
 import type { ClientBase } from 'pg'
@@ -18,17 +20,23 @@ export const MIGRATIONS: readonly (readonly string[])[] = [
     `CREATE TABLE epx_schema (
        version integer NOT NULL,
        database_id uuid NOT NULL,
-       migrated_at timestamptz NOT NULL DEFAULT now())`,
+       migrated_at timestamptz NOT NULL DEFAULT now(),
+       pruned_through bigint NOT NULL DEFAULT 0)`,
     'CREATE SEQUENCE epx_change_seq',
     `CREATE TABLE epx_record (
        db text NOT NULL,
        key bytea NOT NULL,
        value bytea,
        seq bigint NOT NULL,
+       removed_at timestamptz,
        PRIMARY KEY (db, key))`,
     'CREATE INDEX epx_record_seq ON epx_record (seq)',
+    'CREATE INDEX epx_record_removed ON epx_record (removed_at) WHERE value IS NULL',
   ],
 ]
+
+/** How long a removal stays readable by a replica catching up: one offline longer reloads. */
+export const REMOVALS_KEPT_DAYS = 30
 
 /** The channel instances LISTEN on; a writer NOTIFYs it with the last seq it wrote. */
 export const CHANGE_CHANNEL = 'epx_change'

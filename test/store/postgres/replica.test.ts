@@ -8,6 +8,7 @@ import { openTokens, tokenState } from '../../../src/store/tokens.ts'
 import { openCompanies, type CompanyRecord } from '../../../src/store/companies.ts'
 import { hashToken, newTokenId, newTokenSecret } from '../../../src/auth/tokens.ts'
 import { openStore as openAnyStore } from '../../../src/store/open-store.ts'
+import { pruneRemovals } from '../../../src/store/postgres/replica.ts'
 import { migrateSchema } from '../../../src/store/postgres/migrate.ts'
 import { REVISION_BYTES_DB, SCHEMA_VERSION } from '../../../src/store/postgres/schema.ts'
 import { openRevisions } from '../../../src/store/revisions.ts'
@@ -309,4 +310,37 @@ t.test('a database behind what the replica applied (a failover that lost the las
   t.equal(again.db<number>('things').get('kept'), 1)
   t.equal(again.db<number>('things').get('lost'), undefined, 'the commit the database lost is gone from the replica too')
   t.ok(log.lines.some(l => l.level === 'warn' && /behind what this replica applied/.test(l.msg)))
+})
+
+t.test('removals are kept 30 days; a replica offline longer than that reloads, so it never keeps a record removed meanwhile', async t => {
+  const root = t.testdir()
+  const database = await migratedDatabase(cluster)
+  const pool = cluster.connection(database)
+  const a = openAnyStore(root + '/a', { postgres: { pool } })
+  await a.opened
+  const aThings = a.db<number>('things')
+  await a.writeDurable(() => { aThings.putSync('gone', 1); aThings.putSync('stays', 2) })
+  await a.close()
+  // Another instance removes it while A is away.
+  const b = openAnyStore(root + '/b', { postgres: { pool } })
+  await b.opened
+  const bThings = b.db<number>('things')
+  await b.writeDurable(() => bThings.removeSync('gone'))
+  await b.close()
+  t.equal(psql("SELECT count(*) FROM epx_record WHERE value IS NULL AND removed_at IS NOT NULL", database), '1', 'the removal is a stamped row')
+  const client = new pg.Client(pool)
+  await client.connect()
+  t.teardown(() => client.end())
+  t.equal(await pruneRemovals(client), 0, 'a recent removal is kept')
+  psql("UPDATE epx_record SET removed_at = now() - interval '31 days' WHERE value IS NULL", database)
+  t.equal(await pruneRemovals(client), 1, 'an old one is dropped')
+  t.equal(psql('SELECT pruned_through > 0 FROM epx_schema', database), 't')
+
+  const log = recordingLog()
+  const again = openAnyStore(root + '/a', { postgres: { pool }, log })
+  t.teardown(() => again.close())
+  await again.opened
+  t.equal(again.db<number>('things').get('gone'), undefined, 'the record removed while it was away is gone')
+  t.equal(again.db<number>('things').get('stays'), 2)
+  t.ok(log.lines.some(l => /offline longer than removals are kept/.test(l.msg)))
 })
