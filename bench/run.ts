@@ -87,8 +87,9 @@ const plan = {
   rounds: Number(args.rounds ?? (quick ? 2 : 5)),
   // Rounds are added while a ratio's interval is a tenth of its target wide or more,
   // up to this many in all and within this many seconds after the planned ones.
-  maxRounds: Number(args['max-rounds'] ?? (quick ? 2 : 20)),
-  budgetS: Number(args.budget ?? (quick ? 0 : 600)),
+  // `--only E-pg`: the planned rounds alone unless asked (the added rounds narrow E's targets, not E-pg's rows).
+  maxRounds: Number(args['max-rounds'] ?? (quick ? 2 : onlyEpg ? Number(args.rounds ?? 5) : 20)),
+  budgetS: Number(args.budget ?? (quick || onlyEpg ? 0 : 600)),
   durationMs: Number(args.duration ?? (quick ? 700 : 2000)),
   warmupMs: quick ? 250 : 700,
   // A server's first window of a scenario warms up longer: its JIT (and the load client's)
