@@ -147,7 +147,7 @@ function sustainedLines (su: Sustained): string[] {
   const b = su.servers.B
   if (e && b) lines.push(`  E ÷ B, p99: POST ${(e.post.p99Ms / b.post.p99Ms).toFixed(2)} ×, GET ${(e.get.p99Ms / b.get.p99Ms).toFixed(2)} ×`)
   const pg = su.servers[E_PG]
-  if (pg?.postsPerDbCommit !== undefined) lines.push(`  E-pg: ${pg.postsPerDbCommit.toFixed(2)} POSTs answered per write transaction of the database (the audit records' batches are transactions too)`)
+  if (pg?.postsPerDbCommit !== undefined) lines.push(`  E-pg: ${pg.postsPerDbCommit.toFixed(2)} POSTs answered per write transaction of the database (the few other writes count too)`)
   if (su.fsync) {
     lines.push(`  The disk, in E's store folder (write 4 KiB + fdatasync, ${su.fsync.n} times): ` +
       `p50 ${su.fsync.p50Ms.toFixed(2)} ms, p99 ${su.fsync.p99Ms.toFixed(2)} ms, max ${su.fsync.maxMs.toFixed(1)} ms`)

@@ -29,7 +29,7 @@ export interface SustainedServer {
   readonly cpuPerReqUs: number
   /** E-pg: the PostgreSQL cluster's CPU per response over the same windows (not in `cpuPerReqUs`). */
   readonly dbCpuPerReqUs?: number
-  /** E-pg: POSTs answered per write transaction of the database (the group commit; audit batches count as transactions too). */
+  /** E-pg: POSTs answered per write transaction of the database (the group commit; the few other writes count too). */
   readonly postsPerDbCommit?: number
   readonly maxStallMs: number
   /** How late the load client sent its latest request (its own scheduling). */
