@@ -62,7 +62,7 @@ export async function startBenchPostgres (): Promise<BenchPostgres> {
     reader.on('error', () => {})
     const counters = async (): Promise<DbCounters> => {
       const { rows } = await reader.query<{ xid: string; seq: string; lsn: string }>(
-        "SELECT pg_current_xact_id()::text AS xid, (SELECT last_value FROM epx_change_seq)::text AS seq, pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0')::text AS lsn")
+        "SELECT pg_current_xact_id()::text AS xid, (SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM epx_change_seq)::text AS seq, pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0')::text AS lsn")
       return { transactions: Number(rows[0]!.xid), records: Number(rows[0]!.seq), walBytes: Number(rows[0]!.lsn) }
     }
     return {
