@@ -41,8 +41,10 @@ t.test('the built plugin imports only what the daemon needs at run time: no cert
   const code = readFileSync(join(root, 'dist/index.js'), 'utf8')
   const imported = new Set([...code.matchAll(/^import .* from "([^"]+)";$/gm)].map(m => m[1]!).filter(m => !m.startsWith('node:')))
   // The console's template layer (html-escaper, tiny) is loaded with the plugin; fastify and its plugins only when the console opens.
-  t.same([...imported].sort(), ['html-escaper', 'lmdb', 'luxon', 'node-cron', 'secure-json-parse', 'semver'])
+  // msgpackr and ordered-binary (the PostgreSQL store's record encodings) are lmdb's own dependencies, loaded by it anyway.
+  t.same([...imported].sort(), ['html-escaper', 'lmdb', 'luxon', 'msgpackr', 'node-cron', 'ordered-binary', 'secure-json-parse', 'semver'])
   for (const lazy of ['fastify', '@fastify/helmet']) t.match(code, `import("${lazy}")`, `${lazy} is imported on use`)
+  t.match(code, 'import("pg")', 'pg is imported by a PostgreSQL store only')
   // ajv with the first programme validator (never on the solver's thread when the door is in its worker).
   t.match(code, /\(import\.meta\.url\)\("ajv"\)/, 'ajv is required on use')
   t.notMatch(code, /"fast-json-stringify"/, 'serializers generated at build time: fast-json-stringify\'s compiler never loads')
@@ -50,7 +52,7 @@ t.test('the built plugin imports only what the daemon needs at run time: no cert
 
 t.test('the door\'s worker loads neither pino nor fast-json-stringify\'s compiler: each costs that thread memory for nothing', async t => {
   const code = readFileSync(join(root, 'dist/door-worker.js'), 'utf8')
-  t.same([...new Set(packagesOf('door-worker.js'))].sort(), ['html-escaper', 'lmdb', 'luxon', 'pino-std-serializers', 'secure-json-parse'])
+  t.same([...new Set(packagesOf('door-worker.js'))].sort(), ['html-escaper', 'lmdb', 'luxon', 'msgpackr', 'ordered-binary', 'pino-std-serializers', 'secure-json-parse'])
   t.notMatch(code, /"fast-json-stringify"/)
 })
 

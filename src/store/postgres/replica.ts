@@ -22,7 +22,7 @@
  */
 import { closeSync, constants, fdatasyncSync, mkdirSync, openSync, rmSync, writeSync } from 'node:fs'
 import { join } from 'node:path'
-import pg from 'pg'
+import type { Client, ClientBase, Pool, PoolConfig, QueryResult } from 'pg'
 import type { Database, Key, RangeOptions, RootDatabase } from 'lmdb'
 import { EpxError } from '../../errors.ts'
 import type { Logger } from '../../host/contract.ts'
@@ -34,7 +34,7 @@ import { isSegmentName, SEGMENTS_FOLDER } from '../revision-segments.ts'
 
 export interface PostgresStoreOptions {
   /** Connection settings (store.postgres, made into a pool configuration). */
-  readonly pool: pg.PoolConfig
+  readonly pool: PoolConfig
   /**
    * Whether this store follows the change feed (LISTEN, catch-up, `onApplied`): the
    * process's main store does (default). The door's worker does not: its replica is the
@@ -121,10 +121,16 @@ export function revisionBytesMarkers (d: Database<any, Key>): Database<any, Key>
   } as unknown as Database<any, Key>
 }
 
+/** A sub-database's name as an SQL literal: store names are plain words (checked, not escaped). */
+function sqlName (db: string): string {
+  if (!/^[A-Za-z0-9_.-]+$/.test(db)) throw new Error(`sub-database name ${JSON.stringify(db)} is not a plain word`)
+  return `'${db}'`
+}
+
 // decode(): the same bytes whatever the server's standard_conforming_strings says of backslashes.
 const hex = (b: Buffer): string => `decode('${b.toString('hex')}','hex')`
 
-export function describePool (c: pg.PoolConfig): string {
+export function describePool (c: PoolConfig): string {
   if (c.connectionString) {
     try {
       const u = new URL(c.connectionString)
@@ -139,7 +145,7 @@ export function describePool (c: pg.PoolConfig): string {
  * (`epx_schema.pruned_through`), under the write lock. Any instance may run it; a second
  * run finds nothing. Resolves to the number of rows dropped.
  */
-export async function pruneRemovals (client: pg.ClientBase, keptDays = REMOVALS_KEPT_DAYS): Promise<number> {
+export async function pruneRemovals (client: ClientBase, keptDays = REMOVALS_KEPT_DAYS): Promise<number> {
   await client.query('BEGIN')
   try {
     await client.query(`SELECT pg_advisory_xact_lock(${WRITE_LOCK_KEY})`)
@@ -162,10 +168,18 @@ export function openReplica (host: ReplicaHost, options: PostgresStoreOptions): 
   const { root, log } = host
   const where = options.describe ?? describePool(options.pool)
   const follow = options.follow ?? true
-  const pool = new pg.Pool(options.pool)
-  // An idle client's connection lost (a database restart) is an 'error' on the pool: the
-  // pool drops that client; without a listener it would end the process.
-  pool.on('error', () => {})
+  // pg is loaded on first use of a PostgreSQL store: an LMDB store's process never pays for it.
+  let pool: Pool | undefined
+  const pgLoaded = import('pg').then(m => {
+    const pgm = m.default
+    pool = new pgm.Pool(options.pool)
+    // An idle client's connection lost (a database restart) is an 'error' on the pool: the
+    // pool drops that client; without a listener it would end the process.
+    pool.on('error', () => {})
+    return pgm
+  })
+  pgLoaded.catch(() => {})
+  const connectPool = async () => (pool ?? (await pgLoaded, pool!)).connect()
   const availability = options.availability ?? new SharedArrayBuffer(4)
   const cell = new Int32Array(availability)
   const meta: Database<any, Key> = root.openDB({ name: META_DB, encoding: 'msgpack' })
@@ -273,7 +287,7 @@ export function openReplica (host: ReplicaHost, options: PostgresStoreOptions): 
   const writeSql = (writes: Iterable<Write>): string => {
     const rows: string[] = []
     for (const w of writes) {
-      rows.push(`(${pg.Client.prototype.escapeLiteral(w.db)},${hex(w.keyBytes)},${w.bytes ? `${hex(w.bytes)},NULL` : 'NULL,now()'},nextval('epx_change_seq'))`)
+      rows.push(`(${sqlName(w.db)},${hex(w.keyBytes)},${w.bytes ? `${hex(w.bytes)},NULL` : 'NULL,now()'},nextval('epx_change_seq'))`)
     }
     return `WITH w AS (INSERT INTO epx_record (db, key, value, removed_at, seq) VALUES ${rows.join(',')} ` +
       'ON CONFLICT (db, key) DO UPDATE SET value = EXCLUDED.value, removed_at = EXCLUDED.removed_at, seq = EXCLUDED.seq RETURNING seq) ' +
@@ -293,7 +307,7 @@ export function openReplica (host: ReplicaHost, options: PostgresStoreOptions): 
   }
 
   const runBatch = async (jobs: readonly BatchJob[]): Promise<void> => {
-    const client = await pool.connect()
+    const client = await connectPool()
     let broken: Error | undefined
     // A connection lost while checked out is an 'error' on the client (the query fails too):
     // unheard, it would end the process.
@@ -302,7 +316,7 @@ export function openReplica (host: ReplicaHost, options: PostgresStoreOptions): 
     try {
       const begun = await client.query(
         `BEGIN; SELECT pg_advisory_xact_lock(${WRITE_LOCK_KEY}); ` +
-        `SELECT db, key, value, seq::text AS seq FROM epx_record WHERE seq > ${cursorNow()} ORDER BY seq`) as unknown as pg.QueryResult<RecordRow>[]
+        `SELECT db, key, value, seq::text AS seq FROM epx_record WHERE seq > ${cursorNow()} ORDER BY seq`) as unknown as QueryResult<RecordRow>[]
       let writes = new Map<string, Write>()
       await root.transaction(() => {
         applyRows(begun[2]!.rows)
@@ -312,7 +326,7 @@ export function openReplica (host: ReplicaHost, options: PostgresStoreOptions): 
         await client.query('COMMIT')
         return
       }
-      const committing = client.query(writeSql(writes.values())) as unknown as Promise<pg.QueryResult<{ lo: string; hi: string }>[]>
+      const committing = client.query(writeSql(writes.values())) as unknown as Promise<QueryResult<{ lo: string; hi: string }>[]>
       // The feed may see these rows before this continuation runs: it waits to tell them apart.
       inflight = committing.then(() => {}, () => {})
       const done = await committing
@@ -338,7 +352,7 @@ export function openReplica (host: ReplicaHost, options: PostgresStoreOptions): 
   }
 
   // The change feed ------------------------------------------------------------------
-  let feed: pg.Client | undefined
+  let feed: Client | undefined
   let reported = 0
   let caughtUpOnce = false
   let catching: Promise<void> | undefined
@@ -369,7 +383,7 @@ export function openReplica (host: ReplicaHost, options: PostgresStoreOptions): 
     }
   }
 
-  const catchUpOnce = async (client: pg.Client): Promise<void> => {
+  const catchUpOnce = async (client: Client): Promise<void> => {
     for (;;) {
       // Rows another thread of this process wrote (the door's) are in the replica already
       // (the cursor is shared): their values are not fetched again, and without a row
@@ -399,7 +413,7 @@ export function openReplica (host: ReplicaHost, options: PostgresStoreOptions): 
   }
 
   /** A replica of another database (or a fresh folder): cleared, then loaded from seq 0. */
-  const ensureDatabase = async (databaseId: string, client: pg.Client): Promise<void> => {
+  const ensureDatabase = async (databaseId: string, client: Client): Promise<void> => {
     if (meta.get('database_id') === databaseId) {
       // The same database behind an earlier point than this replica has applied: a
       // failover to a standby that lacked the last commits (asynchronous replication).
@@ -436,7 +450,7 @@ export function openReplica (host: ReplicaHost, options: PostgresStoreOptions): 
   const openedNames = (): string[] => [...root.getKeys({})].filter((k): k is string => typeof k === 'string' && k !== META_DB)
 
   const connectFeed = async (): Promise<void> => {
-    const client = new pg.Client(options.pool)
+    const client = new (await pgLoaded).Client(options.pool)
     client.on('error', err => { if (feed === client) feedDown(err) })
     client.on('end', () => { if (feed === client) feedDown(new Error('the connection closed')) })
     client.on('notification', () => { if (feed === client) scheduleCatchUp() })
@@ -497,7 +511,7 @@ export function openReplica (host: ReplicaHost, options: PostgresStoreOptions): 
     ? setInterval(() => {
       if (!Atomics.load(cell, 0)) return
       void (async () => {
-        const client = await pool.connect()
+        const client = await connectPool()
         let broken: Error | undefined
         const heard = (err: Error) => { broken = err }
         client.on('error', heard)
@@ -519,7 +533,7 @@ export function openReplica (host: ReplicaHost, options: PostgresStoreOptions): 
     ? connectFeed().catch(err => {
       throw err instanceof EpxError ? err : new EpxError('EPX_STORE_OPEN_FAILED', [`${where} (PostgreSQL)`, (err as Error).message], { cause: err })
     })
-    : Promise.resolve()
+    : pgLoaded.then(() => {})
   opened.catch(() => {})
 
   return {
@@ -551,7 +565,8 @@ export function openReplica (host: ReplicaHost, options: PostgresStoreOptions): 
       feed = undefined
       if (follow) setUp(false)
       if (client) { client.removeAllListeners('end'); client.on('error', () => {}); await client.end().catch(() => {}) }
-      await pool.end().catch(() => {})
+      await pgLoaded.catch(() => {})
+      await pool?.end().catch(() => {})
     },
   }
 }
