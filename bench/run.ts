@@ -200,6 +200,7 @@ async function main (): Promise<void> {
       pgCluster = await startBenchPostgres()
       const c = startChild(E_PG, E_SERVER, {
         BENCH_CONFIG: JSON.stringify({ ...tlsFiles, documentFile: '', etag: '', lastModified: '' }),
+        BENCH_SERVER_NAME: E_PG,
         BENCH_E: JSON.stringify({ dataDir: join(tmp, 'e-pg'), sites: plan.eSites, clientSubject: CLIENT_SUBJECT, publishSiteIds: [siteId(0)], targetDate, postgres: { connectionString: pgCluster.url } }),
         ...profileEnv,
       })

@@ -66,6 +66,9 @@ function linuxRss (): { rssAnon?: number; rssFile?: number; rssShmem?: number } 
  */
 const LOG_BUFFER_BYTES = 4096
 
+/** `E`, or `E-pg` (its profiles and messages must not take E's names). */
+const SERVER_NAME = process.env.BENCH_SERVER_NAME ?? 'E'
+
 const repoRoot = resolve(fileURLToPath(import.meta.url), '../../..')
 
 /** Company and tokens written before epx opens the store, as `epx companies add` would. */
@@ -127,7 +130,7 @@ async function main (): Promise<void> {
   if (process.env.BENCH_E_API) Object.assign(config.api, JSON.parse(process.env.BENCH_E_API))
   const { handle } = await loadPlugin(repoRoot, host, config)
 
-  const control = serveControl('E', async (msg: ControlMessage) => {
+  const control = serveControl(SERVER_NAME, async (msg: ControlMessage) => {
     if (msg.type === 'publish') {
       await control.begin(`publish ${String(msg.targetDate)}`)
       const report = await handle.publish({ targetDate: msg.targetDate as string })
@@ -177,4 +180,4 @@ async function main (): Promise<void> {
   send({ type: 'ready', port: Number(handle.apiUrl.port), secrets, etag, publishError })
 }
 
-main().catch(err => failStart('E', err))
+main().catch(err => failStart(SERVER_NAME, err))
