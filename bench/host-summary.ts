@@ -3,7 +3,7 @@
  * counts per request that do not depend on time.
  * @module
  */
-import { fmt, SCENARIOS, spread, type Sample, type Target } from './report.ts'
+import { fmt, SCENARIOS, SERVERS, spread, type Sample, type Target } from './report.ts'
 import { DELAY_MAX_MS, DELAY_P99_OVER_QUIET_MS, LOOP_CASES, MAIN_THREAD_US, type HostProbe } from './host-probe.ts'
 import { roundsTarget, valueTarget } from './targets.ts'
 
@@ -64,7 +64,7 @@ export function hostLines (h: HostProbe): string[] {
 export function countLines (samples: readonly Sample[]): string[] {
   const lines: string[] = []
   for (const sc of SCENARIOS) {
-    const per = (['A', 'B', 'E'] as const).map(sv => {
+    const per = SERVERS.map(sv => {
       const mine = samples.filter(s => s.scenario === sc && s.server === sv)
       if (!mine.length) return undefined
       const heap = spread(mine.map(s => s.heapBytesPerReq))
@@ -72,11 +72,22 @@ export function countLines (samples: readonly Sample[]): string[] {
       return `${sv} ${fmt(heap, 0)} B` + (main ? `, main thread ${fmt(main, 0)} µs` : '')
     }).filter(Boolean)
     if (per.length) lines.push(`  ${sc}: ${per.join('; ')}`)
-    const e = samples.filter(s => s.scenario === sc && s.server === 'E' && s.threadPerReqUs)
-    const names = [...new Set(e.flatMap(s => Object.keys(s.threadPerReqUs!)))].sort()
-    if (e.length && names.length) {
-      lines.push(`    E's CPU µs per request by thread: ${names.map(n => `${n} ${fmt(spread(e.map(s => s.threadPerReqUs![n] ?? 0)), 0)}`).join(', ')}`)
+    for (const sv of ['E', 'E-pg'] as const) {
+      const e = samples.filter(s => s.scenario === sc && s.server === sv && s.threadPerReqUs)
+      const names = [...new Set(e.flatMap(s => Object.keys(s.threadPerReqUs!)))].sort()
+      if (e.length && names.length) {
+        lines.push(`    ${sv}'s CPU µs per request by thread: ${names.map(n => `${n} ${fmt(spread(e.map(s => s.threadPerReqUs![n] ?? 0)), 0)}`).join(', ')}`)
+      }
     }
+    // Context switches per request, voluntary / preempted, of the thread that serves (A's main, E's door).
+    const sw = SERVERS.map(sv => {
+      const mine = samples.filter(s => s.scenario === sc && s.server === sv && s.switchesPerReq)
+      const thread = sv.startsWith('E') && mine.some(s => s.switchesPerReq!['epx-door']) ? 'epx-door' : 'main'
+      if (!mine.length) return undefined
+      const of = (k: 'voluntary' | 'preempted') => fmt(spread(mine.map(s => s.switchesPerReq![thread]?.[k] ?? 0)), 2)
+      return `${sv} (${thread}) ${of('voluntary')} / ${of('preempted')}`
+    }).filter(Boolean)
+    if (sw.length) lines.push(`    Context switches per request, voluntary / preempted: ${sw.join('; ')}`)
   }
   return lines.length ? ['V8 heap bytes allocated per request on the main thread (does not depend on time), and main-thread CPU per request:', ...lines] : []
 }

@@ -9,6 +9,7 @@
  * (`churn.ts`): `churn` (warm up with a few) → `warmed`; `goChurn` → `churnResult`.
  * @module
  */
+import { setPriority } from 'node:os'
 import { Pool } from 'undici'
 import { OpenLoop, type RateSpec } from './open-loop.ts'
 import { churn, churnSession, type ChurnSpec } from './churn.ts'
@@ -51,6 +52,9 @@ const send = (m: object) => process.send?.(m)
 const deadline = Number(process.env.BENCH_CHILD_DEADLINE_MS ?? 20 * 60_000)
 setTimeout(() => process.exit(3), deadline).unref()
 process.on('disconnect', () => process.exit(0))
+// Never above the priority of the thread it loads (bench/README.md "The load client's priority"): its main
+// thread, where undici and TLS run (on Linux a nice value is a thread's own).
+if (process.env.BENCH_LOAD_NICE) setPriority(process.pid, Number(process.env.BENCH_LOAD_NICE))
 
 let pool: Pool | undefined
 let openLoop: OpenLoop | undefined

@@ -8,7 +8,11 @@ import { mkdirSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { cpus } from 'node:os'
 
-export type ServerName = 'A' | 'B' | 'E'
+export type ServerName = 'A' | 'B' | 'C' | 'E' | 'E-pg'
+/** Every server, in the order of the table (E-pg: E on the PostgreSQL store). */
+export const SERVERS: readonly ServerName[] = ['A', 'B', 'C', 'E', 'E-pg']
+/** The server whose cost includes another process's: PostgreSQL's CPU over the same window. */
+export const E_PG = 'E-pg'
 export const SCENARIOS = ['GET 200', 'GET 304', 'POST 1×96', 'POST 100×96'] as const
 export type Scenario = typeof SCENARIOS[number]
 
@@ -23,6 +27,13 @@ export interface Sample {
   readonly p99Ms: number
   /** Server CPU time (user + system, all threads) per request served in the window. */
   readonly cpuPerReqUs: number
+  /**
+   * E-pg: the CPU of the PostgreSQL cluster's processes over the same window, per request
+   * (not in `cpuPerReqUs`, which is the server process's own). Absent for the others.
+   */
+  readonly dbCpuPerReqUs?: number
+  /** E-pg: the database's counters per request over the window (postgres.ts `DbCounters`): write transactions, records, WAL bytes. */
+  readonly dbPerReq?: { readonly transactions: number; readonly records: number; readonly walBytes: number }
   /** The system (kernel) part of it: syscalls, TLS socket writes, fsync. */
   readonly sysPerReqUs: number
   readonly maxStallMs: number
@@ -31,6 +42,8 @@ export interface Sample {
   readonly mainThreadPerReqUs: number | null
   /** CPU per request by thread (`main`, `epx-door`, `other`...: servers/harness.ts); null where unavailable. */
   readonly threadPerReqUs?: Record<string, number> | null
+  /** Context switches per request by thread, voluntary and preempted (servers/harness.ts); null where unavailable. */
+  readonly switchesPerReq?: Record<string, { voluntary: number; preempted: number }> | null
   /** Bytes allocated on the main thread's V8 heap per request: a count that does not depend on time. */
   readonly heapBytesPerReq: number
 }
@@ -104,14 +117,23 @@ export function fmt (s: Spread | undefined, digits = 1): string {
   return s.n > 1 ? `${f(s.median)} (${f(s.min)}–${f(s.max)})` : f(s.median)
 }
 
-/** Per round, E's CPU per request over the baseline's, for the same scenario. */
-export function ratios (samples: readonly Sample[], scenario: Scenario, base: ServerName): number[] {
+/**
+ * A sample's CPU per request: the server's process, and with `withDb` the database's
+ * processes too (E-pg; the others have none).
+ */
+export const costOf = (s: Sample, withDb = true): number => s.cpuPerReqUs + (withDb ? s.dbCpuPerReqUs ?? 0 : 0)
+
+/**
+ * Per round, the subject's CPU per request (E unless said) over the baseline's, for the
+ * same scenario; E-pg's with PostgreSQL's CPU unless `withDb` is false.
+ */
+export function ratios (samples: readonly Sample[], scenario: Scenario, base: ServerName, subject: ServerName = 'E', withDb = true): number[] {
   const out: number[] = []
   const rounds = new Set(samples.map(s => s.round))
   for (const r of rounds) {
-    const e = samples.find(s => s.round === r && s.scenario === scenario && s.server === 'E')
+    const e = samples.find(s => s.round === r && s.scenario === scenario && s.server === subject)
     const b = samples.find(s => s.round === r && s.scenario === scenario && s.server === base)
-    if (e && b && b.cpuPerReqUs > 0) out.push(e.cpuPerReqUs / b.cpuPerReqUs)
+    if (e && b && b.cpuPerReqUs > 0) out.push(costOf(e, withDb) / costOf(b, withDb))
   }
   return out
 }
@@ -133,28 +155,35 @@ export function verdict (t: Target): string {
 const pad = (s: string, n: number) => s.length >= n ? s : s + ' '.repeat(n - s.length)
 
 export function printTable (out: {
-  samples: readonly Sample[]; servers: Record<ServerName, string>; failures: Readonly<Record<string, string>>
+  samples: readonly Sample[]; servers: Partial<Record<ServerName, string>>; failures: Readonly<Record<string, string>>
   extra: string[]; targets: readonly Target[]
 }): void {
   const lines: string[] = []
   lines.push('')
-  lines.push(`${pad('scenario', 13)}${pad('server', 8)}${pad('req/s', 26)}${pad('p50 ms', 22)}${pad('p99 ms', 22)}${pad('CPU µs/req', 28)}ratio (E/A | E/B)`)
+  lines.push(`${pad('scenario', 13)}${pad('server', 8)}${pad('req/s', 26)}${pad('p50 ms', 22)}${pad('p99 ms', 22)}${pad('CPU µs/req', 28)}ratio (E/A | E/B | E/C)`)
   for (const sc of SCENARIOS) {
-    for (const sv of ['A', 'B', 'E'] as const) {
+    for (const sv of SERVERS) {
       const mine = out.samples.filter(s => s.scenario === sc && s.server === sv)
       if (!mine.length) {
-        const why = out.servers[sv] !== 'ok' ? out.servers[sv] : out.failures[`${sc}|${sv}`]
+        const why = out.servers[sv] === 'ok' ? out.failures[`${sc}|${sv}`] : out.servers[sv]?.startsWith('left out') ? undefined : out.servers[sv]
         if (why) lines.push(`${pad(sc, 13)}${pad(sv, 8)}unavailable (${why})`)
         continue
       }
       const ratio = sv === 'E'
-        ? `${fmt(spread(ratios(out.samples, sc, 'A')), 2)} | ${fmt(spread(ratios(out.samples, sc, 'B')), 2)}`
-        : ''
+        ? `${fmt(spread(ratios(out.samples, sc, 'A')), 2)} | ${fmt(spread(ratios(out.samples, sc, 'B')), 2)} | ${fmt(spread(ratios(out.samples, sc, 'C')), 2)}`
+        : sv === E_PG ? `÷B ${fmt(spread(ratios(out.samples, sc, 'B', E_PG)), 2)} | ÷E ${fmt(spread(ratios(out.samples, sc, 'E', E_PG)), 2)} | ÷C ${fmt(spread(ratios(out.samples, sc, 'C', E_PG)), 2)}`
+          : ''
       lines.push(pad(sc, 13) + pad(sv, 8) +
         pad(fmt(spread(mine.map(s => s.rps)), 0), 26) +
         pad(fmt(spread(mine.map(s => s.p50Ms)), 2), 22) +
         pad(fmt(spread(mine.map(s => s.p99Ms)), 2), 22) +
-        pad(fmt(spread(mine.map(s => s.cpuPerReqUs)), 0), 28) + ratio)
+        pad(fmt(spread(mine.map(s => costOf(s))), 0), 28) + ratio)
+      if (sv === E_PG) {
+        // Its cost with the database's CPU (above, the figure its ratios use) and without it.
+        lines.push(pad('', 13) + pad('', 8) + pad(`of which PostgreSQL ${fmt(spread(mine.map(s => s.dbCpuPerReqUs ?? 0)), 0)} µs;`, 70) +
+          pad(`without it ${fmt(spread(mine.map(s => costOf(s, false))), 0)}`, 28) +
+          `÷B ${fmt(spread(ratios(out.samples, sc, 'B', E_PG, false)), 2)} | ÷E ${fmt(spread(ratios(out.samples, sc, 'E', E_PG, false)), 2)} | ÷C ${fmt(spread(ratios(out.samples, sc, 'C', E_PG, false)), 2)}`)
+      }
     }
   }
   lines.push('')

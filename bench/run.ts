@@ -1,28 +1,32 @@
 /**
- * `npm run bench [-- --quick]`: A (bare node:https), B (Fastify) and E (epx through the
- * reference host) side by side in one run, each in its own process, loaded in alternation
+ * `npm run bench [-- --quick]`: A (bare node:https), B (Fastify), C (Fastify + a durable
+ * LMDB commit), E (epx through the reference host) and E-pg (the same on the PostgreSQL
+ * store, a throwaway cluster: `postgres.ts`) side by side in one run, each in its own process, loaded in alternation
  * by a separate load process; then E alone for publication, a large programme and memory.
  * Exit 0 whenever the bench itself worked (a missed target is a measurement), 1 if it broke.
  * Then the sustained scenario (open loop at a fixed rate, latency tails; `sustained.ts`).
  * Then the host probe (event-loop delay, main-thread CPU, handshakes; `host-probe.ts`).
  * Options: --quick, --rounds N, --max-rounds N, --budget S, --duration MS, --first-warmup MS,
- * --only "GET 200,POST 1×96,sustained,host" (or none), --no-special, --special "publication,programme,rss,ops"
- * (E's special measurements to run, default all), --servers A,B,E, --connections N,
- * --profile (each window profiled inside its server, its worker threads too; bench/results/profiles/<server>-<window>[-workerN].cpuprofile).
+ * --only "GET 200,POST 1×96,sustained,host" (or none; "E-pg": E-pg's rows alone, with the servers they compare with), --no-special, --special "publication,programme,rss,ops"
+ * (E's special measurements to run, default all), --servers A,B,C,E,E-pg, --connections N,
+ * --profile (each window profiled inside its server, its worker threads too; bench/results/profiles/<server>-<window>[-workerN].cpuprofile),
+ * --client-nice N (the rounds' load client's nice value; default E's door's, api.workerNice).
  * @module
  */
 import { execFileSync } from 'node:child_process'
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { loadavg, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
 import { request } from 'undici'
 import { ensureDevPki, issueCert, pkiPaths, readClientCa } from '../src/auth/pki.ts'
 import { INBOUND_PATH, OUTBOUND_PATH } from '../src/http/route.ts'
+import { configSchema } from '../src/config-schema.ts'
 import { besoinsAgreges, benchEmittedAt, benchTargetDate, programme, siteId, siteIds } from './fixtures.ts'
 import { Child } from './child.ts'
-import { SCENARIOS, type Sample, type Scenario, type ServerName } from './report.ts'
+import { E_PG, SCENARIOS, SERVERS, type Sample, type Scenario, type ServerName } from './report.ts'
+import { countersPerRequest, startBenchPostgres, type BenchPostgres } from './postgres.ts'
 import { measureSpecials, SPECIAL_PARTS, type SpecialPart, type Specials } from './specials.ts'
 import { measureOpsShare, type OpsShare } from './ops-share.ts'
 import { measureSustained, SUSTAINED, type Sustained } from './sustained.ts'
@@ -45,19 +49,35 @@ const { values: args } = parseArgs({
     special: { type: 'string' },
     profile: { type: 'boolean', default: false },
     connections: { type: 'string' },
-    servers: { type: 'string', default: 'A,B,E' },
+    servers: { type: 'string', default: SERVERS.join(',') },
+    'client-nice': { type: 'string' },
   },
 })
 const quick = args.quick!
 // `--only none`: E's special measurements alone. An unknown name is a mistake, not an empty run.
 const only = args.only?.split(',').map(x => x.trim()).filter(Boolean)
-const unknown = only?.filter(x => x !== 'none' && x !== SUSTAINED && x !== HOST && !(SCENARIOS as readonly string[]).includes(x)) ?? []
+const unknown = only?.filter(x => x !== 'none' && x !== SUSTAINED && x !== HOST && x !== E_PG && !(SCENARIOS as readonly string[]).includes(x)) ?? []
 if (unknown.length) {
-  console.error(`bench: unknown scenario ${unknown.map(x => `"${x}"`).join(', ')} in --only; the scenarios are ${[...SCENARIOS, SUSTAINED, HOST].map(x => `"${x}"`).join(', ')}, or "none" for E's special measurements alone`)
+  console.error(`bench: unknown scenario ${unknown.map(x => `"${x}"`).join(', ')} in --only; the scenarios are ${[...SCENARIOS, SUSTAINED, HOST].map(x => `"${x}"`).join(', ')}, "none" for E's special measurements alone, or "${E_PG}" for E-pg's rows alone`)
   process.exit(2)
 }
+/**
+ * `--only E-pg`: E-pg's rows alone: the scenarios named beside it (all four and the
+ * sustained one when none is), on E-pg and the servers its rows compare with (B, C and E;
+ * A is no baseline of E-pg's), without the host probe and E's specials (unless --special).
+ */
+const onlyEpg = only?.includes(E_PG) ?? false
+const onlyNamed = only?.filter(x => x !== E_PG)
+const scenarioOnly = onlyEpg && !onlyNamed!.length ? undefined : onlyNamed
+const wantedServers = args.servers!.split(',').map(x => x.trim()).filter(x => !(onlyEpg && x === 'A'))
+const unknownServer = wantedServers.filter(x => !(SERVERS as readonly string[]).includes(x))
+if (unknownServer.length) {
+  console.error(`bench: unknown server ${unknownServer.map(x => `"${x}"`).join(', ')} in --servers; they are ${SERVERS.join(', ')}`)
+  process.exit(2)
+}
+if (onlyEpg && !wantedServers.includes(E_PG)) wantedServers.push(E_PG)
 // `--only none --special rss`: the memory row alone (a minute and a half, not a whole run).
-const specialParts = args['no-special'] ? [] : args.special?.split(',').map(x => x.trim()).filter(Boolean) ?? [...SPECIAL_PARTS]
+const specialParts = args['no-special'] || (onlyEpg && args.special === undefined) ? [] : args.special?.split(',').map(x => x.trim()).filter(Boolean) ?? [...SPECIAL_PARTS]
 const unknownPart = specialParts.filter(x => !(SPECIAL_PARTS as readonly string[]).includes(x))
 if (unknownPart.length) {
   console.error(`bench: unknown special ${unknownPart.map(x => `"${x}"`).join(', ')} in --special; they are ${SPECIAL_PARTS.map(x => `"${x}"`).join(', ')}`)
@@ -67,8 +87,9 @@ const plan = {
   rounds: Number(args.rounds ?? (quick ? 2 : 5)),
   // Rounds are added while a ratio's interval is a tenth of its target wide or more,
   // up to this many in all and within this many seconds after the planned ones.
-  maxRounds: Number(args['max-rounds'] ?? (quick ? 2 : 20)),
-  budgetS: Number(args.budget ?? (quick ? 0 : 600)),
+  // `--only E-pg`: the planned rounds alone unless asked (the added rounds narrow E's targets, not E-pg's rows).
+  maxRounds: Number(args['max-rounds'] ?? (quick ? 2 : onlyEpg ? Number(args.rounds ?? 5) : 20)),
+  budgetS: Number(args.budget ?? (quick || onlyEpg ? 0 : 600)),
   durationMs: Number(args.duration ?? (quick ? 700 : 2000)),
   warmupMs: quick ? 250 : 700,
   // A server's first window of a scenario warms up longer: its JIT (and the load client's)
@@ -77,23 +98,28 @@ const plan = {
   firstWarmupMs: Number(args['first-warmup'] ?? (quick ? 2500 : 5000)),
   connections: Number(args.connections ?? 8),
   eSites: 1000,
-  scenarios: only ? SCENARIOS.filter(s => only.includes(s)) : [...SCENARIOS],
-  sustained: !only || only.includes(SUSTAINED),
-  host: !only || only.includes(HOST),
+  scenarios: scenarioOnly ? SCENARIOS.filter(s => scenarioOnly.includes(s)) : [...SCENARIOS],
+  sustained: !scenarioOnly || scenarioOnly.includes(SUSTAINED),
+  host: !only || (!onlyEpg && only.includes(HOST)),
+  servers: wantedServers,
 }
 const maxRequests: Record<Scenario, number> = { 'GET 200': 300_000, 'GET 304': 300_000, 'POST 1×96': 100_000, 'POST 100×96': 5_000 }
 const CLIENT_SUBJECT = 'CN=bench-bsp,O=Bench'
 const children: Child[] = []
 const tmp = mkdtempSync(join(tmpdir(), 'epx-bench-'))
+/** E-pg's database cluster, destroyed with the run. */
+let pgCluster: BenchPostgres | undefined
 
-// Never hang: the whole run has a deadline, and every child dies with it.
+// Never hang: the whole run has a deadline, and every child dies with it (E-pg, a fifth
+// server in every round and in the sustained scenario, takes a quarter more time).
 const watchdog = setTimeout(() => {
   console.error('bench: watchdog expired, killing every child')
   for (const c of children) c.kill()
+  pgCluster?.cluster.destroy()
   process.exit(1)
-}, (quick ? 6 * 60_000 : 30 * 60_000) + plan.budgetS * 1000)
+}, (quick ? 8 * 60_000 : 38 * 60_000) + plan.budgetS * 1000)
 watchdog.unref()
-const childDeadline = String((quick ? 7 * 60_000 : 31 * 60_000) + plan.budgetS * 1000)
+const childDeadline = String((quick ? 9 * 60_000 : 39 * 60_000) + plan.budgetS * 1000)
 
 function startChild (name: string, file: string, env: Record<string, string>, execArgv: string[] = []): Child {
   const built = file.endsWith('.js')
@@ -129,7 +155,7 @@ async function main (): Promise<void> {
     'POST 1×96': programme(targetDate, 1, emittedAt).body,
     'POST 100×96': programme(targetDate, 100, emittedAt).body,
   }
-  const status: Record<ServerName, string> = { A: 'ok', B: 'ok', E: 'ok' }
+  const status: Record<ServerName, string> = { A: 'ok', B: 'ok', C: 'ok', E: 'ok', 'E-pg': 'ok' }
   // --profile: each measurement window is profiled inside its server (servers/harness.ts).
   const profileEnv: Record<string, string> = args.profile ? { BENCH_PROFILE_DIR: join(here, 'results', 'profiles') } : {}
 
@@ -149,6 +175,8 @@ async function main (): Promise<void> {
     e = undefined
   }
   const secrets = e ? eReady.secrets as { outbound: string; inbound: string } : { outbound: 'epx_' + 'x'.repeat(43), inbound: 'epx_' + 'y'.repeat(43) }
+  /** Servers with tokens of their own (E-pg's store is not E's); the others take E's. */
+  const eSecrets: Partial<Record<ServerName, typeof secrets>> = {}
   const getPath = `${OUTBOUND_PATH}?site_id=${siteId(0)}&target_date=${targetDate}`
 
   let docBytes = Buffer.from(JSON.stringify(besoinsAgreges(targetDate)))
@@ -165,8 +193,36 @@ async function main (): Promise<void> {
 
   const servers: Partial<Record<ServerName, { child: Child; port: number; etag: string }>> = {}
   if (e) servers.E = { child: e, port: Number(eReady.port), etag: String(eReady.etag) }
-  for (const [name, file] of [['A', 'servers/bare.ts'], ['B', 'servers/fastify.ts']] as const) {
-    const c = startChild(name, file, { BENCH_CONFIG: baseCfg, ...profileEnv })
+  const publishErrors: Partial<Record<ServerName, string>> = { E: eReady.publishError }
+  // E-pg: the same server on a PostgreSQL store, in a cluster of its own (postgres.ts).
+  if (wantedServers.includes(E_PG)) {
+    try {
+      pgCluster = await startBenchPostgres()
+      const c = startChild(E_PG, E_SERVER, {
+        BENCH_CONFIG: JSON.stringify({ ...tlsFiles, documentFile: '', etag: '', lastModified: '' }),
+        BENCH_SERVER_NAME: E_PG,
+        BENCH_E: JSON.stringify({ dataDir: join(tmp, 'e-pg'), sites: plan.eSites, clientSubject: CLIENT_SUBJECT, publishSiteIds: [siteId(0)], targetDate, postgres: { connectionString: pgCluster.url } }),
+        ...profileEnv,
+      })
+      try {
+        const r = await c.next('ready', 90_000)
+        // Its own tokens: a store of its own.
+        eSecrets[E_PG] = r.secrets as typeof secrets
+        servers[E_PG] = { child: c, port: Number(r.port), etag: String(r.etag) }
+        publishErrors[E_PG] = r.publishError as string | undefined
+      } catch (err) {
+        c.kill()
+        throw err
+      }
+    } catch (err) {
+      status[E_PG] = firstLine((err as Error).message)
+    }
+  } else status[E_PG] = 'left out (--servers)'
+  for (const [name, file] of [['A', 'servers/bare.ts'], ['B', 'servers/fastify.ts'], ['C', 'servers/fastify-lmdb.ts']] as const) {
+    // C only where it is measured: its POSTs write to disk.
+    if (name === 'C' && !wantedServers.includes('C')) { status.C = 'left out (--servers)'; continue }
+    if (name === 'A' && onlyEpg) { status.A = `left out (--only ${E_PG})`; continue }
+    const c = startChild(name, file, { BENCH_CONFIG: baseCfg, BENCH_C_DIR: join(tmp, 'c'), ...profileEnv })
     try {
       const r = await c.next('ready', 60_000)
       servers[name] = { child: c, port: Number(r.port), etag: 'W/"bench-baseline"' }
@@ -175,47 +231,60 @@ async function main (): Promise<void> {
       c.kill()
     }
   }
-  if (!servers.A && !servers.B && !servers.E) throw new Error(`no server started: ${JSON.stringify(status)}`)
+  if (!servers.A && !servers.B && !servers.E && !servers[E_PG]) throw new Error(`no server started: ${JSON.stringify(status)}`)
 
   const load = startChild('load', 'load.ts', {})
   await load.next('ready', 30_000)
+  // The rounds' client, the same for every server, never outranks the thread that serves:
+  // E's door is niced (api.workerNice) so that the solver's thread goes first, and a client
+  // of a higher priority would take the door's core back at every answer it wakes for
+  // (bench/README.md "The load client's priority"), which a BSP's client, on another
+  // machine, never does. A, B and C serve from threads of nice 0.
+  const clientNice = args['client-nice'] === undefined ? servingNice() : Number(args['client-nice'])
+  const roundsLoad = clientNice === 0 ? load : startChild('load (rounds)', 'load.ts', { BENCH_LOAD_NICE: String(clientNice) })
+  if (roundsLoad !== load) await roundsLoad.next('ready', 30_000)
 
   const samples: Sample[] = []
   const failures: Record<string, string> = {}
   const skip = new Set<string>()
-  if (servers.E && eReady.publishError) {
-    for (const sc of ['GET 200', 'GET 304'] as const) { failures[`${sc}|E`] = String(eReady.publishError); skip.add(`${sc}|E`) }
+  for (const name of ['E', E_PG] as const) {
+    if (!servers[name] || !publishErrors[name]) continue
+    for (const sc of ['GET 200', 'GET 304'] as const) { failures[`${sc}|${name}`] = String(publishErrors[name]); skip.add(`${sc}|${name}`) }
   }
-  const order: ServerName[] = ['A', 'B', 'E']
+  const order: readonly ServerName[] = SERVERS
   const runRound = async (round: number, scenarios: readonly Scenario[]) => {
     for (const scenario of scenarios) {
       // Rotate the order each round, so no server always runs first (or right after E).
       const rotated = order.map((_, i) => order[(i + round - 1) % order.length]!)
       for (const name of rotated) {
         const s = servers[name]
-        if (!s || skip.has(`${scenario}|${name}`) || !args.servers!.split(',').includes(name)) continue
+        if (!s || skip.has(`${scenario}|${name}`) || !wantedServers.includes(name)) continue
+        const tokens = eSecrets[name] ?? secrets
         const spec: RunSpec = {
           type: 'run', origin: `https://127.0.0.1:${s.port}`, tls, connections: plan.connections,
           method: scenario.startsWith('GET') ? 'GET' : 'POST',
           path: scenario.startsWith('GET') ? getPath : INBOUND_PATH,
           headers: scenario.startsWith('GET')
-            ? { authorization: `Bearer ${secrets.outbound}`, accept: 'application/json', ...(scenario === 'GET 304' ? { 'if-none-match': s.etag } : {}) }
-            : { authorization: `Bearer ${secrets.inbound}`, 'content-type': 'application/json' },
+            ? { authorization: `Bearer ${tokens.outbound}`, accept: 'application/json', ...(scenario === 'GET 304' ? { 'if-none-match': s.etag } : {}) }
+            : { authorization: `Bearer ${tokens.inbound}`, 'content-type': 'application/json' },
           body: bodies[scenario],
           expect: scenario === 'GET 200' ? 200 : scenario === 'GET 304' ? 304 : 202,
           warmupMs: round === 1 ? plan.firstWarmupMs : plan.warmupMs, durationMs: plan.durationMs, maxRequests: maxRequests[scenario],
         }
-        const sample = await measure(load, s.child, spec, round, name, scenario).catch((err: Error) => {
+        const sample = await measure(roundsLoad, s.child, spec, round, name, scenario, name === E_PG ? pgCluster : undefined).catch((err: Error) => {
           failures[`${scenario}|${name}`] ??= `round ${round}: ${firstLine(err.message)}`
           return undefined
         })
         if (sample) samples.push(sample)
         process.stderr.write(sample
-          ? `  round ${round} ${pad(scenario, 12)} ${name}: ${sample.rps.toFixed(0)} req/s, ${sample.cpuPerReqUs.toFixed(0)} µs CPU/req (${sample.sysPerReqUs.toFixed(0)} system)\n`
+          ? `  round ${round} ${pad(scenario, 12)} ${name}: ${sample.rps.toFixed(0)} req/s, ${sample.cpuPerReqUs.toFixed(0)} µs CPU/req (${sample.sysPerReqUs.toFixed(0)} system)` +
+            `${sample.dbCpuPerReqUs === undefined ? '' : ` + PostgreSQL ${sample.dbCpuPerReqUs.toFixed(0)} µs`}; load ${loadavg()[0]!.toFixed(1)}\n`
           : `  round ${round} ${pad(scenario, 12)} ${name}: failed\n`)
       }
     }
   }
+  // The machine's 1-minute load average around the rounds: on shared cores, read the figures with it.
+  const loadAvg = { start: loadavg()[0]!, end: NaN }
   let rounds = 0
   while (rounds < plan.rounds) await runRound(++rounds, plan.scenarios)
   // More rounds, only of the scenarios whose interval is still too wide to judge.
@@ -225,17 +294,18 @@ async function main (): Promise<void> {
     process.stderr.write(`  round ${rounds + 1}: the interval of ${narrow.join(', ')} is still a tenth of its target wide or more\n`)
     await runRound(++rounds, narrow)
   }
+  loadAvg.end = loadavg()[0]!
+  if (roundsLoad !== load) await roundsLoad.stop()
   let sustained: Sustained | undefined
   if (plan.sustained) {
-    const wanted = args.servers!.split(',')
     sustained = await measureSustained({
-      load, tls, quick, storeDir: eDir,
-      servers: Object.fromEntries(Object.entries(servers).filter(([n]) => wanted.includes(n))),
-      stream: (kind): Omit<RateStream, 'name' | 'ratePerSec'> => kind === 'GET'
-        ? { method: 'GET', path: getPath, headers: { authorization: `Bearer ${secrets.outbound}`, accept: 'application/json' }, expect: 200 }
+      load, tls, quick, storeDir: eDir, ...(pgCluster ? { db: pgCluster } : {}),
+      servers: Object.fromEntries(Object.entries(servers).filter(([n]) => wantedServers.includes(n))),
+      stream: (kind, server): Omit<RateStream, 'name' | 'ratePerSec'> => kind === 'GET'
+        ? { method: 'GET', path: getPath, headers: { authorization: `Bearer ${(eSecrets[server] ?? secrets).outbound}`, accept: 'application/json' }, expect: 200 }
         : {
             method: 'POST', path: INBOUND_PATH, expect: 202,
-            headers: { authorization: `Bearer ${secrets.inbound}`, 'content-type': 'application/json' },
+            headers: { authorization: `Bearer ${(eSecrets[server] ?? secrets).inbound}`, 'content-type': 'application/json' },
             // Each POST a new programme (later emitted_at, sites in turn), as a BSP's day would be.
             body: bodies['POST 1×96'], vary: { emittedAt, siteId: siteId(0), siteIds: siteIds(plan.eSites) },
           },
@@ -262,7 +332,8 @@ async function main (): Promise<void> {
       },
     })
   }
-  for (const name of ['A', 'B', 'E'] as const) await servers[name]?.child.stop()
+  for (const name of SERVERS) await servers[name]?.child.stop()
+  await pgCluster?.destroy()
 
   let specials: Specials | undefined
   const eParts = specialParts.filter((x): x is Exclude<SpecialPart, 'ops'> => x !== 'ops')
@@ -280,36 +351,56 @@ async function main (): Promise<void> {
     : await measureOpsShare(join(tmp, 'ops-share')).catch((err: Error) => ({ error: firstLine(err.message) }))
 
   // The baselines are the bench's own servers: if they gave nothing, the bench is broken.
-  if (plan.rounds > 0 && plan.scenarios.length > 0 && !samples.some(x => x.server === 'A' || x.server === 'B') && args.servers!.match(/[AB]/)) {
+  if (plan.rounds > 0 && plan.scenarios.length > 0 && !samples.some(x => x.server === 'A' || x.server === 'B') && wantedServers.some(x => x === 'A' || x === 'B')) {
     throw new Error(`no baseline measurement succeeded: ${Object.entries(failures).map(([k, v]) => `${k}: ${v}`).join('; ')}`)
   }
-  const output = buildOutput({ samples, status, failures, specials, sustained, host, ops, plan: { ...plan, roundsRun: rounds, quick, argv: process.argv.slice(2) }, documentBytes: docBytes.length, documentSource, targetDate })
+  const output = buildOutput({ samples, status, failures, specials, sustained, host, ops, plan: { ...plan, clientNice, roundsLoadAvg: loadAvg, roundsRun: rounds, quick, argv: process.argv.slice(2) }, documentBytes: docBytes.length, documentSource, targetDate })
   output.print()
+  if (rounds > 0 && plan.scenarios.length > 0) console.log(`\nRounds: ${rounds}, load client at nice ${clientNice}; load average ${loadAvg.start.toFixed(1)} at their start, ${loadAvg.end.toFixed(1)} at their end`)
   // A profiled run's figures carry the sampler's cost: they must not replace the results.
   if (args.profile) console.log('\n--profile: bench/results/latest.* left as they were; profiles in bench/results/profiles/')
   else output.write(join(here, 'results'))
 }
 
-/** One window: warm up, start the server's window, load, stop the window. */
-async function measure (load: Child, server: Child, spec: RunSpec, round: number, name: ServerName, scenario: Scenario): Promise<Sample> {
+/** The nice value of the thread that serves E's requests: its door's (api.workerNice), or the solver's. */
+function servingNice (): number {
+  const api = JSON.parse(process.env.BENCH_E_API ?? '{}') as { inWorker?: boolean; workerNice?: number }
+  if (api.inWorker === false) return 0
+  const schema = configSchema.properties.api.properties.workerNice
+  return Math.min(19, api.workerNice ?? schema.default)
+}
+
+/**
+ * One window: warm up, start the server's window, load, stop the window. `dbCpuNs` (E-pg):
+ * the database's processes' CPU, read just inside the server's window, counted per request.
+ */
+async function measure (load: Child, server: Child, spec: RunSpec, round: number, name: ServerName, scenario: Scenario, db?: BenchPostgres): Promise<Sample> {
   const budget = spec.durationMs + 60_000
   try {
     const warmed = await load.ask(spec, 'warmed', spec.warmupMs + 60_000)
     if (warmed.errors || warmed.firstUnexpected) throw new Error(String(warmed.firstUnexpected ?? warmed.firstError))
+    const c0 = await db?.counters()
     await server.ask({ type: 'start', label: `${scenario} r${round}` }, 'started', 10_000)
+    const db0 = db?.cpuNs()
     const r = await load.ask({ type: 'go' }, 'result', budget) as unknown as LoadResult
+    const db1 = db?.cpuNs()
     const w = await server.ask({ type: 'stop' }, 'window', 10_000)
+    const c1 = await db?.counters()
     if (r.errors || Object.keys(r.unexpected).length) throw new Error(r.firstUnexpected ?? r.firstError ?? 'errors')
     const served = servedIn(w as { requests?: unknown }, r)
     return {
       round, server: name, scenario,
       requests: r.requests, rps: r.rps, p50Ms: r.p50Ms, p99Ms: r.p99Ms,
       cpuPerReqUs: (Number(w.cpuUserUs) + Number(w.cpuSystemUs)) / Math.max(1, served),
+      // Never below 0: a process that ends in the window moves from schedstat's ns to its parent's ticks.
+      ...(db0 !== undefined && db1 !== undefined ? { dbCpuPerReqUs: Math.max(0, db1 - db0) / 1000 / Math.max(1, served) } : {}),
+      ...(c0 && c1 ? { dbPerReq: countersPerRequest(c0, c1, r.requests) } : {}),
       sysPerReqUs: Number(w.cpuSystemUs) / Math.max(1, served),
       maxStallMs: Number(w.maxStallMs), bytesPerResponse: r.bytesPerResponse,
       mainThreadPerReqUs: w.mainThreadCpuUs === null ? null : Number(w.mainThreadCpuUs) / Math.max(1, served),
       heapBytesPerReq: Number(w.heapAllocatedBytes) / Math.max(1, served),
       threadPerReqUs: perRequest(w.threadCpuUs as Record<string, number> | null, served),
+      switchesPerReq: switchesPerRequest(w.threadSwitches as Record<string, { voluntary: number; preempted: number }> | null, served),
     }
   } finally {
     await load.ask({ type: 'close' }, 'closed', 15_000).catch(() => {})
@@ -331,11 +422,14 @@ async function fetchDocument (origin: string, path: string, token: string, tls: 
 
 const perRequest = (byThread: Record<string, number> | null, served: number) =>
   byThread && Object.fromEntries(Object.entries(byThread).map(([k, v]) => [k, v / Math.max(1, served)]))
+const switchesPerRequest = (byThread: Record<string, { voluntary: number; preempted: number }> | null, served: number) =>
+  byThread && Object.fromEntries(Object.entries(byThread).map(([k, v]) => [k, { voluntary: v.voluntary / Math.max(1, served), preempted: v.preempted / Math.max(1, served) }]))
 const firstLine = (s: string) => s.split('\n').find(l => l.trim())?.slice(0, 300) ?? s
 const pad = (s: string, n: number) => s.padEnd(n)
 
 process.once('SIGINT', () => {
   for (const c of children) c.kill()
+  pgCluster?.cluster.destroy()
   rmSync(tmp, { recursive: true, force: true })
   process.exit(130)
 })
@@ -347,6 +441,7 @@ main()
   })
   .finally(() => {
     for (const c of children) c.kill()
+    pgCluster?.cluster.destroy()
     rmSync(tmp, { recursive: true, force: true })
     clearTimeout(watchdog)
   })

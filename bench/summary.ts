@@ -4,7 +4,7 @@
  * @module
  */
 import {
-  fmt, machine, medianInterval, printTable, ratios, renderSvg, SCENARIOS, spread, writeResults,
+  costOf, E_PG, fmt, fmtInterval, machine, medianInterval, printTable, ratios, renderSvg, SCENARIOS, SERVERS, spread, writeResults,
   type Sample, type Scenario, type ServerName, type Target,
 } from './report.ts'
 import type { HostProbe } from './host-probe.ts'
@@ -35,10 +35,14 @@ export interface SummaryInput {
 const MB = 2 ** 20
 
 /** The CPU-per-request ratios bench/README.md sets (whole process, all threads). */
-export const RATIO_TARGETS: ReadonlyArray<{ scenario: Scenario; base: 'A' | 'B'; limit: number; name: string }> = [
-  { scenario: 'GET 200', base: 'A', limit: 1.2, name: 'GET 200: CPU/request E ÷ A' },
-  { scenario: 'GET 304', base: 'A', limit: 1.25, name: 'GET 304: CPU/request E ÷ A' },
+export const RATIO_TARGETS: ReadonlyArray<{ scenario: Scenario; base: 'A' | 'B' | 'C'; limit: number; name: string }> = [
+  { scenario: 'GET 200', base: 'A', limit: 1.3, name: 'GET 200: CPU/request E ÷ A' },
+  { scenario: 'GET 200', base: 'A', limit: 1.2, name: 'GET 200: CPU/request E ÷ A (stretch)' },
+  { scenario: 'GET 304', base: 'A', limit: 1.3, name: 'GET 304: CPU/request E ÷ A' },
+  { scenario: 'GET 304', base: 'A', limit: 1.25, name: 'GET 304: CPU/request E ÷ A (stretch)' },
+  { scenario: 'POST 1×96', base: 'C', limit: 1.0, name: 'POST 1 site × 96, durable: CPU/req E ÷ C' },
   { scenario: 'POST 1×96', base: 'B', limit: 1.0, name: 'POST 1 site × 96, durable: CPU/req E ÷ B' },
+  { scenario: 'POST 100×96', base: 'C', limit: 1.0, name: 'POST 100 sites × 96, durable: E ÷ C' },
   { scenario: 'POST 100×96', base: 'B', limit: 1.15, name: 'POST 100 sites × 96, durable: E ÷ B' },
 ]
 
@@ -47,12 +51,32 @@ export const RATIO_TARGETS: ReadonlyArray<{ scenario: Scenario; base: 'A' | 'B';
  * ones another round is for (bench/README.md "Rounds until the interval is narrow").
  */
 export function scenariosToNarrow (samples: readonly Sample[], scenarios: readonly Scenario[]): Scenario[] {
-  return RATIO_TARGETS.filter(t => scenarios.includes(t.scenario)).filter(t => {
+  const wide = RATIO_TARGETS.filter(t => scenarios.includes(t.scenario)).filter(t => {
     const i = medianInterval(ratios(samples, t.scenario, t.base))
     return i !== undefined && (i.n < 2 || i.hi - i.lo >= t.limit / 10)
   }).map(t => t.scenario)
+  return [...new Set(wide)]
 }
 
+
+/**
+ * E-pg's GETs are served from its replica (the local LMDB), as E's: its CPU a request,
+ * the database's included, within E's spread over the rounds (at most E's slowest round).
+ */
+function withinESpread (samples: readonly Sample[], scenario: Scenario): Target {
+  const name = `${scenario}: E-pg's CPU/request (PostgreSQL's included) within E's spread`
+  const e = spread(samples.filter(s => s.server === 'E' && s.scenario === scenario).map(s => costOf(s)))
+  const pg = samples.filter(s => s.server === E_PG && s.scenario === scenario)
+  const mine = spread(pg.map(s => costOf(s)))
+  if (!e || !mine) return { name, target: "≤ E's max", limit: 1, unit: 'µs', measured: null, met: null, note: `${e ? E_PG : 'E'} did not run this scenario` }
+  const vsE = ratios(samples, scenario, 'E', E_PG)
+  const without = spread(pg.map(s => costOf(s, false)))!
+  return {
+    name, target: `≤ ${e.max.toFixed(0)} µs`, limit: e.max, unit: 'µs', measured: mine.median, met: mine.median <= e.max, spread: mine,
+    note: `E ${fmt(e, 0)} µs; E-pg ÷ E ${fmt(spread(vsE), 2)} ${fmtInterval(medianInterval(vsE))}; ` +
+      `of which PostgreSQL ${fmt(spread(pg.map(s => s.dbCpuPerReqUs ?? 0)), 0)} µs, E-pg without it ${fmt(without, 0)} µs`,
+  }
+}
 
 function ratioTarget (samples: readonly Sample[], t: typeof RATIO_TARGETS[number]): Target {
   const values = ratios(samples, t.scenario, t.base)
@@ -70,6 +94,8 @@ export function targetsOf (i: SummaryInput): Target[] {
   const rssDays = sp?.rss?.days
   return [
     ...RATIO_TARGETS.map(t => ratioTarget(i.samples, t)),
+    withinESpread(i.samples, 'GET 200'),
+    withinESpread(i.samples, 'GET 304'),
     valueTarget(`Publication of ${PUBLICATION_SITES.toLocaleString('en')} sites: wall time (median)`, 1500, 'ms', pubWall?.median,
       pubFailed ? `some sites failed: ${sp?.publication?.firstFailure}` : why(sp?.publicationError), pubWall),
     valueTarget('Publication: longest event-loop stall', 50, 'ms', pubStall, why(sp?.publicationError)),
@@ -86,6 +112,7 @@ export function targetsOf (i: SummaryInput): Target[] {
       sp?.rss && rssDays !== HISTORY_DAYS ? `--quick: ${rssDays} days stored, not ${HISTORY_DAYS}`
         : sp?.rss ? (sp.rss.restarted ? `after a restart over the history and one daily publication; ${(sp.rss.rssBytes / MB).toFixed(0)} MB in the process that wrote it` : 'no restart measured: the process that wrote the history') : why(sp?.rssError)),
     sustainedTarget(i.sustained),
+    sustainedTarget(i.sustained, E_PG),
     ...hostTargets(i.host),
     valueTarget('Delivery receipts: CPU per GET', 1, 'µs', i.ops && 'receiptNsPerGet' in i.ops ? i.ops.receiptNsPerGet / 1000 : undefined,
       i.ops && 'error' in i.ops ? i.ops.error : i.ops ? 'in one process, 10,000 sites polled round-robin (bench/ops-share.ts)' : 'E unavailable or --no-special'),
@@ -94,11 +121,11 @@ export function targetsOf (i: SummaryInput): Target[] {
 
 
 /** Absolute, not a ratio: a 202 is durable, and B persists nothing; B's figure is the note. */
-function sustainedTarget (su: Sustained | undefined): Target {
-  const e = su?.servers.E
+function sustainedTarget (su: Sustained | undefined, server: 'E' | 'E-pg' = 'E'): Target {
+  const e = su?.servers[server]
   const b = su?.servers.B
-  const name = `Sustained ${su?.postRate ?? 200} POST/s + ${su?.getRate ?? 200} GET/s: E's POST p99`
-  if (!e) return valueTarget(name, POST_P99_TARGET_MS, 'ms', undefined, su ? su.failures.E ?? 'E did not run it' : 'left out (--only)')
+  const name = `Sustained ${su?.postRate ?? 200} POST/s + ${su?.getRate ?? 200} GET/s: ${server}'s POST p99`
+  if (!e) return valueTarget(name, POST_P99_TARGET_MS, 'ms', undefined, su ? su.failures[server] ?? `${server} did not run it` : 'left out (--only)')
   const vsB = b ? `${(e.post.p99Ms / b.post.p99Ms).toFixed(1)} × B's ${b.post.p99Ms.toFixed(1)} ms` : 'B not measured'
   const disk = su!.fsync ? `; the disk's fdatasync p99 ${su!.fsync.p99Ms.toFixed(1)} ms` : ''
   return valueTarget(name, POST_P99_TARGET_MS, 'ms', e.post.p99Ms, `${vsB}${disk}`)
@@ -109,15 +136,19 @@ function sustainedLines (su: Sustained): string[] {
   const lines = [`Sustained, open loop: ${su.postRate} POST/s (1 site × 96, each a new programme) + ${su.getRate} GET/s, ` +
     `${su.rounds} × ${(su.durationMs / 1000).toFixed(0)} s per server (order rotated, latencies pooled); load average ${su.loadAvg.start.toFixed(1)} → ${su.loadAvg.end.toFixed(1)}`]
   lines.push(`  server  POST p50 / p99 / max ms     GET p50 / p99 / max ms      CPU µs/req  stall ms  client lag ms`)
-  for (const name of ['A', 'B', 'E'] as const) {
+  for (const name of ['A', 'B', 'E', E_PG] as const) {
     const x = su.servers[name]
-    if (!x) { if (su.failures[name]) lines.push(`  ${name}       unavailable (${su.failures[name]})`); continue }
-    lines.push(`  ${name.padEnd(8)}${ms(x.post).padEnd(28)}${ms(x.get).padEnd(28)}${x.cpuPerReqUs.toFixed(0).padEnd(12)}` +
+    if (!x) { if (su.failures[name]) lines.push(`  ${name.padEnd(8)}unavailable (${su.failures[name]})`); continue }
+    // E-pg: its process's CPU + the database's (the sum is its cost).
+    const cpu = x.dbCpuPerReqUs === undefined ? x.cpuPerReqUs.toFixed(0) : `${x.cpuPerReqUs.toFixed(0)} + ${x.dbCpuPerReqUs.toFixed(0)} db`
+    lines.push(`  ${name.padEnd(8)}${ms(x.post).padEnd(28)}${ms(x.get).padEnd(28)}${cpu.padEnd(12)}` +
       `${x.maxStallMs.toFixed(1).padEnd(10)}${x.maxSendLagMs.toFixed(1)}`)
   }
   const e = su.servers.E
   const b = su.servers.B
   if (e && b) lines.push(`  E ÷ B, p99: POST ${(e.post.p99Ms / b.post.p99Ms).toFixed(2)} ×, GET ${(e.get.p99Ms / b.get.p99Ms).toFixed(2)} ×`)
+  const pg = su.servers[E_PG]
+  if (pg?.postsPerDbCommit !== undefined) lines.push(`  E-pg: ${pg.postsPerDbCommit.toFixed(2)} POSTs answered per write transaction of the database (the few other writes count too)`)
   if (su.fsync) {
     lines.push(`  The disk, in E's store folder (write 4 KiB + fdatasync, ${su.fsync.n} times): ` +
       `p50 ${su.fsync.p50Ms.toFixed(2)} ms, p99 ${su.fsync.p99Ms.toFixed(2)} ms, max ${su.fsync.maxMs.toFixed(1)} ms`)
@@ -125,9 +156,22 @@ function sustainedLines (su: Sustained): string[] {
   return lines
 }
 
+/** What E-pg's database did per request: how its group commit batched, what each request wrote. */
+function dbLines (samples: readonly Sample[]): string[] {
+  const per = SCENARIOS.map(sc => {
+    const mine = samples.filter(s => s.scenario === sc && s.server === E_PG && s.dbPerReq)
+    if (!mine.length) return undefined
+    const of = (k: 'transactions' | 'records' | 'walBytes') => spread(mine.map(s => s.dbPerReq![k]))
+    const tx = of('transactions')!
+    return `  ${sc}: ${fmt(tx, 3)} write transactions a request (${tx.median > 0 ? (1 / tx.median).toFixed(1) : '∞'} requests a COMMIT), ` +
+      `${fmt(of('records'), 1)} records, ${fmt(spread(mine.map(s => s.dbPerReq!.walBytes / 1024)), 1)} KiB of WAL`
+  }).filter((x): x is string => x !== undefined)
+  return per.length ? ["E-pg's database per request over the windows (transaction ids, the change sequence, the WAL position):", ...per] : []
+}
+
 function extraLines (i: SummaryInput): string[] {
   const lines: string[] = []
-  const status = (['A', 'B', 'E'] as const).map(s => `${s}: ${i.status[s] === 'ok' ? 'ok' : `unavailable (${i.status[s]})`}`)
+  const status = SERVERS.map(s => `${s}: ${i.status[s] === 'ok' ? 'ok' : `unavailable (${i.status[s]})`}`)
   lines.push(`Servers: ${status.join('; ')}`)
   lines.push(`GET document: ${i.documentBytes} bytes (${i.documentSource}), target date ${i.targetDate}`)
   const eStalls = i.samples.filter(s => s.server === 'E')
@@ -166,6 +210,7 @@ function extraLines (i: SummaryInput): string[] {
     }
   }
   lines.push(...countLines(i.samples))
+  lines.push(...dbLines(i.samples))
   if (i.ops && 'perPostUs' in i.ops) {
     const p = i.ops.perPostUs
     lines.push(`Operations per accepted POST 1×96 (bench/ops-share.ts, one process, 8 clients): the save alone ${p.saveAlone.toFixed(0)} µs of CPU; ` +
@@ -189,18 +234,29 @@ export function buildOutput (i: SummaryInput) {
   const scenarios: Record<string, unknown> = {}
   for (const sc of SCENARIOS) {
     const perServer: Record<string, unknown> = {}
-    for (const sv of ['A', 'B', 'E'] as const) {
+    for (const sv of SERVERS) {
       const mine = i.samples.filter(s => s.scenario === sc && s.server === sv)
       if (!mine.length) continue
       const of = (k: keyof Sample) => spread(mine.map(s => s[k] as number))
       perServer[sv] = {
         rps: of('rps'), p50Ms: of('p50Ms'), p99Ms: of('p99Ms'), cpuPerReqUs: of('cpuPerReqUs'), sysPerReqUs: of('sysPerReqUs'),
+        ...(sv === E_PG ? { dbCpuPerReqUs: of('dbCpuPerReqUs'), withDbCpuPerReqUs: spread(mine.map(s => costOf(s))) } : {}),
         maxStallMs: of('maxStallMs'), bytesPerResponse: of('bytesPerResponse'), requests: of('requests'),
       }
     }
-    const ea = ratios(i.samples, sc, 'A')
-    const eb = ratios(i.samples, sc, 'B')
-    scenarios[sc] = { servers: perServer, ratios: { 'E/A': { perRound: ea, ...spread(ea) }, 'E/B': { perRound: eb, ...spread(eb) } } }
+    const ratio = (base: ServerName, subject: ServerName = 'E', withDb = true) => {
+      const r = ratios(i.samples, sc, base, subject, withDb)
+      return { perRound: r, ...spread(r), ...(r.length ? { interval: medianInterval(r) } : {}) }
+    }
+    scenarios[sc] = {
+      servers: perServer,
+      ratios: {
+        'E/A': ratio('A'), 'E/B': ratio('B'), 'E/C': ratio('C'),
+        // E-pg's with PostgreSQL's CPU (what its targets use), then without it.
+        'E-pg/B': ratio('B', E_PG), 'E-pg/E': ratio('E', E_PG), 'E-pg/C': ratio('C', E_PG),
+        'E-pg/B without PostgreSQL': ratio('B', E_PG, false), 'E-pg/E without PostgreSQL': ratio('E', E_PG, false), 'E-pg/C without PostgreSQL': ratio('C', E_PG, false),
+      },
+    }
   }
   const json = {
     machine: machine(),

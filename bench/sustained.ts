@@ -1,7 +1,7 @@
 /**
  * The sustained scenario (bench/README.md "Sustained"): one-site programmes POSTed and the
  * published document GOT at a fixed arrival rate each (open loop, `open-loop.ts`), for
- * rounds of several seconds, against A, B and E in turn; the latency tail of each. E's POST waits
+ * rounds of several seconds, against A, B, E and E-pg in turn; the latency tail of each. E's POST waits
  * for its durable flush, so the disk's own `write` + `fdatasync` tail is measured in the
  * same run, in the folder E's store lives in: a POST cannot be faster than that.
  * @module
@@ -13,6 +13,7 @@ import type { Child } from './child.ts'
 import type { RateResult, RateSpec, RateStream, StreamResult } from './open-loop.ts'
 import type { ServerName } from './report.ts'
 import { servedIn } from './host-probe.ts'
+import type { BenchPostgres } from './postgres.ts'
 
 export const SUSTAINED = 'sustained'
 /** Arrivals per second of each stream (bench/README.md "Sustained"). */
@@ -26,6 +27,10 @@ export interface SustainedServer {
   readonly get: { sent: number; done: number; p50Ms: number; p99Ms: number; maxMs: number }
   /** The server's own figures over the window: CPU per response and the longest stall. */
   readonly cpuPerReqUs: number
+  /** E-pg: the PostgreSQL cluster's CPU per response over the same windows (not in `cpuPerReqUs`). */
+  readonly dbCpuPerReqUs?: number
+  /** E-pg: POSTs answered per write transaction of the database (the group commit; the few other writes count too). */
+  readonly postsPerDbCommit?: number
   readonly maxStallMs: number
   /** How late the load client sent its latest request (its own scheduling). */
   readonly maxSendLagMs: number
@@ -54,7 +59,10 @@ export interface SustainedInput {
   readonly quick: boolean
   /** The folder E's store lives in (the fsync probe writes its file there). */
   readonly storeDir: string
-  readonly stream: (name: 'POST' | 'GET') => Omit<RateStream, 'ratePerSec' | 'name'>
+  /** E-pg's database: its processes' CPU (ns) and its counters, read around each of E-pg's windows. */
+  readonly db?: BenchPostgres
+  /** A stream's requests for `server` (E-pg has tokens of its own). */
+  readonly stream: (name: 'POST' | 'GET', server: ServerName) => Omit<RateStream, 'ratePerSec' | 'name'>
 }
 
 const quantile = (sorted: number[], q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!
@@ -99,37 +107,44 @@ export async function measureSustained (i: SustainedInput): Promise<Sustained> {
   const servers: Sustained['servers'] = {}
   const failures: Sustained['failures'] = {}
   const loadStart = loadavg()[0]!
-  const names = (['A', 'B', 'E'] as const).filter(n => i.servers[n])
-  const pooled = new Map<ServerName, { post: number[]; get: number[]; sent: number[]; done: number[]; cpuUs: number; responses: number; stall: number; lag: number }>()
+  const names = (['A', 'B', 'E', 'E-pg'] as const).filter(n => i.servers[n])
+  const pooled = new Map<ServerName, { post: number[]; get: number[]; sent: number[]; done: number[]; cpuUs: number; dbUs: number; dbTx: number; posts: number; responses: number; stall: number; lag: number }>()
   let fsync: FsyncProbe | undefined
   for (let round = 0; round < rounds; round++) {
     for (const name of names.map((_, k) => names[(k + round) % names.length]!)) {
       const s = i.servers[name]!
       if (failures[name]) continue
       // Right before E's first window: the disk as E's flushes are about to find it.
-      if (name === 'E' && !fsync) fsync = probeFsync(i.storeDir, i.quick ? 1_000 : 3_000)
+      if ((name === 'E' || name === 'E-pg') && !fsync) fsync = probeFsync(i.storeDir, i.quick ? 1_000 : 3_000)
       const spec: RateSpec = {
         type: 'rate', origin: `https://127.0.0.1:${s.port}`, tls: i.tls, connections: 16, warmupMs, durationMs,
         streams: [
-          { name: 'POST', ratePerSec: POST_RATE, ...i.stream('POST') },
-          { name: 'GET', ratePerSec: GET_RATE, ...i.stream('GET') },
+          { name: 'POST', ratePerSec: POST_RATE, ...i.stream('POST', name) },
+          { name: 'GET', ratePerSec: GET_RATE, ...i.stream('GET', name) },
         ],
       }
       try {
         const warmed = await i.load.ask(spec, 'warmed', warmupMs + 60_000)
         if (warmed.errors) throw new Error(String(warmed.firstUnexpected))
+        const db = name === 'E-pg' ? i.db : undefined
+        const c0 = await db?.counters()
         await s.child.ask({ type: 'start', label: `${SUSTAINED} r${round + 1}` }, 'started', 10_000)
+        const db0 = db?.cpuNs() ?? 0
         const r = await i.load.ask({ type: 'goRate' }, 'rateResult', durationMs + 60_000) as unknown as RateResult
+        const db1 = db?.cpuNs() ?? 0
         const w = await s.child.ask({ type: 'stop' }, 'window', 10_000)
+        const c1 = await db?.counters()
         const bad = r.streams.find(x => x.errors || Object.keys(x.unexpected).length)
         if (bad) throw new Error(`${bad.name}: ${bad.firstProblem ?? 'errors'}`)
         const [post, get] = r.streams as [StreamResult, StreamResult]
         let acc = pooled.get(name)
-        if (!acc) pooled.set(name, acc = { post: [], get: [], sent: [0, 0], done: [0, 0], cpuUs: 0, responses: 0, stall: 0, lag: 0 })
+        if (!acc) pooled.set(name, acc = { post: [], get: [], sent: [0, 0], done: [0, 0], cpuUs: 0, dbUs: 0, dbTx: 0, posts: 0, responses: 0, stall: 0, lag: 0 })
         for (const x of post.latenciesMs) acc.post.push(x)
         for (const x of get.latenciesMs) acc.get.push(x)
         acc.sent[0]! += post.sent; acc.sent[1]! += get.sent; acc.done[0]! += post.done; acc.done[1]! += get.done
         acc.cpuUs += Number(w.cpuUserUs) + Number(w.cpuSystemUs)
+        acc.dbUs += Math.max(0, db1 - db0) / 1000
+        if (c0 && c1) { acc.posts += post.done; acc.dbTx += c1.transactions - c0.transactions - 1 }
         // The harness counts only the requests its own thread served: the door's worker's are the load's.
         acc.responses += servedIn(w as { requests?: unknown }, { requests: post.done + get.done })
         acc.stall = Math.max(acc.stall, Number(w.maxStallMs))
@@ -149,6 +164,7 @@ export async function measureSustained (i: SustainedInput): Promise<Sustained> {
     servers[name] = {
       post: figures(acc.post, acc.sent[0]!, acc.done[0]!), get: figures(acc.get, acc.sent[1]!, acc.done[1]!),
       cpuPerReqUs: acc.cpuUs / Math.max(1, acc.responses), maxStallMs: acc.stall, maxSendLagMs: acc.lag,
+      ...(name === 'E-pg' ? { dbCpuPerReqUs: acc.dbUs / Math.max(1, acc.responses), postsPerDbCommit: acc.posts / Math.max(1, acc.dbTx) } : {}),
     }
   }
   return { rounds, durationMs, postRate: POST_RATE, getRate: GET_RATE, servers, failures, fsync, loadAvg: { start: loadStart, end: loadavg()[0]! } }

@@ -1,6 +1,7 @@
 /**
  * Server E, epx itself, the way a solver runs it: the reference host loads the plugin
- * through its manifest (`loadPlugin`), with a real LMDB store in a temporary data folder,
+ * through its manifest (`loadPlugin`), with a real LMDB store in a temporary data folder
+ * (E-pg: the same server on a PostgreSQL store, `postgres` in its options),
  * a company bound to the bench's client certificate, real tokens, and a published
  * revision for the GET scenarios. Default configuration (one log line per request,
  * written by pino to a file, as a daemon would), schedules off so nothing runs unasked.
@@ -37,6 +38,11 @@ export interface EpxBenchOptions {
   /** Published at start for the GET scenarios (site 0), unless empty. */
   readonly publishSiteIds: readonly string[]
   readonly targetDate: string
+  /**
+   * E-pg: the store is PostgreSQL's (`store.kind: "postgres"`), this database, migrated;
+   * the data folder's LMDB is then the instance's replica of it. Absent: E, LMDB alone.
+   */
+  readonly postgres?: { readonly connectionString: string }
 }
 
 /**
@@ -67,12 +73,16 @@ const LOG_BUFFER_BYTES = 4096
 /** Milestones (~105 B each) added to SAME_SIZE_SITE's needs: its document ≈ a realise answer of 96 slots. */
 const SAME_SIZE_EXTRA_MILESTONES = 57
 
+/** `E`, or `E-pg` (its profiles and messages must not take E's names). */
+const SERVER_NAME = process.env.BENCH_SERVER_NAME ?? 'E'
+
 const repoRoot = resolve(fileURLToPath(import.meta.url), '../../..')
 
 /** Company and tokens written before epx opens the store, as `epx companies add` would. */
 async function seed (o: EpxBenchOptions): Promise<Record<'outbound' | 'inbound' | 'realise', string>> {
-  const store = openStore(join(o.dataDir, 'epx.lmdb'))
+  const store = openStore(join(o.dataDir, 'epx.lmdb'), o.postgres ? { postgres: { pool: { connectionString: o.postgres.connectionString } } } : {})
   try {
+    await store.opened
     const now = new Date().toISOString()
     // A restart over an existing data folder (the memory measurement) keeps the company.
     const companies = openCompanies(store)
@@ -132,12 +142,13 @@ async function main (): Promise<void> {
       tls: { certFile: cfg.serverCertFile, keyFile: cfg.serverKeyFile, clientCaFile: cfg.clientCaFile },
     },
     publish: { schedule: false },
+    ...(o.postgres ? { store: { kind: 'postgres', postgres: { connectionString: o.postgres.connectionString } } } : {}),
   }
   // For experiments only (e.g. BENCH_E_API='{"logRequests":false}'): the bench's figures use the defaults.
   if (process.env.BENCH_E_API) Object.assign(config.api, JSON.parse(process.env.BENCH_E_API))
   const { handle } = await loadPlugin(repoRoot, host, config)
 
-  const control = serveControl('E', async (msg: ControlMessage) => {
+  const control = serveControl(SERVER_NAME, async (msg: ControlMessage) => {
     if (msg.type === 'publish') {
       await control.begin(`publish ${String(msg.targetDate)}`)
       const report = await handle.publish({ targetDate: msg.targetDate as string })
@@ -187,4 +198,4 @@ async function main (): Promise<void> {
   send({ type: 'ready', port: Number(handle.apiUrl.port), secrets, etag, publishError })
 }
 
-main().catch(err => failStart('E', err))
+main().catch(err => failStart(SERVER_NAME, err))

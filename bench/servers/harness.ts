@@ -39,6 +39,12 @@ export interface WindowReport {
    */
   readonly threadCpuUs: Record<string, number> | null
   /**
+   * Context switches over the window by thread (Linux `/proc/self/task/<tid>/status`):
+   * `voluntary` (the thread waited: epoll, a lock) and `preempted` (the kernel took the CPU
+   * from it, e.g. for a thread it woke of higher priority). A count that does not depend on time.
+   */
+  readonly threadSwitches: Record<string, { voluntary: number; preempted: number }> | null
+  /**
    * Bytes allocated on the main thread's V8 heap over the window: the heap's growth plus
    * what each collection freed (`v8.GCProfiler`). A count that does not depend on time.
    */
@@ -145,6 +151,7 @@ export function serveControl (name: string, extra?: (msg: ControlMessage) => Pro
     const cpu = process.cpuUsage(cpu0)
     const threads1 = threadCpuNs()
     const threadCpuUs = threads0 && threads1 ? byThread(threads0, threads1) : null
+    const threadSwitches = threads0 && threads1 ? switchesByThread(threads0, threads1) : null
     const wallMs = performance.now() - t0
     const heap1 = process.memoryUsage().heapUsed
     const freed = (gc?.stop()?.statistics ?? []).reduce((sum, g) =>
@@ -164,6 +171,7 @@ export function serveControl (name: string, extra?: (msg: ControlMessage) => Pro
       rssBytes: process.memoryUsage.rss(),
       mainThreadCpuUs: threadCpuUs?.main ?? null,
       threadCpuUs,
+      threadSwitches,
       heapAllocatedBytes: heap1 - heap0 + freed,
       ...(probing ? { delay: delayOf(probe) } : {}),
     }
@@ -185,15 +193,22 @@ export function serveControl (name: string, extra?: (msg: ControlMessage) => Pro
   return { begin, end }
 }
 
-/** Every thread's time on the CPU so far, ns, with its name (`main` for the main thread). */
-function threadCpuNs (): Map<string, { name: string; ns: number }> | null {
+interface ThreadCounts { name: string; ns: number; voluntary: number; preempted: number }
+
+/** Every thread's time on the CPU so far (ns) and context switches, with its name (`main` for the main thread). */
+function threadCpuNs (): Map<string, ThreadCounts> | null {
   try {
-    const out = new Map<string, { name: string; ns: number }>()
+    const out = new Map<string, ThreadCounts>()
     for (const tid of readdirSync('/proc/self/task')) {
       try {
         const ns = Number(readFileSync(`/proc/self/task/${tid}/schedstat`, 'latin1').split(' ')[0])
         const comm = readFileSync(`/proc/self/task/${tid}/comm`, 'latin1').trim()
-        out.set(tid, { name: tid === String(process.pid) ? 'main' : comm === 'node' ? 'other' : comm, ns })
+        const status = readFileSync(`/proc/self/task/${tid}/status`, 'latin1')
+        const count = (key: string) => Number(new RegExp(`^${key}:\\s+(\\d+)`, 'm').exec(status)?.[1] ?? 0)
+        out.set(tid, {
+          name: tid === String(process.pid) ? 'main' : comm === 'node' ? 'other' : comm, ns,
+          voluntary: count('voluntary_ctxt_switches'), preempted: count('nonvoluntary_ctxt_switches'),
+        })
       } catch {
         // The thread ended while the folder was read.
       }
@@ -208,6 +223,18 @@ function threadCpuNs (): Map<string, { name: string; ns: number }> | null {
 function byThread (before: Map<string, { ns: number }>, after: Map<string, { name: string; ns: number }>): Record<string, number> {
   const out: Record<string, number> = {}
   for (const [tid, t] of after) out[t.name] = (out[t.name] ?? 0) + (t.ns - (before.get(tid)?.ns ?? 0)) / 1000
+  return out
+}
+
+/** Context switches over a window by thread name; a thread that started in the window counts from 0. */
+function switchesByThread (before: Map<string, ThreadCounts>, after: Map<string, ThreadCounts>): Record<string, { voluntary: number; preempted: number }> {
+  const out: Record<string, { voluntary: number; preempted: number }> = {}
+  for (const [tid, t] of after) {
+    const b = before.get(tid)
+    const o = out[t.name] ??= { voluntary: 0, preempted: 0 }
+    o.voluntary += t.voluntary - (b?.voluntary ?? 0)
+    o.preempted += t.preempted - (b?.preempted ?? 0)
+  }
   return out
 }
 

@@ -80,6 +80,32 @@ export function eventsOut (post: (m: EventsMessage, transfer?: ArrayBuffer[]) =>
       },
     }
   }
+  /**
+   * The shapes met by level and message, each with its keys and error positions: a line
+   * finds its shape by comparing its keys with these (property names and messages are
+   * interned strings: comparisons by reference), not by building and hashing a key text
+   * per line.
+   */
+  const shapesSeen = new Map<string, Map<string, Array<{ keys: string[]; errors: string; id: number | undefined }>>>()
+  const shapeOf = (level: Level, msg: string | undefined, keys: string[], errors: number[] | undefined): number | undefined => {
+    let byMsg = shapesSeen.get(level)
+    if (!byMsg) shapesSeen.set(level, byMsg = new Map())
+    let known = byMsg.get(msg ?? '')
+    if (!known) byMsg.set(msg ?? '', known = [])
+    const errorText = errors?.join() ?? ''
+    for (const k of known) {
+      if (k.errors === errorText && k.keys.length === keys.length && k.keys.every((key, i) => key === keys[i])) return k.id
+    }
+    const shapeKey = `${level}\0${msg ?? ''}\0${keys.join('\0')}\0${errorText}`
+    let shape = shapeIds.get(shapeKey)
+    if (shape === undefined && shapeIds.size < MAX_SHAPES) {
+      shapeIds.set(shapeKey, shape = shapeIds.size + 1)
+      add(JSON.stringify([R.SHAPE, shape, level, msg ?? null, keys, errors ?? []]))
+    }
+    // Kept only while its list is short: a message logged with ever-new keys is a shape 0 line.
+    if (shape !== undefined && known.length < 8) known.push({ keys, errors: errorText, id: shape })
+    return shape
+  }
   const logLine = (logger: number, level: Level, obj: object, msg: string | undefined) => {
     const keys: string[] = []
     const values: unknown[] = [R.LINE, logger, 0]
@@ -91,12 +117,7 @@ export function eventsOut (post: (m: EventsMessage, transfer?: ArrayBuffer[]) =>
       keys.push(k)
       values.push(v instanceof Error ? o.errorJson(v) : v)
     }
-    const shapeKey = `${level}\0${msg ?? ''}\0${keys.join('\0')}\0${errors?.join() ?? ''}`
-    let shape = shapeIds.get(shapeKey)
-    if (shape === undefined && shapeIds.size < MAX_SHAPES) {
-      shapeIds.set(shapeKey, shape = shapeIds.size + 1)
-      add(JSON.stringify([R.SHAPE, shape, level, msg ?? null, keys, errors ?? []]))
-    }
+    const shape = shapeOf(level, msg, keys, errors)
     if (shape === undefined) {
       // A shape 0 line: its shape is its own (values [keys, level, msg, errors, ...values]).
       values.splice(3, 0, keys, level, msg ?? null, errors ?? [])

@@ -109,6 +109,22 @@ export async function listenApi (opts: ListenApiOptions): Promise<ApiListener> {
 
   // Responses in progress: close() asks them to end their connection when done.
   const inflight = new Set<ServerResponse>()
+
+  /**
+   * The store generation, read once per turn of the loop: lmdb-js reads a turn's gets from
+   * one snapshot anyway (its read transaction is renewed per turn), so the requests of a
+   * turn would all read the same value; one read of it cost a GET ~1.8 µs (a get and its
+   * msgpack decoding: bench/README.md "Where the door's thread spends a GET").
+   */
+  let generation: number | undefined
+  const forgetGeneration = () => { generation = undefined }
+  const generationNow = (): number => {
+    if (generation === undefined) {
+      generation = readStore(opts.tokens.generation)
+      setImmediate(forgetGeneration).unref()
+    }
+    return generation
+  }
   let closing: Promise<void> | undefined
   const closeWhenDone = (res: ServerResponse) => {
     if (!res.headersSent) res.shouldKeepAlive = false   // sends Connection: close
@@ -175,8 +191,8 @@ export async function listenApi (opts: ListenApiOptions): Promise<ApiListener> {
       state.door = m.route.door
       // One Date per request: the same instant authenticates and stamps the request.
       const now = clock.now()
-      // Once per request, for every cache behind it (callers, latest revisions).
-      const generation = readStore(opts.tokens.generation)
+      // For every cache behind the request (callers, latest revisions).
+      const generation = generationNow()
       const caller = state.caller = authorizer({
         cert: clientCertVerdict(req.socket as TLSSocket, revocation),
         authorization: req.headers.authorization,

@@ -25,3 +25,44 @@ t.test('met only when the whole interval is under the limit, missed when all of 
   t.same(judgeInterval(1.2, { lo: 1.1, hi: 1.3, coverage: 0.9, n: 5 }), { met: null, unresolved: true })
   t.same(judgeInterval(1.2, undefined), { met: null })
 })
+
+t.test('POST is judged against C (Fastify + one durable commit) and B; a scenario to narrow is named once', async t => {
+  const { RATIO_TARGETS, scenariosToNarrow } = await import('../../bench/summary.ts')
+  const of = (scenario: string) => RATIO_TARGETS.filter(x => x.scenario === scenario).map(x => `${x.base} ${x.limit}`)
+  t.same(of('POST 1×96'), ['C 1', 'B 1'])
+  t.same(of('POST 100×96'), ['C 1', 'B 1.15'])
+  t.same(of('GET 200'), ['A 1.3', 'A 1.2'], 'the target, then the stretch')
+  t.same(of('GET 304'), ['A 1.3', 'A 1.25'])
+  const sample = (round: number, server: 'A' | 'B' | 'C' | 'E', cpu: number) => ({
+    round, server, scenario: 'POST 1×96' as const, requests: 1, rps: 1, p50Ms: 1, p99Ms: 1, cpuPerReqUs: cpu,
+    sysPerReqUs: 0, maxStallMs: 0, bytesPerResponse: 0, mainThreadPerReqUs: null, heapBytesPerReq: 0,
+  })
+  const wide = [sample(1, 'B', 100), sample(1, 'C', 100), sample(1, 'E', 100), sample(2, 'B', 100), sample(2, 'C', 100), sample(2, 'E', 200)]
+  t.same(scenariosToNarrow(wide, ['POST 1×96']), ['POST 1×96'], 'wide against B and C: one more round of it, named once')
+  const narrow = wide.map(s => s.server === 'E' ? { ...s, cpuPerReqUs: 100 } : s)
+  t.same(scenariosToNarrow(narrow, ['POST 1×96']), [])
+})
+
+t.test("E-pg's cost counts the database's CPU; its ratios are printed with and without it, and its GETs judged against E's spread", async t => {
+  const { costOf, ratios } = await import('../../bench/report.ts')
+  const { targetsOf } = await import('../../bench/summary.ts')
+  const sample = (round: number, server: 'B' | 'E' | 'E-pg', scenario: 'GET 200' | 'POST 1×96', cpu: number, db?: number) => ({
+    round, server, scenario, requests: 1, rps: 1, p50Ms: 1, p99Ms: 1, cpuPerReqUs: cpu, ...(db === undefined ? {} : { dbCpuPerReqUs: db }),
+    sysPerReqUs: 0, maxStallMs: 0, bytesPerResponse: 0, mainThreadPerReqUs: null, heapBytesPerReq: 0,
+  })
+  const samples = [
+    sample(1, 'B', 'POST 1×96', 100), sample(1, 'E', 'POST 1×96', 200), sample(1, 'E-pg', 'POST 1×96', 300, 100),
+    sample(1, 'E', 'GET 200', 60), sample(2, 'E', 'GET 200', 80), sample(1, 'E-pg', 'GET 200', 70, 5), sample(2, 'E-pg', 'GET 200', 74, 5),
+  ]
+  t.equal(costOf(samples[2]!), 400, 'the server and the database')
+  t.equal(costOf(samples[2]!, false), 300)
+  t.same(ratios(samples, 'POST 1×96', 'B', 'E-pg'), [4])
+  t.same(ratios(samples, 'POST 1×96', 'E', 'E-pg'), [2])
+  t.same(ratios(samples, 'POST 1×96', 'B', 'E-pg', false), [3], 'without the database')
+  t.same(ratios(samples, 'POST 1×96', 'B'), [2], "E's as before")
+  const input = { samples, status: { A: 'ok', B: 'ok', C: 'ok', E: 'ok', 'E-pg': 'ok' }, failures: {}, plan: { quick: true }, documentBytes: 0, documentSource: '', targetDate: '' } as const
+  const get = targetsOf(input).find(x => x.name.startsWith('GET 200: E-pg'))!
+  t.match(get, { measured: 77, limit: 80, met: true }, "E-pg's median with the database's CPU, at most E's slowest round")
+  const slower = targetsOf({ ...input, samples: samples.map(s => s.server === 'E-pg' ? { ...s, dbCpuPerReqUs: 20 } : s) }).find(x => x.name.startsWith('GET 200: E-pg'))!
+  t.match(slower, { measured: 92, met: false })
+})

@@ -21,6 +21,26 @@ t.test('a line\'s field names, level and message cross once; each further line o
   t.equal(p.messages.length, 2, 'one message per flush, not one per line')
 })
 
+t.test('lines of one message with other fields, in another order or with an error each keep their own shape', async t => {
+  const p = pair(t)
+  const lines: Array<Record<string, unknown>> = [
+    { method: 'GET', path: '/a', status: 200, durationMs: 1 },
+    { method: 'GET', path: '/b', status: 404, durationMs: 2, code: 'NOT_PUBLISHED' },
+    { path: '/c', method: 'GET', status: 200, durationMs: 3 },
+    { method: 'GET', path: '/d', status: 500, durationMs: 4, err: new TypeError('boom') },
+  ]
+  // Twice over, and then a message whose key sets outnumber what a message keeps by reference.
+  for (const l of [...lines, ...lines]) p.door.log.info(l, 'api request')
+  for (let i = 0; i < 12; i++) p.door.log.info({ [`k${i}`]: i }, 'many')
+  p.door.flush()
+  t.same(p.lines.slice(0, 8).map(l => [l.path, l.code, l.status]), [...lines, ...lines].map(l => [l.path, l.code, l.status]))
+  const fields = ['path', 'method', 'status', 'durationMs']
+  t.same(Object.keys(p.lines[2]!).filter(k => fields.includes(k)), fields, 'a line keeps its own field order')
+  t.match(p.lines[3]!.err, { type: 'TypeError', message: 'boom' }, 'an error field is an Error again for the host\'s serializer')
+  t.match(p.lines.slice(8), Array.from({ length: 12 }, (_, i) => ({ [`k${i}`]: i, msg: 'many' })))
+  t.equal(records(p.messages[0]!).filter(r => r[0] === R.SHAPE).length, 16, 'one shape per level, message and field list')
+})
+
 t.test('receipts: the last of a company, site and day in a flush is the one sent (the receipts keep only it)', async t => {
   const p = pair(t)
   for (let i = 0; i < 50; i++) p.door.receipt('acme', 'PRM1', '2026-11-22', 1000, 200, i)

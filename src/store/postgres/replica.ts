@@ -387,10 +387,14 @@ export function openReplica (host: ReplicaHost, options: PostgresStoreOptions): 
 
   const catchUpOnce = async (client: Client): Promise<void> => {
     for (;;) {
+      // Rows another thread of this process wrote (the door's) are in the replica already
+      // (the cursor is shared): their values are not fetched again, and without a row
+      // past the cursor there is no local transaction, only their report.
       const { rows } = await client.query<RecordRow>(
-        'SELECT db, key, value, seq::text AS seq FROM epx_record WHERE seq > $1 ORDER BY seq LIMIT $2', [reported, CATCH_UP_PAGE])
+        'SELECT db, key, CASE WHEN seq > $3 THEN value END AS value, seq::text AS seq FROM epx_record WHERE seq > $1 ORDER BY seq LIMIT $2',
+        [reported, CATCH_UP_PAGE, cursorNow()])
       if (rows.length > 0) {
-        await root.transaction(() => applyRows(rows))
+        if (Number(rows[rows.length - 1]!.seq) > cursorNow()) await root.transaction(() => applyRows(rows))
         // A write of this store committing now: its range is known once it returns.
         while (inflight) await inflight.then(() => new Promise(resolve => setImmediate(resolve)))
         report(rows)
