@@ -13,7 +13,7 @@
  * longer than the check's timeout), so two instances never lead at once.
  * @module
  */
-import pg from 'pg'
+import type pg from 'pg'
 import type { Logger } from '../../host/contract.ts'
 import type { Leadership } from '../leadership.ts'
 
@@ -91,7 +91,9 @@ export function pgLeadership (options: PgLeadershipOptions): PgLeadership {
     let c = client
     try {
       if (!c) {
-        const fresh = new pg.Client({ ...o.connection, application_name: 'epx leadership' })
+        // pg on first use, as the store loads it: an LMDB store's process never loads it.
+        const { default: pgModule } = await import('pg')
+        const fresh = new pgModule.Client({ ...o.connection, application_name: 'epx leadership' })
         // Before connect: an error event with no listener would end the host.
         fresh.on('error', err => lost(fresh, err))
         fresh.on('end', () => lost(fresh))
