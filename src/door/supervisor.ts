@@ -67,7 +67,10 @@ export interface Door {
    * wait for its hand-over). For a caller that reads those right after an answer: tests.
    */
   caughtUp(): Promise<void>
-  /** Drains (in-flight requests finish within the listener's grace), then ends the thread. Idempotent. */
+  /**
+   * Drains (in-flight requests finish within the listener's grace), then ends the thread;
+   * resolves once every thread the door started (its standby, one starting or ending) has ended. Idempotent.
+   */
   close(): Promise<void>
   /** Test seam: the running worker, to kill it. */
   readonly worker: Worker | undefined
