@@ -67,10 +67,15 @@ export interface Door {
    * wait for its hand-over). For a caller that reads those right after an answer: tests.
    */
   caughtUp(): Promise<void>
-  /** Drains (in-flight requests finish within the listener's grace), then ends the thread. Idempotent. */
+  /**
+   * Drains (in-flight requests finish within the listener's grace), then ends the thread;
+   * resolves once every thread the door started (its standby, one starting or ending) has ended. Idempotent.
+   */
   close(): Promise<void>
   /** Test seam: the running worker, to kill it. */
   readonly worker: Worker | undefined
+  /** Test seam: threads this door started that have not exited (none once close() resolves). */
+  readonly threads: number
 }
 
 /**
@@ -132,6 +137,12 @@ export async function startDoor (deps: DoorDeps): Promise<Door> {
   /** caughtUp()'s questions to the worker, by number. */
   const syncs = new Map<number, () => void>()
   let syncId = 0
+  /**
+   * Every thread this door started that has not exited, with its exit: whatever state the
+   * door is in (a worker serving, failed, ending after a fault or a failed start, a standby
+   * loading or waiting), close() resolves only once each has ended.
+   */
+  const threads = new Map<Worker, Promise<void>>()
   const settled = () => Promise.all([...readers].map(r => r.settled())).then(() => {})
 
   /** One worker, until it listens (resolves) or fails to (rejects). */
@@ -164,7 +175,10 @@ export async function startDoor (deps: DoorDeps): Promise<Door> {
       ...how, ...(nice === 0 ? {} : { eval: true }), workerData, transferList,
       resourceLimits: { maxOldGenerationSizeMb: deps.heapMb ?? HEAP_MB, maxYoungGenerationSizeMb: YOUNG_GENERATION_MB },
     })
-    const exited = new Promise<void>(resolve => worker.once('exit', () => resolve()))
+    // Out of the set in its exit's own turn: a 'listening' Node hands over with the exit
+    // is followed by callbacks that must see it gone.
+    const exited = new Promise<void>(resolve => worker.once('exit', () => { threads.delete(worker); resolve() }))
+    threads.set(worker, exited)
     const starting: Starting = { worker, started: undefined!, waiting: false }
     starting.started = new Promise<Spawned>((resolve, reject) => {
       let listening = false
@@ -278,6 +292,7 @@ export async function startDoor (deps: DoorDeps): Promise<Door> {
   const scheduleRestart = () => {
     restartTimer = setTimeout(() => {
       restartTimer = undefined
+      if (closing) return
       // A standby still starting (at its lower priority) would be back later than a worker
       // started afresh at the solver's: it is closed, and one is.
       if (standby && !standby.waiting) {
@@ -295,6 +310,14 @@ export async function startDoor (deps: DoorDeps): Promise<Door> {
       spawned.then(({ worker }) => {
         // close() came while it started: close() ends it, as it would the running one.
         if (closing) return
+        // It told that it listens and ended before this turn (Node hands a thread's last
+        // messages over just before its exit): its exit found it not yet the current one.
+        if (!threads.has(worker)) {
+          log.error({}, 'the api worker stopped; restarting it')
+          deps.observer.workerFault?.('exit')
+          scheduleRestart()
+          return
+        }
         current = worker
         up = true
         startedAt = Date.now()
@@ -313,7 +336,9 @@ export async function startDoor (deps: DoorDeps): Promise<Door> {
 
   /** Asks a worker to close, and waits for it to end. */
   const endWorker = async (w: Worker) => {
-    const exited = new Promise<void>(resolve => w.once('exit', () => resolve()))
+    // Its exit as seen from its start: one that has already ended is not waited for.
+    const exited = threads.get(w)
+    if (!exited) return
     w.postMessage({ type: 'close' } satisfies ToDoor)
     // The worker's listener cuts its connections after a 1 s grace and the worker
     // ends; one still running after this bound is stuck in its own code. Only then is
@@ -328,6 +353,7 @@ export async function startDoor (deps: DoorDeps): Promise<Door> {
   }
 
   const first = await spawn(deps.start.config.api.port).started
+  if (!threads.has(first.worker)) throw new Error('the api worker exited right after it listened')
   // A restarted worker binds the ports the first one bound (0 in the configuration: the ones it picked).
   const sidePorts: SidePorts = { console: Number(first.consoleUrl?.port ?? 0), metrics: Number(first.metricsUrl?.port ?? 0) }
   current = first.worker
@@ -342,6 +368,7 @@ export async function startDoor (deps: DoorDeps): Promise<Door> {
     get up () { return up },
     get standing () { return standby?.waiting === true },
     get worker () { return current },
+    get threads () { return threads.size },
     async caughtUp () {
       const w = current
       if (w) {
@@ -370,6 +397,10 @@ export async function startDoor (deps: DoorDeps): Promise<Door> {
         await Promise.all(standingDown)
         // A worker that had a fault ends by itself (door/worker.ts), within its own bound.
         await Promise.all(ending)
+        // Any other thread still running: a worker whose start failed during close() and
+        // that is still ending, or one no state above names. Each is asked to close, then
+        // terminated after its bound, as the current one.
+        while (threads.size) await Promise.all([...threads.keys()].map(endWorker))
         // What the workers handed over before they ended reaches the solver before close() resolves.
         await settled()
       })()

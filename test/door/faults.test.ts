@@ -65,7 +65,8 @@ function client (url: () => URL, cert: KeyPairPem, token: string, n: number, ack
       }
     }
   })()
-  return { async stop () { running = false; await loop; await agent.close() } }
+  let stopped: Promise<void> | undefined
+  return { stop: () => stopped ??= (async () => { running = false; await loop; await agent.close() })() }
 }
 
 /** Makes the door's thread die, by `kind`. */
@@ -126,6 +127,8 @@ async function worstDay (t: Test, kind: DoorFault | 'terminate', faults: number,
   const sideUrls = side ? [new URL('/login', epx.handle.consoleUrl), new URL('/healthz', epx.handle.metricsUrl)] : []
   const sideStatuses = new Map<number, number>()
   const readers = sideUrls.map(u => reader(u, sideAgent, sideStatuses))
+  // Stopped even when an assertion throws: a client left looping keeps this process alive.
+  t.teardown(() => Promise.all([...clients, ...readers].map(c => c.stop())))
   const back = async () => await answers(outbound, 404, probe, auth) && (await Promise.all(sideUrls.map(u => answers(u, 200, sideAgent)))).every(Boolean)
   const backs: number[] = []
   // The solver's thread: it keeps turning through every fault (an abort would end this file).
@@ -177,6 +180,8 @@ async function worstDay (t: Test, kind: DoorFault | 'terminate', faults: number,
   const stuck = epx.logs().filter(l => /did not end/.test(String(l.msg)))
   t.equal(stuck.length, 0, `no faulted worker had to be terminated (${stuck.length}${stuck.length ? `; loop busy / CPU ms in the bound: ${stuck.map(l => `${l.loopBusy} / ${l.cpuMs}`).join(', ')}` : ''})`)
   // `npm run campaign` reads each kind's figures (bench/campaign/door-faults.ts).
+  await epx.close()
+  t.equal(door.threads, 0, 'every thread the door started has ended once it closed')
   const report = process.env.EPX_DOOR_FAULTS_REPORT
   if (report) appendFileSync(report, JSON.stringify({ kind, side, faults, backMs: backs, acks: acks.length, lost: lost.length, errorLines: errors.length, stuck: stuck.length, standbyMs, statuses: Object.fromEntries(statuses), sideStatuses: Object.fromEntries(sideStatuses) }) + '\n')
 }
@@ -202,6 +207,7 @@ t.test('close() racing a fault, under traffic: it resolves, the host lives, no w
     await epx.handle.close()
     await gone
     t.notOk(door.worker, `${kind}: no worker after close()`)
+    t.equal(door.threads, 0, `${kind}: every thread the door started (its standby too) has ended once close() resolved`)
     await Promise.all(clients.map(c => c.stop()))
     await epx.restart()
     const instructions = openInstructions(epx.store)

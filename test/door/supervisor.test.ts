@@ -1,0 +1,44 @@
+import t from 'tap'
+import { rmSync } from 'node:fs'
+import { join } from 'node:path'
+import { startEpx } from '../helpers/epx.ts'
+import type { Door } from '../../src/door/supervisor.ts'
+
+// docs/plugin-contract.md "Guarantees": a host's close() ends every thread epx started. The
+// door's supervisor starts threads in several states (serving, a standby loading or waiting,
+// a successor starting after a fault, one failing to start): once close() resolves, none
+// of them runs, whatever state close() found the door in.
+
+const sleep = (ms: number) => new Promise(r => setTimeout(r, ms))
+async function until (what: string, ok: () => boolean, ms = 20_000): Promise<void> {
+  const end = Date.now() + ms
+  while (!ok()) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`)
+    await sleep(2)
+  }
+}
+
+t.test('close() while a worker started after a fault fails to start: its thread has ended when close() resolves', async t => {
+  let door!: Door
+  const epx = await startEpx(t, { config: { api: { inWorker: true, standbyWorker: false } }, onDoor: d => { door = d } })
+  // A worker started afresh cannot read its certificate: its start fails, and it ends itself.
+  rmSync(join(epx.dataDir, 'pki', 'server.crt'))
+  await door.worker!.terminate()
+  await until('the successor started', () => door.threads === 1 && !door.up)
+  await door.close()
+  t.equal(door.threads, 0, 'no thread of the door runs once close() resolved')
+  t.notOk(door.worker, 'no worker')
+})
+
+t.test('close() at a fault, with the standby open: the serving worker, its successor and the standby have all ended when close() resolves', async t => {
+  for (const after of [0, 5, 50]) {
+    let door!: Door
+    const epx = await startEpx(t, { config: { api: { inWorker: true } }, onDoor: d => { door = d } })
+    await until('the standby door waiting', () => door.standing)
+    void door.worker!.terminate()
+    await sleep(after)
+    await door.close()
+    t.equal(door.threads, 0, `close() ${after} ms after the fault: no thread of the door runs once it resolved`)
+    await epx.close()
+  }
+})
