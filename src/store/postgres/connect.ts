@@ -155,6 +155,11 @@ export function poolConfig (pg: PostgresConfig, opts: ConnectOptions): PoolConfi
     ssl: sslOptions(pg, opts),
     max: pg.poolSize,
     statement_timeout: pg.statementTimeoutMs,
+    // The server's statement_timeout does not bound a COMMIT waiting for a synchronous
+    // standby (PostgreSQL docs, "Synchronous Replication"): this client-side bound does, so
+    // a write whose standby is gone answers NO_STORE (503) instead of hanging; the
+    // connection is then dropped, and a commit that did land comes in through the feed.
+    query_timeout: pg.statementTimeoutMs + 2000,
     connectionTimeoutMillis: pg.connectTimeoutMs,
     keepAlive: true,
   }
