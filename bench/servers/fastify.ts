@@ -1,69 +1,9 @@
 /**
- * Server B, what a user would pick instead: Fastify 5 over https with the same
- * certificates, a GET route with querystring and response schemas (fast-json-stringify)
- * serving the same document from memory, a 304 on a matching If-None-Match, and a POST
- * route with the programme's body schema (ajv) and no persistence. Logger off: Fastify's
- * default, the way most people run a benchmark of it.
+ * Server B, what a user would pick instead: the Fastify peer (fastify-peer.ts) with no
+ * persistence.
  * @module
  */
-import { readFileSync } from 'node:fs'
-import Fastify from 'fastify'
-import { failStart, send, serveControl, serverConfig, tlsOptions } from './harness.ts'
-import { acceptedSchema, besoinsAgregesSchema, programmeSoutirageSchema, querystringSchema } from './schemas.ts'
+import { failStart } from './harness.ts'
+import { startFastifyPeer } from './fastify-peer.ts'
 
-interface Programme {
-  target_date: string
-  emitted_at: string
-  sites: Array<{ site_id: string; energie_programmee: unknown[] }>
-}
-
-function compactUtc (instant: string): string {
-  // 2026-11-21T12:30:00Z → 20261121T123000Z (the instruction id's basic format)
-  return instant.replace(/[-:]/g, '').replace(/\.000Z$/, 'Z')
-}
-
-async function main (): Promise<void> {
-  const cfg = serverConfig()
-  const doc = JSON.parse(readFileSync(cfg.documentFile, 'utf8')) as object
-  const app = Fastify({
-    logger: false,
-    bodyLimit: 10 * 1024 * 1024,   // epx's default inbound.maxBodyBytes
-    keepAliveTimeout: 65_000,
-    https: tlsOptions(cfg),
-  })
-
-  app.get('/api/v0.5/energy-programs/besoins-agreges', {
-    schema: { querystring: querystringSchema, response: { 200: besoinsAgregesSchema, 304: { type: 'null' } } },
-  }, async (req, reply) => {
-    reply.header('etag', cfg.etag)
-    reply.header('last-modified', cfg.lastModified)
-    reply.header('cache-control', 'private, max-age=60, must-revalidate')
-    if (req.headers['if-none-match'] === cfg.etag) {
-      reply.code(304)
-      return reply.send()
-    }
-    return doc
-  })
-
-  app.post('/api/v0.5/energy-programs/programme-soutirage', {
-    schema: { body: programmeSoutirageSchema, response: { 202: acceptedSchema } },
-  }, async (req, reply) => {
-    const p = req.body as Programme
-    const id = `ProgrammeSoutirage-${p.target_date}-rev-${compactUtc(p.emitted_at)}`
-    const instructions = p.sites.map(s => ({ instruction_id: id, site_id: s.site_id, periods_count: s.energie_programmee.length }))
-    reply.code(202)
-    return {
-      status: 'received',
-      count: instructions.length,
-      instructions,
-      message: `${instructions.length} instruction(s) persisted; they will be applied at the next solver cycle`,
-    }
-  })
-
-  serveControl('B')
-  await app.listen({ port: 0, host: '127.0.0.1' })
-  const addr = app.server.address()
-  send({ type: 'ready', port: typeof addr === 'object' && addr ? addr.port : 0 })
-}
-
-main().catch(err => failStart('B', err))
+startFastifyPeer('B').catch(err => failStart('B', err))
