@@ -24,8 +24,12 @@ const SITES_PER_TURN = 64
 /** The needs of one site and day, as the check reads them. */
 export interface SiteNeedsSeen {
   readonly emittedAt: string
-  /** p_max_kw by quarter-hour start (ms). */
-  readonly availableKw: ReadonlyMap<number, number>
+  /**
+   * p_max_kw by quarter-hour, from `firstMs` on (NaN where the document gives none): read
+   * by index, 96 times a site, where a map of instants cost a small POST ~2 µs.
+   */
+  readonly availableKw: Float64Array
+  readonly firstMs: number
   /** What the available power could deliver over the day. */
   readonly availableKwh: number
   readonly needsKwh: number
@@ -34,13 +38,33 @@ export interface SiteNeedsSeen {
 /** Reads the site's part of a published document. */
 export function needsOf (doc: BesoinsAgreges): SiteNeedsSeen {
   const site = doc.sites[0]!
-  const availableKw = new Map<number, number>()
   let availableKwh = 0
-  for (const p of site.puissance_disponible) {
-    availableKw.set(utcInstantMs(p.debut_utc), p.p_max_kw)
-    availableKwh += p.p_max_kw / 4
+  for (const p of site.puissance_disponible) availableKwh += p.p_max_kw / 4
+  const power = availablePower(site.puissance_disponible.map(p => [utcInstantMs(p.debut_utc), p.p_max_kw]))
+  return { emittedAt: doc.emitted_at, ...power, availableKwh, needsKwh: site.jalons_besoin.reduce((n, j) => n + j.valeur_kwh, 0) }
+}
+
+/** A day has at most 100 quarter-hours; a document spanning more is read over its first ones. */
+const MAX_QUARTERS = 200
+
+/** Available power by quarter-hour (`SiteNeedsSeen.availableKw`) from (start ms, kW) pairs. */
+export function availablePower (slots: ReadonlyArray<readonly [startMs: number, kw: number]>): Pick<SiteNeedsSeen, 'availableKw' | 'firstMs'> {
+  const firstMs = slots.reduce((min, [ms]) => Math.min(min, ms), Infinity)
+  if (firstMs === Infinity) return { availableKw: new Float64Array(0), firstMs: 0 }
+  const lastMs = slots.reduce((max, [ms]) => Math.max(max, ms), -Infinity)
+  const availableKw = new Float64Array(Math.min(MAX_QUARTERS, Math.floor((lastMs - firstMs) / QUARTER_MS) + 1)).fill(NaN)
+  // The contract's slots are quarter-hours: a start off that grid is never a slot's.
+  for (const [ms, kw] of slots) {
+    const at = (ms - firstMs) / QUARTER_MS
+    if (Number.isInteger(at) && at < availableKw.length) availableKw[at] = kw
   }
-  return { emittedAt: doc.emitted_at, availableKw, availableKwh, needsKwh: site.jalons_besoin.reduce((n, j) => n + j.valeur_kwh, 0) }
+  return { availableKw, firstMs }
+}
+
+/** The available power of the quarter-hour starting at `startMs`; undefined when the needs give none. */
+function availableAt (needs: SiteNeedsSeen, startMs: number): number | undefined {
+  const kw = needs.availableKw[(startMs - needs.firstMs) / QUARTER_MS]
+  return kw === undefined || Number.isNaN(kw) ? undefined : kw
 }
 
 /** The flag of slots `[from, to)` of a batch against a site's needs; undefined when feasible. */
@@ -57,7 +81,7 @@ export function checkSlots (batch: Pick<InstructionBatch, 'starts' | 'kwh' | 'sl
     // A slot longer than a quarter-hour needs its floor in each quarter-hour it covers.
     let available = Infinity
     for (let q = 0; q < quarters; q++) {
-      const kw = needs.availableKw.get(batch.starts[k]! + q * QUARTER_MS)
+      const kw = availableAt(needs, batch.starts[k]! + q * QUARTER_MS)
       if (kw !== undefined && kw < available) available = kw
     }
     if (available !== Infinity && floorKw > available + EPSILON) slots.push(batch.starts[k]!, floorKw, available)

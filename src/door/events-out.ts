@@ -41,7 +41,7 @@ export function eventsOut (post: (m: EventsMessage, transfer?: ArrayBuffer[]) =>
   let records: string[] = []
   const receipts = new Map<string, unknown[]>()
   let handshakes = 0
-  let handOvers: Array<{ batch: InstructionBatch; sites: readonly number[] }> = []
+  let handOvers: Array<{ batch: HandedBatch; sites: readonly number[] }> = []
   let timer: NodeJS.Timeout | undefined
   let immediate: NodeJS.Immediate | undefined
 
@@ -157,7 +157,10 @@ export function eventsOut (post: (m: EventsMessage, transfer?: ArrayBuffer[]) =>
       // One message carries every POST's hand-over of a busy flush: a message per POST
       // cost both threads a wake-up each (~45 µs of the
       // solver's thread under load: the context switch into a thread asleep in epoll).
-      handOvers.push({ batch, sites })
+      // Only what the flush reads: the rest of the batch (its stored records) is free at once,
+      // not held for up to `flushMs` into the old generation.
+      const { instructionId, targetDate, slotDurationSecs, siteIds, starts, kwh, slotEnds } = batch
+      handOvers.push({ batch: { instructionId, targetDate, slotDurationSecs, siteIds, starts, kwh, slotEnds }, sites })
       arm()
     },
     flush,
@@ -203,6 +206,9 @@ export function eventsOut (post: (m: EventsMessage, transfer?: ArrayBuffer[]) =>
   }
   return out
 }
+
+/** What a hand-over sends of its batch. */
+type HandedBatch = Pick<InstructionBatch, 'instructionId' | 'targetDate' | 'slotDurationSecs' | 'siteIds' | 'starts' | 'kwh' | 'slotEnds'>
 
 function slotCount (batch: Pick<InstructionBatch, 'slotEnds'>, sites: readonly number[]): number {
   let n = 0

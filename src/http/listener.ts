@@ -25,6 +25,7 @@ import { capConnections } from './connection-cap.ts'
 import { afterHandlesReleased, createApiServer, listen, ON_END, type ApiResponse } from './api-server.ts'
 import { keepSessionVerdicts } from './tls-sessions.ts'
 import type { ApiObserver } from './observer.ts'
+import { keepTickObjects } from './tick-objects.ts'
 
 export interface ListenApiOptions {
   readonly config: Readonly<EpxConfig>
@@ -76,6 +77,8 @@ const CLOSE_GRACE_MS = 1000
 const MAX_LOGGED_PATH = 512
 
 export async function listenApi (opts: ListenApiOptions): Promise<ApiListener> {
+  // The door's thread serves with node's streams, several ticks a request (the worker did it first thing).
+  keepTickObjects()
   const { api } = opts.config
   const { log, clock } = opts
   const server = createApiServer(opts.dataDir, api)

@@ -22,6 +22,12 @@ interface EffectiveRef extends EmittedAt {
   readonly instructionId: string
 }
 
+/** What `supersedersOf` remembers of a save. */
+interface RecentSave extends EmittedAt {
+  readonly targetDate: string
+  readonly siteIds: readonly string[]
+}
+
 /** How many recent saves `supersedersOf` remembers. */
 const RECENT_SAVES = 64
 const NONE: ReadonlySet<string> = new Set()
@@ -104,9 +110,13 @@ export function openInstructions (store: Store): Instructions {
 
   /**
    * The latest saves whose transactions ran, oldest first (see `supersedersOf`): saves
-   * sharing one commit (open-store batches them) follow each other here.
+   * sharing one commit (open-store batches them) follow each other here. Each keeps only
+   * what the check reads, not its batch: a busy door saves 64 programmes in ~20 ms, and
+   * whole batches held that long outlived the young generation (bench/README.md, "Where
+   * POST 1 × 96 goes").
    */
-  const recentSaves: InstructionBatch[] = []
+  const recentSaves: RecentSave[] = []
+  const saveOf = new WeakMap<InstructionBatch, RecentSave>()
 
   const stateOf = (instructionId: string, siteId: string): InstructionState | undefined => {
     const bytes = tree.get(stateKey(instructionId, siteId))
@@ -150,7 +160,9 @@ export function openInstructions (store: Store): Instructions {
           out[i] = wins
         }
         alongside?.()
-        recentSaves.push(batch)
+        const saved: RecentSave = { targetDate: batch.targetDate, emittedAtMs: batch.emittedAtMs, emittedAtNanos: batch.emittedAtNanos, siteIds: batch.siteIds }
+        saveOf.set(batch, saved)
+        recentSaves.push(saved)
         if (recentSaves.length > RECENT_SAVES) recentSaves.shift()
         return out
       })
@@ -158,7 +170,8 @@ export function openInstructions (store: Store): Instructions {
 
     supersedersOf (batch: InstructionBatch): 'all' | ReadonlySet<string> {
       if (store.kind === 'postgres') return 'all'
-      const at = recentSaves.lastIndexOf(batch)
+      const saved = saveOf.get(batch)
+      const at = saved ? recentSaves.lastIndexOf(saved) : -1
       if (at === -1) return 'all'
       let sites: Set<string> | undefined
       for (let k = at + 1; k < recentSaves.length; k++) {

@@ -1,6 +1,6 @@
 import t from 'tap'
 import pino from 'pino'
-import { checkSlots as found, flaggedWarnings, type SiteNeedsSeen } from '../../src/apply/feasibility.ts'
+import { availablePower, checkSlots as found, flaggedWarnings, type SiteNeedsSeen } from '../../src/apply/feasibility.ts'
 import type { InstructionBatch } from '../../src/contract/instruction.ts'
 import type { Logger } from '../../src/host/contract.ts'
 import { readableFlag } from '../../src/store/instruction-flags.ts'
@@ -13,7 +13,7 @@ const Q = 900_000
 /** 4 quarter-hours of 100 kW available; milestones need 60 kWh. */
 const needs: SiteNeedsSeen = {
   emittedAt: '2026-11-21T07:00:00Z',
-  availableKw: new Map([0, 1, 2, 3].map(i => [START + i * Q, 100])),
+  ...availablePower([0, 1, 2, 3].map(i => [START + i * Q, 100])),
   availableKwh: 100,
   needsKwh: 60,
 }
@@ -39,13 +39,20 @@ t.test('a day that programs more energy than the milestones need is flagged with
 })
 
 t.test('a 30-minute slot needs its floor in both quarter-hours it covers', async t => {
-  const tight = { ...needs, availableKw: new Map([[START, 100], [START + Q, 40]]) }
+  const tight = { ...needs, ...availablePower([[START, 100], [START + Q, 40]]) }
   const flag = checkSlots(batch([30], 1800), 0, 1, tight)
   t.same(flag?.infeasibleSlots, [{ startUtc: '2026-11-21T23:00:00Z', floorKw: 60, availableKw: 40 }])
 })
 
+t.test('a slot the needs give no power for (after their last quarter-hour, or in a gap) is not checked against power', async t => {
+  t.equal(checkSlots(batch([1, 1, 1, 1, 1, 26]), 0, 6, needs), undefined, 'the 6th quarter-hour is past the needs')
+  const gap = { ...needs, ...availablePower([[START, 100], [START + 2 * Q, 100]]) }
+  t.equal(checkSlots(batch([1, 26, 1]), 0, 3, gap), undefined, 'the 2nd quarter-hour has no power in the needs')
+  t.same(checkSlots(batch([1, 1, 26]), 0, 3, gap)?.infeasibleSlots, [{ startUtc: '2026-11-21T23:30:00Z', floorKw: 104, availableKw: 100 }], 'the 3rd has')
+})
+
 t.test('a curtailment (0 kWh) is never infeasible', async t => {
-  t.equal(checkSlots(batch([0, 0]), 0, 2, { ...needs, availableKw: new Map([[START, 0], [START + Q, 0]]) }), undefined)
+  t.equal(checkSlots(batch([0, 0]), 0, 2, { ...needs, ...availablePower([[START, 0], [START + Q, 0]]) }), undefined)
 })
 
 /** The warn lines of flagged programmes, captured from a real pino logger. */
