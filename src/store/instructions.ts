@@ -112,8 +112,8 @@ export function openInstructions (store: Store): Instructions {
    * The latest saves whose transactions ran, oldest first (see `supersedersOf`): saves
    * sharing one commit (open-store batches them) follow each other here. Each keeps only
    * what the check reads, not its batch: a busy door saves 64 programmes in ~20 ms, and
-   * whole batches held that long outlived the young generation (bench/README.md, "Where
-   * POST 1 × 96 goes").
+   * whole batches held that long outlived the young generation (bench/README.md, "What a
+   * saved programme keeps alive").
    */
   const recentSaves: RecentSave[] = []
   const saveOf = new WeakMap<InstructionBatch, RecentSave>()
