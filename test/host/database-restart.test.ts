@@ -110,7 +110,11 @@ t.test('the database stopped, started and restarted under load: 503 + Retry-Afte
   const refused = seen.filter(s => s.status === 503)
   t.ok(refused.length > 0, `${refused.length} requests got 503`)
   t.same(refused.filter(s => s.retryAfter !== '5'), [], 'each 503 with Retry-After: 5')
-  for (const i of [a, b]) t.equal(i.child.exitCode, null, 'the host process lives on')
+  for (const i of [a, b]) {
+    // A death says why: the last of its output goes with the failure.
+    const died = i.child.exitCode === null ? '' : `: it exited with ${i.child.exitCode}; its last output:\n${i.run.output().slice(-4000)}`
+    t.equal(i.child.exitCode, null, `the host process lives on${died}`)
+  }
   for (const i of [a, b]) {
     const episodes = i.logs().filter(l => l.level === 50 && /database is unreachable/.test(l.msg))
     t.ok(episodes.length >= 1 && episodes.length <= 3, `one error line per episode (${episodes.length} for 2 episodes)`)
