@@ -44,7 +44,7 @@ export function needsOf (doc: BesoinsAgreges): SiteNeedsSeen {
   return { emittedAt: doc.emitted_at, ...power, availableKwh, needsKwh: site.jalons_besoin.reduce((n, j) => n + j.valeur_kwh, 0) }
 }
 
-/** A day has at most 100 quarter-hours; a document spanning more is read over its first ones. */
+/** A day has at most 100 quarter-hours: a document spanning more than twice that is read over its first 200. */
 const MAX_QUARTERS = 200
 
 /** Available power by quarter-hour (`SiteNeedsSeen.availableKw`) from (start ms, kW) pairs. */
