@@ -134,6 +134,9 @@ for (const kind of storeKinds) t.test(kind, async t => {
     await closing
     t.equal((await first).accepted, 300 * 96, 'the report in flight when close() was called completed')
     t.equal((await second).accepted, 1, 'and the one queued behind it')
+    // Read back as a restart would, after the store is closed: a second handle opened while a
+    // replica's change feed may still be applying a write could wait on that write for ever.
+    await store.close()
     const reopened = await openStore(store.path, { openInThisProcess: true })
     t.teardown(() => reopened.close())
     const seen = openMetering(reopened, { now: () => Date.now(), retentionDays: 90 })
