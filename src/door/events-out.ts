@@ -41,7 +41,7 @@ export function eventsOut (post: (m: EventsMessage, transfer?: ArrayBuffer[]) =>
   let records: string[] = []
   const receipts = new Map<string, unknown[]>()
   let handshakes = 0
-  let handOvers: Array<{ batch: HandedBatch; sites: readonly number[] }> = []
+  let handOvers: Array<{ batch: BatchSlots; sites: readonly number[] }> = []
   let timer: NodeJS.Timeout | undefined
   let immediate: NodeJS.Immediate | undefined
 
@@ -207,8 +207,8 @@ export function eventsOut (post: (m: EventsMessage, transfer?: ArrayBuffer[]) =>
   return out
 }
 
-/** What a hand-over sends of its batch. */
-type HandedBatch = Pick<InstructionBatch, 'instructionId' | 'targetDate' | 'slotDurationSecs' | 'siteIds' | 'starts' | 'kwh' | 'slotEnds'>
+/** What a hand-over sends of its batch (the solver's side reads it as `HandedBatch`, apply/enqueue.ts). */
+type BatchSlots = Pick<InstructionBatch, 'instructionId' | 'targetDate' | 'slotDurationSecs' | 'siteIds' | 'starts' | 'kwh' | 'slotEnds'>
 
 function slotCount (batch: Pick<InstructionBatch, 'slotEnds'>, sites: readonly number[]): number {
   let n = 0

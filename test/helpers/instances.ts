@@ -19,7 +19,7 @@ import { join } from 'node:path'
 import type { Test } from 'tap'
 import { Agent, request } from 'undici'
 import { settingsPath } from '../../src/cli/settings.ts'
-import { initializedDataDir, startEpx, type RunningEpx } from './cli.ts'
+import { epx, initializedDataDir, startEpx, type RunningEpx } from './cli.ts'
 import { testPki } from './certs.ts'
 import { startPostgres, type PostgresCluster } from './postgres.ts'
 import { migratedDatabase } from './store-kinds.ts'
@@ -47,6 +47,34 @@ export async function instanceDir (t: Test, url: string, o: { host?: Record<stri
   for (const [k, v] of Object.entries(o.plugin ?? {})) s.plugin[k] = { ...s.plugin[k], ...v }
   writeFileSync(file, JSON.stringify(s, null, 2))
   return dir
+}
+
+/**
+ * Two instance folders on one database of a cluster for the file (`sharedDatabase`), set up
+ * once through A's folder as an operator would (it lands in the database, for both): company
+ * `acme`, its client certificate bundle, an inbound token, a console user `alice`; a BSP's
+ * agent (that certificate) and a browser's (no certificate), closed at the end.
+ */
+export async function twoInstances (t: Test, o: Parameters<typeof instanceDir>[2]) {
+  const { cluster, database } = await sharedDatabase(t, { fsync: 'off' })
+  const url = cluster.url(database)
+  const dirA = await instanceDir(t, url, o)
+  const dirB = await instanceDir(t, url, o)
+  /** `epx <argv>` in A's folder; its last line (a secret is printed last). */
+  const ok = async (...argv: string[]): Promise<string> => {
+    const r = await epx(dirA, ...argv)
+    if (r.code !== 0) throw new Error(`epx ${argv.join(' ')}: ${r.err}`)
+    return r.lines.at(-1)!
+  }
+  await ok('company', 'add', 'acme', '--name', 'ACME')
+  const bundle = join(dirA, 'acme-bundle')
+  await ok('cert', 'issue', 'acme', '--out', bundle)
+  const inbound = await ok('token', 'create', '--company', 'acme', '--scope', 'inbound:programme-soutirage')
+  const password = await ok('user', 'add', 'alice', '--company', 'acme')
+  const bsp = agentFor(bundle)
+  const browser = agentFor()
+  t.teardown(() => Promise.all([bsp.close(), browser.close()]))
+  return { cluster, url, dirA, dirB, ok, inbound, password, bsp, browser, consoleOf: consoleClient(browser) }
 }
 
 export interface Instance {

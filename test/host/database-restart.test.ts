@@ -3,39 +3,18 @@
 // restarts: the API answers 503 with Retry-After: 5 (never 500, never 401), the console a
 // clear page, /readyz false; no acknowledged programme is lost; both recover by themselves.
 import t from 'tap'
-import { join } from 'node:path'
 import { addDays, parisDateOf } from '../../src/contract/paris-day.ts'
 import { openStore } from '../../src/store/open-store.ts'
 import { openInstructions } from '../../src/store/instructions.ts'
 import { OUTBOUND_PATH } from '../../src/http/route.ts'
-import { epx } from '../helpers/cli.ts'
 import { INBOUND_PATH, programme, siteId } from '../helpers/programme.ts'
-import { agentFor, call, consoleClient, instanceDir, sharedDatabase, startInstance, until, type Answer, type Instance } from '../helpers/instances.ts'
+import { call, startInstance, twoInstances, until, type Answer, type Instance } from '../helpers/instances.ts'
 
 const SITES = 100
-const { cluster, database } = await sharedDatabase(t, { fsync: 'off' })
-const url = cluster.url(database)
-const settings = { host: { sites: SITES }, plugin: { publish: { schedule: false } } }
-const dirA = await instanceDir(t, url, settings)
-const dirB = await instanceDir(t, url, settings)
-const ok = async (...argv: string[]) => {
-  const r = await epx(dirA, ...argv)
-  if (r.code !== 0) throw new Error(`epx ${argv.join(' ')}: ${r.err}`)
-  return r.lines.at(-1)!
-}
+const { cluster, url, dirA, dirB, ok, inbound, password, bsp, browser, consoleOf } = await twoInstances(t, { host: { sites: SITES }, plugin: { publish: { schedule: false } } })
 const tomorrow = addDays(parisDateOf(new Date()), 1)
-await ok('company', 'add', 'acme', '--name', 'ACME')
-const bundle = join(dirA, 'acme-bundle')
-await ok('cert', 'issue', 'acme', '--out', bundle)
-const inbound = await ok('token', 'create', '--company', 'acme', '--scope', 'inbound:programme-soutirage')
 const outbound = await ok('token', 'create', '--company', 'acme', '--scope', 'outbound:besoins-agreges')
-const password = await ok('user', 'add', 'alice', '--company', 'acme')
 await ok('publish', '--date', tomorrow, '--site', siteId(1))
-
-const bsp = agentFor(bundle)
-const browser = agentFor()
-t.teardown(() => Promise.all([bsp.close(), browser.close()]))
-const consoleOf = consoleClient(browser)
 
 t.test('the database stopped, started and restarted under load: 503 + Retry-After 5 meanwhile, never 500 or 401, nothing acknowledged lost, both recover', async t => {
   const [a, b] = await Promise.all([startInstance(t, dirA), startInstance(t, dirB)])

@@ -3,39 +3,16 @@
 // through A; A dies by SIGKILL mid-stream; B carries on with everything A acknowledged,
 // A's publication schedule, A's tokens and A's console sessions; A restarted feeds its solver again.
 import t from 'tap'
-import { join } from 'node:path'
 import { addDays, parisDateOf } from '../../src/contract/paris-day.ts'
 import { openStore } from '../../src/store/open-store.ts'
 import { openInstructions } from '../../src/store/instructions.ts'
 import { OUTBOUND_PATH } from '../../src/http/route.ts'
-import { epx } from '../helpers/cli.ts'
 import { INBOUND_PATH, programme, siteId } from '../helpers/programme.ts'
-import { agentFor, call, consoleClient, instanceDir, sharedDatabase, startInstance, until, type Instance } from '../helpers/instances.ts'
+import { call, startInstance, twoInstances, until, type Instance } from '../helpers/instances.ts'
 
 const SITES = 120
-const { cluster, database } = await sharedDatabase(t, { fsync: 'off' })
-const url = cluster.url(database)
 // Both publish D+1 every 5 s when they lead (node-cron's seconds field): a takeover shows within the test.
-const settings = { host: { sites: SITES }, plugin: { publish: { dailyCron: '*/5 * * * * *' } } }
-const dirA = await instanceDir(t, url, settings)
-const dirB = await instanceDir(t, url, settings)
-
-// What an operator does once, through A's folder: it lands in the database, for both.
-const ok = async (...argv: string[]) => {
-  const r = await epx(dirA, ...argv)
-  if (r.code !== 0) throw new Error(`epx ${argv.join(' ')}: ${r.err}`)
-  return r.lines.at(-1)!
-}
-await ok('company', 'add', 'acme', '--name', 'ACME')
-const bundle = join(dirA, 'acme-bundle')
-await ok('cert', 'issue', 'acme', '--out', bundle)
-const inbound = await ok('token', 'create', '--company', 'acme', '--scope', 'inbound:programme-soutirage')
-const password = await ok('user', 'add', 'alice', '--company', 'acme')
-
-const bsp = agentFor(bundle)
-const browser = agentFor()
-t.teardown(() => Promise.all([bsp.close(), browser.close()]))
-const consoleOf = consoleClient(browser)
+const { url, dirA, dirB, inbound, password, bsp, consoleOf } = await twoInstances(t, { host: { sites: SITES }, plugin: { publish: { dailyCron: '*/5 * * * * *' } } })
 
 /** A programme for site `k` alone (no two of the stream supersede each other), emitted now. */
 const body = (k: number, tomorrow: string) => JSON.stringify(programme({
