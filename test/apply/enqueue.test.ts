@@ -4,18 +4,10 @@ import { openStore } from '../../src/store/open-store.ts'
 import { openInstructions } from '../../src/store/instructions.ts'
 import { createEnqueuer } from '../../src/apply/enqueue.ts'
 import { saveAndQueue } from '../../src/apply/receive-programme.ts'
-import { createProgrammeCheck } from '../../src/apply/check-programme.ts'
 import type { CycleApplied, Logger, SolverInput, SolverPort } from '../../src/host/contract.ts'
-import { programme, siteId, type ProgrammeOptions } from '../helpers/programme.ts'
+import { instructionBatch, siteId } from '../helpers/programme.ts'
 
-const check = createProgrammeCheck({ maxSites: 5000, requireContiguous: false })
-const batch = (o: ProgrammeOptions) => {
-  const r = check(Buffer.from(JSON.stringify(programme({ slots: 2, ...o }))), {
-    perimeter: 'all', provenance: { receivedAt: '2026-11-21T12:30:00.000Z', companyId: 'acme', tokenId: 'tok', certFingerprint256: 'F' },
-  })
-  if (!r.ok) throw new Error(JSON.stringify(r.details))
-  return r.batch
-}
+const batch = instructionBatch
 
 function setup (t: Test, solverOverrides: Partial<SolverPort> = {}) {
   const store = openStore(t.testdir())

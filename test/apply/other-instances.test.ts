@@ -5,23 +5,15 @@ import pino from 'pino'
 import { join } from 'node:path'
 import { openStore, type Store } from '../../src/store/open-store.ts'
 import { openInbound, type Inbound } from '../../src/apply/receive-programme.ts'
-import { createProgrammeCheck } from '../../src/apply/check-programme.ts'
 import type { Logger, SolverInput, SolverPort } from '../../src/host/contract.ts'
-import { programme, siteId, type ProgrammeOptions } from '../helpers/programme.ts'
+import { instructionBatch, siteId } from '../helpers/programme.ts'
 import { startPostgres } from '../helpers/postgres.ts'
 import { migratedDatabase } from '../helpers/store-kinds.ts'
 
 const cluster = startPostgres({ fsync: 'off', synchronous_commit: 'off' })
 t.teardown(() => cluster.destroy())
 
-const check = createProgrammeCheck({ maxSites: 5000, requireContiguous: false })
-const batch = (o: ProgrammeOptions) => {
-  const r = check(Buffer.from(JSON.stringify(programme({ slots: 2, ...o }))), {
-    perimeter: 'all', provenance: { receivedAt: '2026-11-21T12:30:00.000Z', companyId: 'acme', tokenId: 'tok', certFingerprint256: 'F' },
-  })
-  if (!r.ok) throw new Error(JSON.stringify(r.details))
-  return r.batch
-}
+const batch = instructionBatch
 const log = pino({ level: 'silent' }) as unknown as Logger
 const clock = { now: () => new Date('2026-11-21T12:30:00Z') }
 

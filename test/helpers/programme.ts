@@ -7,6 +7,8 @@
  */
 import { coverageOf } from '../../src/contract/paris-day.ts'
 import { INBOUND_PATH } from '../../src/http/route.ts'
+import { createProgrammeCheck } from '../../src/apply/check-programme.ts'
+import type { InstructionBatch } from '../../src/contract/instruction.ts'
 
 export { INBOUND_PATH }
 
@@ -65,4 +67,15 @@ export function programme (o: ProgrammeOptions = {}): Body {
       })),
     })),
   }
+}
+
+const check = createProgrammeCheck({ maxSites: 5000, requireContiguous: false })
+
+/** A valid programme of `o` (2 slots unless said), as the door's check turns it into a batch. */
+export function instructionBatch (o: ProgrammeOptions): InstructionBatch {
+  const r = check(Buffer.from(JSON.stringify(programme({ slots: 2, ...o }))), {
+    perimeter: 'all', provenance: { receivedAt: '2026-11-21T12:30:00.000Z', companyId: 'acme', tokenId: 'tok', certFingerprint256: 'F' },
+  })
+  if (!r.ok) throw new Error(JSON.stringify(r.details))
+  return r.batch
 }

@@ -1,19 +1,8 @@
 import t from 'tap'
 import { openStore } from '../../src/store/open-store.ts'
 import { muteLmdbWriteErrors } from '../../src/store/fault-log.ts'
-import type { Logger } from '../../src/host/contract.ts'
+import { recordingLog } from '../helpers/recording-log.ts'
 
-function recordingLog (): { log: Logger; lines: Array<{ level: string; obj: any; msg?: string }> } {
-  const lines: Array<{ level: string; obj: any; msg?: string }> = []
-  const log: Logger = {
-    debug: (obj, msg) => { lines.push({ level: 'debug', obj, msg }) },
-    info: (obj, msg) => { lines.push({ level: 'info', obj, msg }) },
-    warn: (obj, msg) => { lines.push({ level: 'warn', obj, msg }) },
-    error: (obj, msg) => { lines.push({ level: 'error', obj, msg }) },
-    child: () => log,
-  }
-  return { log, lines }
-}
 
 t.test('a fault episode is one error line with its cause, however many writes fail, and one info line at the next durable write', async t => {
   const { log, lines } = recordingLog()

@@ -1,26 +1,14 @@
 // Needs PostgreSQL (test/helpers/postgres.ts: a throwaway cluster; fails, never skips, without it).
 import t, { type Test } from 'tap'
 import pg from 'pg'
-import type { Logger } from '../../../src/host/contract.ts'
 import { LEADER_LOCK, pgLeadership, type PgLeadership } from '../../../src/store/postgres/leader.ts'
 import { eachTakeover, soleInstance } from '../../../src/store/leadership.ts'
 import { startPostgres } from '../../helpers/postgres.ts'
+import { recordingLog } from '../../helpers/recording-log.ts'
 
 const cluster = startPostgres({ fsync: 'off' })
 t.teardown(() => cluster.destroy())
 
-/** A logger that keeps its lines, to assert what an operator reads. */
-function recordingLog () {
-  const lines: Array<{ level: string; msg?: string; obj: object }> = []
-  const log: Logger = {
-    debug: (obj, msg) => { lines.push({ level: 'debug', obj, msg }) },
-    info: (obj, msg) => { lines.push({ level: 'info', obj, msg }) },
-    warn: (obj, msg) => { lines.push({ level: 'warn', obj, msg }) },
-    error: (obj, msg) => { lines.push({ level: 'error', obj, msg }) },
-    child: () => log,
-  }
-  return { log, lines }
-}
 
 /** Polls `cond` every 20 ms; rejects after `ms`. */
 async function until (cond: () => boolean, ms: number, what: string): Promise<number> {
