@@ -16,6 +16,7 @@ import { openReplica, revisionBytesMarkers, type AppliedChanges, type PostgresSt
 import { REVISION_BYTES_DB, SUB_DATABASES } from './postgres/schema.ts'
 import { soleInstance, type Leadership } from './leadership.ts'
 import { pgLeadership, type PgLeadership } from './postgres/leader.ts'
+import type { Verification } from './postgres/verify.ts'
 
 /** Test seam: make the store refuse, as a dead disk or a full map would. */
 export interface StoreFaults {
@@ -61,6 +62,11 @@ export interface Store {
    * to this replica; the listener's return removes it. LMDB: never called (no replica).
    */
   onApplied(listener: (changes: AppliedChanges) => void): () => void
+  /**
+   * PostgreSQL: whether this instance's replica equals the database (postgres/verify.ts),
+   * compared once the replica is at the database's snapshot. LMDB: undefined (no replica).
+   */
+  verify(): Promise<Verification | undefined>
   /** PostgreSQL: the availability cell a store of another thread shares (`postgres.availability`). */
   readonly availability?: SharedArrayBuffer
   /**
@@ -287,6 +293,7 @@ export function openStore (path: string, opts: OpenStoreOptions = {}): Store {
     opened: r ? r.opened : Promise.resolve(),
     ready: r ? () => !faults.unavailable && r.ready() : () => !faults.unavailable && !state.closed,
     onApplied: r ? listener => r.onApplied(listener) : () => () => {},
+    verify: r ? () => r.verify() : () => Promise.resolve(undefined),
     ...(r ? { availability: r.availability } : {}),
     db (name, o = {}) {
       let handle = handles.get(name)

@@ -31,6 +31,7 @@ import { checkSchema } from './migrate.ts'
 import { decodeKey, decodeValue, encodeKey, encodeValue } from './records.ts'
 import { CHANGE_CHANNEL, REMOVALS_KEPT_DAYS, REVISION_BYTES_DB, SUB_DATABASES, WRITE_LOCK_KEY, type RecordRow } from './schema.ts'
 import { isSegmentName, SEGMENTS_FOLDER } from '../revision-segments.ts'
+import { verifyReplica, verifyWhenAtSnapshot, type ReplicaView, type Verification } from './verify.ts'
 
 export interface PostgresStoreOptions {
   /** Connection settings (store.postgres, made into a pool configuration). */
@@ -49,6 +50,8 @@ export interface PostgresStoreOptions {
   readonly explain?: (err: unknown) => EpxError | undefined
   /** The feed's safety-net poll (ms): a lost notification is caught up within it. */
   readonly pollMs?: number
+  /** SQL text per statement of a write batch (default 16 MiB; tests make it small). */
+  readonly statementBytes?: number
 }
 
 /** What a batch's job is to the replica (open-store.ts's queued `writeDurable` call). */
@@ -86,6 +89,8 @@ export interface Replica {
   /** Runs the jobs as one database transaction; throws when none of them landed. */
   runBatch(jobs: readonly BatchJob[]): Promise<void>
   onApplied(listener: (changes: AppliedChanges) => void): () => void
+  /** Whether this replica equals the database now (verify.ts), once it is at the database's snapshot. */
+  verify(): Promise<Verification>
   close(): Promise<void>
 }
 
@@ -100,8 +105,7 @@ interface Write {
   readonly db: string
   readonly key: Key
   readonly keyBytes: Buffer
-  /** undefined: removed. */
-  readonly value: unknown
+  /** What the database gets (msgpack, or the bytes of a binary sub-database); null: removed. */
   readonly bytes: Buffer | null
 }
 
@@ -163,6 +167,12 @@ export async function pruneRemovals (client: ClientBase, keptDays = REMOVALS_KEP
   }
 }
 
+/** node-postgres's error for a query past `query_timeout`: the connection is then of no use. */
+const isQueryTimeout = (err: unknown): boolean => /query read timeout/i.test(String((err as Error)?.message))
+
+/** SQL text per statement of a write batch (writeStatements). */
+const STATEMENT_BYTES = 16 * 2 ** 20
+
 /** How often a following store drops old removals (pruneRemovals). */
 const PRUNE_EVERY_MS = 3_600_000
 
@@ -177,11 +187,13 @@ export function openReplica (host: ReplicaHost, options: PostgresStoreOptions): 
     pool = new pgm.Pool(options.pool)
     // An idle client's connection lost (a database restart) is an 'error' on the pool: the
     // pool drops that client; without a listener it would end the process.
-    pool.on('error', () => {})
+    pool.on('error', err => log?.debug({ database: where, err }, 'an idle database connection was lost (a restart?): the pool makes a new one when needed'))
     return pgm
   })
   pgLoaded.catch(() => {})
   const connectPool = async () => (pool ?? (await pgLoaded, pool!)).connect()
+  const statementBytes = options.statementBytes ?? STATEMENT_BYTES
+  const batchBoundMs = options.pool.query_timeout ?? (options.pool.statement_timeout ? options.pool.statement_timeout + 2000 : undefined)
   const availability = options.availability ?? new SharedArrayBuffer(4)
   const cell = new Int32Array(availability)
   const meta: Database<any, Key> = root.openDB({ name: META_DB, encoding: 'msgpack' })
@@ -235,7 +247,7 @@ export function openReplica (host: ReplicaHost, options: PostgresStoreOptions): 
     try {
       for (const row of rows) {
         const seq = Number(row.seq)
-        if (seq <= cursor) continue
+        if (seq <= cursor || row.fetched === false) continue
         const d = host.rawDb(row.db)
         const key = decodeKey(row.key)
         if (row.value === null) {
@@ -285,15 +297,26 @@ export function openReplica (host: ReplicaHost, options: PostgresStoreOptions): 
     return writes
   }
 
-  /** One statement: every write, one seq each, and the notification; then COMMIT. */
-  const writeSql = (writes: Iterable<Write>): string => {
-    const rows: string[] = []
+  /**
+   * The write set as statements of at most `statementBytes` of SQL each (a record larger
+   * than that is a statement of its own): every write, one seq each; the last statement
+   * also notifies and commits. One statement in the usual case, so one round trip; a
+   * burst of large programmes stays far below PostgreSQL's 1 GB bound on a statement.
+   */
+  const writeStatements = (writes: Iterable<Write>): string[] => {
+    const chunks: string[][] = [[]]
+    let size = 0
     for (const w of writes) {
-      rows.push(`(${sqlName(w.db)},${hex(w.keyBytes)},${w.bytes ? `${hex(w.bytes)},NULL` : 'NULL,now()'},nextval('epx_change_seq'))`)
+      const row = `(${sqlName(w.db)},${hex(w.keyBytes)},${w.bytes ? `${hex(w.bytes)},NULL` : 'NULL,now()'},nextval('epx_change_seq'))`
+      if (size > 0 && size + row.length > statementBytes) { chunks.push([]); size = 0 }
+      chunks[chunks.length - 1]!.push(row)
+      size += row.length + 1
     }
-    return `WITH w AS (INSERT INTO epx_record (db, key, value, removed_at, seq) VALUES ${rows.join(',')} ` +
+    return chunks.map((rows, i) => `WITH w AS (INSERT INTO epx_record (db, key, value, removed_at, seq) VALUES ${rows.join(',')} ` +
       'ON CONFLICT (db, key) DO UPDATE SET value = EXCLUDED.value, removed_at = EXCLUDED.removed_at, seq = EXCLUDED.seq RETURNING seq) ' +
-      `SELECT min(seq)::text AS lo, max(seq)::text AS hi, pg_notify('${CHANGE_CHANNEL}', max(seq)::text) FROM w; COMMIT`
+      (i < chunks.length - 1
+        ? 'SELECT min(seq)::text AS lo, max(seq)::text AS hi FROM w'
+        : `SELECT min(seq)::text AS lo, max(seq)::text AS hi, pg_notify('${CHANGE_CHANNEL}', max(seq)::text) FROM w; COMMIT`))
   }
 
   const applyOwn = (writes: Iterable<Write>, hi: number): void => {
@@ -302,14 +325,45 @@ export function openReplica (host: ReplicaHost, options: PostgresStoreOptions): 
     for (const w of writes) {
       const d = host.rawDb(w.db)
       if (w.bytes === null) d.removeSync(w.key)
-      // This instance wrote them into its segment file: the marker only.
-      else d.putSync(w.key, w.db === REVISION_BYTES_DB ? EMPTY_MARKER : w.value)
+      // This instance wrote them into its segment file: the marker only. Otherwise what
+      // the database got, decoded, not the object the job put: the replica holds the
+      // database's record even where msgpack does not give an object back as it was.
+      else d.putSync(w.key, w.db === REVISION_BYTES_DB ? EMPTY_MARKER : decodeValue(w.bytes, binaryOf(w.db)))
     }
     meta.putSync('cursor', hi)
   }
 
+  /**
+   * Runs the batch within `batchBoundMs` (store.postgres.statementTimeoutMs + 2 s): a
+   * frozen server, a connection that never comes or a synchronous standby gone answers
+   * NO_STORE (503) within the bound, as docs/operating.md promises, instead of waiting for
+   * each query's own timeout in turn. The abandoned attempt ends in the background, its
+   * connection dropped (which rolls back what it had not committed); a commit that landed
+   * all the same reaches the replica through the feed.
+   */
   const runBatch = async (jobs: readonly BatchJob[]): Promise<void> => {
+    if (!batchBoundMs) return attemptBatch(jobs, { abandoned: false })
+    const attempt = { abandoned: false }
+    let timer: NodeJS.Timeout | undefined
+    const bound = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => {
+        attempt.abandoned = true
+        reject(new Error(`the database did not answer the write within ${batchBoundMs} ms (store.postgres.statementTimeoutMs + 2 s)`))
+      }, batchBoundMs)
+    })
+    const running = attemptBatch(jobs, attempt)
+    running.catch(() => {})
+    try {
+      return await Promise.race([running, bound])
+    } finally {
+      clearTimeout(timer)
+    }
+  }
+
+  const attemptBatch = async (jobs: readonly BatchJob[], attempt: { abandoned: boolean }): Promise<void> => {
+    const gone = () => { if (attempt.abandoned) throw new Error('abandoned: past the write\'s bound') }
     const client = await connectPool()
+    if (attempt.abandoned) { client.release(); gone() }
     let broken: Error | undefined
     // A connection lost while checked out is an 'error' on the client (the query fails too):
     // unheard, it would end the process.
@@ -318,21 +372,32 @@ export function openReplica (host: ReplicaHost, options: PostgresStoreOptions): 
     try {
       const begun = await client.query(
         `BEGIN; SELECT pg_advisory_xact_lock(${WRITE_LOCK_KEY}); ` +
-        `SELECT db, key, value, seq::text AS seq FROM epx_record WHERE seq > ${cursorNow()} ORDER BY seq`) as unknown as QueryResult<RecordRow>[]
+        // ORDER BY names the column, not the text alias `seq`, which would sort 1, 10, 100…
+        `SELECT db, key, value, seq::text AS seq FROM epx_record WHERE epx_record.seq > ${cursorNow()} ORDER BY epx_record.seq`) as unknown as QueryResult<RecordRow>[]
+      gone()
       let writes = new Map<string, Write>()
       await root.transaction(() => {
+        gone()
         applyRows(begun[2]!.rows)
         writes = runAborted(jobs)
       })
+      gone()
       if (writes.size === 0) {
         await client.query('COMMIT')
         return
       }
-      const committing = client.query(writeSql(writes.values())) as unknown as Promise<QueryResult<{ lo: string; hi: string }>[]>
+      const statements = writeStatements(writes.values())
+      let lo = 0
+      for (const sql of statements.slice(0, -1)) {
+        const part = (await client.query<{ lo: string }>(sql)).rows[0]!
+        lo ||= Number(part.lo)
+        gone()
+      }
+      const committing = client.query(statements[statements.length - 1]!) as unknown as Promise<QueryResult<{ lo: string; hi: string }>[]>
       // The feed may see these rows before this continuation runs: it waits to tell them apart.
       inflight = committing.then(() => {}, () => {})
       const done = await committing
-      const lo = Number(done[0]!.rows[0]!.lo)
+      lo ||= Number(done[0]!.rows[0]!.lo)
       const hi = Number(done[0]!.rows[0]!.hi)
       if (follow) own.push([lo, hi])
       inflight = undefined
@@ -344,7 +409,10 @@ export function openReplica (host: ReplicaHost, options: PostgresStoreOptions): 
         scheduleCatchUp()
       }
     } catch (err) {
-      try { await client.query('ROLLBACK') } catch { broken = err as Error }
+      // Past the bound the connection is dropped, not rolled back: a ROLLBACK would wait
+      // for the same server as long again.
+      if (attempt.abandoned || isQueryTimeout(err)) broken ??= err as Error
+      else try { await client.query('ROLLBACK') } catch { broken = err as Error }
       throw err
     } finally {
       inflight = undefined
@@ -390,8 +458,10 @@ export function openReplica (host: ReplicaHost, options: PostgresStoreOptions): 
       // Rows another thread of this process wrote (the door's) are in the replica already
       // (the cursor is shared): their values are not fetched again, and without a row
       // past the cursor there is no local transaction, only their report.
+      // ORDER BY names the column, not the text alias `seq`, which would sort 1, 10, 100…
       const { rows } = await client.query<RecordRow>(
-        'SELECT db, key, CASE WHEN seq > $3 THEN value END AS value, seq::text AS seq FROM epx_record WHERE seq > $1 ORDER BY seq LIMIT $2',
+        'SELECT db, key, CASE WHEN epx_record.seq > $3 THEN value END AS value, epx_record.seq > $3 AS fetched, seq::text AS seq ' +
+        'FROM epx_record WHERE epx_record.seq > $1 ORDER BY epx_record.seq LIMIT $2',
         [reported, CATCH_UP_PAGE, cursorNow()])
       if (rows.length > 0) {
         if (Number(rows[rows.length - 1]!.seq) > cursorNow()) await root.transaction(() => applyRows(rows))
@@ -427,6 +497,8 @@ export function openReplica (host: ReplicaHost, options: PostgresStoreOptions): 
       if (Number(top) < cursor) {
         log?.warn({ path: host.path, database: where, cursor, databaseSeq: Number(top) },
           'the database is behind what this replica applied (a failover lost its last commits?): reloading the replica from the database')
+      } else if (meta.get('loading') === true) {
+        log?.warn({ path: host.path, database: where }, 'the local replica\'s last load from the database did not finish, or did not verify: loading it again')
       } else if (cursor < Number(pruned)) {
         // Offline longer than removals are kept: some it never saw are gone from the database.
         log?.info({ path: host.path, database: where, cursor, prunedThrough: Number(pruned) },
@@ -447,16 +519,43 @@ export function openReplica (host: ReplicaHost, options: PostgresStoreOptions): 
     await root.transaction(() => { meta.removeSync('database_id') })
     for (const name of new Set([...Object.keys(SUB_DATABASES), ...openedNames()])) await host.rawDb(name).clearAsync()
     host.forgetUnsavedStructures()
-    await root.transaction(() => { meta.putSync('cursor', 0); meta.putSync('database_id', databaseId) })
+    // `loading` until the load is verified (loadVerified): a replica whose load was cut
+    // short, or does not equal the database, is loaded again, never served.
+    await root.transaction(() => { meta.putSync('cursor', 0); meta.putSync('database_id', databaseId); meta.putSync('loading', true) })
   }
+
+  /**
+   * After a load from scratch: the replica, caught up under the write lock, must equal the
+   * database (verify.ts), or the store does not open. Costs one more read of the database,
+   * paid only when a replica is loaded whole (a new folder, a failover that lost commits).
+   */
+  const loadVerified = async (client: Client): Promise<void> => {
+    const started = Date.now()
+    const v = await verifyReplica(view, client,
+      { underWriteLock: { key: WRITE_LOCK_KEY, catchUp: () => catchUpOnce(client) } })
+    if (v.kind !== 'compared' || v.differ.length > 0) {
+      const why = v.kind === 'compared'
+        ? `sub-database(s) ${v.differ.join(', ')} differ after the load (${v.tables.filter(t => v.differ.includes(t.db)).map(t => `${t.db}: ${t.replica.records} record(s) here, ${t.postgres.records} in the database`).join('; ')})`
+        : `the replica is at change ${v.cursor} and the database at ${v.seq} under the write lock`
+      throw new EpxError('EPX_STORE_OPEN_FAILED', [host.path, `the replica loaded from ${where} does not equal it: ${why}; it is loaded again at the next connection`])
+    }
+    await root.transaction(() => { meta.removeSync('loading') })
+    const records = v.tables.reduce((n, t) => n + t.replica.records, 0)
+    log?.info({ path: host.path, database: where, records, seq: v.seq, ms: Date.now() - started }, 'the local replica is loaded and verified: it equals the database')
+  }
+  const view: ReplicaView = { root, path: host.path, rawDb: host.rawDb, cursor: cursorNow }
   const openedNames = (): string[] => [...root.getKeys({})].filter((k): k is string => typeof k === 'string' && k !== META_DB)
 
+  /** The feed's connection while it is being made: close() ends it, so no connection outlives the store. */
+  let connecting: Client | undefined
   const connectFeed = async (): Promise<void> => {
     const client = new (await pgLoaded).Client(options.pool)
     client.on('error', err => { if (feed === client) feedDown(err) })
     client.on('end', () => { if (feed === client) feedDown(new Error('the connection closed')) })
     client.on('notification', () => { if (feed === client) scheduleCatchUp() })
+    connecting = client
     try {
+      if (closed) throw new Error('the store was closed before it connected')
       await client.connect()
       const databaseId = await checkSchema(client, where)
       // LISTEN first: a change committed during the catch-up is notified, not missed.
@@ -464,11 +563,15 @@ export function openReplica (host: ReplicaHost, options: PostgresStoreOptions): 
       await ensureDatabase(databaseId, client)
       reported = cursorNow()
       await catchUpOnce(client)
+      if (meta.get('loading') === true) await loadVerified(client)
+      if (closed) throw new Error('the store was closed while it connected')
     } catch (err) {
       client.removeAllListeners('end')
       client.on('error', () => {})
       await client.end().catch(() => {})
       throw err
+    } finally {
+      if (connecting === client) connecting = undefined
     }
     feed = client
     caughtUpOnce = true
@@ -545,13 +648,26 @@ export function openReplica (host: ReplicaHost, options: PostgresStoreOptions): 
     record (db, key, value, removed) {
       if (!recording) throw new Error('a store write outside writeDurable: it would be neither atomic nor durable')
       const keyBytes = Buffer.from(encodeKey(key))
-      if (removed) { recording.push({ db, key, keyBytes, value: undefined, bytes: null }); return }
-      const binary = binaryOf(db)
+      if (removed) { recording.push({ db, key, keyBytes, bytes: null }); return }
       // Bytes copied now: the caller may reuse its buffer once put returns.
-      const bytes = binary ? Buffer.from(value as Uint8Array) : encodeValue(value, false)
-      recording.push({ db, key, keyBytes, value: binary ? bytes : value, bytes })
+      recording.push({ db, key, keyBytes, bytes: binaryOf(db) ? Buffer.from(value as Uint8Array) : encodeValue(value, false) })
     },
     runBatch,
+    async verify () {
+      const client = await connectPool()
+      let broken: Error | undefined
+      const heard = (err: Error) => { broken = err }
+      client.on('error', heard)
+      try {
+        return await verifyWhenAtSnapshot(view, client)
+      } catch (err) {
+        broken ??= err as Error
+        throw err
+      } finally {
+        client.off('error', heard)
+        client.release(broken)
+      }
+    },
     onApplied (listener) {
       listeners.add(listener)
       return () => { listeners.delete(listener) }
@@ -563,6 +679,8 @@ export function openReplica (host: ReplicaHost, options: PostgresStoreOptions): 
       if (prune) clearInterval(prune)
       if (reconnectTimer) clearTimeout(reconnectTimer)
       await catching?.catch(() => {})
+      void connecting?.end().catch(() => {})
+      await opened.catch(() => {})
       const client = feed
       feed = undefined
       if (follow) setUp(false)

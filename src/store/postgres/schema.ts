@@ -88,7 +88,18 @@ export type SchemaState =
   | { readonly kind: 'foreign'; readonly tables: readonly string[] }
 
 /** The store's records as a reader of the database sees them (catch-up, full load). */
-export interface RecordRow { readonly db: string; readonly key: Buffer; readonly value: Buffer | null; readonly seq: string }
+export interface RecordRow {
+  readonly db: string
+  readonly key: Buffer
+  /** null: removed (or not fetched, when `fetched` is false). */
+  readonly value: Buffer | null
+  readonly seq: string
+  /**
+   * false: the row's value was not asked for (the replica applied it already, written by
+   * another thread of this process), so a null value does not mean removed.
+   */
+  readonly fetched?: boolean
+}
 
 export async function readSchemaState (client: ClientBase): Promise<SchemaState> {
   const tables = (await client.query<{ t: string }>(
