@@ -42,6 +42,11 @@ export interface PostgresCluster {
   stop(): void
   start(): void
   restart(): void
+  /**
+   * SIGSTOP to the postmaster and every backend, as a frozen server (a VM paused, a disk
+   * that hangs): connections stay open and nothing answers. Returns the thaw (SIGCONT).
+   */
+  freeze(): () => void
   /** Stops the cluster and removes its folder. */
   destroy(): void
 }
@@ -144,6 +149,7 @@ export function startPostgres (settings: Record<string, string> = {}, opts: Clus
     run(join(bin, 'psql'), ['-h', root, '-p', String(port), '-U', 'postgres', '-d', database, '-X', '-q', '-A', '-t', '-v', 'ON_ERROR_STOP=1', '-c', sql], 'psql',
       opts.password === undefined ? undefined : { PGPASSWORD: opts.password })
   let destroyed = false
+  const frozen = new Set<() => void>()
   return {
     socketDir: root,
     port,
@@ -160,9 +166,24 @@ export function startPostgres (settings: Record<string, string> = {}, opts: Clus
     stop,
     start,
     restart () { stop(); start() },
+    freeze () {
+      const postmaster = Number(readFileSync(join(data, 'postmaster.pid'), 'utf8').split('\n')[0])
+      const children = spawnSync('pgrep', ['-P', String(postmaster)], { encoding: 'utf8' }).stdout.split('\n').filter(Boolean).map(Number)
+      const pids = [postmaster, ...children]
+      for (const pid of pids) process.kill(pid, 'SIGSTOP')
+      let thawed = false
+      const thaw = () => {
+        if (thawed) return
+        thawed = true
+        for (const pid of pids) { try { process.kill(pid, 'SIGCONT') } catch { /* gone */ } }
+      }
+      frozen.add(thaw)
+      return thaw
+    },
     destroy () {
       if (destroyed) return
       destroyed = true
+      for (const thaw of frozen) thaw()
       try { stop() } catch { /* already stopped */ }
       rmSync(root, { recursive: true, force: true })
     },

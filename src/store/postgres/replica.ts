@@ -167,6 +167,16 @@ export async function pruneRemovals (client: ClientBase, keptDays = REMOVALS_KEP
   }
 }
 
+/**
+ * Ends a connection now, whatever state it is in: pg's end() waits for the server to
+ * close its side, which a server that never answered does not do (its connect() then
+ * never settles either), so the socket is destroyed as well.
+ */
+function drop (client: Client): void {
+  client.end().catch(() => {})
+  ;(client as unknown as { connection?: { stream?: { destroy(): void } } }).connection?.stream?.destroy()
+}
+
 /** node-postgres's error for a query past `query_timeout`: the connection is then of no use. */
 const isQueryTimeout = (err: unknown): boolean => /query read timeout/i.test(String((err as Error)?.message))
 
@@ -548,6 +558,11 @@ export function openReplica (host: ReplicaHost, options: PostgresStoreOptions): 
 
   /** The feed's connection while it is being made: close() ends it, so no connection outlives the store. */
   let connecting: Client | undefined
+  let closing: () => void = () => {}
+  const whenClosed = new Promise<never>((_, reject) => {
+    closing = () => reject(new EpxError('EPX_STORE_OPEN_FAILED', [host.path, `the store was closed before ${where} answered`]))
+  })
+  whenClosed.catch(() => {})
   const connectFeed = async (): Promise<void> => {
     const client = new (await pgLoaded).Client(options.pool)
     client.on('error', err => { if (feed === client) feedDown(err) })
@@ -556,7 +571,8 @@ export function openReplica (host: ReplicaHost, options: PostgresStoreOptions): 
     connecting = client
     try {
       if (closed) throw new Error('the store was closed before it connected')
-      await client.connect()
+      // pg never settles connect() when end() comes first: close() is raced here instead.
+      await Promise.race([client.connect(), whenClosed])
       const databaseId = await checkSchema(client, where)
       // LISTEN first: a change committed during the catch-up is notified, not missed.
       await client.query(`LISTEN ${CHANGE_CHANNEL}`)
@@ -568,7 +584,7 @@ export function openReplica (host: ReplicaHost, options: PostgresStoreOptions): 
     } catch (err) {
       client.removeAllListeners('end')
       client.on('error', () => {})
-      await client.end().catch(() => {})
+      drop(client)
       throw err
     } finally {
       if (connecting === client) connecting = undefined
@@ -679,8 +695,8 @@ export function openReplica (host: ReplicaHost, options: PostgresStoreOptions): 
       if (prune) clearInterval(prune)
       if (reconnectTimer) clearTimeout(reconnectTimer)
       await catching?.catch(() => {})
-      void connecting?.end().catch(() => {})
-      await opened.catch(() => {})
+      if (connecting) drop(connecting)
+      closing()
       const client = feed
       feed = undefined
       if (follow) setUp(false)

@@ -31,7 +31,8 @@ t.test('a commit waiting for a synchronous standby that never answers fails with
   const started = Date.now()
   await t.rejects(store.writeDurable(() => db.putSync('probe', 'waiting')), { code: 'NO_STORE' })
   const waited = Date.now() - started
-  t.ok(waited < 10_000, `refused after ${waited} ms, not left hanging`)
+  // statementTimeoutMs + 2 s is the bound docs/operating.md states; 1 s more for a loaded machine.
+  t.ok(waited < 500 + 2000 + 1000, `refused after ${waited} ms, within statementTimeoutMs + 2 s`)
   t.equal(db.get('probe'), 'before', 'the replica holds only what the database confirmed')
 
   cluster.psql("ALTER SYSTEM RESET synchronous_standby_names")
