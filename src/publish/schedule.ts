@@ -159,7 +159,6 @@ export function startSchedule (opts: ScheduleOptions): Schedule {
   const { config, log } = opts
   const leadership = opts.leadership ?? soleInstance
   const tickMs = opts.tickMs ?? DEFAULT_TICK_MS
-  const retryMs = opts.catchUpRetryMs ?? DEFAULT_CATCH_UP_RETRY_MS
   // Matchers only: created, never started (node-cron's timer is what drops late runs).
   const tasks: Array<{ kind: RunKind; task: ScheduledTask; seconds: number[] }> = []
   try {
