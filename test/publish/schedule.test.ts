@@ -7,6 +7,7 @@ import { openRevisions } from '../../src/store/revisions.ts'
 import { createPublisher } from '../../src/publish/publish-run.ts'
 import { catchUp, firedEarlierToday, startSchedule, targetDatesFor } from '../../src/publish/schedule.ts'
 import type { Leadership } from '../../src/store/leadership.ts'
+import { storeKinds, storesOf } from '../helpers/store-kinds.ts'
 
 const PARIS = 'Europe/Paris'
 const at = (iso: string) => new Date(iso)
@@ -368,3 +369,33 @@ t.test('revision retention follows a run only on the leader', async t => {
   await publisher.publish({ targetDate: '2026-11-19', siteIds: [prm(2)] })
   t.notOk(revisions.latest(prm(1), '2026-08-11'), 'the leader removed it after its run')
 })
+
+for (const kind of storeKinds) {
+  t.test(`${kind}: a run 8 s late, its writes fenced by the store's own leadership, publishes`, async t => {
+    const store = await storesOf(t, kind).openStore(join(t.testdir(), 'store'))
+    t.teardown(() => store.close())
+    const leadership = store.leadership()
+    const deadline = Date.now() + 5000
+    while (!leadership.isLeader() && Date.now() < deadline) await new Promise(resolve => setTimeout(resolve, 20))
+    t.ok(leadership.isLeader(), 'the only instance leads')
+    const revisions = openRevisions(store, { retentionDays: 90 })
+    let now = new Date('2026-11-18T06:59:58Z')
+    const clock = { now: () => now }
+    const sites: Site[] = [1, 2].map(i => ({ site_id: prm(i), site_name: `S${i}` }))
+    const solver: SolverPort = {
+      async sites () { return sites },
+      async needs (_s, c) { return { milestones: [], availablePowerKw: new Array(c.slots).fill(5) } },
+      enqueueNextCycle () {},
+      onCycleApplied () { return () => {} },
+    }
+    const publisher = createPublisher({ solver, revisions, clock, log: silent, emittedBy: 'epx', retryDelayMs: 1, leads: leadership.isLeader, fenced: leadership.fenced })
+    t.teardown(() => publisher.close())
+    const config = { dailyCron: '0 8 * * *', weekendCron: '0 8 * * 5', timezone: PARIS, emittedBy: 'epx', schedule: true, retentionDays: 90 }
+    const schedule = startSchedule({ config, publisher, revisions, solver, clock, log: silent, leadership })
+    t.teardown(() => schedule.stop())
+    await schedule.caughtUp
+    now = new Date('2026-11-18T07:00:08Z')
+    await schedule.tick()
+    for (const i of [1, 2]) t.equal(revisions.list(prm(i), '2026-11-19').length, 1, `site ${i} published at 08:00:08`)
+  })
+}
