@@ -95,6 +95,7 @@ export async function createEpx (host: Host, rawConfig: unknown, internals: Inte
       solver: host.solver, clock: host.clock, log: log.child({ area: 'publish' }),
       onRun: (report, request, ms) => ops.publication(report, request, ms),
       leads: leadership.isLeader,
+      fenced: leadership.fenced,
     })
     bin.add(() => publication.close())
     const { revisions, publisher } = publication
@@ -143,6 +144,7 @@ export async function createEpx (host: Host, rawConfig: unknown, internals: Inte
       metering,
       retentionDays: { instructions: config.inbound.retentionDays, deliveries: config.publish.retentionDays },
       leads: leadership.isLeader,
+      fenced: leadership.fenced,
       clock: host.clock,
       log,
     })

@@ -17,6 +17,7 @@ import { addDays, parisDateOf } from '../contract/paris-day.ts'
 import { publicationRun } from './audit-events.ts'
 import type { ProgrammeCount } from './programme-records.ts'
 import type { Metering } from '../store/metering.ts'
+import type { Leadership } from '../store/leadership.ts'
 
 export interface OperationsDeps {
   readonly audit: Audit
@@ -28,6 +29,8 @@ export interface OperationsDeps {
   readonly retentionDays: { readonly instructions: number; readonly deliveries: number }
   /** Retention runs only while this says so: instances sharing a store leave it to their leader (default: always). */
   readonly leads?: () => boolean
+  /** The leadership's fence (store/leadership.ts): retention of a leader deposed meanwhile removes nothing (default: unfenced). */
+  readonly fenced?: Leadership['fenced']
   readonly clock: Clock
   readonly log: Logger
 }
@@ -61,7 +64,8 @@ export function createOperations (deps: OperationsDeps) {
       const endMs = clock.now().getTime()
       audit.record(publicationRun(report, actor, durationMs), endMs)
       metrics?.publication(report, trigger, durationMs / 1000, endMs)
-      if (trigger === 'schedule') lastScheduled = { ok: report.failed.length === 0, targetDate: report.targetDate }
+      // A scheduled run refused because this instance was deposed meanwhile is the new leader's to make.
+      if (trigger === 'schedule' && (!deps.leads || deps.leads())) lastScheduled = { ok: report.failed.length === 0, targetDate: report.targetDate }
       ops.retentionInBackground()
     },
 
@@ -91,15 +95,19 @@ export function createOperations (deps: OperationsDeps) {
       if (deps.leads && !deps.leads()) return
       const now = clock.now()
       const today = parisDateOf(now)
+      const fenced = deps.fenced ?? (run => run())
       try {
-        const audited = await audit.prune(now.getTime())
-        const before = addDays(today, -deps.retentionDays.instructions)
-        const instructions = await deps.instructions.prune(before)
-        const receipts = await deps.deliveries.prune(addDays(today, -deps.retentionDays.deliveries))
-        const meterDays = await deps.metering?.prune(before) ?? 0
-        if (audited || instructions || receipts || meterDays) log.info({ audited, instructions, receipts, meterDays }, 'expired audit records, instructions, delivery receipts and meter values removed')
+        await fenced(async () => {
+          const audited = await audit.prune(now.getTime())
+          const before = addDays(today, -deps.retentionDays.instructions)
+          const instructions = await deps.instructions.prune(before)
+          const receipts = await deps.deliveries.prune(addDays(today, -deps.retentionDays.deliveries))
+          const meterDays = await deps.metering?.prune(before) ?? 0
+          if (audited || instructions || receipts || meterDays) log.info({ audited, instructions, receipts, meterDays }, 'expired audit records, instructions, delivery receipts and meter values removed')
+        })
       } catch (err) {
-        log.warn({ reason: (err as Error).message }, 'retention could not run; the next publication run retries')
+        if (deps.leads && !deps.leads()) log.info({}, 'retention stopped: this instance no longer leads')
+        else log.warn({ reason: (err as Error).message }, 'retention could not run; the next publication run retries')
       }
     },
 

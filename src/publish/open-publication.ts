@@ -23,6 +23,7 @@ export interface PublicationDeps {
   readonly onRun?: PublisherOptions['onRun']
   /** Whether this instance runs retention after its runs (the leader of those sharing the store; default: always). */
   readonly leads?: PublisherOptions['leads']
+  readonly fenced?: PublisherOptions['fenced']
 }
 
 export interface Publication {
@@ -35,7 +36,7 @@ export interface Publication {
 
 export function openPublication (store: Store, options: PublicationOptions, deps: PublicationDeps): Publication {
   const revisions = openRevisions(store, { retentionDays: options.retentionDays })
-  const publisher = createPublisher({ solver: deps.solver, revisions, clock: deps.clock, log: deps.log, emittedBy: options.emittedBy, onRun: deps.onRun, leads: deps.leads })
+  const publisher = createPublisher({ solver: deps.solver, revisions, clock: deps.clock, log: deps.log, emittedBy: options.emittedBy, onRun: deps.onRun, leads: deps.leads, fenced: deps.fenced })
   return {
     revisions,
     publisher,

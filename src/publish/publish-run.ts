@@ -13,6 +13,7 @@ import { isPrm } from '../contract/ids.ts'
 import { serializeBesoinsAgreges } from '../contract/besoins-agreges.ts'
 import type { RevisionDraft, RevisionMeta, Revisions, StagedRevision } from '../store/revisions.ts'
 import { buildBesoins, slotBoundaries, withEmittedAt } from './build-besoins.ts'
+import type { Leadership } from '../store/leadership.ts'
 
 export interface PublisherOptions {
   readonly solver: SolverPort
@@ -33,6 +34,8 @@ export interface PublisherOptions {
   readonly onRun?: (report: PublishReport, request: RunRequest, durationMs: number) => void
   /** Revision retention follows a run only while this says so: instances sharing a store leave it to their leader (default: always). */
   readonly leads?: () => boolean
+  /** The leadership's fence (store/leadership.ts): retention commits only while this instance still leads (default: unfenced). */
+  readonly fenced?: Leadership['fenced']
 }
 
 export interface RunRequest {
@@ -158,7 +161,8 @@ export function createPublisher (opts: PublisherOptions): Publisher {
     // Retention rides on publication runs, so it also happens when schedules are off.
     if (o.leads && !o.leads()) return report
     try {
-      const pruned = await o.revisions.prune(o.clock.now().getTime())
+      const fenced = o.fenced ?? (run => run())
+      const pruned = await fenced(async () => o.revisions.prune(o.clock.now().getTime()))
       if (pruned) o.log.info({ pruned }, 'expired Besoins_Agreges revisions removed')
     } catch (err) {
       o.log.warn({ reason: reasonOf(err) }, 'revision retention could not run; next run retries')

@@ -8,6 +8,7 @@
  */
 import { userInfo } from 'node:os'
 import type { Store } from './open-store.ts'
+import { unfenced } from './leadership.ts'
 
 /** Who caused the event. */
 export type AuditActor =
@@ -146,7 +147,8 @@ export function openAudit (store: Store, opts: { retentionDays?: number } = {}):
     record (event: AuditEvent, atMs: number): void {
       pending.push(make(event, atMs))
       if (!job && !timer) {
-        timer = setTimeout(() => { write().catch(() => {}) }, RECORD_DELAY_MS)
+        // Outside a fenced run that records (a publication's): the records it gathers are everyone's.
+        timer = unfenced(() => setTimeout(() => { write().catch(() => {}) }, RECORD_DELAY_MS))
         timer.unref()
       }
     },

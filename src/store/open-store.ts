@@ -14,7 +14,7 @@ import { createFaultLog, muteLmdbWriteErrors } from './fault-log.ts'
 import { guardedDb, storeChecks, type StoreDb, type StoreState } from './guarded-db.ts'
 import { openReplica, revisionBytesMarkers, type AppliedChanges, type PostgresStoreOptions, type Replica } from './postgres/replica.ts'
 import { REVISION_BYTES_DB, SUB_DATABASES } from './postgres/schema.ts'
-import { soleInstance, type Leadership } from './leadership.ts'
+import { currentFence, notLeading, soleInstance, type Leadership } from './leadership.ts'
 import { pgLeadership, type PgLeadership } from './postgres/leader.ts'
 import type { Verification } from './postgres/verify.ts'
 
@@ -45,6 +45,8 @@ export interface Store {
    * on disk: under lmdb-js's default overlappingSync a commit is durable only when
    * `flushed` resolves (DECISIONS.md "Robustness"). Any failure becomes NO_STORE.
    * Concurrent calls share one commit and one flush; each stays all or nothing.
+   * Called within a leadership's `fenced` run (leadership.ts), it is refused with NO_STORE
+   * (`notLeading`), writing nothing, unless this instance still leads when it commits.
    */
   writeDurable<T>(fn: () => T): Promise<T>
   /** Mutable fault switches (tests only). */
@@ -80,6 +82,9 @@ export interface Store {
 /** A queued `writeDurable` call. */
 interface Job {
   readonly fn: () => unknown
+  /** A fenced write: the leadership's token, checked by the database (postgres/replica.ts). */
+  fence?: number
+  fencedOut?: boolean
   readonly resolve: (v: unknown) => void
   readonly reject: (e: unknown) => void
   ok?: boolean
@@ -261,7 +266,9 @@ export function openStore (path: string, opts: OpenStoreOptions = {}): Store {
     }
     let landed = false
     for (const job of jobs) {
-      if (job.ok) { job.resolve(job.result); landed = true } else refuse(job, storeUnavailable(job.error))
+      // Not a store fault: the write was not this instance's to make any more.
+      if (job.fencedOut) job.reject(notLeading())
+      else if (job.ok) { job.resolve(job.result); landed = true } else refuse(job, storeUnavailable(job.error))
     }
     if (landed) faultLog.succeeded()
   }
@@ -315,6 +322,13 @@ export function openStore (path: string, opts: OpenStoreOptions = {}): Store {
     writeDurable<T> (fn: () => T): Promise<T> {
       return new Promise<T>((resolve, reject) => {
         const job = { fn, resolve, reject } as Job
+        // LMDB has one instance: nothing to fence.
+        const fence = r && currentFence()
+        if (fence) {
+          const token = fence.token()
+          if (token === undefined) { reject(notLeading()); return }
+          job.fence = token
+        }
         // A refusal is a rejection, and a fault, like every other failure.
         try { guard() } catch (err) { refuse(job, err as EpxError); return }
         queue.push(job)

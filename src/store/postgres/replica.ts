@@ -32,6 +32,7 @@ import { decodeKey, decodeValue, encodeKey, encodeValue } from './records.ts'
 import { CHANGE_CHANNEL, REMOVALS_KEPT_DAYS, REVISION_BYTES_DB, SUB_DATABASES, WRITE_LOCK_KEY, type RecordRow } from './schema.ts'
 import { isSegmentName, SEGMENTS_FOLDER } from '../revision-segments.ts'
 import { verifyReplica, verifyWhenAtSnapshot, type ReplicaView, type Verification } from './verify.ts'
+import { LEADER_HOLDER_SQL } from './leader.ts'
 
 export interface PostgresStoreOptions {
   /** Connection settings (store.postgres, made into a pool configuration). */
@@ -57,6 +58,10 @@ export interface PostgresStoreOptions {
 /** What a batch's job is to the replica (open-store.ts's queued `writeDurable` call). */
 export interface BatchJob {
   readonly fn: () => unknown
+  /** A fenced write (leadership.ts): the backend pid that must hold the leader lock when the batch runs. */
+  readonly fence?: number
+  /** Set when `fence` no longer holds the lock: the fn did not run, nothing of it is written. */
+  fencedOut?: boolean
   ok?: boolean
   result?: unknown
   error?: unknown
@@ -380,16 +385,22 @@ export function openReplica (host: ReplicaHost, options: PostgresStoreOptions): 
     const heard = (err: Error) => { broken = err }
     client.on('error', heard)
     try {
+      // A fenced write's leader is checked under the write lock: no write of a new leader
+      // can come between the check and this batch's COMMIT.
+      const fenced = jobs.some(j => j.fence !== undefined)
       const begun = await client.query(
         `BEGIN; SELECT pg_advisory_xact_lock(${WRITE_LOCK_KEY}); ` +
         // ORDER BY names the column, not the text alias `seq`, which would sort 1, 10, 100…
-        `SELECT db, key, value, seq::text AS seq FROM epx_record WHERE epx_record.seq > ${cursorNow()} ORDER BY epx_record.seq`) as unknown as QueryResult<RecordRow>[]
+        `SELECT db, key, value, seq::text AS seq FROM epx_record WHERE epx_record.seq > ${cursorNow()} ORDER BY epx_record.seq` +
+        (fenced ? `; ${LEADER_HOLDER_SQL}` : '')) as unknown as QueryResult<RecordRow>[]
       gone()
+      const holder = fenced ? (begun[3]!.rows[0] as { pid?: number } | undefined)?.pid : undefined
+      for (const j of jobs) if (j.fence !== undefined && j.fence !== holder) j.fencedOut = true
       let writes = new Map<string, Write>()
       await root.transaction(() => {
         gone()
         applyRows(begun[2]!.rows)
-        writes = runAborted(jobs)
+        writes = runAborted(fenced ? jobs.filter(j => !j.fencedOut) : jobs)
       })
       gone()
       if (writes.size === 0) {

@@ -2,8 +2,12 @@
 import t, { type Test } from 'tap'
 import pg from 'pg'
 import { LEADER_LOCK, pgLeadership, type PgLeadership } from '../../../src/store/postgres/leader.ts'
+import { join } from 'node:path'
 import { eachTakeover, soleInstance } from '../../../src/store/leadership.ts'
+import { openStore } from '../../../src/store/open-store.ts'
+import { WRITE_LOCK_KEY } from '../../../src/store/postgres/schema.ts'
 import { startPostgres } from '../../helpers/postgres.ts'
+import { migratedDatabase } from '../../helpers/store-kinds.ts'
 import { recordingLog } from '../../helpers/recording-log.ts'
 
 const cluster = startPostgres({ fsync: 'off' })
@@ -147,4 +151,102 @@ t.test('the lock is a plain advisory lock: a session that holds it keeps every i
   t.notOk(l.isLeader(), 'held elsewhere: not the leader')
   await squatter.query('SELECT pg_advisory_unlock($1, $2)', [LEADER_LOCK.classId, LEADER_LOCK.objId])
   await until(() => l.isLeader(), 2000, 'released: leads')
+})
+
+/** A session that takes the leader lock and then says nothing: a leader frozen (SIGSTOP, a VM paused), as the server sees it. */
+async function frozenLeader (t: Test, db: string): Promise<pg.Client> {
+  const c = new pg.Client(cluster.connection(db))
+  c.on('error', () => {})   // its session is ended under it
+  await c.connect()
+  t.teardown(() => c.end().catch(() => {}))
+  t.equal((await c.query('SELECT pg_try_advisory_lock($1, $2) AS ok', [LEADER_LOCK.classId, LEADER_LOCK.objId])).rows[0].ok, true, 'the frozen one led')
+  return c
+}
+
+const lease = { leaseMs: 1000, checkMs: 200, checkTimeoutMs: 500, retryMs: 100 }
+
+t.test('a leader silent past its lease (frozen) is replaced within leaseMs + retryMs, and the log says why', async t => {
+  const db = `leader_${++n}`
+  cluster.createDatabase(db)
+  const frozen = await frozenLeader(t, db)
+  const frozenPid = holderPid(db)
+  const frozenAt = Date.now()
+  const log = recordingLog()
+  const l = pgLeadership({ connection: cluster.connection(db), log: log.log, ...lease })
+  t.teardown(() => l.close())
+  await new Promise(resolve => setTimeout(resolve, 500))
+  t.notOk(l.isLeader(), 'within the lease the holder keeps it')
+  await until(() => l.isLeader(), 3000, 'the other leads')
+  const ms = Date.now() - frozenAt
+  t.ok(ms >= lease.leaseMs && ms <= lease.leaseMs + lease.retryMs + 500, `replaced after ${ms} ms (lease ${lease.leaseMs} ms + retry ${lease.retryMs} ms)`)
+  t.not(holderPid(db), frozenPid, 'PostgreSQL shows the new holder')
+  t.ok(log.lines.some(line => line.level === 'warn' && /did not renew its leadership for 1 s: its session was ended, this instance takes over/.test(line.msg ?? '')), 'a warn line says why')
+  await t.rejects(frozen.query('SELECT 1'), 'the frozen session, resumed, finds itself ended')
+})
+
+t.test('a live leader is not deposed: its checks renew the lease', async t => {
+  const { a, b } = twoInstances(t, lease)
+  await until(() => a.isLeader() || b.isLeader(), 5000, 'one leads')
+  const leader = a.isLeader() ? a : b
+  await new Promise(resolve => setTimeout(resolve, 3 * lease.leaseMs))
+  t.ok(leader.isLeader(), 'still the same leader after three leases')
+  t.equal(Number(a.isLeader()) + Number(b.isLeader()), 1)
+})
+
+t.test('a leader whose process was frozen past its lease knows it does not lead the moment it resumes, before any timer runs', async t => {
+  const { a, b } = twoInstances(t, lease)
+  await until(() => a.isLeader() || b.isLeader(), 5000, 'one leads')
+  const [leader, other] = a.isLeader() ? [a, b] : [b, a]
+  // This whole process stops for 1.3 s: no timer, no socket read, in either instance.
+  Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, lease.leaseMs + 300)
+  t.notOk(leader.isLeader(), 'past its lease: not leading, at once')
+  await until(() => other.isLeader() || leader.isLeader(), 3000, 'a leader again')
+  await new Promise(resolve => setTimeout(resolve, 300))
+  t.equal(Number(a.isLeader()) + Number(b.isLeader()), 1, 'exactly one')
+})
+
+t.test('a fenced write of a deposed leader commits nothing; an unfenced write beside it lands', async t => {
+  const db = await migratedDatabase(cluster, `fence_${++n}`)
+  const store = openStore(join(t.testdir(), 'replica'), { postgres: { pool: { ...cluster.connection(db), max: 4 } } })
+  t.teardown(() => store.close())
+  await store.opened
+  const leadership = store.leadership() as PgLeadership
+  await until(() => leadership.isLeader(), 5000, 'the store\'s instance leads')
+  const d = store.db<number>('audit')
+  const rows = () => Number(cluster.psql("SELECT count(*) FROM epx_record WHERE db = 'audit'", db).trim())
+
+  await leadership.fenced(() => store.writeDurable(() => { d.putSync('leading', 1) }))
+  t.equal(d.get('leading'), 1, 'leading: a fenced write lands')
+  t.equal(rows(), 1)
+
+  // A batch waits for the write lock (another writer's long transaction)…
+  const writer = new pg.Client(cluster.connection(db))
+  await writer.connect()
+  t.teardown(() => writer.end().catch(() => {}))
+  await writer.query(`BEGIN; SELECT pg_advisory_xact_lock(${WRITE_LOCK_KEY})`)
+  const fenced = leadership.fenced(() => store.writeDurable(() => { d.putSync('deposed', 2) }))
+  fenced.catch(() => {})
+  await new Promise(resolve => setTimeout(resolve, 100))
+  // …while another instance ends this one's leadership session and takes the lock.
+  cluster.psql(`SELECT pg_terminate_backend(${leadership.backendPid()!})`, db)
+  const usurper = await frozenLeader(t, db)
+  t.ok(usurper)
+  await until(() => !leadership.isLeader(), 2000, 'this instance knows it no longer leads')
+  const plain = store.writeDurable(() => { d.putSync('plain', 3) })
+  await writer.query('COMMIT')
+  await t.rejects(fenced, { code: 'NO_STORE' }, 'the deposed leader\'s fenced write is refused')
+  await plain
+  t.equal(d.get('plain'), 3, 'the unfenced write landed')
+  t.equal(d.get('deposed'), undefined, 'nothing of the fenced one in the replica')
+  t.equal(rows(), 2, 'nor in the database')
+  await t.rejects(leadership.fenced(() => store.writeDurable(() => { d.putSync('later', 4) })), { code: 'NO_STORE' }, 'a fenced write asked now is refused at once')
+  t.equal(d.get('later'), undefined)
+})
+
+t.test('an LMDB store: a fenced write is a plain write (one instance, always the leader)', async t => {
+  const store = openStore(join(t.testdir(), 'lmdb'))
+  t.teardown(() => store.close())
+  const d = store.db<number>('audit')
+  await store.leadership().fenced(() => store.writeDurable(() => { d.putSync('x', 1) }))
+  t.equal(d.get('x'), 1)
 })
