@@ -235,15 +235,19 @@ export function createEnqueuer (deps: EnqueueDeps): Enqueuer {
   const owed = new Map<string, readonly [string, string]>()
   let owedRetry: NodeJS.Timeout | undefined
   let owedDelay = OWED_RETRY_MIN_MS
-  /** One warn per episode of reads that fail, one info when what was owed is handed. */
-  let owing = false
+  /**
+   * A warn once a retry fails too, an info once what was owed is handed: one of each per
+   * episode. Not at the first failure: a reconnecting feed answers by the first retry,
+   * and the store logs its own outage.
+   */
+  let warned = false
   let closed = false
-  const owe = (days: ReadonlyArray<readonly [string, string]>, err: unknown): void => {
+  const owe = (days: ReadonlyArray<readonly [string, string]>, err: unknown, retried = false): void => {
     for (const day of days) owed.set(`${day[0]}/${day[1]}`, day)
-    if (!owing) {
-      owing = true
+    if (retried && !warned) {
+      warned = true
       log.warn({ err, code: (err as { code?: string })?.code, sites: owed.size },
-        'could not read the instructions another instance saved (the store does not answer): they are queued once it does')
+        'could not read the instructions another instance saved (the store does not answer): retried until it does')
     }
     if (owedRetry || closed) return
     owedRetry = setTimeout(() => {
@@ -251,10 +255,11 @@ export function createEnqueuer (deps: EnqueueDeps): Enqueuer {
       const days = [...owed.values()]
       owed.clear()
       inOrder(async () => {
-        await handEffective(days, 'elsewhere', owe)
-        if (owed.size > 0 || !owing) return
-        owing = false
+        await handEffective(days, 'elsewhere', (rest, e) => owe(rest, e, true))
+        if (owed.size > 0) return
         owedDelay = OWED_RETRY_MIN_MS
+        if (!warned) return
+        warned = false
         log.info({ sites: days.length }, 'the instructions another instance saved while the store did not answer are queued')
       }, 'could not queue the instructions another instance saved')
     }, owedDelay)

@@ -251,7 +251,7 @@ t.test('another instance\'s programme the store cannot read yet is read again, w
   enqueuer.handChanged(savedKeys(b))
   await new Promise(resolve => setTimeout(resolve, 800))   // read at 0, 100, 300, 700 ms
   t.same(queue, [], 'nothing read, nothing fed')
-  t.same(lines.filter(l => l.level === 'warn').map(l => l.obj.code), ['NO_STORE'], 'one warn for the retries')
+  t.same(lines.filter(l => l.level === 'warn').map(l => [l.obj.code, l.msg]), [['NO_STORE', 'could not read the instructions another instance saved (the store does not answer): retried until it does']], 'one warn for the retries')
   store.faults.unavailable = false
   for (let i = 0; i < 200 && queue.length < 2; i++) await new Promise(resolve => setTimeout(resolve, 10))
   t.same(queue.map(i => [i.instructionId, i.siteId]), [[b.instructionId, siteId(1)], [b.instructionId, siteId(2)]], 'fed once the store answers')

@@ -128,7 +128,7 @@ function cut (database: string, name: string): void {
   cluster.psql(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'epx-${name}'`, database)
 }
 
-t.test('programmes saved through A while B\'s change feed is down reach B\'s solver once it is back, each once; one warn an outage', async t => {
+t.test('programmes saved through A while B\'s change feed is down reach B\'s solver once it is back, each once', async t => {
   const db = await migratedDatabase(cluster)
   const a = await instance(t, db, 'a')
   const { log: bLog, lines } = recordingLog()
@@ -143,11 +143,8 @@ t.test('programmes saved through A while B\'s change feed is down reach B\'s sol
   }
   await new Promise(resolve => setTimeout(resolve, 400))
   t.equal(b.queue.length, 9, 'each site of each programme once, the poll included')
-  // Whether B's feed reports what it missed before or after its store answers again is a race: a warn, or none.
-  const warned = lines.filter(l => l.level === 'warn').map(l => l.msg)
-  t.ok(warned.length <= 3, `at most one warn an outage (${warned.length})`)
-  t.same(warned, warned.map(() => 'could not read the instructions another instance saved (the store does not answer): they are queued once it does'))
-  t.equal(lines.filter(l => l.level === 'info' && /while the store did not answer are queued/.test(l.msg ?? '')).length, warned.length, 'and one info when they are')
+  // The store logs its outage; a feed that answers again by the first retry needs no line more.
+  t.same(lines.filter(l => l.level === 'warn'), [], 'no warn of the hand-overs')
 })
 
 t.test('another instance\'s rows a write of B applied before its feed reported them are reported once the feed reconnects', async t => {
