@@ -27,6 +27,9 @@ import { periodsOf } from './to-constraints.ts'
 const SITES_PER_TURN = 64
 /** How long `queued` statuses wait to share one write (a cycle's acknowledgement flushes them first). */
 const QUEUED_WRITE_DELAY_MS = 20
+/** Another instance's changes the store could not read yet (its feed reconnecting): read again after this, doubling up to the max. */
+const OWED_RETRY_MIN_MS = 100
+const OWED_RETRY_MAX_MS = 5000
 
 export interface EnqueueDeps {
   readonly solver: SolverPort
@@ -69,7 +72,10 @@ export interface Enqueuer {
    * Queues what another writer (another instance) changed in the instructions, once
    * applied to this store: each site and day whose effective instruction is new, or was
    * rewritten (a re-send), if its day is not over. After the hand-overs before it, in order.
-   * Its statuses are the writer's: nothing is written here.
+   * Its statuses are the writer's: nothing is written here. A site and day the store
+   * cannot read now (its change feed reconnecting) is read again, with backoff, until it
+   * answers; what is effective then is queued. One the solver was last handed as it
+   * stands (the door's hand-over of the same save) is not queued twice.
    */
   handChanged(changes: ReadonlyMap<string, readonly unknown[]>): void
   /** Stops listening to the solver's cycles, writes pending statuses and resolves once every status write has settled. */
@@ -86,6 +92,29 @@ export function createEnqueuer (deps: EnqueueDeps): Enqueuer {
     pending.add(settled)
   }
 
+  /**
+   * What the solver was last handed per target date and site: the door's hand-over of a
+   * save and the change feed's report of the same rows (the door's worker writes through
+   * a store of its own, whose rows the feed tells apart from no other instance's) feed it once.
+   */
+  const handed = new Map<string, Map<string, Handed>>()
+  const sameAsHanded = (f: Fed): boolean => {
+    const last = handed.get(f.input.targetDate)?.get(f.input.siteId)
+    return last !== undefined && last.instructionId === f.input.instructionId && last.digest === f.digest
+  }
+  const noteHanded = (fed: readonly Fed[]): void => {
+    for (const { input, digest } of fed) {
+      let sites = handed.get(input.targetDate)
+      if (!sites) {
+        // A new day: the days that are over are dropped, nothing feeds them any more.
+        const today = parisDateOf(clock.now())
+        for (const day of handed.keys()) if (day < today) handed.delete(day)
+        handed.set(input.targetDate, sites = new Map())
+      }
+      sites.set(input.siteId, { instructionId: input.instructionId, digest })
+    }
+  }
+
   const unsubscribe = solver.onCycleApplied(report => {
     if (report.inputs.length === 0) return
     flushQueued()   // writes are ordered: `queued` lands before this `applied`
@@ -97,12 +126,15 @@ export function createEnqueuer (deps: EnqueueDeps): Enqueuer {
    * any cycle's `applied` for them. The status write is not awaited: losing `queued` to
    * a crash loses nothing, the next activation queues them again. `marked`: already
    * saved as `queued` (a refusal writes `received` back); `elsewhere`: another instance
-   * saved them and owns their status (nothing is written, either way).
+   * saved them and owns their status (nothing is written, either way). `again`: fed even
+   * if the solver was last handed the same (a requeue); otherwise such an input is not.
    */
-  const hand = (inputs: SolverInput[], marked: boolean | 'elsewhere' = false): void => {
-    if (inputs.length === 0) return
+  const hand = (fed: readonly Fed[], marked: boolean | 'elsewhere' = false, again = false): void => {
+    if (fed.length === 0) return
+    const fresh = again ? fed : fed.filter(f => !sameAsHanded(f))
+    const inputs = fresh.map(f => f.input)
     try {
-      solver.enqueueNextCycle(inputs)
+      if (inputs.length) solver.enqueueNextCycle(inputs)
     } catch (err) {
       // The instructions are durable: answer 202 all the same; they stay (or go back to)
       // `received` and the next activation queues them again.
@@ -113,8 +145,9 @@ export function createEnqueuer (deps: EnqueueDeps): Enqueuer {
       }
       return
     }
+    noteHanded(fresh)
     if (marked) return
-    for (const i of inputs) queued.push({ instructionId: i.instructionId, siteId: i.siteId })
+    for (const { input: i } of fed) queued.push({ instructionId: i.instructionId, siteId: i.siteId })
     timer ??= setTimeout(flushQueued, QUEUED_WRITE_DELAY_MS).unref()
   }
   // Every LMDB commit costs lmdb-js a native write job: the `queued` statuses of all the
@@ -136,14 +169,14 @@ export function createEnqueuer (deps: EnqueueDeps): Enqueuer {
   const current = (batch: HandedBatch, i: number): boolean =>
     !deps.sharedStore || stillEffective(instructions, batch.targetDate, batch.siteIds[i]!, batch.instructionId, true)
   const handInOrder = (batches: readonly HandedBatch[]): void => {
-    const inputs: SolverInput[] = []
+    const inputs: Fed[] = []
     const nowMs = clock.now().getTime()
     for (const batch of batches) for (let i = 0; i < batch.siteIds.length; i++) if (current(batch, i)) inputs.push(inputOf(batch, i, nowMs))
     hand(inputs, true)
   }
   /** A big hand-over (a 1,000-site programme): SITES_PER_TURN sites a turn, the solver shares the loop. */
   const handInTurns = async (batches: readonly HandedBatch[]): Promise<void> => {
-    let inputs: SolverInput[] = []
+    let inputs: Fed[] = []
     const nowMs = clock.now().getTime()
     for (const batch of batches) {
       for (let i = 0; i < batch.siteIds.length; i++) {
@@ -158,25 +191,80 @@ export function createEnqueuer (deps: EnqueueDeps): Enqueuer {
     hand(inputs, true)
   }
 
-  /** The effective instructions of `days` (site and day pairs) whose day is not over, handed SITES_PER_TURN a turn. */
-  const handEffective = async (days: ReadonlyArray<readonly [string, string]>, marked: boolean | 'elsewhere'): Promise<number> => {
+  /**
+   * The effective instructions of `days` (site and day pairs) whose day is not over, handed
+   * SITES_PER_TURN a turn. `owe`: where the days go that the store could not read (they
+   * are handed by a later call); without it, the read's error is thrown.
+   */
+  const handEffective = async (days: ReadonlyArray<readonly [string, string]>, marked: boolean | 'elsewhere', owe?: (days: ReadonlyArray<readonly [string, string]>, err: unknown) => void): Promise<number> => {
     const nowMs = clock.now().getTime()
     const today = parisDateOf(new Date(nowMs))
     let count = 0
     for (let from = 0; from < days.length; from += SITES_PER_TURN) {
       if (from > 0) await nextTurn()
-      const inputs: SolverInput[] = []
-      for (const [targetDate, siteId] of days.slice(from, from + SITES_PER_TURN)) {
+      const inputs: Fed[] = []
+      const to = Math.min(from + SITES_PER_TURN, days.length)
+      for (let k = from; k < to; k++) {
+        const [targetDate, siteId] = days[k]!
         if (targetDate < today) continue
-        const instructionId = instructions.effectiveId(targetDate, siteId)
-        const stored = instructionId && instructions.slotsOf(instructionId, siteId)
+        let instructionId: string | undefined
+        let stored: ReturnType<Instructions['slotsOf']>
+        try {
+          instructionId = instructions.effectiveId(targetDate, siteId)
+          stored = instructionId ? instructions.slotsOf(instructionId, siteId) : undefined
+        } catch (err) {
+          if (!owe) throw err
+          hand(inputs, marked)
+          owe(days.slice(k), err)
+          return count + inputs.length
+        }
         if (!stored) continue
-        inputs.push(lazyInput(instructionId, siteId, targetDate, stored.starts, stored.kwh, 0, stored.starts.length, stored.slotDurationSecs, nowMs))
+        inputs.push(fedOf(instructionId!, siteId, targetDate, stored.starts, stored.kwh, 0, stored.starts.length, stored.slotDurationSecs, nowMs))
       }
-      hand(inputs, marked)
+      hand(inputs, marked, marked !== 'elsewhere')
       count += inputs.length
     }
     return count
+  }
+
+  /**
+   * Sites and days another instance changed that the store could not read when told (its
+   * change feed reconnecting reports what it missed before it answers again): read again,
+   * with backoff, until it does. What is effective then is handed, the newest programme's.
+   */
+  const owed = new Map<string, readonly [string, string]>()
+  let owedRetry: NodeJS.Timeout | undefined
+  let owedDelay = OWED_RETRY_MIN_MS
+  /**
+   * A warn once a retry fails too, an info once what was owed is handed: one of each per
+   * episode. Not at the first failure: a reconnecting feed answers by the first retry,
+   * and the store logs its own outage.
+   */
+  let warned = false
+  let closed = false
+  const owe = (days: ReadonlyArray<readonly [string, string]>, err: unknown, retried = false): void => {
+    for (const day of days) owed.set(`${day[0]}/${day[1]}`, day)
+    if (retried && !warned) {
+      warned = true
+      log.warn({ err, code: (err as { code?: string })?.code, sites: owed.size },
+        'could not read the instructions another instance saved (the store does not answer): retried until it does')
+    }
+    if (owedRetry || closed) return
+    owedRetry = setTimeout(() => {
+      owedRetry = undefined
+      const days = [...owed.values()]
+      owed.clear()
+      inOrder(async () => {
+        await handEffective(days, 'elsewhere', (rest, e) => owe(rest, e, true))
+        if (owed.size > 0) return
+        owedDelay = OWED_RETRY_MIN_MS
+        if (!warned) return
+        warned = false
+        log.info({ sites: days.length }, 'the instructions another instance saved while the store did not answer are queued')
+      }, 'could not queue the instructions another instance saved')
+    }, owedDelay)
+    owedRetry.unref?.()
+    owedDelay = Math.min(owedDelay * 2, OWED_RETRY_MAX_MS)
   }
 
   /** Runs `step` after every hand-over before it (`handing`), then `done`. */
@@ -194,7 +282,7 @@ export function createEnqueuer (deps: EnqueueDeps): Enqueuer {
       const n = batch.siteIds.length
       for (let from = 0; from < n; from += SITES_PER_TURN) {
         if (from > 0) await nextTurn()
-        const inputs: SolverInput[] = []
+        const inputs: Fed[] = []
         const nowMs = clock.now().getTime()
         for (const i of sitesToQueue(instructions, batch, effective, from, Math.min(from + SITES_PER_TURN, n))) inputs.push(inputOf(batch, i, nowMs))
         hand(inputs, savedAs === 'queued')
@@ -215,7 +303,7 @@ export function createEnqueuer (deps: EnqueueDeps): Enqueuer {
 
     handChanged (changes) {
       const days = changedDays(changes)
-      if (days.length) inOrder(() => handEffective(days, 'elsewhere'), 'could not queue the instructions another instance saved')
+      if (days.length) inOrder(() => handEffective(days, 'elsewhere', owe), 'could not queue the instructions another instance saved')
     },
 
     async requeueEffective () {
@@ -225,6 +313,10 @@ export function createEnqueuer (deps: EnqueueDeps): Enqueuer {
     },
 
     async close () {
+      // What is still owed is queued by the next activation (requeueEffective).
+      closed = true
+      if (owedRetry) clearTimeout(owedRetry)
+      owedRetry = undefined
       while (handing) await handing
       unsubscribe()
       flushQueued()
@@ -281,9 +373,51 @@ function stillEffective (instructions: Pick<Instructions, 'effectiveId'>, target
   }
 }
 
-function inputOf (batch: HandedBatch, i: number, nowMs: number): SolverInput {
+/** An instruction's input for the solver, and the digest of its slots (what tells a re-send that changes it). */
+interface Fed {
+  readonly input: SolverInput
+  readonly digest: number
+}
+
+/** What the solver was last handed for a site and day. */
+interface Handed {
+  readonly instructionId: string
+  readonly digest: number
+}
+
+function inputOf (batch: HandedBatch, i: number, nowMs: number): Fed {
   const [a, b] = rangeAt(batch.slotEnds, i)
-  return lazyInput(batch.instructionId, batch.siteIds[i]!, batch.targetDate, batch.starts, batch.kwh, a, b, batch.slotDurationSecs, nowMs)
+  return fedOf(batch.instructionId, batch.siteIds[i]!, batch.targetDate, batch.starts, batch.kwh, a, b, batch.slotDurationSecs, nowMs)
+}
+
+function fedOf (instructionId: string, siteId: string, targetDate: string, starts: Float64Array, kwh: Float64Array, a: number, b: number, slotDurationSecs: number, nowMs: number): Fed {
+  return {
+    input: lazyInput(instructionId, siteId, targetDate, starts, kwh, a, b, slotDurationSecs, nowMs),
+    digest: slotsDigest(starts, kwh, a, b, slotDurationSecs),
+  }
+}
+
+const digestScratch = new Float64Array(1)
+const digestWords = new Int32Array(digestScratch.buffer)
+
+/**
+ * A 53-bit digest of slots `[a, b)` (all of them, those over included: the instruction as
+ * stored): two 32-bit FNV-1a-like lanes over the 64-bit words. Not a security property,
+ * only what tells a re-send that changes an instruction from one that does not (~1 µs for 96 slots).
+ */
+export function slotsDigest (starts: ArrayLike<number>, kwh: ArrayLike<number>, a: number, b: number, slotDurationSecs: number): number {
+  let h1 = Math.imul(0x811c9dc5 ^ slotDurationSecs, 0x01000193)
+  let h2 = Math.imul(0x9e3779b9 ^ (b - a), 0x5bd1e995)
+  for (let k = a; k < b; k++) {
+    digestScratch[0] = starts[k]!
+    h1 = Math.imul(h1 ^ digestWords[0]!, 0x01000193)
+    h2 = Math.imul(h2 ^ digestWords[1]!, 0x5bd1e995)
+    digestScratch[0] = kwh[k]!
+    h1 = Math.imul(h1 ^ digestWords[1]!, 0x01000193)
+    h2 = Math.imul(h2 ^ digestWords[0]!, 0x5bd1e995)
+    h2 ^= h1 >>> 15
+  }
+  return (h1 >>> 0) * 0x200000 + ((h2 >>> 0) & 0x1fffff)
 }
 
 /**

@@ -6,10 +6,11 @@ import { createEnqueuer } from '../../src/apply/enqueue.ts'
 import { saveAndQueue } from '../../src/apply/receive-programme.ts'
 import type { CycleApplied, Logger, SolverInput, SolverPort } from '../../src/host/contract.ts'
 import { instructionBatch, siteId } from '../helpers/programme.ts'
+import { recordingLog } from '../helpers/recording-log.ts'
 
 const batch = instructionBatch
 
-function setup (t: Test, solverOverrides: Partial<SolverPort> = {}) {
+function setup (t: Test, solverOverrides: Partial<SolverPort> = {}, o: { log?: Logger; now?: () => Date } = {}) {
   const store = openStore(t.testdir())
   t.teardown(() => store.close())
   const instructions = openInstructions(store)
@@ -22,13 +23,13 @@ function setup (t: Test, solverOverrides: Partial<SolverPort> = {}) {
     onCycleApplied: l => { listeners.add(l); return () => listeners.delete(l) },
     ...solverOverrides,
   }
-  const log = pino({ level: 'silent' }) as unknown as Logger
-  const clock = { now: () => new Date('2026-11-21T12:30:00Z') }
+  const log = o.log ?? pino({ level: 'silent' }) as unknown as Logger
+  const clock = { now: o.now ?? (() => new Date('2026-11-21T12:30:00Z')) }
   const enqueuer = createEnqueuer({ solver, instructions, clock, log })
   t.teardown(() => enqueuer.close())
   const cycle = (n: number) => { const r = { cycle: n, at: '2026-11-21T12:31:00.000Z', inputs: queue.splice(0).map(i => ({ instructionId: i.instructionId, siteId: i.siteId })) }; for (const l of listeners) l(r); return r }
   const settle = () => store.writeDurable(() => {})   // writes are ordered: this one commits after the status writes
-  return { instructions, enqueuer, queue, cycle, settle, listeners }
+  return { store, instructions, enqueuer, queue, cycle, settle, listeners }
 }
 
 t.test('a saved programme reaches the queue with its kW periods, then queued, then applied with the cycle', async t => {
@@ -239,4 +240,42 @@ t.test('a solver that refuses another instance\'s programme: logged, no status w
   await enqueuer.close()
   await settle()
   t.equal(instructions.list()[0]!.state.status, 'queued', 'the writer\'s status stands')
+})
+
+t.test('another instance\'s programme the store cannot read yet is read again, with backoff, until it can; one warn, one info', async t => {
+  const { log, lines } = recordingLog()
+  const { store, instructions, enqueuer, queue } = setup(t, {}, { log })
+  const b = batch({ sites: 2, kwh: () => 1 })
+  await instructions.save(b, 'x', 'queued')
+  store.faults.unavailable = true   // what a reconnecting change feed answers
+  enqueuer.handChanged(savedKeys(b))
+  await new Promise(resolve => setTimeout(resolve, 800))   // read at 0, 100, 300, 700 ms
+  t.same(queue, [], 'nothing read, nothing fed')
+  t.same(lines.filter(l => l.level === 'warn').map(l => [l.obj.code, l.msg]), [['NO_STORE', 'could not read the instructions another instance saved (the store does not answer): retried until it does']], 'one warn for the retries')
+  store.faults.unavailable = false
+  for (let i = 0; i < 200 && queue.length < 2; i++) await new Promise(resolve => setTimeout(resolve, 10))
+  t.same(queue.map(i => [i.instructionId, i.siteId]), [[b.instructionId, siteId(1)], [b.instructionId, siteId(2)]], 'fed once the store answers')
+  t.equal(lines.filter(l => l.level === 'info').length, 1, 'said once')
+  await new Promise(resolve => setTimeout(resolve, 300))
+  t.equal(queue.length, 2, 'and no more')
+})
+
+t.test('what is owed and superseded meanwhile: the newer programme is fed, once; for a day over by then: nothing', async t => {
+  let now = new Date('2026-11-21T12:30:00Z')
+  const { store, instructions, enqueuer, queue } = setup(t, {}, { now: () => now })
+  const older = batch({ sites: 1, emittedAt: '2026-11-21T12:00:00Z', kwh: () => 1 })
+  const newer = batch({ sites: 1, emittedAt: '2026-11-21T12:05:00Z', kwh: () => 2 })
+  const today = batch({ sites: 1, targetDate: '2026-11-21', emittedAt: '2026-11-20T12:00:00Z' })
+  await instructions.save(older, 'x', 'queued')
+  await instructions.save(today, 'x', 'queued')
+  store.faults.unavailable = true
+  enqueuer.handChanged(savedKeys(older))
+  enqueuer.handChanged(savedKeys(today))
+  await new Promise(resolve => setTimeout(resolve, 50))
+  store.faults.unavailable = false
+  await instructions.save(newer, 'y', 'queued')
+  enqueuer.handChanged(savedKeys(newer))
+  now = new Date('2026-11-21T23:30:00Z')   // 00:30 in Paris: the 21st is over
+  await new Promise(resolve => setTimeout(resolve, 400))
+  t.same(queue.map(i => i.instructionId), [newer.instructionId], 'the newer one, once: the retry finds it handed')
 })

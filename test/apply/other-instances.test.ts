@@ -9,6 +9,7 @@ import type { Logger, SolverInput, SolverPort } from '../../src/host/contract.ts
 import { instructionBatch, siteId } from '../helpers/programme.ts'
 import { startPostgres } from '../helpers/postgres.ts'
 import { migratedDatabase } from '../helpers/store-kinds.ts'
+import { recordingLog } from '../helpers/recording-log.ts'
 
 const cluster = startPostgres({ fsync: 'off', synchronous_commit: 'off' })
 t.teardown(() => cluster.destroy())
@@ -19,9 +20,16 @@ const clock = { now: () => new Date('2026-11-21T12:30:00Z') }
 
 interface Instance { store: Store; inbound: Inbound; queue: SolverInput[] }
 
-/** An instance as plugin.ts wires it: its replica, its solver, the feed of the others' changes. */
-async function instance (t: Test, database: string, name: string): Promise<Instance> {
-  const store = openStore(join(t.testdir(), name), { postgres: { pool: { ...cluster.connection(database), max: 2 }, pollMs: 200 } })
+/**
+ * An instance as plugin.ts wires it: its replica, its solver, the feed of the others' changes.
+ * Its connections are named `epx-<name>` (pg_stat_activity), to cut them.
+ */
+async function instance (t: Test, database: string, name: string, o: { pollMs?: number; log?: Logger; searchPath?: string } = {}): Promise<Instance> {
+  const pool = {
+    ...cluster.connection(database), max: 2, application_name: `epx-${name}`,
+    ...(o.searchPath ? { options: `-c search_path=${o.searchPath}` } : {}),
+  }
+  const store = openStore(join(t.testdir(), name), { postgres: { pool, pollMs: o.pollMs ?? 200 } })
   await store.opened
   t.teardown(() => store.close())
   const queue: SolverInput[] = []
@@ -29,7 +37,7 @@ async function instance (t: Test, database: string, name: string): Promise<Insta
     sites: async () => [], needs: async () => { throw new Error('unused') },
     enqueueNextCycle: inputs => { queue.push(...inputs) }, onCycleApplied: () => () => {},
   }
-  const inbound = await openInbound({ store, solver, clock, log, options: { maxSites: 5000, requireContiguous: false }, reads: false })
+  const inbound = await openInbound({ store, solver, clock, log: o.log ?? log, options: { maxSites: 5000, requireContiguous: false }, reads: false })
   t.teardown(() => inbound.close())
   t.teardown(store.onApplied(changes => inbound.handChanged(changes)))
   return { store, inbound, queue }
@@ -113,4 +121,46 @@ t.test('of two PostgreSQL stores on one database, one leads; its store closed, t
   await leader.store.close()
   await until(() => other.store.leadership().isLeader(), 10_000, 'the other leads')
   t.pass('taken over')
+})
+
+/** Cuts every connection of instance `name` (its change feed's among them), as a database restart or a network blip does. */
+function cut (database: string, name: string): void {
+  cluster.psql(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'epx-${name}'`, database)
+}
+
+t.test('programmes saved through A while B\'s change feed is down reach B\'s solver once it is back, each once', async t => {
+  const db = await migratedDatabase(cluster)
+  const a = await instance(t, db, 'a')
+  const { log: bLog, lines } = recordingLog()
+  const b = await instance(t, db, 'b', { log: bLog })
+  for (let round = 1; round <= 3; round++) {
+    cut(db, 'b')
+    await until(() => !b.store.ready(), 5000, `round ${round}: B's feed down`)
+    const p = batch({ sites: 3, emittedAt: `2026-11-21T12:0${round}:00Z`, kwh: () => round })
+    await a.inbound.instructions.save(p, '2026-11-21T12:30:00.000Z', 'queued')
+    await until(() => b.queue.length === 3 * round, 5000, `round ${round}: B's solver fed`)
+    t.same(b.queue.slice(-3).map(i => [i.instructionId, i.siteId]), [1, 2, 3].map(k => [p.instructionId, siteId(k)]), `round ${round}: the programme A saved`)
+  }
+  await new Promise(resolve => setTimeout(resolve, 400))
+  t.equal(b.queue.length, 9, 'each site of each programme once, the poll included')
+  // The store logs its outage; a feed that answers again by the first retry needs no line more.
+  t.same(lines.filter(l => l.level === 'warn'), [], 'no warn of the hand-overs')
+})
+
+t.test('another instance\'s rows a write of B applied before its feed reported them are reported once the feed reconnects', async t => {
+  const db = await migratedDatabase(cluster)
+  // A's notifications never arrive (a pg_notify of its own that does nothing, found first on its search_path):
+  // B learns of A's save only from its own write's catch-up, then from its feed.
+  cluster.psql('CREATE SCHEMA quiet; CREATE FUNCTION quiet.pg_notify(text, text) RETURNS void LANGUAGE sql AS $$ SELECT $$', db)
+  const a = await instance(t, db, 'a', { searchPath: 'public,quiet,pg_catalog' })
+  const b = await instance(t, db, 'b', { pollMs: 60_000 })
+  const p = batch({ sites: 2 })
+  await a.inbound.instructions.save(p, '2026-11-21T12:30:00.000Z', 'queued')
+  await b.store.writeDurable(() => {})   // a write applies the rows past B's cursor first: A's, unreported
+  t.equal(b.inbound.instructions.effectiveId(p.targetDate, siteId(1)), p.instructionId, 'in B\'s replica')
+  await new Promise(resolve => setTimeout(resolve, 200))
+  t.same(b.queue, [], 'not reported yet: no notification, the poll is a minute away')
+  cut(db, 'b')
+  await until(() => b.queue.length === 2, 5000, 'B\'s solver fed after its feed reconnected')
+  t.same(b.queue.map(i => i.siteId), [siteId(1), siteId(2)])
 })

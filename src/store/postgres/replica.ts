@@ -588,7 +588,9 @@ export function openReplica (host: ReplicaHost, options: PostgresStoreOptions): 
       // LISTEN first: a change committed during the catch-up is notified, not missed.
       await client.query(`LISTEN ${CHANGE_CHANNEL}`)
       await ensureDatabase(databaseId, client)
-      reported = cursorNow()
+      // Reconnecting: a write batch may have applied others' rows (the cursor moved) that
+      // the feed had not reported yet; they are reported now, not skipped.
+      reported = caughtUpOnce ? Math.min(reported, cursorNow()) : cursorNow()
       await catchUpOnce(client)
       if (meta.get('loading') === true) await loadVerified(client)
       if (closed) throw new Error('the store was closed while it connected')

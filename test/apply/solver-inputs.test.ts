@@ -1,0 +1,78 @@
+// How many inputs a solver gets for one programme: each site once per change, whichever
+// door saved it (its worker thread or the solver's thread), whichever store holds it,
+// whichever instance it was posted to (PostgreSQL: test/helpers/postgres.ts, a throwaway
+// cluster; fails, never skips, without it).
+import t, { type Test } from 'tap'
+import { join } from 'node:path'
+import { startEpx, type TestEpx } from '../helpers/epx.ts'
+import { INBOUND_PATH, programme, siteId, type ProgrammeOptions } from '../helpers/programme.ts'
+import { fileCluster, migratedDatabase, storeKinds } from '../helpers/store-kinds.ts'
+
+/** Long enough for a change feed's notification and catch-up (milliseconds), not its 5 s poll. */
+const FEED_SETTLES_MS = 600
+
+async function until (cond: () => boolean, ms: number, what: string): Promise<void> {
+  const start = Date.now()
+  while (!cond()) {
+    if (Date.now() - start > ms) throw new Error(`${what}: not within ${ms} ms`)
+    await new Promise(resolve => setTimeout(resolve, 10))
+  }
+}
+const settle = () => new Promise(resolve => setTimeout(resolve, FEED_SETTLES_MS))
+
+/** epx with the door where asked, on `store` (LMDB when undefined). */
+const started = (t: Test, dir: string, inWorker: boolean, store?: Record<string, unknown>) =>
+  startEpx(t, { dataDir: dir, config: { api: { inWorker }, ...(store ? { store } : {}) } })
+
+/** Posts `o` through `epx` as company `acme` (added there); resolves once its door has told the solver's thread. */
+async function poster (epx: TestEpx) {
+  const { cert } = await epx.addCompany('acme')
+  const { secret } = await epx.addToken('acme', ['inbound:programme-soutirage'])
+  return async (o: ProgrammeOptions) => {
+    const res = await epx.request({ method: 'POST', path: INBOUND_PATH, cert, token: secret, body: programme(o) })
+    if (res.status !== 202) throw new Error(`${res.status} ${res.text}`)
+  }
+}
+
+const fed = (epx: TestEpx) => epx.ref.pending().map(i => `${i.siteId} ${i.instructionId}`).sort()
+const two = (emittedAt: string) => [1, 2].map(k => `${siteId(k)} ProgrammeSoutirage-2026-11-22-rev-${emittedAt}`)
+
+for (const inWorker of [true, false]) {
+  const door = inWorker ? 'the door in its worker' : 'the door on the solver\'s thread'
+
+  for (const kind of storeKinds) {
+    t.test(`${kind}, ${door}: a 2-site programme is 2 solver inputs; a re-send that changes it, 2 more; one that changes nothing, none`, async t => {
+      const store = kind === 'postgres'
+        ? { kind, postgres: { connectionString: fileCluster(t).url(await migratedDatabase(fileCluster(t))) } }
+        : undefined
+      const epx = await started(t, t.testdir(), inWorker, store)
+      const post = await poster(epx)
+      await post({ sites: 2 })
+      await settle()
+      t.same(fed(epx), two('20261121T120000Z'), 'each site once')
+      await post({ sites: 2, kwh: () => 3 })
+      await settle()
+      t.equal(epx.ref.pending().length, 4, 'a re-send of the same instruction with other slots is handed again')
+      t.same(epx.ref.pending().slice(2).map(i => i.periods[0]?.minKw), [12, 12], 'with its new slots')
+      await post({ sites: 2, kwh: () => 3 })
+      await settle()
+      t.equal(epx.ref.pending().length, 4, 'the same re-sent again changes nothing the solver gets')
+    })
+  }
+
+  if (storeKinds.includes('postgres')) {
+    t.test(`two instances on one database, ${door}: a 2-site programme posted to A is 2 inputs for A's solver and 2 for B's`, async t => {
+      const cluster = fileCluster(t)
+      const store = { kind: 'postgres', postgres: { connectionString: cluster.url(await migratedDatabase(cluster)) } }
+      const dir = t.testdir()
+      const a = await started(t, join(dir, 'a'), inWorker, store)
+      const b = await started(t, join(dir, 'b'), inWorker, store)
+      const post = await poster(a)
+      await post({ sites: 2 })
+      await until(() => b.ref.pending().length >= 2, 5000, 'B\'s solver fed')
+      await settle()
+      t.same(fed(a), two('20261121T120000Z'), 'A: each site once')
+      t.same(fed(b), two('20261121T120000Z'), 'B: each site once')
+    })
+  }
+}
