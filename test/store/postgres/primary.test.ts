@@ -4,6 +4,7 @@ import pg from 'pg'
 import { loadConfig } from '../../../src/config.ts'
 import { openStore } from '../../../src/store/open-store.ts'
 import { connectFailure, poolConfig, type PostgresConfig } from '../../../src/store/postgres/connect.ts'
+import { LEADER_LOCK, pgLeadership } from '../../../src/store/postgres/leader.ts'
 import { postgresStoreOptions } from '../../../src/store/postgres/pool-config.ts'
 import { decodeKey } from '../../../src/store/postgres/records.ts'
 import { startPostgres, type PostgresCluster } from '../../helpers/postgres.ts'
@@ -132,4 +133,31 @@ t.test('no member accepts writes: the error names each member and why it was not
     `the Unix socket in ${standby.socketDir} (port ${standby.port}), the Unix socket in ${primary.socketDir} (port ${primary.port}) as postgres, no TLS): ` +
     `no member accepts writes: the Unix socket in ${standby.socketDir} (port ${standby.port}): a standby (pg_is_in_recovery() is true): it does not accept writes; ` +
     `the Unix socket in ${primary.socketDir} (port ${primary.port}): nothing answers there (ENOENT): is the server running, are store.postgres.hosts right?`)
+})
+
+t.test('a connection whose write is refused as read-only is dropped, and the next one looks for the primary again', async t => {
+  const { primary, standby, database } = await pair(t)
+  const config = storeConfig({ hosts: [member(standby), member(primary)], database }).store.postgres!
+  const pool = new pg.Pool(poolConfig(config, { dataDir: t.testdir() }))
+  t.teardown(() => pool.end())
+  const client = await pool.connect()
+  // What a server demoted behind an open connection answers to a write (SQLSTATE 25006).
+  await client.query('SET default_transaction_read_only = on')
+  await t.rejects(client.query('CREATE TABLE refused (n int)'), { code: '25006' }, 'the write is refused')
+  await t.rejects(client.query('SELECT 1'), /not queryable/, 'and that connection is given up')
+  client.release()
+  t.equal(pool.totalCount, 0, 'the pool does not keep it')
+  t.equal((await pool.query<{ standby: boolean }>('SELECT pg_is_in_recovery() AS standby')).rows[0]!.standby, false, 'the next connection is on the primary')
+})
+
+t.test('the leadership session is on the primary too', async t => {
+  const { primary, standby, database } = await pair(t)
+  const config = storeConfig({ hosts: [member(standby), member(primary)], database }).store.postgres!
+  const leadership = pgLeadership({ connection: poolConfig(config, { dataDir: t.testdir() }), retryMs: 100 })
+  t.teardown(() => leadership.close())
+  const deadline = Date.now() + 10_000
+  while (!leadership.isLeader() && Date.now() < deadline) await new Promise(r => setTimeout(r, 50))
+  t.ok(leadership.isLeader(), 'it leads')
+  t.equal(primary.psql(`SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND classid = ${LEADER_LOCK.classId} AND objid = ${LEADER_LOCK.objId} AND granted`, database).trim(), '1',
+    'its lock is held on the primary, where every instance looks for it')
 })
