@@ -7,8 +7,9 @@
  *
  * `primaryClient()` makes a `pg.Client` subclass, given to pg's Pool as its `Client` option
  * and used wherever epx makes a client: its `connect()` tries the members in turn (the one
- * that was the primary last first, then the configured order), each within the connect
- * timeout, and keeps the first whose `pg_is_in_recovery()` is false. A client that later
+ * that was the primary last first, then the configured order, those passed over lately
+ * last), each within the connect timeout, and keeps the first whose `pg_is_in_recovery()`
+ * is false. A client that later
  * meets a read-only error (25006: its server was demoted behind it) ends, and the next
  * connection looks the primary up again.
  * @module
@@ -144,6 +145,12 @@ export function primaryClient (o: PrimaryOptions): typeof Client {
   const emitterKeys = new Set(Object.keys(new EventEmitter()))
   /** Where the last connection found the primary. */
   let primary: Member | undefined
+  /**
+   * When each member was last passed over. Tried after the others: a host that does not
+   * answer at all would otherwise take a caller's whole wait (the leadership's is shorter
+   * than one connect timeout) at every search, and the members after it never be reached.
+   */
+  const passedOver = new Map<Member, number>()
 
   class PrimaryClient extends Base {
     readonly #config: ClientConfig
@@ -197,8 +204,8 @@ export function primaryClient (o: PrimaryOptions): typeof Client {
     }
 
     async #connectToPrimary (): Promise<this> {
-      const last = primary
-      const order = last ? [last, ...o.members.filter(m => m !== last)] : o.members
+      const rank = (m: Member): number => m === primary ? -1 : passedOver.get(m) ?? 0
+      const order = [...o.members].sort((a, b) => rank(a) - rank(b))
       const refusals: Refusal[] = []
       for (const member of order) {
         if (this.#closed) break
@@ -209,6 +216,7 @@ export function primaryClient (o: PrimaryOptions): typeof Client {
           const r = await baseQuery.call(this, { text: 'SELECT pg_is_in_recovery() AS standby', query_timeout: o.connectTimeoutMs }) as { rows: Array<{ standby: boolean }> }
           if (r.rows[0]?.standby === false) {
             primary = member
+            passedOver.delete(member)
             return this
           }
           error = new StandbyError()
@@ -216,6 +224,7 @@ export function primaryClient (o: PrimaryOptions): typeof Client {
           error = err
         }
         if (primary === member) primary = undefined
+        passedOver.set(member, Date.now())
         // Ended meanwhile: end() waits for this connection's close, which is then its own.
         if (this.#closed) break
         this.#drop()
@@ -243,7 +252,11 @@ export function primaryClient (o: PrimaryOptions): typeof Client {
       const abort = this.#abort
       this.#abort = undefined
       const ended = baseEnd.call(this, callback)
-      abort?.(new Error('Connection terminated'))
+      if (abort) {
+        // Not yet connected: pg's end() would wait for a member that may never answer to close.
+        (this as unknown as { connection: { stream?: { destroy(): void } } }).connection.stream?.destroy()
+        abort(new Error('Connection terminated'))
+      }
       return ended
     }
 

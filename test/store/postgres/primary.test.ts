@@ -1,4 +1,5 @@
 import t, { type Test } from 'tap'
+import { createServer, type AddressInfo } from 'node:net'
 import { join } from 'node:path'
 import pg from 'pg'
 import { loadConfig } from '../../../src/config.ts'
@@ -160,4 +161,28 @@ t.test('the leadership session is on the primary too', async t => {
   t.ok(leadership.isLeader(), 'it leads')
   t.equal(primary.psql(`SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND classid = ${LEADER_LOCK.classId} AND objid = ${LEADER_LOCK.objId} AND granted`, database).trim(), '1',
     'its lock is held on the primary, where every instance looks for it')
+})
+
+t.test('a member that never answers, given up by its caller, is tried last at the next search', async t => {
+  const primary = startPostgres({ fsync: 'off' })
+  t.teardown(() => primary.destroy())
+  // A host gone silent: it takes the connection and never answers.
+  const silent = createServer(() => {}).listen(0, '127.0.0.1')
+  await new Promise(resolve => silent.once('listening', resolve))
+  t.teardown(() => { silent.close() })
+  const config = storeConfig({ hosts: [`127.0.0.1:${(silent.address() as AddressInfo).port}`, member(primary)], database: 'postgres', connectTimeoutMs: 3000 }).store.postgres!
+  const { Client: PrimaryClient, ...settings } = poolConfig(config, { dataDir: t.testdir() })
+  const Client = PrimaryClient as typeof pg.Client
+  // A caller that waits less than one connect timeout (as the leadership's check does), then ends the client.
+  const first = new Client(settings)
+  const gaveUp = first.connect().then(() => 'connected', (e: Error) => e.message)
+  await new Promise(r => setTimeout(r, 300))
+  await first.end()
+  t.equal(await gaveUp, 'Connection terminated', 'ended while it waited on the silent member: the connect fails at once')
+  const started = Date.now()
+  const second = new Client(settings)
+  await second.connect()
+  t.teardown(() => second.end())
+  t.equal((await second.query<{ standby: boolean }>('SELECT pg_is_in_recovery() AS standby')).rows[0]!.standby, false)
+  t.ok(Date.now() - started < 2000, `the next search went to the primary first (${Date.now() - started} ms), not through the silent member's timeout`)
 })
