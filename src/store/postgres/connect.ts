@@ -53,7 +53,6 @@ export function target (pg: PostgresConfig): Target {
     return { ...members[0]!, members, primaryOnly: pg.hosts !== undefined, database: pg.database, user: pg.user, extra: {} }
   }
   const listed = connectionStringHosts(pg.connectionString)
-  // eslint-disable-next-line @typescript-eslint/naming-convention
   const { host, port, database, user, password: _password, ssl: _ssl, target_session_attrs: _attrs, ...rest } = parseConnectionString(listed.single)
   const extra: Record<string, string> = {}
   for (const [k, v] of Object.entries(rest)) if (typeof v === 'string' && !k.startsWith('ssl')) extra[k] = v
