@@ -130,9 +130,10 @@ export const configSchema = {
           additionalProperties: false,
           description: 'The database when store.kind is postgres (required then). The password is never written here: passwordFile or passwordEnv.',
           properties: {
-            connectionString: { type: 'string', pattern: '^postgres(ql)?://', description: 'postgresql://user@host:port/database (no password, no ssl parameters: passwordFile or passwordEnv, and tls); instead of host, port, database and user.' },
+            connectionString: { type: 'string', pattern: '^postgres(ql)?://', description: 'postgresql://user@host:port/database (no password, no ssl parameters: passwordFile or passwordEnv, and tls); instead of host, port, hosts, database and user. Several hosts (postgresql://user@h1:5432,h2:5433/database) are the cluster\'s members, as with hosts.' },
             host: { type: 'string', minLength: 1, description: 'Host name or address of the server, or the folder of its Unix socket (an absolute path).' },
             port: { type: 'integer', minimum: 1, maximum: 65535, description: 'Port of the server; PostgreSQL\'s 5432 when absent.' },
+            hosts: { type: 'array', minItems: 1, items: { type: 'string', minLength: 1 }, description: 'The cluster\'s members, each host, host:port, [IPv6]:port or a Unix socket\'s folder (port 5432 when absent), instead of host and port: epx connects to the one accepting writes (not in recovery), trying them in order, and follows a promoted standby without a configuration change.' },
             database: { type: 'string', minLength: 1, description: 'Database name; the user\'s name when absent.' },
             user: { type: 'string', minLength: 1, description: 'Role epx connects as.' },
             passwordFile: { type: 'string', minLength: 1, description: 'File holding the password (one line; relative to the data folder), read at each connection.' },

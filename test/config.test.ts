@@ -105,7 +105,7 @@ t.test('store.postgres: keys that do not go together are refused, each with what
   refused({ connectionString: 'postgresql://epx@db/epx', host: 'db' }, /either connectionString or host, not both/)
   refused({ connectionString: 'postgresql://epx@db/epx?sslmode=disable' }, /TLS is set in store\.postgres\.tls.*not with sslmode/)
   refused({ connectionString: 'mysql://db' }, /\/store\/postgres\/connectionString must match pattern/)
-  refused({ database: 'epx' }, /needs connectionString, or host/)
+  refused({ database: 'epx' }, /needs connectionString, host \(with port, database and user as needed\), or hosts/)
   refused({ host: 'db', passwordFile: 'pg.pass', passwordEnv: 'PGPASS' }, /either passwordFile or passwordEnv/)
   refused({ host: 'db', tls: { certFile: 'pg.crt' } }, /certFile and keyFile go together/)
   refused({ host: 'db', tls: { mode: 'disable', caFile: 'ca.crt' } }, /mode "disable" uses no certificate/)
@@ -113,4 +113,28 @@ t.test('store.postgres: keys that do not go together are refused, each with what
   refused({ host: 'db', passwordEnv: 'not a name' }, /\/store\/postgres\/passwordEnv must match pattern/)
   refused({ host: 'db', poolSize: 0 }, /\/store\/postgres\/poolSize must be >= 1/)
   t.ok(loadConfig({ store: { postgres: { host: '/var/run/postgresql', database: 'epx' } } }), 'a postgres section may wait while kind is still lmdb')
+})
+
+t.test('store.postgres.hosts and a connection string listing hosts: each member checked, said where', async t => {
+  const refused = (postgres: object, message: RegExp) =>
+    t.throws(() => loadConfig({ store: { kind: 'postgres', postgres } }), { code: 'EPX_CONFIG_INVALID', message }, message.source)
+  const hosts = ['db1.example.net', 'db2.example.net:6432', '10.0.0.7:5433', '[2001:db8::7]:5433', '[::1]', '/var/run/postgresql:5434']
+  t.same(loadConfig({ store: { kind: 'postgres', postgres: { hosts, database: 'epx' } } }).store.postgres!.hosts, hosts, 'host, host:port, [IPv6]:port, a socket folder')
+  refused({ hosts: ['db1', 'db2'], host: 'db1' }, /\/store\/postgres: give either hosts or host, not both/)
+  refused({ hosts: ['db1', 'db2'], port: 5432 }, /give either hosts or port, not both \(each member of hosts carries its port: host:port\)/)
+  refused({ hosts: ['db1', 'db2:'] }, /\/store\/postgres\/hosts\/1 is not a host or host:port: "db2:": an empty port/)
+  refused({ hosts: ['db1:70000'] }, /\/store\/postgres\/hosts\/0 .*the port 70000 is not a number from 1 to 65535/)
+  refused({ hosts: ['2001:db8::7'] }, /an IPv6 address is written in brackets, with its port after them: \[2001:db8::1\]:5432/)
+  refused({ hosts: ['[db1]:5432'] }, /only an IPv6 address is written in brackets/)
+  refused({ hosts: ['db 1'] }, /"db 1": db 1 is not a host name or address/)
+  refused({ hosts: [':5432'] }, /no host before the port/)
+  refused({ hosts: ['db1', 'db1:5432'] }, /\/store\/postgres\/hosts: db1:5432 is listed twice/)
+  refused({ hosts: [] }, /\/store\/postgres\/hosts must NOT have fewer than 1 items/)
+  refused({ connectionString: 'postgresql://epx@db1/epx', hosts: ['db2'] }, /either connectionString or hosts, not both/)
+
+  t.ok(loadConfig({ store: { kind: 'postgres', postgres: { connectionString: 'postgresql://epx@db1:5432,db2:5433/epx' } } }), 'libpq\'s list of hosts in a connection string')
+  t.ok(loadConfig({ store: { kind: 'postgres', postgres: { connectionString: 'postgresql://epx@/epx?host=db1,db2&port=5432,5433' } } }), 'or in its parameters')
+  refused({ connectionString: 'postgresql://epx@db1:5432,db2:x/epx' }, /\/store\/postgres\/connectionString is not a connection string \("db2:x": the port x is not a number/)
+  refused({ connectionString: 'postgresql://epx@/epx?host=db1,db2,db3&port=5432,5433' }, /3 hosts but 2 ports/)
+  refused({ connectionString: 'postgresql://epx@db1,db2/epx?target_session_attrs=read-only' }, /target_session_attrs=read-only is not for epx, which writes/)
 })

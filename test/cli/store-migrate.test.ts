@@ -34,6 +34,21 @@ t.test('migrate creates the schema once; a company added afterwards is in the da
   t.equal(cluster.psql("SELECT count(*) FROM epx_record WHERE db = 'companies'", 'cli_fresh').trim(), '1')
 })
 
+t.test('with store.postgres.hosts, migrate and the commands after it go to the member accepting writes', async t => {
+  cluster.createDatabase('cli_hosts')
+  const dir = await dataDirOn('cli_hosts')
+  const file = settingsPath(dir)
+  const settings = JSON.parse(readFileSync(file, 'utf8')) as { plugin: { store: Record<string, unknown> } }
+  // The first member has nothing listening: the command goes on to the next.
+  settings.plugin.store.postgres = { hosts: [`${dir}:5432`, `${cluster.socketDir}:${cluster.port}`], user: 'postgres', database: 'cli_hosts' }
+  writeFileSync(file, JSON.stringify(settings, null, 2))
+  const r = await epx(dir, 'store', 'migrate')
+  t.equal(r.code, 0, r.err)
+  t.match(r.out, /migrated from version 0 to 1/)
+  t.equal((await epx(dir, 'company', 'add', 'acme', '--name', 'ACME')).code, 0)
+  t.equal(cluster.psql("SELECT count(*) FROM epx_record WHERE db = 'companies'", 'cli_hosts').trim(), '1')
+})
+
 t.test('migrate refuses a database holding tables of others, and leaves it as it was', async t => {
   cluster.createDatabase('cli_foreign')
   cluster.psql('CREATE TABLE invoices (id int)', 'cli_foreign')

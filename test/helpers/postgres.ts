@@ -10,6 +10,11 @@
  * `{ tls: { cert, key } }` also listens on 127.0.0.1 at a free port with `ssl=on` and that
  * server certificate (PEM), for tests of what a client verifies.
  *
+ * `{ standbyOf: primary }` makes a streaming standby of `primary` instead of a new cluster
+ * (pg_basebackup -R over the primary's socket), for tests of following a promotion:
+ * `crash()` stops a server at once (`pg_ctl stop -m immediate`), `promote()` makes a
+ * standby the primary.
+ *
  * A test that needs PostgreSQL fails with the reason when the server binaries are
  * missing: it never skips, so CI cannot turn green without them (`.ci/run` installs the
  * package).
@@ -40,6 +45,10 @@ export interface PostgresCluster {
   psql(sql: string, database?: string): string
   /** `pg_ctl stop -m fast`: every connection is cut, as a database restart does. */
   stop(): void
+  /** `pg_ctl stop -m immediate`: the server dies as in a crash (no shutdown checkpoint). */
+  crash(): void
+  /** `pg_ctl promote`: a standby becomes a primary (returns once it accepts writes). */
+  promote(): void
   start(): void
   restart(): void
   /**
@@ -84,6 +93,8 @@ export interface ClusterOptions {
   readonly password?: string
   /** A server certificate and key (PEM): listen on 127.0.0.1 too, at a free port, with ssl=on. */
   readonly tls?: { readonly cert: string; readonly key: string }
+  /** A streaming standby of this (socket-only, trust) cluster, copied with pg_basebackup. */
+  readonly standbyOf?: PostgresCluster
 }
 
 /** A TCP port free on 127.0.0.1 now (the kernel's pick, released at once). */
@@ -122,7 +133,12 @@ export function startPostgres (settings: Record<string, string> = {}, opts: Clus
     owned(join(root, 'pwfile'), opts.password + '\n')
     auth.splice(0, 1, '--auth=scram-sha-256', `--pwfile=${join(root, 'pwfile')}`)
   }
-  run(join(bin, 'initdb'), ['-D', data, '-U', 'postgres', ...auth, '-E', 'UTF8', '--locale=C', '--no-sync'], 'initdb')
+  if (opts.standbyOf) {
+    // -R: standby.signal and primary_conninfo (over the primary's socket) written in.
+    run(join(bin, 'pg_basebackup'), ['-D', data, '-h', opts.standbyOf.socketDir, '-p', String(opts.standbyOf.port), '-U', 'postgres', '-X', 'stream', '-R', '--checkpoint=fast', '--no-sync'], 'pg_basebackup')
+  } else {
+    run(join(bin, 'initdb'), ['-D', data, '-U', 'postgres', ...auth, '-E', 'UTF8', '--locale=C', '--no-sync'], 'initdb')
+  }
   const tlsSettings: string[] = []
   if (opts.tls) {
     owned(join(root, 'server.crt'), opts.tls.cert)
@@ -164,6 +180,8 @@ export function startPostgres (settings: Record<string, string> = {}, opts: Clus
     },
     psql,
     stop,
+    crash () { ctl('stop', '-w', '-m', 'immediate') },
+    promote () { ctl('promote', '-w', '-t', '30') },
     start,
     restart () { stop(); start() },
     freeze () {

@@ -136,6 +136,21 @@ t.test('TLS verify-full: the server must chain to caFile and its certificate nam
     'a loopback host needs no TLS by default')
 })
 
+t.test('hosts with TLS verify-full: each member is checked against its own name', async t => {
+  const dataDir = t.testdir({ 'pg.password': PASSWORD, 'server-ca.crt': serverCa.certPem })
+  const port = cluster.tcp!.port
+  const settings = { user: 'postgres', database: 'postgres', passwordFile: 'pg.password', tls: { mode: 'verify-full', caFile: 'server-ca.crt' } }
+  // One server under two names: the address its certificate does not carry, then the name it does.
+  t.same(await query(postgresConfig({ ...settings, hosts: [`127.0.0.1:${port}`, `localhost:${port}`] }), dataDir), { user: 'postgres', ssl: true },
+    'the member whose name the certificate carries is taken')
+  const err = await query(postgresConfig({ ...settings, hosts: [`127.0.0.1:${port}`] }), dataDir).catch(e => e)
+  t.match(err, {
+    code: 'EPX_STORE_CONNECT_FAILED',
+    message: new RegExp(`no member accepts writes: 127\\.0\\.0\\.1:${port}: the server's certificate does not name the host connected to.*ERR_TLS_CERT_ALTNAME_INVALID`),
+  }, 'the other is refused, saying which and why')
+  t.notMatch(err.message, new RegExp(PASSWORD))
+})
+
 t.test('the target as log lines say it, and the TLS mode each host gets by default', async t => {
   const remote = postgresConfig({ connectionString: 'postgresql://epx@db.example.net:6432/epx?application_name=epx-a', passwordEnv: 'PGPW' })
   t.equal(describeTarget(remote), 'database epx on db.example.net:6432 as epx, TLS verify-full')
@@ -148,6 +163,17 @@ t.test('the target as log lines say it, and the TLS mode each host gets by defau
   t.equal(tlsMode(postgresConfig({ host: '127.0.0.2' })), 'disable')
   t.equal(tlsMode(postgresConfig({ host: '/var/run/postgresql' })), 'disable')
   t.equal(tlsMode(postgresConfig({ host: '10.0.0.5', tls: { mode: 'require' } })), 'require', 'the configured mode wins')
+  const cluster2 = postgresConfig({ hosts: ['db1.example.net', 'db2.example.net:6432', '[2001:db8::7]:5433'], database: 'epx', user: 'epx' })
+  t.equal(describeTarget(cluster2), 'database epx on the member accepting writes of db1.example.net:5432, db2.example.net:6432, [2001:db8::7]:5433 as epx, TLS verify-full')
+  t.match(poolConfig(cluster2, { dataDir: '/nowhere' }), { host: 'db1.example.net', port: 5432, Client: Function, connectionTimeoutMillis: 5000 * 2 * 3 },
+    'a client class that looks for the primary; the pool bounds the whole search')
+  t.equal(poolConfig(remote, { dataDir: '/nowhere' }).Client, undefined, 'one host: pg\'s own client')
+  const listed = postgresConfig({ connectionString: 'postgresql://epx@db1.example.net,db2.example.net:6432/epx?target_session_attrs=read-write' })
+  t.equal(describeTarget(listed), 'database epx on the member accepting writes of db1.example.net:5432, db2.example.net:6432 as epx, TLS verify-full',
+    'a connection string listing several hosts, as libpq writes it')
+  t.notOk('target_session_attrs' in poolConfig(listed, { dataDir: '/nowhere' }), 'read-write is how epx connects to them anyway')
+  t.equal(tlsMode(postgresConfig({ hosts: ['127.0.0.1:5432', '/var/run/postgresql'] })), 'disable', 'every member on loopback or a socket: no TLS')
+  t.equal(tlsMode(postgresConfig({ hosts: ['127.0.0.1:5432', 'db.example.net'] })), 'verify-full', 'one off loopback: verify-full for all')
   t.throws(() => poolConfig(postgresConfig({ host: 'db.example.net', tls: { caFile: 'missing-ca.crt' } }), { dataDir: t.testdir() }), {
     code: 'EPX_STORE_CONNECT_FAILED', message: /cannot read store\.postgres\.tls\.caFile .*missing-ca\.crt: ENOENT/,
   })

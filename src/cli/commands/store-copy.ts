@@ -37,7 +37,8 @@ export const copyCommand = defineCommand(spec, async (args, io) => {
   const target = config.store.postgres
   if (!target) throw new EpxError('EPX_USAGE', ['store.postgres is not configured: set it to the database to copy into (docs/configuration.md), run `epx store migrate`, then copy'])
   const where = describeTarget(target)
-  const client = new pg.Client(poolConfig(target, { dataDir: io.dataDir }))
+  const connection = poolConfig(target, { dataDir: io.dataDir })
+  const client = new ((connection.Client as typeof pg.Client | undefined) ?? pg.Client)(connection)
   client.on('error', () => {})
   try {
     await client.connect().catch((err: unknown) => { throw connectFailure(err, target, { dataDir: io.dataDir }) })

@@ -57,7 +57,7 @@ const migrate = defineCommand(migrateSpec, async (_args, io) => {
   const options = postgresStoreOptions(config.store, { dataDir: io.dataDir })
   if (!options) throw new EpxError('EPX_USAGE', ['store.kind is "lmdb": an LMDB store has no schema to migrate (set store.kind "postgres" and store.postgres first)'])
   const where = options.describe ?? describePool(options.pool)
-  const client = new pg.Client(options.pool)
+  const client = new ((options.pool.Client as typeof pg.Client | undefined) ?? pg.Client)(options.pool)
   client.on('error', () => {})
   try {
     await client.connect().catch((err: unknown) => { throw connectFailure(err, config.store.postgres!, { dataDir: io.dataDir }) })

@@ -6,6 +6,10 @@
  * certificate against the configured host name (RFC 6125, Node's checkServerIdentity);
  * `require` encrypts without checking; a Unix socket or a loopback host needs neither,
  * so that is the default there.
+ *
+ * A cluster named by its members (`hosts`, or a connection string listing several hosts)
+ * is reached through the one accepting writes (primary.ts): every client pg makes from
+ * the pool configuration looks it up, and TLS checks each member's own name.
  * @module
  */
 import { readFileSync } from 'node:fs'
@@ -13,6 +17,7 @@ import { isIP } from 'node:net'
 import { checkServerIdentity, type ConnectionOptions, type PeerCertificate } from 'node:tls'
 import type { PoolConfig } from 'pg'
 import { parseConnectionString } from './connection-string.ts'
+import { connectionStringHosts, DEFAULT_PORT, formatMember, NoPrimaryError, parameterHosts, parseMember, primaryClient, StandbyError, type Member } from './primary.ts'
 import { inDataDir, type EpxConfig } from '../../config.ts'
 import { EpxError, isEpxError } from '../../errors.ts'
 
@@ -28,26 +33,35 @@ export interface ConnectOptions {
 
 /** Host, port, database and user as `pg` will use them (a connection string parsed as pg parses it). */
 export interface Target {
+  /** The first member's. */
   readonly host: string
   readonly port: number
+  /** Every member, in the configured order: one unless `hosts` or the connection string lists several. */
+  readonly members: readonly Member[]
+  /** Whether a connection looks for the member accepting writes (`hosts`, or several hosts in the connection string). */
+  readonly primaryOnly: boolean
   readonly database: string | undefined
   readonly user: string | undefined
   /** Other parameters of the connection string (application_name, options…), passed on to pg. */
   readonly extra: Readonly<Record<string, string>>
 }
 
-const DEFAULT_PORT = 5432
-
+/** The configuration as `pg` reads it; loadConfig has checked every member's syntax. */
 export function target (pg: PostgresConfig): Target {
   if (pg.connectionString === undefined) {
-    return { host: pg.host ?? 'localhost', port: pg.port ?? DEFAULT_PORT, database: pg.database, user: pg.user, extra: {} }
+    const members = pg.hosts?.map(h => parseMember(h)) ?? [{ host: pg.host ?? 'localhost', port: pg.port ?? DEFAULT_PORT }]
+    return { ...members[0]!, members, primaryOnly: pg.hosts !== undefined, database: pg.database, user: pg.user, extra: {} }
   }
-  const { host, port, database, user, password: _password, ssl: _ssl, ...rest } = parseConnectionString(pg.connectionString)
+  const listed = connectionStringHosts(pg.connectionString)
+  const { host, port, database, user, password: _password, ssl: _ssl, target_session_attrs: _attrs, ...rest } = parseConnectionString(listed.single)
   const extra: Record<string, string> = {}
   for (const [k, v] of Object.entries(rest)) if (typeof v === 'string' && !k.startsWith('ssl')) extra[k] = v
+  const members = listed.members ?? parameterHosts(host || 'localhost', port ?? undefined) ??
+    [{ host: host || 'localhost', port: port ? Number(port) : DEFAULT_PORT }]
   return {
-    host: host || 'localhost',
-    port: port ? Number(port) : DEFAULT_PORT,
+    ...members[0]!,
+    members,
+    primaryOnly: members.length > 1,
     database: database || undefined,
     user: user || undefined,
     extra,
@@ -66,8 +80,12 @@ export function isLoopback (host: string): boolean {
 /** The configured TLS mode, or the default for the host: none on a socket or loopback, verify-full elsewhere. */
 export function tlsMode (pg: PostgresConfig): TlsMode {
   if (pg.tls.mode) return pg.tls.mode
-  const { host } = target(pg)
-  return isUnixSocket(host) || isLoopback(host) ? 'disable' : 'verify-full'
+  return target(pg).members.every(m => isUnixSocket(m.host) || isLoopback(m.host)) ? 'disable' : 'verify-full'
+}
+
+/** One member for a log line or an error. */
+export function describeMember (m: Member): string {
+  return isUnixSocket(m.host) ? `the Unix socket in ${m.host} (port ${m.port})` : formatMember(m)
 }
 
 /**
@@ -76,7 +94,7 @@ export function tlsMode (pg: PostgresConfig): TlsMode {
  */
 export function describeTarget (pg: PostgresConfig): string {
   const t = target(pg)
-  const where = isUnixSocket(t.host) ? `the Unix socket in ${t.host} (port ${t.port})` : `${t.host.includes(':') ? `[${t.host}]` : t.host}:${t.port}`
+  const where = t.primaryOnly ? `the member accepting writes of ${t.members.map(describeMember).join(', ')}` : describeMember(t)
   const tls = tlsMode(pg)
   return `database ${t.database ?? t.user ?? '(default)'} on ${where} as ${t.user ?? '(the default user)'}, ${tls === 'disable' ? 'no TLS' : `TLS ${tls}`}`
 }
@@ -123,18 +141,17 @@ function readTlsFile (pg: PostgresConfig, opts: ConnectOptions, key: 'caFile' | 
   }
 }
 
-/** The `ssl` option of pg for the configured mode (TLS files are read now). */
-function sslOptions (pg: PostgresConfig, opts: ConnectOptions): false | ConnectionOptions {
+/** The `ssl` option of pg for the configured mode and one host (TLS files are read now, once for every host). */
+function sslOptions (pg: PostgresConfig, opts: ConnectOptions): (host: string) => false | ConnectionOptions {
   const mode = tlsMode(pg)
-  if (mode === 'disable') return false
+  if (mode === 'disable') return () => false
   const ca = readTlsFile(pg, opts, 'caFile')
   const cert = readTlsFile(pg, opts, 'certFile')
   const key = readTlsFile(pg, opts, 'keyFile')
   const files = { ...(ca && { ca }), ...(cert && { cert }), ...(key && { key }) }
-  if (mode === 'require') return { ...files, rejectUnauthorized: false, checkServerIdentity: () => undefined }
-  const { host } = target(pg)
+  if (mode === 'require') return () => ({ ...files, rejectUnauthorized: false, checkServerIdentity: () => undefined })
   // The name checked is the configured one, whatever address it resolved to.
-  return { ...files, rejectUnauthorized: true, checkServerIdentity: (_servername: string, cert: PeerCertificate) => checkServerIdentity(host, cert) }
+  return host => ({ ...files, rejectUnauthorized: true, checkServerIdentity: (_servername: string, cert: PeerCertificate) => checkServerIdentity(host, cert) })
 }
 
 /**
@@ -144,6 +161,7 @@ function sslOptions (pg: PostgresConfig, opts: ConnectOptions): false | Connecti
 export function poolConfig (pg: PostgresConfig, opts: ConnectOptions): PoolConfig {
   const t = target(pg)
   const hasPassword = pg.passwordFile !== undefined || pg.passwordEnv !== undefined
+  const ssl = sslOptions(pg, opts)
   return {
     application_name: 'epx',
     ...t.extra,
@@ -152,7 +170,7 @@ export function poolConfig (pg: PostgresConfig, opts: ConnectOptions): PoolConfi
     ...(t.database !== undefined && { database: t.database }),
     ...(t.user !== undefined && { user: t.user }),
     ...(hasPassword && { password: () => readPassword(pg, opts)! }),
-    ssl: sslOptions(pg, opts),
+    ssl: ssl(t.host),
     max: pg.poolSize,
     statement_timeout: pg.statementTimeoutMs,
     // The server's statement_timeout does not bound a COMMIT waiting for a synchronous
@@ -162,6 +180,12 @@ export function poolConfig (pg: PostgresConfig, opts: ConnectOptions): PoolConfi
     query_timeout: pg.statementTimeoutMs + 2000,
     connectionTimeoutMillis: pg.connectTimeoutMs,
     keepAlive: true,
+    ...(t.primaryOnly && {
+      Client: primaryClient({ members: t.members, ssl, connectTimeoutMs: pg.connectTimeoutMs }),
+      // The pool's own bound is on the whole search: each member, its connection and then
+      // its recovery check, within connectTimeoutMs (the client bounds each).
+      connectionTimeoutMillis: pg.connectTimeoutMs * 2 * t.members.length,
+    }),
   }
 }
 
@@ -193,34 +217,38 @@ export function connectFailure (err: unknown, pg: PostgresConfig, opts: ConnectO
  */
 export function connectProblem (err: unknown, pg: PostgresConfig, opts: ConnectOptions): EpxError | undefined {
   if (isEpxError(err)) return err.code === 'EPX_STORE_CONNECT_FAILED' ? err : undefined
-  const e = err as Error & { code?: string }
   const t = target(pg)
-  let why: string
+  const why = err instanceof NoPrimaryError
+    // Every member tried, and why each was not taken: what the operator checks next.
+    ? `no member accepts writes: ${err.refusals.map(r => `${describeMember(r.member)}: ${refusal(r.error, r.member, pg, opts) ?? String((r.error as Error)?.message ?? r.error)}`).join('; ')}`
+    : refusal(err, t, pg, opts)
+  if (why === undefined) return undefined
+  return masked(new EpxError('EPX_STORE_CONNECT_FAILED', [describeTarget(pg), why], { cause: err }), pg, opts)
+}
+
+/** Why a connection to `member` could not be made, said as what to check; undefined for an error that does not say that. */
+function refusal (err: unknown, member: Member, pg: PostgresConfig, opts: ConnectOptions): string | undefined {
+  const e = err as Error & { code?: string }
+  const keys = pg.hosts !== undefined ? 'store.postgres.hosts' : pg.connectionString !== undefined ? 'the hosts of store.postgres.connectionString' : 'store.postgres host and port'
   switch (e?.code) {
     case '28P01':
-      why = `password authentication failed for user ${t.user ?? '(default)'}: check the password in ${passwordSource(pg, opts)}`
-      break
+      return `password authentication failed for user ${target(pg).user ?? '(default)'}: check the password in ${passwordSource(pg, opts)}`
     case '28000':
-      why = `${e.message}: the server's pg_hba.conf does not let this user in from here (or with this method)`
-      break
+      return `${e.message}: the server's pg_hba.conf does not let this user in from here (or with this method)`
     case '3D000':
-      why = `${e.message}: create it (createdb), then run \`epx store migrate\``
-      break
+      return `${e.message}: create it (createdb), then run \`epx store migrate\``
     case 'ECONNREFUSED':
     case 'ENOENT':
-      why = `nothing answers there (${e.code}): is the server running, are store.postgres host and port right?`
-      break
+      return `nothing answers there (${e.code}): is the server running, are ${keys} right?`
     case 'ENOTFOUND':
     case 'EAI_AGAIN':
-      why = `the host name ${t.host} does not resolve (${e.code})`
-      break
-    default:
-      if (e?.code && TLS_CODES[e.code]) why = `${TLS_CODES[e.code]} (${e.code})`
-      else if (/does not support SSL/.test(String(e?.message))) why = 'the server does not offer TLS: turn ssl on in its postgresql.conf, or set store.postgres.tls.mode to "disable" on a trusted network'
-      else if (/connection timeout|timeout expired/i.test(String(e?.message))) why = `no connection within ${pg.connectTimeoutMs} ms (store.postgres.connectTimeoutMs): is the host reachable?`
-      else return undefined
+      return `the host name ${member.host} does not resolve (${e.code})`
   }
-  return masked(new EpxError('EPX_STORE_CONNECT_FAILED', [describeTarget(pg), why], { cause: err }), pg, opts)
+  if (err instanceof StandbyError) return err.message
+  if (e?.code && TLS_CODES[e.code]) return `${TLS_CODES[e.code]} (${e.code})`
+  if (/does not support SSL/.test(String(e?.message))) return 'the server does not offer TLS: turn ssl on in its postgresql.conf, or set store.postgres.tls.mode to "disable" on a trusted network'
+  if (/connection timeout|timeout expired/i.test(String(e?.message))) return `no connection within ${pg.connectTimeoutMs} ms (store.postgres.connectTimeoutMs): is the host reachable?`
+  return undefined
 }
 
 /** The error with the password masked, should its text ever hold it. */

@@ -167,7 +167,7 @@ export function pgLeadership (options: PgLeadershipOptions): PgLeadership {
       if (!c) {
         // pg on first use, as the store loads it: an LMDB store's process never loads it.
         const { default: pgModule } = await import('pg')
-        const fresh = new pgModule.Client({ ...o.connection, application_name: 'epx leadership' })
+        const fresh = new ((o.connection as pg.PoolConfig).Client as typeof pg.Client | undefined ?? pgModule.Client)({ ...o.connection, application_name: 'epx leadership' })
         // Before connect: an error event with no listener would end the host.
         fresh.on('error', err => lost(fresh, err))
         fresh.on('end', () => lost(fresh))

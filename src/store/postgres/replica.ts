@@ -575,7 +575,7 @@ export function openReplica (host: ReplicaHost, options: PostgresStoreOptions): 
   })
   whenClosed.catch(() => {})
   const connectFeed = async (): Promise<void> => {
-    const client = new (await pgLoaded).Client(options.pool)
+    const client = new ((options.pool.Client as typeof Client | undefined) ?? (await pgLoaded).Client)(options.pool)
     client.on('error', err => { if (feed === client) feedDown(err) })
     client.on('end', () => { if (feed === client) feedDown(new Error('the connection closed')) })
     client.on('notification', () => { if (feed === client) scheduleCatchUp() })
