@@ -147,8 +147,10 @@ export async function catchUp (opts: CatchUpOptions, recent?: Map<string, number
     const published = new Set(opts.revisions.latestOfDay(targetDate).map(m => m.siteId))
     sites ??= await opts.solver.sites()
     const missing = sites.filter(s => !published.has(s.site_id)).map(s => s.site_id)
-    if (!missing.length) continue
+    // Checked: looked at again after retryMs, not at every tick (a range read of every
+    // site's latest revision is milliseconds of the solver's thread at 10,000 sites).
     recent?.set(targetDate, now.getTime())
+    if (!missing.length) continue
     opts.log.info({ targetDate, sites: missing.length }, 'catching up a missed Besoins_Agreges publication')
     runs.push(leadership.fenced(() => opts.publisher.publish({ targetDate, siteIds: missing.length === sites!.length ? undefined : missing, trigger: 'schedule' })))
   }
