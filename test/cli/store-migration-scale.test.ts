@@ -16,6 +16,8 @@ import { startPostgres } from '../helpers/postgres.ts'
 
 const cluster = startPostgres({ fsync: 'off' })
 t.teardown(() => cluster.destroy())
+// 25–40 s alone; more under the suite's parallel files on 2 cores.
+t.setTimeout(360_000)
 
 const SITES = 1900
 const DAYS = 80

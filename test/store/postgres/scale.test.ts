@@ -12,6 +12,8 @@ import { storesOf } from '../../helpers/store-kinds.ts'
 
 const { openStore, cluster: clusterOf, databaseOf } = storesOf(t, 'postgres')
 const cluster = clusterOf()
+// 25–40 s alone; more under the suite's parallel files on 2 cores.
+t.setTimeout(360_000)
 
 /** Records per writeDurable job (one statement, one transaction). */
 const PER_JOB = 5000
