@@ -5,9 +5,8 @@
  */
 import { createRequire } from 'node:module'
 import type { Activate, EpxHandle, Host } from './host/contract.ts'
-import { inDataDir, loadConfig } from './config.ts'
-import { openStore, type Store, type StoreFaults } from './store/open-store.ts'
-import { postgresStoreOptions } from './store/postgres/pool-config.ts'
+import { loadConfig } from './config.ts'
+import { openConfiguredStore, type Store, type StoreFaults } from './store/open-store.ts'
 import { openCompanies, perimeterOverlaps } from './store/companies.ts'
 import { openTokens } from './store/tokens.ts'
 import { startDoor, type Door } from './door/supervisor.ts'
@@ -67,13 +66,11 @@ export async function createEpx (host: Host, rawConfig: unknown, internals: Inte
   const bin = new Disposer()
   try {
     let metrics: EpxMetrics | undefined
-    const postgres = postgresStoreOptions(config.store, { dataDir: host.dataDir })
-    const store = openStore(inDataDir(host.dataDir, config.store.path), {
-      mapSizeBytes: config.store.mapSizeBytes,
+    const store = openConfiguredStore(config.store, {
+      dataDir: host.dataDir,
       faults: internals.storeFaults,
       log: log.child({ area: 'store' }),
       onWriteFailed: () => metrics?.storeError(),
-      ...(postgres ? { postgres } : {}),
     })
     bin.add(() => store.close())
     // PostgreSQL: the schema checked (a refused one writes nothing) and the replica caught up.
@@ -157,7 +154,7 @@ export async function createEpx (host: Host, rawConfig: unknown, internals: Inte
     let door: Door | undefined
     let apiListening = true
     const readyChecks: ReadyCheck[] = [
-      { name: 'store', check: () => { if (store.kind === 'postgres' && !store.ready()) return 'the store\'s database is unreachable'; tokens.generation(); return undefined } },
+      { name: 'store', check: () => { if (!store.ready()) return 'the store does not answer (its database is unreachable, or its replica not yet loaded)'; tokens.generation(); return undefined } },
       { name: 'api', check: () => !apiListening ? 'the API listener is closed' : door && !door.up ? 'the API worker is restarting' : undefined },
       { name: 'publication', check: ops.publicationProblem },
     ]
@@ -176,7 +173,7 @@ export async function createEpx (host: Host, rawConfig: unknown, internals: Inte
     // same code on this thread. Only the transport differs.
     const served = config.api.inWorker
       ? door = await startDoor({
-        start: { config, dataDir: host.dataDir, storePath: store.path, ...(store.availability ? { storeAvailability: store.availability } : {}) },
+        start: { config, dataDir: host.dataDir, storePath: store.path, ...(store.threadShare() ? { storeShare: store.threadShare() } : {}) },
         clock: host.clock,
         log,
         faults: internals.storeFaults,

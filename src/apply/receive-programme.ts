@@ -89,7 +89,7 @@ export interface ReceiveParts {
  */
 export async function openInbound (deps: InboundDeps): Promise<Inbound> {
   const instructions = openInstructions(deps.store)
-  const enqueuer = createEnqueuer({ solver: deps.solver, instructions, clock: deps.clock, log: deps.log, sharedStore: deps.store.kind === 'postgres' })
+  const enqueuer = createEnqueuer({ solver: deps.solver, instructions, clock: deps.clock, log: deps.log, sharedStore: deps.store.shared })
   try {
     await enqueuer.requeueEffective()
   } catch (err) {

@@ -8,10 +8,9 @@
 import { existsSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import sjson from 'secure-json-parse'
-import { inDataDir, loadConfig, type EpxConfig, type EpxConfigInput } from '../config.ts'
+import { loadConfig, type EpxConfig, type EpxConfigInput } from '../config.ts'
 import { EpxError } from '../errors.ts'
-import { openStore, type Store } from '../store/open-store.ts'
-import { postgresStoreOptions } from '../store/postgres/pool-config.ts'
+import { openConfiguredStore, type Store } from '../store/open-store.ts'
 import type { Logger } from '../host/contract.ts'
 
 const SETTINGS_FILE = 'epx.config.json'
@@ -107,10 +106,7 @@ function checkHost (file: string, host: unknown): HostSettings {
  */
 export async function withStore<T> (dataDir: string, fn: (store: Store, settings: Settings) => Promise<T> | T): Promise<T> {
   const settings = readSettings(dataDir)
-  const postgres = postgresStoreOptions(settings.config.store, { dataDir })
-  const store = openStore(inDataDir(dataDir, settings.config.store.path), {
-    mapSizeBytes: settings.config.store.mapSizeBytes, log: stderrLog, ...(postgres ? { postgres } : {}),
-  })
+  const store = openConfiguredStore(settings.config.store, { dataDir, log: stderrLog })
   try {
     await store.opened
     return await fn(store, settings)

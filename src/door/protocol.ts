@@ -12,7 +12,7 @@
 import type { MessagePort } from 'node:worker_threads'
 import type { EpxConfig } from '../config.ts'
 import type { Clock } from '../host/contract.ts'
-import type { StoreFaults } from '../store/open-store.ts'
+import type { StoreFaults, StoreThreadShare } from '../store/open-store.ts'
 import { EpxError, isEpxError, type ErrorCode } from '../errors.ts'
 import type { PublishReport, Site } from '../host/contract.ts'
 import type { RunRequest } from '../publish/publish-run.ts'
@@ -26,7 +26,7 @@ export interface DoorStart {
   readonly dataDir: string
   readonly storePath: string
   /** store.kind "postgres": the main store's availability cell (its change feed is up), read by the worker's store. */
-  readonly storeAvailability?: SharedArrayBuffer
+  readonly storeShare?: StoreThreadShare
   /** The port to bind: the configured one at first, the one first bound after a restart. */
   readonly port: number
   /** The console's and the metrics listener's ports, likewise (they live in the door's worker). */

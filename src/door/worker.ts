@@ -17,8 +17,7 @@ import { getHeapStatistics } from 'node:v8'
 import { err as serializeError } from 'pino-std-serializers'
 import type { Caller } from '../auth/caller.ts'
 import type { InstructionBatch } from '../contract/instruction.ts'
-import { openStore } from '../store/open-store.ts'
-import { postgresStoreOptions } from '../store/postgres/pool-config.ts'
+import { openConfiguredStore } from '../store/open-store.ts'
 import { openCompanies } from '../store/companies.ts'
 import { openTokens } from '../store/tokens.ts'
 import { openRevisions } from '../store/revisions.ts'
@@ -121,11 +120,10 @@ async function open (): Promise<OpenDoor> {
   // (its supervisor has its thread made nicer before it loads: then not again).
   const niced = nicedFirst() || (start.standby === true && niceThisThread(config.api.workerNice))
   const faults = start.faults ? bindFaults({}, start.faults) : undefined
-  const postgres = postgresStoreOptions(config.store, { dataDir: start.dataDir })
-  const store = openStore(start.storePath, {
-    openInThisProcess: true, mapSizeBytes: config.store.mapSizeBytes, faults, log: log.child({ area: 'store' }), onWriteFailed: () => events.event({ e: 'storeError' }),
+  const store = openConfiguredStore(config.store, {
+    dataDir: start.dataDir, path: start.storePath, faults, log: log.child({ area: 'store' }), onWriteFailed: () => events.event({ e: 'storeError' }),
     // Its own small pool; the main store follows the change feed into the same replica.
-    ...(postgres ? { postgres: { ...postgres, pool: { ...postgres.pool, max: WORKER_POOL_SIZE }, follow: false, availability: start.storeAvailability } } : {}),
+    besideThisProcess: { share: start.storeShare, poolSize: WORKER_POOL_SIZE },
   })
   await store.opened
   const revisions = openRevisions(store, { retentionDays: config.publish.retentionDays })

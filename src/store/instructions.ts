@@ -169,7 +169,7 @@ export function openInstructions (store: Store): Instructions {
     },
 
     supersedersOf (batch: InstructionBatch): 'all' | ReadonlySet<string> {
-      if (store.kind === 'postgres') return 'all'
+      if (store.shared) return 'all'
       const saved = saveOf.get(batch)
       const at = saved ? recentSaves.lastIndexOf(saved) : -1
       if (at === -1) return 'all'

@@ -8,7 +8,7 @@ import * as crypto from 'node:crypto'
 import { join } from 'node:path'
 import { storeUnavailable, type Store } from './open-store.ts'
 import { openSegments, SEGMENTS_FOLDER, type SegmentRef } from './revision-segments.ts'
-import { REVISION_BYTES_DB } from './postgres/schema.ts'
+import { REVISION_BYTES_DB } from './sub-databases.ts'
 import { openGeneration } from './generation.ts'
 import { formatUtcInstant, httpDate } from '../contract/instants.ts'
 import { BoundedCache } from '../bounded-cache.ts'
@@ -129,8 +129,9 @@ export function openRevisions (store: Store, opts: { retentionDays: number }): R
   const expiry = store.db<number>('rev-expiry')
   const segmentsDb = store.db<number>('rev-segments') // file name → latest emittedAtMs in it
   const segments = openSegments(join(store.path, SEGMENTS_FOLDER))
-  // PostgreSQL: the bytes travel in the database with their metadata (postgres/schema.ts).
-  const bytesDb = store.kind === 'postgres' ? store.db<Buffer>(REVISION_BYTES_DB, { binary: true }) : undefined
+  // Instances sharing the store serve each other's revisions: their bytes travel with the
+  // records (a replica writes them into its own segment files, postgres/segment-mirror.ts).
+  const bytesDb = store.shared ? store.db<Buffer>(REVISION_BYTES_DB, { binary: true }) : undefined
   const retentionMs = opts.retentionDays * 86_400_000
   const withPair = (siteId: string, targetDate: string, v: Stored): RevisionMeta => ({ siteId, targetDate, ...v })
   // A BSP polls the same pairs all day: what `latest` read is kept until the store

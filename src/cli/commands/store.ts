@@ -5,12 +5,12 @@
  * @module
  */
 import pg from 'pg'
-import { backupStore } from '../../store/backup.ts'
 import { EpxError } from '../../errors.ts'
 import { migrateSchema } from '../../store/postgres/migrate.ts'
 import { connectFailure } from '../../store/postgres/connect.ts'
 import { postgresStoreOptions } from '../../store/postgres/pool-config.ts'
-import { describePool } from '../../store/postgres/replica.ts'
+import { describePool } from '../../store/postgres/connections.ts'
+import { POSTGRES_BACKUP } from '../../store/postgres/engine.ts'
 import { defineCommand, type CommandSpec } from '../define-command.ts'
 import { copyCommand } from './store-copy.ts'
 import type { Command } from '../io.ts'
@@ -35,9 +35,9 @@ const backupSpec: CommandSpec = {
 const backup = defineCommand(backupSpec, async (args, io) => {
   if (readSettings(io.dataDir).config.store.kind === 'postgres') {
     // The folder is only this instance's replica: a copy of it restores nothing by itself.
-    throw new EpxError('EPX_USAGE', ['store.kind is "postgres": the store is the database, back it up with PostgreSQL\'s tools (pg_dump, or the base backups and WAL archive of the cluster); the folder store.path is only this instance\'s replica, rebuilt from the database'])
+    throw new EpxError('EPX_USAGE', [POSTGRES_BACKUP])
   }
-  const result = await withStore(io.dataDir, store => backupStore(store, args.positionals[0]!))
+  const result = await withStore(io.dataDir, store => store.backup(args.positionals[0]!))
   io.out(`store backed up to ${result.dir} (${result.segmentFiles} revision file(s)); ${RESTORE_STEPS}`)
 })
 

@@ -17,18 +17,15 @@
  */
 import { closeSync, copyFileSync, existsSync, fsyncSync, mkdirSync, openSync, readdirSync, renameSync, rmSync } from 'node:fs'
 import { basename, dirname, join, resolve } from 'node:path'
-import { EpxError } from '../errors.ts'
-import { checkStoreFiles } from './check-file.ts'
-import type { Store } from './open-store.ts'
+import type { RootDatabase } from 'lmdb'
+import { EpxError } from '../../errors.ts'
+import { checkStoreFiles } from '../check-file.ts'
+import type { BackupResult } from '../engine.ts'
 
 const SEGMENTS_DIR = 'revision-bytes'
 
-export interface BackupResult {
-  readonly dir: string
-  readonly segmentFiles: number
-}
-
-export async function backupStore (store: Store, target: string): Promise<BackupResult> {
+/** The LMDB store `root` in folder `path`, copied to `target`. */
+export async function backupEnvironment (root: RootDatabase, path: string, target: string): Promise<BackupResult> {
   const dir = resolve(target)
   if (existsSync(dir)) {
     throw new EpxError('EPX_CONFLICT', [`${dir} already exists: a backup is never overwritten; give a new folder, or remove that one first (rm -r ${dir}) if you mean to replace it`])
@@ -45,8 +42,8 @@ export async function backupStore (store: Store, target: string): Promise<Backup
     // under a busy writer that file can still be shorter than the snapshot's last page
     // (mdb.c mdb_env_copyfd0: `if (w3 > fsize) w3 = fsize`): a copy that fails its check
     // ("data.mdb is 167936 bytes but its last commit uses 192512"), seen under load.
-    await store.root.backup(partial, true)
-    const segmentFiles = copySegments(join(store.path, SEGMENTS_DIR), join(partial, SEGMENTS_DIR))
+    await root.backup(partial, true)
+    const segmentFiles = copySegments(join(path, SEGMENTS_DIR), join(partial, SEGMENTS_DIR))
     syncFile(join(partial, 'data.mdb'))
     syncFile(partial)
     const check = checkStoreFiles(partial)
