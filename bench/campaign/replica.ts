@@ -65,7 +65,7 @@ export function replicaFigures (r: ReplicaResult, steps: number): Figure[] {
     zero('failed checks', r.failed),
     { name: 'tap\'s exit code', value: String(r.exitCode), target: '= 0', met: r.exitCode === 0 },
     info('steps drawn', r.drawn),
-    info('seed (replay: --seed)', r.seed ?? 'none'),
+    info('seed (replay: --seed)', String(r.seed ?? 'none')),
     ...r.examples.map((e, i) => info(`failure ${i + 1}`, e)),
   ]
 }

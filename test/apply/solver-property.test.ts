@@ -22,6 +22,7 @@ import type { Logger, SolverInput, SolverPort } from '../../src/host/contract.ts
 import { programme, siteId } from '../helpers/programme.ts'
 import { fileCluster, migratedDatabase } from '../helpers/store-kinds.ts'
 import type { PostgresCluster } from '../helpers/postgres.ts'
+import { hearUnheard } from '../helpers/unheard-errors.ts'
 
 const STEPS = Number(process.env.EPX_PROPERTY_STEPS ?? 60)
 const SEED = process.env.EPX_PROPERTY_SEED === undefined ? randomInt(2 ** 31) : Number(process.env.EPX_PROPERTY_SEED)
@@ -141,6 +142,10 @@ async function cut (cluster: PostgresCluster, database: string, name: string): P
 async function property (t: Test, seed: number, steps: number): Promise<void> {
   t.comment(`seed ${seed}, ${steps} steps`)
   const rng = prng(seed)
+  // A pool connection cut as it is handed out emits an error nobody hears (the defect shown
+  // by test/store/postgres/replica-property.test.ts): recorded, not the end of this run.
+  const unheard = hearUnheard()
+  t.teardown(() => unheard.restore())
   const cluster = fileCluster(t)
   const database = await migratedDatabase(cluster)
   const root = t.testdir()

