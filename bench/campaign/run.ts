@@ -3,12 +3,12 @@
  * campaign"), rows run one after another against the built plugin in child processes:
  * kill -9 loop, the door's thread dying under load (in process, and in the daemon through its
  * inspector), fast-check fuzz of POST bodies, mTLS
- * matrix, damaged store, disk full, soak.
+ * matrix, damaged store, disk full, soak, the PostgreSQL replicas' property.
  * Prints one table; a full run writes every figure to bench/results/campaign.json
  * (`--quick`, `--only` and the counts options leave it as it was).
  * Exit 0 when every row is met, 1 otherwise (a missed row is a broken promise, not a figure).
- * Options: --quick, --only kill,faults,inspector,fuzz,mtls,damaged,disk,soak, --cycles N, --faults N, --requests N,
- * --soak-seconds N, --seed N, --door worker|main (the kill row's API door: in its worker
+ * Options: --quick, --only kill,faults,inspector,fuzz,mtls,damaged,disk,soak,replica, --cycles N, --faults N, --requests N,
+ * --soak-seconds N, --steps N (the replica row's), --seed N (the fuzz and replica rows'), --door worker|main (the kill row's API door: in its worker
  * thread or on the host's; default: the plugin's, `api.inWorker`).
  * @module
  */
@@ -23,9 +23,10 @@ import { diskFull, diskFullFigures } from './disk-full.ts'
 import { soak, soakFigures } from './soak.ts'
 import { doorFaults, doorFaultsFigures } from './door-faults.ts'
 import { inspectorFaults, inspectorFaultsFigures } from './inspector.ts'
+import { replicaFigures, replicaProperty } from './replica.ts'
 import { measureRow, printRows, rowMet, writeRows, type Row } from './report.ts'
 
-const ROWS = ['kill', 'faults', 'inspector', 'fuzz', 'mtls', 'damaged', 'disk', 'soak'] as const
+const ROWS = ['kill', 'faults', 'inspector', 'fuzz', 'mtls', 'damaged', 'disk', 'soak', 'replica'] as const
 const { values: args } = parseArgs({
   options: {
     quick: { type: 'boolean', default: false },
@@ -34,6 +35,7 @@ const { values: args } = parseArgs({
     faults: { type: 'string' },
     requests: { type: 'string' },
     'soak-seconds': { type: 'string' },
+    steps: { type: 'string' },
     seed: { type: 'string' },
     door: { type: 'string' },
   },
@@ -59,6 +61,8 @@ const plan = {
   faults: Number(args.faults ?? (quick ? 3 : 20)),
   requests: Number(args.requests ?? (quick ? 3000 : 100_000)),
   soakSeconds: Number(args['soak-seconds'] ?? (quick ? 5 : 180)),
+  /** The replica property's steps (npm test runs 300). */
+  replicaSteps: Number(args.steps ?? (quick ? 300 : 3000)),
   soakWarmupSeconds: quick ? 2 : 20,
   // A short soak's start figure still holds warm-up transients: a looser bound (see soak.ts).
   soakBoundPct: quick ? 25 : 10,
@@ -67,7 +71,7 @@ const plan = {
 // Full counts: the figures stand behind the README's promises and go to the results file
 // (with --only, just those rows are replaced there; the others keep their last full run).
 // The kill row's name says where its door ran when --door says so (both are evidence).
-const fullCounts = !quick && !args.cycles && !args.faults && !args.requests && !args['soak-seconds']
+const fullCounts = !quick && !args.cycles && !args.faults && !args.requests && !args['soak-seconds'] && !args.steps
 const minutes = (n: number) => n * 60_000
 
 // Never hang: every row is bounded, and so is the whole run.
@@ -101,6 +105,10 @@ async function main (): Promise<number> {
   if (want('soak')) {
     progress('soak', await measureRow(`soak (${plan.soakSeconds} s)`,
       () => soak({ warmupMs: plan.soakWarmupSeconds * 1000, durationMs: plan.soakSeconds * 1000, boundPct: plan.soakBoundPct }), soakFigures))
+  }
+  if (want('replica')) {
+    progress('replica', await measureRow(`PostgreSQL replicas under cuts, restarts, kills and reloads (${plan.replicaSteps} steps)`,
+      () => replicaProperty({ steps: plan.replicaSteps, seed: plan.seed, budgetMs: quick ? minutes(3) : minutes(30) }), r => replicaFigures(r, plan.replicaSteps)))
   }
   printRows(rows)
   if (fullCounts) writeRows(fileURLToPath(new URL('../results/campaign.json', import.meta.url)), rows, plan)
