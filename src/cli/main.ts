@@ -41,7 +41,7 @@ export const commands: readonly Command[] = [
     async () => (await import('./commands/deliveries.ts')).deliveriesCommand),
   lazyCommand('realise', 'programme against delivery: per site of a day, programmed and metered energy, verdicts',
     async () => (await import('./commands/realise.ts')).realiseCommand),
-  commandGroup('store', 'back up the store (see `epx store backup --help` to restore); migrate its PostgreSQL schema; copy an LMDB store into PostgreSQL',
+  commandGroup('store', 'back up the store (see `epx store backup --help` to restore); migrate its PostgreSQL schema; copy an LMDB store into PostgreSQL; verify a replica against it',
     async () => (await import('./commands/store.ts')).storeSubcommands),
   lazyCommand('start', 'run the reference solver host with the epx plugin (Ctrl+C stops it)',
     async () => (await import('./commands/start.ts')).startCommand),

@@ -13,6 +13,7 @@ import { postgresStoreOptions } from '../../store/postgres/pool-config.ts'
 import { describePool } from '../../store/postgres/replica.ts'
 import { defineCommand, type CommandSpec } from '../define-command.ts'
 import { copyCommand } from './store-copy.ts'
+import { verifyCommand } from './store-verify.ts'
 import type { Command } from '../io.ts'
 import { readSettings, withStore } from '../settings.ts'
 
@@ -71,4 +72,4 @@ const migrate = defineCommand(migrateSpec, async (_args, io) => {
   }
 })
 
-export const storeSubcommands: readonly Command[] = [backup, migrate, copyCommand]
+export const storeSubcommands: readonly Command[] = [backup, migrate, copyCommand, verifyCommand]
