@@ -13,6 +13,7 @@ import { EpxError } from '../errors.ts'
 import { openStore, type Store } from '../store/open-store.ts'
 import { postgresStoreOptions } from '../store/postgres/pool-config.ts'
 import type { Logger } from '../host/contract.ts'
+import { processLines } from './io.ts'
 
 const SETTINGS_FILE = 'epx.config.json'
 
@@ -123,7 +124,7 @@ export async function withStore<T> (dataDir: string, fn: (store: Store, settings
 const stderrLog: Logger = {
   debug () {},
   info () {},
-  warn (obj, msg) { process.stderr.write(`epx: ${msg ?? ''}${'cause' in obj ? ` (${String(obj.cause)})` : ''}\n`) },
-  error (obj, msg) { process.stderr.write(`epx: ${msg ?? ''}${'cause' in obj ? ` (${String(obj.cause)})` : ''}\n`) },
+  warn (obj, msg) { processLines('stderr')(`epx: ${msg ?? ''}${'cause' in obj ? ` (${String(obj.cause)})` : ''}`) },
+  error (obj, msg) { processLines('stderr')(`epx: ${msg ?? ''}${'cause' in obj ? ` (${String(obj.cause)})` : ''}`) },
   child () { return stderrLog },
 }

@@ -9,7 +9,7 @@ import { join } from 'node:path'
 import { open } from 'lmdb'
 import { settingsPath } from '../../src/cli/settings.ts'
 import { SUB_DATABASES } from '../../src/store/postgres/schema.ts'
-import { epx, initializedDataDir, startEpx } from '../helpers/cli.ts'
+import { epx, initializedDataDir, spawnEpx, startEpx } from '../helpers/cli.ts'
 import { startPostgres } from '../helpers/postgres.ts'
 
 const cluster = startPostgres({ fsync: 'off' })
@@ -22,8 +22,12 @@ function setStore (dir: string, store: Record<string, unknown>): void {
   writeFileSync(file, JSON.stringify(settings, null, 2))
 }
 
-/** An LMDB store (store.path "store") with two companies and a token, copied into `database`; store.path then names the new folder "replica". */
-async function copiedDataDir (t: Test, database: string): Promise<string> {
+/**
+ * An LMDB store (store.path "store") with two companies and a token, copied into
+ * `database`; store.path then names the new folder "replica". `closedStdout`: the copy
+ * runs as `epx store copy … | head` does once head is gone.
+ */
+async function copiedDataDir (t: Test, database: string, opts: { closedStdout?: boolean } = {}): Promise<string> {
   const dir = await initializedDataDir(t)
   setStore(dir, { path: 'store' })
   for (const [id, site] of [['acme', 'PRM30000000000001'], ['beta', 'PRM30000000000002']] as const) {
@@ -33,8 +37,13 @@ async function copiedDataDir (t: Test, database: string): Promise<string> {
   cluster.createDatabase(database)
   setStore(dir, { kind: 'postgres', postgres: { connectionString: cluster.url(database) } })
   t.equal((await epx(dir, 'store', 'migrate')).code, 0)
-  const copy = await epx(dir, 'store', 'copy', '--to', 'postgres')
-  t.equal(copy.code, 0, copy.err)
+  if (opts.closedStdout) {
+    const copy = await spawnEpx(['--data', dir, 'store', 'copy', '--to', 'postgres'], { closedStdout: true })
+    t.same([copy.code, copy.stderr], [0, ''], 'a closed stdout after the commit: exit 0, quietly')
+  } else {
+    const copy = await epx(dir, 'store', 'copy', '--to', 'postgres')
+    t.equal(copy.code, 0, copy.err)
+  }
   setStore(dir, { path: 'replica' })
   return dir
 }
@@ -132,4 +141,20 @@ t.test('not compared: a replica behind the database, one still loading, none yet
   const lmdb = await epx(dir, 'store', 'verify')
   t.equal(lmdb.code, 2)
   t.match(lmdb.err, /store\.kind is "lmdb": .*nothing to verify/)
+})
+
+t.test('| head: a reader gone away neither kills the copy once committed nor turns a verdict into a crash', async t => {
+  const dir = await copiedDataDir(t, 'verify_piped', { closedStdout: true })
+  t.equal(cluster.psql("SELECT count(*) FROM epx_record WHERE db = 'companies'", 'verify_piped').trim(), '2', 'the copy committed')
+  t.equal((await epx(dir, 'company', 'list')).code, 0)
+  const equal = await spawnEpx(['--data', dir, 'store', 'verify'], { closedStdout: true })
+  t.same([equal.code, equal.stderr], [0, ''])
+
+  const env = open({ path: join(dir, 'replica'), noSubdir: false, maxDbs: 64, compression: false })
+  await env.openDB({ name: 'tokens', encoding: 'msgpack', sharedStructuresKey: Symbol.for('structures') }).clearAsync()
+  await env.close()
+  const differs = await spawnEpx(['--data', dir, 'store', 'verify'], { closedStdout: true })
+  t.equal(differs.code, 1)
+  t.match(differs.stderr, /^epx: the replica .* sub-database\(s\) tokens differ \(tokens: 0 record\(s\) in the replica, 1 in the database\)/)
+  t.equal(differs.stderr.trimEnd().split('\n').length, 1, 'the reason, one line, and no stack')
 })
