@@ -5,8 +5,9 @@
  */
 import { createRequire } from 'node:module'
 import type { Activate, EpxHandle, Host } from './host/contract.ts'
+import { rmSync } from 'node:fs'
 import { inDataDir, loadConfig } from './config.ts'
-import { openStore, type Store, type StoreFaults } from './store/open-store.ts'
+import { folderToCreate, openStore, type Store, type StoreFaults } from './store/open-store.ts'
 import { postgresStoreOptions } from './store/postgres/pool-config.ts'
 import { openCompanies, perimeterOverlaps } from './store/companies.ts'
 import { openTokens } from './store/tokens.ts'
@@ -65,10 +66,12 @@ export async function createEpx (host: Host, rawConfig: unknown, internals: Inte
   const config = loadConfig(rawConfig)
   const log = host.logger.child({ plugin: 'energy-programs-exchange' })
   const bin = new Disposer()
+  const storePath = inDataDir(host.dataDir, config.store.path)
+  const created = folderToCreate(storePath)
   try {
     let metrics: EpxMetrics | undefined
     const postgres = postgresStoreOptions(config.store, { dataDir: host.dataDir })
-    const store = openStore(inDataDir(host.dataDir, config.store.path), {
+    const store = openStore(storePath, {
       mapSizeBytes: config.store.mapSizeBytes,
       faults: internals.storeFaults,
       log: log.child({ area: 'store' }),
@@ -223,6 +226,9 @@ export async function createEpx (host: Host, rawConfig: unknown, internals: Inte
     }
   } catch (err) {
     await bin.dispose().catch(() => {})   // no half-activated plugin
+    // Nor a store folder it made: a new, empty store (or replica) left by a refused
+    // activation would be taken for this instance's store at the next try.
+    if (created) rmSync(created, { recursive: true, force: true })
     throw err
   }
 }

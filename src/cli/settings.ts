@@ -5,12 +5,12 @@
  * an error instead of a silently created second store.
  * @module
  */
-import { existsSync, readFileSync } from 'node:fs'
+import { existsSync, readFileSync, rmSync } from 'node:fs'
 import { join } from 'node:path'
 import sjson from 'secure-json-parse'
 import { inDataDir, loadConfig, type EpxConfig, type EpxConfigInput } from '../config.ts'
 import { EpxError } from '../errors.ts'
-import { openStore, type Store } from '../store/open-store.ts'
+import { folderToCreate, openStore, type Store } from '../store/open-store.ts'
 import { postgresStoreOptions } from '../store/postgres/pool-config.ts'
 import type { Logger } from '../host/contract.ts'
 import { processLines } from './io.ts'
@@ -109,14 +109,19 @@ function checkHost (file: string, host: unknown): HostSettings {
 export async function withStore<T> (dataDir: string, fn: (store: Store, settings: Settings) => Promise<T> | T): Promise<T> {
   const settings = readSettings(dataDir)
   const postgres = postgresStoreOptions(settings.config.store, { dataDir })
-  const store = openStore(inDataDir(dataDir, settings.config.store.path), {
+  const path = inDataDir(dataDir, settings.config.store.path)
+  const created = folderToCreate(path)
+  const store = openStore(path, {
     mapSizeBytes: settings.config.store.mapSizeBytes, log: stderrLog, ...(postgres ? { postgres } : {}),
   })
+  let refused = false
   try {
-    await store.opened
+    await store.opened.catch((err: unknown) => { refused = true; throw err })
     return await fn(store, settings)
   } finally {
     await store.close()
+    // A store refused (a database without the schema, unreachable) leaves no new folder.
+    if (refused && created) rmSync(created, { recursive: true, force: true })
   }
 }
 

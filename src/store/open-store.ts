@@ -5,7 +5,8 @@
  * `writeDurable`.
  * @module
  */
-import { mkdirSync } from 'node:fs'
+import { existsSync, mkdirSync } from 'node:fs'
+import { dirname, resolve } from 'node:path'
 import { open, type Database, type Key, type RootDatabase } from 'lmdb'
 import { EpxError, isEpxError } from '../errors.ts'
 import type { Logger } from '../host/contract.ts'
@@ -139,6 +140,17 @@ export function readStore<T> (read: () => T): T {
     if (isEpxError(err) && err.code === 'NO_STORE') throw err
     throw storeUnavailable(err)
   }
+}
+
+/**
+ * The outermost folder of `path` that does not exist yet: what opening a store there
+ * creates (undefined when `path` exists). A caller that is refused removes it, so a
+ * refused activation or command leaves no new, empty store behind to be mistaken for one.
+ */
+export function folderToCreate (path: string): string | undefined {
+  let missing: string | undefined
+  for (let p = resolve(path); !existsSync(p) && dirname(p) !== p; p = dirname(p)) missing = p
+  return missing
 }
 
 export function openStore (path: string, opts: OpenStoreOptions = {}): Store {

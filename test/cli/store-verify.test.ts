@@ -4,7 +4,7 @@
 // instance runs) reported as differing, exit 1; a replica behind the database, one still
 // loading, none yet, and an LMDB store each said as such.
 import t, { type Test } from 'tap'
-import { readFileSync, writeFileSync } from 'node:fs'
+import { existsSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { open } from 'lmdb'
 import { settingsPath } from '../../src/cli/settings.ts'
@@ -157,4 +157,16 @@ t.test('| head: a reader gone away neither kills the copy once committed nor tur
   t.equal(differs.code, 1)
   t.match(differs.stderr, /^epx: the replica .* sub-database\(s\) tokens differ \(tokens: 0 record\(s\) in the replica, 1 in the database\)/)
   t.equal(differs.stderr.trimEnd().split('\n').length, 1, 'the reason, one line, and no stack')
+})
+
+t.test('a command refused by the database (no schema) leaves no replica folder behind', async t => {
+  const dir = await initializedDataDir(t)
+  cluster.createDatabase('verify_bare')
+  setStore(dir, { kind: 'postgres', path: 'stores/replica', postgres: { connectionString: cluster.url('verify_bare') } })
+  const r = await epx(dir, 'company', 'list')
+  t.equal(r.code, 1)
+  t.match(r.err, /holds no epx schema: run `epx store migrate`/)
+  t.notOk(existsSync(join(dir, 'stores')), 'neither the replica folder nor the folder made to hold it')
+  const verify = await epx(dir, 'store', 'verify')
+  t.match(verify.err, /there is no replica there yet/, 'and verify still says there is none')
 })
