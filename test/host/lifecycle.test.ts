@@ -136,4 +136,8 @@ t.test('missing TLS files stop activation with a message that says to run epx in
 t.test('an invalid configuration stops activation naming the field', async t => {
   const ref = createReferenceHost({ dataDir: t.testdir() })
   await t.rejects(createEpx(ref.host, { api: { port: -1 } }), { code: 'EPX_CONFIG_INVALID', message: /\/api\/port/ })
+  const password = createEpx(ref.host, { store: { kind: 'postgres', postgres: { host: 'db.example', password: 'hunter2' } } })
+  await t.rejects(password, { code: 'EPX_CONFIG_INVALID', message: /a password is never written in the configuration; put it in a file readable by epx only \(store\.postgres\.passwordFile\) or in an environment variable \(store\.postgres\.passwordEnv\)/ },
+    'a password key: where to put it instead, not the schema\'s generic refusal')
+  await password.catch((err: Error) => t.notMatch(err.message, /hunter2|additional properties/))
 })
