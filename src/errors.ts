@@ -75,6 +75,7 @@ export const catalogue = {
   EPX_BACKUP_FAILED: { exit: 1, message: 'cannot back up the store to %s: %s (nothing was written there)' },
   EPX_STORE_CONNECT_FAILED: { exit: 1, message: 'cannot connect to PostgreSQL (%s): %s' },
   EPX_STORE_COPY_FAILED: { exit: 1, message: 'cannot copy the store into PostgreSQL (%s): %s' },
+  EPX_STORE_VERIFY_FAILED: { exit: 1, message: 'the replica %s is not confirmed equal to PostgreSQL (%s): %s' },
 } as const satisfies Record<string, ErrorSpec>
 
 export type ErrorCode = keyof typeof catalogue

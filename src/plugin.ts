@@ -5,8 +5,9 @@
  */
 import { createRequire } from 'node:module'
 import type { Activate, EpxHandle, Host } from './host/contract.ts'
-import { loadConfig } from './config.ts'
-import { openConfiguredStore, type Store, type StoreFaults } from './store/open-store.ts'
+import { rmSync } from 'node:fs'
+import { inDataDir, loadConfig } from './config.ts'
+import { folderToCreate, openConfiguredStore, type Store, type StoreFaults } from './store/open-store.ts'
 import { openCompanies, perimeterOverlaps } from './store/companies.ts'
 import { openTokens } from './store/tokens.ts'
 import { startDoor, type Door } from './door/supervisor.ts'
@@ -64,10 +65,13 @@ export async function createEpx (host: Host, rawConfig: unknown, internals: Inte
   const config = loadConfig(rawConfig)
   const log = host.logger.child({ plugin: 'energy-programs-exchange' })
   const bin = new Disposer()
+  const storePath = inDataDir(host.dataDir, config.store.path)
+  const created = folderToCreate(storePath)
   try {
     let metrics: EpxMetrics | undefined
     const store = openConfiguredStore(config.store, {
       dataDir: host.dataDir,
+      path: storePath,
       faults: internals.storeFaults,
       log: log.child({ area: 'store' }),
       onWriteFailed: () => metrics?.storeError(),
@@ -220,6 +224,9 @@ export async function createEpx (host: Host, rawConfig: unknown, internals: Inte
     }
   } catch (err) {
     await bin.dispose().catch(() => {})   // no half-activated plugin
+    // Nor a store folder it made: a new, empty store (or replica) left by a refused
+    // activation would be taken for this instance's store at the next try.
+    if (created) rmSync(created, { recursive: true, force: true })
     throw err
   }
 }

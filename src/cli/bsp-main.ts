@@ -5,14 +5,15 @@
  * @module
  */
 import { commandGroup } from './define-command.ts'
+import { processLines } from './io.ts'
 import { renderError } from './render-error.ts'
 
 const BIN = 'epx-bsp'
 
 /** Runs one `epx-bsp` invocation; resolves to its exit code. */
 export async function runBspCli (argv: readonly string[], io: { out(line: string): void; err(line: string): void } = {
-  out: line => { process.stdout.write(line + '\n') },
-  err: line => { process.stderr.write(line + '\n') },
+  out: processLines('stdout'),
+  err: processLines('stderr'),
 }): Promise<number> {
   const named = (line: string) => line.replaceAll('epx bsp', BIN)
   const out = (line: string) => io.out(named(line))

@@ -7,7 +7,7 @@
 import { resolve } from 'node:path'
 import { parseArgs } from 'node:util'
 import { catalogue } from '../errors.ts'
-import { DEFAULT_DATA_DIR, type CliIo, type Command } from './io.ts'
+import { DEFAULT_DATA_DIR, processLines, type CliIo, type Command } from './io.ts'
 import { commandGroup, lazyCommand } from './define-command.ts'
 import { renderError } from './render-error.ts'
 
@@ -41,7 +41,7 @@ export const commands: readonly Command[] = [
     async () => (await import('./commands/deliveries.ts')).deliveriesCommand),
   lazyCommand('realise', 'programme against delivery: per site of a day, programmed and metered energy, verdicts',
     async () => (await import('./commands/realise.ts')).realiseCommand),
-  commandGroup('store', 'back up the store (see `epx store backup --help` to restore); migrate its PostgreSQL schema; copy an LMDB store into PostgreSQL',
+  commandGroup('store', 'back up the store (see `epx store backup --help` to restore); migrate its PostgreSQL schema; copy an LMDB store into PostgreSQL; verify a replica against it',
     async () => (await import('./commands/store.ts')).storeSubcommands),
   lazyCommand('start', 'run the reference solver host with the epx plugin (Ctrl+C stops it)',
     async () => (await import('./commands/start.ts')).startCommand),
@@ -100,8 +100,8 @@ function takeDataOption (argv: readonly string[]): { data?: string; rest: string
  * with their own `io`; `bin/epx.js` (and so `npm start`) reaches it through `main()`.
  */
 export async function runCli (argv: readonly string[], given: Partial<CliIo> = {}): Promise<number> {
-  const out = given.out ?? ((line: string) => { process.stdout.write(line + '\n') })
-  const err = given.err ?? ((line: string) => { process.stderr.write(line + '\n') })
+  const out = given.out ?? processLines('stdout')
+  const err = given.err ?? processLines('stderr')
   const { data, rest, problem } = takeDataOption(argv)
   if (problem) { err(`epx: ${problem}`); return USAGE_EXIT }
   const io: CliIo = { out, err, dataDir: resolve(data ?? given.dataDir ?? DEFAULT_DATA_DIR) }

@@ -5,13 +5,14 @@
  * an error instead of a silently created second store.
  * @module
  */
-import { existsSync, readFileSync } from 'node:fs'
+import { existsSync, readFileSync, rmSync } from 'node:fs'
 import { join } from 'node:path'
 import sjson from 'secure-json-parse'
-import { loadConfig, type EpxConfig, type EpxConfigInput } from '../config.ts'
+import { inDataDir, loadConfig, type EpxConfig, type EpxConfigInput } from '../config.ts'
 import { EpxError } from '../errors.ts'
-import { openConfiguredStore, type Store } from '../store/open-store.ts'
+import { folderToCreate, openConfiguredStore, type Store } from '../store/open-store.ts'
 import type { Logger } from '../host/contract.ts'
+import { processLines } from './io.ts'
 
 const SETTINGS_FILE = 'epx.config.json'
 
@@ -106,12 +107,17 @@ function checkHost (file: string, host: unknown): HostSettings {
  */
 export async function withStore<T> (dataDir: string, fn: (store: Store, settings: Settings) => Promise<T> | T): Promise<T> {
   const settings = readSettings(dataDir)
-  const store = openConfiguredStore(settings.config.store, { dataDir, log: stderrLog })
+  const path = inDataDir(dataDir, settings.config.store.path)
+  const created = folderToCreate(path)
+  const store = openConfiguredStore(settings.config.store, { dataDir, path, log: stderrLog })
+  let refused = false
   try {
-    await store.opened
+    await store.opened.catch((err: unknown) => { refused = true; throw err })
     return await fn(store, settings)
   } finally {
     await store.close()
+    // A store refused (a database without the schema, unreachable) leaves no new folder.
+    if (refused && created) rmSync(created, { recursive: true, force: true })
   }
 }
 
@@ -119,7 +125,7 @@ export async function withStore<T> (dataDir: string, fn: (store: Store, settings
 const stderrLog: Logger = {
   debug () {},
   info () {},
-  warn (obj, msg) { process.stderr.write(`epx: ${msg ?? ''}${'cause' in obj ? ` (${String(obj.cause)})` : ''}\n`) },
-  error (obj, msg) { process.stderr.write(`epx: ${msg ?? ''}${'cause' in obj ? ` (${String(obj.cause)})` : ''}\n`) },
+  warn (obj, msg) { processLines('stderr')(`epx: ${msg ?? ''}${'cause' in obj ? ` (${String(obj.cause)})` : ''}`) },
+  error (obj, msg) { processLines('stderr')(`epx: ${msg ?? ''}${'cause' in obj ? ` (${String(obj.cause)})` : ''}`) },
   child () { return stderrLog },
 }

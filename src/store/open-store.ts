@@ -6,6 +6,8 @@
  * its options in the configuration schema, and its name in the tests' list of kinds.
  * @module
  */
+import { existsSync } from 'node:fs'
+import { dirname, resolve } from 'node:path'
 import { inDataDir, type EpxConfig } from '../config.ts'
 import type { Logger } from '../host/contract.ts'
 import type { Store, StoreFaults, StoreThreadShare } from './engine.ts'
@@ -28,6 +30,17 @@ export interface OpenStoreOptions {
   openInThisProcess?: boolean
   /** Present: PostgreSQL holds the store and the folder is this instance's replica of it. */
   postgres?: PostgresStoreOptions
+}
+
+/**
+ * The outermost folder of `path` that does not exist yet: what opening a store there
+ * creates (undefined when `path` exists). A caller that is refused removes it, so a
+ * refused activation or command leaves no new, empty store behind to be mistaken for one.
+ */
+export function folderToCreate (path: string): string | undefined {
+  let missing: string | undefined
+  for (let p = resolve(path); !existsSync(p) && dirname(p) !== p; p = dirname(p)) missing = p
+  return missing
 }
 
 export function openStore (path: string, opts: OpenStoreOptions = {}): Store {

@@ -1,5 +1,5 @@
 import t from 'tap'
-import { builtCli, epx, spawnEpx } from '../helpers/cli.ts'
+import { builtCli, epx, initializedDataDir, spawnEpx } from '../helpers/cli.ts'
 
 const dir = t.testdir()
 
@@ -94,4 +94,18 @@ t.test('--data DIR works before or after the command, and as --data=DIR', async 
     t.equal(await runCli(argv, io), 1, argv.join(' '))
     t.match(seen.join('\n'), `${dir} is not an epx data folder`, 'the folder given is the one used')
   }
+})
+
+t.test('a reader of stdout gone away (epx … | head) ends a command quietly with its exit code, its work done', async t => {
+  const dir = await initializedDataDir(t)
+  const added = await spawnEpx(['--data', dir, 'company', 'add', 'acme', '--name', 'ACME'], { closedStdout: true })
+  t.equal(added.stderr, '', 'no EPIPE, no stack')
+  t.equal(added.code, 0)
+  const list = await epx(dir, 'company', 'list', '--json')
+  t.same((JSON.parse(list.out) as Array<{ id: string }>).map(c => c.id), ['acme'], 'what the command did stands')
+  const refused = await spawnEpx(['--data', dir, 'company', 'add', 'acme', '--name', 'ACME'], { closedStdout: true })
+  t.equal(refused.code, 1, 'a failing command keeps its exit code')
+  t.match(refused.stderr, /^epx: company acme already exists/, 'and says why on stderr')
+  const help = await spawnEpx(['--help'], { closedStdout: true })
+  t.same([help.code, help.stderr], [0, ''])
 })

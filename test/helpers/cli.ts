@@ -8,6 +8,7 @@
  *   const r = await epx(dir, 'company', 'add', 'acme', '--name', 'ACME')
  *   r.code, r.out, r.err, r.lines (stdout lines)
  *   const p = await spawnEpx(['--data', dir, 'token', 'create', ...])   // { code, stdout, stderr }
+ *   await spawnEpx([...], { closedStdout: true })   // as `epx ... | head` once head is done
  *   const run = await startEpx(['--data', dir, 'start', '--port', '0'], /listening on (\S+)/)
  *   run.match[1]; run.child.kill('SIGTERM'); await run.exited; run.output()
  * @module
@@ -65,13 +66,18 @@ export async function initializedDataDir (t: Test): Promise<string> {
   return dir
 }
 
-/** The real binary in a child process; resolves when it exits. */
-export function spawnEpx (argv: readonly string[], opts: { cwd?: string } = {}): Promise<{ code: number | null; stdout: string; stderr: string }> {
+/**
+ * The real binary in a child process; resolves when it exits. `closedStdout`: its stdout
+ * is a pipe whose reader is gone before it writes (what `epx … | head` becomes once head
+ * has its lines, or `| grep -q` once it matched).
+ */
+export function spawnEpx (argv: readonly string[], opts: { cwd?: string; closedStdout?: boolean } = {}): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [BIN, ...argv], { cwd: opts.cwd ?? ROOT, stdio: ['ignore', 'pipe', 'pipe'] })
     let stdout = ''
     let stderr = ''
-    child.stdout.setEncoding('utf8').on('data', d => { stdout += d })
+    if (opts.closedStdout) child.stdout.destroy()
+    else child.stdout.setEncoding('utf8').on('data', d => { stdout += d })
     child.stderr.setEncoding('utf8').on('data', d => { stderr += d })
     child.on('error', reject)
     child.on('close', code => resolve({ code, stdout, stderr }))

@@ -1,6 +1,6 @@
 import t from 'tap'
 import { join, resolve } from 'node:path'
-import { readdirSync } from 'node:fs'
+import { existsSync, readdirSync } from 'node:fs'
 import { setFlagsFromString } from 'node:v8'
 import { runInNewContext } from 'node:vm'
 import { Agent, request, type Dispatcher } from 'undici'
@@ -117,18 +117,27 @@ t.test('a failed activation rolls back what it started: the port and the store a
   // Same port: the listener fails after the store was opened; nothing may stay open.
   await t.rejects(createEpx(ref.host, { ...config, api: { host: '127.0.0.1', port } }), { code: 'EPX_LISTEN_FAILED' })
   t.same(await leakedSince(before), {}, 'no handle left by the failed activation')
+  t.ok(existsSync(join(dataDir, 'epx.lmdb', 'data.mdb')), 'a store that was there before stays')
   await first.close()
   const again = await createEpx(ref.host, { ...config, api: { host: '127.0.0.1', port } })
   t.equal(Number(again.apiUrl.port), port, 'the port is usable once the first plugin closed')
   await again.close()
 })
 
-t.test('missing TLS files stop activation with a message that says to run epx init', async t => {
-  const ref = createReferenceHost({ dataDir: t.testdir() })
+t.test('missing TLS files stop activation with a message that says to run epx init, leaving no store folder', async t => {
+  const dataDir = t.testdir()
+  const ref = createReferenceHost({ dataDir })
   await t.rejects(createEpx(ref.host, config), { code: 'EPX_TLS_FILES', message: /epx init/ })
+  t.same(readdirSync(dataDir), [], 'the store folder the activation made is gone with it')
+  await t.rejects(createEpx(ref.host, { ...config, store: { path: 'stores/a/epx.lmdb' } }), { code: 'EPX_TLS_FILES' })
+  t.same(readdirSync(dataDir), [], 'and the folders it made to hold it')
 })
 
 t.test('an invalid configuration stops activation naming the field', async t => {
   const ref = createReferenceHost({ dataDir: t.testdir() })
   await t.rejects(createEpx(ref.host, { api: { port: -1 } }), { code: 'EPX_CONFIG_INVALID', message: /\/api\/port/ })
+  const password = createEpx(ref.host, { store: { kind: 'postgres', postgres: { host: 'db.example', password: 'hunter2' } } })
+  await t.rejects(password, { code: 'EPX_CONFIG_INVALID', message: /a password is never written in the configuration; put it in a file readable by epx only \(store\.postgres\.passwordFile\) or in an environment variable \(store\.postgres\.passwordEnv\)/ },
+    'a password key: where to put it instead, not the schema\'s generic refusal')
+  await password.catch((err: Error) => t.notMatch(err.message, /hunter2|additional properties/))
 })

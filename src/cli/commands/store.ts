@@ -13,6 +13,7 @@ import { describePool } from '../../store/postgres/connections.ts'
 import { POSTGRES_BACKUP } from '../../store/postgres/engine.ts'
 import { defineCommand, type CommandSpec } from '../define-command.ts'
 import { copyCommand } from './store-copy.ts'
+import { verifyCommand } from './store-verify.ts'
 import type { Command } from '../io.ts'
 import { readSettings, withStore } from '../settings.ts'
 
@@ -71,4 +72,4 @@ const migrate = defineCommand(migrateSpec, async (_args, io) => {
   }
 })
 
-export const storeSubcommands: readonly Command[] = [backup, migrate, copyCommand]
+export const storeSubcommands: readonly Command[] = [backup, migrate, copyCommand, verifyCommand]

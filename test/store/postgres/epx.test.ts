@@ -2,6 +2,8 @@
 // programme (202 once the database committed it) and serves a GET from the replica; while
 // the database is down both doors answer 503 with Retry-After 5, and they recover by themselves.
 import t from 'tap'
+import { existsSync } from 'node:fs'
+import { join } from 'node:path'
 import { request } from 'undici'
 import { startEpx } from '../../helpers/epx.ts'
 import { INBOUND_PATH, programme, siteId } from '../../helpers/programme.ts'
@@ -69,7 +71,9 @@ t.test('POST 202 and GET 200/304 through the door in its worker, on PostgreSQL; 
 
 t.test('activation on a database without the schema fails with the code that says to run epx store migrate, and writes nothing', async t => {
   cluster.createDatabase('not_migrated')
-  await t.rejects(startEpx(t, { config: { store: { kind: 'postgres', postgres: { connectionString: cluster.url('not_migrated') } } } }),
+  const dataDir = t.testdir()
+  await t.rejects(startEpx(t, { dataDir, config: { store: { kind: 'postgres', postgres: { connectionString: cluster.url('not_migrated') } } } }),
     { code: 'EPX_STORE_SCHEMA_MISSING', message: /run `epx store migrate`/ })
   t.equal(psql("SELECT count(*) FROM pg_tables WHERE schemaname = 'public'", 'not_migrated'), '0')
+  t.notOk(existsSync(join(dataDir, 'epx.lmdb')), 'nor a replica folder')
 })
