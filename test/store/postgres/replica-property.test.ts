@@ -357,13 +357,12 @@ async function endingProxy (cluster: PostgresCluster) {
   }
 }
 
-// A defect, its assertion kept failing here (todo) until it is fixed in src/store/postgres/replica.ts:
 // node-postgres's pool takes its own error listener off a connection as it hands it out,
-// before the caller's continuation puts one on; a connection whose FATAL (a
+// before the borrower's continuation puts one on; a connection whose FATAL (a
 // pg_terminate_backend, a database restart) arrives in the same read as its ReadyForQuery
-// emits 'error' with nobody listening, an uncaught exception that ends the process. The
-// property above met it about once in ten runs of 200 steps. A listener the pool's
-// 'connect' event puts on every connection for its whole life would hear it.
+// would emit 'error' with nobody listening, an uncaught exception that ends the process
+// (the property above met it about once in ten runs of 200 steps). The store's pool puts
+// a listener on every connection for its whole life (postgres/connections.ts).
 t.test('a pool connection ended by the server as it is handed out is heard: the write is refused, the process lives', async t => {
   const cluster = fileCluster(t)
   const database = await migratedDatabase(cluster)
@@ -378,6 +377,5 @@ t.test('a pool connection ended by the server as it is handed out is heard: the 
   const things = store.db<number>('things')
   const outcome = await store.writeDurable(() => things.putSync('k', 1)).then(() => 'landed', (err: { code?: string }) => err.code)
   t.equal(outcome, 'NO_STORE', 'the write is refused')
-  t.same(unheard.errors, [], 'no error was left unheard on a pool connection (Node would have ended the process)',
-    { todo: 'defect: the pool hands out a connection with no error listener until the caller adds one (src/store/postgres/replica.ts, connectPool)' })
+  t.same(unheard.errors, [], 'no error was left unheard on a pool connection (Node would have ended the process)')
 })
