@@ -270,6 +270,7 @@ function putBatch (tree: Tree, effective: EffectiveIndex, batch: InstructionBatc
  * whole batches held that long outlived the young generation (bench/README.md, "What a
  * saved programme keeps alive").
  */
+// load-bearing: POST 1 × 96, 175 → 60 KB promoted a scavenge, 13 → 3 full collections a run (bench/README.md "What a saved programme keeps alive")
 class RecentSaves {
   readonly #saves: RecentSave[] = []
   readonly #saveOf = new WeakMap<InstructionBatch, RecentSave>()
