@@ -147,44 +147,7 @@ export function openRevisions (store: Store, opts: { retentionDays: number }): R
     return v ? withPair(siteId, targetDate, v) : null
   }
 
-  // A run publishes its sites at the same instant: format it once, not once per site.
-  let stamp = { ms: NaN, iso: '', http: '' }
-  // A chunk's documents are encoded into one buffer kept from chunk to chunk, not one
-  // buffer each plus a concatenation: a publication's malloc churn stayed in the daemon's
-  // RSS (bench/README.md "How to read the figures", Memory).
-  let scratch = Buffer.allocUnsafeSlow(0)
-  /** Renders, hashes and appends the bytes (not yet durable). */
-  const prepare = (drafts: readonly { draft: RevisionDraft; previousMs: number | undefined }[], nowMs: number): StagedRevision[] => {
-    const rendered = drafts.map(({ draft: d, previousMs }) => {
-      const emittedAtMs = nextEmittedAtMs(previousMs, nowMs)
-      if (stamp.ms !== emittedAtMs) stamp = { ms: emittedAtMs, iso: formatUtcInstant(emittedAtMs), http: httpDate(emittedAtMs) }
-      const text = d.render(stamp.iso)
-      return { d, emittedAtMs, iso: stamp.iso, http: stamp.http, text, size: Buffer.byteLength(text) }
-    })
-    const total = rendered.reduce((n, r) => n + r.size, 0)
-    let buf = scratch
-    if (buf.length < total) {
-      buf = Buffer.allocUnsafeSlow(2 ** Math.ceil(Math.log2(total)))
-      if (buf.length <= MAX_SCRATCH_BYTES) scratch = buf
-    }
-    const etags = new Array<string>(rendered.length)
-    let at = 0
-    for (let i = 0; i < rendered.length; i++) {
-      const r = rendered[i]!
-      buf.write(r.text, at)
-      etags[i] = etagOf(buf.subarray(at, at + r.size))
-      at += r.size
-    }
-    let refs: SegmentRef[]
-    try { refs = segments.append(buf.subarray(0, total), rendered.map(r => r.size), nowMs) } catch (err) { throw storeUnavailable(err) }
-    return rendered.map((r, i) => ({
-      draft: r.d,
-      meta: {
-        siteId: r.d.siteId, targetDate: r.d.targetDate, emittedAt: r.iso, emittedAtMs: r.emittedAtMs,
-        etag: etags[i]!, lastModified: r.http, size: r.size, segment: refs[i]!.segment, offset: refs[i]!.offset,
-      },
-    }))
-  }
+  const stager = new Stager(segments)
 
   const api: Revisions = {
     latest (siteId: string, targetDate: string, knownGeneration?: number): RevisionMeta | undefined {
@@ -223,7 +186,7 @@ export function openRevisions (store: Store, opts: { retentionDays: number }): R
     },
 
     stage (drafts: readonly RevisionDraft[], nowMs: number): StagedRevision[] {
-      return prepare(drafts.map(draft => ({ draft, previousMs: latestDb.get([draft.targetDate, draft.siteId])?.emittedAtMs })), nowMs)
+      return stager.prepare(drafts.map(draft => ({ draft, previousMs: latestDb.get([draft.targetDate, draft.siteId])?.emittedAtMs })), nowMs)
     },
 
     async commit (staged: readonly StagedRevision[], nowMs: number): Promise<RevisionMeta[]> {
@@ -234,7 +197,7 @@ export function openRevisions (store: Store, opts: { retentionDays: number }): R
         const final = staged.map((s, i) => {
           const prev = previous[i]
           if (!prev || prev.emittedAtMs < s.meta.emittedAtMs) return s.meta
-          const [again] = prepare([{ draft: s.draft, previousMs: prev.emittedAtMs }], nowMs)
+          const [again] = stager.prepare([{ draft: s.draft, previousMs: prev.emittedAtMs }], nowMs)
           segments.syncNow()
           return again!.meta
         })
@@ -273,4 +236,51 @@ export function openRevisions (store: Store, opts: { retentionDays: number }): R
     },
   }
   return api
+}
+
+/** Renders, hashes and appends a publication's documents to the segment files. */
+class Stager {
+  readonly #segments: ReturnType<typeof openSegments>
+  // A run publishes its sites at the same instant: format it once, not once per site.
+  #stamp = { ms: NaN, iso: '', http: '' }
+  // A chunk's documents are encoded into one buffer kept from chunk to chunk, not one
+  // buffer each plus a concatenation: a publication's malloc churn stayed in the daemon's
+  // RSS (bench/README.md "How to read the figures", Memory).
+  #scratch = Buffer.allocUnsafeSlow(0)
+
+  constructor (segments: ReturnType<typeof openSegments>) { this.#segments = segments }
+
+  /** Renders, hashes and appends the bytes (not yet durable). */
+  prepare (drafts: readonly { draft: RevisionDraft; previousMs: number | undefined }[], nowMs: number): StagedRevision[] {
+    const rendered = drafts.map(({ draft: d, previousMs }) => {
+      const emittedAtMs = nextEmittedAtMs(previousMs, nowMs)
+      if (this.#stamp.ms !== emittedAtMs) this.#stamp = { ms: emittedAtMs, iso: formatUtcInstant(emittedAtMs), http: httpDate(emittedAtMs) }
+      const stamp = this.#stamp
+      const text = d.render(stamp.iso)
+      return { d, emittedAtMs, iso: stamp.iso, http: stamp.http, text, size: Buffer.byteLength(text) }
+    })
+    const total = rendered.reduce((n, r) => n + r.size, 0)
+    let buf = this.#scratch
+    if (buf.length < total) {
+      buf = Buffer.allocUnsafeSlow(2 ** Math.ceil(Math.log2(total)))
+      if (buf.length <= MAX_SCRATCH_BYTES) this.#scratch = buf
+    }
+    const etags = new Array<string>(rendered.length)
+    let at = 0
+    for (let i = 0; i < rendered.length; i++) {
+      const r = rendered[i]!
+      buf.write(r.text, at)
+      etags[i] = etagOf(buf.subarray(at, at + r.size))
+      at += r.size
+    }
+    let refs: SegmentRef[]
+    try { refs = this.#segments.append(buf.subarray(0, total), rendered.map(r => r.size), nowMs) } catch (err) { throw storeUnavailable(err) }
+    return rendered.map((r, i) => ({
+      draft: r.d,
+      meta: {
+        siteId: r.d.siteId, targetDate: r.d.targetDate, emittedAt: r.iso, emittedAtMs: r.emittedAtMs,
+        etag: etags[i]!, lastModified: r.http, size: r.size, segment: refs[i]!.segment, offset: refs[i]!.offset,
+      },
+    }))
+  }
 }
