@@ -1,6 +1,6 @@
 /**
  * From raw samples and E's special figures to the targets (bench/README.md "Targets"), the stdout table,
- * and the machine-readable results (see bench/README.md for how to read them).
+ * and the machine-readable results (bench/README.md "How to read the figures").
  * @module
  */
 import {
@@ -34,7 +34,7 @@ export interface SummaryInput {
 
 const MB = 2 ** 20
 
-/** The CPU-per-request ratios bench/README.md sets (whole process, all threads). */
+/** The CPU-per-request ratios bench/README.md "Targets" sets (whole process, all threads). */
 export const RATIO_TARGETS: ReadonlyArray<{ scenario: Scenario; base: 'A' | 'B' | 'C'; limit: number; name: string }> = [
   { scenario: 'GET 200', base: 'A', limit: 1.3, name: 'GET 200: CPU/request E ÷ A' },
   { scenario: 'GET 200', base: 'A', limit: 1.2, name: 'GET 200: CPU/request E ÷ A (stretch)' },

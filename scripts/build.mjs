@@ -3,7 +3,7 @@
  * Builds what a solver loads: `dist/index.js` (the plugin, `activate`) and
  * `dist/programme-worker.js` (the thread that parses large programmes), plain ESM for
  * Node 20. A daemon then runs epx without a TypeScript loader: tsx's loader thread alone
- * is ~37 MB of resident memory (bench/README.md), and its helpers cost CPU on every request.
+ * is ~37 MB of resident memory (bench/README.md "How to read the figures", Memory), and its helpers cost CPU on every request.
  * Also `dist/cli.js`, the operator's `epx` (bin/epx.js loads it): through tsx a command
  * took 0.7 to 1.2 s before it printed anything, compiling the sources on every run.
  * Dependencies stay external (lmdb is native, pino starts its own threads from files).
@@ -72,7 +72,7 @@ const stubGenerated = {
  * Serializers generated as JavaScript (fast-json-stringify's standalone mode) from a schema
  * a TypeScript module exports. fast-json-stringify compiles with ajv and its formats at
  * run time: importing and compiling it cost each thread that serializes ~2 MB of heap and
- * ~3 MB of resident memory (measured in a worker, bench/README.md), and the API door's
+ * ~3 MB of resident memory (measured in a worker, bench/README.md "How to read the figures", Memory), and the API door's
  * worker, which only writes the 202 receipt, loaded it for that alone. The generated code
  * needs only the package's small runtime (`fast-json-stringify/lib/serializer`).
  * A source module imports its own output: at build time that import is a stub.

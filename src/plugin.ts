@@ -4,33 +4,33 @@
  * @module
  */
 import { createRequire } from 'node:module'
-import type { Activate, EpxHandle, Host } from './host/contract.ts'
+import type { Activate, EpxHandle, Host, Logger } from './host/contract.ts'
 import { rmSync } from 'node:fs'
-import { inDataDir, loadConfig } from './config.ts'
+import { inDataDir, loadConfig, type EpxConfig } from './config.ts'
 import { folderToCreate, openConfiguredStore, type Store, type StoreFaults } from './store/open-store.ts'
-import { openCompanies, perimeterOverlaps } from './store/companies.ts'
-import { openTokens } from './store/tokens.ts'
+import { openCompanies, perimeterOverlaps, type Companies } from './store/companies.ts'
+import { openTokens, type Tokens } from './store/tokens.ts'
 import { startDoor, type Door } from './door/supervisor.ts'
-import { openDoor, portHere } from './door/wire.ts'
+import { openDoor, portHere, type OpenDoor } from './door/wire.ts'
 import type { AskAnswers } from './door/protocol.ts'
-import { openPublication } from './publish/open-publication.ts'
+import { openPublication, type Publication } from './publish/open-publication.ts'
 import { startSchedule } from './publish/schedule.ts'
 import { addDays, parisDateOf } from './contract/paris-day.ts'
-import { openInbound } from './apply/receive-programme.ts'
+import { openInbound, type Inbound } from './apply/receive-programme.ts'
 import { managedSites } from './apply/managed-sites.ts'
 import { checkNodeVersion } from './host/node-version.ts'
-import { openAudit } from './store/audit.ts'
-import { openDeliveries } from './store/deliveries.ts'
-import { openMetering } from './store/metering.ts'
+import { openAudit, type Audit } from './store/audit.ts'
+import { openDeliveries, type Deliveries } from './store/deliveries.ts'
+import { openMetering, type Metering } from './store/metering.ts'
 import { realisationToday } from './apply/realisation.ts'
-import { openInstructionFlags } from './store/instruction-flags.ts'
+import { openInstructionFlags, type InstructionFlags } from './store/instruction-flags.ts'
 import { createOperations, type Operations } from './apply/operations.ts'
 import { programmeRecords, type ProgrammeCount } from './apply/programme-records.ts'
 import { createMetrics, type EpxMetrics } from './metrics/registry.ts'
 import { metricSources } from './metrics/sources.ts'
 import { expositionOf, readinessOf, type ReadyCheck } from './metrics/server.ts'
 import { watchExpiries } from './metrics/expiries.ts'
-import { eachTakeover } from './store/leadership.ts'
+import { eachTakeover, type Leadership } from './store/leadership.ts'
 
 const { version, engines } = createRequire(import.meta.url)('../package.json') as { version: string; engines: { node: string } }
 
@@ -59,175 +59,237 @@ class Disposer {
   }
 }
 
+/** What every step of an activation reads: the host, the frozen config, the logger, what to tear down. */
+interface Activation {
+  readonly host: Host
+  readonly config: Readonly<EpxConfig>
+  readonly log: Logger
+  readonly bin: Disposer
+  readonly internals: Internals
+  /**
+   * Parts built by later steps and called by earlier ones (the store reports a failed
+   * write to the metrics, a publication run to the operations): read when called, which
+   * is once activation has built them.
+   */
+  readonly later: { metrics?: EpxMetrics; ops?: Operations; today?: ReturnType<typeof realisationToday> }
+}
+
 export async function createEpx (host: Host, rawConfig: unknown, internals: Internals = {}): Promise<EpxHandle> {
   // Here too, not only in loadPlugin: a host may import the entry and call activate itself.
   checkNodeVersion(engines.node, internals.nodeVersion)
   const config = loadConfig(rawConfig)
   const log = host.logger.child({ plugin: 'energy-programs-exchange' })
   const bin = new Disposer()
-  const storePath = inDataDir(host.dataDir, config.store.path)
-  const created = folderToCreate(storePath)
+  const created = folderToCreate(inDataDir(host.dataDir, config.store.path))
   try {
-    let metrics: EpxMetrics | undefined
-    const store = openConfiguredStore(config.store, {
-      dataDir: host.dataDir,
-      path: storePath,
-      faults: internals.storeFaults,
-      log: log.child({ area: 'store' }),
-      onWriteFailed: () => metrics?.storeError(),
-    })
-    bin.add(() => store.close())
-    // PostgreSQL: the schema checked (a refused one writes nothing) and the replica caught up.
-    await store.opened
-    internals.onStore?.(store)
+    const a: Activation = { host, config, log, bin, internals, later: {} }
+    const store = await openEpxStore(a)
     // Of the instances sharing the store, only the leader runs the schedule and retention.
     const leadership = store.leadership()
     const companies = openCompanies(store)
     const tokens = openTokens(store)
-    // One BSP per site (DECISIONS.md): overlaps stored before the rule are said once, here.
-    const overlaps = perimeterOverlaps(companies.list())
-    if (overlaps.length) {
-      log.warn({ overlaps: overlaps.map(o => ({ companies: [o.a.id, o.b.id], shared: o.shared })) },
-        `active companies share sites (${overlaps.map(o => `${o.a.id} and ${o.b.id}`).join('; ')}): the later emitted_at of either supersedes the other's programme; ` +
-        'narrow one perimeter (epx company perimeter ID --sites PRM,...) or suspend one')
-    }
-
-    const publication = openPublication(store, config.publish, {
-      solver: host.solver, clock: host.clock, log: log.child({ area: 'publish' }),
-      onRun: (report, request, ms) => ops.publication(report, request, ms),
-      leads: leadership.isLeader,
-      fenced: leadership.fenced,
-    })
-    bin.add(() => publication.close())
-    const { revisions, publisher } = publication
-    const orphans = revisions.removeOrphanSegments()
-    if (orphans.length) log.warn({ segments: orphans }, 'removed revision files a crash left uncommitted')
-
-    const audit = openAudit(store, config.audit)
-    const flags = openInstructionFlags(store)
-    const inboundLog = log.child({ area: 'inbound' })
-    // Before the API listens, so no newer programme can be overtaken by an old one.
-    const inbound = await openInbound({
-      store, solver: host.solver, clock: host.clock, log: inboundLog, options: config.inbound, reads: !config.api.inWorker,
-      managed: managedSites({ read: () => host.solver.sites(), clock: host.clock, log: inboundLog }),
-      records: programmeRecords({ audit, flags, feasibility: { revisions }, log: inboundLog, counted: c => ops.programmeCounted(c) }),
-    })
-    bin.add(() => inbound.close())
+    warnOverlaps(companies, log)
+    const { revisions, publisher } = openPublishing(a, store, leadership)
+    const { audit, flags, inbound } = await openInboundPath(a, store, revisions)
     const { instructions } = inbound
-    // What other instances save reaches this one's solver too, once it is in this replica.
-    bin.add(store.onApplied(changes => inbound.handChanged(changes)))
-
-    // Meter values the host reports, kept as long as the instructions (docs/http-api.md "Programme against delivery").
-    let today: ReturnType<typeof realisationToday> | undefined
-    const metering = openMetering(store, {
-      now: () => host.clock.now().getTime(), retentionDays: config.inbound.retentionDays, onChanged: changes => today?.changed(changes),
+    const { metering, deliveries } = openDeliveryRecords(a, store)
+    const metrics = a.later.metrics = await startMetrics(a, { tokens, revisions, instructions, deliveries, metering, leadership })
+    const ops = a.later.ops = startOperations(a, { audit, metrics, instructions, deliveries, metering, leadership })
+    const served = await openServingDoor(a, {
+      store, companies, tokens, revisions, publisher, instructions, flags, audit, inbound, metering, deliveries, metrics, ops,
     })
-    // Before the store closes: a report already called finishes its writes (docs/plugin-contract.md).
-    bin.add(() => metering.close())
-
-    const deliveries = openDeliveries(store)
-    deliveries.start()
-    bin.add(() => deliveries.close())
-    if (config.metrics.enabled || host.metricsRegistry) {
-      const expiries = watchExpiries(host.dataDir, config.api.tls, () => host.clock.now().getTime())
-      const t = today = realisationToday({ instructions, metering, tolerance: config.delivery }, () => parisDateOf(host.clock.now()))
-      const m = metrics = await createMetrics(metricSources({
-        clock: host.clock, generation: tokens.generation, revisions, instructions, deliveries, expiries, realisationToday: () => t.read(), leading: leadership.isLeader,
-      }), host.metricsRegistry)
-      bin.add(() => m.close())
-      bin.add(host.solver.onCycleApplied(report => m.instructionsApplied(report.inputs.length)))
-    }
-    const ops: Operations = createOperations({
-      audit,
-      metrics,
-      instructions,
-      deliveries,
-      metering,
-      retentionDays: { instructions: config.inbound.retentionDays, deliveries: config.publish.retentionDays },
-      leads: leadership.isLeader,
-      fenced: leadership.fenced,
-      clock: host.clock,
-      log,
-    })
-    bin.add(() => ops.settle())
-    // On start, and on each takeover: a leader that died may have left retention undone.
-    bin.add(eachTakeover(leadership, () => ops.retentionInBackground()))
-
-    const observer = { ...metrics, deadToken: ops.deadToken }
-    // What /readyz checks: state of this thread, wherever the metrics listener runs.
-    let door: Door | undefined
-    let apiListening = true
-    const readyChecks: ReadyCheck[] = [
-      { name: 'store', check: () => { if (!store.ready()) return 'the store does not answer (its database is unreachable, or its replica not yet loaded)'; tokens.generation(); return undefined } },
-      { name: 'api', check: () => !apiListening ? 'the API listener is closed' : door && !door.up ? 'the API worker is restarting' : undefined },
-      { name: 'publication', check: ops.publicationProblem },
-    ]
-    const exposition = metrics && expositionOf(metrics.registry)
-    // What the door asks of this thread, wherever it runs.
-    const answers: AskAnswers = {
-      // Plain records: a host's own site objects need not cross a thread.
-      sites: async () => (await host.solver.sites()).map(s => ({ site_id: s.site_id, site_name: s.site_name })),
-      publish: q => publisher.publish(q.request),
-      metrics: () => exposition ? exposition() : Promise.reject(new Error('metrics are off')),
-      readiness: async () => readinessOf(readyChecks),
-    }
-    // The door: the API listener, the console and the metrics listener (door/wire.ts).
-    // `api.inWorker`: in its own thread, so their handshakes, parsing and writes never
-    // take the solver's event loop; what they tell or ask comes back here. Otherwise the
-    // same code on this thread. Only the transport differs.
-    const served = config.api.inWorker
-      ? door = await startDoor({
-        start: { config, dataDir: host.dataDir, storePath: store.path, ...(store.threadShare() ? { storeShare: store.threadShare() } : {}) },
-        clock: host.clock,
-        log,
-        faults: internals.storeFaults,
-        ...(internals.doorHeapMb ? { heapMb: internals.doorHeapMb } : {}),
-        handOver: (batches, done) => inbound.handOver(batches, done),
-        onRestart: () => inbound.requeueEffective(),
-        // Counted only where they are shown: the worker sends none when metrics are off.
-        ...(metrics ? { programme: (count: ProgrammeCount) => ops.programmeCounted(count) } : {}),
-        observer,
-        receipts: deliveries,
-        tokens,
-        answers,
-      })
-      : await openDoor({
-        config, dataDir: host.dataDir, store, companies, tokens, revisions, instructions, flags, audit, inbound, clock: host.clock, log, metering,
-      }, portHere({ observer, receipts: deliveries, tokens, answers }))
-    bin.add(() => served.close())
-    bin.add(() => { apiListening = false })
-    if (door) internals.onDoor?.(door)
-    const { consoleUrl, metricsUrl } = served
     if (config.publish.schedule) {
       const schedule = startSchedule({ config: config.publish, publisher, revisions, solver: host.solver, clock: host.clock, log: log.child({ area: 'schedule' }), leadership })
       bin.add(() => schedule.stop())
     }
-
+    const { consoleUrl, metricsUrl } = served
     log.info({ url: served.url.href, consoleUrl: consoleUrl?.href, version, ...(metricsUrl ? { metricsUrl: metricsUrl.href } : {}) }, 'epx activated')
-    let closing: Promise<void> | undefined
-    return {
-      version,
-      apiUrl: served.url,
-      consoleUrl,
-      ...(metricsUrl ? { metricsUrl } : {}),
-      // Default target: tomorrow in Paris by the host clock; default sites: all of them.
-      publish: (request = {}) => publisher.publish({
-        targetDate: request.targetDate ?? addDays(parisDateOf(host.clock.now()), 1),
-        siteIds: request.siteIds,
-        trigger: 'host',
-      }),
-      reportMetering: readings => metering.report(readings),
-      close () {
-        closing ??= bin.dispose().then(() => log.info({}, 'epx closed'))
-        return closing
-      },
-    }
+    return handleOf(a, served, publisher, metering)
   } catch (err) {
     await bin.dispose().catch(() => {})   // no half-activated plugin
     // Nor a store folder it made: a new, empty store (or replica) left by a refused
     // activation would be taken for this instance's store at the next try.
     if (created) rmSync(created, { recursive: true, force: true })
     throw err
+  }
+}
+
+/** The store, opened, and (PostgreSQL) its schema checked (a refused one writes nothing) and its replica caught up. */
+async function openEpxStore ({ host, config, log, bin, internals, later }: Activation): Promise<Store> {
+  const store = openConfiguredStore(config.store, {
+    dataDir: host.dataDir,
+    faults: internals.storeFaults,
+    log: log.child({ area: 'store' }),
+    onWriteFailed: () => later.metrics?.storeError(),
+  })
+  bin.add(() => store.close())
+  await store.opened
+  internals.onStore?.(store)
+  return store
+}
+
+/** One BSP per site (DECISIONS.md): overlaps stored before the rule are said once, here. */
+function warnOverlaps (companies: Companies, log: Logger): void {
+  const overlaps = perimeterOverlaps(companies.list())
+  if (!overlaps.length) return
+  log.warn({ overlaps: overlaps.map(o => ({ companies: [o.a.id, o.b.id], shared: o.shared })) },
+    `active companies share sites (${overlaps.map(o => `${o.a.id} and ${o.b.id}`).join('; ')}): the later emitted_at of either supersedes the other's programme; ` +
+    'narrow one perimeter (epx company perimeter ID --sites PRM,...) or suspend one')
+}
+
+function openPublishing ({ host, config, log, bin, later }: Activation, store: Store, leadership: Leadership): Publication {
+  const publication = openPublication(store, config.publish, {
+    solver: host.solver, clock: host.clock, log: log.child({ area: 'publish' }),
+    onRun: (report, request, ms) => later.ops!.publication(report, request, ms),
+    leads: leadership.isLeader,
+    fenced: leadership.fenced,
+  })
+  bin.add(() => publication.close())
+  const orphans = publication.revisions.removeOrphanSegments()
+  if (orphans.length) log.warn({ segments: orphans }, 'removed revision files a crash left uncommitted')
+  return publication
+}
+
+/** Before the API listens, so no newer programme can be overtaken by an old one. */
+async function openInboundPath ({ host, config, log, bin, later }: Activation, store: Store, revisions: Publication['revisions']) {
+  const audit = openAudit(store, config.audit)
+  const flags = openInstructionFlags(store)
+  const inboundLog = log.child({ area: 'inbound' })
+  const inbound = await openInbound({
+    store, solver: host.solver, clock: host.clock, log: inboundLog, options: config.inbound, reads: !config.api.inWorker,
+    managed: managedSites({ read: () => host.solver.sites(), clock: host.clock, log: inboundLog }),
+    records: programmeRecords({ audit, flags, feasibility: { revisions }, log: inboundLog, counted: c => later.ops!.programmeCounted(c) }),
+  })
+  bin.add(() => inbound.close())
+  // What other instances save reaches this one's solver too, once it is in this replica.
+  bin.add(store.onApplied(changes => inbound.handChanged(changes)))
+  return { audit, flags, inbound }
+}
+
+function openDeliveryRecords ({ host, config, bin, later }: Activation, store: Store): { metering: Metering; deliveries: Deliveries } {
+  // Meter values the host reports, kept as long as the instructions (docs/http-api.md "Programme against delivery").
+  const metering = openMetering(store, {
+    now: () => host.clock.now().getTime(), retentionDays: config.inbound.retentionDays, onChanged: changes => later.today?.changed(changes),
+  })
+  // Before the store closes: a report already called finishes its writes (docs/plugin-contract.md).
+  bin.add(() => metering.close())
+  const deliveries = openDeliveries(store)
+  deliveries.start()
+  bin.add(() => deliveries.close())
+  return { metering, deliveries }
+}
+
+async function startMetrics ({ host, config, bin, later }: Activation, parts: {
+  tokens: Tokens; revisions: Publication['revisions']; instructions: Inbound['instructions']; deliveries: Deliveries; metering: Metering; leadership: Leadership
+}): Promise<EpxMetrics | undefined> {
+  if (!config.metrics.enabled && !host.metricsRegistry) return undefined
+  const { tokens, revisions, instructions, deliveries, metering, leadership } = parts
+  const expiries = watchExpiries(host.dataDir, config.api.tls, () => host.clock.now().getTime())
+  const t = later.today = realisationToday({ instructions, metering, tolerance: config.delivery }, () => parisDateOf(host.clock.now()))
+  const m = await createMetrics(metricSources({
+    clock: host.clock, generation: tokens.generation, revisions, instructions, deliveries, expiries, realisationToday: () => t.read(), leading: leadership.isLeader,
+  }), host.metricsRegistry)
+  bin.add(() => m.close())
+  bin.add(host.solver.onCycleApplied(report => m.instructionsApplied(report.inputs.length)))
+  return m
+}
+
+function startOperations ({ host, config, log, bin }: Activation, parts: {
+  audit: Audit; metrics: EpxMetrics | undefined; instructions: Inbound['instructions']; deliveries: Deliveries; metering: Metering; leadership: Leadership
+}): Operations {
+  const { audit, metrics, instructions, deliveries, metering, leadership } = parts
+  const ops = createOperations({
+    audit,
+    metrics,
+    instructions,
+    deliveries,
+    metering,
+    retentionDays: { instructions: config.inbound.retentionDays, deliveries: config.publish.retentionDays },
+    leads: leadership.isLeader,
+    fenced: leadership.fenced,
+    clock: host.clock,
+    log,
+  })
+  bin.add(() => ops.settle())
+  // On start, and on each takeover: a leader that died may have left retention undone.
+  bin.add(eachTakeover(leadership, () => ops.retentionInBackground()))
+  return ops
+}
+
+/**
+ * The door: the API listener, the console and the metrics listener (door/wire.ts).
+ * `api.inWorker`: in its own thread, so their handshakes, parsing and writes never
+ * take the solver's event loop; what they tell or ask comes back here. Otherwise the
+ * same code on this thread. Only the transport differs.
+ */
+async function openServingDoor ({ host, config, log, bin, internals }: Activation, parts: {
+  store: Store; companies: Companies; tokens: Tokens; revisions: Publication['revisions']; publisher: Publication['publisher']
+  instructions: Inbound['instructions']; flags: InstructionFlags; audit: Audit; inbound: Inbound; metering: Metering
+  deliveries: Deliveries; metrics: EpxMetrics | undefined; ops: Operations
+}): Promise<Door | OpenDoor> {
+  const { store, companies, tokens, revisions, publisher, instructions, flags, audit, inbound, metering, deliveries, metrics, ops } = parts
+  const observer = { ...metrics, deadToken: ops.deadToken }
+  // What /readyz checks: state of this thread, wherever the metrics listener runs.
+  let door: Door | undefined
+  let apiListening = true
+  const readyChecks: ReadyCheck[] = [
+    { name: 'store', check: () => { if (!store.ready()) return 'the store does not answer (its database is unreachable, or its replica not yet loaded)'; tokens.generation(); return undefined } },
+    { name: 'api', check: () => !apiListening ? 'the API listener is closed' : door && !door.up ? 'the API worker is restarting' : undefined },
+    { name: 'publication', check: ops.publicationProblem },
+  ]
+  const exposition = metrics && expositionOf(metrics.registry)
+  // What the door asks of this thread, wherever it runs.
+  const answers: AskAnswers = {
+    // Plain records: a host's own site objects need not cross a thread.
+    sites: async () => (await host.solver.sites()).map(s => ({ site_id: s.site_id, site_name: s.site_name })),
+    publish: q => publisher.publish(q.request),
+    metrics: () => exposition ? exposition() : Promise.reject(new Error('metrics are off')),
+    readiness: async () => readinessOf(readyChecks),
+  }
+  const served = config.api.inWorker
+    ? door = await startDoor({
+      start: { config, dataDir: host.dataDir, storePath: store.path, ...(store.threadShare() ? { storeShare: store.threadShare() } : {}) },
+      clock: host.clock,
+      log,
+      faults: internals.storeFaults,
+      ...(internals.doorHeapMb ? { heapMb: internals.doorHeapMb } : {}),
+      handOver: (batches, done) => inbound.handOver(batches, done),
+      onRestart: () => inbound.requeueEffective(),
+      // Counted only where they are shown: the worker sends none when metrics are off.
+      ...(metrics ? { programme: (count: ProgrammeCount) => ops.programmeCounted(count) } : {}),
+      observer,
+      receipts: deliveries,
+      tokens,
+      answers,
+    })
+    : await openDoor({
+      config, dataDir: host.dataDir, store, companies, tokens, revisions, instructions, flags, audit, inbound, clock: host.clock, log, metering,
+    }, portHere({ observer, receipts: deliveries, tokens, answers }))
+  bin.add(() => served.close())
+  bin.add(() => { apiListening = false })
+  if (door) internals.onDoor?.(door)
+  return served
+}
+
+function handleOf ({ host, log, bin }: Activation, served: Door | OpenDoor, publisher: Publication['publisher'], metering: Metering): EpxHandle {
+  const { consoleUrl, metricsUrl } = served
+  let closing: Promise<void> | undefined
+  return {
+    version,
+    apiUrl: served.url,
+    consoleUrl,
+    ...(metricsUrl ? { metricsUrl } : {}),
+    // Default target: tomorrow in Paris by the host clock; default sites: all of them.
+    publish: (request = {}) => publisher.publish({
+      targetDate: request.targetDate ?? addDays(parisDateOf(host.clock.now()), 1),
+      siteIds: request.siteIds,
+      trigger: 'host',
+    }),
+    reportMetering: readings => metering.report(readings),
+    close () {
+      closing ??= bin.dispose().then(() => log.info({}, 'epx closed'))
+      return closing
+    },
   }
 }
 

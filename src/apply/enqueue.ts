@@ -84,87 +84,18 @@ export interface Enqueuer {
 
 export function createEnqueuer (deps: EnqueueDeps): Enqueuer {
   const { solver, instructions, clock, log } = deps
-  const warn = (what: string) => (err: unknown) => log.warn({ err, code: (err as { code?: string })?.code }, what)
-  /** Status writes not yet settled: close() waits for them (docs/plugin-contract.md "Guarantees"). */
-  const pending = new Set<Promise<void>>()
-  const track = (write: Promise<void>, what: string): void => {
-    const settled = write.catch(warn(what)).finally(() => pending.delete(settled))
-    pending.add(settled)
-  }
-
-  /**
-   * What the solver was last handed per target date and site: the door's hand-over of a
-   * save and the change feed's report of the same rows (the door's worker writes through
-   * a store of its own, whose rows the feed tells apart from no other instance's) feed it once.
-   */
-  const handed = new Map<string, Map<string, Handed>>()
-  const sameAsHanded = (f: Fed): boolean => {
-    const last = handed.get(f.input.targetDate)?.get(f.input.siteId)
-    return last !== undefined && last.instructionId === f.input.instructionId && last.digest === f.digest
-  }
-  const noteHanded = (fed: readonly Fed[]): void => {
-    for (const { input, digest } of fed) {
-      let sites = handed.get(input.targetDate)
-      if (!sites) {
-        // A new day: the days that are over are dropped, nothing feeds them any more.
-        const today = parisDateOf(clock.now())
-        for (const day of handed.keys()) if (day < today) handed.delete(day)
-        handed.set(input.targetDate, sites = new Map())
-      }
-      sites.set(input.siteId, { instructionId: input.instructionId, digest })
-    }
-  }
+  const writes = new StatusWrites(instructions, clock, log)
+  const feed = new SolverFeed(deps, writes)
+  const order = new HandOrder(log)
 
   const unsubscribe = solver.onCycleApplied(report => {
     if (report.inputs.length === 0) return
-    flushQueued()   // writes are ordered: `queued` lands before this `applied`
-    track(instructions.markApplied(report.inputs, report.cycle, report.at), 'could not mark instructions applied')
+    writes.flushQueued()   // writes are ordered: `queued` lands before this `applied`
+    writes.track(instructions.markApplied(report.inputs, report.cycle, report.at), 'could not mark instructions applied')
   })
 
-  /**
-   * Hands one turn's inputs to the solver and marks them queued, soon and always before
-   * any cycle's `applied` for them. The status write is not awaited: losing `queued` to
-   * a crash loses nothing, the next activation queues them again. `marked`: already
-   * saved as `queued` (a refusal writes `received` back); `elsewhere`: another instance
-   * saved them and owns their status (nothing is written, either way). `again`: fed even
-   * if the solver was last handed the same (a requeue); otherwise such an input is not.
-   */
-  const hand = (fed: readonly Fed[], marked: boolean | 'elsewhere' = false, again = false): void => {
-    if (fed.length === 0) return
-    const fresh = again ? fed : fed.filter(f => !sameAsHanded(f))
-    const inputs = fresh.map(f => f.input)
-    try {
-      if (inputs.length) solver.enqueueNextCycle(inputs)
-    } catch (err) {
-      // The instructions are durable: answer 202 all the same; they stay (or go back to)
-      // `received` and the next activation queues them again.
-      log.error({ err, count: inputs.length }, 'the solver refused the next-cycle inputs')
-      if (marked === true) {
-        track(instructions.unqueue(inputs.map(i => ({ instructionId: i.instructionId, siteId: i.siteId })), clock.now().toISOString()),
-          'could not mark refused instructions received')
-      }
-      return
-    }
-    noteHanded(fresh)
-    if (marked) return
-    for (const { input: i } of fed) queued.push({ instructionId: i.instructionId, siteId: i.siteId })
-    timer ??= setTimeout(flushQueued, QUEUED_WRITE_DELAY_MS).unref()
-  }
-  // Every LMDB commit costs lmdb-js a native write job: the `queued` statuses of all the
-  // programmes handed over within a few milliseconds share one.
-  let queued: InstructionRef[] = []
-  let timer: NodeJS.Timeout | undefined
-  const flushQueued = () => {
-    if (timer) clearTimeout(timer)
-    timer = undefined
-    if (queued.length === 0) return
-    const refs = queued
-    queued = []
-    track(instructions.markQueued(refs, clock.now().toISOString()), 'could not mark instructions queued')
-  }
+  const hand = (fed: readonly Fed[], marked: boolean | 'elsewhere' = false, again = false): void => feed.hand(fed, marked, again)
 
-  /** The handed-over batches not yet queued, one after the other (none: all are). */
-  let handing: Promise<void> | undefined
   /** Site `i` of a handed batch is still to be fed: always, unless another instance may have superseded it. */
   const current = (batch: HandedBatch, i: number): boolean =>
     !deps.sharedStore || stillEffective(instructions, batch.targetDate, batch.siteIds[i]!, batch.instructionId, true)
@@ -227,55 +158,10 @@ export function createEnqueuer (deps: EnqueueDeps): Enqueuer {
     return count
   }
 
-  /**
-   * Sites and days another instance changed that the store could not read when told (its
-   * change feed reconnecting reports what it missed before it answers again): read again,
-   * with backoff, until it does. What is effective then is handed, the newest programme's.
-   */
-  const owed = new Map<string, readonly [string, string]>()
-  let owedRetry: NodeJS.Timeout | undefined
-  let owedDelay = OWED_RETRY_MIN_MS
-  /**
-   * A warn once a retry fails too, an info once what was owed is handed: one of each per
-   * episode. Not at the first failure: a reconnecting feed answers by the first retry,
-   * and the store logs its own outage.
-   */
-  let warned = false
-  let closed = false
-  const owe = (days: ReadonlyArray<readonly [string, string]>, err: unknown, retried = false): void => {
-    for (const day of days) owed.set(`${day[0]}/${day[1]}`, day)
-    if (retried && !warned) {
-      warned = true
-      log.warn({ err, code: (err as { code?: string })?.code, sites: owed.size },
-        'could not read the instructions another instance saved (the store does not answer): retried until it does')
-    }
-    if (owedRetry || closed) return
-    owedRetry = setTimeout(() => {
-      owedRetry = undefined
-      const days = [...owed.values()]
-      owed.clear()
-      inOrder(async () => {
-        await handEffective(days, 'elsewhere', (rest, e) => owe(rest, e, true))
-        if (owed.size > 0) return
-        owedDelay = OWED_RETRY_MIN_MS
-        if (!warned) return
-        warned = false
-        log.info({ sites: days.length }, 'the instructions another instance saved while the store did not answer are queued')
-      }, 'could not queue the instructions another instance saved')
-    }, owedDelay)
-    owedRetry.unref?.()
-    owedDelay = Math.min(owedDelay * 2, OWED_RETRY_MAX_MS)
-  }
-
-  /** Runs `step` after every hand-over before it (`handing`), then `done`. */
-  const inOrder = (step: () => Promise<unknown>, what: string, done?: () => void): void => {
-    const previous = handing ?? Promise.resolve()
-    const run: Promise<void> = previous.then(step).then(() => {}, warn(what)).finally(() => {
-      if (handing === run) handing = undefined
-      done?.()
-    })
-    handing = run
-  }
+  const owed = new OwedDays(log, (days, owe) => order.inOrder(async () => {
+    await handEffective(days, 'elsewhere', owe)
+    return owed.paid(days.length)
+  }, 'could not queue the instructions another instance saved'))
 
   return {
     async enqueueBatch (batch, effective, savedAs = 'received') {
@@ -293,17 +179,17 @@ export function createEnqueuer (deps: EnqueueDeps): Enqueuer {
       let sites = 0
       for (const b of batches) sites += b.siteIds.length
       // The usual case, a few sites and nothing before them: queued at once, no promise.
-      if (!handing && sites <= SITES_PER_TURN) {
+      if (!order.busy && sites <= SITES_PER_TURN) {
         handInOrder(batches)
         done()
         return
       }
-      inOrder(() => handInTurns(batches), 'could not queue the instructions the api worker saved', done)
+      order.inOrder(() => handInTurns(batches), 'could not queue the instructions the api worker saved', done)
     },
 
     handChanged (changes) {
       const days = changedDays(changes)
-      if (days.length) inOrder(() => handEffective(days, 'elsewhere', owe), 'could not queue the instructions another instance saved')
+      if (days.length) order.inOrder(() => handEffective(days, 'elsewhere', (rest, err) => owed.owe(rest, err)), 'could not queue the instructions another instance saved')
     },
 
     async requeueEffective () {
@@ -314,15 +200,222 @@ export function createEnqueuer (deps: EnqueueDeps): Enqueuer {
 
     async close () {
       // What is still owed is queued by the next activation (requeueEffective).
-      closed = true
-      if (owedRetry) clearTimeout(owedRetry)
-      owedRetry = undefined
-      while (handing) await handing
+      owed.close()
+      await order.drained()
       unsubscribe()
-      flushQueued()
+      writes.flushQueued()
       // The store closes after this (plugin.ts): the writes it accepted must land first.
-      while (pending.size) await Promise.all(pending)
+      await writes.settled()
     },
+  }
+}
+
+function warnOf (log: Logger, what: string): (err: unknown) => void {
+  return err => log.warn({ err, code: (err as { code?: string })?.code }, what)
+}
+
+/** Hands inputs to the solver: each once as it stands, their `queued` status written soon after. */
+class SolverFeed {
+  readonly #deps: EnqueueDeps
+  readonly #writes: StatusWrites
+  readonly #handed: HandedLog
+
+  constructor (deps: EnqueueDeps, writes: StatusWrites) {
+    this.#deps = deps
+    this.#writes = writes
+    this.#handed = new HandedLog(deps.clock)
+  }
+
+  /**
+   * Hands one turn's inputs to the solver and marks them queued, soon and always before
+   * any cycle's `applied` for them. The status write is not awaited: losing `queued` to
+   * a crash loses nothing, the next activation queues them again. `marked`: already
+   * saved as `queued` (a refusal writes `received` back); `elsewhere`: another instance
+   * saved them and owns their status (nothing is written, either way). `again`: fed even
+   * if the solver was last handed the same (a requeue); otherwise such an input is not.
+   */
+  hand (fed: readonly Fed[], marked: boolean | 'elsewhere', again: boolean): void {
+    if (fed.length === 0) return
+    const { solver, instructions, clock, log } = this.#deps
+    const fresh = again ? fed : fed.filter(f => !this.#handed.same(f))
+    const inputs = fresh.map(f => f.input)
+    try {
+      if (inputs.length) solver.enqueueNextCycle(inputs)
+    } catch (err) {
+      // The instructions are durable: answer 202 all the same; they stay (or go back to)
+      // `received` and the next activation queues them again.
+      log.error({ err, count: inputs.length }, 'the solver refused the next-cycle inputs')
+      if (marked === true) {
+        this.#writes.track(instructions.unqueue(inputs.map(i => ({ instructionId: i.instructionId, siteId: i.siteId })), clock.now().toISOString()),
+          'could not mark refused instructions received')
+      }
+      return
+    }
+    this.#handed.note(fresh)
+    if (marked) return
+    this.#writes.queue(fed)
+  }
+}
+
+/**
+ * The status writes: `queued` statuses gathered to share one write, and every write not
+ * yet settled, which close() waits for (docs/plugin-contract.md "Guarantees").
+ */
+class StatusWrites {
+  readonly #instructions: Instructions
+  readonly #clock: Clock
+  readonly #log: Logger
+  readonly #pending = new Set<Promise<void>>()
+  // Every LMDB commit costs lmdb-js a native write job: the `queued` statuses of all the
+  // programmes handed over within a few milliseconds share one.
+  #queued: InstructionRef[] = []
+  #timer: NodeJS.Timeout | undefined
+
+  constructor (instructions: Instructions, clock: Clock, log: Logger) {
+    this.#instructions = instructions
+    this.#clock = clock
+    this.#log = log
+  }
+
+  track (write: Promise<void>, what: string): void {
+    const settled = write.catch(warnOf(this.#log, what)).finally(() => this.#pending.delete(settled))
+    this.#pending.add(settled)
+  }
+
+  /** Handed to the solver: `queued` within QUEUED_WRITE_DELAY_MS. */
+  queue (fed: readonly Fed[]): void {
+    for (const { input: i } of fed) this.#queued.push({ instructionId: i.instructionId, siteId: i.siteId })
+    this.#timer ??= setTimeout(() => this.flushQueued(), QUEUED_WRITE_DELAY_MS).unref()
+  }
+
+  flushQueued (): void {
+    if (this.#timer) clearTimeout(this.#timer)
+    this.#timer = undefined
+    if (this.#queued.length === 0) return
+    const refs = this.#queued
+    this.#queued = []
+    this.track(this.#instructions.markQueued(refs, this.#clock.now().toISOString()), 'could not mark instructions queued')
+  }
+
+  async settled (): Promise<void> {
+    while (this.#pending.size) await Promise.all(this.#pending)
+  }
+}
+
+/**
+ * What the solver was last handed per target date and site: the door's hand-over of a
+ * save and the change feed's report of the same rows (the door's worker writes through
+ * a store of its own, whose rows the feed tells apart from no other instance's) feed it once.
+ */
+class HandedLog {
+  readonly #clock: Clock
+  readonly #handed = new Map<string, Map<string, Handed>>()
+
+  constructor (clock: Clock) { this.#clock = clock }
+
+  same (f: Fed): boolean {
+    const last = this.#handed.get(f.input.targetDate)?.get(f.input.siteId)
+    return last !== undefined && last.instructionId === f.input.instructionId && last.digest === f.digest
+  }
+
+  note (fed: readonly Fed[]): void {
+    for (const { input, digest } of fed) {
+      let sites = this.#handed.get(input.targetDate)
+      if (!sites) {
+        // A new day: the days that are over are dropped, nothing feeds them any more.
+        const today = parisDateOf(this.#clock.now())
+        for (const day of this.#handed.keys()) if (day < today) this.#handed.delete(day)
+        this.#handed.set(input.targetDate, sites = new Map())
+      }
+      sites.set(input.siteId, { instructionId: input.instructionId, digest })
+    }
+  }
+}
+
+/** The hand-overs, one after the other, so a site's latest input is the newest programme's. */
+class HandOrder {
+  readonly #log: Logger
+  /** The handed-over batches not yet queued (none: all are). */
+  #handing: Promise<void> | undefined
+
+  constructor (log: Logger) { this.#log = log }
+
+  get busy (): boolean { return this.#handing !== undefined }
+
+  /** Runs `step` after every hand-over before it, then `done`. */
+  inOrder (step: () => Promise<unknown>, what: string, done?: () => void): void {
+    const previous = this.#handing ?? Promise.resolve()
+    const run: Promise<void> = previous.then(step).then(() => {}, warnOf(this.#log, what)).finally(() => {
+      if (this.#handing === run) this.#handing = undefined
+      done?.()
+    })
+    this.#handing = run
+  }
+
+  async drained (): Promise<void> {
+    while (this.#handing) await this.#handing
+  }
+}
+
+type Days = ReadonlyArray<readonly [string, string]>
+
+/**
+ * Sites and days another instance changed that the store could not read when told (its
+ * change feed reconnecting reports what it missed before it answers again): read again,
+ * with backoff, until it does. What is effective then is handed, the newest programme's.
+ */
+class OwedDays {
+  readonly #log: Logger
+  /** Hands `days` (in order with the hand-overs), owing again what it still cannot read. */
+  readonly #retry: (days: Days, owe: (rest: Days, err: unknown) => void) => void
+  readonly #owed = new Map<string, readonly [string, string]>()
+  #timer: NodeJS.Timeout | undefined
+  #delayMs = OWED_RETRY_MIN_MS
+  /**
+   * A warn once a retry fails too, an info once what was owed is handed: one of each per
+   * episode. Not at the first failure: a reconnecting feed answers by the first retry,
+   * and the store logs its own outage.
+   */
+  #warned = false
+  #closed = false
+
+  constructor (log: Logger, retry: (days: Days, owe: (rest: Days, err: unknown) => void) => void) {
+    this.#log = log
+    this.#retry = retry
+  }
+
+  owe (days: Days, err: unknown, retried = false): void {
+    for (const day of days) this.#owed.set(`${day[0]}/${day[1]}`, day)
+    if (retried && !this.#warned) {
+      this.#warned = true
+      this.#log.warn({ err, code: (err as { code?: string })?.code, sites: this.#owed.size },
+        'could not read the instructions another instance saved (the store does not answer): retried until it does')
+    }
+    if (this.#timer || this.#closed) return
+    this.#timer = setTimeout(() => {
+      this.#timer = undefined
+      const days = [...this.#owed.values()]
+      this.#owed.clear()
+      this.#retry(days, (rest, e) => this.owe(rest, e, true))
+    }, this.#delayMs)
+    this.#timer.unref?.()
+    this.#delayMs = Math.min(this.#delayMs * 2, OWED_RETRY_MAX_MS)
+  }
+
+  /** After a retry handed what it could: once nothing is owed, the backoff starts afresh. */
+  paid (sites: number): void {
+    if (this.#owed.size > 0) return
+    this.#delayMs = OWED_RETRY_MIN_MS
+    if (!this.#warned) return
+    this.#warned = false
+    this.#log.info({ sites }, 'the instructions another instance saved while the store did not answer are queued')
+  }
+
+  /** What is still owed is queued by the next activation. */
+  close (): void {
+    this.#closed = true
+    if (this.#timer) clearTimeout(this.#timer)
+    this.#timer = undefined
   }
 }
 

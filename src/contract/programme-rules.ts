@@ -222,6 +222,7 @@ function calendarOf (nowMs: number, daysAhead: number): { today: string; last: s
 }
 
 /** The pointer of a slot field; a module function, not a closure per site. */
+// load-bearing: POST 1 × 96 and POST 100 × 96, "the schema and the contract's rules"; no figure of its own (bench/README.md "Where POST 1 × 96 goes, E against C")
 function slotPointer (site: string, j: number, field: string): string {
   return `${site}/energie_programmee/${j}/${field}`
 }

@@ -68,6 +68,7 @@ interface RequestState {
   /** Its log line is written (when its handler ended it, or when it closed). */
   told: boolean
 }
+// load-bearing: GET 200, GET 304 and POST rows, no closure per request; no figure of its own (bench/README.md "Where the door's thread spends a GET")
 const STATE = Symbol('epx request state')
 type Tracked = ServerResponse & { [STATE]?: RequestState }
 
@@ -119,6 +120,7 @@ export async function listenApi (opts: ListenApiOptions): Promise<ApiListener> {
    * turn would all read the same value; one read of it cost a GET ~1.8 µs (a get and its
    * msgpack decoding: bench/README.md "Where the door's thread spends a GET").
    */
+  // load-bearing: GET 200 and GET 304, −1.8 µs a request (bench/README.md "Where the door's thread spends a GET")
   let generation: number | undefined
   const forgetGeneration = () => { generation = undefined }
   const generationNow = (): number => {

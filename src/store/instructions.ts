@@ -6,6 +6,7 @@
  * @module
  */
 import type { Store } from './open-store.ts'
+import type { StoreDb } from './guarded-db.ts'
 import {
   decodeInstruction, decodeInstructionHead, decodeInstructionSlots, siteRecord, supersedes, type EmittedAt, type Instruction, type InstructionBatch, type InstructionState,
 } from '../contract/instruction.ts'
@@ -107,16 +108,7 @@ export function openInstructions (store: Store): Instructions {
   // here. Each one's status (and flag) sits beside it in the same tree (instruction-tree.ts).
   const tree = instructionTree(store)                                            // [instruction_id, site_id, …]
   const effective = store.db<EffectiveRef>('instruction-effective')             // [target_date, site_id]
-
-  /**
-   * The latest saves whose transactions ran, oldest first (see `supersedersOf`): saves
-   * sharing one commit (open-store batches them) follow each other here. Each keeps only
-   * what the check reads, not its batch: a busy door saves 64 programmes in ~20 ms, and
-   * whole batches held that long outlived the young generation (bench/README.md, "What a
-   * saved programme keeps alive").
-   */
-  const recentSaves: RecentSave[] = []
-  const saveOf = new WeakMap<InstructionBatch, RecentSave>()
+  const recent = new RecentSaves()
 
   const stateOf = (instructionId: string, siteId: string): InstructionState | undefined => {
     const bytes = tree.get(stateKey(instructionId, siteId))
@@ -133,54 +125,16 @@ export function openInstructions (store: Store): Instructions {
   return {
     save (batch: InstructionBatch, at: string, status: 'received' | 'queued' = 'received', alongside?: () => void): Promise<boolean[]> {
       return store.writeDurable(() => {
-        const fresh = encodeState({ status, at })
-        // Most saves supersede nothing: the superseded status is encoded only when needed.
-        let superseded: Uint8Array | undefined
-        const stale = (): Uint8Array => superseded ??= encodeState({ status: 'superseded', at })
-        const mine: EffectiveRef = batch.emittedAtNanos === 0
-          ? { instructionId: batch.instructionId, emittedAtMs: batch.emittedAtMs }
-          : { instructionId: batch.instructionId, emittedAtMs: batch.emittedAtMs, emittedAtNanos: batch.emittedAtNanos }
-        const n = batch.siteIds.length
-        const out = new Array<boolean>(n)
-        for (let i = 0; i < n; i++) {
-          const siteId = batch.siteIds[i]!
-          const day = [batch.targetDate, siteId]
-          const current = effective.get(day)
-          // Same id = same (target_date, emitted_at): a re-send overwrites and stays effective.
-          const wins = !current || !supersedes(current, batch)
-          tree.putSync(recordKey(batch.instructionId, siteId), siteRecord(batch, i))
-          tree.putSync(stateKey(batch.instructionId, siteId), wins ? fresh : stale())
-          // A re-send is already the effective one: nothing to rewrite there.
-          if (wins && current?.instructionId !== batch.instructionId) {
-            if (current) {
-              tree.putSync(stateKey(current.instructionId, siteId), stale())
-            }
-            effective.putSync(day, mine)
-          }
-          out[i] = wins
-        }
+        const out = putBatch(tree, effective, batch, at, status)
         alongside?.()
-        const saved: RecentSave = { targetDate: batch.targetDate, emittedAtMs: batch.emittedAtMs, emittedAtNanos: batch.emittedAtNanos, siteIds: batch.siteIds }
-        saveOf.set(batch, saved)
-        recentSaves.push(saved)
-        if (recentSaves.length > RECENT_SAVES) recentSaves.shift()
+        recent.add(batch)
         return out
       })
     },
 
     supersedersOf (batch: InstructionBatch): 'all' | ReadonlySet<string> {
       if (store.shared) return 'all'
-      const saved = saveOf.get(batch)
-      const at = saved ? recentSaves.lastIndexOf(saved) : -1
-      if (at === -1) return 'all'
-      let sites: Set<string> | undefined
-      for (let k = at + 1; k < recentSaves.length; k++) {
-        const later = recentSaves[k]!
-        if (later.targetDate !== batch.targetDate || !supersedes(later, batch)) continue
-        sites ??= new Set()
-        for (const s of later.siteIds) sites.add(s)
-      }
-      return sites ?? NONE
+      return recent.supersedersOf(batch)
     },
 
     effectiveId (targetDate: string, siteId: string): string | undefined {
@@ -225,52 +179,9 @@ export function openInstructions (store: Store): Instructions {
       return { slotDurationSecs: head.slotDurationSecs, starts, kwh }
     },
 
-    list (filter: { siteIds?: readonly string[]; targetDate?: string } = {}): StoredInstruction[] {
-      const prefix = filter.targetDate === undefined ? undefined : instructionIdPrefix(filter.targetDate)
-      const range = prefix === undefined ? {} : { start: [prefix], end: [prefix + '~'] }
-      const sites = filter.siteIds?.length ? new Set(filter.siteIds) : undefined
-      const found: Array<{ instructionId: string; siteId: string; bytes: Uint8Array; state?: InstructionState }> = []
-      // A record's status follows it in key order (instruction-tree.ts).
-      for (const { key, value } of tree.getRange(range)) {
-        const entry = entryOf(key)
-        const [instructionId, siteId] = key as [string, string]
-        if (entry === 'record') {
-          if (!sites || sites.has(siteId)) found.push({ instructionId, siteId, bytes: value })
-        } else if (entry === 'state') {
-          const last = found.at(-1)
-          if (last?.instructionId === instructionId && last.siteId === siteId) last.state = decodeState(value)
-        }
-      }
-      const out: StoredInstruction[] = []
-      for (const f of found) {
-        if (f.state) out.push({ ...decodeInstruction(f.bytes), state: f.state })
-      }
-      return out.sort(byDayEmittedSite)
-    },
+    list: filter => listStored(tree, filter),
 
-    headsOf (targetDate: string) {
-      const prefix = instructionIdPrefix(targetDate)
-      const out: Array<{ head: Omit<Instruction, 'slots'>; periodsCount: number; state: InstructionState }> = []
-      let last: { instructionId: string; siteId: string; bytes: Uint8Array; state?: InstructionState } | undefined
-      const flush = () => {
-        if (!last) return
-        if (last.state) out.push({ ...decodeInstructionHead(last.bytes), state: last.state })
-        last = undefined
-      }
-      // A record's status follows it in key order (instruction-tree.ts).
-      for (const { key, value } of tree.getRange({ start: [prefix], end: [prefix + '~'] })) {
-        const entry = entryOf(key)
-        const [instructionId, siteId] = key as [string, string]
-        if (entry === 'record') {
-          flush()
-          last = { instructionId, siteId, bytes: value }
-        } else if (entry === 'state' && last?.instructionId === instructionId && last.siteId === siteId) {
-          last.state = decodeState(value)
-        }
-      }
-      flush()
-      return out
-    },
+    headsOf: targetDate => headsOfDay(tree, targetDate),
 
     markQueued (refs: readonly InstructionRef[], at: string): Promise<void> {
       return store.writeDurable(() => {
@@ -313,6 +224,127 @@ export function openInstructions (store: Store): Instructions {
       })
     },
   }
+}
+
+type Tree = StoreDb<Uint8Array>
+type EffectiveIndex = StoreDb<EffectiveRef>
+
+/**
+ * Puts every site of a batch, inside the save's write: its record, its status, and the
+ * effective index where it wins. Per site, whether it is now the effective one.
+ */
+function putBatch (tree: Tree, effective: EffectiveIndex, batch: InstructionBatch, at: string, status: 'received' | 'queued'): boolean[] {
+  const fresh = encodeState({ status, at })
+  // Most saves supersede nothing: the superseded status is encoded only when needed.
+  let superseded: Uint8Array | undefined
+  const stale = (): Uint8Array => superseded ??= encodeState({ status: 'superseded', at })
+  const mine: EffectiveRef = batch.emittedAtNanos === 0
+    ? { instructionId: batch.instructionId, emittedAtMs: batch.emittedAtMs }
+    : { instructionId: batch.instructionId, emittedAtMs: batch.emittedAtMs, emittedAtNanos: batch.emittedAtNanos }
+  const n = batch.siteIds.length
+  const out = new Array<boolean>(n)
+  for (let i = 0; i < n; i++) {
+    const siteId = batch.siteIds[i]!
+    const day = [batch.targetDate, siteId]
+    const current = effective.get(day)
+    // Same id = same (target_date, emitted_at): a re-send overwrites and stays effective.
+    const wins = !current || !supersedes(current, batch)
+    tree.putSync(recordKey(batch.instructionId, siteId), siteRecord(batch, i))
+    tree.putSync(stateKey(batch.instructionId, siteId), wins ? fresh : stale())
+    // A re-send is already the effective one: nothing to rewrite there.
+    if (wins && current?.instructionId !== batch.instructionId) {
+      if (current) {
+        tree.putSync(stateKey(current.instructionId, siteId), stale())
+      }
+      effective.putSync(day, mine)
+    }
+    out[i] = wins
+  }
+  return out
+}
+
+/**
+ * The latest saves whose transactions ran, oldest first (see `supersedersOf`): saves
+ * sharing one commit (open-store batches them) follow each other here. Each keeps only
+ * what the check reads, not its batch: a busy door saves 64 programmes in ~20 ms, and
+ * whole batches held that long outlived the young generation (bench/README.md, "What a
+ * saved programme keeps alive").
+ */
+// load-bearing: POST 1 × 96, 175 → 60 KB promoted a scavenge, 13 → 3 full collections a run (bench/README.md "What a saved programme keeps alive")
+class RecentSaves {
+  readonly #saves: RecentSave[] = []
+  readonly #saveOf = new WeakMap<InstructionBatch, RecentSave>()
+
+  /** Inside the save's write, once its transaction ran. */
+  add (batch: InstructionBatch): void {
+    const saved: RecentSave = { targetDate: batch.targetDate, emittedAtMs: batch.emittedAtMs, emittedAtNanos: batch.emittedAtNanos, siteIds: batch.siteIds }
+    this.#saveOf.set(batch, saved)
+    this.#saves.push(saved)
+    if (this.#saves.length > RECENT_SAVES) this.#saves.shift()
+  }
+
+  /** The sites that saves after `batch` may have superseded; `all` when it is too old to tell. */
+  supersedersOf (batch: InstructionBatch): 'all' | ReadonlySet<string> {
+    const saves = this.#saves
+    const saved = this.#saveOf.get(batch)
+    const at = saved ? saves.lastIndexOf(saved) : -1
+    if (at === -1) return 'all'
+    let sites: Set<string> | undefined
+    for (let k = at + 1; k < saves.length; k++) {
+      const later = saves[k]!
+      if (later.targetDate !== batch.targetDate || !supersedes(later, batch)) continue
+      sites ??= new Set()
+      for (const s of later.siteIds) sites.add(s)
+    }
+    return sites ?? NONE
+  }
+}
+
+/** `list`: a record's status follows it in key order (instruction-tree.ts). */
+function listStored (tree: Tree, filter: { siteIds?: readonly string[]; targetDate?: string } = {}): StoredInstruction[] {
+  const prefix = filter.targetDate === undefined ? undefined : instructionIdPrefix(filter.targetDate)
+  const range = prefix === undefined ? {} : { start: [prefix], end: [prefix + '~'] }
+  const sites = filter.siteIds?.length ? new Set(filter.siteIds) : undefined
+  const found: Array<{ instructionId: string; siteId: string; bytes: Uint8Array; state?: InstructionState }> = []
+  for (const { key, value } of tree.getRange(range)) {
+    const entry = entryOf(key)
+    const [instructionId, siteId] = key as [string, string]
+    if (entry === 'record') {
+      if (!sites || sites.has(siteId)) found.push({ instructionId, siteId, bytes: value })
+    } else if (entry === 'state') {
+      const last = found.at(-1)
+      if (last?.instructionId === instructionId && last.siteId === siteId) last.state = decodeState(value)
+    }
+  }
+  const out: StoredInstruction[] = []
+  for (const f of found) {
+    if (f.state) out.push({ ...decodeInstruction(f.bytes), state: f.state })
+  }
+  return out.sort(byDayEmittedSite)
+}
+
+/** `headsOf`: a record's status follows it in key order (instruction-tree.ts). */
+function headsOfDay (tree: Tree, targetDate: string): Array<{ head: Omit<Instruction, 'slots'>; periodsCount: number; state: InstructionState }> {
+  const prefix = instructionIdPrefix(targetDate)
+  const out: Array<{ head: Omit<Instruction, 'slots'>; periodsCount: number; state: InstructionState }> = []
+  let last: { instructionId: string; siteId: string; bytes: Uint8Array; state?: InstructionState } | undefined
+  const flush = () => {
+    if (!last) return
+    if (last.state) out.push({ ...decodeInstructionHead(last.bytes), state: last.state })
+    last = undefined
+  }
+  for (const { key, value } of tree.getRange({ start: [prefix], end: [prefix + '~'] })) {
+    const entry = entryOf(key)
+    const [instructionId, siteId] = key as [string, string]
+    if (entry === 'record') {
+      flush()
+      last = { instructionId, siteId, bytes: value }
+    } else if (entry === 'state' && last?.instructionId === instructionId && last.siteId === siteId) {
+      last.state = decodeState(value)
+    }
+  }
+  flush()
+  return out
 }
 
 function byDayEmittedSite (a: Instruction, b: Instruction): number {

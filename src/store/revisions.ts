@@ -44,7 +44,7 @@ export interface RevisionDraft {
 }
 
 // Keys lead with the target date: a run writes one date's region of the tree, not a
-// page in every site's (each page read during a write stays resident: RSS, bench/README.md).
+// page in every site's (each page read during a write stays resident: RSS, bench/README.md "How to read the figures").
 export type PairKey = [string, string]               // [targetDate, siteId]
 export type RevKey = [string, string, number]        // [targetDate, siteId, emittedAtMs]
 export type ExpiryKey = [number, string, string]     // [emittedAtMs, targetDate, siteId]: appended at the end
@@ -136,7 +136,7 @@ export function openRevisions (store: Store, opts: { retentionDays: number }): R
   const withPair = (siteId: string, targetDate: string, v: Stored): RevisionMeta => ({ siteId, targetDate, ...v })
   // A BSP polls the same pairs all day: what `latest` read is kept until the store
   // generation moves, which every write of the latest index bumps (this process's, the
-  // CLI's). A hit costs one small read instead of a read and a decode (bench/README.md, GET).
+  // CLI's). A hit costs one small read instead of a read and a decode (bench/README.md "Where the door's thread spends a GET").
   const generation = openGeneration(store)
   const cached = new BoundedCache<string, RevisionMeta | null>(MAX_CACHED_PAIRS)
   let cachedGeneration = -1
@@ -148,44 +148,7 @@ export function openRevisions (store: Store, opts: { retentionDays: number }): R
     return v ? withPair(siteId, targetDate, v) : null
   }
 
-  // A run publishes its sites at the same instant: format it once, not once per site.
-  let stamp = { ms: NaN, iso: '', http: '' }
-  // A chunk's documents are encoded into one buffer kept from chunk to chunk, not one
-  // buffer each plus a concatenation: a publication's malloc churn stayed in the daemon's
-  // RSS (bench/README.md).
-  let scratch = Buffer.allocUnsafeSlow(0)
-  /** Renders, hashes and appends the bytes (not yet durable). */
-  const prepare = (drafts: readonly { draft: RevisionDraft; previousMs: number | undefined }[], nowMs: number): StagedRevision[] => {
-    const rendered = drafts.map(({ draft: d, previousMs }) => {
-      const emittedAtMs = nextEmittedAtMs(previousMs, nowMs)
-      if (stamp.ms !== emittedAtMs) stamp = { ms: emittedAtMs, iso: formatUtcInstant(emittedAtMs), http: httpDate(emittedAtMs) }
-      const text = d.render(stamp.iso)
-      return { d, emittedAtMs, iso: stamp.iso, http: stamp.http, text, size: Buffer.byteLength(text) }
-    })
-    const total = rendered.reduce((n, r) => n + r.size, 0)
-    let buf = scratch
-    if (buf.length < total) {
-      buf = Buffer.allocUnsafeSlow(2 ** Math.ceil(Math.log2(total)))
-      if (buf.length <= MAX_SCRATCH_BYTES) scratch = buf
-    }
-    const etags = new Array<string>(rendered.length)
-    let at = 0
-    for (let i = 0; i < rendered.length; i++) {
-      const r = rendered[i]!
-      buf.write(r.text, at)
-      etags[i] = etagOf(buf.subarray(at, at + r.size))
-      at += r.size
-    }
-    let refs: SegmentRef[]
-    try { refs = segments.append(buf.subarray(0, total), rendered.map(r => r.size), nowMs) } catch (err) { throw storeUnavailable(err) }
-    return rendered.map((r, i) => ({
-      draft: r.d,
-      meta: {
-        siteId: r.d.siteId, targetDate: r.d.targetDate, emittedAt: r.iso, emittedAtMs: r.emittedAtMs,
-        etag: etags[i]!, lastModified: r.http, size: r.size, segment: refs[i]!.segment, offset: refs[i]!.offset,
-      },
-    }))
-  }
+  const stager = new Stager(segments)
 
   const api: Revisions = {
     latest (siteId: string, targetDate: string, knownGeneration?: number): RevisionMeta | undefined {
@@ -224,7 +187,7 @@ export function openRevisions (store: Store, opts: { retentionDays: number }): R
     },
 
     stage (drafts: readonly RevisionDraft[], nowMs: number): StagedRevision[] {
-      return prepare(drafts.map(draft => ({ draft, previousMs: latestDb.get([draft.targetDate, draft.siteId])?.emittedAtMs })), nowMs)
+      return stager.prepare(drafts.map(draft => ({ draft, previousMs: latestDb.get([draft.targetDate, draft.siteId])?.emittedAtMs })), nowMs)
     },
 
     async commit (staged: readonly StagedRevision[], nowMs: number): Promise<RevisionMeta[]> {
@@ -235,7 +198,7 @@ export function openRevisions (store: Store, opts: { retentionDays: number }): R
         const final = staged.map((s, i) => {
           const prev = previous[i]
           if (!prev || prev.emittedAtMs < s.meta.emittedAtMs) return s.meta
-          const [again] = prepare([{ draft: s.draft, previousMs: prev.emittedAtMs }], nowMs)
+          const [again] = stager.prepare([{ draft: s.draft, previousMs: prev.emittedAtMs }], nowMs)
           segments.syncNow()
           return again!.meta
         })
@@ -274,4 +237,51 @@ export function openRevisions (store: Store, opts: { retentionDays: number }): R
     },
   }
   return api
+}
+
+/** Renders, hashes and appends a publication's documents to the segment files. */
+class Stager {
+  readonly #segments: ReturnType<typeof openSegments>
+  // A run publishes its sites at the same instant: format it once, not once per site.
+  #stamp = { ms: NaN, iso: '', http: '' }
+  // A chunk's documents are encoded into one buffer kept from chunk to chunk, not one
+  // buffer each plus a concatenation: a publication's malloc churn stayed in the daemon's
+  // RSS (bench/README.md "How to read the figures", Memory).
+  #scratch = Buffer.allocUnsafeSlow(0)
+
+  constructor (segments: ReturnType<typeof openSegments>) { this.#segments = segments }
+
+  /** Renders, hashes and appends the bytes (not yet durable). */
+  prepare (drafts: readonly { draft: RevisionDraft; previousMs: number | undefined }[], nowMs: number): StagedRevision[] {
+    const rendered = drafts.map(({ draft: d, previousMs }) => {
+      const emittedAtMs = nextEmittedAtMs(previousMs, nowMs)
+      if (this.#stamp.ms !== emittedAtMs) this.#stamp = { ms: emittedAtMs, iso: formatUtcInstant(emittedAtMs), http: httpDate(emittedAtMs) }
+      const stamp = this.#stamp
+      const text = d.render(stamp.iso)
+      return { d, emittedAtMs, iso: stamp.iso, http: stamp.http, text, size: Buffer.byteLength(text) }
+    })
+    const total = rendered.reduce((n, r) => n + r.size, 0)
+    let buf = this.#scratch
+    if (buf.length < total) {
+      buf = Buffer.allocUnsafeSlow(2 ** Math.ceil(Math.log2(total)))
+      if (buf.length <= MAX_SCRATCH_BYTES) this.#scratch = buf
+    }
+    const etags = new Array<string>(rendered.length)
+    let at = 0
+    for (let i = 0; i < rendered.length; i++) {
+      const r = rendered[i]!
+      buf.write(r.text, at)
+      etags[i] = etagOf(buf.subarray(at, at + r.size))
+      at += r.size
+    }
+    let refs: SegmentRef[]
+    try { refs = this.#segments.append(buf.subarray(0, total), rendered.map(r => r.size), nowMs) } catch (err) { throw storeUnavailable(err) }
+    return rendered.map((r, i) => ({
+      draft: r.d,
+      meta: {
+        siteId: r.d.siteId, targetDate: r.d.targetDate, emittedAt: r.iso, emittedAtMs: r.emittedAtMs,
+        etag: etags[i]!, lastModified: r.http, size: r.size, segment: refs[i]!.segment, offset: refs[i]!.offset,
+      },
+    }))
+  }
 }

@@ -3,7 +3,7 @@ import { createProgrammeReader } from '../../src/apply/read-programme.ts'
 import type { CheckContext } from '../../src/apply/check-programme.ts'
 import { programme, siteId } from '../helpers/programme.ts'
 
-// Big bodies are parsed in a worker thread (no event-loop stall, bench/README.md); the answer
+// Big bodies are parsed in a worker thread (no event-loop stall, bench/README.md "Targets"); the answer
 // must not depend on where the parsing ran.
 
 const ctx: CheckContext = {
