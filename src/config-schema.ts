@@ -7,7 +7,7 @@
  * No imports at run time: the build bundles this file on its own.
  * @module
  */
-import type { JSONSchema } from 'json-schema-to-ts'
+import type { FromSchema, JSONSchema } from 'json-schema-to-ts'
 
 export const configSchema = {
   $schema: 'http://json-schema.org/draft-07/schema#',
@@ -193,3 +193,19 @@ function render (value: unknown, indent: string): string {
   const inner = indent + '  '
   return `${open}\n${entries.map(e => inner + item(e, inner)).join(',\n')}\n${indent}${close}`
 }
+
+/**
+ * The configuration as the plugin uses it: ajv has written every default, so a key with
+ * a default is present (json-schema-to-ts counts it required); only the keys without
+ * one (`api.publicBaseUrl`, `api.tls.crlFile`, `store.postgres` and most of its keys) are
+ * optional. Loaded and checked by config.ts.
+ */
+export type EpxConfig = DeepReadonly<FromSchema<typeof configSchema>>
+
+/** The configuration as a host passes it: every key optional. */
+export type EpxConfigInput = FromSchema<typeof configSchema, { keepDefaultedPropertiesOptional: true }>
+
+/** The configuration's `store`: what the store's engines are opened with. */
+export type StoreConfig = EpxConfig['store']
+
+type DeepReadonly<T> = T extends object ? { readonly [K in keyof T]: DeepReadonly<T[K]> } : T

@@ -8,7 +8,8 @@
  */
 import { existsSync } from 'node:fs'
 import { dirname, resolve } from 'node:path'
-import { inDataDir, type EpxConfig } from '../config.ts'
+import type { EpxConfig } from '../config-schema.ts'
+import { inDataDir } from '../data-dir.ts'
 import type { Logger } from '../host/contract.ts'
 import type { Store, StoreFaults, StoreThreadShare } from './engine.ts'
 import { openLmdbStore } from './lmdb/engine.ts'

@@ -18,7 +18,8 @@ import { checkServerIdentity, type ConnectionOptions, type PeerCertificate } fro
 import type { PoolConfig } from 'pg'
 import { parseConnectionString } from './connection-string.ts'
 import { connectionStringHosts, DEFAULT_PORT, formatMember, NoPrimaryError, parameterHosts, parseMember, primaryClient, StandbyError, type Member } from './primary.ts'
-import { inDataDir, type EpxConfig } from '../../config.ts'
+import type { EpxConfig } from '../../config-schema.ts'
+import { inDataDir } from '../../data-dir.ts'
 import { EpxError, isEpxError } from '../../errors.ts'
 
 export type PostgresConfig = NonNullable<EpxConfig['store']['postgres']>

@@ -4,7 +4,7 @@
  * and the target as logs name it.
  * @module
  */
-import type { EpxConfig } from '../../config.ts'
+import type { EpxConfig } from '../../config-schema.ts'
 import { connectProblem, describeTarget, poolConfig, type ConnectOptions } from './connect.ts'
 import type { PostgresStoreOptions } from './replica.ts'
 
