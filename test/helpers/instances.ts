@@ -171,3 +171,18 @@ export async function until (cond: () => boolean | Promise<boolean>, ms: number,
   }
   return Date.now() - start
 }
+
+/**
+ * `epx store verify` on an instance's data folder, while it runs: its replica equals the
+ * database. Tried up to three times, since a running instance's writes may keep its
+ * replica off the database's snapshot for a moment.
+ */
+export async function replicaEqualsDatabase (t: Test, dir: string, name: string): Promise<void> {
+  let last = { code: -1, err: '' }
+  for (let i = 0; i < 3; i++) {
+    last = await epx(dir, 'store', 'verify')
+    if (last.code === 0) break
+    await new Promise(resolve => setTimeout(resolve, 500))
+  }
+  t.equal(last.code, 0, `${name}: epx store verify says its replica equals the database${last.code === 0 ? '' : ` (${last.err})`}`)
+}

@@ -84,7 +84,28 @@ export function storesOf (t: Test, kind: StoreKind): KindStores {
         await store.close()
         throw err
       }
-      return store
+      return endsEqual(store)
     },
   }
+}
+
+/**
+ * Every replica a test opens ends equal to its database: `close()` first compares them
+ * (`store.verify()`) and rejects, failing the test that closes it, when a sub-database
+ * differs. A store that cannot be compared then (its database stopped by the test, a
+ * replica kept busy off the snapshot) is closed without a verdict.
+ */
+function endsEqual (store: Store): Store {
+  const close = store.close.bind(store)
+  let closing: Promise<void> | undefined
+  return Object.assign(store, {
+    close: () => closing ??= (async () => {
+      const v = store.ready() ? await store.verify().catch(() => undefined) : undefined
+      await close()
+      if (v?.kind === 'compared' && v.differ.length > 0) {
+        const tables = v.tables.filter(x => v.differ.includes(x.db)).map(x => `${x.db}: ${x.replica.records} here, ${x.postgres.records} in the database`)
+        throw new Error(`the replica ${store.path} does not equal its database at seq ${v.seq}: ${tables.join('; ')}`)
+      }
+    })(),
+  })
 }

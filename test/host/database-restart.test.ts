@@ -8,7 +8,7 @@ import { openStore } from '../../src/store/open-store.ts'
 import { openInstructions } from '../../src/store/instructions.ts'
 import { OUTBOUND_PATH } from '../../src/http/route.ts'
 import { INBOUND_PATH, programme, siteId } from '../helpers/programme.ts'
-import { call, startInstance, twoInstances, until, type Answer, type Instance } from '../helpers/instances.ts'
+import { call, replicaEqualsDatabase, startInstance, twoInstances, until, type Answer, type Instance } from '../helpers/instances.ts'
 
 const SITES = 100
 const { cluster, url, dirA, dirB, ok, inbound, password, bsp, browser, consoleOf } = await twoInstances(t, { host: { sites: SITES }, plugin: { publish: { schedule: false } } })
@@ -105,4 +105,6 @@ t.test('the database stopped, started and restarted under load: 503 + Retry-Afte
   t.teardown(() => check.close())
   const instructions = openInstructions(check)
   t.same([...acked].filter(([id, site]) => !instructions.get(id, site)), [], `all ${acked.size} acknowledged programmes are in the database`)
+  await replicaEqualsDatabase(t, a.dir, 'A')
+  await replicaEqualsDatabase(t, b.dir, 'B')
 })

@@ -8,7 +8,7 @@ import { openStore } from '../../src/store/open-store.ts'
 import { openInstructions } from '../../src/store/instructions.ts'
 import { OUTBOUND_PATH } from '../../src/http/route.ts'
 import { INBOUND_PATH, programme, siteId } from '../helpers/programme.ts'
-import { call, startInstance, twoInstances, until, type Instance } from '../helpers/instances.ts'
+import { call, replicaEqualsDatabase, startInstance, twoInstances, until, type Instance } from '../helpers/instances.ts'
 
 const SITES = 120
 // Both publish D+1 every 5 s when they lead (node-cron's seconds field): a takeover shows within the test.
@@ -111,4 +111,6 @@ t.test('A killed mid-stream: every 202 is in the database and reaches B\'s solve
   t.pass(`the restarted A's solver applied all ${acked.size}`)
   t.notOk(again.logs().some(l => /this instance leads/.test(l.msg)), 'B still leads')
   t.ok(b.logs().filter(l => /this instance leads/.test(l.msg)).length === 1 && !b.logs().some(l => /no longer leads/.test(l.msg)), 'B never lost it')
+  await replicaEqualsDatabase(t, dirB, 'B')
+  await replicaEqualsDatabase(t, dirA, 'the restarted A')
 })
