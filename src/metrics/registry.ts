@@ -10,6 +10,14 @@ import { sampleLoopDelay } from './loop-delay.ts'
 import type { Metric, Registry } from 'prom-client'
 import type { PublishReport } from '../host/contract.ts'
 
+/** Today's programme against delivery over every site, one gauge a field. */
+export interface RealisationGauges {
+  readonly shortfallKwh: number
+  readonly curtailmentsBroken: number
+  readonly sitesShort: number
+  readonly shortSlotsMax: number
+}
+
 /** What scrape-time gauges read; each may throw (the store is down): the gauge is then left out. */
 export interface MetricSources {
   /** Newest `emitted_at` (ms) published for tomorrow (Paris), if any. */
@@ -20,8 +28,8 @@ export interface MetricSources {
   lastFetchByCompany(): ReadonlyMap<string, number>
   /** Expiry instants (ms) of the server certificate, the client CA and the CRL's nextUpdate. */
   expiries(): ReadonlyArray<{ readonly what: string; readonly atMs: number }>
-  /** Today's programme against delivery over every site (`apply/realisation.ts`). */
-  realisationToday?(): import('../apply/realisation.ts').RealisationToday
+  /** Today's programme against delivery over every site (the plugin wires `apply/realisation.ts`). */
+  realisationToday?(): RealisationGauges
   /** Whether this instance leads those sharing the store (store/leadership.ts); absent: it is the only one. */
   leading?(): boolean
   nowMs(): number
@@ -74,7 +82,7 @@ export async function createMetrics (sources: MetricSources, given?: Registry) {
       if (ms !== undefined) this.set((sources.nowMs() - ms) / 1000)
     },
   }))
-  const today = (name: string, help: string, field: keyof import('../apply/realisation.ts').RealisationToday) => add(new Gauge({
+  const today = (name: string, help: string, field: keyof RealisationGauges) => add(new Gauge({
     name, help, registers,
     collect () {
       this.reset()
