@@ -1,7 +1,7 @@
 /**
  * epx's Prometheus metrics (prom-client), in epx's own registry or one the host passes
  * (`Host.metricsRegistry`). Request-path counters are prom-client children looked up
- * once per (door, method, status) and kept; gauges that need the store (the age of
+ * once per (door, route, method, status) and kept; gauges that need the store (the age of
  * tomorrow's publication, whether a programme arrived for tomorrow) are computed when
  * scraped, never on a request.
  * @module
@@ -49,8 +49,8 @@ export async function createMetrics (sources: MetricSources, given?: Registry) {
   const made: Metric[] = []
   const add = <M extends Metric>(m: M): M => { made.push(m); return m }
 
-  const requests = add(new Counter({ name: 'epx_http_requests_total', help: 'API requests answered, by door (inbound, outbound, none), method and status', labelNames: ['route', 'method', 'status'], registers }))
-  const latency = add(new Histogram({ name: 'epx_http_request_duration_seconds', help: 'API request duration, from the request line to the end of the answer', labelNames: ['route', 'method'], buckets: LATENCY_BUCKETS, registers }))
+  const requests = add(new Counter({ name: 'epx_http_requests_total', help: 'API requests answered, by door (inbound, outbound, none), route (besoins-agreges, programme-soutirage, realise, none), method and status', labelNames: ['door', 'route', 'method', 'status'], registers }))
+  const latency = add(new Histogram({ name: 'epx_http_request_duration_seconds', help: 'API request duration, from the request line to the end of the answer', labelNames: ['door', 'route', 'method'], buckets: LATENCY_BUCKETS, registers }))
   const handshakes = add(new Counter({ name: 'epx_tls_handshakes_total', help: 'TLS handshakes completed on the API door', registers }))
   const handshakeFailures = add(new Counter({ name: 'epx_tls_handshake_failures_total', help: 'TLS handshakes that failed, by node error code', labelNames: ['reason'], registers }))
   const authRefusals = add(new Counter({ name: 'epx_auth_refusals_total', help: 'Requests refused by the authentication chain, by error code', labelNames: ['code'], registers }))
@@ -127,11 +127,11 @@ export async function createMetrics (sources: MetricSources, given?: Registry) {
 
   return {
     registry,
-    answered (door: string, method: string, status: number, code: string | undefined, seconds: number): void {
-      const key = door + method + status
+    answered (door: string, route: string, method: string, status: number, code: string | undefined, seconds: number): void {
+      const key = `${door} ${route} ${method} ${status}`
       let c = requestChildren.get(key)
       if (c === undefined) {
-        c = { count: requests.labels(door, method, String(status)), time: latency.labels(door, method) }
+        c = { count: requests.labels(door, route, method, String(status)), time: latency.labels(door, route, method) }
         requestChildren.set(key, c)
       }
       c.count.inc()
