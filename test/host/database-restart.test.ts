@@ -47,7 +47,7 @@ t.test('the database stopped, started and restarted under load: 503 + Retry-Afte
   }
   const loading = Promise.all([load(a), load(b), load(a), load(b)])
   const servedBoth = (from: number) => ['A', 'B'].every(x => seen.slice(from).some(s => s.at === x && s.what === 'POST' && s.status === 202))
-  await until('both serve before the fault', () => servedBoth(0), { ms: 15_000 })
+  await until('both serve before the fault', () => servedBoth(0), { ms: 15_000, everyMs: 50 })
 
   // Down: every instance says so, and lives on.
   const downFrom = seen.length
@@ -55,7 +55,7 @@ t.test('the database stopped, started and restarted under load: 503 + Retry-Afte
   let readyDown: Answer[] = []
   let consoleDown: Answer | undefined
   try {
-    await until('503s while the database is down', () => seen.slice(downFrom).filter(s => s.status === 503).length >= 8)
+    await until('503s while the database is down', () => seen.slice(downFrom).filter(s => s.status === 503).length >= 8, { everyMs: 50 })
     readyDown = await Promise.all([a, b].map(i => call(browser, new URL('/readyz', i.metrics))))
     consoleDown = await consoleOf.page(a.console, '/tokens', cookie)
   } finally {
@@ -72,14 +72,14 @@ t.test('the database stopped, started and restarted under load: 503 + Retry-Afte
 
   // Back by themselves.
   const upFrom = seen.length
-  await until('both serve again after the database came back', () => servedBoth(upFrom), { ms: 20_000 })
+  await until('both serve again after the database came back', () => servedBoth(upFrom), { ms: 20_000, everyMs: 50 })
   for (const i of [a, b]) t.equal((await call(browser, new URL('/readyz', i.metrics))).status, 200, 'ready again')
   t.equal((await consoleOf.page(a.console, '/tokens', cookie)).status, 200, 'the console session survived')
 
   // A quick restart (pg_ctl stop -m fast, then start) under load.
   const restartFrom = seen.length
   cluster.restart()
-  await until('both serve again after the restart', () => servedBoth(restartFrom), { ms: 20_000 })
+  await until('both serve again after the restart', () => servedBoth(restartFrom), { ms: 20_000, everyMs: 50 })
   running = false
   await loading
 

@@ -63,7 +63,7 @@ t.test('A killed mid-stream: every 202 is in the database and reaches B\'s solve
     }
   }
   const streaming = Promise.all([stream(), stream()])
-  await until('25 programmes acknowledged through A', () => acked.size >= 25, { ms: 20_000 })
+  await until('25 programmes acknowledged through A', () => acked.size >= 25, { ms: 20_000, everyMs: 50 })
   a.child.kill('SIGKILL')
   killedAt = Date.now()
   aliveA = false
@@ -82,7 +82,7 @@ t.test('A killed mid-stream: every 202 is in the database and reaches B\'s solve
 
   // …and reaches B's solver: the reference host names each programme its cycle applied.
   const fedToB = () => new Set(b.logs().filter(l => l.msg === 'solver cycle applied inputs').flatMap(l => l.instructions as string[]))
-  await until('B\'s solver fed every acknowledged programme', () => [...acked.keys()].every(id => fedToB().has(id)))
+  await until('B\'s solver fed every acknowledged programme', () => [...acked.keys()].every(id => fedToB().has(id)), { everyMs: 50 })
   t.pass(`B's solver applied all ${acked.size}`)
   t.notOk(b.logs().some(l => l.moreInstructions), 'no cycle line was cut short')
 
@@ -108,7 +108,7 @@ t.test('A killed mid-stream: every 202 is in the database and reaches B\'s solve
   // A back: it feeds its new solver, from the database, every programme of a day not over; B keeps leading.
   const again = await startInstance(t, dirA)
   const fedToA = () => new Set(again.logs().filter(l => l.msg === 'solver cycle applied inputs').flatMap(l => l.instructions as string[]))
-  await until('the restarted A\'s solver fed every acknowledged programme', () => [...acked.keys()].every(id => fedToA().has(id)))
+  await until('the restarted A\'s solver fed every acknowledged programme', () => [...acked.keys()].every(id => fedToA().has(id)), { everyMs: 50 })
   t.pass(`the restarted A's solver applied all ${acked.size}`)
   t.notOk(again.logs().some(l => /this instance leads/.test(l.msg)), 'B still leads')
   t.ok(b.logs().filter(l => /this instance leads/.test(l.msg)).length === 1 && !b.logs().some(l => /no longer leads/.test(l.msg)), 'B never lost it')
