@@ -2,13 +2,52 @@ import t from 'tap'
 import { readdirSync, readFileSync, statSync } from 'node:fs'
 import { join, relative, resolve, dirname } from 'node:path'
 
-// STYLE.md "A dependency direction you can test": doors may import domain and store,
-// domain may import contract/ and store/, nothing imports a door, and only plugin.ts
-// and host/ know the host's concrete shape.
+// The folder table of docs/architecture.md, as code: each row of src/ and the rows it may
+// import. Lower rows first; an import goes down the table, never up. host/contract.ts is a
+// row of its own: the host's types, which every layer speaks, whereas the rest of host/
+// is the reference host that only the CLI and the plugin start. Each engine under store/
+// is a row of its own too.
+const ALLOWED: Readonly<Record<string, readonly string[]>> = {
+  'errors.ts': [],
+  'bounded-cache.ts': [],
+  'os-thread.ts': [],
+  'config-schema.ts': [],
+  'contract/': ['bounded-cache.ts', 'generated/'],
+  'generated/': ['contract/'],
+  'host/contract.ts': ['contract/'],
+  'config.ts': ['config-schema.ts', 'errors.ts', 'generated/'],
+  'store/': ['store/postgres/', 'contract/', 'host/contract.ts', 'errors.ts', 'bounded-cache.ts'],
+  'store/postgres/': ['store/', 'host/contract.ts', 'errors.ts'],
+  'auth/': ['store/', 'contract/', 'host/contract.ts', 'errors.ts', 'bounded-cache.ts'],
+  'publish/': ['store/', 'contract/', 'host/contract.ts', 'config.ts', 'errors.ts'],
+  'apply/': ['auth/', 'publish/', 'store/', 'contract/', 'host/contract.ts', 'errors.ts', 'bounded-cache.ts', 'os-thread.ts'],
+  'metrics/': ['auth/', 'store/', 'contract/', 'host/contract.ts', 'config.ts', 'errors.ts'],
+  'http/': ['apply/', 'auth/', 'store/', 'contract/', 'host/contract.ts', 'config.ts', 'errors.ts', 'bounded-cache.ts'],
+  'console/': ['apply/', 'auth/', 'publish/', 'store/', 'contract/', 'host/contract.ts', 'config.ts', 'errors.ts'],
+  'bsp/': ['contract/'],
+  'door/': ['http/', 'console/', 'metrics/', 'apply/', 'auth/', 'publish/', 'store/', 'store/postgres/', 'contract/', 'host/contract.ts', 'config.ts', 'errors.ts', 'os-thread.ts'],
+  'host/': ['host/contract.ts', 'contract/', 'errors.ts', 'bounded-cache.ts'],
+  'cli/': ['bsp/', 'apply/', 'auth/', 'publish/', 'store/', 'store/postgres/', 'contract/', 'host/', 'host/contract.ts', 'config.ts', 'errors.ts'],
+  'plugin.ts': ['door/', 'metrics/', 'apply/', 'publish/', 'store/', 'store/postgres/', 'contract/', 'host/', 'host/contract.ts', 'config.ts'],
+  'index.ts': ['plugin.ts', 'host/contract.ts', 'config.ts', 'errors.ts'],
+}
+
+// Within store/, one module picks the engine the configuration names; the others speak to
+// the port and never to an engine.
+const ENGINE_FACTORY = 'store/open-store.ts'
+
+// The store refactor (the port store/engine.ts, the engines store/lmdb/ and store/postgres/)
+// removes these: the configuration reads PostgreSQL's connection string through the engine,
+// and the revisions reach their table through the port.
+const PENDING_STORE_ARROWS: ReadonlyArray<readonly [string, string]> = [
+  ['config.ts', 'store/postgres/connection-string.ts'],
+  ['config.ts', 'store/postgres/primary.ts'],
+  ['store/postgres/connect.ts', 'config.ts'],
+  ['store/postgres/pool-config.ts', 'config.ts'],
+  ['store/revisions.ts', 'store/postgres/schema.ts'],
+]
+
 const src = resolve(import.meta.dirname, '../src')
-// bsp/ is a door too, the other way round: the reference BSP client (`epx-gateway/bsp`).
-const DOORS = ['http', 'cli', 'console', 'bsp']
-const DOMAIN = ['contract', 'auth', 'publish', 'apply']
 
 function files (dir: string): string[] {
   return readdirSync(dir).flatMap(f => {
@@ -17,45 +56,103 @@ function files (dir: string): string[] {
   })
 }
 
-const edges = files(src).flatMap(file => {
-  const text = readFileSync(file, 'utf8')
-  return [...text.matchAll(/^(?:import|export)[^'"]*from\s+['"](\.[^'"]+)['"]/gm)].map(m => ({
-    from: relative(src, file),
-    to: relative(src, resolve(dirname(file), m[1]!)),
-  }))
-})
-const area = (p: string) => p.includes('/') ? p.split('/')[0]! : p
+/**
+ * The relative specifiers a module imports: static imports and re-exports (`import type`
+ * and multi-line ones too), dynamic `import()` (a type's `typeof import()` included) and
+ * `new URL()` of a module beside it (a worker's code).
+ */
+function specifiersOf (text: string): string[] {
+  const re = /(?:^(?:import|export)\b[^'";]*?\bfrom\s*|\bimport\s*\(\s*|\bnew URL\(\s*)['"](\.{1,2}\/[^'"]+)['"]/gm
+  return [...text.matchAll(re)].map(m => m[1]!)
+}
 
-// door/: the thread boundary, the composition root's half that runs in the API door's
-// worker (the API listener, the console and the metrics listener there).
-t.test('no module imports a door, except the composition root (plugin.ts and door/) and the CLI itself', async t => {
-  const bad = edges.filter(e => DOORS.includes(area(e.to)) && area(e.from) !== area(e.to) &&
-    !['plugin.ts', 'index.ts'].includes(e.from) && area(e.from) !== 'door' && !(area(e.from) === 'cli'))
-  t.same(bad, [], 'imports of a door from elsewhere')
+const edges = files(src).flatMap(file => specifiersOf(readFileSync(file, 'utf8')).map(spec => ({
+  from: relative(src, file),
+  to: relative(src, resolve(dirname(file), spec)),
+})))
+// package.json and the manifest's schema, outside src/, are data, not layers.
+const inSrc = edges.filter(e => !e.to.startsWith('..'))
+
+/** The row of a path of src/: a root file, host/contract.ts, an engine under store/, or a top folder. */
+function rowOf (path: string): string {
+  const parts = path.split('/')
+  if (parts.length === 1) return path
+  if (path === 'host/contract.ts') return path
+  if (parts[0] === 'store' && parts.length > 2) return `store/${parts[1]}/`
+  return `${parts[0]}/`
+}
+
+const pending = (e: { from: string; to: string }) => PENDING_STORE_ARROWS.some(([from, to]) => e.from === from && e.to === to)
+
+function allowed (e: { from: string; to: string }): boolean {
+  const from = rowOf(e.from), to = rowOf(e.to)
+  if (from === to) return true
+  if (from === 'store/' && to.startsWith('store/')) return e.from === ENGINE_FACTORY
+  return ALLOWED[from]?.includes(to) ?? false
+}
+
+t.test('every import of src/ goes down the folder table', async t => {
+  const bad = inSrc.filter(e => !allowed(e) && !pending(e)).map(e => `${e.from} → ${e.to}`)
+  t.same(bad, [], 'imports the table does not allow')
 })
 
-t.test('http/ is HTTP alone: it knows nothing of the thread it runs in (door/)', async t => {
-  const bad = edges.filter(e => area(e.from) === 'http' && area(e.to) === 'door')
-  t.same(bad, [])
+t.test('within store/, only the factory reaches an engine', async t => {
+  t.notOk(allowed({ from: 'store/companies.ts', to: 'store/postgres/records.ts' }), 'a store module may not')
+  t.ok(allowed({ from: ENGINE_FACTORY, to: 'store/postgres/replica.ts' }), 'the factory may')
+  t.ok(inSrc.some(e => e.from === ENGINE_FACTORY && rowOf(e.to) === 'store/postgres/'), `${ENGINE_FACTORY} is the module that does`)
 })
 
-t.test('the domain imports neither doors nor the reference host', async t => {
-  const bad = edges.filter(e => DOMAIN.includes(area(e.from)) &&
-    (DOORS.includes(area(e.to)) || (area(e.to) === 'host' && e.to !== 'host/contract.ts')))
-  t.same(bad, [])
+t.test('every arrow the table allows is one the code has', async t => {
+  const used = new Set(inSrc.map(e => `${rowOf(e.from)} → ${rowOf(e.to)}`))
+  const unused = Object.entries(ALLOWED).flatMap(([from, tos]) => tos.map(to => `${from} → ${to}`)).filter(a => !used.has(a))
+  t.same(unused, [], 'arrows to drop from the table (and from docs/architecture.md)')
 })
 
-t.test('the store imports no door and no domain logic beyond contract types', async t => {
-  const bad = edges.filter(e => area(e.from) === 'store' &&
-    (DOORS.includes(area(e.to)) || ['publish', 'apply'].includes(area(e.to))))
-  t.same(bad, [])
+t.test('each pending store arrow is still in the code: strike it once it is gone', async t => {
+  for (const [from, to] of PENDING_STORE_ARROWS) {
+    const edge = { from, to }
+    t.ok(inSrc.some(e => e.from === from && e.to === to), `${from} → ${to} is there`)
+    t.notOk(allowed(edge), `${from} → ${to} is not allowed by the table itself`)
+  }
 })
 
-t.test('the reference BSP client stands on the contract alone: what a BSP runs holds no server code', async t => {
-  const bad = edges.filter(e => area(e.from) === 'bsp' && !['bsp', 'contract'].includes(area(e.to)))
-  t.same(bad, [])
+t.test('each folder of src/, each root file and each engine of store/ has its row', async t => {
+  const top = readdirSync(src).filter(f => statSync(join(src, f)).isDirectory() ? true : f.endsWith('.ts'))
+    .map(f => statSync(join(src, f)).isDirectory() ? `${f}/` : f)
+  const engines = readdirSync(join(src, 'store')).filter(f => statSync(join(src, 'store', f)).isDirectory()).map(f => `store/${f}/`)
+  // src/generated/ is written by the build (scripts/build.mjs) and may not be there yet.
+  const rows = new Set(Object.keys(ALLOWED))
+  t.same([...top, ...engines].filter(r => !rows.has(r)), [], 'folders and files without a row')
+  t.same(files(src).map(f => rowOf(relative(src, f))).filter(r => !rows.has(r)), [], 'modules outside every row')
+  for (const tos of Object.values(ALLOWED)) for (const to of tos) t.ok(rows.has(to), `${to} is a row`)
 })
 
-t.test('the edge scan itself sees the imports it should', async t => {
-  t.ok(edges.some(e => e.from === 'plugin.ts' && e.to === 'config.ts'), 'plugin.ts → config.ts found')
+t.test('the scan sees every form of import', async t => {
+  const text = [
+    "import { a } from './a.ts'",
+    "import type { B } from '../b.ts'",
+    'import {\n  c,\n  d,\n} from "./c.ts"',
+    "export { e } from './e.ts'",
+    "const f = await import('./f.ts')",
+    "type G = typeof import('../g.ts').G",
+    "new Worker(new URL('./h.ts', import.meta.url))",
+    "import { i } from 'node:fs'",
+    "const s = 'not an import from ./x.ts'",
+  ].join('\n')
+  t.same(specifiersOf(text), ['./a.ts', '../b.ts', './c.ts', './e.ts', './f.ts', '../g.ts', './h.ts'])
+  t.ok(edges.length > 500, `the tree's imports are read (${edges.length})`)
+  t.ok(edges.some(e => e.from === 'plugin.ts' && e.to === 'config.ts'), 'a static import: plugin.ts → config.ts')
+  t.ok(edges.some(e => e.from === 'door/wire.ts' && e.to === 'console/server.ts'), 'a dynamic import: door/wire.ts → console/server.ts')
+})
+
+t.test('docs/architecture.md shows this table', async t => {
+  const doc = readFileSync(resolve(import.meta.dirname, '../docs/architecture.md'), 'utf8')
+  const section = doc.split(/^## /m).find(s => s.startsWith('Folders'))
+  t.ok(section, 'a "Folders" section')
+  const rows = Object.fromEntries((section ?? '').split('\n')
+    .filter(l => /^\| `/.test(l))
+    .map(l => l.split('|').slice(1, -1).map(c => c.trim()))
+    .map(([row, , imports]) => [row!.replace(/`/g, ''), [...(imports ?? '').matchAll(/`([^`]+)`/g)].map(m => m[1]!).sort()]))
+  const expected = Object.fromEntries(Object.entries(ALLOWED).map(([row, tos]) => [row, [...tos].sort()]))
+  t.same(rows, expected, 'the same rows, each with the same imports')
 })

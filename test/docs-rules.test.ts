@@ -1,7 +1,7 @@
 import t from 'tap'
 import { existsSync, readFileSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
-import { join } from 'node:path'
+import { join, relative } from 'node:path'
 
 // docs/rules.md, "Where each rule lives", names, for each rule of DECISIONS.md, the
 // file and the function or constant that holds it. A rename or a move that forgets the
@@ -13,6 +13,13 @@ const rows = section.split('\n')
   .map(l => l.split('|').slice(1, -1).map(c => c.trim()))
 
 t.ok(rows.length >= 30, 'the table is there and has a row per rule')
+
+t.test('the page names the test that reads it, by its file', async t => {
+  const named = [...section.matchAll(/`(test\/[^`]+\.test\.ts)`/g)].map(m => m[1]!)
+  t.ok(named.length > 0, 'a test file is named')
+  for (const file of named) t.ok(existsSync(join(root, file)), `${file} exists`)
+  t.ok(named.includes(relative(root, fileURLToPath(import.meta.url))), 'this one among them')
+})
 
 const sections = ['Identity', 'Time', 'Inbound', 'Outbound', 'Publication', 'Authentication', 'Tenancy', 'Web console', 'Robustness']
 for (const name of sections) t.ok(rows.some(([rule]) => rule!.startsWith(name)), `a row for "${name}"`)

@@ -34,7 +34,7 @@ export interface WindowReport {
   readonly mainThreadCpuUs: number | null
   /**
    * The process's CPU time split by thread (Linux schedstat, µs): `main`, each thread
-   * epx names (`epx-door`, `epx-programme`: src/door/os-thread.ts), and `other` (V8's
+   * epx names (`epx-door`, `epx-programme`: src/os-thread.ts), and `other` (V8's
    * collector and compiler helpers, libuv's pool, lmdb-js's writer). Null where /proc is missing.
    */
   readonly threadCpuUs: Record<string, number> | null

@@ -7,7 +7,6 @@
  * @module
  */
 import type { Clock, Logger, PublishReport } from '../host/contract.ts'
-import type { EpxMetrics } from '../metrics/registry.ts'
 import type { Audit, AuditActor } from '../store/audit.ts'
 import type { Deliveries } from '../store/deliveries.ts'
 import type { Instructions } from '../store/instructions.ts'
@@ -19,9 +18,16 @@ import type { ProgrammeCount } from './programme-records.ts'
 import type { Metering } from '../store/metering.ts'
 import type { Leadership } from '../store/leadership.ts'
 
+/** What the service's events become in metrics: metrics/registry.ts answers it, the domain knows no registry. */
+export interface OperationsMetrics {
+  programme(accepted: boolean, company: string, sites: number, atMs: number): void
+  infeasible(n: number): void
+  publication(report: PublishReport, trigger: string, seconds: number, endMs: number): void
+}
+
 export interface OperationsDeps {
   readonly audit: Audit
-  readonly metrics?: EpxMetrics
+  readonly metrics?: OperationsMetrics
   readonly instructions: Pick<Instructions, 'prune'>
   readonly deliveries: Pick<Deliveries, 'prune'>
   /** Meter values: kept as long as the instructions they are compared with. */

@@ -7,7 +7,7 @@
 import { parentPort, workerData } from 'node:worker_threads'
 import { batchTransferList } from './to-instructions.ts'
 import { createProgrammeCheck, type CheckContext, type CheckOptions } from './check-programme.ts'
-import { nameThisThread } from '../door/os-thread.ts'
+import { nameThisThread } from '../os-thread.ts'
 
 nameThisThread('epx-programme')
 

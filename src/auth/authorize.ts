@@ -10,7 +10,8 @@ import { expiresAtMsOf, tokenState, type TokenRecord, type Tokens } from '../sto
 import { readStore } from '../store/open-store.ts'
 import type { CertVerdict } from './client-cert.ts'
 import { certificateMismatch } from './tenancy.ts'
-import { hashToken, looksLikeToken, type Scope } from './tokens.ts'
+import { hashToken, looksLikeToken } from './tokens.ts'
+import type { Scope } from '../contract/scopes.ts'
 
 export interface AuthorizeInput {
   /** The connection's certificate verdict (`clientCertVerdict`). */

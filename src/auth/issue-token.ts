@@ -8,7 +8,8 @@ import { openCompanies } from '../store/companies.ts'
 import type { Store } from '../store/open-store.ts'
 import { openTokens, type TokenRecord } from '../store/tokens.ts'
 import { openAudit, type AuditActor } from '../store/audit.ts'
-import { hashToken, newTokenId, newTokenSecret, type Scope } from './tokens.ts'
+import { hashToken, newTokenId, newTokenSecret } from './tokens.ts'
+import type { Scope } from '../contract/scopes.ts'
 
 export interface CreatedToken {
   readonly record: TokenRecord

@@ -5,14 +5,7 @@
  */
 import { createHash, randomBytes } from 'node:crypto'
 
-export const SCOPES = ['outbound:besoins-agreges', 'inbound:programme-soutirage', 'outbound:realise'] as const
-export type Scope = typeof SCOPES[number]
-
 const TOKEN_SHAPE = /^epx_[A-Za-z0-9_-]{43}$/
-
-export function isScope (s: unknown): s is Scope {
-  return (SCOPES as readonly unknown[]).includes(s)
-}
 
 /** A new secret; shown once, at creation. */
 export function newTokenSecret (): string {

@@ -5,13 +5,20 @@
  * @module
  */
 import { DateTime } from 'luxon'
-import type { Coverage } from '../host/contract.ts'
 import { formatUtcInstant } from './instants.ts'
 
 export const PARIS = 'Europe/Paris'
 export const QUARTER_HOUR_MS = 900_000
 /** The longest Paris day (autumn DST change: 25 h, 100 quarter-hours): no slot can be longer. */
 export const LONGEST_DAY_SECS = 100 * 900
+
+/** The Paris day a publication or an instruction is about, as UTC instants. */
+export interface Coverage {
+  readonly targetDate: string   // YYYY-MM-DD, Europe/Paris civil day
+  readonly startUtc: string     // ISO 8601 UTC, inclusive
+  readonly endUtc: string       // ISO 8601 UTC, exclusive
+  readonly slots: number        // 92, 96 or 100 quarter-hours
+}
 
 const DATE = /^(\d{4})-(\d{2})-(\d{2})$/
 /** The shape of a date for JSON Schema readers (openapi/schemas); `isCalendarDate` decides. */

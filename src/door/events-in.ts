@@ -61,7 +61,7 @@ export interface EventsIn {
 export function eventsIn (deps: EventsInDeps): EventsIn {
   const loggers: Logger[] = [deps.log]
   const shapes: Shape[] = []
-  const labels: Array<[string, string, number, string | undefined]> = []
+  const labels: Array<[string, string, string, number, string | undefined]> = []
   /** Hand-overs read and not yet queued, and who waits for none to be left. */
   let outstanding = 0
   const idle: Array<() => void> = []
@@ -102,10 +102,10 @@ export function eventsIn (deps: EventsInDeps): EventsIn {
           switch (r[0]) {
             case R.LINE: line(r); break
             case R.RECEIPT: deps.receipts.record(r[1], r[2], r[3], r[4], r[5], r[6]); break
-            case R.ANSWERED: { const l = labels[r[1]]!; deps.observer.answered?.(l[0], l[1], l[2], l[3], r[2]); break }
+            case R.ANSWERED: { const l = labels[r[1]]!; deps.observer.answered?.(l[0], l[1], l[2], l[3], l[4], r[2]); break }
             case R.LOGGER: loggers[r[1]] = (loggers[r[2]] ?? deps.log).child(r[3]); break
             case R.SHAPE: shapes[r[1]] = { level: r[2], msg: r[3] ?? undefined, keys: r[4], errors: r[5] }; break
-            case R.LABELS: labels[r[1]] = [r[2], r[3], r[4], r[5] ?? undefined]; break
+            case R.LABELS: labels[r[1]] = [r[2], r[3], r[4], r[5], r[6] ?? undefined]; break
             case R.HANDSHAKES: for (let k = 0; k < r[1]; k++) deps.observer.handshake?.(); break
             case R.EVENT: rare(r[1]); break
             case R.HAND_OVER: {

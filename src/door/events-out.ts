@@ -12,7 +12,7 @@ import { MAX_SHAPES, R, type EventsMessage, type Level, type Observed, type Rare
 export interface EventsOut {
   /** The plugin's logger, as the door writes to it. */
   readonly log: Logger
-  answered(door: string, method: string, status: number, code: string | undefined, seconds: number): void
+  answered(door: string, route: string, method: string, status: number, code: string | undefined, seconds: number): void
   handshake(): void
   receipt(companyId: string, siteId: string, targetDate: string, emittedAtMs: number, status: 200 | 304, atMs: number): void
   event(e: RareEvent): void
@@ -128,13 +128,13 @@ export function eventsOut (post: (m: EventsMessage, transfer?: ArrayBuffer[]) =>
   const labelIds = new Map<string, number>()
   const out: EventsOut = {
     log: forwarding(0),
-    answered (door, method, status, code, seconds) {
+    answered (door, route, method, status, code, seconds) {
       if (!o.observed.answered) return
-      const key = `${door}\0${method}\0${status}\0${code ?? ''}`
+      const key = `${door}\0${route}\0${method}\0${status}\0${code ?? ''}`
       let id = labelIds.get(key)
       if (id === undefined) {
         labelIds.set(key, id = labelIds.size + 1)
-        add(JSON.stringify([R.LABELS, id, door, method, status, code ?? null]))
+        add(JSON.stringify([R.LABELS, id, door, route, method, status, code ?? null]))
       }
       add(`[${R.ANSWERED},${id},${seconds}]`)
     },

@@ -119,7 +119,7 @@ export const R = {
   SHAPE: 1,
   /** [R.LINE, loggerId, shapeId, ...values]: one log line, its fields in the shape's key order. */
   LINE: 2,
-  /** [R.LABELS, id, door, method, status, code]: the labels of answered requests. */
+  /** [R.LABELS, id, door, route, method, status, code]: the labels of answered requests. */
   LABELS: 3,
   /** [R.ANSWERED, labelsId, seconds]. */
   ANSWERED: 4,

@@ -24,7 +24,7 @@ import {
 } from './protocol.ts'
 import { answerAsk } from './asks.ts'
 import { eventsIn, type EventsIn } from './events-in.ts'
-import { nicerFirst, threadCpuMs } from './os-thread.ts'
+import { nicerFirst, threadCpuMs } from '../os-thread.ts'
 
 export interface DoorDeps {
   readonly start: Omit<DoorStart, 'clock' | 'faults' | 'port' | 'sidePorts' | 'observed'>

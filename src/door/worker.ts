@@ -34,7 +34,7 @@ import { eventsOut } from './events-out.ts'
 import { sitesToQueue } from '../apply/enqueue.ts'
 import { asker } from './asks.ts'
 import { openDoor, type HostPort, type OpenDoor as WiredDoor } from './wire.ts'
-import { nameThisThread, nicedFirst, niceThisThread, thisThreadId } from './os-thread.ts'
+import { nameThisThread, nicedFirst, niceThisThread, thisThreadId } from '../os-thread.ts'
 import { keepTickObjects } from '../http/tick-objects.ts'
 
 // First, before this thread's first full collection (http/tick-objects.ts).

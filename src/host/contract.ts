@@ -3,6 +3,7 @@
  * Only `plugin.ts` and `host/` know the host's concrete shape.
  * @module
  */
+import type { Coverage } from '../contract/paris-day.ts'
 
 /**
  * The host API version this build of the reference host implements. 1.1 added
@@ -28,13 +29,8 @@ export interface Site {
   readonly site_name: string
 }
 
-/** The Paris day a publication or an instruction is about, as UTC instants. */
-export interface Coverage {
-  readonly targetDate: string   // YYYY-MM-DD, Europe/Paris civil day
-  readonly startUtc: string     // ISO 8601 UTC, inclusive
-  readonly endUtc: string       // ISO 8601 UTC, exclusive
-  readonly slots: number        // 92, 96 or 100 quarter-hours
-}
+/** The Paris day a publication or an instruction is about, as UTC instants (contract/paris-day.ts computes it). */
+export type { Coverage }
 
 /** What the solver needs for a site over a coverage: the material of a Besoins_Agreges. */
 export interface SiteNeeds {

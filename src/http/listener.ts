@@ -61,6 +61,7 @@ interface RequestState {
   readonly method: string
   readonly target: string
   caller: Caller | undefined
+  route: Route | undefined
   door: Door | undefined
   code: string | undefined
   failed: boolean
@@ -108,6 +109,8 @@ export async function listenApi (opts: ListenApiOptions): Promise<ApiListener> {
   const url = new URL(`https://${api.host.includes(':') ? `[${api.host}]` : api.host}:${port}`)
   const baseUrl = (api.publicBaseUrl ?? url.origin).replace(/\/+$/, '')
   const router = createRouter(opts.routes, url.origin)
+  // The metrics' route label: the path's last segment, made once per route.
+  const routeLabels = new Map(opts.routes.map(r => [r, r.path.slice(r.path.lastIndexOf('/') + 1)]))
   const authorizer = createAuthorizer({ tokens: opts.tokens, companies: opts.companies, onDeadToken: opts.observer?.deadToken })
   server.on('error', (err: Error) => log.error({ err }, 'api listener error'))
 
@@ -159,7 +162,7 @@ export async function listenApi (opts: ListenApiOptions): Promise<ApiListener> {
     state.told = true
     // Ended by its handler: the status is the one it set (its head may go with these bytes).
     const status = !closed || res.headersSent ? res.statusCode : undefined
-    opts.observer?.answered?.(state.door ?? 'none', state.method, status ?? 0, state.code, (performance.now() - state.started) / 1000)
+    opts.observer?.answered?.(state.door ?? 'none', state.route ? routeLabels.get(state.route)! : 'none', state.method, status ?? 0, state.code, (performance.now() - state.started) / 1000)
     if (!api.logRequests) return
     // Exactly one line per request, written when the exchange ends (or is cut).
     const line: Record<string, unknown> = {
@@ -181,7 +184,7 @@ export async function listenApi (opts: ListenApiOptions): Promise<ApiListener> {
   function handle (req: IncomingMessage, res: ServerResponse, expectContinue: boolean): void {
     const state: RequestState = {
       started: performance.now(), method: req.method ?? '', target: req.url ?? '',
-      caller: undefined, door: undefined, code: undefined, failed: false, failure: undefined, told: false,
+      caller: undefined, route: undefined, door: undefined, code: undefined, failed: false, failure: undefined, told: false,
     }
     ;(res as Tracked)[STATE] = state
     ;(res as ApiResponse)[ON_END] = onEnd
@@ -193,6 +196,7 @@ export async function listenApi (opts: ListenApiOptions): Promise<ApiListener> {
     if (closing) closeWhenDone(res)
     try {
       const m = router.match(state.method, state.target)
+      state.route = m.route
       state.door = m.route.door
       // One Date per request: the same instant authenticates and stamps the request.
       const now = clock.now()

@@ -10,8 +10,12 @@ export interface ApiObserver {
   handshake?(): void
   /** A TLS handshake failed; `reason` is node's error code (or `unknown`). */
   handshakeFailed?(reason: string): void
-  /** A request ended: its door (`none` for an unknown path), method, status, error code if any, duration. */
-  answered?(door: string, method: string, status: number, code: string | undefined, seconds: number): void
+  /**
+   * A request ended: its door (`inbound`, `outbound`) and route (the path's last segment,
+   * `besoins-agreges`…), both `none` when no route took it, then method, status, error
+   * code if any, duration.
+   */
+  answered?(door: string, route: string, method: string, status: number, code: string | undefined, seconds: number): void
   /** A revoked or expired token was presented. */
   deadToken?(token: TokenRecord, reason: 'revoked' | 'expired', nowMs: number): void
 }

@@ -3,7 +3,7 @@
  * @module
  */
 import type { IncomingMessage, ServerResponse } from 'node:http'
-import type { Scope } from '../auth/tokens.ts'
+import type { Scope } from '../contract/scopes.ts'
 import type { Logger } from '../host/contract.ts'
 import type { Caller } from '../auth/caller.ts'
 

@@ -1,7 +1,7 @@
 /**
  * epx's Prometheus metrics (prom-client), in epx's own registry or one the host passes
  * (`Host.metricsRegistry`). Request-path counters are prom-client children looked up
- * once per (door, method, status) and kept; gauges that need the store (the age of
+ * once per (door, route, method, status) and kept; gauges that need the store (the age of
  * tomorrow's publication, whether a programme arrived for tomorrow) are computed when
  * scraped, never on a request.
  * @module
@@ -9,6 +9,14 @@
 import { sampleLoopDelay } from './loop-delay.ts'
 import type { Metric, Registry } from 'prom-client'
 import type { PublishReport } from '../host/contract.ts'
+
+/** Today's programme against delivery over every site, one gauge a field. */
+export interface RealisationGauges {
+  readonly shortfallKwh: number
+  readonly curtailmentsBroken: number
+  readonly sitesShort: number
+  readonly shortSlotsMax: number
+}
 
 /** What scrape-time gauges read; each may throw (the store is down): the gauge is then left out. */
 export interface MetricSources {
@@ -20,8 +28,8 @@ export interface MetricSources {
   lastFetchByCompany(): ReadonlyMap<string, number>
   /** Expiry instants (ms) of the server certificate, the client CA and the CRL's nextUpdate. */
   expiries(): ReadonlyArray<{ readonly what: string; readonly atMs: number }>
-  /** Today's programme against delivery over every site (`apply/realisation.ts`). */
-  realisationToday?(): import('../apply/realisation.ts').RealisationToday
+  /** Today's programme against delivery over every site (the plugin wires `apply/realisation.ts`). */
+  realisationToday?(): RealisationGauges
   /** Whether this instance leads those sharing the store (store/leadership.ts); absent: it is the only one. */
   leading?(): boolean
   nowMs(): number
@@ -41,8 +49,8 @@ export async function createMetrics (sources: MetricSources, given?: Registry) {
   const made: Metric[] = []
   const add = <M extends Metric>(m: M): M => { made.push(m); return m }
 
-  const requests = add(new Counter({ name: 'epx_http_requests_total', help: 'API requests answered, by door (inbound, outbound, none), method and status', labelNames: ['route', 'method', 'status'], registers }))
-  const latency = add(new Histogram({ name: 'epx_http_request_duration_seconds', help: 'API request duration, from the request line to the end of the answer', labelNames: ['route', 'method'], buckets: LATENCY_BUCKETS, registers }))
+  const requests = add(new Counter({ name: 'epx_http_requests_total', help: 'API requests answered, by door (inbound, outbound, none), route (besoins-agreges, programme-soutirage, realise, none), method and status', labelNames: ['door', 'route', 'method', 'status'], registers }))
+  const latency = add(new Histogram({ name: 'epx_http_request_duration_seconds', help: 'API request duration, from the request line to the end of the answer', labelNames: ['door', 'route', 'method'], buckets: LATENCY_BUCKETS, registers }))
   const handshakes = add(new Counter({ name: 'epx_tls_handshakes_total', help: 'TLS handshakes completed on the API door', registers }))
   const handshakeFailures = add(new Counter({ name: 'epx_tls_handshake_failures_total', help: 'TLS handshakes that failed, by node error code', labelNames: ['reason'], registers }))
   const authRefusals = add(new Counter({ name: 'epx_auth_refusals_total', help: 'Requests refused by the authentication chain, by error code', labelNames: ['code'], registers }))
@@ -74,7 +82,7 @@ export async function createMetrics (sources: MetricSources, given?: Registry) {
       if (ms !== undefined) this.set((sources.nowMs() - ms) / 1000)
     },
   }))
-  const today = (name: string, help: string, field: keyof import('../apply/realisation.ts').RealisationToday) => add(new Gauge({
+  const today = (name: string, help: string, field: keyof RealisationGauges) => add(new Gauge({
     name, help, registers,
     collect () {
       this.reset()
@@ -119,11 +127,11 @@ export async function createMetrics (sources: MetricSources, given?: Registry) {
 
   return {
     registry,
-    answered (door: string, method: string, status: number, code: string | undefined, seconds: number): void {
-      const key = door + method + status
+    answered (door: string, route: string, method: string, status: number, code: string | undefined, seconds: number): void {
+      const key = `${door} ${route} ${method} ${status}`
       let c = requestChildren.get(key)
       if (c === undefined) {
-        c = { count: requests.labels(door, method, String(status)), time: latency.labels(door, method) }
+        c = { count: requests.labels(door, route, method, String(status)), time: latency.labels(door, route, method) }
         requestChildren.set(key, c)
       }
       c.count.inc()

@@ -10,9 +10,8 @@ import { addDays, parisDateOf } from '../contract/paris-day.ts'
 import type { Deliveries } from '../store/deliveries.ts'
 import type { Instructions } from '../store/instructions.ts'
 import type { Revisions } from '../store/revisions.ts'
-import type { MetricSources } from './registry.ts'
+import type { MetricSources, RealisationGauges } from './registry.ts'
 import type { Expiry } from './expiries.ts'
-import type { RealisationToday } from '../apply/realisation.ts'
 
 export function metricSources (deps: {
   readonly clock: Clock
@@ -21,7 +20,7 @@ export function metricSources (deps: {
   readonly instructions: Pick<Instructions, 'effectiveFrom'>
   readonly deliveries: Pick<Deliveries, 'lastFetchByCompany'>
   readonly expiries: () => readonly Expiry[]
-  readonly realisationToday?: () => RealisationToday
+  readonly realisationToday?: () => RealisationGauges
   readonly leading?: () => boolean
 }): MetricSources {
   const tomorrow = () => addDays(parisDateOf(deps.clock.now()), 1)

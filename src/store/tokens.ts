@@ -4,7 +4,7 @@
  * @module
  */
 import type { Store } from './open-store.ts'
-import type { Scope } from '../auth/tokens.ts'
+import type { Scope } from '../contract/scopes.ts'
 import { EpxError } from '../errors.ts'
 import { openGeneration } from './generation.ts'
 

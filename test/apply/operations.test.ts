@@ -4,6 +4,7 @@ import { epx as cli, initializedDataDir } from '../helpers/cli.ts'
 import { INBOUND_PATH, programme, siteId } from '../helpers/programme.ts'
 import { OUTBOUND_PATH } from '../../src/http/route.ts'
 import { openAudit } from '../../src/store/audit.ts'
+import { eventually } from '../helpers/eventually.ts'
 
 // One day of exchanges on a real plugin (real mTLS, real LMDB), then the audit trail,
 // the flags and the CLI answer "who sent what, what is infeasible".
@@ -28,14 +29,6 @@ const dead2 = await epx.request({ path: OUTBOUND_PATH, query, cert, token: revok
 const lapsed = await epx.request({ path: OUTBOUND_PATH, query, cert, token: expired.secret })
 
 /** Polls (bounded) for what the service writes after it answered. */
-async function eventually<T> (read: () => Promise<T> | T, done: (v: T) => boolean): Promise<T> {
-  let v = await read()
-  for (let i = 0; i < 200 && !done(v); i++) {
-    await new Promise(resolve => setTimeout(resolve, 25))
-    v = await read()
-  }
-  return v
-}
 const audited = () => openAudit(epx.store).list()
 
 t.test('a programme accepted with a 202 is audited: instruction id, sites, bytes, sender company and token', async t => {

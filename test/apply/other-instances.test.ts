@@ -10,6 +10,7 @@ import { instructionBatch, siteId } from '../helpers/programme.ts'
 import { startPostgres } from '../helpers/postgres.ts'
 import { migratedDatabase } from '../helpers/store-kinds.ts'
 import { recordingLog } from '../helpers/recording-log.ts'
+import { until } from '../helpers/eventually.ts'
 
 const cluster = startPostgres({ fsync: 'off', synchronous_commit: 'off' })
 t.teardown(() => cluster.destroy())
@@ -43,22 +44,13 @@ async function instance (t: Test, database: string, name: string, o: { pollMs?: 
   return { store, inbound, queue }
 }
 
-async function until (cond: () => boolean, ms: number, what: string): Promise<void> {
-  const start = Date.now()
-  while (!cond()) {
-    if (Date.now() - start > ms) throw new Error(`${what}: not within ${ms} ms`)
-    await new Promise(resolve => setTimeout(resolve, 10))
-  }
-}
-
-
 t.test('a programme accepted through A reaches B\'s solver, with its periods, and only once', async t => {
   const db = await migratedDatabase(cluster)
   const a = await instance(t, db, 'a')
   const b = await instance(t, db, 'b')
   const p = batch({ sites: 3, kwh: () => 1 })
   await a.inbound.instructions.save(p, '2026-11-21T12:30:00.000Z', 'queued')
-  await until(() => b.queue.length === 3, 5000, 'B\'s solver fed')
+  await until('B\'s solver fed', () => b.queue.length === 3, { ms: 5000 })
   t.same(b.queue.map(i => [i.instructionId, i.siteId, i.periods.map(x => x.minKw)]), [1, 2, 3].map(k => [p.instructionId, siteId(k), [4, 4]]))
   // A's own write is not reported back to A.
   await new Promise(resolve => setTimeout(resolve, 300))
@@ -72,7 +64,7 @@ t.test('statuses B writes for its solver feed nothing back to A, and the reverse
   const b = await instance(t, db, 'b')
   const p = batch({ sites: 1 })
   await a.inbound.instructions.save(p, 'x', 'queued')
-  await until(() => b.queue.length === 1, 5000, 'B fed')
+  await until('B fed', () => b.queue.length === 1, { ms: 5000 })
   await b.inbound.instructions.markApplied([{ instructionId: p.instructionId, siteId: siteId(1) }], 3, '2026-11-21T12:31:00.000Z')
   await a.inbound.instructions.markApplied([{ instructionId: p.instructionId, siteId: siteId(1) }], 9, '2026-11-21T12:31:00.000Z')
   await new Promise(resolve => setTimeout(resolve, 400))
@@ -88,7 +80,7 @@ t.test('a newer programme through B supersedes A\'s on both solvers: the last in
   const newer = batch({ sites: 2, emittedAt: '2026-11-21T12:05:00Z', kwh: () => 2 })
   await a.inbound.instructions.save(older, 'x', 'queued')
   await b.inbound.instructions.save(newer, 'y', 'queued')
-  await until(() => a.queue.some(i => i.instructionId === newer.instructionId), 5000, 'A fed the newer one')
+  await until('A fed the newer one', () => a.queue.some(i => i.instructionId === newer.instructionId), { ms: 5000 })
   await new Promise(resolve => setTimeout(resolve, 300))
   for (const k of [1, 2]) {
     t.equal(a.queue.filter(i => i.siteId === siteId(k)).at(-1)?.instructionId, newer.instructionId, `A, site ${k}`)
@@ -115,11 +107,11 @@ t.test('of two PostgreSQL stores on one database, one leads; its store closed, t
   const la = a.store.leadership()
   const lb = b.store.leadership()
   t.equal(la, a.store.leadership(), 'one leadership per store')
-  await until(() => la.isLeader() || lb.isLeader(), 5000, 'one leads')
+  await until('one leads', () => la.isLeader() || lb.isLeader(), { ms: 5000 })
   t.equal(Number(la.isLeader()) + Number(lb.isLeader()), 1)
   const [leader, other] = la.isLeader() ? [a, b] : [b, a]
   await leader.store.close()
-  await until(() => other.store.leadership().isLeader(), 10_000, 'the other leads')
+  await until('the other leads', () => other.store.leadership().isLeader())
   t.pass('taken over')
 })
 
@@ -135,10 +127,10 @@ t.test('programmes saved through A while B\'s change feed is down reach B\'s sol
   const b = await instance(t, db, 'b', { log: bLog })
   for (let round = 1; round <= 3; round++) {
     cut(db, 'b')
-    await until(() => !b.store.ready(), 5000, `round ${round}: B's feed down`)
+    await until(`round ${round}: B's feed down`, () => !b.store.ready(), { ms: 5000 })
     const p = batch({ sites: 3, emittedAt: `2026-11-21T12:0${round}:00Z`, kwh: () => round })
     await a.inbound.instructions.save(p, '2026-11-21T12:30:00.000Z', 'queued')
-    await until(() => b.queue.length === 3 * round, 5000, `round ${round}: B's solver fed`)
+    await until(`round ${round}: B's solver fed`, () => b.queue.length === 3 * round, { ms: 5000 })
     t.same(b.queue.slice(-3).map(i => [i.instructionId, i.siteId]), [1, 2, 3].map(k => [p.instructionId, siteId(k)]), `round ${round}: the programme A saved`)
   }
   await new Promise(resolve => setTimeout(resolve, 400))
@@ -161,6 +153,6 @@ t.test('another instance\'s rows a write of B applied before its feed reported t
   await new Promise(resolve => setTimeout(resolve, 200))
   t.same(b.queue, [], 'not reported yet: no notification, the poll is a minute away')
   cut(db, 'b')
-  await until(() => b.queue.length === 2, 5000, 'B\'s solver fed after its feed reconnected')
+  await until('B\'s solver fed after its feed reconnected', () => b.queue.length === 2, { ms: 5000 })
   t.same(b.queue.map(i => i.siteId), [siteId(1), siteId(2)])
 })

@@ -7,17 +7,11 @@ import { join } from 'node:path'
 import { startEpx, type TestEpx } from '../helpers/epx.ts'
 import { INBOUND_PATH, programme, siteId, type ProgrammeOptions } from '../helpers/programme.ts'
 import { fileCluster, migratedDatabase, storeKinds } from '../helpers/store-kinds.ts'
+import { until } from '../helpers/eventually.ts'
 
 /** Long enough for a change feed's notification and catch-up (milliseconds), not its 5 s poll. */
 const FEED_SETTLES_MS = 600
 
-async function until (cond: () => boolean, ms: number, what: string): Promise<void> {
-  const start = Date.now()
-  while (!cond()) {
-    if (Date.now() - start > ms) throw new Error(`${what}: not within ${ms} ms`)
-    await new Promise(resolve => setTimeout(resolve, 10))
-  }
-}
 const settle = () => new Promise(resolve => setTimeout(resolve, FEED_SETTLES_MS))
 
 /** epx with the door where asked, on `store` (LMDB when undefined). */
@@ -69,7 +63,7 @@ for (const inWorker of [true, false]) {
       const b = await started(t, join(dir, 'b'), inWorker, store)
       const post = await poster(a)
       await post({ sites: 2 })
-      await until(() => b.ref.pending().length >= 2, 5000, 'B\'s solver fed')
+      await until('B\'s solver fed', () => b.ref.pending().length >= 2, { ms: 5000 })
       await settle()
       t.same(fed(a), two('20261121T120000Z'), 'A: each site once')
       t.same(fed(b), two('20261121T120000Z'), 'B: each site once')

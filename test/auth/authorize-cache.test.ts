@@ -1,7 +1,7 @@
 import t, { type Test } from 'tap'
 import { startEpx, type TestEpx } from '../helpers/epx.ts'
 import { OUTBOUND_PATH } from '../../src/http/route.ts'
-import { SCOPES } from '../../src/auth/tokens.ts'
+import { SCOPES } from '../../src/contract/scopes.ts'
 import type { KeyPairPem } from '../helpers/certs.ts'
 
 // A keep-alive connection keeps its caller between requests, yet every

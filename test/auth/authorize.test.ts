@@ -4,7 +4,8 @@ import { startEpx, type TestEpx, type TestResponse } from '../helpers/epx.ts'
 import { tlsGet } from '../helpers/tls-request.ts'
 import { clientCert, selfSignedClientCert, testPki, type KeyPairPem } from '../helpers/certs.ts'
 import { INBOUND_PATH, OUTBOUND_PATH } from '../../src/http/route.ts'
-import { SCOPES, newTokenSecret, type Scope } from '../../src/auth/tokens.ts'
+import { newTokenSecret } from '../../src/auth/tokens.ts'
+import { SCOPES, type Scope } from '../../src/contract/scopes.ts'
 
 // DECISIONS.md "Authentication and tenancy": both endpoints run the same five checks, in
 // order; each answers in its door's format (inbound {error:{…}}, outbound problem+json).

@@ -4,11 +4,12 @@ import { join } from 'node:path'
 import { createEpx } from '../../src/plugin.ts'
 import { createReferenceHost } from '../../src/host/reference-host.ts'
 import { INBOUND_PATH, OUTBOUND_PATH } from '../../src/http/route.ts'
-import { SCOPES } from '../../src/auth/tokens.ts'
+import { SCOPES } from '../../src/contract/scopes.ts'
 import { clientCert, testPki, writePki } from '../helpers/certs.ts'
 import { makeCrl, serialOf } from '../helpers/crl.ts'
 import { startEpx, TEST_DOOR_IN_WORKER, type TestEpx } from '../helpers/epx.ts'
 import { keepAliveConnection } from '../helpers/keep-alive.ts'
+import { eventually, until } from '../helpers/eventually.ts'
 
 // DECISIONS.md "Authentication and tenancy", check 1: a certificate the client CA has
 // revoked (api.tls.crlFile, re-read when it changes) is 403 MTLS_REQUIRED, on new
@@ -48,19 +49,6 @@ async function world (t: Test, crlPem: string): Promise<World> {
 
 const passed = (status: number) => ![401, 403, 503].includes(status)
 
-/** Asks on `conn` until `done` holds (the file is polled about every second); the last answer. */
-async function until<T> (ask: () => Promise<T>, done: (r: T) => boolean, what: string): Promise<T> {
-  const deadline = Date.now() + 15_000
-  for (;;) {
-    const r = await ask()
-    if (done(r) || Date.now() > deadline) {
-      if (!done(r)) throw new Error(`timed out waiting for ${what}`)
-      return r
-    }
-    await new Promise(resolve => setTimeout(resolve, 100))
-  }
-}
-
 t.test('a revoked certificate gets 403 MTLS_REQUIRED on both doors, saying it was revoked and what to do', async t => {
   const w = await world(t, await crlRevoking([acmeCert()]))
   const get = await w.epx.request({ path: GET_PATH, cert: acmeCert(), token: w.tokens.acme })
@@ -82,7 +70,8 @@ t.test('a CRL replaced on disk applies without a restart: to a connection alread
   t.ok(passed((await conn.get(GET_PATH, w.tokens.acme)).status), 'passes before the revocation')
 
   replaceFile(w.crlPath, await crlRevoking([acmeCert()]))
-  const refused = await until(() => conn.get(GET_PATH, w.tokens.acme), r => r.status === 403, 'the open connection to be refused')
+  const refused = await eventually(() => conn.get(GET_PATH, w.tokens.acme), r => r.status === 403, { ms: 15_000, everyMs: 100 })
+  t.equal(refused.status, 403, 'the open connection is refused')
   t.match(JSON.parse(refused.body), { code: 'MTLS_REQUIRED', detail: /revoked/ })
   t.notOk(conn.closed, 'on the connection opened before the new CRL')
   t.equal((await w.epx.request({ path: GET_PATH, cert: acmeCert(), token: w.tokens.acme })).status, 403, 'a new connection too')
@@ -91,7 +80,7 @@ t.test('a CRL replaced on disk applies without a restart: to a connection alread
 
   // A certificate taken off the list (a hold lifted) passes again on the same connection.
   replaceFile(w.crlPath, await crlRevoking([]))
-  await until(() => conn.get(GET_PATH, w.tokens.acme), r => passed(r.status), 'the connection to pass again')
+  await until('the connection to pass again', async () => passed((await conn.get(GET_PATH, w.tokens.acme)).status), { ms: 15_000, everyMs: 100 })
   t.notOk(conn.closed)
 })
 
@@ -109,14 +98,14 @@ t.test('a bad CRL at reload is refused with an error line; the previous list sta
   for (const [name, text, reason] of cases) {
     const before = errors().length
     replaceFile(w.crlPath, text)
-    await until(async () => errors().length, n => n > before, `the refusal of a CRL ${name}`)
+    await until(`the refusal of a CRL ${name}`, () => errors().length > before, { ms: 15_000, everyMs: 100 })
     t.match(errors().at(-1), { reason, crlFile: w.crlPath }, `${name}: the error line says why`)
     t.equal((await w.epx.request({ path: GET_PATH, cert: acmeCert(), token: w.tokens.acme })).status, 403, `${name}: still revoked`)
     t.ok(passed((await w.epx.request({ path: GET_PATH, cert: betaCert(), token: w.tokens.beta })).status), `${name}: others still pass`)
   }
   // The file removed altogether (a botched deploy): the same.
   unlinkSync(w.crlPath)
-  await until(async () => errors().length, n => n > 3, 'the refusal of a missing CRL')
+  await until('the refusal of a missing CRL', () => errors().length > 3, { ms: 15_000, everyMs: 100 })
   t.match(errors().at(-1), { reason: /ENOENT/ })
   t.equal((await w.epx.request({ path: GET_PATH, cert: acmeCert(), token: w.tokens.acme })).status, 403, 'missing file: still revoked')
   await new Promise(resolve => setTimeout(resolve, 1500))   // more polls of the same missing file

@@ -51,19 +51,23 @@ t.test('receipts: the last of a company, site and day in a flush is the one sent
 
 t.test('metrics\' events are recorded only when the solver\'s thread has metrics', async t => {
   const on = pair(t)
-  on.door.answered('outbound', 'GET', 200, undefined, 0.001)
-  on.door.answered('outbound', 'GET', 200, undefined, 0.002)
-  on.door.answered('inbound', 'POST', 400, 'INVALID', 0.003)
+  on.door.answered('outbound', 'besoins-agreges', 'GET', 200, undefined, 0.001)
+  on.door.answered('outbound', 'besoins-agreges', 'GET', 200, undefined, 0.002)
+  on.door.answered('inbound', 'programme-soutirage', 'POST', 400, 'INVALID', 0.003)
   on.door.handshake()
   on.door.handshake()
   on.door.event({ e: 'programme', c: { accepted: false, companyId: 'acme', atMs: 1 } })
   on.door.flush()
-  t.same(on.answered, [['outbound', 'GET', 200, undefined, 0.001], ['outbound', 'GET', 200, undefined, 0.002], ['inbound', 'POST', 400, 'INVALID', 0.003]])
+  t.same(on.answered, [
+    ['outbound', 'besoins-agreges', 'GET', 200, undefined, 0.001],
+    ['outbound', 'besoins-agreges', 'GET', 200, undefined, 0.002],
+    ['inbound', 'programme-soutirage', 'POST', 400, 'INVALID', 0.003],
+  ])
   t.equal(on.handshakes(), 2)
   t.equal(on.programmes.length, 1)
 
   const off = pair(t, { observed: { answered: false, handshakes: false, programmes: false } })
-  off.door.answered('outbound', 'GET', 200, undefined, 0.001)
+  off.door.answered('outbound', 'besoins-agreges', 'GET', 200, undefined, 0.001)
   off.door.handshake()
   off.door.event({ e: 'programme', c: { accepted: false, companyId: 'acme', atMs: 1 } })
   off.door.flush()

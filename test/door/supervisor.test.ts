@@ -3,6 +3,7 @@ import { rmSync } from 'node:fs'
 import { join } from 'node:path'
 import { startEpx } from '../helpers/epx.ts'
 import type { Door } from '../../src/door/supervisor.ts'
+import { until } from '../helpers/eventually.ts'
 
 // docs/plugin-contract.md "Guarantees": a host's close() ends every thread epx started. The
 // door's supervisor starts threads in several states (serving, a standby loading or waiting,
@@ -10,13 +11,6 @@ import type { Door } from '../../src/door/supervisor.ts'
 // of them runs, whatever state close() found the door in.
 
 const sleep = (ms: number) => new Promise(r => setTimeout(r, ms))
-async function until (what: string, ok: () => boolean, ms = 20_000): Promise<void> {
-  const end = Date.now() + ms
-  while (!ok()) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`)
-    await sleep(2)
-  }
-}
 
 t.test('close() while a worker started after a fault fails to start: its thread has ended when close() resolves', async t => {
   let door!: Door
@@ -24,7 +18,7 @@ t.test('close() while a worker started after a fault fails to start: its thread 
   // A worker started afresh cannot read its certificate: its start fails, and it ends itself.
   rmSync(join(epx.dataDir, 'pki', 'server.crt'))
   await door.worker!.terminate()
-  await until('the successor started', () => door.threads === 1 && !door.up)
+  await until('the successor started', () => door.threads === 1 && !door.up, { ms: 20_000, everyMs: 2 })
   await door.close()
   t.equal(door.threads, 0, 'no thread of the door runs once close() resolved')
   t.notOk(door.worker, 'no worker')
@@ -34,7 +28,7 @@ t.test('close() at a fault, with the standby open: the serving worker, its succe
   for (const after of [0, 5, 50]) {
     let door!: Door
     const epx = await startEpx(t, { config: { api: { inWorker: true } }, onDoor: d => { door = d } })
-    await until('the standby door waiting', () => door.standing)
+    await until('the standby door waiting', () => door.standing, { ms: 20_000, everyMs: 2 })
     void door.worker!.terminate()
     await sleep(after)
     await door.close()

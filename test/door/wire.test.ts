@@ -15,6 +15,7 @@ import { openRevisions } from '../../src/store/revisions.ts'
 import { openAudit, type AuditRecord } from '../../src/store/audit.ts'
 import { startEpx } from '../helpers/epx.ts'
 import { testPki, writePki } from '../helpers/certs.ts'
+import { until } from '../helpers/eventually.ts'
 
 // With `api.inWorker`, the web console and the metrics listener serve from the API door's
 // worker (docs/plugin-contract.md); what belongs to the host is asked of the solver's thread.
@@ -23,13 +24,6 @@ const IN_WORKER = { api: { inWorker: true }, console: { enabled: true }, metrics
 /** Threads of this process (Linux): the door's worker is one. */
 const threads = () => readdirSync('/proc/self/task').length
 const sleep = (ms: number) => new Promise(r => setTimeout(r, ms))
-async function until (what: string, ok: () => boolean, ms = 10_000): Promise<void> {
-  const end = Date.now() + ms
-  while (!ok()) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`)
-    await sleep(10)
-  }
-}
 
 /** Ports this thread listens on (its own libuv handles: a worker's are not among them). */
 function portsListeningHere (): number[] {

@@ -15,6 +15,7 @@ import { R } from '../../src/door/protocol.ts'
 import { initialSettings, settingsPath } from '../../src/cli/settings.ts'
 import { spawnEpx } from '../helpers/cli.ts'
 import { holdsSharedLmdbLock, ownLmdbLocks } from '../helpers/lmdb-locks.ts'
+import { until } from '../helpers/eventually.ts'
 
 // With `api.inWorker`, the API door serves from its own thread: the host's thread only hears of it.
 // Each activation starts a worker (~0.3 s of CPU from dist/, 0.8 s through tsx): `npm test` runs
@@ -27,14 +28,6 @@ t.setTimeout(900_000)
 const root = resolve(import.meta.dirname, '../..')
 const threads = () => readdirSync('/proc/self/task').length
 const sleep = (ms: number) => new Promise(r => setTimeout(r, ms))
-
-async function until (what: string, ok: () => boolean | Promise<boolean>, ms = 10_000): Promise<void> {
-  const end = Date.now() + ms
-  while (!(await ok())) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`)
-    await sleep(10)
-  }
-}
 
 async function setup (t: Test) {
   let door!: Door

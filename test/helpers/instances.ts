@@ -162,16 +162,6 @@ export function consoleClient (agent: Agent) {
   }
 }
 
-/** Polls `cond` every 50 ms; resolves to the time it took, rejects after `ms`. */
-export async function until (cond: () => boolean | Promise<boolean>, ms: number, what: string): Promise<number> {
-  const start = Date.now()
-  while (!(await cond())) {
-    if (Date.now() - start > ms) throw new Error(`${what}: not within ${ms} ms`)
-    await new Promise(resolve => setTimeout(resolve, 50))
-  }
-  return Date.now() - start
-}
-
 /**
  * `epx store verify` on an instance's data folder, while it runs: its replica equals the
  * database. Tried up to three times, since a running instance's writes may keep its

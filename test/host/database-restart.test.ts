@@ -8,7 +8,8 @@ import { openStore } from '../../src/store/open-store.ts'
 import { openInstructions } from '../../src/store/instructions.ts'
 import { OUTBOUND_PATH } from '../../src/http/route.ts'
 import { INBOUND_PATH, programme, siteId } from '../helpers/programme.ts'
-import { call, replicaEqualsDatabase, startInstance, twoInstances, until, type Answer, type Instance } from '../helpers/instances.ts'
+import { call, replicaEqualsDatabase, startInstance, twoInstances, type Answer, type Instance } from '../helpers/instances.ts'
+import { until } from '../helpers/eventually.ts'
 
 const SITES = 100
 const { cluster, url, dirA, dirB, ok, inbound, password, bsp, browser, consoleOf } = await twoInstances(t, { host: { sites: SITES }, plugin: { publish: { schedule: false } } })
@@ -46,7 +47,7 @@ t.test('the database stopped, started and restarted under load: 503 + Retry-Afte
   }
   const loading = Promise.all([load(a), load(b), load(a), load(b)])
   const servedBoth = (from: number) => ['A', 'B'].every(x => seen.slice(from).some(s => s.at === x && s.what === 'POST' && s.status === 202))
-  await until(() => servedBoth(0), 15_000, 'both serve before the fault')
+  await until('both serve before the fault', () => servedBoth(0), { ms: 15_000, everyMs: 50 })
 
   // Down: every instance says so, and lives on.
   const downFrom = seen.length
@@ -54,7 +55,7 @@ t.test('the database stopped, started and restarted under load: 503 + Retry-Afte
   let readyDown: Answer[] = []
   let consoleDown: Answer | undefined
   try {
-    await until(() => seen.slice(downFrom).filter(s => s.status === 503).length >= 8, 10_000, '503s while the database is down')
+    await until('503s while the database is down', () => seen.slice(downFrom).filter(s => s.status === 503).length >= 8, { everyMs: 50 })
     readyDown = await Promise.all([a, b].map(i => call(browser, new URL('/readyz', i.metrics))))
     consoleDown = await consoleOf.page(a.console, '/tokens', cookie)
   } finally {
@@ -71,14 +72,14 @@ t.test('the database stopped, started and restarted under load: 503 + Retry-Afte
 
   // Back by themselves.
   const upFrom = seen.length
-  await until(() => servedBoth(upFrom), 20_000, 'both serve again after the database came back')
+  await until('both serve again after the database came back', () => servedBoth(upFrom), { ms: 20_000, everyMs: 50 })
   for (const i of [a, b]) t.equal((await call(browser, new URL('/readyz', i.metrics))).status, 200, 'ready again')
   t.equal((await consoleOf.page(a.console, '/tokens', cookie)).status, 200, 'the console session survived')
 
   // A quick restart (pg_ctl stop -m fast, then start) under load.
   const restartFrom = seen.length
   cluster.restart()
-  await until(() => servedBoth(restartFrom), 20_000, 'both serve again after the restart')
+  await until('both serve again after the restart', () => servedBoth(restartFrom), { ms: 20_000, everyMs: 50 })
   running = false
   await loading
 

@@ -8,7 +8,8 @@ import { openStore } from '../../src/store/open-store.ts'
 import { openInstructions } from '../../src/store/instructions.ts'
 import { OUTBOUND_PATH } from '../../src/http/route.ts'
 import { INBOUND_PATH, programme, siteId } from '../helpers/programme.ts'
-import { call, replicaEqualsDatabase, startInstance, twoInstances, until, type Instance } from '../helpers/instances.ts'
+import { call, replicaEqualsDatabase, startInstance, twoInstances, type Instance } from '../helpers/instances.ts'
+import { until } from '../helpers/eventually.ts'
 
 const SITES = 120
 // Both publish D+1 every 5 s when they lead (node-cron's seconds field): a takeover shows within the test.
@@ -62,7 +63,7 @@ t.test('A killed mid-stream: every 202 is in the database and reaches B\'s solve
     }
   }
   const streaming = Promise.all([stream(), stream()])
-  await until(() => acked.size >= 25, 20_000, '25 programmes acknowledged through A')
+  await until('25 programmes acknowledged through A', () => acked.size >= 25, { ms: 20_000, everyMs: 50 })
   a.child.kill('SIGKILL')
   killedAt = Date.now()
   aliveA = false
@@ -81,7 +82,7 @@ t.test('A killed mid-stream: every 202 is in the database and reaches B\'s solve
 
   // …and reaches B's solver: the reference host names each programme its cycle applied.
   const fedToB = () => new Set(b.logs().filter(l => l.msg === 'solver cycle applied inputs').flatMap(l => l.instructions as string[]))
-  await until(() => [...acked.keys()].every(id => fedToB().has(id)), 10_000, 'B\'s solver fed every acknowledged programme')
+  await until('B\'s solver fed every acknowledged programme', () => [...acked.keys()].every(id => fedToB().has(id)), { everyMs: 50 })
   t.pass(`B's solver applied all ${acked.size}`)
   t.notOk(b.logs().some(l => l.moreInstructions), 'no cycle line was cut short')
 
@@ -107,7 +108,7 @@ t.test('A killed mid-stream: every 202 is in the database and reaches B\'s solve
   // A back: it feeds its new solver, from the database, every programme of a day not over; B keeps leading.
   const again = await startInstance(t, dirA)
   const fedToA = () => new Set(again.logs().filter(l => l.msg === 'solver cycle applied inputs').flatMap(l => l.instructions as string[]))
-  await until(() => [...acked.keys()].every(id => fedToA().has(id)), 10_000, 'the restarted A\'s solver fed every acknowledged programme')
+  await until('the restarted A\'s solver fed every acknowledged programme', () => [...acked.keys()].every(id => fedToA().has(id)), { everyMs: 50 })
   t.pass(`the restarted A's solver applied all ${acked.size}`)
   t.notOk(again.logs().some(l => /this instance leads/.test(l.msg)), 'B still leads')
   t.ok(b.logs().filter(l => /this instance leads/.test(l.msg)).length === 1 && !b.logs().some(l => /no longer leads/.test(l.msg)), 'B never lost it')

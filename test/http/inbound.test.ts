@@ -2,9 +2,9 @@ import t, { type Test as Tap } from 'tap'
 import { startEpx } from '../helpers/epx.ts'
 import { INBOUND_PATH, programme, siteId, type ProgrammeOptions } from '../helpers/programme.ts'
 import { openInstructions } from '../../src/store/instructions.ts'
+import { eventually } from '../helpers/eventually.ts'
 
 // Through the front door: mTLS, a real token, LMDB, the reference host's solver.
-
 
 async function setup (t: Tap, o: { now?: string; config?: Record<string, any>; perimeter?: 'all' | string[] } = {}) {
   // 40 sites: the big programmes below name sites the solver manages.
@@ -18,14 +18,6 @@ async function setup (t: Tap, o: { now?: string; config?: Record<string, any>; p
 }
 
 /** Status writes after the 202 are not awaited by the request: wait for them. */
-async function eventually<T> (read: () => T, ok: (v: T) => boolean): Promise<T> {
-  let v = read()
-  for (let i = 0; i < 300 && !ok(v); i++) {
-    await new Promise(r => setTimeout(r, 10))
-    v = read()
-  }
-  return v
-}
 
 const ID = 'ProgrammeSoutirage-2026-11-22-rev-20261121T120000Z'
 

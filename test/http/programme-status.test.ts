@@ -2,6 +2,7 @@ import t, { type Test as Tap } from 'tap'
 import { startEpx, type TestEpx } from '../helpers/epx.ts'
 import { INBOUND_PATH, programme, siteId, type ProgrammeOptions } from '../helpers/programme.ts'
 import { openInstructions } from '../../src/store/instructions.ts'
+import { eventually } from '../helpers/eventually.ts'
 
 // DECISIONS.md "Reading outcomes": GET programme-soutirage?target_date=D[&site_id=S], an
 // extension of the contract, through the front door (mTLS, a real token, LMDB).
@@ -16,15 +17,6 @@ async function company (epx: TestEpx, id: string, perimeter: 'all' | string[]) {
   const status = (query: Record<string, string>, headers: Record<string, string> = {}, method = 'GET') =>
     epx.request({ method, path: INBOUND_PATH, query, cert, token: secret, headers })
   return { cert, secret, send, status }
-}
-
-async function eventually<T> (read: () => T, ok: (v: T) => boolean): Promise<T> {
-  let v = read()
-  for (let i = 0; i < 300 && !ok(v); i++) {
-    await new Promise(r => setTimeout(r, 10))
-    v = read()
-  }
-  return v
 }
 
 async function setup (t: Tap, inWorker = false) {

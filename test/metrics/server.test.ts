@@ -64,6 +64,7 @@ t.test('after a day of traffic, /metrics on its own loopback listener shows ever
   t.equal((await epx.request({ method: 'POST', path: INBOUND_PATH, cert, token: secret, body: programme({ emittedAt: '2026-11-21T12:05:00Z' }) })).status, 503)
   t.equal((await epx.request({ path: OUTBOUND_PATH, query: { site_id: siteId(1), target_date: '2026-11-22' }, cert, token: secret })).status, 200)
   t.equal((await epx.request({ path: OUTBOUND_PATH, query: { site_id: siteId(1), target_date: '2026-11-22' }, cert, token: 'epx_' + 'A'.repeat(43) })).status, 401)
+  t.equal((await epx.request({ path: '/api/v0.5/energy-programs/nowhere', cert, token: secret })).status, 404)
   // A plain-text request on the TLS port: a failed handshake.
   await new Promise<void>(resolve => {
     const s = connect(Number(epx.url.port), '127.0.0.1', () => s.end('GET / HTTP/1.1\r\nhost: x\r\n\r\n'))
@@ -81,9 +82,10 @@ t.test('after a day of traffic, /metrics on its own loopback listener shows ever
     t.ok(values.some(v => v > 0), `${name} has a non-zero sample`)
   }
   const requests = samples(page.text, 'epx_http_requests_total')
-  t.equal(requests.get('{route="outbound",method="GET",status="200"}'), 1)
-  t.equal(requests.get('{route="inbound",method="POST",status="202"}'), 1)
-  t.equal(requests.get('{route="inbound",method="POST",status="503"}'), 1)
+  t.equal(requests.get('{door="outbound",route="besoins-agreges",method="GET",status="200"}'), 1)
+  t.equal(requests.get('{door="inbound",route="programme-soutirage",method="POST",status="202"}'), 1)
+  t.equal(requests.get('{door="inbound",route="programme-soutirage",method="POST",status="503"}'), 1)
+  t.equal(requests.get('{door="none",route="none",method="GET",status="404"}'), 1, 'a path no route takes')
   t.equal(samples(page.text, 'epx_auth_refusals_total').get('{code="UNAUTHORIZED"}'), 1)
   t.same(Object.fromEntries(samples(page.text, 'epx_programmes_total')), { '{status="accepted"}': 1, '{status="rejected"}': 2 })
   t.match(Object.fromEntries(samples(page.text, 'epx_instructions_total')), { '{status="accepted"}': 1, '{status="applied"}': 1, '{status="infeasible"}': 1 })

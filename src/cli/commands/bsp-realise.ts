@@ -5,7 +5,7 @@
  */
 import { calendarDate, required, siteId as readSiteId } from '../args.ts'
 import { defineCommand, type CommandSpec } from '../define-command.ts'
-import { connect, connectionOptions, readFailed } from './bsp.ts'
+import { connectionOptions, readOverApi } from './bsp.ts'
 import { formatTable } from '../table.ts'
 
 const spec: CommandSpec = {
@@ -30,30 +30,18 @@ const kwh = (v: number | null | undefined) => v === null || v === undefined ? 'â
 export const realiseCommand = defineCommand(spec, async (args, io) => {
   const siteId = readSiteId(required(args, spec, 'site'), spec)
   const targetDate = calendarDate(required(args, spec, 'date'), spec)
-  const client = connect(args, spec)
-  try {
-    const answer = await client.getRealise({ siteId, targetDate })
-    if (answer.kind === 'realise') {
-      const b = answer.realise
-      if (args.flag('json')) {
-        io.out(JSON.stringify(b))
-        return 0
-      }
-      const rows = b.creneaux.filter(c => c.verdict !== 'unconstrained' || c.energie_realisee_kwh !== null)
-        .map(c => [c.debut_utc, c.fin_utc, kwh(c.energie_programmee_kwh), kwh(c.energie_realisee_kwh), c.verdict, c.manque_kwh === undefined ? '' : kwh(c.manque_kwh)])
-      if (rows.length) for (const line of formatTable([['DEBUT_UTC', 'FIN_UTC', 'PROGRAMMEE_KWH', 'REALISEE_KWH', 'VERDICT', 'MANQUE_KWH'], ...rows])) io.out(line)
-      const t = b.totaux
-      io.err(`epx: ${b.site_id} on ${b.target_date} against ${b.instruction_id ?? 'no instruction of yours'}: programmed ${kwh(t.energie_programmee_kwh)} kWh, ` +
-        `delivered ${kwh(t.energie_realisee_kwh)} kWh, shortfall ${kwh(t.manque_kwh)} kWh; ` +
-        Object.entries(t.verdicts).filter(([, n]) => n > 0).map(([v, n]) => `${n} ${v}`).join(', '))
+  return readOverApi(args, spec, io, client => client.getRealise({ siteId, targetDate }), ({ realise: b }) => {
+    if (args.flag('json')) {
+      io.out(JSON.stringify(b))
       return 0
     }
-    if (answer.kind === 'unchanged') return 0
-    return readFailed(answer, io, args.flag('json'))
-  } catch (err) {
-    io.err(`epx: UNREACHABLE: cannot reach the service: ${(err as Error).message}`)
-    return 1
-  } finally {
-    await client.close()
-  }
+    const rows = b.creneaux.filter(c => c.verdict !== 'unconstrained' || c.energie_realisee_kwh !== null)
+      .map(c => [c.debut_utc, c.fin_utc, kwh(c.energie_programmee_kwh), kwh(c.energie_realisee_kwh), c.verdict, c.manque_kwh === undefined ? '' : kwh(c.manque_kwh)])
+    if (rows.length) for (const line of formatTable([['DEBUT_UTC', 'FIN_UTC', 'PROGRAMMEE_KWH', 'REALISEE_KWH', 'VERDICT', 'MANQUE_KWH'], ...rows])) io.out(line)
+    const t = b.totaux
+    io.err(`epx: ${b.site_id} on ${b.target_date} against ${b.instruction_id ?? 'no instruction of yours'}: programmed ${kwh(t.energie_programmee_kwh)} kWh, ` +
+      `delivered ${kwh(t.energie_realisee_kwh)} kWh, shortfall ${kwh(t.manque_kwh)} kWh; ` +
+      Object.entries(t.verdicts).filter(([, n]) => n > 0).map(([v, n]) => `${n} ${v}`).join(', '))
+    return 0
+  })
 })

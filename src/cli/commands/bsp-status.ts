@@ -5,7 +5,7 @@
  */
 import { calendarDate, required, siteId as readSiteId } from '../args.ts'
 import { defineCommand, type CommandSpec } from '../define-command.ts'
-import { connect, connectionOptions, readFailed } from './bsp.ts'
+import { connectionOptions, readOverApi } from './bsp.ts'
 import { formatTable } from '../table.ts'
 
 const spec: CommandSpec = {
@@ -30,30 +30,19 @@ export const statusCommand = defineCommand(spec, async (args, io) => {
   const targetDate = calendarDate(required(args, spec, 'date'), spec)
   const site = args.string('site')
   const siteId = site === undefined ? undefined : readSiteId(site, spec)
-  const client = connect(args, spec)
-  try {
-    const answer = await client.getProgrammeStatus({ targetDate, ...(siteId ? { siteId } : {}) })
-    if (answer.kind === 'status') {
-      if (args.flag('json')) {
-        io.out(JSON.stringify(answer.status))
-        return 0
-      }
-      const rows = answer.status.instructions.map(i => [
-        i.instruction_id, i.site_id, i.emitted_at, String(i.periods_count),
-        i.status === 'applied' ? `applied (cycle ${i.cycle ?? '?'}, ${i.applied_at ?? ''})`
-          : i.status === 'superseded' ? `superseded${i.superseded_by ? ` by ${i.superseded_by}` : ' (a later programme is in force)'}` : i.status,
-        String(i.infeasible_slots),
-      ])
-      if (rows.length) for (const line of formatTable([['INSTRUCTION_ID', 'SITE_ID', 'EMITTED_AT', 'PERIODS', 'STATUS', 'INFEASIBLE'], ...rows])) io.out(line)
-      io.err(`epx: ${answer.status.count} instruction(s) of your company for ${targetDate}${siteId ? ` on ${siteId}` : ''}`)
+  return readOverApi(args, spec, io, client => client.getProgrammeStatus({ targetDate, ...(siteId ? { siteId } : {}) }), ({ status }) => {
+    if (args.flag('json')) {
+      io.out(JSON.stringify(status))
       return 0
     }
-    if (answer.kind === 'unchanged') return 0
-    return readFailed(answer, io, args.flag('json'))
-  } catch (err) {
-    io.err(`epx: UNREACHABLE: cannot reach the service: ${(err as Error).message}`)
-    return 1
-  } finally {
-    await client.close()
-  }
+    const rows = status.instructions.map(i => [
+      i.instruction_id, i.site_id, i.emitted_at, String(i.periods_count),
+      i.status === 'applied' ? `applied (cycle ${i.cycle ?? '?'}, ${i.applied_at ?? ''})`
+        : i.status === 'superseded' ? `superseded${i.superseded_by ? ` by ${i.superseded_by}` : ' (a later programme is in force)'}` : i.status,
+      String(i.infeasible_slots),
+    ])
+    if (rows.length) for (const line of formatTable([['INSTRUCTION_ID', 'SITE_ID', 'EMITTED_AT', 'PERIODS', 'STATUS', 'INFEASIBLE'], ...rows])) io.out(line)
+    io.err(`epx: ${status.count} instruction(s) of your company for ${targetDate}${siteId ? ` on ${siteId}` : ''}`)
+    return 0
+  })
 })

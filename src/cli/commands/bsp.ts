@@ -51,8 +51,33 @@ export const bspSubcommands: Promise<readonly Command[]> = Promise.all([
   import('./bsp-realise.ts').then(m => m.realiseCommand),
 ])
 
+type Failed = Extract<StatusAnswer, { kind: 'retry' | 'refused' }>
+/** An answer with its document. */
+type Answered<A> = Exclude<A, { kind: 'unchanged' | Failed['kind'] }>
+
+/**
+ * One read over the API (`epx bsp status`, `epx bsp realise`): its document goes to `show`;
+ * a 304 is quiet; a retry, a refusal or a service out of reach is told, exit 1; the client
+ * is closed whatever happens.
+ */
+export async function readOverApi<A extends { readonly kind: string }> (args: Args, spec: CommandSpec, io: CliIo,
+  read: (client: BspClient) => Promise<A>, show: (answer: Answered<A>) => number): Promise<number> {
+  const client = connect(args, spec)
+  try {
+    const answer = await read(client)
+    if (answer.kind === 'unchanged') return 0
+    if (answer.kind === 'retry' || answer.kind === 'refused') return readFailed(answer as unknown as Failed, io, args.flag('json'))
+    return show(answer as Answered<A>)
+  } catch (err) {
+    io.err(`epx: UNREACHABLE: cannot reach the service: ${(err as Error).message}`)
+    return 1
+  } finally {
+    await client.close()
+  }
+}
+
 /** A read answered without its document (the service asked to retry, or refused): told, exit 1. */
-export function readFailed (answer: Extract<StatusAnswer, { kind: 'retry' | 'refused' }>, io: CliIo, json: boolean): number {
+function readFailed (answer: Failed, io: CliIo, json: boolean): number {
   const message = answer.kind === 'retry' ? `${answer.detail}; try again in ${answer.retryAfterSecs ?? 5} s` : answer.message
   const code = answer.kind === 'refused' ? answer.code ?? `HTTP ${answer.status}` : `HTTP ${answer.status}`
   if (json) io.out(JSON.stringify({ error: { code, message, details: answer.kind === 'refused' ? answer.details : {} } }))

@@ -7,7 +7,7 @@
  */
 import { writeFileSync } from 'node:fs'
 import { isAbsolute, join, relative, resolve } from 'node:path'
-import { SCOPES } from '../../auth/tokens.ts'
+import { SCOPES } from '../../contract/scopes.ts'
 import { formatUtcInstant } from '../../contract/instants.ts'
 import { addDays, coverageOf, parisDateOf, parisDayMs, QUARTER_HOUR_MS } from '../../contract/paris-day.ts'
 import { openInstructions } from '../../store/instructions.ts'

@@ -5,7 +5,8 @@
  * @module
  */
 import { createToken } from '../../auth/issue-token.ts'
-import { SCOPES, isScope, parseDuration, type Scope } from '../../auth/tokens.ts'
+import { parseDuration } from '../../auth/tokens.ts'
+import { SCOPES, isScope, type Scope } from '../../contract/scopes.ts'
 import { EpxError } from '../../errors.ts'
 import { openCompanies } from '../../store/companies.ts'
 import { openTokens, tokenState } from '../../store/tokens.ts'

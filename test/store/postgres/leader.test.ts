@@ -9,20 +9,10 @@ import { WRITE_LOCK_KEY } from '../../../src/store/postgres/schema.ts'
 import { startPostgres } from '../../helpers/postgres.ts'
 import { migratedDatabase } from '../../helpers/store-kinds.ts'
 import { recordingLog } from '../../helpers/recording-log.ts'
+import { until } from '../../helpers/eventually.ts'
 
 const cluster = startPostgres({ fsync: 'off' })
 t.teardown(() => cluster.destroy())
-
-
-/** Polls `cond` every 20 ms; rejects after `ms`. */
-async function until (cond: () => boolean, ms: number, what: string): Promise<number> {
-  const start = Date.now()
-  while (!cond()) {
-    if (Date.now() - start > ms) throw new Error(`${what}: not within ${ms} ms`)
-    await new Promise(resolve => setTimeout(resolve, 20))
-  }
-  return Date.now() - start
-}
 
 let n = 0
 function twoInstances (t: Test, opts: { retryMs?: number; checkMs?: number } = {}) {
@@ -45,7 +35,7 @@ function holderPid (db: string): number | undefined {
 
 t.test('of two instances on one database, exactly one leads, and it holds the lock in PostgreSQL', async t => {
   const { db, a, b } = twoInstances(t, { retryMs: 100 })
-  await until(() => a.isLeader() || b.isLeader(), 5000, 'one leads')
+  await until('one leads', () => a.isLeader() || b.isLeader(), { ms: 5000, everyMs: 20 })
   // A few rounds of retries: the other never takes it while the leader lives.
   for (let k = 0; k < 10; k++) {
     t.equal(Number(a.isLeader()) + Number(b.isLeader()), 1, `round ${k}: exactly one leader`)
@@ -58,7 +48,7 @@ t.test('of two instances on one database, exactly one leads, and it holds the lo
 
 t.test("the leader's session terminated (pg_terminate_backend): it stops leading at once, the other leads within 10 s", async t => {
   const { db, a, b } = twoInstances(t)   // the default 2 s retry
-  await until(() => a.isLeader() || b.isLeader(), 5000, 'one leads')
+  await until('one leads', () => a.isLeader() || b.isLeader(), { ms: 5000, everyMs: 20 })
   const [leader, other] = a.isLeader() ? [a, b] : [b, a]
   const seen: boolean[] = []
   leader.onChange(l => seen.push(l))
@@ -66,9 +56,9 @@ t.test("the leader's session terminated (pg_terminate_backend): it stops leading
   t.ok(pid, 'the lock has a holder')
   const terminatedAt = Date.now()
   cluster.psql(`SELECT pg_terminate_backend(${pid!})`)
-  await until(() => !leader.isLeader(), 1000, 'the old leader stops leading')
+  await until('the old leader stops leading', () => !leader.isLeader(), { ms: 1000, everyMs: 20 })
   t.same(seen, [false], 'its listeners were told it lost')
-  await until(() => other.isLeader() || leader.isLeader(), 10_000, 'a leader again')
+  await until('a leader again', () => other.isLeader() || leader.isLeader(), { everyMs: 20 })
   t.ok(Date.now() - terminatedAt < 10_000, `a new leader within 10 s (${Date.now() - terminatedAt} ms)`)
   // Whichever took it, never both, and the one that lost tries again.
   for (let k = 0; k < 5; k++) {
@@ -80,30 +70,30 @@ t.test("the leader's session terminated (pg_terminate_backend): it stops leading
 
 t.test("the leader's client closed: the other leads within 10 s", async t => {
   const { a, b } = twoInstances(t)
-  await until(() => a.isLeader() || b.isLeader(), 5000, 'one leads')
+  await until('one leads', () => a.isLeader() || b.isLeader(), { ms: 5000, everyMs: 20 })
   const [leader, other] = a.isLeader() ? [a, b] : [b, a]
   await leader.close()
   t.notOk(leader.isLeader(), 'closed: no longer leads')
-  const ms = await until(() => other.isLeader(), 10_000, 'the other leads')
+  const ms = await until('the other leads', () => other.isLeader(), { everyMs: 20 })
   t.ok(ms < 10_000, `the other leads after ${ms} ms`)
   await leader.close()   // idempotent
 })
 
 t.test('a database restart: leadership is lost by all, then exactly one leads again by itself', async t => {
   const { a, b } = twoInstances(t, { retryMs: 200, checkMs: 200 })
-  await until(() => a.isLeader() || b.isLeader(), 5000, 'one leads')
+  await until('one leads', () => a.isLeader() || b.isLeader(), { ms: 5000, everyMs: 20 })
   const lostBy: string[] = []
   a.onChange(l => { if (!l) lostBy.push('a') })
   b.onChange(l => { if (!l) lostBy.push('b') })
   cluster.stop()
   try {
-    await until(() => !a.isLeader() && !b.isLeader(), 3000, 'nobody leads while the database is down')
+    await until('nobody leads while the database is down', () => !a.isLeader() && !b.isLeader(), { ms: 3000, everyMs: 20 })
     await new Promise(resolve => setTimeout(resolve, 500))
     t.notOk(a.isLeader() || b.isLeader(), 'still nobody')
   } finally {
     cluster.start()
   }
-  await until(() => a.isLeader() || b.isLeader(), 10_000, 'a leader again')
+  await until('a leader again', () => a.isLeader() || b.isLeader(), { everyMs: 20 })
   await new Promise(resolve => setTimeout(resolve, 500))
   t.equal(Number(a.isLeader()) + Number(b.isLeader()), 1, 'exactly one')
   t.equal(lostBy.length, 1, 'the old leader was told it lost')
@@ -128,13 +118,13 @@ t.test('an LMDB store has one instance: always the leader; eachTakeover runs at 
 
 t.test('eachTakeover runs again at each takeover, not at a loss', async t => {
   const { a, b } = twoInstances(t, { retryMs: 100 })
-  await until(() => a.isLeader() || b.isLeader(), 5000, 'one leads')
+  await until('one leads', () => a.isLeader() || b.isLeader(), { ms: 5000, everyMs: 20 })
   const [leader, other] = a.isLeader() ? [a, b] : [b, a]
   let runs = 0
   eachTakeover(other, () => { runs++ })
   t.equal(runs, 0, 'not leading: not run')
   await leader.close()
-  await until(() => runs === 1, 5000, 'run at the takeover')
+  await until('run at the takeover', () => runs === 1, { ms: 5000, everyMs: 20 })
   t.ok(other.isLeader())
 })
 
@@ -150,7 +140,7 @@ t.test('the lock is a plain advisory lock: a session that holds it keeps every i
   await new Promise(resolve => setTimeout(resolve, 300))
   t.notOk(l.isLeader(), 'held elsewhere: not the leader')
   await squatter.query('SELECT pg_advisory_unlock($1, $2)', [LEADER_LOCK.classId, LEADER_LOCK.objId])
-  await until(() => l.isLeader(), 2000, 'released: leads')
+  await until('released: leads', () => l.isLeader(), { ms: 2000, everyMs: 20 })
 })
 
 /** A session that takes the leader lock and then says nothing: a leader frozen (SIGSTOP, a VM paused), as the server sees it. */
@@ -169,14 +159,15 @@ t.test('a leader silent past its lease (frozen) is replaced within leaseMs + ret
   const db = `leader_${++n}`
   cluster.createDatabase(db)
   const frozen = await frozenLeader(t, db)
-  const frozenPid = holderPid(db)
+  // Silent from its lock on: holderPid's psql takes its own time.
   const frozenAt = Date.now()
+  const frozenPid = holderPid(db)
   const log = recordingLog()
   const l = pgLeadership({ connection: cluster.connection(db), log: log.log, ...lease })
   t.teardown(() => l.close())
   await new Promise(resolve => setTimeout(resolve, 500))
   t.notOk(l.isLeader(), 'within the lease the holder keeps it')
-  await until(() => l.isLeader(), 3000, 'the other leads')
+  await until('the other leads', () => l.isLeader(), { ms: 3000, everyMs: 20 })
   const ms = Date.now() - frozenAt
   t.ok(ms >= lease.leaseMs && ms <= lease.leaseMs + lease.retryMs + 500, `replaced after ${ms} ms (lease ${lease.leaseMs} ms + retry ${lease.retryMs} ms)`)
   t.not(holderPid(db), frozenPid, 'PostgreSQL shows the new holder')
@@ -186,7 +177,7 @@ t.test('a leader silent past its lease (frozen) is replaced within leaseMs + ret
 
 t.test('a live leader is not deposed: its checks renew the lease', async t => {
   const { a, b } = twoInstances(t, lease)
-  await until(() => a.isLeader() || b.isLeader(), 5000, 'one leads')
+  await until('one leads', () => a.isLeader() || b.isLeader(), { ms: 5000, everyMs: 20 })
   const leader = a.isLeader() ? a : b
   await new Promise(resolve => setTimeout(resolve, 3 * lease.leaseMs))
   t.ok(leader.isLeader(), 'still the same leader after three leases')
@@ -195,12 +186,12 @@ t.test('a live leader is not deposed: its checks renew the lease', async t => {
 
 t.test('a leader whose process was frozen past its lease knows it does not lead the moment it resumes, before any timer runs', async t => {
   const { a, b } = twoInstances(t, lease)
-  await until(() => a.isLeader() || b.isLeader(), 5000, 'one leads')
+  await until('one leads', () => a.isLeader() || b.isLeader(), { ms: 5000, everyMs: 20 })
   const [leader, other] = a.isLeader() ? [a, b] : [b, a]
   // This whole process stops for 1.3 s: no timer, no socket read, in either instance.
   Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, lease.leaseMs + 300)
   t.notOk(leader.isLeader(), 'past its lease: not leading, at once')
-  await until(() => other.isLeader() || leader.isLeader(), 3000, 'a leader again')
+  await until('a leader again', () => other.isLeader() || leader.isLeader(), { ms: 3000, everyMs: 20 })
   await new Promise(resolve => setTimeout(resolve, 300))
   t.equal(Number(a.isLeader()) + Number(b.isLeader()), 1, 'exactly one')
 })
@@ -211,7 +202,7 @@ t.test('a fenced write of a deposed leader commits nothing; an unfenced write be
   t.teardown(() => store.close())
   await store.opened
   const leadership = store.leadership() as PgLeadership
-  await until(() => leadership.isLeader(), 5000, 'the store\'s instance leads')
+  await until('the store\'s instance leads', () => leadership.isLeader(), { ms: 5000, everyMs: 20 })
   const d = store.db<number>('audit')
   const rows = () => Number(cluster.psql("SELECT count(*) FROM epx_record WHERE db = 'audit'", db).trim())
 
@@ -231,7 +222,7 @@ t.test('a fenced write of a deposed leader commits nothing; an unfenced write be
   cluster.psql(`SELECT pg_terminate_backend(${leadership.backendPid()!})`, db)
   const usurper = await frozenLeader(t, db)
   t.ok(usurper)
-  await until(() => !leadership.isLeader(), 2000, 'this instance knows it no longer leads')
+  await until('this instance knows it no longer leads', () => !leadership.isLeader(), { ms: 2000, everyMs: 20 })
   const plain = store.writeDurable(() => { d.putSync('plain', 3) })
   await writer.query('COMMIT')
   await t.rejects(fenced, { code: 'NO_STORE' }, 'the deposed leader\'s fenced write is refused')

@@ -10,6 +10,7 @@ import { postgresStoreOptions } from '../../../src/store/postgres/pool-config.ts
 import { decodeKey } from '../../../src/store/postgres/records.ts'
 import { startPostgres, type PostgresCluster } from '../../helpers/postgres.ts'
 import { migratedDatabase } from '../../helpers/store-kinds.ts'
+import { until } from '../../helpers/eventually.ts'
 
 // docs/operating.md "Following a promoted standby": store.postgres.hosts lists the cluster's
 // members, and every connection epx makes goes to the one accepting writes, so a promoted
@@ -96,20 +97,13 @@ t.test('a synchronous standby promoted under load: writes go on after the promot
     }
   }
   const writers = [writer('a'), writer('b')]
-  const until = async (what: string, ok: () => boolean, ms: number) => {
-    const deadline = Date.now() + ms
-    while (!ok()) {
-      if (Date.now() > deadline) throw new Error(`${what}: not within ${ms} ms`)
-      await new Promise(r => setTimeout(r, 20))
-    }
-  }
-  await until('writes before the crash', () => acknowledged.length >= 20, 10_000)
+  await until('writes before the crash', () => acknowledged.length >= 20)
 
   primary.crash()
   const beforePromotion = acknowledged.length
   standby.promote()
   const promotedAt = acknowledged.length
-  await until('writes after the promotion', () => acknowledged.length >= promotedAt + 20, 20_000)
+  await until('writes after the promotion', () => acknowledged.length >= promotedAt + 20, { ms: 20_000 })
   writing = false
   await Promise.all(writers)
 

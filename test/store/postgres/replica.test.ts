@@ -15,19 +15,11 @@ import { openRevisions } from '../../../src/store/revisions.ts'
 import { encodeKey } from '../../../src/store/postgres/records.ts'
 import type { Logger } from '../../../src/host/contract.ts'
 import { migratedDatabase, storesOf } from '../../helpers/store-kinds.ts'
+import { until } from '../../helpers/eventually.ts'
 
 const { openStore, cluster: clusterOf, databaseOf } = storesOf(t, 'postgres')
 const cluster = clusterOf()
 const psql = (sql: string, database?: string): string => cluster.psql(sql, database).trim()
-
-const waitFor = async (what: string, ok: () => boolean, ms = 5000): Promise<number> => {
-  const start = Date.now()
-  while (!ok()) {
-    if (Date.now() - start > ms) throw new Error(`not within ${ms} ms: ${what}`)
-    await new Promise(resolve => setTimeout(resolve, 10))
-  }
-  return Date.now() - start
-}
 
 /** A logger that keeps its lines. */
 function recordingLog (): Logger & { lines: Array<{ level: string; msg: string }> } {
@@ -101,8 +93,8 @@ t.test('a connection killed in the middle of a batch leaves nothing, and the sto
   t.teardown(() => holder.end())
   const write = store.writeDurable(() => { db.putSync('first', 1); db.putSync('locked', 1) })
   // The writer is inside its transaction, waiting on the held row: kill its backend there.
-  await waitFor('the writer waits on the lock', () => psql(
-    `SELECT count(*) FROM pg_stat_activity WHERE datname = '${database}' AND wait_event_type = 'Lock'`) === '1')
+  await until('the writer waits on the lock', () => psql(
+    `SELECT count(*) FROM pg_stat_activity WHERE datname = '${database}' AND wait_event_type = 'Lock'`) === '1', { ms: 5000 })
   psql(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '${database}' AND wait_event_type = 'Lock'`)
   await t.rejects(write, { code: 'NO_STORE' })
   await holder.query('ROLLBACK')
@@ -129,10 +121,10 @@ t.test('two instances on one database: a token revoked through one is revoked on
   a.onApplied(changes => { toldA.push(changes) })
   const id = newTokenId()
   await ta.add({ id, hash: hashToken(newTokenSecret()), companyId: 'acme', scopes: [], createdAt: '2026-11-21T00:00:00Z' })
-  await waitFor('B has the token', () => tb.get(id) !== undefined, 1000)
+  await until('B has the token', () => tb.get(id) !== undefined, { ms: 1000 })
   const generation = tb.generation()
   await ta.revoke(id, '2026-11-21T12:00:00Z')
-  const ms = await waitFor('B sees the revocation', () => tokenState(tb.get(id)!, Date.parse('2026-11-21T13:00:00Z')) === 'revoked', 1000)
+  const ms = await until('B sees the revocation', () => tokenState(tb.get(id)!, Date.parse('2026-11-21T13:00:00Z')) === 'revoked', { ms: 1000 })
   t.ok(ms < 1000, `revoked on B ${ms} ms after A's write resolved`)
   t.ok(tb.generation() > generation, 'the store generation moved on B: its caches invalidate')
   t.ok(told.some(([db, keys]) => db === 'tokens' && keys.includes(id)), 'B\'s listener was told of the token')
@@ -140,7 +132,7 @@ t.test('two instances on one database: a token revoked through one is revoked on
   // And the other way: B writes, A reads.
   const other = newTokenId()
   await tb.add({ id: other, hash: hashToken(newTokenSecret()), companyId: 'acme', scopes: [], createdAt: '2026-11-21T00:00:00Z' })
-  await waitFor('A has B\'s token', () => ta.get(other) !== undefined, 1000)
+  await until('A has B\'s token', () => ta.get(other) !== undefined, { ms: 1000 })
 })
 
 t.test('a replica of another database is cleared and loaded from the one it now follows', async t => {
@@ -233,14 +225,14 @@ t.test('the database stopped and started under the store: NO_STORE while it is d
   cluster.stop()
   let started = false
   t.teardown(() => { if (!started) cluster.start() })
-  await waitFor('the store sees the database gone', () => !store.ready())
+  await until('the store sees the database gone', () => !store.ready(), { ms: 5000 })
   t.throws(() => db.get('n'), { code: 'NO_STORE' }, 'a read answers NO_STORE (never a stale answer)')
   await t.rejects(store.writeDurable(() => db.putSync('n', 2)), { code: 'NO_STORE' })
   await new Promise(resolve => setTimeout(resolve, 600))   // several reconnection attempts
   t.equal(log.lines.filter(l => l.level === 'error').length, 1, 'one error line for the episode')
   cluster.start()
   started = true
-  await waitFor('the store is back', () => store.ready(), 10_000)
+  await until('the store is back', () => store.ready())
   t.equal(db.get('n'), 1)
   await store.writeDurable(() => db.putSync('n', 3))
   t.equal(db.get('n'), 3)
@@ -260,7 +252,7 @@ t.test('a revision published through one instance is served, byte for byte, by a
   const T0 = Date.parse('2026-11-21T07:00:00Z')
   const doc = (siteId: string, pad: number) => ({ siteId, targetDate: '2026-11-22', render: (e: string) => JSON.stringify({ e, siteId, pad: 'x'.repeat(pad) }) })
   const published = await ra.publish([doc('PRM00000000000001', 10), doc('PRM00000000000002', 20000)], T0)
-  await waitFor('B has the revisions', () => rb.latest('PRM00000000000002', '2026-11-22') !== undefined, 1000)
+  await until('B has the revisions', () => rb.latest('PRM00000000000002', '2026-11-22') !== undefined, { ms: 1000 })
   for (const meta of published) {
     const onB = rb.latest(meta.siteId, '2026-11-22')!
     t.same(onB, meta, 'the same metadata, segment reference included')
@@ -269,7 +261,7 @@ t.test('a revision published through one instance is served, byte for byte, by a
   t.equal(psql(`SELECT count(*) FROM epx_record WHERE db = '${REVISION_BYTES_DB}' AND value IS NOT NULL`, database), '2')
   t.equal(await ra.prune(T0 + 3 * 86_400_000), 2)
   t.equal(psql(`SELECT count(*) FROM epx_record WHERE db = '${REVISION_BYTES_DB}' AND value IS NOT NULL`, database), '0', 'the bytes left the database with their segment')
-  await waitFor('B forgot them', () => rb.latest('PRM00000000000001', '2026-11-22') === undefined, 1000)
+  await until('B forgot them', () => rb.latest('PRM00000000000001', '2026-11-22') === undefined, { ms: 1000 })
 })
 
 t.test('writers of two instances take turns and each sees the other\'s last write: of two overlapping companies added at once through A and B, one lands', async t => {
@@ -289,7 +281,7 @@ t.test('writers of two instances take turns and each sees the other\'s last writ
     t.same(results.map(r => r.status).sort(), ['fulfilled', 'rejected'], `round ${round}: one of the two`)
     const landed = results[0]!.status === 'fulfilled' ? `a${round}` : `b${round}`
     // Free the site for the next round, through the instance that did not add it.
-    await waitFor('both replicas have it', () => ca.get(landed) !== undefined && cb.get(landed) !== undefined, 1000)
+    await until('both replicas have it', () => ca.get(landed) !== undefined && cb.get(landed) !== undefined, { ms: 1000 })
     await (landed.startsWith('a') ? cb : ca).update(landed, c => ({ ...c, status: 'suspended' }))
   }
   t.equal(psql("SELECT count(*) FROM epx_record WHERE db = 'companies' AND value IS NOT NULL", database), '5')

@@ -1,7 +1,7 @@
 import t from 'tap'
 import { readdirSync, readFileSync } from 'node:fs'
-import { nameThisThread } from '../../src/door/os-thread.ts'
-import { startEpx } from '../helpers/epx.ts'
+import { nameThisThread } from '../src/os-thread.ts'
+import { startEpx } from './helpers/epx.ts'
 
 // Operators see epx's threads by name (`top -H`), and the bench splits CPU by them; the
 // door's thread yields the CPU to the solver's (api.workerNice).

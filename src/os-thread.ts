@@ -9,6 +9,9 @@
  * - a lower scheduling priority (`api.workerNice`): on Linux the nice value is a thread's
  *   own, so the door's thread can yield the CPU to the solver's when both want it, and a
  *   burst of BSP handshakes delays the solver's loop less (bench/README.md "What the figures are made of").
+ *
+ * Both worker threads use it, the API door's (door/) and the programme parser's (apply/),
+ * so it stands below both (docs/architecture.md).
  * @module
  */
 import { readFileSync, readlinkSync, writeFileSync } from 'node:fs'
