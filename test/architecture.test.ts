@@ -12,12 +12,14 @@ const ALLOWED: Readonly<Record<string, readonly string[]>> = {
   'bounded-cache.ts': [],
   'os-thread.ts': [],
   'config-schema.ts': [],
+  'data-dir.ts': [],
   'contract/': ['bounded-cache.ts', 'generated/'],
   'generated/': ['contract/'],
   'host/contract.ts': ['contract/'],
-  'config.ts': ['config-schema.ts', 'errors.ts', 'generated/'],
-  'store/': ['store/postgres/', 'contract/', 'host/contract.ts', 'errors.ts', 'bounded-cache.ts'],
-  'store/postgres/': ['store/', 'host/contract.ts', 'errors.ts'],
+  'store/': ['store/lmdb/', 'store/postgres/', 'contract/', 'host/contract.ts', 'config-schema.ts', 'data-dir.ts', 'errors.ts', 'bounded-cache.ts'],
+  'store/lmdb/': ['store/', 'host/contract.ts', 'errors.ts'],
+  'store/postgres/': ['store/', 'host/contract.ts', 'config-schema.ts', 'data-dir.ts', 'errors.ts'],
+  'config.ts': ['store/', 'config-schema.ts', 'data-dir.ts', 'errors.ts', 'generated/'],
   'auth/': ['store/', 'contract/', 'host/contract.ts', 'errors.ts', 'bounded-cache.ts'],
   'publish/': ['store/', 'contract/', 'host/contract.ts', 'config.ts', 'errors.ts'],
   'apply/': ['auth/', 'publish/', 'store/', 'contract/', 'host/contract.ts', 'errors.ts', 'bounded-cache.ts', 'os-thread.ts'],
@@ -25,27 +27,17 @@ const ALLOWED: Readonly<Record<string, readonly string[]>> = {
   'http/': ['apply/', 'auth/', 'store/', 'contract/', 'host/contract.ts', 'config.ts', 'errors.ts', 'bounded-cache.ts'],
   'console/': ['apply/', 'auth/', 'publish/', 'store/', 'contract/', 'host/contract.ts', 'config.ts', 'errors.ts'],
   'bsp/': ['contract/'],
-  'door/': ['http/', 'console/', 'metrics/', 'apply/', 'auth/', 'publish/', 'store/', 'store/postgres/', 'contract/', 'host/contract.ts', 'config.ts', 'errors.ts', 'os-thread.ts'],
+  'door/': ['http/', 'console/', 'metrics/', 'apply/', 'auth/', 'publish/', 'store/', 'contract/', 'host/contract.ts', 'config.ts', 'errors.ts', 'os-thread.ts'],
   'host/': ['host/contract.ts', 'contract/', 'errors.ts', 'bounded-cache.ts'],
   'cli/': ['bsp/', 'apply/', 'auth/', 'publish/', 'store/', 'store/postgres/', 'contract/', 'host/', 'host/contract.ts', 'config.ts', 'errors.ts'],
-  'plugin.ts': ['door/', 'metrics/', 'apply/', 'publish/', 'store/', 'store/postgres/', 'contract/', 'host/', 'host/contract.ts', 'config.ts'],
+  'plugin.ts': ['door/', 'metrics/', 'apply/', 'publish/', 'store/', 'contract/', 'host/', 'host/contract.ts', 'config.ts'],
   'index.ts': ['plugin.ts', 'host/contract.ts', 'config.ts', 'errors.ts'],
 }
 
-// Within store/, one module picks the engine the configuration names; the others speak to
-// the port and never to an engine.
-const ENGINE_FACTORY = 'store/open-store.ts'
-
-// The store refactor (the port store/engine.ts, the engines store/lmdb/ and store/postgres/)
-// removes these: the configuration reads PostgreSQL's connection string through the engine,
-// and the revisions reach their table through the port.
-const PENDING_STORE_ARROWS: ReadonlyArray<readonly [string, string]> = [
-  ['config.ts', 'store/postgres/connection-string.ts'],
-  ['config.ts', 'store/postgres/primary.ts'],
-  ['store/postgres/connect.ts', 'config.ts'],
-  ['store/postgres/pool-config.ts', 'config.ts'],
-  ['store/revisions.ts', 'store/postgres/schema.ts'],
-]
+// Within store/, the factories pick the engine the configuration names (open-store.ts) and
+// the checks of its options (options.ts); the other modules speak to the port
+// (store/engine.ts) and never to an engine.
+const ENGINE_FACTORIES = ['store/open-store.ts', 'store/options.ts']
 
 const src = resolve(import.meta.dirname, '../src')
 
@@ -82,38 +74,40 @@ function rowOf (path: string): string {
   return `${parts[0]}/`
 }
 
-const pending = (e: { from: string; to: string }) => PENDING_STORE_ARROWS.some(([from, to]) => e.from === from && e.to === to)
-
 function allowed (e: { from: string; to: string }): boolean {
   const from = rowOf(e.from), to = rowOf(e.to)
   if (from === to) return true
-  if (from === 'store/' && to.startsWith('store/')) return e.from === ENGINE_FACTORY
+  if (from === 'store/' && to.startsWith('store/')) return ENGINE_FACTORIES.includes(e.from)
   return ALLOWED[from]?.includes(to) ?? false
 }
 
 t.test('every import of src/ goes down the folder table', async t => {
-  const bad = inSrc.filter(e => !allowed(e) && !pending(e)).map(e => `${e.from} → ${e.to}`)
+  const bad = inSrc.filter(e => !allowed(e)).map(e => `${e.from} → ${e.to}`)
   t.same(bad, [], 'imports the table does not allow')
 })
 
-t.test('within store/, only the factory reaches an engine', async t => {
+t.test('within store/, only the factories reach an engine', async t => {
   t.notOk(allowed({ from: 'store/companies.ts', to: 'store/postgres/records.ts' }), 'a store module may not')
-  t.ok(allowed({ from: ENGINE_FACTORY, to: 'store/postgres/replica.ts' }), 'the factory may')
-  t.ok(inSrc.some(e => e.from === ENGINE_FACTORY && rowOf(e.to) === 'store/postgres/'), `${ENGINE_FACTORY} is the module that does`)
+  t.notOk(allowed({ from: 'store/revisions.ts', to: 'store/lmdb/engine.ts' }), 'nor the LMDB engine')
+  for (const factory of ENGINE_FACTORIES) {
+    t.ok(allowed({ from: factory, to: 'store/postgres/replica.ts' }), `${factory} may`)
+    t.ok(inSrc.some(e => e.from === factory && rowOf(e.to) === 'store/postgres/'), `${factory} does`)
+  }
+  t.ok(inSrc.some(e => e.from === 'store/open-store.ts' && rowOf(e.to) === 'store/lmdb/'), 'the factory opens the LMDB engine too')
+})
+
+t.test('no module outside store/ names an engine: the kind is decided once, in the factory', async t => {
+  const outside = inSrc.filter(e => !e.from.startsWith('store/') && !e.from.startsWith('cli/commands/store') && ['store/lmdb/', 'store/postgres/'].includes(rowOf(e.to)))
+  t.same(outside.map(e => `${e.from} → ${e.to}`), [], 'only the `epx store` commands may (they name the kinds)')
+  for (const file of files(src).filter(f => !relative(src, f).startsWith('store/') && !relative(src, f).startsWith('cli/commands/store') && !relative(src, f).startsWith('config'))) {
+    t.notMatch(readFileSync(file, 'utf8'), /\.kind === ['"](?:lmdb|postgres)['"]/, `${relative(src, file)} does not branch on a store kind`)
+  }
 })
 
 t.test('every arrow the table allows is one the code has', async t => {
   const used = new Set(inSrc.map(e => `${rowOf(e.from)} → ${rowOf(e.to)}`))
   const unused = Object.entries(ALLOWED).flatMap(([from, tos]) => tos.map(to => `${from} → ${to}`)).filter(a => !used.has(a))
   t.same(unused, [], 'arrows to drop from the table (and from docs/architecture.md)')
-})
-
-t.test('each pending store arrow is still in the code: strike it once it is gone', async t => {
-  for (const [from, to] of PENDING_STORE_ARROWS) {
-    const edge = { from, to }
-    t.ok(inSrc.some(e => e.from === from && e.to === to), `${from} → ${to} is there`)
-    t.notOk(allowed(edge), `${from} → ${to} is not allowed by the table itself`)
-  }
 })
 
 t.test('each folder of src/, each root file and each engine of store/ has its row', async t => {

@@ -27,7 +27,7 @@ export interface OpenStoreOptions {
   log?: Logger
   /** Told of every durable write that failed (the metrics). */
   onWriteFailed?: () => void
-  /** Another thread of this process has this store open (lmdb/environment.ts). */
+  /** Another thread of this process has this store open (environment.ts). */
   openInThisProcess?: boolean
   /** Present: PostgreSQL holds the store and the folder is this instance's replica of it. */
   postgres?: PostgresStoreOptions

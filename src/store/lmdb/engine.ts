@@ -13,7 +13,7 @@ import { groupCommit, type Job } from '../group-commit.ts'
 import { guardedDb } from '../guarded-db.ts'
 import { soleInstance } from '../leadership.ts'
 import { backupEnvironment } from './backup.ts'
-import { openEnvironment } from './environment.ts'
+import { openEnvironment } from '../environment.ts'
 
 export interface LmdbStoreOptions {
   readonly mapSizeBytes?: number

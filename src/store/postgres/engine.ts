@@ -16,7 +16,7 @@ import { guardedDb } from '../guarded-db.ts'
 import { currentFence, notLeading } from '../leadership.ts'
 import { REVISION_BYTES_DB, SUB_DATABASES } from '../sub-databases.ts'
 import { storeUnavailable } from '../engine.ts'
-import { openEnvironment } from '../lmdb/environment.ts'
+import { openEnvironment } from '../environment.ts'
 import { pgLeadership, type PgLeadership } from './leader.ts'
 import { openReplica, type PostgresStoreOptions } from './replica.ts'
 import { revisionBytesMarkers } from './segment-mirror.ts'
@@ -26,7 +26,7 @@ export interface PostgresEngineOptions {
   readonly faults?: StoreFaults
   readonly log?: Logger
   readonly onWriteFailed?: () => void
-  /** Another thread of this process has the replica open (lmdb/environment.ts). */
+  /** Another thread of this process has the replica open (../environment.ts). */
   readonly openInThisProcess?: boolean
   readonly postgres: PostgresStoreOptions
 }

@@ -50,7 +50,7 @@ export interface PostgresStoreOptions {
 /** A batch's job as the replica runs it (group-commit.ts). */
 export type BatchJob = Job
 
-/** What the replica needs of the LMDB environment it lives in (lmdb/environment.ts). */
+/** What the replica needs of the LMDB environment it lives in (../environment.ts). */
 export interface ReplicaHost {
   readonly root: RootDatabase
   readonly path: string
@@ -58,7 +58,7 @@ export interface ReplicaHost {
   rawDb(name: string): Database<any, Key>
   /** Marks the queued writes running (guarded-db's `writing`). */
   setWriting(on: boolean): void
-  /** Forget msgpack structures an aborted transaction saved (lmdb/environment.ts). */
+  /** Forget msgpack structures an aborted transaction saved (../environment.ts). */
   forgetUnsavedStructures(): void
   readonly log?: Logger
 }

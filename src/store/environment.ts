@@ -7,13 +7,13 @@
  */
 import { mkdirSync } from 'node:fs'
 import { open, type Database, type Key, type RootDatabase } from 'lmdb'
-import { EpxError } from '../../errors.ts'
-import type { Logger } from '../../host/contract.ts'
-import { checkStoreFiles, type StoreFileCheck } from '../check-file.ts'
-import { muteLmdbWriteErrors } from '../fault-log.ts'
-import { storeChecks, type StoreChecks, type StoreDb, type StoreState } from '../guarded-db.ts'
-import { storeUnavailable, type StoreFaults } from '../engine.ts'
-import { SUB_DATABASES } from '../sub-databases.ts'
+import { EpxError } from '../errors.ts'
+import type { Logger } from '../host/contract.ts'
+import { checkStoreFiles, type StoreFileCheck } from './check-file.ts'
+import { muteLmdbWriteErrors } from './fault-log.ts'
+import { storeChecks, type StoreChecks, type StoreDb, type StoreState } from './guarded-db.ts'
+import { storeUnavailable, type StoreFaults } from './engine.ts'
+import { SUB_DATABASES } from './sub-databases.ts'
 
 /** Where each msgpack db keeps its shared record structures (a symbol: no string key collides). */
 export const STRUCTURES_KEY = Symbol.for('structures')
