@@ -23,6 +23,7 @@ import { programme, siteId } from '../helpers/programme.ts'
 import { fileCluster, migratedDatabase } from '../helpers/store-kinds.ts'
 import type { PostgresCluster } from '../helpers/postgres.ts'
 import { hearUnheard } from '../helpers/unheard-errors.ts'
+import { prng } from '../helpers/prng.ts'
 
 const STEPS = Number(process.env.EPX_PROPERTY_STEPS ?? 60)
 const SEED = process.env.EPX_PROPERTY_SEED === undefined ? randomInt(2 ** 31) : Number(process.env.EPX_PROPERTY_SEED)
@@ -35,17 +36,6 @@ const SITES = [1, 2, 3, 4].map(siteId)
 
 const sleep = (ms: number) => new Promise(resolve => setTimeout(resolve, ms))
 
-/** mulberry32, as the store's property draws its steps. */
-function prng (seed: number) {
-  let a = seed >>> 0
-  const next = (): number => {
-    a = (a + 0x6d2b79f5) >>> 0
-    let x = Math.imul(a ^ (a >>> 15), 1 | a)
-    x = (x + Math.imul(x ^ (x >>> 7), 61 | x)) ^ x
-    return ((x ^ (x >>> 14)) >>> 0) / 4294967296
-  }
-  return { next, int: (n: number) => Math.floor(next() * n), chance: (p: number) => next() < p }
-}
 
 /** An instance as plugin.ts wires it: its replica, its solver (a queue), the feed of the others' changes to it. */
 class Instance {

@@ -10,6 +10,7 @@
  */
 import { createHash } from 'node:crypto'
 import { Packr } from 'msgpackr'
+import type { TableSum } from '../engine.ts'
 import { fromBufferKey, toBufferKey } from 'ordered-binary'
 import type { Key } from 'lmdb'
 
@@ -40,7 +41,7 @@ export function decodeValue (bytes: Uint8Array, binary: boolean): unknown {
  * order (each key and value length-prefixed), computed alike from LMDB and from
  * PostgreSQL, so a copy is verified record for record (`epx store copy`).
  */
-export interface TableSum { readonly records: number; readonly sha256: string }
+export type { TableSum }
 
 export function tableSum (records: Iterable<{ key: Uint8Array; value: Uint8Array }>): TableSum {
   const summer = tableSummer()

@@ -17,23 +17,15 @@ import { join } from 'node:path'
 import type { Database, Key, RootDatabase } from 'lmdb'
 import type { ClientBase } from 'pg'
 import { isSegmentName, SEGMENTS_FOLDER } from '../revision-segments.ts'
-import { encodeKey, encodeValue, tableSummer, type TableSum } from './records.ts'
+import type { StoreVerification, TableSum, VerifiedTable } from '../engine.ts'
+import { encodeKey, encodeValue, tableSummer } from './records.ts'
 import { REVISION_BYTES_DB, SUB_DATABASES } from './schema.ts'
 
 /** Rows per page read from the database. */
 const PAGE = 5000
 
-export interface VerifiedTable {
-  readonly db: string
-  readonly replica: TableSum
-  readonly postgres: TableSum
-}
-
-export type Verification =
-  /** Compared at `seq`: `differ` lists the sub-databases whose count or digest differ. */
-  | { readonly kind: 'compared'; readonly seq: number; readonly tables: readonly VerifiedTable[]; readonly differ: readonly string[] }
-  /** Not compared: the replica had applied up to `cursor` and the database's snapshot ends at `seq`. */
-  | { readonly kind: 'not-at-snapshot'; readonly cursor: number; readonly seq: number }
+/** What the check says (engine.ts): compared at a seq, or the replica not at the snapshot. */
+export type Verification = StoreVerification
 
 /** What the check reads of a replica. */
 export interface ReplicaView {

@@ -24,6 +24,7 @@ import { fileCluster, migratedDatabase } from '../../helpers/store-kinds.ts'
 import { Model, recordId, recordValue, writeOf, type Outcome, type RecordOp } from '../../helpers/replica-model.ts'
 import type { PostgresCluster } from '../../helpers/postgres.ts'
 import { hearUnheard } from '../../helpers/unheard-errors.ts'
+import { prng, type Rng } from '../../helpers/prng.ts'
 
 const STEPS = Number(process.env.EPX_PROPERTY_STEPS ?? 300)
 const SEED = process.env.EPX_PROPERTY_SEED === undefined ? randomInt(2 ** 31) : Number(process.env.EPX_PROPERTY_SEED)
@@ -35,18 +36,6 @@ const ROOT = fileURLToPath(new URL('../../..', import.meta.url))
 
 const sleep = (ms: number) => new Promise(resolve => setTimeout(resolve, ms))
 
-/** mulberry32: a small PRNG whose whole state is the seed. */
-function prng (seed: number) {
-  let a = seed >>> 0
-  const next = (): number => {
-    a = (a + 0x6d2b79f5) >>> 0
-    let x = Math.imul(a ^ (a >>> 15), 1 | a)
-    x = (x + Math.imul(x ^ (x >>> 7), 61 | x)) ^ x
-    return ((x ^ (x >>> 14)) >>> 0) / 4294967296
-  }
-  return { next, int: (n: number) => Math.floor(next() * n), chance: (p: number) => next() < p }
-}
-type Rng = ReturnType<typeof prng>
 
 class Instance {
   store: Store | undefined
