@@ -233,7 +233,7 @@ async function openServingDoor ({ host, config, log, bin, internals }: Activatio
   let door: Door | undefined
   let apiListening = true
   const readyChecks: ReadyCheck[] = [
-    { name: 'store', check: () => { if (!store.ready()) return 'the store does not answer (its database is unreachable, or its replica not yet loaded)'; tokens.generation(); return undefined } },
+    { name: 'store', check: () => { tokens.generation(); return store.ready() ? undefined : 'the store does not answer (its database is unreachable, or its replica not yet loaded)' } },
     { name: 'api', check: () => !apiListening ? 'the API listener is closed' : door && !door.up ? 'the API worker is restarting' : undefined },
     { name: 'publication', check: ops.publicationProblem },
   ]
