@@ -126,7 +126,10 @@ export class ChangeFeed {
       // past the cursor there is no local transaction, only their report.
       const { rows } = await client.query<RecordRow>(CATCH_UP_SQL, [this.#reported, CATCH_UP_PAGE, local.cursor()])
       if (rows.length > 0) {
-        if (Number(rows[rows.length - 1]!.seq) > local.cursor()) await local.root.transaction(() => local.applyRows(rows))
+        if (Number(rows[rows.length - 1]!.seq) > local.cursor()) {
+          local.prepare(rows)
+          await local.root.transaction(() => local.applyRows(rows))
+        }
         // A write of this store committing now: its range is known once it returns.
         while (own.inflight) await own.inflight.then(() => new Promise(resolve => setImmediate(resolve)))
         this.#report(rows)

@@ -40,7 +40,18 @@ export class LocalReplica implements ReplicaView {
   databaseId (): string | undefined { return this.#meta.get('database_id') as string | undefined }
   loading (): boolean { return this.#meta.get('loading') === true }
 
-  /** Inside a local write transaction: the rows past the cursor, applied in seq order. */
+  /**
+   * Opens, outside any transaction, the sub-databases `rows` name. lmdb-js opens a
+   * sub-database with a write transaction of its own, synchronously: inside the callback
+   * of an asynchronous transaction, whose worker holds the write lock and waits for that
+   * callback, it would wait for ever.
+   */
+  prepare (rows: readonly RecordRow[]): void {
+    let last: string | undefined
+    for (const row of rows) if (row.db !== last) this.rawDb(last = row.db)
+  }
+
+  /** Inside a local write transaction: the rows past the cursor, applied in seq order (`prepare` them first). */
   applyRows (rows: readonly RecordRow[]): void {
     const cursor = this.cursor()
     let top = cursor

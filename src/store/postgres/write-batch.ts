@@ -113,6 +113,7 @@ export class WriteBatches {
       const holder = fenced ? (begun[3]!.rows[0] as { pid?: number } | undefined)?.pid : undefined
       for (const j of jobs) if (j.fence !== undefined && j.fence !== holder) j.fencedOut = true
       let writes = new Map<string, Write>()
+      local.prepare(begun[2]!.rows)
       await root.transaction(() => {
         gone()
         local.applyRows(begun[2]!.rows)

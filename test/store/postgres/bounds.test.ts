@@ -6,6 +6,7 @@
 // the server drops is a debug line, not silence.
 import t from 'tap'
 import { createServer, type Socket } from 'node:net'
+import { join } from 'node:path'
 import { openStore as openAnyStore } from '../../../src/store/open-store.ts'
 import { encodeKey } from '../../../src/store/postgres/records.ts'
 import { recordingLog } from '../../helpers/recording-log.ts'
@@ -42,11 +43,12 @@ t.test('a frozen database answers a write with NO_STORE within statementTimeoutM
 })
 
 t.test('a batch larger than one statement is several statements of one transaction: all of it lands, or none', async t => {
-  const dir = t.testdir()
+  const root = t.testdir()
+  const dir = join(root, 'writer')
   const database = await databaseOf(dir)
   const store = await openStore(dir, { postgres: { pool: { ...cluster.connection(database), max: 4, statement_timeout: 500 }, statementBytes: 4000 } })
   t.teardown(() => store.close())
-  const other = await openStore(t.testdir(), { postgres: { pool: { ...cluster.connection(database), max: 4 } } })
+  const other = await openStore(join(root, 'other'), { postgres: { pool: { ...cluster.connection(database), max: 4 } } })
   t.teardown(() => other.close())
   const db = store.db<string>('things')
   const big = 'x'.repeat(300)

@@ -6,6 +6,7 @@
 // database (store.verify(), postgres/verify.ts), record for record, and hold exactly the
 // records the test wrote, counted apart from the check.
 import t from 'tap'
+import { join } from 'node:path'
 import { open } from 'lmdb'
 import type { Store } from '../../../src/store/open-store.ts'
 import { storesOf } from '../../helpers/store-kinds.ts'
@@ -19,7 +20,9 @@ t.setTimeout(360_000)
 const PER_JOB = 5000
 
 t.test('150,000 records across seq 100,000 and 1,000,000: every replica equals the database, whether it followed, caught up from far behind or loaded from scratch', async t => {
-  const dirA = t.testdir()
+  // One folder per test (a second t.testdir() would empty it): a replica each in it.
+  const root = t.testdir()
+  const dirA = join(root, 'dirA')
   const database = await databaseOf(dirA)
   const connect = { pool: { ...cluster.connection(database), max: 4 } }
   const open = (dir: string): Promise<Store> => openStore(dir, { postgres: connect })
@@ -45,7 +48,7 @@ t.test('150,000 records across seq 100,000 and 1,000,000: every replica equals t
   const topSeq = () => Number(cluster.psql('SELECT max(seq) FROM epx_record', database).trim())
 
   // B follows from the start, then is closed: it comes back far behind.
-  const dirB = t.testdir()
+  const dirB = join(root, 'dirB')
   const b = await open(dirB)
   await write(0, 40_000)
   await b.close()
@@ -59,7 +62,7 @@ t.test('150,000 records across seq 100,000 and 1,000,000: every replica equals t
   t.ok(topSeq() > 100_000, `the sequence crossed 100,000 (now ${topSeq()})`)
 
   // D follows live from here on.
-  const dirD = t.testdir()
+  const dirD = join(root, 'dirD')
   const d = await open(dirD)
   t.teardown(() => d.close())
 
@@ -75,7 +78,7 @@ t.test('150,000 records across seq 100,000 and 1,000,000: every replica equals t
 
   const reopenedB = await open(dirB)
   t.teardown(() => reopenedB.close())
-  const dirC = t.testdir()
+  const dirC = join(root, 'dirC')
   const c = await open(dirC)
   t.teardown(() => c.close())
 
@@ -93,7 +96,8 @@ t.test('150,000 records across seq 100,000 and 1,000,000: every replica equals t
 })
 
 t.test('a replica whose load from the database was cut short is loaded again, never served half-loaded', async t => {
-  const dirA = t.testdir()
+  const root = t.testdir()
+  const dirA = join(root, 'dirA')
   const database = await databaseOf(dirA)
   const connect = { pool: { ...cluster.connection(database), max: 4 } }
   const a = await openStore(dirA, { postgres: connect })
@@ -102,7 +106,7 @@ t.test('a replica whose load from the database was cut short is loaded again, ne
   for (let lo = 0; lo < 12_000; lo += PER_JOB) {
     await a.writeDurable(() => { for (let i = lo; i < Math.min(lo + PER_JOB, 12_000); i++) things.putSync(`k${i}`, i) })
   }
-  const dirB = t.testdir()
+  const dirB = join(root, 'dirB')
   const first = await openStore(dirB, { postgres: connect })
   await first.close()
   // What a load cut after its first page leaves: the cursor past that page, the rest
