@@ -233,7 +233,13 @@ async function openServingDoor ({ host, config, log, bin, internals }: Activatio
   let door: Door | undefined
   let apiListening = true
   const readyChecks: ReadyCheck[] = [
-    { name: 'store', check: () => { tokens.generation(); return store.ready() ? undefined : 'the store does not answer (its database is unreachable, or its replica not yet loaded)' } },
+    { name: 'store', check: () => {
+        // A shared store not ready has lost its database (or not loaded its replica yet); a
+        // store of this host alone says why itself, as it refuses the read.
+        if (store.shared && !store.ready()) return 'the store\'s database is unreachable, or its replica is not loaded yet'
+        tokens.generation()
+        return store.ready() ? undefined : 'the store does not answer'
+      } },
     { name: 'api', check: () => !apiListening ? 'the API listener is closed' : door && !door.up ? 'the API worker is restarting' : undefined },
     { name: 'publication', check: ops.publicationProblem },
   ]

@@ -30,12 +30,13 @@ function resources (): Record<string, number> {
 
 /**
  * Handles present now that were not before (more of a kind counts). Short-lived timers
- * come and go (lmdb-js renews its read transaction on a timer), so this polls for up to
- * a second before it reports anything.
+ * come and go (lmdb-js renews its read transaction on a timer), and a worker thread's
+ * port goes only once the thread has ended (a second or more on a loaded machine), so
+ * this polls for up to 5 s before it reports anything: a leak is a handle that stays.
  */
 async function leakedSince (before: Record<string, number>): Promise<Record<string, number>> {
   let extra: Record<string, number> = {}
-  for (let i = 0; i < 50; i++) {
+  for (let i = 0; i < 250; i++) {
     extra = {}
     for (const [kind, n] of Object.entries(resources())) if (n > (before[kind] ?? 0)) extra[kind] = n - (before[kind] ?? 0)
     if (Object.keys(extra).length === 0) break
