@@ -118,7 +118,15 @@ const CLOSE_BOUND_MS = 5000
 
 export async function startDoor (deps: DoorDeps): Promise<Door> {
   const door = new DoorSupervisor(deps)
-  const first = await door.start()
+  let first: Spawned
+  try {
+    first = await door.start()
+  } catch (err) {
+    // A worker that could not listen (its port taken) is still a thread: it ends with
+    // the activation that failed, not with the process.
+    await door.close().catch(() => {})
+    throw err
+  }
   return {
     url: first.url,
     consoleUrl: first.consoleUrl,
@@ -142,7 +150,7 @@ class DoorSupervisor implements Keeper {
   readonly #syncs = new SyncQuestions()
   readonly #launcher: WorkerLauncher
   readonly #backoff = new Backoff()
-  #standby!: Standby
+  #standby: Standby | undefined
   /** The worker serving now; none while it is restarted. */
   #current: Worker | undefined
   #up = false
@@ -164,7 +172,7 @@ class DoorSupervisor implements Keeper {
   get current (): Worker | undefined { return this.#current }
   get up (): boolean { return this.#up }
   get closing (): boolean { return this.#closing !== undefined }
-  get standing (): boolean { return this.#standby.standing }
+  get standing (): boolean { return this.#standby?.standing ?? false }
   get threadCount (): number { return this.#threads.size }
 
   async start (): Promise<Spawned> {
@@ -199,7 +207,7 @@ class DoorSupervisor implements Keeper {
     this.#restartTimer = setTimeout(() => {
       this.#restartTimer = undefined
       if (this.closing) return
-      const next = this.#standby.takeOver() ?? this.#launcher.spawn(this.#port, this.#sidePorts)
+      const next = this.#standby?.takeOver() ?? this.#launcher.spawn(this.#port, this.#sidePorts)
       const spawned = this.#spawning = next.started
       void spawned.finally(() => { if (this.#spawning === spawned) this.#spawning = undefined }).catch(() => {})
       spawned.then(({ worker }) => this.#restarted(worker), (err: unknown) => {
@@ -225,7 +233,7 @@ class DoorSupervisor implements Keeper {
     }
     this.#serving(worker)
     log.info({ url: this.#url!.href }, 'the api worker restarted')
-    this.#standby.keep()
+    this.#standby?.keep()
     // Once its predecessor has ended: what it saved while closing is queued too.
     Promise.all(this.#threads.ending).then(() => this.#deps.onRestart()).catch((err: unknown) => log.error({ err }, 'could not queue the effective instructions again after the api worker restarted'))
   }
@@ -241,7 +249,8 @@ class DoorSupervisor implements Keeper {
       if (this.#restartTimer) clearTimeout(this.#restartTimer)
       this.#up = false
       // A standby has bound nothing: it closes what it opened and ends, alongside.
-      const spare = this.#standby.close()
+      // None when the first worker never listened.
+      const spare = this.#standby?.close()
       const w = this.#current ?? await this.#spawning?.then(s => s.worker, () => undefined)
       if (w) {
         await this.#threads.end(w)
