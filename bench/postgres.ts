@@ -1,6 +1,6 @@
 /**
  * E-pg's database (bench/README.md "E-pg: epx on the PostgreSQL store"): a throwaway
- * cluster (test/helpers/postgres.ts: initdb and pg_ctl in a temporary folder, a Unix
+ * cluster (scripts/postgres-cluster.ts: initdb and pg_ctl in a temporary folder, a Unix
  * socket only), with PostgreSQL's durable defaults (`fsync` and `synchronous_commit` on:
  * a 202 waits for the WAL's flush as E's waits for LMDB's), one database migrated to the
  * store's schema as `epx store migrate` does; and the CPU time of every process of the
@@ -12,7 +12,7 @@ import { execFileSync } from 'node:child_process'
 import { readdirSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import pg from 'pg'
-import { startPostgres, type PostgresCluster } from '../test/helpers/postgres.ts'
+import { startPostgres, type PostgresCluster } from '../scripts/postgres-cluster.ts'
 import { migrateSchema } from '../src/store/postgres/migrate.ts'
 
 export const BENCH_DATABASE = 'epx_bench'

@@ -1,6 +1,6 @@
 /**
  * `npm run demo:ha`: two epx instances on one PostgreSQL database, on this machine. It
- * starts a throwaway cluster (test/helpers/postgres.ts: initdb and pg_ctl in a temporary
+ * starts a throwaway cluster (scripts/postgres-cluster.ts: initdb and pg_ctl in a temporary
  * folder, a Unix socket only), then does what docs/operating.md "Two instances on one
  * database" does by hand, printing each `epx` command it runs: two data folders sharing
  * one PKI, `epx store migrate`, a company with its certificate and tokens, two
@@ -18,7 +18,7 @@ import { parseArgs } from 'node:util'
 import { demoProgramme } from '../src/cli/commands/demo.ts'
 import { addDays, parisDateOf } from '../src/contract/paris-day.ts'
 import { simulatedSites } from '../src/host/simulated-sites.ts'
-import { startPostgres } from '../test/helpers/postgres.ts'
+import { startPostgres } from './postgres-cluster.ts'
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url))
 const BIN = join(ROOT, 'bin', 'epx.js')

@@ -1,4 +1,4 @@
-// Instances sharing one PostgreSQL store (test/helpers/postgres.ts: a throwaway cluster;
+// Instances sharing one PostgreSQL store (scripts/postgres-cluster.ts: a throwaway cluster;
 // fails, never skips, without it): each feeds its own solver what the others saved.
 import t, { type Test } from 'tap'
 import pino from 'pino'
@@ -7,7 +7,7 @@ import { openStore, type Store } from '../../src/store/open-store.ts'
 import { openInbound, type Inbound } from '../../src/apply/receive-programme.ts'
 import type { Logger, SolverInput, SolverPort } from '../../src/host/contract.ts'
 import { instructionBatch, siteId } from '../helpers/programme.ts'
-import { startPostgres } from '../helpers/postgres.ts'
+import { startPostgres } from '../../scripts/postgres-cluster.ts'
 import { migratedDatabase } from '../helpers/store-kinds.ts'
 import { recordingLog } from '../helpers/recording-log.ts'
 import { until } from '../helpers/eventually.ts'

@@ -1,6 +1,6 @@
 // How many inputs a solver gets for one programme: each site once per change, whichever
 // door saved it (its worker thread or the solver's thread), whichever store holds it,
-// whichever instance it was posted to (PostgreSQL: test/helpers/postgres.ts, a throwaway
+// whichever instance it was posted to (PostgreSQL: scripts/postgres-cluster.ts, a throwaway
 // cluster; fails, never skips, without it).
 import t, { type Test } from 'tap'
 import { join } from 'node:path'

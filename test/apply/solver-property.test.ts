@@ -21,7 +21,7 @@ import type { Caller } from '../../src/auth/caller.ts'
 import type { Logger, SolverInput, SolverPort } from '../../src/host/contract.ts'
 import { programme, siteId } from '../helpers/programme.ts'
 import { fileCluster, migratedDatabase } from '../helpers/store-kinds.ts'
-import type { PostgresCluster } from '../helpers/postgres.ts'
+import type { PostgresCluster } from '../../scripts/postgres-cluster.ts'
 import { hearUnheard } from '../helpers/unheard-errors.ts'
 import { prng } from '../helpers/prng.ts'
 

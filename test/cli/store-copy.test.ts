@@ -14,7 +14,7 @@ import { loadConfig } from '../../src/config.ts'
 import { postgresStoreOptions } from '../../src/store/postgres/pool-config.ts'
 import { SUB_DATABASES } from '../../src/store/postgres/schema.ts'
 import { epx, initializedDataDir } from '../helpers/cli.ts'
-import { startPostgres } from '../helpers/postgres.ts'
+import { startPostgres } from '../../scripts/postgres-cluster.ts'
 import { seedStore } from '../helpers/seed.ts'
 
 const cluster = startPostgres({ fsync: 'off' })

@@ -2,7 +2,7 @@ import t from 'tap'
 import { readFileSync, writeFileSync } from 'node:fs'
 import { epx, initializedDataDir } from '../helpers/cli.ts'
 import { settingsPath } from '../../src/cli/settings.ts'
-import { startPostgres } from '../helpers/postgres.ts'
+import { startPostgres } from '../../scripts/postgres-cluster.ts'
 
 // `epx store migrate` creates the PostgreSQL store's schema, says so, does nothing the
 // second time, and refuses a database that is not epx's; every other command then opens it.

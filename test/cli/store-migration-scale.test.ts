@@ -12,7 +12,7 @@ import { OUTBOUND_PATH } from '../../src/http/route.ts'
 import { openMetering } from '../../src/store/metering.ts'
 import { openStore } from '../../src/store/open-store.ts'
 import { epx, initializedDataDir, startEpx } from '../helpers/cli.ts'
-import { startPostgres } from '../helpers/postgres.ts'
+import { startPostgres } from '../../scripts/postgres-cluster.ts'
 
 const cluster = startPostgres({ fsync: 'off' })
 t.teardown(() => cluster.destroy())

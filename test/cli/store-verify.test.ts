@@ -10,7 +10,7 @@ import { open } from 'lmdb'
 import { settingsPath } from '../../src/cli/settings.ts'
 import { SUB_DATABASES } from '../../src/store/postgres/schema.ts'
 import { epx, initializedDataDir, spawnEpx, startEpx } from '../helpers/cli.ts'
-import { startPostgres } from '../helpers/postgres.ts'
+import { startPostgres } from '../../scripts/postgres-cluster.ts'
 
 const cluster = startPostgres({ fsync: 'off' })
 t.teardown(() => cluster.destroy())

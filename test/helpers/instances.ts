@@ -2,7 +2,7 @@
  * Several epx instances on one PostgreSQL database, as two solver hosts run them: each
  * an `epx start` child process (the reference host, the built CLI) with its own data
  * folder (its configuration and its local replica), all on one database of a throwaway
- * cluster (helpers/postgres.ts; fails, never skips, without PostgreSQL).
+ * cluster (scripts/postgres-cluster.ts; fails, never skips, without PostgreSQL).
  *
  *   const { cluster, database } = await sharedDatabase(t)
  *   const dirA = await instanceDir(t, cluster.url(database), { plugin: { publish: { dailyCron: '*\/5 * * * * *' } } })
@@ -21,7 +21,7 @@ import { Agent, request } from 'undici'
 import { settingsPath } from '../../src/cli/settings.ts'
 import { epx, initializedDataDir, startEpx, type RunningEpx } from './cli.ts'
 import { testPki } from './certs.ts'
-import { startPostgres, type PostgresCluster } from './postgres.ts'
+import { startPostgres, type PostgresCluster } from '../../scripts/postgres-cluster.ts'
 import { migratedDatabase } from './store-kinds.ts'
 
 /** A cluster for the file, destroyed at its end, and one migrated database on it. */

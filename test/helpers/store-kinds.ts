@@ -8,7 +8,7 @@
  *
  * `openStore(dir, opts)` resolves once the store answers. With `postgres`, the folder is
  * the instance's replica and each new folder gets a database of its own (created and
- * migrated here) in the file's one throwaway cluster (helpers/postgres.ts, started at the
+ * migrated here) in the file's one throwaway cluster (scripts/postgres-cluster.ts, started at the
  * first PostgreSQL store of the file); opening the same folder again reopens its
  * database, so a "reopen" test checks what the database kept. `EPX_STORE_KINDS=lmdb`
  * (or `postgres`) runs one kind only.
@@ -19,7 +19,7 @@ import pg from 'pg'
 import type { Test } from 'tap'
 import { openStore as openAnyStore, type OpenStoreOptions, type Store } from '../../src/store/open-store.ts'
 import { migrateSchema } from '../../src/store/postgres/migrate.ts'
-import { startPostgres, type PostgresCluster } from './postgres.ts'
+import { startPostgres, type PostgresCluster } from '../../scripts/postgres-cluster.ts'
 
 export type StoreKind = 'lmdb' | 'postgres'
 

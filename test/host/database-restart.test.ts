@@ -1,4 +1,4 @@
-// Two `epx start` processes on one PostgreSQL database (needs PostgreSQL: helpers/postgres.ts
+// Two `epx start` processes on one PostgreSQL database (needs PostgreSQL: scripts/postgres-cluster.ts
 // fails, never skips, without it), under load while the database stops, comes back and
 // restarts: the API answers 503 with Retry-After: 5 (never 500, never 401), the console a
 // clear page, /readyz false; no acknowledged programme is lost; both recover by themselves.

@@ -1,5 +1,5 @@
 // Two solver hosts (two `epx start` processes) on one PostgreSQL database (needs
-// PostgreSQL: helpers/postgres.ts fails, never skips, without it). A BSP keeps POSTing
+// PostgreSQL: scripts/postgres-cluster.ts fails, never skips, without it). A BSP keeps POSTing
 // through A; A dies by SIGKILL mid-stream; B carries on with everything A acknowledged,
 // A's publication schedule, A's tokens and A's console sessions; A restarted feeds its solver again.
 import t from 'tap'

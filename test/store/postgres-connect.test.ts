@@ -11,7 +11,7 @@ import { issueCert } from '../../src/auth/pki.ts'
 import { connectFailure, describeTarget, poolConfig, tlsMode, type PostgresConfig } from '../../src/store/postgres/connect.ts'
 import { openStore } from '../../src/store/open-store.ts'
 import { postgresStoreOptions } from '../../src/store/postgres/pool-config.ts'
-import { startPostgres } from '../helpers/postgres.ts'
+import { startPostgres } from '../../scripts/postgres-cluster.ts'
 import { testPki } from '../helpers/certs.ts'
 
 const PASSWORD = 'Tr0ub4dor&3-not-in-any-message'

@@ -1,4 +1,4 @@
-// Needs PostgreSQL (test/helpers/postgres.ts: a throwaway cluster; fails, never skips, without it).
+// Needs PostgreSQL (scripts/postgres-cluster.ts: a throwaway cluster; fails, never skips, without it).
 import t, { type Test } from 'tap'
 import pg from 'pg'
 import { LEADER_LOCK, pgLeadership, type PgLeadership } from '../../../src/store/postgres/leader.ts'
@@ -6,7 +6,7 @@ import { join } from 'node:path'
 import { eachTakeover, soleInstance } from '../../../src/store/leadership.ts'
 import { openStore } from '../../../src/store/open-store.ts'
 import { WRITE_LOCK_KEY } from '../../../src/store/postgres/schema.ts'
-import { startPostgres } from '../../helpers/postgres.ts'
+import { startPostgres } from '../../../scripts/postgres-cluster.ts'
 import { migratedDatabase } from '../../helpers/store-kinds.ts'
 import { recordingLog } from '../../helpers/recording-log.ts'
 import { until } from '../../helpers/eventually.ts'

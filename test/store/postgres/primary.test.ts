@@ -8,7 +8,7 @@ import { connectFailure, poolConfig, type PostgresConfig } from '../../../src/st
 import { LEADER_LOCK, pgLeadership } from '../../../src/store/postgres/leader.ts'
 import { postgresStoreOptions } from '../../../src/store/postgres/pool-config.ts'
 import { decodeKey } from '../../../src/store/postgres/records.ts'
-import { startPostgres, type PostgresCluster } from '../../helpers/postgres.ts'
+import { startPostgres, type PostgresCluster } from '../../../scripts/postgres-cluster.ts'
 import { migratedDatabase } from '../../helpers/store-kinds.ts'
 import { until } from '../../helpers/eventually.ts'
 

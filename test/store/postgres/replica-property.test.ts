@@ -22,7 +22,7 @@ import type { StoreDb } from '../../../src/store/guarded-db.ts'
 import { decodeKey, decodeValue } from '../../../src/store/postgres/records.ts'
 import { fileCluster, migratedDatabase } from '../../helpers/store-kinds.ts'
 import { Model, recordId, recordValue, writeOf, type Outcome, type RecordOp } from '../../helpers/replica-model.ts'
-import type { PostgresCluster } from '../../helpers/postgres.ts'
+import type { PostgresCluster } from '../../../scripts/postgres-cluster.ts'
 import { hearUnheard } from '../../helpers/unheard-errors.ts'
 import { prng, type Rng } from '../../helpers/prng.ts'
 

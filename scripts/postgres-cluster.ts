@@ -1,7 +1,8 @@
 /**
- * A throwaway PostgreSQL cluster for the tests that need the real server: `initdb` into a
- * temporary folder, `pg_ctl start` listening on a Unix socket only (no TCP port, no
- * system service). Debian's `postgresql` package keeps its binaries off the PATH
+ * A throwaway PostgreSQL cluster, for the tests that need the real server, the bench's E-pg
+ * and `npm run demo:ha` (here, below all three: docs/development.md "bench/, test/ and
+ * scripts/"): `initdb` into a temporary folder, `pg_ctl start` listening on a Unix socket
+ * only (no TCP port, no system service). Debian's `postgresql` package keeps its binaries off the PATH
  * (/usr/lib/postgresql/<major>/bin); `initdb` refuses root, so as root the cluster is made
  * and run by the `postgres` user in a folder it owns.
  *
