@@ -82,7 +82,7 @@ export type ErrorCode = keyof typeof catalogue
 
 /**
  * The codes each API door can answer, in the catalogue's order: the OpenAPI description
- * (scripts/openapi/describe.ts) and docs/errors.md list these, and the door renders them.
+ * (test/openapi/describe.ts) and docs/errors.md list these, and the door renders them.
  * `status` is the programme status read (GET on the inbound path), rendered as inbound errors;
  * `realise` the realisation read, rendered as outbound problems.
  */

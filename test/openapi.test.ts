@@ -2,7 +2,7 @@ import t from 'tap'
 import { readFileSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import { validate, compileErrors } from '@readme/openapi-parser'
-import { buildOpenapiFiles, OPENAPI_DIR } from '../scripts/openapi/build.ts'
+import { buildOpenapiFiles, OPENAPI_DIR } from './openapi/build.ts'
 import { conformance, conformsToDescription, DESCRIPTION_PATH, description } from './helpers/openapi.ts'
 import { OUTBOUND_PATH, INBOUND_PATH } from '../src/http/route.ts'
 

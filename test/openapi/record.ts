@@ -9,8 +9,8 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { Test } from 'tap'
-import { startEpx, type TestRequest } from '../../test/helpers/epx.ts'
-import { programme } from '../../test/helpers/programme.ts'
+import { startEpx, type TestRequest } from '../helpers/epx.ts'
+import { programme } from '../helpers/programme.ts'
 import { INBOUND_PATH, OUTBOUND_PATH, REALISE_PATH } from '../../src/http/route.ts'
 
 /** `{base_url}` in the examples (problem `type`s). */
