@@ -1,6 +1,7 @@
 import t from 'tap'
 import { readdirSync, readFileSync, statSync } from 'node:fs'
 import { join, relative, resolve, dirname } from 'node:path'
+import { filesUnder, specifiersOf } from './helpers/imports.ts'
 
 // The folder table of docs/architecture.md, as code: each row of src/ and the rows it may
 // import. Lower rows first; an import goes down the table, never up. host/contract.ts is a
@@ -41,22 +42,7 @@ const ENGINE_FACTORIES = ['store/open-store.ts', 'store/options.ts']
 
 const src = resolve(import.meta.dirname, '../src')
 
-function files (dir: string): string[] {
-  return readdirSync(dir).flatMap(f => {
-    const p = join(dir, f)
-    return statSync(p).isDirectory() ? files(p) : p.endsWith('.ts') ? [p] : []
-  })
-}
-
-/**
- * The relative specifiers a module imports: static imports and re-exports (`import type`
- * and multi-line ones too), dynamic `import()` (a type's `typeof import()` included) and
- * `new URL()` of a module beside it (a worker's code).
- */
-function specifiersOf (text: string): string[] {
-  const re = /(?:^(?:import|export)\b[^'";]*?\bfrom\s*|\bimport\s*\(\s*|\bnew URL\(\s*)['"](\.{1,2}\/[^'"]+)['"]/gm
-  return [...text.matchAll(re)].map(m => m[1]!)
-}
+const files = (dir: string): string[] => filesUnder(dir)
 
 const edges = files(src).flatMap(file => specifiersOf(readFileSync(file, 'utf8')).map(spec => ({
   from: relative(src, file),
