@@ -48,7 +48,7 @@ export const RATIO_TARGETS: ReadonlyArray<{ scenario: Scenario; base: 'A' | 'B' 
 
 /**
  * The scenarios whose ratio interval is still a tenth of its target wide or more: the
- * ones another round is for (bench/README.md "Rounds until the interval is narrow").
+ * ones another round is for (bench/README.md "Ratios judged on their interval").
  */
 export function scenariosToNarrow (samples: readonly Sample[], scenarios: readonly Scenario[]): Scenario[] {
   const wide = RATIO_TARGETS.filter(t => scenarios.includes(t.scenario)).filter(t => {

@@ -6,7 +6,7 @@
  * Why clear-all rather than LRU (`lru-cache`): what these caches hold is a few hot keys
  * (today's dates, the targets a BSP polls) and a long tail nobody asks twice. A clear
  * costs each hot key one miss; LRU would instead cost every hit a reordering, and the
- * hits are the hot paths (bench/README.md "Latest results": GET and POST rows). A hit here is one
+ * hits are the hot paths (bench/README.md#latest-results: GET and POST rows). A hit here is one
  * `Map.get`.
  * @module
  */

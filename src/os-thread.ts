@@ -8,7 +8,7 @@
  *   names to split a request's CPU by thread (bench/servers/harness.ts);
  * - a lower scheduling priority (`api.workerNice`): on Linux the nice value is a thread's
  *   own, so the door's thread can yield the CPU to the solver's when both want it, and a
- *   burst of BSP handshakes delays the solver's loop less (bench/README.md "What the figures are made of").
+ *   burst of BSP handshakes delays the solver's loop less (bench/README.md#the-doors-thread-at-nice-10-apiworkernice).
  *
  * Both worker threads use it, the API door's (door/) and the programme parser's (apply/),
  * so it stands below both (docs/architecture.md).

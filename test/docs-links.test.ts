@@ -57,3 +57,23 @@ t.test('the README stays a front door: short, with a table of contents', async t
   const engines = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')).engines.node as string
   t.ok(readme.includes(`Node.js **${engines.replace('>=', '>= ')}**`), `the Node.js range it states is package.json's (${engines})`)
 })
+
+t.test('src/ cites bench/README.md by a heading of it, and bench/ files that exist', async t => {
+  const anchors = anchorsOf(join(root, 'bench', 'README.md'))
+  const sources = (dir: string): string[] => readdirSync(dir).flatMap(f => {
+    const p = join(dir, f)
+    return statSync(p).isDirectory() ? (f === 'generated' ? [] : sources(p)) : p.endsWith('.ts') ? [p] : []
+  })
+  let cited = 0
+  for (const file of sources(join(root, 'src'))) {
+    const text = readFileSync(file, 'utf8')
+    const shown = relative(root, file)
+    // A measured choice names the section that holds its figure, not the whole file.
+    for (const m of text.matchAll(/bench\/README\.md(?:#([\p{L}\p{N}_-]+))?/gu)) {
+      cited++
+      t.ok(m[1] !== undefined && anchors.has(m[1]), `${shown}: bench/README.md${m[1] ? '#' + m[1] : ''} names a heading of it`)
+    }
+    for (const m of text.matchAll(/\bbench\/[\w/.-]+\.ts\b/g)) t.ok(existsSync(join(root, m[0])), `${shown}: ${m[0]} exists`)
+  }
+  t.ok(cited > 30, `the citations are read (${cited})`)
+})

@@ -28,7 +28,7 @@ export interface SiteNeedsSeen {
    * p_max_kw by quarter-hour, from `firstMs` on (NaN where the document gives none): read
    * by index, 96 times a site, where a map of instants cost a small POST ~2 µs.
    */
-  // load-bearing: POST 1 × 96, −2 µs a POST (bench/README.md "What a saved programme keeps alive")
+  // load-bearing: POST 1 × 96, −2 µs a POST (bench/README.md#what-a-saved-programme-keeps-alive)
   readonly availableKw: Float64Array
   readonly firstMs: number
   /** What the available power could deliver over the day. */

@@ -1,6 +1,6 @@
 /**
  * The parsing worker: runs `check-programme.ts` for big bodies off the solver's thread
- * (no event-loop stall over 50 ms while a 1,000-site programme arrives, bench/README.md "Targets").
+ * (no event-loop stall over 50 ms while a 1,000-site programme arrives, bench/README.md#targets).
  * The batch goes back by transfer of its buffers, not as an object graph.
  * @module
  */

@@ -1,7 +1,7 @@
 /**
  * Reads a programme body into an instruction batch: inline for a small body, in a
  * worker thread above `offThreadBytes` so that parsing and validating megabytes never
- * stalls the event loop the solver shares (bench/README.md "Targets"). One worker, started on first
+ * stalls the event loop the solver shares (bench/README.md#targets). One worker, started on first
  * use, unref'd while idle, replaced if it dies.
  * @module
  */
@@ -16,7 +16,7 @@ import type { CheckJob } from './programme-worker.ts'
 /**
  * Above this, a body is parsed off the request's thread (~115 sites of 96 slots). Below
  * it, parsing and checking take ~5 ms at most, a tenth of the 50 ms stall budget, and
- * inline costs less CPU than the hand-over (~0.4 ms for a 100-site programme, bench/README.md "Targets").
+ * inline costs less CPU than the hand-over (~0.4 ms for a 100-site programme, bench/README.md#targets).
  */
 const OFF_THREAD_BYTES = 1024 * 1024
 

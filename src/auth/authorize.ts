@@ -33,7 +33,7 @@ export interface AuthorizerDeps {
 }
 
 /**
- * The chain, with a cache per connection (bench/README.md "Where the door's thread spends a GET"): a keep-alive connection
+ * The chain, with a cache per connection (bench/README.md#where-the-doors-thread-spends-a-get): a keep-alive connection
  * that sends the same Authorization header again skips the hash and the token and
  * company reads while the store generation stays the same. The door reads the generation
  * from the store on every request, so an unavailable store still answers 503 and a

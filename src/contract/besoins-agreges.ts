@@ -53,7 +53,7 @@ export interface BesoinsAgreges {
 /**
  * Instants and ids are written by epx itself (`formatUtcInstant`, checked PRM and
  * dates), never free text, so they skip JSON escaping (`format: 'unsafe'`): escaping
- * checks were a fifth of the serializer's time for 10,000 sites (bench/README.md "Targets", the publication row).
+ * checks were a fifth of the serializer's time for 10,000 sites (bench/README.md#targets, the publication row).
  * Free text (`emitted_by`, `site_name`) is always escaped.
  */
 const instant = { type: 'string', format: 'unsafe', pattern: UTC_INSTANT_PATTERN } as const

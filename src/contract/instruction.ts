@@ -67,6 +67,7 @@ export interface Provenance {
  * Site i: its record is `siteRecord(batch, i)`, its slots `starts` and `kwh` over
  * `slotRange(batch, i)`.
  */
+// load-bearing: POST 1 × 96 and POST 100 × 96, the slots as parallel Float64Arrays (no object per slot, handed over transferred); no figure of its own (bench/README.md#where-post-1--96-goes-e-against-c)
 export interface InstructionBatch {
   readonly instructionId: string
   readonly targetDate: string
@@ -162,7 +163,7 @@ export function decodeInstructionHead (bytes: Uint8Array): { head: Omit<Instruct
  * A record's head and its slots as they are stored, two parallel arrays: what the solver's
  * queue needs (enqueue.ts), without a string per slot until the solver reads them.
  */
-// load-bearing: the memory row, 150.3 → 147 MB after a restart; ~10 µs a site and day the solver never reads (bench/README.md "Periods built when the solver reads an input")
+// load-bearing: the memory row, 150.3 → 147 MB after a restart; ~10 µs a site and day the solver never reads (bench/README.md#periods-built-when-the-solver-reads-an-input)
 export function decodeInstructionSlots (bytes: Uint8Array): { head: Omit<Instruction, 'slots'>; starts: Float64Array; kwh: Float64Array } {
   const buf = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength)
   if (buf[0] !== RECORD_V1) throw new Error(`unknown instruction record format ${buf[0]}`)

@@ -26,7 +26,7 @@ export const DATE_PATTERN = '^[0-9]{4}-[0-9]{2}-[0-9]{2}$'
 
 /**
  * True when `text` is a real calendar date `YYYY-MM-DD`. A calendar check needs no
- * time zone, so it does without luxon: the GET path calls it (the GET profile, bench/README.md "Where the door's thread spends a GET").
+ * time zone, so it does without luxon: the GET path calls it (the GET profile, bench/README.md#where-the-doors-thread-spends-a-get).
  */
 export function isCalendarDate (text: unknown): text is string {
   if (typeof text !== 'string') return false

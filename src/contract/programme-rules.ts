@@ -59,6 +59,7 @@ export const DEFAULT_MAX_CLOCK_SKEW_SECONDS = 300
 export const DEFAULT_MAX_DAYS_AHEAD = 7
 
 /** The slots of a programme read while checking it, for the instructions to be built from. */
+// load-bearing: POST 1 × 96 and POST 100 × 96, parallel Float64Arrays, not an object per slot; no figure of its own (bench/README.md#where-post-1--96-goes-e-against-c)
 export interface CheckedSlots {
   /** At the precision sent (DECISIONS.md "Time"): it names and orders the instructions. */
   readonly emittedAt: Instant
@@ -222,7 +223,7 @@ function calendarOf (nowMs: number, daysAhead: number): { today: string; last: s
 }
 
 /** The pointer of a slot field; a module function, not a closure per site. */
-// load-bearing: POST 1 × 96 and POST 100 × 96, "the schema and the contract's rules"; no figure of its own (bench/README.md "Where POST 1 × 96 goes, E against C")
+// load-bearing: POST 1 × 96 and POST 100 × 96, "the schema and the contract's rules"; no figure of its own (bench/README.md#where-post-1--96-goes-e-against-c)
 function slotPointer (site: string, j: number, field: string): string {
   return `${site}/energie_programmee/${j}/${field}`
 }

@@ -84,16 +84,16 @@ export interface Door {
  * 2 GB and above on 64-bit, ~1.4 at 512 MB), so a lower limit means more full collections
  * for the same garbage. At 512 MB a 100-site POST cost the other threads (V8's concurrent
  * marking) ~4.9 ms of CPU, at 1 GB ~4.3 ms, at 2 GB and 4 GB ~2.8 ms; the memory row reads
- * 3 MB more for it (bench/README.md "What the figures are made of"). The door's caches and in-flight bodies
+ * 3 MB more for it (bench/README.md#the-workers-heap-limits). The door's caches and in-flight bodies
  * (up to `inbound.maxBodyBytes` each) use a small part of it.
  */
 const HEAP_MB = 2048
 /**
  * The worker's young generation (V8: two semi-spaces of a third of this each, so at most
  * 8 MB of new space). Left to V8, a busy worker grows it to 32 MB, all of it resident, on
- * top of the solver thread's own 32 MB, and keeps it while requests keep coming (bench/README.md,
- * "What the figures are made of"). At 8 MB the worker's scavenges cost ~4 µs more per request than
- * unbounded; at 4 MB or 2 MB, ~17 µs more (a request's survivors fill the small space).
+ * top of the solver thread's own 32 MB, and keeps it while requests keep coming
+ * (bench/README.md#the-workers-heap-limits). At 8 MB the worker's scavenges cost ~4 µs more
+ * per request than unbounded; at 4 MB or 2 MB, ~17 µs more (a request's survivors fill the small space).
  */
 const YOUNG_GENERATION_MB = 12
 const FIRST_DELAY_MS = 100

@@ -47,7 +47,7 @@ const post = (m: FromDoor, transfer?: ArrayBuffer[]) => port.postMessage(m, tran
 // Events (log lines, metrics, receipts, saved programmes to queue) leave together, at
 // most one message every FLUSH_MS of a busy door (at once on a quiet one: door/events-in.ts):
 // a message costs the solver's thread a wake-up and a handler, so one per request cost it
-// more than serving the request itself had (bench/README.md "The door's events in one message per flush"). A log line reaches the
+// more than serving the request itself had (bench/README.md#the-doors-events-in-one-message-per-flush). A log line reaches the
 // host's logger within those ms, possibly after its client has the answer; a crash of this
 // thread loses at most those ms of lines (never a programme: the restart queues every
 // effective one again).

@@ -64,7 +64,7 @@ export function createApiServer (dataDir: string, api: EpxConfig['api']): Server
 }
 
 /** Set on a response by its door: called once its handler ends it, before its last bytes leave. */
-// load-bearing: GET 200, GET 304 and POST rows, one shared callback, no closure per response; no figure of its own (bench/README.md "Where the door's thread spends a GET")
+// load-bearing: GET 200, GET 304 and POST rows, one shared callback, no closure per response; no figure of its own (bench/README.md#where-the-doors-thread-spends-a-get)
 export const ON_END = Symbol('epx on end')
 
 /**

@@ -43,7 +43,7 @@ interface Reading {
   readonly resolve: (body: Buffer) => void
   readonly reject: (err: unknown) => void
 }
-// load-bearing: POST 1 × 96 and POST 100 × 96, shared listeners, no closure per request; no figure of its own (bench/README.md "Where POST 1 × 96 goes, E against C")
+// load-bearing: POST 1 × 96 and POST 100 × 96, shared listeners, no closure per request; no figure of its own (bench/README.md#where-post-1--96-goes-e-against-c)
 const READING = Symbol('epx.body')
 type Reader = IncomingMessage & { [READING]?: Reading }
 

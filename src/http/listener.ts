@@ -69,7 +69,7 @@ interface RequestState {
   /** Its log line is written (when its handler ended it, or when it closed). */
   told: boolean
 }
-// load-bearing: GET 200, GET 304 and POST rows, no closure per request; no figure of its own (bench/README.md "Where the door's thread spends a GET")
+// load-bearing: GET 200, GET 304 and POST rows, no closure per request; no figure of its own (bench/README.md#where-the-doors-thread-spends-a-get)
 const STATE = Symbol('epx request state')
 type Tracked = ServerResponse & { [STATE]?: RequestState }
 
@@ -121,9 +121,9 @@ export async function listenApi (opts: ListenApiOptions): Promise<ApiListener> {
    * The store generation, read once per turn of the loop: lmdb-js reads a turn's gets from
    * one snapshot anyway (its read transaction is renewed per turn), so the requests of a
    * turn would all read the same value; one read of it cost a GET ~1.8 µs (a get and its
-   * msgpack decoding: bench/README.md "Where the door's thread spends a GET").
+   * msgpack decoding: bench/README.md#where-the-doors-thread-spends-a-get).
    */
-  // load-bearing: GET 200 and GET 304, −1.8 µs a request (bench/README.md "Where the door's thread spends a GET")
+  // load-bearing: GET 200 and GET 304, −1.8 µs a request (bench/README.md#where-the-doors-thread-spends-a-get)
   let generation: number | undefined
   const forgetGeneration = () => { generation = undefined }
   const generationNow = (): number => {

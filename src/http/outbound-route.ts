@@ -2,7 +2,7 @@
  * GET/HEAD besoins-agreges (contract §4.1, DECISIONS.md "Outbound"): the latest
  * revision of a (site_id, target_date) pair, with conditional requests. The door has
  * authenticated the caller. The bytes and the ETag were made at publication; a 304 is
- * answered from the small `latest` index without reading the document (bench/README.md "Where the door's thread spends a GET").
+ * answered from the small `latest` index without reading the document (bench/README.md#where-the-doors-thread-spends-a-get).
  * @module
  */
 import type { IncomingMessage, ServerResponse } from 'node:http'
@@ -93,7 +93,7 @@ function parseQuery (target: string, ctx: RequestContext): Pair {
 
 // Module-level, not a closure per request: under tsx every nested function costs a
 // `__name` call per creation, which showed in the GET profile.
-// load-bearing: GET 200 and GET 304; no figure of its own (bench/README.md "Where the door's thread spends a GET")
+// load-bearing: GET 200 and GET 304; no figure of its own (bench/README.md#where-the-doors-thread-spends-a-get)
 function readParam (q: Pick<URLSearchParams, 'getAll'>, details: Record<string, string>, name: string,
   valid: (v: string) => boolean, shape: string): string | undefined {
   const all = q.getAll(name)

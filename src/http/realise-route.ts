@@ -9,7 +9,7 @@
  * they were made from is still what is stored: the effective instruction's record and the
  * day's meter values, compared byte for byte on each request (two reads of one record each,
  * in the same read snapshot as the answer). A repeated GET then costs what a Besoins_Agreges
- * GET does, its bytes made beforehand (bench/README.md, "GET realise").
+ * GET does, its bytes made beforehand (bench/README.md#programme-against-delivery).
  * @module
  */
 import type { IncomingMessage, ServerResponse } from 'node:http'

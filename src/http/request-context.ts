@@ -9,7 +9,7 @@ import type { RouteMatch } from './router.ts'
 
 /**
  * The context a handler gets. The URL is parsed only when a handler asks for it (most
- * requests do not: the GET profile, bench/README.md "Where the door's thread spends a GET"); the logger is the caller's, made once per caller.
+ * requests do not: the GET profile, bench/README.md#where-the-doors-thread-spends-a-get); the logger is the caller's, made once per caller.
  */
 export class Context implements RequestContext {
   constructor (private readonly match: RouteMatch, readonly caller: Caller, readonly receivedAt: Date,

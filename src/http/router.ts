@@ -25,7 +25,7 @@ const METHOD_ORDER = ['GET', 'HEAD', 'POST'] as const
 
 /**
  * A path the WHATWG URL parser leaves as it is: no percent-encoding, no backslash, no
- * dot segment. Most requests take it and skip building a URL (the GET profile, bench/README.md "Where the door's thread spends a GET").
+ * dot segment. Most requests take it and skip building a URL (the GET profile, bench/README.md#where-the-doors-thread-spends-a-get).
  */
 const SIMPLE_PATH = /^\/[A-Za-z0-9_~.\/-]*$/
 

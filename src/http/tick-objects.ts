@@ -8,13 +8,13 @@
  * die, and the next record gets new ones. After a few full collections the literal's
  * define site has seen more than four classes, goes megamorphic for good, and every
  * `nextTick` (node's streams call it several times a request) takes V8's runtime path. In
- * the door that was 5–9 % of its CPU a GET (bench/README.md, "node's tick records"); a
+ * the door that was 5–9 % of its CPU a GET (bench/README.md#nodes-tick-records); a
  * process that rarely runs a full collection (a bare server) never meets it.
  * @module
  */
 import { createHook } from 'node:async_hooks'
 
-// load-bearing: GET 304, the door's 48 and 40 → 33 µs a request; GET 200, 58 and 47 → 43 (bench/README.md "node's tick records")
+// load-bearing: GET 304, the door's 48 and 40 → 33 µs a request; GET 200, 58 and 47 → 43 (bench/README.md#nodes-tick-records)
 let kept: readonly object[] | undefined
 
 /**

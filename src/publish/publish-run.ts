@@ -2,7 +2,7 @@
  * One publication run: every site the solver manages (or the requested ones) for one
  * target date. A site's failure never stops the others; failed sites are retried;
  * runs never overlap (DECISIONS.md "Besoins_Agreges publication"). The solver shares
- * this event loop, so work goes in chunks with a yield in between (bench/README.md "Targets": 10,000
+ * this event loop, so work goes in chunks with a yield in between (bench/README.md#targets: 10,000
  * sites in ≤ 1.5 s, no stall over 50 ms).
  * @module
  */

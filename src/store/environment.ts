@@ -90,8 +90,8 @@ export function openEnvironment (path: string, opts: EnvironmentOptions = {}): E
     let d = dbs.get(name)
     if (!d) {
       // Shared structures: msgpackr keeps each record shape once, under STRUCTURES_KEY,
-      // instead of rebuilding it from every record on every read (bench/README.md
-      // "Where the door's thread spends a GET", ~6 µs a GET). Not `cache: true`: that
+      // instead of rebuilding it from every record on every read (~6 µs a GET,
+      // bench/README.md#where-the-doors-thread-spends-a-get). Not `cache: true`: that
       // cache would hide the CLI's writes.
       d = (o.binary ?? SUB_DATABASES[name]?.binary)
         ? root.openDB({ name, encoding: 'binary', dupSort: o.dupSort ?? false })

@@ -2,7 +2,7 @@
  * The store generation: one small counter that every write a reader may have cached
  * bumps in the same transaction (tokens and companies: the door's per-connection
  * callers; the revisions' latest index: the GET's metadata), so a reader keeps what it
- * read until the counter moves (bench/README.md "Where the door's thread spends a GET").
+ * read until the counter moves (bench/README.md#where-the-doors-thread-spends-a-get).
  * @module
  */
 import type { Store } from './open-store.ts'

@@ -1,6 +1,6 @@
 /**
  * Group commit, as both engines write: the `writeDurable` calls queued while a commit is
- * being made durable share the next one (bench/README.md "POST 100 × 96"), each call
+ * being made durable share the next one (bench/README.md#where-post-1--96-goes-e-against-c), each call
  * still all or nothing. The engine says how a batch commits; this unit keeps the queue,
  * answers each call, and reports faults once per episode (fault-log.ts).
  * @module

@@ -21,7 +21,7 @@ export interface FeasibilityFlag {
  * A flag as the check finds it and the store keeps it: its slots as numbers, three per
  * slot, stored as bytes. A programme of 1,000 sites flags tens of thousands of slots,
  * written inside its save's transaction: as objects with a UTC string each they took the
- * event loop ~80 ms there (bench/README.md "Targets", the 1,000-site programme); as bytes, a copy.
+ * event loop ~80 ms there (bench/README.md#targets, the 1,000-site programme); as bytes, a copy.
  */
 export interface FlagFound {
   readonly checkedAgainst: string

@@ -267,10 +267,9 @@ function putBatch (tree: Tree, effective: EffectiveIndex, batch: InstructionBatc
  * The latest saves whose transactions ran, oldest first (see `supersedersOf`): saves
  * sharing one commit (open-store batches them) follow each other here. Each keeps only
  * what the check reads, not its batch: a busy door saves 64 programmes in ~20 ms, and
- * whole batches held that long outlived the young generation (bench/README.md, "What a
- * saved programme keeps alive").
+ * whole batches held that long outlived the young generation (bench/README.md#what-a-saved-programme-keeps-alive).
  */
-// load-bearing: POST 1 × 96, 175 → 60 KB promoted a scavenge, 13 → 3 full collections a run (bench/README.md "What a saved programme keeps alive")
+// load-bearing: POST 1 × 96, 175 → 60 KB promoted a scavenge, 13 → 3 full collections a run (bench/README.md#what-a-saved-programme-keeps-alive)
 class RecentSaves {
   readonly #saves: RecentSave[] = []
   readonly #saveOf = new WeakMap<InstructionBatch, RecentSave>()

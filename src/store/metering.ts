@@ -12,7 +12,7 @@
  * then the readings are checked and gathered per site and day in slices of a few ms of the
  * solver's thread, and written in batches of site-days, each one durable write, with a turn
  * of the event loop between slices and batches: the loop never waits for more than one of
- * them (bench/README.md, "Meter values"). No object is made per reading.
+ * them (bench/README.md#programme-against-delivery). No object is made per reading.
  * @module
  */
 import type { Store } from './open-store.ts'

@@ -17,7 +17,7 @@ export interface SegmentRef {
 /** A writer starts a new file when its file reaches this size or a new UTC day starts. */
 const MAX_SEGMENT_BYTES = 256 * 2 ** 20
 const MAX_READ_FDS = 16
-/** Recently served documents, kept so a repeated GET costs no read (bench/README.md "Targets": GET 200 ≤ 1.2 × A). */
+/** Recently served documents, kept so a repeated GET costs no read (bench/README.md#targets: GET 200 ≤ 1.2 × A). */
 const CACHE_BYTES = 4 * 2 ** 20
 const NAME = /^[0-9a-z]+-[0-9a-z]+\.seg$/
 

@@ -44,7 +44,7 @@ export interface RevisionDraft {
 }
 
 // Keys lead with the target date: a run writes one date's region of the tree, not a
-// page in every site's (each page read during a write stays resident: RSS, bench/README.md "How to read the figures").
+// page in every site's (each page read during a write stays resident: RSS, bench/README.md#how-to-read-the-figures).
 export type PairKey = [string, string]               // [targetDate, siteId]
 export type RevKey = [string, string, number]        // [targetDate, siteId, emittedAtMs]
 export type ExpiryKey = [number, string, string]     // [emittedAtMs, targetDate, siteId]: appended at the end
@@ -136,7 +136,7 @@ export function openRevisions (store: Store, opts: { retentionDays: number }): R
   const withPair = (siteId: string, targetDate: string, v: Stored): RevisionMeta => ({ siteId, targetDate, ...v })
   // A BSP polls the same pairs all day: what `latest` read is kept until the store
   // generation moves, which every write of the latest index bumps (this process's, the
-  // CLI's). A hit costs one small read instead of a read and a decode (bench/README.md "Where the door's thread spends a GET").
+  // CLI's). A hit costs one small read instead of a read and a decode (bench/README.md#where-the-doors-thread-spends-a-get).
   const generation = openGeneration(store)
   const cached = new BoundedCache<string, RevisionMeta | null>(MAX_CACHED_PAIRS)
   let cachedGeneration = -1
@@ -246,7 +246,7 @@ class Stager {
   #stamp = { ms: NaN, iso: '', http: '' }
   // A chunk's documents are encoded into one buffer kept from chunk to chunk, not one
   // buffer each plus a concatenation: a publication's malloc churn stayed in the daemon's
-  // RSS (bench/README.md "How to read the figures", Memory).
+  // RSS (bench/README.md#how-to-read-the-figures, Memory).
   #scratch = Buffer.allocUnsafeSlow(0)
 
   constructor (segments: ReturnType<typeof openSegments>) { this.#segments = segments }
