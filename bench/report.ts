@@ -1,12 +1,14 @@
 /**
  * Figures → a table on stdout, `bench/results/latest.json` (every figure, every ratio per
- * round, the machine, the `targets` array) and `bench/results/latest.svg` (measured / target
- * per target, hand-written SVG, no dependency).
+ * round, the machine, the `targets` array), `bench/results/latest.md` (latest-md.ts: the
+ * figures as a page) and `bench/results/latest.svg` (measured / target per target,
+ * hand-written SVG, no dependency).
  * @module
  */
 import { mkdirSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { cpus } from 'node:os'
+import { renderLatestMd, type LatestResults } from './latest-md.ts'
 
 export type ServerName = 'A' | 'B' | 'C' | 'E' | 'E-pg'
 /** Every server, in the order of the table (E-pg: E on the PostgreSQL store). */
@@ -245,6 +247,9 @@ ${rows}
 
 export function writeResults (dir: string, json: object, svg: string): void {
   mkdirSync(dir, { recursive: true })
-  writeFileSync(join(dir, 'latest.json'), JSON.stringify(json, null, 2) + '\n')
+  const text = JSON.stringify(json, null, 2) + '\n'
+  writeFileSync(join(dir, 'latest.json'), text)
+  // From the text written, so that the page is what latest-md.ts makes of the file.
+  writeFileSync(join(dir, 'latest.md'), renderLatestMd(JSON.parse(text) as LatestResults))
   writeFileSync(join(dir, 'latest.svg'), svg)
 }

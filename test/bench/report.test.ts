@@ -1,4 +1,5 @@
 import t from 'tap'
+import { readFileSync } from 'node:fs'
 import { judgeInterval, medianInterval } from '../../bench/report.ts'
 
 // bench/README.md "Ratios judged on their interval": a target over rounds is met only when
@@ -65,4 +66,52 @@ t.test("E-pg's cost counts the database's CPU; its ratios are printed with and w
   t.match(get, { measured: 77, limit: 80, met: true }, "E-pg's median with the database's CPU, at most E's slowest round")
   const slower = targetsOf({ ...input, samples: samples.map(s => s.server === 'E-pg' ? { ...s, dbCpuPerReqUs: 20 } : s) }).find(x => x.name.startsWith('GET 200: E-pg'))!
   t.match(slower, { measured: 92, met: false })
+})
+
+t.test('latest.md: the committed page is what the writer makes of the committed latest.json', async t => {
+  const { renderLatestMd } = await import('../../bench/latest-md.ts')
+  const results = new URL('../../bench/results/', import.meta.url)
+  const json = JSON.parse(readFileSync(new URL('latest.json', results), 'utf8'))
+  const page = renderLatestMd(json)
+  t.equal(readFileSync(new URL('latest.md', results), 'utf8'), page, 'regenerate it: node --import=tsx bench/latest-md.ts')
+  const rows = page.split('\n').filter(l => l.startsWith('| ') && !l.startsWith('| Target'))
+  for (const target of json.targets) {
+    t.ok(rows.some(r => r.startsWith(`| ${target.name.replace(/\|/g, '\\|')} |`) && r.includes(`| ${target.verdict} |`)), `${target.name}: a row, ${target.verdict}`)
+  }
+  t.match(page, json.machine.node, 'the machine')
+  t.match(page, json.machine.date.slice(0, 10), 'the date')
+})
+
+t.test('latest.md: each figure with its spread, the interval a verdict rests on, what was not measured and why', async t => {
+  const { renderLatestMd } = await import('../../bench/latest-md.ts')
+  const sample = (round: number, server: 'A' | 'E', cpu: number, door?: number) => ({
+    round, server, scenario: 'GET 304' as const, requests: 1, rps: 1, p50Ms: 1, p99Ms: 1, cpuPerReqUs: cpu, sysPerReqUs: 0, maxStallMs: 0,
+    bytesPerResponse: 0, mainThreadPerReqUs: null, heapBytesPerReq: 0, ...(door === undefined ? {} : { threadPerReqUs: { 'epx-door': door, main: 4, other: 2 } }),
+  })
+  const page = renderLatestMd({
+    machine: { node: 'v20.20.2', platform: 'linux x64', cpu: 'AMD EPYC', cores: 2, date: '2026-11-26T11:41:20.244Z' },
+    plan: { quick: false, argv: ['--only', 'GET 304,host', '--servers', 'A,E'], roundsRun: 3, clientNice: 10, roundsLoadAvg: { start: 0.55, end: 2.12 } },
+    servers: { A: 'ok', E: 'ok', 'E-pg': 'left out (--servers)' },
+    scenarios: {
+      'GET 200': { servers: {} },
+      'GET 304': { servers: { A: { cpuPerReqUs: { median: 30, min: 24, max: 37, n: 3 } }, E: { cpuPerReqUs: { median: 1234.4, min: 1200, max: 1300, n: 3 } } } },
+    },
+    samples: [sample(1, 'A', 30), sample(1, 'E', 40, 30), sample(2, 'E', 45, 36), sample(3, 'E', 43, 31)],
+    targets: [
+      { name: 'GET 304: CPU/request E ÷ A', target: '≤ 1.3 × A', measured: 1.5103, unit: '×', verdict: 'unresolved', interval: { lo: 1.1429, hi: 1.8131, coverage: 0.9921875, n: 8 } },
+      { name: 'Loop delay: E max', target: '≤ 10 ms', measured: 8.99, unit: 'ms', verdict: 'met', note: 'A | 21.3 ms' },
+      { name: 'RSS', target: '≤ 150 MB', measured: null, unit: 'MB', verdict: 'not measured', note: 'E unavailable or --no-special' },
+    ],
+  })
+  t.match(page, '- Run: `npm run bench -- --only "GET 304,host" --servers A,E`, finished 2026-11-26 11:41 UTC', 'the command, quoted as typed, and when')
+  t.match(page, '- Machine: AMD EPYC × 2, linux x64, Node v20.20.2')
+  t.match(page, '- Rounds: 3, the load client at nice 10; load average 0.6 at their start, 2.1 at their end')
+  t.match(page, '- Not run: E-pg left out (--servers)')
+  t.match(page, '| GET 304: CPU/request E ÷ A | ≤ 1.3 × A | 1.51 × | [1.14–1.81], 99 %, 8 rounds | unresolved |  |', 'the median and its interval')
+  t.match(page, '| Loop delay: E max | ≤ 10 ms | 9.0 ms |  | met | A \\| 21.3 ms |', 'a single figure; a pipe in a note does not split the row')
+  t.match(page, '| RSS | ≤ 150 MB | – |  | not measured | E unavailable or --no-special |')
+  t.match(page, '| Scenario | A | E |\n', 'only the servers that ran')
+  t.match(page, '| GET 304 | 30 (24–37) | 1,234 (1,200–1,300) |', 'median (min–max)')
+  t.notMatch(page, '| GET 200 |', 'a scenario left out has no row')
+  t.match(page, '| GET 304 | 31 | 4.0 | 2.0 |', "E's threads, each the median of its rounds")
 })
