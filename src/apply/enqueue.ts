@@ -150,6 +150,9 @@ export function createEnqueuer (deps: EnqueueDeps): Enqueuer {
           return count + inputs.length
         }
         if (!stored) continue
+        // Another instance's save, told within a second: one whose every period has begun is
+        // late there too, and handed by none (DECISIONS.md "Inbound").
+        if (marked === 'elsewhere' && isLate(stored.starts, 0, stored.starts.length, nowMs)) continue
         inputs.push(fedOf(instructionId!, siteId, targetDate, stored.starts, stored.kwh, 0, stored.starts.length, stored.slotDurationSecs, nowMs))
       }
       hand(inputs, marked, marked !== 'elsewhere')
@@ -539,6 +542,17 @@ export function periodsOver (starts: ArrayLike<number>, a: number, b: number, sl
   let k = a
   while (k < b && starts[k]! + durationMs <= nowMs) k++
   return k - a
+}
+
+/**
+ * Whether slots `[a, b)` had all begun before `receivedAtMs`: such an instruction is
+ * `late` (DECISIONS.md "Inbound"), kept but never handed to the solver, since none of its
+ * quarter-hours can still be governed by it (DECISIONS.md "In force"). An instruction of
+ * no period is never late: it clears the site's constraints, and is handed. Slots are in
+ * increasing order, so the last one decides.
+ */
+export function isLate (starts: ArrayLike<number>, a: number, b: number, receivedAtMs: number): boolean {
+  return a < b && starts[b - 1]! < receivedAtMs
 }
 
 function nextTurn (): Promise<void> {

@@ -105,7 +105,7 @@ export function receiptJsonSchema (): JsonSchema {
   const items = (properties.instructions as JsonSchema).items as JsonSchema
   const itemProperties = { ...(items.properties as JsonSchema), instruction_id: instructionId(), site_id: { type: 'string', pattern: PRM_PATTERN } }
   properties.instructions = { ...(properties.instructions as JsonSchema), items: { ...items, properties: itemProperties } }
-  return { ...s, properties, description: 'One instruction per site was persisted (on disk) and will be applied at the next solver cycle.' }
+  return { ...s, properties, description: 'One instruction per site was persisted (on disk); each entry\'s `status` says what will become of it (`queued`: applied at the next solver cycle; `superseded` or `late`: kept, never applied), and `message` sums it up.' }
 }
 
 const PRM_PATTERN = '^PRM[0-9]{14}$'
