@@ -185,10 +185,11 @@ export async function saveAndQueue (batch: InstructionBatch, receivedAt: string,
 /** The effective sites of a batch whose every period had begun before reception (none, usually). */
 function lateSites (batch: InstructionBatch, effective: readonly boolean[], receivedAtMs: number): number[] {
   const late: number[] = []
+  let from = 0
   for (let i = 0; i < batch.siteIds.length; i++) {
-    if (!effective[i]) continue
-    const [from, to] = slotRange(batch, i)
-    if (isLate(batch.starts, from, to, receivedAtMs)) late.push(i)
+    const to = batch.slotEnds[i]!
+    if (effective[i] && isLate(batch.starts, from, to, receivedAtMs)) late.push(i)
+    from = to
   }
   return late
 }
