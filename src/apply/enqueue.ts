@@ -11,7 +11,7 @@
  */
 import type { Clock, Logger, Period, SolverInput, SolverPort } from '../host/contract.ts'
 import type { InstructionBatch } from '../contract/instruction.ts'
-import { rangeAt } from '../contract/instruction.ts'
+import { decodeInstructionSlots, rangeAt } from '../contract/instruction.ts'
 import { parisDateOf } from '../contract/paris-day.ts'
 import { targetDateOfInstructionId } from '../contract/ids.ts'
 import type { InstructionRef, Instructions } from '../store/instructions.ts'
@@ -138,22 +138,23 @@ export function createEnqueuer (deps: EnqueueDeps): Enqueuer {
       for (let k = from; k < to; k++) {
         const [targetDate, siteId] = days[k]!
         if (targetDate < today) continue
-        let instructionId: string | undefined
-        let stored: ReturnType<Instructions['slotsOf']>
+        let instructionId: string
+        let stored: ReturnType<typeof decodeInstructionSlots>
         try {
-          instructionId = instructions.effectiveId(targetDate, siteId)
-          stored = instructionId ? instructions.slotsOf(instructionId, siteId) : undefined
+          const record = instructions.effectiveRecord(targetDate, siteId)
+          if (!record) continue
+          instructionId = record.instructionId
+          stored = decodeInstructionSlots(record.bytes)
         } catch (err) {
           if (!owe) throw err
           hand(inputs, marked)
           owe(days.slice(k), err)
           return count + inputs.length
         }
-        if (!stored) continue
-        // Another instance's save, told within a second: one whose every period has begun is
-        // late there too, and handed by none (DECISIONS.md "Inbound").
-        if (marked === 'elsewhere' && isLate(stored.starts, 0, stored.starts.length, nowMs)) continue
-        inputs.push(fedOf(instructionId!, siteId, targetDate, stored.starts, stored.kwh, 0, stored.starts.length, stored.slotDurationSecs, nowMs))
+        const { head, starts, kwh } = stored
+        // Late when received (DECISIONS.md "Inbound"): kept, never handed, by this instance or another, at start or later.
+        if (isLate(starts, 0, starts.length, Date.parse(head.receivedAt))) continue
+        inputs.push(fedOf(instructionId, siteId, targetDate, starts, kwh, 0, starts.length, head.slotDurationSecs, nowMs))
       }
       hand(inputs, marked, marked !== 'elsewhere')
       count += inputs.length

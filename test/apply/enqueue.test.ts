@@ -118,7 +118,8 @@ t.test('a floor handed to the solver is always finite: a slot whose power is not
 t.test('requeue takes the effective instructions of today and later, not of past days', async t => {
   const { instructions, enqueuer, queue } = setup(t)
   await saveAndQueue(batch({ targetDate: '2026-11-20', emittedAt: '2026-11-19T10:00:00Z' }), 'x', { instructions, enqueuer })
-  await saveAndQueue(batch({ targetDate: '2026-11-21', emittedAt: '2026-11-20T10:00:00Z', sites: 70 }), 'x', { instructions, enqueuer })
+  // Received the day before: when the service starts again at 12:30Z, its periods are over, not late.
+  await saveAndQueue(batch({ targetDate: '2026-11-21', emittedAt: '2026-11-20T10:00:00Z', sites: 70 }, '2026-11-20T10:00:00.000Z'), 'x', { instructions, enqueuer })
   queue.length = 0
   t.equal(await enqueuer.requeueEffective(), 70, 'in several turns')
   t.same(new Set(queue.map(i => i.targetDate)), new Set(['2026-11-21']))
@@ -133,6 +134,18 @@ t.test('requeue takes the effective instructions of today and later, not of past
   t.same(tomorrow.periods[0], { startUtc: '2026-11-21T23:00:00Z', endUtc: '2026-11-21T23:15:00Z', minKw: 10 })
   const stored = instructions.get(tomorrow.instructionId, tomorrow.siteId)!
   t.same(tomorrow.periods.map(p => p.startUtc), stored.slots.map(([start]) => start), 'the stored slots, every one')
+})
+
+t.test('a late instruction (every period begun when received) is not handed when the service starts again either', async t => {
+  const { instructions, enqueuer, queue } = setup(t)
+  const late = batch({ targetDate: '2026-11-21', emittedAt: '2026-11-21T12:00:00Z' })   // received at 12:30Z, its two slots from 23:00Z the day before
+  const timely = batch({ targetDate: '2026-11-21', emittedAt: '2026-11-21T10:00:00Z', sites: [siteId(2)] }, '2026-11-20T23:10:00.000Z')   // its last slot began after it came
+  const receipt = await saveAndQueue(late, '2026-11-21T12:30:00.000Z', { instructions, enqueuer })
+  t.same(receipt.instructions.map(i => i.status), ['late'])
+  await saveAndQueue(timely, '2026-11-20T23:10:00.000Z', { instructions, enqueuer })
+  queue.length = 0
+  t.equal(await enqueuer.requeueEffective(), 1)
+  t.same(queue.map(i => [i.siteId, i.periods.length]), [[siteId(2), 0]], 'the timely one only (its periods are over by now)')
 })
 
 t.test('a cycle acknowledged before the queued statuses are written still ends applied', async t => {
