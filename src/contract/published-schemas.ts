@@ -79,7 +79,7 @@ export function besoinsAgregesJsonSchema (): JsonSchema {
 
 /**
  * Programme_Soutirage v0.2 (contract §2.2), the fields taken alone. The rules between
- * fields (slot alignment and length, coverage of the day, order, unique sites, perimeter)
+ * fields (slot alignment and length, coverage of the day, order, unique sites, perimeter, sanity bound)
  * are the server's (`programme-rules.ts`) and are stated in the description.
  */
 export function programmeSoutirageJsonSchema (limits: { readonly maxSites: number }): JsonSchema {
@@ -87,7 +87,8 @@ export function programmeSoutirageJsonSchema (limits: { readonly maxSites: numbe
     'Programme_Soutirage v0.2, the withdrawal programme a BSP posts (contract section 2.2).',
     'Besides this schema the server checks: debut_utc/fin_utc on a 900 s boundary, fin_utc - debut_utc = slot_duration_secs,',
     'every slot inside the Europe/Paris target day, slots in strictly increasing order without overlap, each site_id once,',
-    'and each site in the caller\'s perimeter. Unknown extra fields are ignored.',
+    'each site in the caller\'s perimeter, and each slot\'s power (energie_kwh * 3600 / slot_duration_secs) at most the service\'s',
+    'sanity bound (inbound.maxSiteKw, 100,000 kW by default). Unknown extra fields are ignored.',
   ].join(' '))
   // The slot bounds are read by the server's rules (readUtcInstant, as emitted_at is), not by
   // the door's schema; published, they carry the same format and pattern as every other instant.
