@@ -331,6 +331,19 @@ t.test('a programme for today whose every period had begun is answered 202 late:
   t.same(instructions().list().map(i => [i.siteId, i.slots.length, i.state.status]), [[siteId(1), 8, 'received'], [siteId(2), 8, 'received']], 'kept, not said to be queued')
 })
 
+t.test('on the 100-quarter-hour day (clock at 2026-10-25T12:05Z): a whole day is queued with its 56 periods over, one ending with the running quarter-hour is late', async t => {
+  const { send, epx } = await setup(t, { now: '2026-10-25T12:05:00Z' })
+  // 2026-10-25 covers [2026-10-24T22:00Z, 2026-10-25T23:00Z); its 57th quarter-hour began at 12:00Z.
+  const whole = await send({ targetDate: '2026-10-25', emittedAt: '2026-10-25T12:00:00Z' })
+  t.equal(whole.status, 202, whole.text)
+  t.match(whole.json(), { instructions: [{ periods_count: 100, status: 'queued', periods_over: 56 }], message: /^1 instruction\(s\) persisted; 1 will be applied at the next solver cycle; 56 period\(s\) already over/ })
+  const [input] = epx.ref.pending()
+  t.equal(input!.periods.length, 44, 'the running quarter-hour and the 43 after it')
+  const late = await send({ targetDate: '2026-10-25', emittedAt: '2026-10-25T12:01:00Z', slots: 57, sites: [siteId(2)] })
+  t.match(late.json(), { instructions: [{ periods_count: 57, status: 'late' }], message: /none will be applied; 1 is late: every period had begun before it was received/ })
+  t.same(epx.ref.pending().map(i => i.siteId), [siteId(1)], 'the late one never handed')
+})
+
 t.test('a programme re-sent with an older emitted_at is answered 202 superseded, naming the one in force', async t => {
   const { send } = await setup(t)
   t.equal((await send({ emittedAt: '2026-11-21T12:00:00Z' })).status, 202)
