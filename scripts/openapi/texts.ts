@@ -33,7 +33,7 @@ export const REALISE_DESCRIPTION = [
 
 export const STATUS_DESCRIPTION = [
   'An extension of the contract (its two operations are unchanged): your company\'s instructions for target_date, newest first,',
-  'each with its status: `received` (stored), `queued` (handed to the solver for its next cycle), `applied` (with `applied_at` and the solver `cycle`),',
+  'each with its status: `received` (stored; a late one, every period begun before it was received, stays so and is never applied), `queued` (handed to the solver for its next cycle), `applied` (with `applied_at` and the solver `cycle`),',
   'or `superseded` (a programme with a later emitted_at is in force; `superseded_by` names it when it is yours), and `infeasible_slots`.',
   'Never another company\'s instructions; a site outside your perimeter answers as one with none. Same certificate and token as POST (scope inbound:programme-soutirage).',
   'Send the ETag back as If-None-Match: 304 while nothing changed. Errors are in the inbound format, `error.details` naming each query parameter at fault.',

@@ -194,7 +194,7 @@ export function programmeStatusJsonSchema (): JsonSchema {
             status: {
               type: 'string',
               enum: ['received', 'queued', 'applied', 'superseded'],
-              description: '`received`: stored, not yet handed to the solver (it will be at the service\'s next start, unless its day is over by then); `queued`: handed to the solver for its next cycle; `applied`: a solver cycle took it (`applied_at`, `cycle`); `superseded`: a programme with a later emitted_at is in force for this site and day; this one is kept, never applied.',
+              description: '`received`: stored, not yet handed to the solver (it will be at the service\'s next start, unless its day is over by then, or it was late: every period had begun before it was received, so it is never applied); `queued`: handed to the solver for its next cycle; `applied`: a solver cycle took it (`applied_at`, `cycle`); `superseded`: a programme with a later emitted_at is in force for this site and day; this one is kept, never applied.',
             },
             applied_at: { type: 'string', format: 'date-time', pattern: UTC_INSTANT_PATTERN, description: 'With `applied`: when the cycle acknowledged it (UTC).' },
             cycle: { type: 'integer', description: 'With `applied`: the solver cycle\'s number.' },
