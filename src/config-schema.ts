@@ -60,6 +60,8 @@ export const configSchema = {
         requireContiguous: { type: 'boolean', default: false, description: 'Reject gaps between slots too.' },
         maxClockSkewSeconds: { type: 'integer', minimum: 0, maximum: 86400, default: 300, description: 'A programme whose emitted_at is further ahead of this server\'s clock is refused: a future emitted_at would outrank every later, correct revision of its sites and day.' },
         maxDaysAhead: { type: 'integer', minimum: 0, maximum: 366, default: 7, description: 'The latest target_date accepted, in days after today (Europe/Paris).' },
+        // At most 1e9: a slot's energy (≤ 2.5e10 kWh over the longest slot) and a day's sums stay far inside a double.
+        maxSiteKw: { type: 'number', exclusiveMinimum: 0, maximum: 1e9, default: 100000, description: 'The sanity bound of one site\'s power, in kW: a slot whose energie_kwh * 3600 / slot_duration_secs is above it is refused (400 at its energie_kwh). Far above any site served; it catches a unit error (Wh sent as kWh) and a number no solver can use.' },
         retentionDays: { type: 'integer', minimum: 1, default: 90, description: 'Instructions whose target date is older are removed (like revisions). A year of 10,000 sites is ~15 GB: raise store.mapSizeBytes with it.' },
       },
     },

@@ -46,6 +46,13 @@ t.test('an invalid configuration is refused with every faulty field named', asyn
   t.throws(() => loadConfig({ nope: 1 }), { message: /additional properties 'nope'/ })
 })
 
+t.test('inbound.maxSiteKw: 100,000 kW by default (DECISIONS.md "Inbound", sanity bound); above 0 and at most 1e9', async t => {
+  t.equal(loadConfig(undefined).inbound.maxSiteKw, 100_000)
+  t.equal(loadConfig({ inbound: { maxSiteKw: 250_000.5 } }).inbound.maxSiteKw, 250_000.5)
+  t.throws(() => loadConfig({ inbound: { maxSiteKw: 0 } }), { code: 'EPX_CONFIG_INVALID', message: /\/inbound\/maxSiteKw must be > 0/ })
+  t.throws(() => loadConfig({ inbound: { maxSiteKw: 1e10 } }), { code: 'EPX_CONFIG_INVALID', message: /\/inbound\/maxSiteKw must be <= 1000000000/ })
+})
+
 t.test("the result is frozen and the host's object is not touched", async t => {
   const raw = { api: { port: 9000 } }
   const c = loadConfig(raw)

@@ -32,7 +32,13 @@ t.test('the description is valid OpenAPI 3.1, its schema files resolved', async 
   t.equal(doc.info.version, '0.5', 'the API\'s version, as its paths name it')
   t.ok(doc.info.license?.name, 'a licence')
   t.notOk(JSON.stringify(doc.paths).includes('"Content-Type"'), 'no Content-Type header parameter (OpenAPI ignores it)')
-  t.same(Object.keys(doc.paths[INBOUND_PATH].post.requestBody.content['application/json'].examples), ['oneSite'])
+  t.same(Object.keys(doc.paths[INBOUND_PATH].post.requestBody.content['application/json'].examples), ['oneSite', 'todayTooLate'])
+  // DECISIONS.md "Inbound": the entry status late, and the sanity bound's 400, each with a recorded answer.
+  const receipt = doc.paths[INBOUND_PATH].post.responses['202'].content['application/json']
+  t.same(receipt.examples.late.value.instructions.map((i: any) => i.status), ['late'])
+  t.same(doc.components.schemas.Receipt.properties.instructions.items.properties.status.enum, ['queued', 'superseded', 'late'])
+  const refused = doc.paths[INBOUND_PATH].post.responses['400'].content['application/json']
+  t.match(refused.examples.aboveSanityBound.value.error.details, { '/sites/0/energie_programmee/3/energie_kwh': /sanity bound of 100000 kW per site \(inbound\.maxSiteKw\)/ })
   t.same(doc.components.schemas.Receipt.properties.status, { type: 'string', const: 'received' })
   const names = (r: any) => Object.keys(r.headers ?? {})
   t.same(names(doc.paths[OUTBOUND_PATH].get.responses['304']).slice(0, 3), ['ETag', 'Last-Modified', 'Cache-Control'])

@@ -5,7 +5,8 @@
  * body limit). The property (DECISIONS.md "Inbound"): never a 5xx; every 400 is
  * `{ error: { code: 'INVALID_PROGRAMME_SOUTIRAGE_REQUEST', message, details } }` whose
  * detail keys are `""` or JSON Pointers into the body; every 202 is for a body that keeps
- * the contract's rules (checked here by a reading of the contract independent of epx's).
+ * the contract's rules (checked here by a reading of the contract independent of epx's),
+ * the sanity bound on a slot's power included: above it, a 400 is the promise kept.
  * @module
  */
 import fc from 'fast-check'
@@ -52,7 +53,8 @@ const spliceDeep = (text: string): string =>
 const odd: fc.Arbitrary<Json> = fc.oneof(
   fc.jsonValue({ maxDepth: 3 }) as fc.Arbitrary<Json>,
   fc.string({ unit: 'grapheme', maxLength: 40 }),
-  fc.constantFrom<Json>(1e308, -1e308, 2 ** 53 + 1, -0, 1e-320, 0.1, -1, 900.5, '', ' ', 'v0.2', 'PRM3000000000000１',
+  // 1e306 kWh: an infinite floor once in kW; 25,000.01 kWh a quarter-hour: just above the sanity bound.
+  fc.constantFrom<Json>(1e308, 1e306, 25_000.01, -1e308, 2 ** 53 + 1, -0, 1e-320, 0.1, -1, 900.5, '', ' ', 'v0.2', 'PRM3000000000000１',
     '2026-02-30', '2026-11-22T00:00:00+01:00', '0099-01-01T00:00:00Z', '2026-11-21T23:00:00.123456789Z', '\u0000', '\ud800', '𝟘𝟙'),
   fc.integer({ min: 1, max: 20_000 }).map(deep),
 )
@@ -139,6 +141,12 @@ export function wellFormedError (text: string, sent: string): string | undefined
   return undefined
 }
 
+/**
+ * DECISIONS.md "Inbound", sanity bound: `inbound.maxSiteKw` by default, which the
+ * campaign's daemon keeps. Written here, not imported: the oracle reads the contract, not epx.
+ */
+const MAX_SITE_KW = 100_000
+
 /** The contract's rules a 202 body must keep, read independently of epx's validator. */
 export function breaksARule (sent: string): string | undefined {
   let b: any
@@ -158,6 +166,7 @@ export function breaksARule (sent: string): string | undefined {
     if (!Array.isArray(s.energie_programmee)) return 'energie_programmee'
     for (const slot of s.energie_programmee) {
       if (!slot || typeof slot.energie_kwh !== 'number' || !Number.isFinite(slot.energie_kwh) || slot.energie_kwh < 0) return 'energie_kwh'
+      if (slot.energie_kwh * 3600 / b.slot_duration_secs > MAX_SITE_KW) return 'energie_kwh (power above inbound.maxSiteKw)'
       if (typeof slot.debut_utc !== 'string' || typeof slot.fin_utc !== 'string') return 'debut_utc/fin_utc'
     }
   }

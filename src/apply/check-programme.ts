@@ -18,6 +18,8 @@ export interface CheckOptions {
   /** `inbound.maxClockSkewSeconds` and `inbound.maxDaysAhead` (defaults: programme-rules.ts). */
   readonly maxClockSkewSeconds?: number
   readonly maxDaysAhead?: number
+  /** `inbound.maxSiteKw` (default: programme-rules.ts). */
+  readonly maxSiteKw?: number
 }
 
 /** What the check needs to know of the request besides its body. */
@@ -53,6 +55,7 @@ export function createProgrammeCheck (opts: CheckOptions): ProgrammeCheck {
       nowMs: ctx.nowMs,
       maxClockSkewSeconds: opts.maxClockSkewSeconds,
       maxDaysAhead: opts.maxDaysAhead,
+      maxSiteKw: opts.maxSiteKw,
       managed: managed && (siteId => managed.has(siteId)),
     })
     if (!v.ok) {

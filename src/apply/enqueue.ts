@@ -11,7 +11,7 @@
  */
 import type { Clock, Logger, Period, SolverInput, SolverPort } from '../host/contract.ts'
 import type { InstructionBatch } from '../contract/instruction.ts'
-import { rangeAt } from '../contract/instruction.ts'
+import { decodeInstructionSlots, rangeAt } from '../contract/instruction.ts'
 import { parisDateOf } from '../contract/paris-day.ts'
 import { targetDateOfInstructionId } from '../contract/ids.ts'
 import type { InstructionRef, Instructions } from '../store/instructions.ts'
@@ -138,19 +138,23 @@ export function createEnqueuer (deps: EnqueueDeps): Enqueuer {
       for (let k = from; k < to; k++) {
         const [targetDate, siteId] = days[k]!
         if (targetDate < today) continue
-        let instructionId: string | undefined
-        let stored: ReturnType<Instructions['slotsOf']>
+        let instructionId: string
+        let stored: ReturnType<typeof decodeInstructionSlots>
         try {
-          instructionId = instructions.effectiveId(targetDate, siteId)
-          stored = instructionId ? instructions.slotsOf(instructionId, siteId) : undefined
+          const record = instructions.effectiveRecord(targetDate, siteId)
+          if (!record) continue
+          instructionId = record.instructionId
+          stored = decodeInstructionSlots(record.bytes)
         } catch (err) {
           if (!owe) throw err
           hand(inputs, marked)
           owe(days.slice(k), err)
           return count + inputs.length
         }
-        if (!stored) continue
-        inputs.push(fedOf(instructionId!, siteId, targetDate, stored.starts, stored.kwh, 0, stored.starts.length, stored.slotDurationSecs, nowMs))
+        const { head, starts, kwh } = stored
+        // Late when received (DECISIONS.md "Inbound"): kept, never handed, by this instance or another, at start or later.
+        if (isLate(starts, 0, starts.length, Date.parse(head.receivedAt))) continue
+        inputs.push(fedOf(instructionId, siteId, targetDate, starts, kwh, 0, starts.length, head.slotDurationSecs, nowMs))
       }
       hand(inputs, marked, marked !== 'elsewhere')
       count += inputs.length
@@ -539,6 +543,17 @@ export function periodsOver (starts: ArrayLike<number>, a: number, b: number, sl
   let k = a
   while (k < b && starts[k]! + durationMs <= nowMs) k++
   return k - a
+}
+
+/**
+ * Whether slots `[a, b)` had all begun before `receivedAtMs`: such an instruction is
+ * `late` (DECISIONS.md "Inbound"), kept but never handed to the solver, since none of its
+ * quarter-hours can still be governed by it (DECISIONS.md "In force"). An instruction of
+ * no period is never late: it clears the site's constraints, and is handed. Slots are in
+ * increasing order, so the last one decides.
+ */
+export function isLate (starts: ArrayLike<number>, a: number, b: number, receivedAtMs: number): boolean {
+  return a < b && starts[b - 1]! < receivedAtMs
 }
 
 function nextTurn (): Promise<void> {

@@ -77,8 +77,10 @@ export function checkSlots (batch: Pick<InstructionBatch, 'starts' | 'kwh' | 'sl
   for (let k = from; k < to; k++) {
     const energy = batch.kwh[k]!
     if (!(energy > 0)) continue
-    programmedKwh += energy
     const floorKw = powerKw(energy, batch.slotDurationSecs)
+    // No constraint, as to-constraints.ts makes it: a non-finite floor is never stored (the rules refuse it: DECISIONS.md "Inbound", sanity bound).
+    if (!(floorKw < Infinity)) continue
+    programmedKwh += energy
     // A slot longer than a quarter-hour needs its floor in each quarter-hour it covers.
     let available = Infinity
     for (let q = 0; q < quarters; q++) {

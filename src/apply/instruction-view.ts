@@ -8,7 +8,7 @@
 import type { Instructions, StoredInstruction } from '../store/instructions.ts'
 import type { Period } from '../host/contract.ts'
 import { targetDateOfInstructionId } from '../contract/ids.ts'
-import { instructionPeriods } from './to-constraints.ts'
+import { instructionConstraints } from './to-constraints.ts'
 
 /** An instruction with what became of it. */
 export interface InstructionView {
@@ -62,7 +62,7 @@ export interface SlotConstraint extends Period {
 }
 
 export function slotConstraints (i: Pick<StoredInstruction, 'slots' | 'slotDurationSecs'>): SlotConstraint[] {
-  return instructionPeriods(i).map((p, k) => ({ ...p, energyKwh: i.slots[k]![1] }))
+  return instructionConstraints(i)
 }
 
 /** The wire-style summary of an instruction (snake_case, like the API). */

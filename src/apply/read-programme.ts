@@ -66,7 +66,7 @@ export function createProgrammeReader (opts: CheckOptions & { offThreadBytes?: n
     const [source, how] = workerSource(import.meta.url, 'programme-worker')
     const w = new Worker(source, {
       ...how,
-      workerData: { maxSites: opts.maxSites, requireContiguous: opts.requireContiguous, maxClockSkewSeconds: opts.maxClockSkewSeconds, maxDaysAhead: opts.maxDaysAhead } satisfies CheckOptions,
+      workerData: { maxSites: opts.maxSites, requireContiguous: opts.requireContiguous, maxClockSkewSeconds: opts.maxClockSkewSeconds, maxDaysAhead: opts.maxDaysAhead, maxSiteKw: opts.maxSiteKw } satisfies CheckOptions,
     })
     w.on('message', (reply: Reply) => {
       const p = pending.get(reply.id)

@@ -5,7 +5,8 @@
  * 1. read: JSON, schema, rules and the caller's perimeter → one instruction per site
  *    (`read-programme.ts`; a big body is read off the solver's thread);
  * 2. persisted, atomically and durably (`store/instructions.ts`): a 202 survives a crash;
- * 3. the effective instructions handed to the solver's next cycle (`enqueue.ts`);
+ * 3. the effective instructions handed to the solver's next cycle (`enqueue.ts`), but
+ *    the late ones, whose every period had begun before reception;
  * 4. the receipt says so.
  *
  * The HTTP door (`http/inbound-route.ts`) only reads the body and renders the outcome.
@@ -18,7 +19,7 @@ import type { Receipt, ReceiptEntry } from '../contract/compiled.ts'
 import { isEpxError, type EpxError } from '../errors.ts'
 import type { Store } from '../store/open-store.ts'
 import { openInstructions, type Instructions } from '../store/instructions.ts'
-import { createEnqueuer, periodsOver, type Enqueuer, type HandedBatch } from './enqueue.ts'
+import { createEnqueuer, isLate, periodsOver, type Enqueuer, type HandedBatch } from './enqueue.ts'
 import { createProgrammeReader, type ProgrammeReader } from './read-programme.ts'
 import type { AcceptedRecords, ProgrammeRecords } from './programme-records.ts'
 import type { ManagedSites } from './managed-sites.ts'
@@ -52,6 +53,7 @@ export interface InboundOptions {
   readonly requireContiguous: boolean
   readonly maxClockSkewSeconds?: number
   readonly maxDaysAhead?: number
+  readonly maxSiteKw?: number
   /** Bodies above this many bytes are read off the thread (default `read-programme.ts`). */
   readonly offThreadBytes?: number
 }
@@ -155,9 +157,9 @@ export async function receiveProgramme (bytes: Buffer, caller: Caller, receivedA
 
 /**
  * Persists a read batch, with its records in the same transaction, and queues its
- * effective instructions. Rejects with NO_STORE (nothing written) when the store fails;
- * resolves only once every instruction is on disk (DECISIONS.md "Robustness": a 202
- * survives a crash). `records.landed` runs once the save has committed.
+ * effective instructions that are not late. Rejects with NO_STORE (nothing written) when
+ * the store fails; resolves only once every instruction is on disk (DECISIONS.md
+ * "Robustness": a 202 survives a crash). `records.landed` runs once the save has committed.
  */
 export async function saveAndQueue (batch: InstructionBatch, receivedAt: string, parts: Omit<ReceiveParts, 'reader' | 'records'>, records?: AcceptedRecords, companyId?: string): Promise<Receipt> {
   // Superseded ones (an older emitted_at than the effective one) are stored, not fed.
@@ -165,8 +167,42 @@ export async function saveAndQueue (batch: InstructionBatch, receivedAt: string,
   // solver's queue right after this commit, in this process.
   const effective = await parts.instructions.save(batch, receivedAt, 'queued', records?.write)
   records?.landed()
-  await parts.enqueuer.enqueueBatch(batch, effective, 'queued')
-  return receiptOf(batch, effective, parts.instructions, companyId, Date.parse(receivedAt))
+  const receivedAtMs = Date.parse(receivedAt)
+  const late = lateSites(batch, effective, receivedAtMs)
+  if (late.length === 0) {
+    await parts.enqueuer.enqueueBatch(batch, effective, 'queued')
+  } else {
+    // Late ones are stored (audit), never handed (DECISIONS.md "Inbound"): their status
+    // goes back to `received`, so the status read never says `queued` for them.
+    const handed = effective.slice()
+    for (const i of late) handed[i] = false
+    await parts.enqueuer.enqueueBatch(batch, handed, 'queued')
+    await unqueueLate(parts.instructions, batch, late, receivedAt)
+  }
+  return receiptOf(batch, effective, parts.instructions, companyId, receivedAtMs)
+}
+
+/** The effective sites of a batch whose every period had begun before reception (none, usually). */
+function lateSites (batch: InstructionBatch, effective: readonly boolean[], receivedAtMs: number): number[] {
+  const late: number[] = []
+  let from = 0
+  for (let i = 0; i < batch.siteIds.length; i++) {
+    const to = batch.slotEnds[i]!
+    if (effective[i] && isLate(batch.starts, from, to, receivedAtMs)) late.push(i)
+    from = to
+  }
+  return late
+}
+
+/**
+ * The late sites' status back to `received` (they were saved `queued` with the rest, in
+ * one write). The instructions are durable already: a store failing now leaves them
+ * `queued` in the status read, and the receipt stays true, so the 202 stands.
+ */
+async function unqueueLate (instructions: Pick<Instructions, 'unqueue'>, batch: InstructionBatch, late: readonly number[], at: string): Promise<void> {
+  try {
+    await instructions.unqueue(late.map(i => ({ instructionId: batch.instructionId, siteId: batch.siteIds[i]! })), at)
+  } catch {}
 }
 
 /** The company that sent a batch (its provenance, in every site's record). */
@@ -176,25 +212,35 @@ function companyOf (batch: InstructionBatch): string | undefined {
 
 /**
  * The 202 body: the contract's receipt, each instruction saying what will become of it
- * (DECISIONS.md "Inbound"). A superseded one names the instruction in force only when it
- * is the caller's own: no company learns another's ids.
+ * (DECISIONS.md "Inbound"): `queued`, `superseded`, or `late` when every period of it had
+ * begun before it was received. A superseded one names the instruction in force only when
+ * it is the caller's own: no company learns another's ids. The message never says "will
+ * be applied" of what will not be.
  */
 export function receiptOf (batch: InstructionBatch, effective: readonly boolean[], instructions: Pick<Instructions, 'effectiveOf'>,
   companyId: string | undefined, receivedAtMs: number): Receipt {
   const n = batch.siteIds.length
   const entries = new Array<ReceiptEntry>(n)
   let queued = 0
+  let late = 0
   let over = 0
   for (let i = 0; i < n; i++) {
     const [from, to] = slotRange(batch, i)
     const siteId = batch.siteIds[i]!
-    const entry: ReceiptEntry = { instruction_id: batch.instructionId, site_id: siteId, periods_count: to - from, status: effective[i] ? 'queued' : 'superseded' }
-    if (effective[i]) {
-      queued++
-    } else {
+    const entry: ReceiptEntry = { instruction_id: batch.instructionId, site_id: siteId, periods_count: to - from, status: 'queued' }
+    if (!effective[i]) {
+      entry.status = 'superseded'
       // Read only for a superseded site (rare): the record's head names its company.
       const inForce = readOrUndefined(() => instructions.effectiveOf(batch.targetDate, siteId))
       if (inForce && inForce.instructionId !== batch.instructionId && inForce.companyId === (companyId ??= companyOf(batch))) entry.superseded_by = inForce.instructionId
+    } else if (isLate(batch.starts, from, to, receivedAtMs)) {
+      // None of it is fed: its periods over are no news (`periods_over` counts what is withheld from a queued one).
+      entry.status = 'late'
+      late++
+      entries[i] = entry
+      continue
+    } else {
+      queued++
     }
     const past = from < to ? periodsOver(batch.starts, from, to, batch.slotDurationSecs, receivedAtMs) : 0
     if (past > 0) {
@@ -203,11 +249,17 @@ export function receiptOf (batch: InstructionBatch, effective: readonly boolean[
     }
     entries[i] = entry
   }
-  const superseded = n - queued
-  let message = `${n} instruction(s) persisted; ${queued} will be applied at the next solver cycle`
-  if (superseded > 0) message += `; ${superseded} ${superseded === 1 ? 'is' : 'are'} superseded by a later programme`
+  return { status: 'received', count: n, instructions: entries, message: receiptMessage(n, queued, n - queued - late, late, over) }
+}
+
+/** What the receipt's entries say, summed up: "2 instruction(s) persisted; 1 will be applied at the next solver cycle; 1 is late: …". */
+function receiptMessage (n: number, queued: number, superseded: number, late: number, over: number): string {
+  const are = (k: number): string => k === 1 ? 'is' : 'are'
+  let message = `${n} instruction(s) persisted; ${queued > 0 ? `${queued} will be applied at the next solver cycle` : 'none will be applied'}`
+  if (superseded > 0) message += `; ${superseded} ${are(superseded)} superseded by a later programme`
+  if (late > 0) message += `; ${late} ${are(late)} late: every period had begun before ${late === 1 ? 'it was' : 'they were'} received (kept, never applied)`
   if (over > 0) message += `; ${over} period(s) already over are kept but not fed to the solver`
-  return { status: 'received', count: n, instructions: entries, message }
+  return message
 }
 
 function readOrUndefined<T> (read: () => T): T | undefined {

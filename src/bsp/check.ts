@@ -50,6 +50,11 @@ export interface CheckProgrammeOptions {
    */
   readonly now?: Date
   readonly maxClockSkewSeconds?: number
+  /**
+   * The server's `inbound.maxSiteKw` (default its default, 100,000 kW): a slot whose power
+   * (energie_kwh * 3600 / slot_duration_secs) is above it is found before sending.
+   */
+  readonly maxSiteKw?: number
 }
 
 /**
@@ -66,6 +71,7 @@ export function checkProgramme (body: unknown, opts: CheckProgrammeOptions = {})
   const v = validate(body, {
     allowed: () => true,
     requireContiguous: opts.requireContiguous ?? false,
+    ...(opts.maxSiteKw !== undefined ? { maxSiteKw: opts.maxSiteKw } : {}),
     ...(opts.now ? {
       nowMs: opts.now.getTime(),
       maxClockSkewSeconds: opts.maxClockSkewSeconds ?? DEFAULT_MAX_CLOCK_SKEW_SECONDS,

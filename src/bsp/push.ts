@@ -30,10 +30,12 @@ export interface PushOptions {
    */
   readonly now?: () => Date
   readonly maxClockSkewSeconds?: number
+  /** The server's `inbound.maxSiteKw` when it is not the default (100,000 kW): a slot above it is not sent. */
+  readonly maxSiteKw?: number
 }
 
 export async function pushProgramme (o: PushOptions): Promise<PushResult> {
-  const checked = checkProgramme(o.programme, { now: (o.now ?? (() => new Date()))(), maxClockSkewSeconds: o.maxClockSkewSeconds })
+  const checked = checkProgramme(o.programme, { now: (o.now ?? (() => new Date()))(), maxClockSkewSeconds: o.maxClockSkewSeconds, maxSiteKw: o.maxSiteKw })
   if (!checked.ok) return { kind: 'invalid', details: checked.details }
   const attempts = o.attempts ?? 5
   const body = JSON.stringify(o.programme)

@@ -97,11 +97,14 @@ export interface ReceiptEntry {
   instruction_id: string
   site_id: string
   periods_count: number
-  /** `queued`: goes to the solver at its next cycle; `superseded`: a later programme is in force. */
-  status: 'queued' | 'superseded'
+  /**
+   * `queued`: goes to the solver at its next cycle; `superseded`: a later programme is in
+   * force; `late`: every period had begun before reception, kept but never applied.
+   */
+  status: 'queued' | 'superseded' | 'late'
   /** The instruction in force, when it is the caller company's own (another's is not named). */
   superseded_by?: string
-  /** Periods of a programme for today already over at reception: kept, not fed to the solver. */
+  /** Periods of a programme for today already over at reception: kept, not fed to the solver (never with `late`: none is). */
   periods_over?: number
 }
 
@@ -131,8 +134,8 @@ export const receiptSchema = {
           periods_count: { type: 'integer' },
           status: {
             type: 'string',
-            enum: ['queued', 'superseded'],
-            description: 'Extension: `queued` goes to the solver at its next cycle; `superseded`: a programme with a later emitted_at is in force for this site and day, and this one is kept but never applied.',
+            enum: ['queued', 'superseded', 'late'],
+            description: 'Extension: `queued` goes to the solver at its next cycle; `superseded`: a programme with a later emitted_at is in force for this site and day, and this one is kept but never applied; `late`: every period of it had begun before it was received (a programme for today sent too late), so it is kept but never applied.',
           },
           superseded_by: {
             type: 'string',
@@ -140,7 +143,7 @@ export const receiptSchema = {
           },
           periods_over: {
             type: 'integer',
-            description: 'Extension, for a programme for today: how many of its periods were already over at reception; they are kept but not fed to the solver. Absent when none.',
+            description: 'Extension, for a programme for today: how many of its periods were already over at reception; they are kept but not fed to the solver. Absent when none, and with `late` (none of it is fed).',
           },
         },
       },

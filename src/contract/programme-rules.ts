@@ -4,7 +4,7 @@
  * slot length, the target day's Europe/Paris coverage (a day that has no quarter-hour
  * grid is refused), order without overlap, (by configuration) no gaps, and what cannot
  * be honoured: an emitted_at ahead of the server's clock, a day over or too far ahead, a
- * site the solver does not manage. Each
+ * site the solver does not manage, a slot's power above the sanity bound. Each
  * rule is stated once, below; violations are collected as `{ JSON Pointer: message }`.
  * @module
  */
@@ -52,11 +52,15 @@ export interface RuleOptions {
   readonly checkTargetDate?: boolean
   /** Whether the solver manages a site (the host's `sites()`); unset, not checked. */
   readonly managed?: (siteId: string) => boolean
+  /** `inbound.maxSiteKw`: the sanity bound of a slot's power (default DEFAULT_MAX_SITE_KW). */
+  readonly maxSiteKw?: number
 }
 
 /** `inbound.maxClockSkewSeconds` and `inbound.maxDaysAhead` by default (config-schema.ts). */
 export const DEFAULT_MAX_CLOCK_SKEW_SECONDS = 300
 export const DEFAULT_MAX_DAYS_AHEAD = 7
+/** `inbound.maxSiteKw` by default (DECISIONS.md "Inbound", sanity bound). */
+export const DEFAULT_MAX_SITE_KW = 100_000
 
 /** The slots of a programme read while checking it, for the instructions to be built from. */
 // load-bearing: POST 1 × 96 and POST 100 × 96, parallel Float64Arrays, not an object per slot; no figure of its own (bench/README.md#where-post-1--96-goes-e-against-c)
@@ -93,6 +97,10 @@ export function checkProgrammeRules (body: unknown, opts: RuleOptions, details: 
   const dayStartMs = day && !day.offGrid ? day.startMs : NaN
   const dayEndMs = day && !day.offGrid ? day.endMs : NaN
   if (opts.nowMs !== undefined) checkTimeliness(body, day, opts, details)
+  // The sanity bound, one comparison a slot: power as `apply/to-constraints.ts` `powerKw`
+  // computes it, so what passes here is a finite floor there. NaN (no valid duration): never above.
+  const slotSecs = durationMs > 0 ? durationMs / 1000 : NaN
+  const maxKw = opts.maxSiteKw ?? DEFAULT_MAX_SITE_KW
 
   let total = 0
   for (const site of sites) if (isObj(site) && Array.isArray(site.energie_programmee)) total += site.energie_programmee.length
@@ -140,7 +148,12 @@ export function checkProgrammeRules (body: unknown, opts: RuleOptions, details: 
       const end = start === start && durationMs > 0 && slot.fin_utc === instantText(start + durationMs)
         ? start + durationMs
         : slotInstant(slot.fin_utc, at, j, 'fin_utc', details)
-      if (typeof slot.energie_kwh === 'number') { starts[n] = start; kwh[n] = slot.energie_kwh }
+      const energy = slot.energie_kwh
+      if (typeof energy === 'number') {
+        starts[n] = start
+        kwh[n] = energy
+        if (energy * 3600 / slotSecs > maxKw) details.add(slotPointer(at, j, 'energie_kwh'), overBound(energy, slotSecs, maxKw))
+      }
       n++
       if (start !== start || end !== end) continue   // NaN: already reported
       if (durationMs > 0 && end - start !== durationMs) {
@@ -196,6 +209,17 @@ function checkTimeliness (body: Obj, day: Day | undefined, opts: RuleOptions, de
     details.add('/target_date', `${target} is too far ahead: the latest target_date accepted today (${today}, Europe/Paris) is ${last}, ` +
       `${opts.maxDaysAhead ?? DEFAULT_MAX_DAYS_AHEAD} day(s) ahead; send it later`)
   }
+}
+
+/**
+ * A slot above the sanity bound (DECISIONS.md "Inbound"): far above any site served, it is
+ * a unit error (Wh sent as kWh) or a number no solver can use (1e306 kWh is an infinite floor).
+ */
+function overBound (kwh: number, slotSecs: number, maxKw: number): string {
+  const kw = kwh * 3600 / slotSecs
+  const power = Number.isFinite(kw) ? `a power of ${+kw.toPrecision(9)} kW` : 'a power beyond any finite number of kW'
+  return `${kwh} kWh over a ${slotSecs} s slot is ${power} (energie_kwh * 3600 / slot_duration_secs), above this service's sanity bound of ${maxKw} kW per site ` +
+    '(inbound.maxSiteKw): check the value and its unit (kWh delivered over the slot), or ask the service\'s operator to raise inbound.maxSiteKw if the site can truly draw more'
 }
 
 function readMs (value: unknown): number {

@@ -79,7 +79,7 @@ export function besoinsAgregesJsonSchema (): JsonSchema {
 
 /**
  * Programme_Soutirage v0.2 (contract §2.2), the fields taken alone. The rules between
- * fields (slot alignment and length, coverage of the day, order, unique sites, perimeter)
+ * fields (slot alignment and length, coverage of the day, order, unique sites, perimeter, sanity bound)
  * are the server's (`programme-rules.ts`) and are stated in the description.
  */
 export function programmeSoutirageJsonSchema (limits: { readonly maxSites: number }): JsonSchema {
@@ -87,7 +87,8 @@ export function programmeSoutirageJsonSchema (limits: { readonly maxSites: numbe
     'Programme_Soutirage v0.2, the withdrawal programme a BSP posts (contract section 2.2).',
     'Besides this schema the server checks: debut_utc/fin_utc on a 900 s boundary, fin_utc - debut_utc = slot_duration_secs,',
     'every slot inside the Europe/Paris target day, slots in strictly increasing order without overlap, each site_id once,',
-    'and each site in the caller\'s perimeter. Unknown extra fields are ignored.',
+    'each site in the caller\'s perimeter, and each slot\'s power (energie_kwh * 3600 / slot_duration_secs) at most the service\'s',
+    'sanity bound (inbound.maxSiteKw, 100,000 kW by default). Unknown extra fields are ignored.',
   ].join(' '))
   // The slot bounds are read by the server's rules (readUtcInstant, as emitted_at is), not by
   // the door's schema; published, they carry the same format and pattern as every other instant.
@@ -105,7 +106,7 @@ export function receiptJsonSchema (): JsonSchema {
   const items = (properties.instructions as JsonSchema).items as JsonSchema
   const itemProperties = { ...(items.properties as JsonSchema), instruction_id: instructionId(), site_id: { type: 'string', pattern: PRM_PATTERN } }
   properties.instructions = { ...(properties.instructions as JsonSchema), items: { ...items, properties: itemProperties } }
-  return { ...s, properties, description: 'One instruction per site was persisted (on disk) and will be applied at the next solver cycle.' }
+  return { ...s, properties, description: 'One instruction per site was persisted (on disk); each entry\'s `status` says what will become of it (`queued`: applied at the next solver cycle; `superseded` or `late`: kept, never applied), and `message` sums it up.' }
 }
 
 const PRM_PATTERN = '^PRM[0-9]{14}$'
@@ -193,7 +194,7 @@ export function programmeStatusJsonSchema (): JsonSchema {
             status: {
               type: 'string',
               enum: ['received', 'queued', 'applied', 'superseded'],
-              description: '`received`: stored, not yet handed to the solver (it will be at the service\'s next start, unless its day is over by then); `queued`: handed to the solver for its next cycle; `applied`: a solver cycle took it (`applied_at`, `cycle`); `superseded`: a programme with a later emitted_at is in force for this site and day; this one is kept, never applied.',
+              description: '`received`: stored, not yet handed to the solver (it will be at the service\'s next start, unless its day is over by then, or it was late: every period had begun before it was received, so it is never applied); `queued`: handed to the solver for its next cycle; `applied`: a solver cycle took it (`applied_at`, `cycle`); `superseded`: a programme with a later emitted_at is in force for this site and day; this one is kept, never applied.',
             },
             applied_at: { type: 'string', format: 'date-time', pattern: UTC_INSTANT_PATTERN, description: 'With `applied`: when the cycle acknowledged it (UTC).' },
             cycle: { type: 'integer', description: 'With `applied`: the solver cycle\'s number.' },

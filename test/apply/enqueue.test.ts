@@ -5,7 +5,9 @@ import { openInstructions } from '../../src/store/instructions.ts'
 import { createEnqueuer } from '../../src/apply/enqueue.ts'
 import { saveAndQueue } from '../../src/apply/receive-programme.ts'
 import type { CycleApplied, Logger, SolverInput, SolverPort } from '../../src/host/contract.ts'
-import { instructionBatch, siteId } from '../helpers/programme.ts'
+import { toInstructionBatch } from '../../src/apply/to-instructions.ts'
+import type { ProgrammeSoutirage } from '../../src/contract/programme-soutirage.ts'
+import { instructionBatch, programme, siteId } from '../helpers/programme.ts'
 import { recordingLog } from '../helpers/recording-log.ts'
 
 const batch = instructionBatch
@@ -99,10 +101,25 @@ t.test('a solver that refuses the inputs does not turn a durable programme into 
   t.equal(instructions.list()[0]!.state.status, 'received', 'left for the next activation to queue')
 })
 
+t.test('a floor handed to the solver is always finite: a slot whose power is not (the rules refuse it; a record from before them) is no constraint', async t => {
+  const { instructions, enqueuer, queue } = setup(t)
+  // Built past the rules, as a store written before the sanity bound may hold it.
+  const body = programme({ slots: 3 })
+  const starts = Float64Array.from(body.sites[0]!.energie_programmee, s => Date.parse(s.debut_utc))
+  const b = toInstructionBatch(body as unknown as ProgrammeSoutirage, { emittedAt: { ms: Date.parse(body.emitted_at), nanos: 0 }, starts, kwh: Float64Array.of(1, 1e306, 1), slotEnds: Uint32Array.of(3) },
+    { receivedAt: '2026-11-21T12:30:00.000Z', companyId: 'acme', tokenId: 'tok', certFingerprint256: 'F' })
+  await saveAndQueue(b, '2026-11-21T12:30:00.000Z', { instructions, enqueuer })
+  t.same(queue[0]!.periods.map(p => [p.startUtc, p.minKw]), [['2026-11-21T23:00:00Z', 4], ['2026-11-21T23:30:00Z', 4]])
+  queue.length = 0
+  await enqueuer.requeueEffective()
+  t.same(queue[0]!.periods.map(p => [p.startUtc, p.minKw]), [['2026-11-21T23:00:00Z', 4], ['2026-11-21T23:30:00Z', 4]], 'nor when queued again from the store')
+})
+
 t.test('requeue takes the effective instructions of today and later, not of past days', async t => {
   const { instructions, enqueuer, queue } = setup(t)
   await saveAndQueue(batch({ targetDate: '2026-11-20', emittedAt: '2026-11-19T10:00:00Z' }), 'x', { instructions, enqueuer })
-  await saveAndQueue(batch({ targetDate: '2026-11-21', emittedAt: '2026-11-20T10:00:00Z', sites: 70 }), 'x', { instructions, enqueuer })
+  // Received the day before: when the service starts again at 12:30Z, its periods are over, not late.
+  await saveAndQueue(batch({ targetDate: '2026-11-21', emittedAt: '2026-11-20T10:00:00Z', sites: 70 }, '2026-11-20T10:00:00.000Z'), 'x', { instructions, enqueuer })
   queue.length = 0
   t.equal(await enqueuer.requeueEffective(), 70, 'in several turns')
   t.same(new Set(queue.map(i => i.targetDate)), new Set(['2026-11-21']))
@@ -117,6 +134,18 @@ t.test('requeue takes the effective instructions of today and later, not of past
   t.same(tomorrow.periods[0], { startUtc: '2026-11-21T23:00:00Z', endUtc: '2026-11-21T23:15:00Z', minKw: 10 })
   const stored = instructions.get(tomorrow.instructionId, tomorrow.siteId)!
   t.same(tomorrow.periods.map(p => p.startUtc), stored.slots.map(([start]) => start), 'the stored slots, every one')
+})
+
+t.test('a late instruction (every period begun when received) is not handed when the service starts again either', async t => {
+  const { instructions, enqueuer, queue } = setup(t)
+  const late = batch({ targetDate: '2026-11-21', emittedAt: '2026-11-21T12:00:00Z' })   // received at 12:30Z, its two slots from 23:00Z the day before
+  const timely = batch({ targetDate: '2026-11-21', emittedAt: '2026-11-21T10:00:00Z', sites: [siteId(2)] }, '2026-11-20T23:10:00.000Z')   // its last slot began after it came
+  const receipt = await saveAndQueue(late, '2026-11-21T12:30:00.000Z', { instructions, enqueuer })
+  t.same(receipt.instructions.map(i => i.status), ['late'])
+  await saveAndQueue(timely, '2026-11-20T23:10:00.000Z', { instructions, enqueuer })
+  queue.length = 0
+  t.equal(await enqueuer.requeueEffective(), 1)
+  t.same(queue.map(i => [i.siteId, i.periods.length]), [[siteId(2), 0]], 'the timely one only (its periods are over by now)')
 })
 
 t.test('a cycle acknowledged before the queued statuses are written still ends applied', async t => {
@@ -176,6 +205,16 @@ t.test('a programme another instance saved reaches this solver once its changes 
   t.same(queue.map(i => [i.instructionId, i.siteId, i.periods.map(p => p.minKw)]), [[b.instructionId, siteId(1), [4, 4]], [b.instructionId, siteId(2), [4, 4]]])
   await settle()
   t.same(instructions.list().map(i => i.state.status), ['queued', 'queued'], 'no status written here: the writer saved them queued')
+})
+
+t.test('another instance\'s late programme (every period begun when its change arrives) is not fed here either', async t => {
+  const { instructions, enqueuer, queue } = setup(t)
+  // The clock stands at 12:30Z: the day's first two quarter-hours began long ago.
+  const late = batch({ targetDate: '2026-11-21', emittedAt: '2026-11-21T12:00:00Z', sites: 1 })
+  await instructions.save(late, '2026-11-21T12:30:00.000Z', 'queued')
+  enqueuer.handChanged(savedKeys(late))
+  await enqueuer.close()
+  t.same(queue, [])
 })
 
 t.test('changes of statuses and flags feed nothing (each instance writes its own solver\'s statuses)', async t => {

@@ -32,6 +32,14 @@ t.test('a slot whose floor exceeds the available power is flagged with its floor
   t.same(flag, { checkedAgainst: '2026-11-21T07:00:00Z', infeasibleSlots: [{ startUtc: '2026-11-21T23:15:00Z', floorKw: 104, availableKw: 100 }] })
 })
 
+t.test('a slot whose floor is not a finite number (the rules refuse it) is no constraint here either: no floor of Infinity is stored', async t => {
+  const flag = checkSlots(batch([1, 1e306, 1, 1]), 0, 4, needs)
+  t.equal(flag, undefined, 'the three others are within the power and the needs')
+  const found2 = found(batch([1e306, 30, 1, 1]), 0, 4, needs)
+  t.ok(found2 && [...found2.slots].every(Number.isFinite) && Number.isFinite(found2.day?.programmedKwh ?? 0))
+  t.same(found2 && readableFlag(found2).infeasibleSlots, [{ startUtc: '2026-11-21T23:15:00Z', floorKw: 120, availableKw: 100 }])
+})
+
 t.test('a day that programs more energy than the milestones need is flagged with the totals', async t => {
   const flag = checkSlots(batch([20, 20, 20, 20]), 0, 4, needs)
   t.same(flag?.infeasibleSlots, [])

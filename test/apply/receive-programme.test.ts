@@ -14,7 +14,7 @@ const caller: Caller = { companyId: 'acme', tokenId: 'tok', certFingerprint256: 
 const at = new Date('2026-11-21T12:30:00Z')
 const bytes = (o: ProgrammeOptions = {}) => Buffer.from(JSON.stringify(programme({ slots: 2, ...o })))
 
-async function setup (t: Test, o: { offThreadBytes?: number; faults?: StoreFaults; reads?: boolean } = {}) {
+async function setup (t: Test, o: { offThreadBytes?: number; faults?: StoreFaults; reads?: boolean; now?: Date } = {}) {
   const dir = t.testdir()
   const faults: StoreFaults = o.faults ?? {}
   const store = openStore(dir, { faults })
@@ -29,7 +29,7 @@ async function setup (t: Test, o: { offThreadBytes?: number; faults?: StoreFault
   }
   const log = pino({ level: 'silent' }) as unknown as Logger
   const open = () => openInbound({
-    store, solver, log, clock: { now: () => at },
+    store, solver, log, clock: { now: () => o.now ?? at },
     options: { maxSites: 100, requireContiguous: false, offThreadBytes: o.offThreadBytes }, reads: o.reads,
   })
   const inbound = await open()
@@ -62,7 +62,7 @@ t.test('the receipt says which instructions are superseded, naming the one in fo
     { instruction_id: older.instructionId, site_id: siteId(2), periods_count: 2, status: 'superseded', superseded_by: newer.instructionId },
     { instruction_id: older.instructionId, site_id: siteId(1), periods_count: 2, status: 'superseded', superseded_by: newer.instructionId },
   ])
-  t.equal(older.receipt.message, '2 instruction(s) persisted; 0 will be applied at the next solver cycle; 2 are superseded by a later programme')
+  t.equal(older.receipt.message, '2 instruction(s) persisted; none will be applied; 2 are superseded by a later programme')
   t.equal(queue.length, 2, 'only the newer one is queued')
   // Data from before one BSP per site (or a company since suspended): another company's instruction in force.
   const other: Caller = { ...caller, companyId: 'other' }
@@ -70,7 +70,89 @@ t.test('the receipt says which instructions are superseded, naming the one in fo
   if (!third.accepted) return t.fail('accepted')
   t.same(third.receipt.instructions.map(i => i.status), ['superseded', 'superseded'])
   t.notOk(third.receipt.instructions.some(i => 'superseded_by' in i), 'another company\'s id is never named')
-  t.equal(third.receipt.message, '2 instruction(s) persisted; 0 will be applied at the next solver cycle; 2 are superseded by a later programme')
+  t.equal(third.receipt.message, '2 instruction(s) persisted; none will be applied; 2 are superseded by a later programme')
+})
+
+/** Today's programme (the clock's Paris day), whose site 1 has only its first `slots` quarter-hours (default: the whole day for every site). */
+function today (targetDate: string, emittedAt: string, o: { sites?: number; firstSiteSlots?: number } = {}): Buffer {
+  const body = programme({ targetDate, emittedAt, sites: o.sites ?? 1 })
+  if (o.firstSiteSlots !== undefined) body.sites[0]!.energie_programmee.length = o.firstSiteSlots
+  return Buffer.from(JSON.stringify(body))
+}
+
+t.test('a programme for today whose every period had begun before reception is late: stored, never handed, never said to be applied', async t => {
+  const { inbound, queue, instructions } = await setup(t)
+  // 12:30Z: the day began at 23:00Z the day before; its first 8 quarter-hours are long over.
+  const outcome = await inbound.receive(today('2026-11-21', '2026-11-21T12:00:00Z', { firstSiteSlots: 8 }), caller, at)
+  if (!outcome.accepted) return t.fail(String(outcome.error))
+  t.same(outcome.receipt.instructions, [{ instruction_id: outcome.instructionId, site_id: siteId(1), periods_count: 8, status: 'late' }])
+  t.equal(outcome.receipt.message, '1 instruction(s) persisted; none will be applied; 1 is late: every period had begun before it was received (kept, never applied)')
+  t.notMatch(outcome.receipt.message, /will be applied at/)
+  t.same(queue, [], 'nothing handed to the solver')
+  const stored = instructions.get(outcome.instructionId, siteId(1))!
+  t.equal(stored.slots.length, 8, 'kept whole (audit)')
+  t.equal(stored.state.status, 'received', 'its status does not say queued: it never was')
+})
+
+t.test('a programme for today partly over is queued, its receipt counting the periods over; beside a late site, each says its own', async t => {
+  const { inbound, queue, instructions } = await setup(t)
+  const outcome = await inbound.receive(today('2026-11-21', '2026-11-21T12:00:00Z', { sites: 2, firstSiteSlots: 54 }), caller, at)
+  if (!outcome.accepted) return t.fail(String(outcome.error))
+  t.same(outcome.receipt.instructions, [
+    { instruction_id: outcome.instructionId, site_id: siteId(1), periods_count: 54, status: 'late' },
+    { instruction_id: outcome.instructionId, site_id: siteId(2), periods_count: 96, status: 'queued', periods_over: 54 },
+  ])
+  t.equal(outcome.receipt.message, '2 instruction(s) persisted; 1 will be applied at the next solver cycle; ' +
+    '1 is late: every period had begun before it was received (kept, never applied); 54 period(s) already over are kept but not fed to the solver')
+  t.same(queue.map(i => [i.siteId, i.periods.length, i.periods[0]!.startUtc]), [[siteId(2), 42, '2026-11-21T12:30:00Z']], 'only the queued site, its periods not over')
+  t.equal(instructions.get(outcome.instructionId, siteId(1))!.state.status, 'received')
+  t.equal(instructions.get(outcome.instructionId, siteId(2))!.state.status, 'queued')
+})
+
+t.test('late means every period had begun, not ended: a last quarter-hour running at reception is not fed, one starting then is (DST day, 100 quarter-hours)', async t => {
+  // 2026-10-25 covers [2026-10-24T22:00Z, 2026-10-25T23:00Z); at 12:05Z its 57th quarter-hour (12:00Z) runs.
+  const now = new Date('2026-10-25T12:05:00Z')
+  const { inbound, queue } = await setup(t, { now })
+  const running = await inbound.receive(today('2026-10-25', '2026-10-25T12:00:00Z', { firstSiteSlots: 57 }), caller, now)
+  if (!running.accepted) return t.fail(String(running.error))
+  t.same(running.receipt.instructions.map(i => [i.status, i.periods_count, i.periods_over]), [['late', 57, undefined]])
+  t.same(queue, [])
+  const at1200 = new Date('2026-10-25T12:00:00Z')
+  const starting = await inbound.receive(today('2026-10-25', '2026-10-25T12:00:00Z', { firstSiteSlots: 57 }), caller, at1200)
+  if (!starting.accepted) return t.fail(String(starting.error))
+  t.same(starting.receipt.instructions.map(i => [i.status, i.periods_count, i.periods_over]), [['queued', 57, 56]], 'received as its last quarter-hour starts')
+  t.equal(starting.receipt.message, '1 instruction(s) persisted; 1 will be applied at the next solver cycle; 56 period(s) already over are kept but not fed to the solver')
+  const whole = await inbound.receive(today('2026-10-25', '2026-10-25T12:01:00Z'), caller, now)
+  if (!whole.accepted) return t.fail(String(whole.error))
+  t.same(whole.receipt.instructions.map(i => [i.status, i.periods_count, i.periods_over]), [['queued', 100, 56]], 'the whole 100-quarter-hour day: the 56 over are counted')
+})
+
+t.test('on the 92-quarter-hour day, a whole-day programme received in its last quarter-hour is late', async t => {
+  // 2027-03-28 covers [2027-03-27T23:00Z, 2027-03-28T22:00Z); 21:50Z is 23:50 in Paris, within the last quarter-hour.
+  const now = new Date('2027-03-28T21:50:00Z')
+  const { inbound, queue } = await setup(t, { now })
+  const outcome = await inbound.receive(today('2027-03-28', '2027-03-28T21:45:00Z', { sites: 2 }), caller, now)
+  if (!outcome.accepted) return t.fail(String(outcome.error))
+  t.same(outcome.receipt.instructions.map(i => [i.status, i.periods_count]), [['late', 92], ['late', 92]])
+  t.equal(outcome.receipt.message, '2 instruction(s) persisted; none will be applied; 2 are late: every period had begun before they were received (kept, never applied)')
+  t.same(queue, [])
+})
+
+t.test('an empty programme for today is never late: it clears the site\'s constraints, and is handed', async t => {
+  const { inbound, queue } = await setup(t)
+  const outcome = await inbound.receive(today('2026-11-21', '2026-11-21T12:00:00Z', { firstSiteSlots: 0 }), caller, at)
+  if (!outcome.accepted) return t.fail(String(outcome.error))
+  t.same(outcome.receipt.instructions.map(i => [i.status, i.periods_count]), [['queued', 0]])
+  t.same(queue.map(i => [i.siteId, i.periods.length]), [[siteId(1), 0]])
+})
+
+t.test('a late programme superseded by a later one is said superseded: it is that which keeps it from the solver', async t => {
+  const { inbound } = await setup(t)
+  await inbound.receive(today('2026-11-21', '2026-11-21T12:00:00Z'), caller, at)
+  const older = await inbound.receive(today('2026-11-21', '2026-11-21T11:00:00Z', { firstSiteSlots: 4 }), caller, at)
+  if (!older.accepted) return t.fail(String(older.error))
+  t.same(older.receipt.instructions.map(i => i.status), ['superseded'])
+  t.equal(older.receipt.message, '1 instruction(s) persisted; none will be applied; 1 is superseded by a later programme; 4 period(s) already over are kept but not fed to the solver')
 })
 
 t.test('opened for another thread\'s door (reads: false), it still reads a programme it is handed', async t => {

@@ -29,3 +29,15 @@ t.test('a programme is checked with the server\'s validator, perimeter aside', a
   t.ok(checkProgramme(gap).ok, 'gaps allowed by default')
   t.notOk(checkProgramme(gap, { requireContiguous: true }).ok, 'unless the service requires contiguous slots')
 })
+
+t.test('a slot above the server\'s sanity bound is found before sending: 100,000 kW by default, or the bound the service set', async t => {
+  const huge = programme({ slots: 2, kwh: j => j === 1 ? 1e306 : 2.5 })
+  const r = checkProgramme(huge)
+  t.same(Object.keys(!r.ok ? r.details : {}), ['/sites/0/energie_programmee/1/energie_kwh'])
+  t.match(!r.ok && r.details['/sites/0/energie_programmee/1/energie_kwh'], /sanity bound of 100000 kW per site \(inbound\.maxSiteKw\)/)
+  const tenKw = programme({ slots: 2 })   // 2.5 kWh a quarter-hour
+  t.ok(checkProgramme(tenKw).ok)
+  t.ok(checkProgramme(tenKw, { maxSiteKw: 10 }).ok, 'at the bound')
+  const r5 = checkProgramme(tenKw, { maxSiteKw: 5 })
+  t.match(!r5.ok && r5.details, { '/sites/0/energie_programmee/0/energie_kwh': /bound of 5 kW/, '/sites/0/energie_programmee/1/energie_kwh': /bound of 5 kW/ })
+})

@@ -38,6 +38,9 @@ t.test('a BSP installs the client from its tarball in a folder of its own, runs 
   const pullHelp = await run('npx', ['--no-install', 'epx-bsp', 'pull', '--help'], { cwd: app })
   t.match(pullHelp.stdout, /^Usage: epx-bsp pull --url URL/)
   await t.rejects(run('npx', ['--no-install', 'epx-bsp', 'push'], { cwd: app }), { code: 2, stderr: /epx-bsp: missing FILE/ }, 'a usage error names the bin')
+  const pushHelp = await run('npx', ['--no-install', 'epx-bsp', 'push', '--help'], { cwd: app })
+  t.match(pushHelp.stdout, /--max-site-kw KW/, 'the sanity bound, when the service set another')
+  t.match(pushHelp.stdout, /late \(a programme for today whose every period had begun/, 'the entry status late')
 
   // The installed bin against a real epx: a programme, meter values, then the day as the BSP reads it.
   const epx = await startEpx(t, { sites: 2 })
@@ -76,9 +79,10 @@ t.test('a BSP installs the client from its tarball in a folder of its own, runs 
     "import { createBspClient, type BspClient, type PushResult } from 'epx-bsp'",
     "const client: BspClient = createBspClient({ url: 'https://localhost:8443', cert: '', key: '', token: 'epx_x' })",
     "const kind: PushResult['kind'] = 'invalid'",
+    "const status: Extract<PushResult, { kind: 'received' }>['receipt']['instructions'][number]['status'] = 'late'",
     '// @ts-expect-error: the options are typed (a token is required)',
     "createBspClient({ url: 'https://localhost:8443', cert: '', key: '' })",
-    'export { client, kind }',
+    'export { client, kind, status }',
   ].join('\n'))
   writeFileSync(join(app, 'tsconfig.json'), JSON.stringify({
     // The programme's type is derived from its schema: the declarations name json-schema-to-ts,

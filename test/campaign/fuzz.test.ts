@@ -5,6 +5,7 @@ import t from 'tap'
 import { buildHost, removeTempDirs } from '../../bench/campaign/daemon.ts'
 import { breaksARule, fuzz, wellFormedError } from '../../bench/campaign/fuzz.ts'
 import { soak } from '../../bench/campaign/soak.ts'
+import { programme } from '../helpers/programme.ts'
 
 t.before(() => buildHost({ plugin: false }))
 t.teardown(removeTempDirs)
@@ -20,6 +21,12 @@ t.test('the fuzz oracle itself: it tells a contract error from a malformed one, 
   t.match(wellFormedError(error({ '/a': 'x' }), '{"a":'), /does not point/)
   t.match(wellFormedError(JSON.stringify({ error: { code: 'INTERNAL', message: 'm', details: {} } }), sent), /code/)
   t.equal(breaksARule('{"schema_version":"v0.3"}'), 'schema_version')
+  // The sanity bound (DECISIONS.md "Inbound"): 1e306 kWh is a 400, not a promise broken; 25,000 kWh a quarter-hour is the bound itself.
+  const slotKwh = (kwh: number) => JSON.stringify(programme({ slots: 2, kwh: j => j === 1 ? kwh : 2.5 }))
+  t.equal(breaksARule(slotKwh(1e306)), 'energie_kwh (power above inbound.maxSiteKw)')
+  t.equal(breaksARule(slotKwh(25_000.01)), 'energie_kwh (power above inbound.maxSiteKw)')
+  t.equal(breaksARule(slotKwh(25_000)), undefined)
+  t.equal(breaksARule(JSON.stringify(programme({ slots: 2, slotSecs: 1800, kwh: () => 50_000 }))), undefined, 'power, not energy: 50,000 kWh over a half-hour is 100,000 kW')
 })
 
 t.test('fast-check POST bodies: no 5xx, every 400 in the contract\'s format, every 202 for a body that keeps the rules', async t => {

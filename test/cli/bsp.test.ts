@@ -88,6 +88,30 @@ t.test('epx bsp push: the ids of a good programme; a broken one is stopped with 
   t.same(JSON.parse(notJson.out).error.details, serverNotJson.json().error.details, 'not JSON: the same "" detail')
 })
 
+t.test('epx bsp push: a programme for today says late, or how many periods were over; a slot above the sanity bound is not sent', async t => {
+  const { root, conn } = await setup(t)
+  const file = (name: string, body: object) => { const f = join(root, name); writeFileSync(f, JSON.stringify(body)); return f }
+  // The service's clock stands at 2026-11-21T12:30Z: the day's first eight quarter-hours are over.
+  const late = await runEpx(root, 'bsp', 'push', ...conn, file('late.json', programme({ targetDate: '2026-11-21', slots: 8 })))
+  t.equal(late.code, 0, late.err)
+  t.same(late.lines, [`ProgrammeSoutirage-2026-11-21-rev-20261121T120000Z ${siteId(1)} 8 late`])
+  t.match(late.err, /1 instruction\(s\) persisted; none will be applied; 1 is late: every period had begun before it was received \(kept, never applied\)/)
+  const partly = await runEpx(root, 'bsp', 'push', ...conn, file('today.json', programme({ targetDate: '2026-11-21', emittedAt: '2026-11-21T12:10:00Z' })))
+  t.same(partly.lines, [`ProgrammeSoutirage-2026-11-21-rev-20261121T121000Z ${siteId(1)} 96 queued (54 over)`])
+
+  const huge = await runEpx(root, 'bsp', 'push', ...conn, file('huge.json', programme({ kwh: j => j === 3 ? 1e306 : 2.5 })))
+  t.equal(huge.code, 1)
+  t.match(huge.err, /1 problem\(s\) found before sending; nothing was sent/)
+  t.match(huge.err, /\/sites\/0\/energie_programmee\/3\/energie_kwh: 1e\+306 kWh over a 900 s slot .*sanity bound of 100000 kW per site/)
+  // 2.5 kWh a quarter-hour is 10 kW: a service whose bound is 5 kW would refuse it.
+  const bounded = await runEpx(root, 'bsp', 'push', ...conn, '--max-site-kw', '5', file('ten.json', programme({ slots: 1 })))
+  t.equal(bounded.code, 1)
+  t.match(bounded.err, /energie_kwh: .*sanity bound of 5 kW per site/)
+  const typo = await runEpx(root, 'bsp', 'push', ...conn, '--max-site-kw', '5kW', file('ten.json', programme({ slots: 1 })))
+  t.not(typo.code, 0)
+  t.match(typo.err, /--max-site-kw 5kW is not a positive number of kW/)
+})
+
 t.test('epx bsp status: what became of the programmes of a day, read over the API', async t => {
   const { root, epx, conn } = await setup(t)
   const file = join(root, 'p.json')

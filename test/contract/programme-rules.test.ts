@@ -17,6 +17,7 @@ interface ReadOptions {
   requireContiguous?: boolean
   maxClockSkewSeconds?: number
   maxDaysAhead?: number
+  maxSiteKw?: number
   perimeter?: CheckContext['perimeter']
   /** The server's clock (the time rules run only with it). */
   now?: string
@@ -25,7 +26,7 @@ interface ReadOptions {
 
 function reader (o: ReadOptions = {}) {
   return createProgrammeReader({
-    maxSites: o.maxSites ?? 5000, requireContiguous: o.requireContiguous ?? false, maxClockSkewSeconds: o.maxClockSkewSeconds, maxDaysAhead: o.maxDaysAhead,
+    maxSites: o.maxSites ?? 5000, requireContiguous: o.requireContiguous ?? false, maxClockSkewSeconds: o.maxClockSkewSeconds, maxDaysAhead: o.maxDaysAhead, maxSiteKw: o.maxSiteKw,
   })
 }
 
@@ -278,6 +279,31 @@ t.test('energie_kwh missing, not a finite number, or negative is refused', async
   // JSON has no Infinity, but 1e400 parses to it.
   const text = JSON.stringify(programme({ slots: 1 })).replace('"energie_kwh":2.5', '"energie_kwh":1e400')
   await rejects(t, text, `${slot0}/energie_kwh`, /finite number >= 0.*; got Infinity/)
+})
+
+t.test('sanity bound: a slot whose power is above inbound.maxSiteKw (default 100,000 kW) is refused at its energie_kwh, naming the bound and how to change it', async t => {
+  // Found by the campaign fuzz: 1e306 kWh was accepted, its floor Infinity, and the realise read answered null for the slot.
+  await rejects(t, with_(b => { b.sites[0]!.energie_programmee[2]!.energie_kwh = 1e306 }), '/sites/0/energie_programmee/2/energie_kwh',
+    /^1e\+306 kWh over a 900 s slot is a power beyond any finite number of kW .*sanity bound of 100000 kW per site \(inbound\.maxSiteKw\).*raise inbound\.maxSiteKw/)
+  await rejects(t, with_(b => { b.sites[0]!.energie_programmee[0]!.energie_kwh = 1e300 }), `${slot0}/energie_kwh`, /is a power of 4e\+300 kW/)
+  // The bound itself is accepted: 25,000 kWh over a quarter-hour is 100,000 kW.
+  t.equal(await violations(with_(b => { b.sites[0]!.energie_programmee[0]!.energie_kwh = 25_000 })), undefined, 'at the bound')
+  await rejects(t, with_(b => { b.sites[0]!.energie_programmee[0]!.energie_kwh = 25_000.01 }), `${slot0}/energie_kwh`, /is a power of 100000\.04 kW/)
+  // Power, not energy: the same energy over a half-hour slot is half the power.
+  const halfHours = programme({ slots: 2, slotSecs: 1800, kwh: j => j === 0 ? 50_000 : 50_001 })
+  await rejects(t, halfHours, '/sites/0/energie_programmee/1/energie_kwh', /50001 kWh over a 1800 s slot is a power of 100002 kW/)
+  // Configured: inbound.maxSiteKw.
+  t.equal(await violations(programme({ slots: 2, kwh: () => 2.5 }), { maxSiteKw: 10 }), undefined, '2.5 kWh a quarter-hour is 10 kW')
+  await rejects(t, programme({ slots: 2, kwh: j => j === 1 ? 2.6 : 2.5 }), '/sites/0/energie_programmee/1/energie_kwh', /sanity bound of 10 kW per site/, { maxSiteKw: 10 })
+})
+
+t.test('the sanity bound holds off the thread too (a big body), configured', async t => {
+  const r = createProgrammeReader({ maxSites: 5000, requireContiguous: false, offThreadBytes: 1, maxSiteKw: 10 })
+  t.teardown(() => r.close())
+  const err = await r.read(Buffer.from(JSON.stringify(programme({ slots: 3, kwh: j => j === 2 ? 1e306 : j === 1 ? 2.6 : 2.5 }))), ctx).then(() => undefined, (e: any) => e)
+  t.equal(err?.status, 400)
+  t.same(Object.keys(err?.details ?? {}), ['/sites/0/energie_programmee/1/energie_kwh', '/sites/0/energie_programmee/2/energie_kwh'])
+  t.match(err?.details, { '/sites/0/energie_programmee/1/energie_kwh': /bound of 10 kW/, '/sites/0/energie_programmee/2/energie_kwh': /beyond any finite number/ })
 })
 
 t.test('gaps between slots are allowed by default, and refused with inbound.requireContiguous', async t => {

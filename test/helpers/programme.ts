@@ -71,10 +71,10 @@ export function programme (o: ProgrammeOptions = {}): Body {
 
 const check = createProgrammeCheck({ maxSites: 5000, requireContiguous: false })
 
-/** A valid programme of `o` (2 slots unless said), as the door's check turns it into a batch. */
-export function instructionBatch (o: ProgrammeOptions): InstructionBatch {
+/** A valid programme of `o` (2 slots unless said), as the door's check turns it into a batch received at `receivedAt`. */
+export function instructionBatch (o: ProgrammeOptions, receivedAt = '2026-11-21T12:30:00.000Z'): InstructionBatch {
   const r = check(Buffer.from(JSON.stringify(programme({ slots: 2, ...o }))), {
-    perimeter: 'all', provenance: { receivedAt: '2026-11-21T12:30:00.000Z', companyId: 'acme', tokenId: 'tok', certFingerprint256: 'F' },
+    perimeter: 'all', provenance: { receivedAt, companyId: 'acme', tokenId: 'tok', certFingerprint256: 'F' },
   })
   if (!r.ok) throw new Error(JSON.stringify(r.details))
   return r.batch

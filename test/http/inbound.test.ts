@@ -291,6 +291,59 @@ t.test('what cannot be honoured is refused with 400 at its pointer, in the threa
   }
 })
 
+t.test('a slot above the sanity bound (inbound.maxSiteKw) is 400 at its energie_kwh, in the thread and in the door\'s worker: 1e306 kWh never becomes an infinite floor', async t => {
+  for (const inWorker of [false, true]) {
+    const { post, epx, instructions } = await setup(t, { config: { api: { inWorker } } })
+    const b = programme({ targetDate: '2026-11-21', slots: 96 })
+    b.sites[0]!.energie_programmee[60]!.energie_kwh = 1e306
+    const res = await post(b)
+    t.equal(res.status, 400, `inWorker ${inWorker}`)
+    const { error } = res.json()
+    t.equal(error.code, 'INVALID_PROGRAMME_SOUTIRAGE_REQUEST')
+    t.same(Object.keys(error.details), ['/sites/0/energie_programmee/60/energie_kwh'])
+    t.match(error.details['/sites/0/energie_programmee/60/energie_kwh'], /^1e\+306 kWh over a 900 s slot .*sanity bound of 100000 kW per site \(inbound\.maxSiteKw\)/)
+    t.same(epx.ref.pending(), [], 'nothing queued')
+    t.same(instructions().list(), [], 'nothing stored')
+  }
+  // The operator's bound, read by the door and by the off-thread parser alike.
+  const { post } = await setup(t, { config: { inbound: { maxSiteKw: 5 } } })
+  const res = await post(programme({ slots: 2 }))   // 2.5 kWh a quarter-hour: 10 kW
+  t.equal(res.status, 400)
+  t.match(res.json().error.details['/sites/0/energie_programmee/0/energie_kwh'], /sanity bound of 5 kW per site/)
+})
+
+t.test('a programme for today whose every period had begun is answered 202 late: stored, never fed, never said to be applied', async t => {
+  const { post, epx, instructions } = await setup(t)
+  // 12:30Z: the first eight quarter-hours of 2026-11-21 (from 23:00Z the day before) are long over.
+  const res = await post(programme({ targetDate: '2026-11-21', emittedAt: '2026-11-21T12:00:00Z', slots: 8, sites: 2 }))
+  t.equal(res.status, 202, res.text)
+  const id = 'ProgrammeSoutirage-2026-11-21-rev-20261121T120000Z'
+  t.same(res.json(), {
+    status: 'received',
+    count: 2,
+    instructions: [
+      { instruction_id: id, site_id: siteId(1), periods_count: 8, status: 'late' },
+      { instruction_id: id, site_id: siteId(2), periods_count: 8, status: 'late' },
+    ],
+    message: '2 instruction(s) persisted; none will be applied; 2 are late: every period had begun before they were received (kept, never applied)',
+  })
+  t.same(epx.ref.pending(), [], 'nothing handed to the solver')
+  t.same(instructions().list().map(i => [i.siteId, i.slots.length, i.state.status]), [[siteId(1), 8, 'received'], [siteId(2), 8, 'received']], 'kept, not said to be queued')
+})
+
+t.test('on the 100-quarter-hour day (clock at 2026-10-25T12:05Z): a whole day is queued with its 56 periods over, one ending with the running quarter-hour is late', async t => {
+  const { send, epx } = await setup(t, { now: '2026-10-25T12:05:00Z' })
+  // 2026-10-25 covers [2026-10-24T22:00Z, 2026-10-25T23:00Z); its 57th quarter-hour began at 12:00Z.
+  const whole = await send({ targetDate: '2026-10-25', emittedAt: '2026-10-25T12:00:00Z' })
+  t.equal(whole.status, 202, whole.text)
+  t.match(whole.json(), { instructions: [{ periods_count: 100, status: 'queued', periods_over: 56 }], message: /^1 instruction\(s\) persisted; 1 will be applied at the next solver cycle; 56 period\(s\) already over/ })
+  const [input] = epx.ref.pending()
+  t.equal(input!.periods.length, 44, 'the running quarter-hour and the 43 after it')
+  const late = await send({ targetDate: '2026-10-25', emittedAt: '2026-10-25T12:01:00Z', slots: 57, sites: [siteId(2)] })
+  t.match(late.json(), { instructions: [{ periods_count: 57, status: 'late' }], message: /none will be applied; 1 is late: every period had begun before it was received/ })
+  t.same(epx.ref.pending().map(i => i.siteId), [siteId(1)], 'the late one never handed')
+})
+
 t.test('a programme re-sent with an older emitted_at is answered 202 superseded, naming the one in force', async t => {
   const { send } = await setup(t)
   t.equal((await send({ emittedAt: '2026-11-21T12:00:00Z' })).status, 202)

@@ -84,7 +84,7 @@ t.test('newest first; a superseded instruction names the one in force', async t 
 t.test('infeasible_slots counts the slots the feasibility check flagged', async t => {
   const { epx, acme } = await setup(t)
   await epx.handle.publish({ targetDate: DAY })
-  await acme.send({ emittedAt: '2026-11-21T12:00:00Z', slots: 3, kwh: () => 1_000_000 })
+  await acme.send({ emittedAt: '2026-11-21T12:00:00Z', slots: 3, kwh: () => 20_000 })   // 80,000 kW: within the sanity bound, far above any simulated site's power
   const res = await acme.status({ target_date: DAY })
   t.equal(res.json().instructions[0].infeasible_slots, 3)
 })

@@ -174,7 +174,7 @@ function response (kind: Kind, status: number, codes: readonly ErrorCode[], seen
     ? 'Your company\'s instructions for the day, newest first. Keep the ETag and send it as If-None-Match on the next read.'
     : kind === 'realise' ? 'The day, every quarter-hour, programmed against delivered. Keep the ETag and send it as If-None-Match on the next read.'
     : 'The latest revision. Keep ETag and Last-Modified for the next poll, and emitted_at for audit.')
-    : status === 202 ? 'Persisted on disk. Each instruction says what will become of it: `queued` (applied at the next solver cycle) or `superseded` (a later programme is in force).'
+    : status === 202 ? 'Persisted on disk. Each instruction says what will become of it: `queued` (applied at the next solver cycle), `superseded` (a later programme is in force) or `late` (a programme for today whose every period had begun before it was received: kept, never applied). `message` sums it up and never says "will be applied" of what will not be.'
       : status === 304 ? 'Nothing new since the ETag (or date) you sent. No body; the validators are repeated.'
         : lines.join('\n')
   const media = seen.map(r => (r.headers['content-type'] ?? '').split(';')[0]!).find(Boolean)

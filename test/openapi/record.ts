@@ -107,6 +107,12 @@ async function record (t: Test): Promise<Recorded[]> {
   const post = (o: Partial<TestRequest> = {}): TestRequest =>
     ({ method: 'POST', path: INBOUND_PATH, cert, token: inbound, body, ...o })
   await go('POST', 'received', 'A programme for one site: one instruction persisted', post())
+  // The clock stands at 2026-11-21T12:30Z: today's first two hours are over.
+  await go('POST', 'late', 'A programme for today whose every period had begun before it was received: kept, never applied',
+    post({ body: programme({ targetDate: '2026-11-21', slots: 8 }) }))
+  const overBound = structuredClone(body)
+  overBound.sites[0]!.energie_programmee[3]!.energie_kwh = 1e306
+  await go('POST', 'aboveSanityBound', 'A slot whose power is above the sanity bound (inbound.maxSiteKw, 100,000 kW by default)', post({ body: overBound }))
   const broken = structuredClone(body)
   broken.sites[0]!.energie_programmee[1]!.debut_utc = '2026-11-21T23:20:00Z'
   broken.sites[0]!.energie_programmee[2]!.energie_kwh = -1
@@ -168,5 +174,7 @@ async function record (t: Test): Promise<Recorded[]> {
   return out.map(r => r.name === 'tooLarge' ? { ...r, request: { ...r.request, body: '(a body over the limit)' } }
     : r.operation === 'POST' && r.name === 'received'
       ? { ...r, requestName: 'oneSite', requestSummary: 'One site, the first two hours of its day programmed: 2.5 kWh per quarter-hour for an hour, then 0 (a curtailment)' }
-      : r)
+      : r.operation === 'POST' && r.name === 'late'
+        ? { ...r, requestName: 'todayTooLate', requestSummary: 'Today\'s first two hours, sent at 12:30Z: every period had begun (answered `late`)' }
+        : r)
 }

@@ -33,7 +33,7 @@ export const REALISE_DESCRIPTION = [
 
 export const STATUS_DESCRIPTION = [
   'An extension of the contract (its two operations are unchanged): your company\'s instructions for target_date, newest first,',
-  'each with its status: `received` (stored), `queued` (handed to the solver for its next cycle), `applied` (with `applied_at` and the solver `cycle`),',
+  'each with its status: `received` (stored; a late one, every period begun before it was received, stays so and is never applied), `queued` (handed to the solver for its next cycle), `applied` (with `applied_at` and the solver `cycle`),',
   'or `superseded` (a programme with a later emitted_at is in force; `superseded_by` names it when it is yours), and `infeasible_slots`.',
   'Never another company\'s instructions; a site outside your perimeter answers as one with none. Same certificate and token as POST (scope inbound:programme-soutirage).',
   'Send the ETag back as If-None-Match: 304 while nothing changed. Errors are in the inbound format, `error.details` naming each query parameter at fault.',
@@ -50,7 +50,7 @@ export const BEARER_DESCRIPTION = [
 /** What each code means to a BSP and what to do about it. */
 export const ADVICE: Partial<Record<ErrorCode, string>> = {
   INVALID_QUERY: 'site_id or target_date missing, repeated or malformed; `invalid_params` (outbound) or `error.details` (status read) names each. Fix the request; do not retry as is.',
-  INVALID_PROGRAMME_SOUTIRAGE_REQUEST: 'the programme was refused as a whole (nothing stored); `error.details` maps each faulty field (JSON Pointer) to what to fix. Fix and send again.',
+  INVALID_PROGRAMME_SOUTIRAGE_REQUEST: 'the programme was refused as a whole (nothing stored); `error.details` maps each faulty field (JSON Pointer) to what to fix (a slot whose power, energie_kwh * 3600 / slot_duration_secs, is above the service\'s sanity bound, 100,000 kW per site by default, at its energie_kwh). Fix and send again.',
   UNAUTHORIZED: 'no Bearer token, or one unknown, expired or revoked (`error="invalid_token"` in WWW-Authenticate). Get a new token; retrying will not help.',
   MTLS_REQUIRED: 'no client certificate, one the service\'s CA did not issue or has revoked, or one not bound to the token\'s company. Present your company\'s certificate.',
   COMPANY_SUSPENDED: 'your company is suspended by the service. Contact the service operator.',

@@ -12,21 +12,26 @@ import type { CliIo } from '../io.ts'
 import { connect, connectionOptions } from './bsp.ts'
 
 const spec: CommandSpec = {
-  usage: 'epx bsp push --url URL --cert FILE --key FILE [--ca FILE] [--token-file FILE] [--json] FILE',
+  usage: 'epx bsp push --url URL --cert FILE --key FILE [--ca FILE] [--token-file FILE] [--max-site-kw KW] [--json] FILE',
   dataDir: false,
   summary: 'check a Programme_Soutirage as the server does, send it, print each instruction and what will become of it',
   about: [
     'Checks the programme in FILE with the server\'s own schema and rules (the perimeter aside) and',
     'prints every problem as the server would (JSON Pointer: what to fix) without sending it; this',
     'includes an emitted_at more than 300 s ahead of this machine\'s clock (the server would refuse it:',
-    'check the clock and the time zone). Else sends it and prints one',
+    'check the clock and the time zone), and a slot whose power (energie_kwh * 3600 / slot_duration_secs)',
+    'is above the server\'s sanity bound, 100000 kW unless --max-site-kw says the service set another',
+    '(its inbound.maxSiteKw). Else sends it and prints one',
     'line per instruction: instruction_id site_id periods_count status, status being queued (applied at',
-    'the next solver cycle) or superseded (a later programme is in force; its id follows when it is',
-    'yours). A 503 or a network error is retried with backoff (safe: the same emitted_at gives the same',
+    'the next solver cycle), superseded (a later programme is in force; its id follows when it is',
+    'yours) or late (a programme for today whose every period had begun when it was received: kept,',
+    'never applied; send the next periods sooner), then how many of its periods were already over.',
+    'A 503 or a network error is retried with backoff (safe: the same emitted_at gives the same',
     'instructions). `epx bsp status` tells later what became of them.',
   ].join('\n'),
   options: {
     ...connectionOptions,
+    'max-site-kw': { type: 'string', arg: 'KW', help: 'the service\'s sanity bound of a site\'s power (its inbound.maxSiteKw) when it is not the default 100000' },
     json: { type: 'boolean', help: 'print the 202 receipt, or the error body { error: { code, message, details } }, as JSON' },
   },
   positionals: ['FILE'],
@@ -43,6 +48,7 @@ export const pushCommand = defineCommand(spec, async (args, io) => {
     throw usageError(spec, `cannot read ${path}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`)
   }
   const json = args.flag('json')
+  const maxSiteKw = kilowatts(args.string('max-site-kw'))
   let programme: unknown
   try {
     programme = parseJson(bytes)
@@ -53,7 +59,7 @@ export const pushCommand = defineCommand(spec, async (args, io) => {
   const client = connect(args, spec)
   try {
     const result = await pushProgramme({
-      client, programme, timing: realTiming,
+      client, programme, timing: realTiming, maxSiteKw,
       onRetry: (why, ms) => io.err(`epx: ${why}; trying again in ${(ms / 1000).toFixed(1)} s`),
     })
     switch (result.kind) {
@@ -61,7 +67,7 @@ export const pushCommand = defineCommand(spec, async (args, io) => {
         if (json) io.out(JSON.stringify(result.receipt))
         else {
           for (const i of result.receipt.instructions) {
-            io.out(`${i.instruction_id} ${i.site_id} ${i.periods_count} ${i.status ?? 'queued'}${i.superseded_by ? ` by ${i.superseded_by}` : ''}`)
+            io.out(`${i.instruction_id} ${i.site_id} ${i.periods_count} ${i.status ?? 'queued'}${i.superseded_by ? ` by ${i.superseded_by}` : ''}${i.periods_over ? ` (${i.periods_over} over)` : ''}`)
           }
           io.err(`epx: ${result.receipt.message}`)
         }
@@ -81,6 +87,13 @@ export const pushCommand = defineCommand(spec, async (args, io) => {
     await client.close()
   }
 })
+
+function kilowatts (v: string | undefined): number | undefined {
+  if (v === undefined) return undefined
+  const kw = Number(v)
+  if (v.trim() === '' || !(kw > 0 && kw < Infinity)) throw usageError(spec, `--max-site-kw ${v} is not a positive number of kW`)
+  return kw
+}
 
 function printError (io: CliIo, json: boolean, e: { code: string; message: string; details: Readonly<Record<string, string>> }): number {
   if (json) io.out(JSON.stringify({ error: e }))
