@@ -16,7 +16,6 @@ import type { Key } from 'lmdb'
 import type { Store } from './open-store.ts'
 import type { StoreDb } from './guarded-db.ts'
 import { supersedes, decodeInstructionHead } from '../contract/instruction.ts'
-import { instantText } from '../contract/instant-text.ts'
 import { instructionIdPrefix } from '../contract/ids.ts'
 import { readUtcInstant } from '../contract/instants.ts'
 import { decodeState, entryOf, instructionTree } from './instruction-tree.ts'
@@ -59,6 +58,9 @@ type Stored =
   | { readonly cause: 'applied'; readonly cycle: number }
   | { readonly cause: 'withdrawn'; readonly companyId: string; readonly reason: WithdrawalReason; readonly next?: InForceRef & { readonly emittedAtMs: number; readonly emittedAtNanos?: number } }
 
+/** A stored change: its instant and instruction from its key. */
+type Row = { atMs: number; instructionId: string; value: Stored }
+
 /** Replay order of the changes of one instant: a withdrawal, then receipts by emitted_at, then the cycle. */
 const RANK: Record<Stored['cause'], number> = { withdrawn: 0, received: 1, applied: 2 }
 
@@ -73,17 +75,16 @@ export interface InForce {
    * Inside a save's write: `instructionId` became the effective one of the site and day
    * at `atMs` (the one it supersedes ends there).
    */
-  putReceivedSync(targetDate: string, siteId: string, atMs: number, ref: InForceRef & { readonly emittedAtMs: number; readonly emittedAtNanos?: number }): void
+  putReceivedSync(targetDate: string, siteId: string, atMs: number, ref: { readonly instructionId: string; readonly emittedAtMs: number; readonly emittedAtNanos?: number }, companyId: string): void
   /**
-   * Inside `markApplied`'s write: the first solver cycle that applied the instruction (a
-   * later one, after a restart queued it again, is not a change). Nothing for a timeline
-   * derived from instructions stored before it (`derivedTimeline` reads their status).
+   * Inside `markApplied`'s write: a solver cycle applied the instruction. One put, no read:
+   * a later cycle (a restart queued it again) is stored too, and readers tell the first.
    */
   putAppliedSync(targetDate: string, siteId: string, atMs: number, instructionId: string, cycle: number): void
   /**
-   * Inside a save's write, before it supersedes the instruction in force: a site and day
-   * stored before the timeline existed gets its derived timeline written first, so what
-   * governed its earlier quarter-hours is not lost. One seek when it has a timeline.
+   * Inside a save's write, before it supersedes an instruction made effective before the
+   * timeline existed (its effective ref has no `inForce` mark): the site and day's derived
+   * timeline is written first, so what governed its earlier quarter-hours is not lost.
    */
   backfillSync(targetDate: string, siteId: string): void
   /**
@@ -101,16 +102,22 @@ export interface InForce {
 export function openInForce (store: Store): InForce {
   const db = store.db<Stored>(IN_FORCE_DB)
   const tree = instructionTree(store)
-  const effective = store.db<{ instructionId: string }>('instruction-effective')
+  const effective = store.db<{ instructionId: string; inForce?: 1 }>('instruction-effective')
 
-  const timelineOf = (targetDate: string, siteId: string): InForceChange[] => {
+  const storedRows = (targetDate: string, siteId: string): Row[] => {
     const rows: Row[] = []
     for (const { key, value } of db.getRange(dayRange(targetDate, siteId))) {
       const k = key as [string, string, number, string, string]
       rows.push({ atMs: k[2], instructionId: k[4], value })
     }
-    if (rows.length === 0) return derivedTimeline(tree, effective, targetDate, siteId)
-    return replay(rows)
+    return rows
+  }
+
+  const timelineOf = (targetDate: string, siteId: string): InForceChange[] => {
+    const rows = storedRows(targetDate, siteId)
+    // Only cycles (or nothing) stored: a day from before the timeline, derived, with the cycles seen since.
+    if (!rows.some(r => r.value.cause !== 'applied')) rows.push(...derivedRows(tree, effective, targetDate, siteId))
+    return rows.length ? replay(rows) : []
   }
 
   return {
@@ -125,21 +132,16 @@ export function openInForce (store: Store): InForce {
       }
       return current
     },
-    putReceivedSync (targetDate, siteId, atMs, ref) {
+    putReceivedSync (targetDate, siteId, atMs, ref, companyId) {
       db.putSync(keyOf(targetDate, siteId, atMs, 'received', ref.instructionId), {
-        cause: 'received', companyId: ref.companyId, emittedAtMs: ref.emittedAtMs, ...(ref.emittedAtNanos ? { emittedAtNanos: ref.emittedAtNanos } : {}),
+        cause: 'received', companyId, emittedAtMs: ref.emittedAtMs, ...(ref.emittedAtNanos ? { emittedAtNanos: ref.emittedAtNanos } : {}),
       })
     },
     putAppliedSync (targetDate, siteId, atMs, instructionId, cycle) {
-      let known = false
-      for (const { key, value } of db.getRange(dayRange(targetDate, siteId))) {
-        known = true
-        if (value.cause === 'applied' && (key as unknown[])[4] === instructionId) return
-      }
-      if (known) db.putSync(keyOf(targetDate, siteId, atMs, 'applied', instructionId), { cause: 'applied', cycle })
+      db.putSync(keyOf(targetDate, siteId, atMs, 'applied', instructionId), { cause: 'applied', cycle })
     },
     backfillSync (targetDate, siteId) {
-      for (const _ of db.getKeys({ ...dayRange(targetDate, siteId), limit: 1 })) return
+      if (storedRows(targetDate, siteId).some(r => r.value.cause !== 'applied')) return
       for (const row of derivedRows(tree, effective, targetDate, siteId)) db.putSync(keyOf(targetDate, siteId, row.atMs, row.value.cause, row.instructionId), row.value)
     },
     recordWithdrawn (targetDate, siteId, atMs, withdrawn, reason, next) {
@@ -173,6 +175,7 @@ function replay (rows: Row[]): InForceChange[] {
   rows.sort((a, b) => a.atMs - b.atMs || RANK[a.value.cause] - RANK[b.value.cause] || emittedOrder(a.value, b.value))
   const out: InForceChange[] = []
   const companyOf = new Map<string, string>()
+  const applied = new Set<string>()
   let current: (InForceRef & { emittedAtMs: number; emittedAtNanos?: number }) | undefined
   for (const { atMs, instructionId, value } of rows) {
     if (value.cause === 'received') {
@@ -186,7 +189,9 @@ function replay (rows: Row[]): InForceChange[] {
         current = value.next
         if (value.next) out.push({ atMs, cause: 'received', instructionId: value.next.instructionId, companyId: value.next.companyId })
       }
-    } else {
+    } else if (!applied.has(instructionId)) {
+      // The first cycle that applied it; a later one (after a restart) changes nothing.
+      applied.add(instructionId)
       out.push({ atMs, cause: 'applied', instructionId, companyId: companyOf.get(instructionId) ?? '', cycle: value.cycle })
     }
   }
@@ -229,18 +234,15 @@ export function spansOfTimeline (timeline: readonly InForceChange[]): InForceSpa
  * (a later emitted_at) took its place when it was received; the instruction with status
  * `applied` tells its cycle at the instant it was marked. What this cannot know (a cycle
  * that applied an instruction later superseded) is left out. It reads the day's
- * instructions, so it runs only when the effective index names an instruction and the
- * timeline has nothing: days stored before the timeline, which retention removes in time.
+ * instructions, so it runs only when the effective instruction was made so without the
+ * timeline (its ref has no `inForce` mark) and nothing but cycles was recorded since: days
+ * stored before the timeline, which retention removes in time. Once a save changes such a
+ * day, what is derived is written (`backfillSync`).
  */
-function derivedTimeline (tree: StoreDb<Uint8Array>, effective: StoreDb<{ instructionId: string }>, targetDate: string, siteId: string): InForceChange[] {
-  const rows = derivedRows(tree, effective, targetDate, siteId)
-  return rows.length ? replay(rows) : []
-}
-
-type Row = { atMs: number; instructionId: string; value: Stored }
-
-function derivedRows (tree: StoreDb<Uint8Array>, effective: StoreDb<{ instructionId: string }>, targetDate: string, siteId: string): Row[] {
-  if (!effective.get([targetDate, siteId])) return []
+function derivedRows (tree: StoreDb<Uint8Array>, effective: StoreDb<{ instructionId: string; inForce?: 1 }>, targetDate: string, siteId: string): Row[] {
+  const ref = effective.get([targetDate, siteId])
+  // Made effective with its timeline (or nothing effective): nothing to derive.
+  if (!ref || ref.inForce) return []
   const prefix = instructionIdPrefix(targetDate)
   const found: Array<{ instructionId: string; companyId: string; receivedMs: number; emittedAtMs: number; emittedAtNanos: number; applied?: { atMs: number; cycle: number } }> = []
   for (const { key, value } of tree.getRange({ start: [prefix], end: [prefix + '~'] })) {
@@ -268,9 +270,4 @@ function derivedRows (tree: StoreDb<Uint8Array>, effective: StoreDb<{ instructio
   }
   for (const f of found) if (f.applied) rows.push({ atMs: f.applied.atMs, instructionId: f.instructionId, value: { cause: 'applied', cycle: f.applied.cycle } })
   return rows
-}
-
-/** An instant of a change as the wire shows it (UTC). */
-export function changeInstant (atMs: number): string {
-  return instantText(atMs)
 }

@@ -22,6 +22,11 @@ import { openInForce, type InForce } from './in-force.ts'
  */
 interface EffectiveRef extends EmittedAt {
   readonly instructionId: string
+  /**
+   * 1: saved with its change in the timeline of what is in force (`in-force.ts`); absent on
+   * a ref stored before it, whose site and day gets its timeline derived before a save changes it.
+   */
+  readonly inForce?: 1
 }
 
 /** What `supersedersOf` remembers of a save. */
@@ -256,8 +261,8 @@ function putBatch (tree: Tree, effective: EffectiveIndex, inForce: InForce, batc
   let superseded: Uint8Array | undefined
   const stale = (): Uint8Array => superseded ??= encodeState({ status: 'superseded', at })
   const mine: EffectiveRef = batch.emittedAtNanos === 0
-    ? { instructionId: batch.instructionId, emittedAtMs: batch.emittedAtMs }
-    : { instructionId: batch.instructionId, emittedAtMs: batch.emittedAtMs, emittedAtNanos: batch.emittedAtNanos }
+    ? { instructionId: batch.instructionId, emittedAtMs: batch.emittedAtMs, inForce: 1 }
+    : { instructionId: batch.instructionId, emittedAtMs: batch.emittedAtMs, emittedAtNanos: batch.emittedAtNanos, inForce: 1 }
   const n = batch.siteIds.length
   const out = new Array<boolean>(n)
   const atMs = Date.parse(at)
@@ -270,8 +275,8 @@ function putBatch (tree: Tree, effective: EffectiveIndex, inForce: InForce, batc
     const current = effective.get(day)
     // Same id = same (target_date, emitted_at): a re-send overwrites and stays effective.
     const wins = !current || !supersedes(current, batch)
-    // Before anything of this save: what a site stored before the timeline derives from its instructions as they were.
-    if (wins && current && current.instructionId !== batch.instructionId) inForce.backfillSync(batch.targetDate, siteId)
+    // Before anything of this save: a site and day stored before the timeline derives it from its instructions as they were.
+    if (wins && current && !current.inForce && current.instructionId !== batch.instructionId) inForce.backfillSync(batch.targetDate, siteId)
     tree.putSync(recordKey(batch.instructionId, siteId), siteRecord(batch, i))
     tree.putSync(stateKey(batch.instructionId, siteId), wins ? fresh : stale())
     // A re-send is already the effective one: nothing to rewrite there.
@@ -280,7 +285,7 @@ function putBatch (tree: Tree, effective: EffectiveIndex, inForce: InForce, batc
         tree.putSync(stateKey(current.instructionId, siteId), stale())
       }
       effective.putSync(day, mine)
-      inForce.putReceivedSync(batch.targetDate, siteId, atMs, { ...mine, companyId: companyId() })
+      inForce.putReceivedSync(batch.targetDate, siteId, atMs, mine, companyId())
     }
     out[i] = wins
   }

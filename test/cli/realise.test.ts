@@ -35,7 +35,7 @@ const iso = (ms: number) => new Date(ms).toISOString()
 t.test('per site of the day: programmed, delivered, shortfall and the verdict counts', async t => {
   const r = await epx(dir, 'realise', '--date', DAY)
   t.equal(r.code, 0, r.err)
-  t.match(r.lines[1], /^SITE\s+INSTRUCTION\s+PROGRAMMED\s+DELIVERED\s+SHORTFALL\s+MET\s+SHORT\s+CURT OK\s+CURT BROKEN\s+NO DATA$/)
+  t.match(r.lines[1], /^SITE\s+INSTRUCTION\s+PROGRAMMED\s+DELIVERED\s+SHORTFALL\s+MET\s+SHORT\s+CURT OK\s+CURT BROKEN\s+NO DATA\s+LATE$/)
   t.match(r.out, new RegExp(`${siteId(1)}\\s+ProgrammeSoutirage-${DAY}-rev-20261121T120000Z\\s+10\\.000\\s+7\\.800\\s+1\\.000\\s+1\\s+1\\s+0\\s+1\\s+1`))
   t.match(r.out, new RegExp(`${siteId(2)}\\s+–\\s+0\\.000\\s+2\\.500\\s+0\\.000\\s+0\\s+0\\s+0\\s+0\\s+0`))
 })
@@ -64,7 +64,8 @@ t.test('--csv: one row per site and quarter-hour; the columns sum to the totals'
   t.equal(r.code, 0, r.err)
   t.equal((r.out + '\n').split('\r\n').length, 1 + 2 * 96 + 1, 'every row ends with CRLF (RFC 4180), the last one too')
   const rows = r.out.trimEnd().split(/\r?\n/).map(l => l.split(','))
-  t.same(rows[0], ['site_id', 'target_date', 'instruction_id', 'debut_utc', 'fin_utc', 'energie_programmee_kwh', 'energie_realisee_kwh', 'verdict', 'manque_kwh'])
+  t.same(rows[0], ['site_id', 'target_date', 'instruction_id', 'debut_utc', 'fin_utc', 'energie_programmee_kwh', 'energie_realisee_kwh', 'verdict', 'manque_kwh',
+    'company_id', 'tardif_instruction_id', 'tardif_energie_kwh'])
   t.equal(rows.length, 1 + 2 * 96)
   const sum = (col: number, site: string) => rows.slice(1).filter(x => x[0] === site).reduce((a, x) => a + Number(x[col] || 0), 0)
   t.equal(Math.round(sum(5, siteId(1)) * 1000) / 1000, 10)

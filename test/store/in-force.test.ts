@@ -114,7 +114,12 @@ for (const kind of storeKinds) t.test(kind, async t => {
     const db = store.db(IN_FORCE_DB)
     const keys = [...db.getKeys({ start: [DAY, siteId(1)], end: [DAY, siteId(1) + '\u0000'] })]
     t.equal(keys.length, 2)
-    await store.writeDurable(() => { for (const k of keys) db.removeSync(k) })
+    const effective = store.db<Record<string, unknown>>('instruction-effective')
+    const { inForce: _, ...unmarked } = effective.get([DAY, siteId(1)])!
+    await store.writeDurable(() => {
+      for (const k of keys) db.removeSync(k)
+      effective.putSync([DAY, siteId(1)], unmarked)
+    })
     t.same(instructions.inForce.timelineOf(DAY, siteId(1)), recorded, 'the same timeline, derived')
 
     await instructions.save(batch({ emittedAt: SECOND, receivedAt: '2026-11-21T12:00:00.000Z' }), '2026-11-21T12:00:00.000Z')

@@ -111,7 +111,7 @@ ${i.slots.length === 0
     const q = compared?.get(Date.parse(c.startUtc))
     return html`<tr><td>${parisTime(c.startUtc, 'slot')}</td><td>${parisTime(c.endUtc, 'slot')}</td><td class="num">${frNumber(c.energyKwh)}</td><td class="${c.minKw !== undefined ? 'floor' : 'curtailment'}">${constraintText(c)}</td>${available === undefined
       ? html`<td></td>`
-      : html`<td class="over"><strong class="flag-infeasible">infaisable</strong> : ${frNumber(roundKw(available))} kW disponibles</td>`}${compared ? html`<td class="num">${q?.energie_realisee_kwh === null || q === undefined ? '—' : frNumber(q.energie_realisee_kwh)}</td>${slotVerdict(r!, q, i.instructionId)}` : ''}</tr>`
+      : html`<td class="over"><strong class="flag-infeasible">infaisable</strong> : ${frNumber(roundKw(available))} kW disponibles</td>`}${compared ? html`<td class="num">${q?.energie_realisee_kwh === null || q === undefined ? '—' : frNumber(q.energie_realisee_kwh)}</td>${slotVerdict(r!, q, i.instructionId, Date.parse(c.startUtc), m.inForce?.[0]?.fromMs)}` : ''}</tr>`
   })}</tbody></table>`}`
 }
 
@@ -148,10 +148,14 @@ export const VERDICT_LABELS: Readonly<Record<Verdict, string>> = {
 /** `late` in French (DECISIONS.md "In force, quarter-hour by quarter-hour"): neither met nor short. */
 export const LATE_LABEL = 'reçu trop tard'
 
-/** This instruction's verdict for one of its slots: its own where it governed the quarter-hour, `late` where it came after its start, none where another governed. */
-function slotVerdict (r: RealiseBody, q: Creneau | undefined, instructionId: string): SafeHtml {
-  if (q?.tardif?.instruction_id === instructionId) return html`<td class="verdict verdict-late">${LATE_LABEL}</td>`
-  if (q && governingOf(r, q) !== instructionId) return html`<td class="verdict verdict-other">une autre instruction était en vigueur</td>`
+/**
+ * This instruction's verdict for one of its slots: its own where it governed the quarter-hour,
+ * `late` where it came into force after the quarter-hour began (`sinceMs`), none where another governed.
+ */
+function slotVerdict (r: RealiseBody, q: Creneau | undefined, instructionId: string, startMs: number, sinceMs: number | undefined): SafeHtml {
+  const governed = !q || governingOf(r, q) === instructionId
+  if (!governed && (q.tardif?.instruction_id === instructionId || (sinceMs !== undefined && sinceMs > startMs))) return html`<td class="verdict verdict-late">${LATE_LABEL}</td>`
+  if (!governed) return html`<td class="verdict verdict-other">une autre instruction était en vigueur</td>`
   return html`<td class="verdict verdict-${q?.verdict ?? 'no_data'}">${verdictText(q)}</td>`
 }
 
