@@ -127,7 +127,7 @@ export function openInForce (store: Store): InForce {
       let current: InForceRef | undefined
       for (const c of timelineOf(targetDate, siteId)) {
         if (c.atMs > atMs) break
-        if (c.cause === 'received') current = c
+        if (c.cause === 'received') current = { instructionId: c.instructionId, companyId: c.companyId }
         else if ((c.cause === 'superseded' || c.cause === 'withdrawn') && current?.instructionId === c.instructionId) current = undefined
       }
       return current

@@ -18,7 +18,6 @@ const Q = 900_000
 const TOLERANCE = { toleranceKwh: 0.1, tolerancePercent: 5 }
 const check = createProgrammeCheck({ maxSites: 5000, requireContiguous: false })
 const iso = (ms: number) => new Date(ms).toISOString()
-const rev = (targetDate: string, emittedAt: string) => `ProgrammeSoutirage-${targetDate}-rev-${emittedAt.replace(/[-:]/g, '')}`
 
 function batch (o: ProgrammeOptions & { receivedAt: string; companyId?: string }): InstructionBatch {
   const r = check(Buffer.from(JSON.stringify(programme(o))), {

@@ -68,7 +68,7 @@ function governingOf (r: RealiseBody, c: Creneau): string | null {
 }
 
 /** Whether a day's realisation judged any slot of `instructionId`: a quarter-hour it governed, or one of its slots that came late. */
-function judges (r: RealiseBody | undefined, instructionId: string): r is RealiseBody {
+function judges (r: RealiseBody | undefined, instructionId: string): boolean {
   return !!r && r.creneaux.some(c => governingOf(r, c) === instructionId || c.tardif?.instruction_id === instructionId)
 }
 
@@ -85,7 +85,7 @@ export function renderProgramme (m: ProgrammeModel): SafeHtml {
   const i = m.view.instruction
   // Each quarter-hour belongs to the instruction in force at its start: this one's verdicts are those of the hours it governed.
   const r = m.realisation
-  const compared = judges(r, i.instructionId) ? new Map(r.creneaux.map(c => [Date.parse(c.debut_utc), c])) : undefined
+  const compared = r && judges(r, i.instructionId) ? new Map(r.creneaux.map(c => [Date.parse(c.debut_utc), c])) : undefined
   const overAt = new Map((m.view.feasibility?.infeasibleSlots ?? []).map(s => [Date.parse(s.startUtc), s.availableKw]))
   return html`<dl class="facts">
 <dt>Instruction</dt><dd><code>${i.instructionId}</code></dd>
