@@ -81,6 +81,7 @@ t.test('a programme for today received late: the page shows when each was in for
   const todayStart = Date.parse('2026-11-22T23:00:00Z')
   const at2 = (slot: number, kwh: number) => ({ siteId: siteId(2), startUtc: new Date(todayStart + slot * 900_000).toISOString(), endUtc: new Date(todayStart + (slot + 1) * 900_000).toISOString(), kwh })
   await epx.handle.reportMetering([at2(36, 1.5), at2(37, 0.2)])
+  t.equal(await signIn(page, url, 'alice', alice.password), 303, 'half an hour later: a new session')
 
   await page.goto(new URL(`/programmes/ProgrammeSoutirage-${today}-rev-20261123T080000Z/${siteId(2)}`, url).href)
   t.match(await page.locator('dd.in-force').textContent(), /^du 23\/11\/2026 09:00.* au 23\/11\/2026 09:30.* \(remplacée\)$/)
