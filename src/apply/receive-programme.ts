@@ -184,12 +184,17 @@ export function receiptOf (batch: InstructionBatch, effective: readonly boolean[
   const n = batch.siteIds.length
   const entries = new Array<ReceiptEntry>(n)
   let queued = 0
+  let late = 0
   let over = 0
   for (let i = 0; i < n; i++) {
     const [from, to] = slotRange(batch, i)
     const siteId = batch.siteIds[i]!
-    const entry: ReceiptEntry = { instruction_id: batch.instructionId, site_id: siteId, periods_count: to - from, status: effective[i] ? 'queued' : 'superseded' }
-    if (effective[i]) {
+    // Every period begun before it arrived: it governs none of them (DECISIONS.md "In force, quarter-hour by quarter-hour").
+    const tooLate = effective[i] && from < to && batch.starts[to - 1]! < receivedAtMs
+    const entry: ReceiptEntry = { instruction_id: batch.instructionId, site_id: siteId, periods_count: to - from, status: tooLate ? 'late' : effective[i] ? 'queued' : 'superseded' }
+    if (tooLate) {
+      late++
+    } else if (effective[i]) {
       queued++
     } else {
       // Read only for a superseded site (rare): the record's head names its company.
@@ -203,9 +208,10 @@ export function receiptOf (batch: InstructionBatch, effective: readonly boolean[
     }
     entries[i] = entry
   }
-  const superseded = n - queued
+  const superseded = n - queued - late
   let message = `${n} instruction(s) persisted; ${queued} will be applied at the next solver cycle`
   if (superseded > 0) message += `; ${superseded} ${superseded === 1 ? 'is' : 'are'} superseded by a later programme`
+  if (late > 0) message += `; ${late} ${late === 1 ? 'is' : 'are'} late: every period had begun before reception, none will be applied`
   if (over > 0) message += `; ${over} period(s) already over are kept but not fed to the solver`
   return { status: 'received', count: n, instructions: entries, message }
 }

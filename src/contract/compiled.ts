@@ -97,8 +97,11 @@ export interface ReceiptEntry {
   instruction_id: string
   site_id: string
   periods_count: number
-  /** `queued`: goes to the solver at its next cycle; `superseded`: a later programme is in force. */
-  status: 'queued' | 'superseded'
+  /**
+   * `queued`: goes to the solver at its next cycle; `superseded`: a later programme is in
+   * force; `late`: every period had begun before it was received, none will be applied.
+   */
+  status: 'queued' | 'superseded' | 'late'
   /** The instruction in force, when it is the caller company's own (another's is not named). */
   superseded_by?: string
   /** Periods of a programme for today already over at reception: kept, not fed to the solver. */
@@ -131,8 +134,8 @@ export const receiptSchema = {
           periods_count: { type: 'integer' },
           status: {
             type: 'string',
-            enum: ['queued', 'superseded'],
-            description: 'Extension: `queued` goes to the solver at its next cycle; `superseded`: a programme with a later emitted_at is in force for this site and day, and this one is kept but never applied.',
+            enum: ['queued', 'superseded', 'late'],
+            description: 'Extension: `queued` goes to the solver at its next cycle; `superseded`: a programme with a later emitted_at is in force for this site and day, and this one is kept but never applied; `late`: every period of it had begun before it was received, so none of them will ever be applied (a quarter-hour is governed by the instruction in force at its start).',
           },
           superseded_by: {
             type: 'string',
