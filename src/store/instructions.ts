@@ -127,12 +127,12 @@ export function openInstructions (store: Store): Instructions {
     return bytes ? decodeState(bytes) : undefined
   }
 
-  /** Sets a status unless the instruction is superseded (or unknown); inside a write. Whether it did. */
-  const advance = (ref: InstructionRef, next: Uint8Array): boolean => {
+  /** Sets a status unless the instruction is superseded (or unknown); inside a write. The status it had, when it set one. */
+  const advance = (ref: InstructionRef, next: Uint8Array): InstructionState | undefined => {
     const current = stateOf(ref.instructionId, ref.siteId)
-    if (!current || current.status === 'superseded') return false
+    if (!current || current.status === 'superseded') return undefined
     tree.putSync(stateKey(ref.instructionId, ref.siteId), next)
-    return true
+    return current
   }
 
   return {
@@ -236,7 +236,9 @@ export function openInstructions (store: Store): Instructions {
       return store.writeDurable(() => {
         const next = encodeState({ status: 'applied', cycle, at })
         for (const r of refs) {
-          if (!advance(r, next)) continue
+          // A cycle told again of an instruction it applied already changes nothing in the timeline.
+          const was = advance(r, next)
+          if (!was || was.status === 'applied') continue
           const targetDate = targetDateOfInstructionId(r.instructionId)
           if (targetDate) inForce.putAppliedSync(targetDate, r.siteId, atMs, r.instructionId, cycle)
         }

@@ -50,7 +50,9 @@ for (const kind of storeKinds) t.test(kind, async t => {
     await instructions.save(batch({ emittedAt: OLDER }), '2026-11-21T11:30:00.000Z')   // superseded on arrival: no change
     await instructions.save(batch({ emittedAt: SECOND, kwh: () => 9 }), '2026-11-21T11:45:00.000Z')   // re-sent: the same instruction
     await instructions.markApplied([{ instructionId: idOf(SECOND), siteId: siteId(1) }], 2, '2026-11-21T11:00:01.000Z')
-    await instructions.markApplied([{ instructionId: idOf(SECOND), siteId: siteId(1) }], 3, '2026-11-21T12:00:01.000Z')   // after a restart queued it again
+    await instructions.markApplied([{ instructionId: idOf(SECOND), siteId: siteId(1) }], 2, '2026-11-21T11:00:02.000Z')   // told again
+    await instructions.markQueued([{ instructionId: idOf(SECOND), siteId: siteId(1) }], '2026-11-21T12:00:00.000Z')   // a restart queues it again
+    await instructions.markApplied([{ instructionId: idOf(SECOND), siteId: siteId(1) }], 3, '2026-11-21T12:00:01.000Z')
     await instructions.markApplied([{ instructionId: idOf(FIRST), siteId: siteId(1) }], 3, '2026-11-21T12:00:01.000Z')   // superseded: never applied again
 
     const at = (iso: string) => ms(iso)
