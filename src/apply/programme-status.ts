@@ -1,7 +1,8 @@
 /**
  * What became of a company's programmes, as the API tells the BSP (DECISIONS.md "Reading
  * outcomes", an extension of the contract): one day's instructions of the caller's
- * company, newest first, each with its status and its feasibility count. Never another
+ * company, newest first, each with its status, its feasibility count, and when it was in
+ * force (`in_force`, `not_in_force_reason`: DECISIONS.md "Tenure"). Never another
  * company's instructions, nor their ids: a superseded instruction names the one in force
  * only when it is the caller's own.
  * @module
@@ -11,12 +12,14 @@ import { compareInstants, readUtcInstant, type Instant } from '../contract/insta
 import { inPerimeter } from '../auth/tenancy.ts'
 import type { Instructions } from '../store/instructions.ts'
 import type { InstructionFlags } from '../store/instruction-flags.ts'
-import type { StatusBody, StatusEntry } from '../contract/programme-status.ts'
+import type { NotInForceReason, StatusBody, StatusEntry } from '../contract/programme-status.ts'
+import type { InForce, InForceSpan } from '../store/in-force.ts'
+import { instantText } from '../contract/instant-text.ts'
 
 export type { StatusBody, StatusEntry }
 
 export interface StatusDeps {
-  readonly instructions: Pick<Instructions, 'headsOf' | 'effectiveOf'>
+  readonly instructions: Pick<Instructions, 'headsOf' | 'effectiveOf' | 'slotsOf'> & { readonly inForce: Pick<InForce, 'spansOf'> }
   readonly flags: Pick<InstructionFlags, 'get'>
 }
 
@@ -30,6 +33,7 @@ export function programmeStatus (deps: StatusDeps, caller: StatusCaller, targetD
   // A site outside the perimeter answers as one with no instruction: nothing is learnt of it.
   if (siteId !== undefined && !inPerimeter(caller, siteId)) return { target_date: targetDate, count: 0, instructions: [] }
   const found: Array<{ entry: StatusEntry; at: Instant }> = []
+  const spansOf = new Map<string, readonly InForceSpan[]>()
   for (const { head, periodsCount, state } of deps.instructions.headsOf(targetDate)) {
     if (head.companyId !== caller.companyId) continue
     if (siteId !== undefined ? head.siteId !== siteId : !inPerimeter(caller, head.siteId)) continue
@@ -42,6 +46,7 @@ export function programmeStatus (deps: StatusDeps, caller: StatusCaller, targetD
       periods_count: periodsCount,
       status: state.status,
       infeasible_slots: flag?.infeasibleSlots.length ?? 0,
+      in_force: [],
     }
     if (state.status === 'applied') {
       entry = withBefore(entry, { applied_at: state.at, ...(state.cycle !== undefined ? { cycle: state.cycle } : {}) })
@@ -51,6 +56,9 @@ export function programmeStatus (deps: StatusDeps, caller: StatusCaller, targetD
         entry = withBefore(entry, { superseded_by: inForce.instructionId })
       }
     }
+    let site = spansOf.get(head.siteId)
+    if (!site) spansOf.set(head.siteId, site = deps.instructions.inForce.spansOf(targetDate, head.siteId))
+    entry = withInForce(deps, entry, site.filter(s => s.instructionId === head.instructionId), state.status, Date.parse(head.receivedAt))
     const at = readUtcInstant(head.emittedAt)
     found.push({ entry, at: typeof at === 'string' ? { ms: NaN, nanos: 0 } : at })
   }
@@ -61,8 +69,29 @@ export function programmeStatus (deps: StatusDeps, caller: StatusCaller, targetD
 
 /** The fields of a status, placed before `infeasible_slots` (the documented field order). */
 function withBefore (entry: StatusEntry, fields: Partial<StatusEntry>): StatusEntry {
-  const { infeasible_slots: infeasible, ...rest } = entry
-  return { ...rest, ...fields, infeasible_slots: infeasible }
+  const { infeasible_slots: infeasible, in_force: inForce, ...rest } = entry
+  return { ...rest, ...fields, infeasible_slots: infeasible, in_force: inForce }
+}
+
+/**
+ * Its spans in force (`store/in-force.ts`), and why it is not in force when it is not
+ * (DECISIONS.md "Tenure", "In force, quarter-hour by quarter-hour"): the reason says what
+ * befell it, never whose programme took its place.
+ */
+function withInForce (deps: StatusDeps, entry: StatusEntry, spans: readonly InForceSpan[], status: string, receivedMs: number): StatusEntry {
+  const in_force = spans.map(s => s.untilMs === undefined ? { from: instantText(s.fromMs) } : { from: instantText(s.fromMs), until: instantText(s.untilMs) })
+  const last = spans.at(-1)
+  let reason: NotInForceReason | undefined
+  if (last && last.untilMs !== undefined) reason = last.endedBy ?? 'superseded'
+  else if (!last) reason = status === 'withdrawn' ? 'withdrawn' : 'superseded'
+  else if (allBegun(deps, entry.instruction_id, entry.site_id, receivedMs)) reason = 'late'
+  return { ...entry, in_force, ...(reason ? { not_in_force_reason: reason } : {}) }
+}
+
+/** Every period of an instruction had begun before it was received: it governs none of them. */
+function allBegun (deps: StatusDeps, instructionId: string, siteId: string, receivedMs: number): boolean {
+  const slots = deps.instructions.slotsOf(instructionId, siteId)
+  return !!slots && slots.starts.length > 0 && slots.starts[slots.starts.length - 1]! < receivedMs
 }
 
 /** A weak validator of a status answer: its bytes' digest (it changes with any status). */

@@ -1,8 +1,11 @@
 /**
  * Programme against delivery (docs/http-api.md "Programme against delivery"): a site's day
- * compared slot by slot with the effective instruction, from the stored meter values
- * (`store/metering.ts`). The same answer for the BSP (GET realise), the CLI (`epx realise`)
- * and the console.
+ * compared quarter-hour by quarter-hour with the instruction in force at each quarter-hour's
+ * start (DECISIONS.md "In force, quarter-hour by quarter-hour"; the timeline is
+ * `store/in-force.ts`), from the stored meter values (`store/metering.ts`). A slot of an
+ * instruction received after its quarter-hour began is `late`: told beside the quarter-hour,
+ * counted apart, never in the shortfall. The same answer for the BSP (GET realise), the CLI
+ * (`epx realise`) and the console.
  * @module
  */
 import { createHash } from 'node:crypto'
@@ -10,6 +13,7 @@ import { parisDayMs } from '../contract/paris-day.ts'
 import { instantText } from '../contract/instant-text.ts'
 import { VERDICTS, type Creneau, type RealiseBody, type Verdict } from '../contract/realise.ts'
 import type { Instructions } from '../store/instructions.ts'
+import type { InForce, InForceSpan } from '../store/in-force.ts'
 import type { Metering } from '../store/metering.ts'
 
 export type { RealiseBody, Creneau, Verdict }
@@ -23,57 +27,71 @@ export interface Tolerance {
   readonly tolerancePercent: number
 }
 
+/**
+ * Who held a site at an instant (DECISIONS.md "Tenure": the active company whose perimeter
+ * held it), or undefined: nobody. Unset, every company that has the site in its perimeter
+ * reads its whole day, and the holder the operator sees is the company of the instruction
+ * in force.
+ */
+export type HolderAt = (siteId: string, atMs: number) => string | undefined
+
 export interface RealisationDeps {
-  readonly instructions: Pick<Instructions, 'effectiveOf' | 'slotsOf'>
+  readonly instructions: Pick<Instructions, 'slotsOf'> & { readonly inForce: Pick<InForce, 'spansOf'> }
   readonly metering: Pick<Metering, 'get'>
   readonly tolerance: Tolerance
+  readonly holderAt?: HolderAt
 }
 
 /** kWh as the wire shows them: to the Wh. */
 const wh = (v: number): number => Math.round(v * 1000) / 1000
 
 /**
- * The day of `siteId` on `targetDate`. `companyId`: the comparison is against the effective
- * instruction only when that company sent it (a BSP never sees another's programme);
- * undefined: whoever sent it (the operator). Undefined when there is nothing to tell:
- * no instruction to compare with and no meter value.
+ * The day of `siteId` on `targetDate`. `companyId`: that company's day, the quarter-hours
+ * that began while it held the site (all of them without `holderAt`), each compared with its
+ * own instruction in force then (a BSP never sees another's programme); undefined: the
+ * operator's, every quarter-hour with its holder named. Undefined when there is nothing
+ * to tell: no quarter-hour held, or neither an instruction nor a meter value.
  */
 export function realisation (deps: RealisationDeps, targetDate: string, siteId: string, companyId?: string): RealiseBody | undefined {
   const { startMs, endMs } = parisDayMs(targetDate)
   const n = (endMs - startMs) / SLOT_MS
-  const effective = deps.instructions.effectiveOf(targetDate, siteId)
-  const instruction = effective && (companyId === undefined || effective.companyId === companyId) ? effective : undefined
+  const all = deps.instructions.inForce.spansOf(targetDate, siteId)
+  const spans = companyId === undefined ? all : all.filter(s => s.companyId === companyId)
+  const held = heldMask(deps.holderAt, siteId, startMs, n, companyId)
+  if (held && !held.includes(1)) return undefined
   const metered = deps.metering.get(targetDate, siteId)?.kwh
-  if (!instruction && !metered) return undefined
+  if (spans.length === 0 && !metered) return undefined
 
-  // Programmed kWh per quarter-hour, NaN where none: a longer slot spreads evenly over its quarter-hours.
-  const programmed = new Float64Array(n).fill(NaN)
-  const slots = instruction && deps.instructions.slotsOf(instruction.instructionId, siteId)
-  if (slots) {
-    const quarters = Math.max(1, Math.round(slots.slotDurationSecs * 1000 / SLOT_MS))
-    for (let k = 0; k < slots.starts.length; k++) {
-      for (let q = 0; q < quarters; q++) {
-        const i = (slots.starts[k]! - startMs) / SLOT_MS + q
-        if (i >= 0 && i < n) programmed[i] = slots.kwh[k]! / quarters
-      }
-    }
-  }
+  const programmed = new Map<string, Float64Array>()
+  for (const span of spans) if (!programmed.has(span.instructionId)) programmed.set(span.instructionId, programmedOf(deps, span.instructionId, siteId, startMs, n))
+  const instructionId = spans.at(-1)?.instructionId ?? null
 
   const counts = Object.fromEntries(VERDICTS.map(v => [v, 0])) as Record<Verdict, number>
   let programmedTotal = 0
   let deliveredTotal = 0
   let shortfallTotal = 0
-  const creneaux: Creneau[] = new Array(n)
+  let late = 0
+  const creneaux: Creneau[] = []
+  let g = 0
   for (let i = 0; i < n; i++) {
-    const p = programmed[i]!
+    if (held && held[i] === 0) continue
+    const qStart = startMs + i * SLOT_MS
+    while (g < spans.length && (spans[g]!.untilMs ?? Infinity) <= qStart) g++
+    const governing = g < spans.length && spans[g]!.fromMs <= qStart ? spans[g] : undefined
+    const p = governing ? programmed.get(governing.instructionId)![i]! : NaN
     const d = metered?.[i] ?? NaN
     const verdict = verdictOf(p, d, deps.tolerance)
     counts[verdict]++
     if (!Number.isNaN(p)) programmedTotal += p
     if (!Number.isNaN(d)) deliveredTotal += d
-    const creneau: Creneau = {
-      debut_utc: instantText(startMs + i * SLOT_MS),
-      fin_utc: instantText(startMs + (i + 1) * SLOT_MS),
+    const governingId = governing?.instructionId ?? null
+    const holder = companyId === undefined ? (deps.holderAt ? deps.holderAt(siteId, qStart) : governing?.companyId) : undefined
+    let creneau: Creneau = {
+      debut_utc: instantText(qStart),
+      fin_utc: instantText(qStart + SLOT_MS),
+      // Named only where it is not the day's: most days have one instruction, and their body stays small.
+      ...(governingId !== instructionId ? { instruction_id: governingId } : {}),
+      ...(holder !== undefined ? { company_id: holder } : {}),
       energie_programmee_kwh: Number.isNaN(p) ? null : wh(p),
       energie_realisee_kwh: Number.isNaN(d) ? null : wh(d),
       verdict,
@@ -81,23 +99,64 @@ export function realisation (deps: RealisationDeps, targetDate: string, siteId: 
     if (verdict === 'short') {
       const shortfall = wh(p - d)
       shortfallTotal += shortfall
-      creneaux[i] = { ...creneau, manque_kwh: shortfall }
-    } else {
-      creneaux[i] = creneau
+      creneau = { ...creneau, manque_kwh: shortfall }
     }
+    const tardy = lateSlot(spans, programmed, i, qStart)
+    if (tardy) {
+      late++
+      creneau = { ...creneau, tardif: { instruction_id: tardy.instructionId, energie_programmee_kwh: wh(tardy.kwh), verdict: 'late' } }
+    }
+    creneaux.push(creneau)
   }
   return {
     site_id: siteId,
     target_date: targetDate,
-    instruction_id: instruction?.instructionId ?? null,
+    instruction_id: instructionId,
     creneaux,
     totaux: {
       energie_programmee_kwh: wh(programmedTotal),
       energie_realisee_kwh: wh(deliveredTotal),
       manque_kwh: wh(shortfallTotal),
       verdicts: counts,
+      tardifs: late,
     },
   }
+}
+
+/** Per quarter-hour, 1 where `companyId` held the site at its start; undefined: all of them (no tenure known, or the operator). */
+function heldMask (holderAt: HolderAt | undefined, siteId: string, startMs: number, n: number, companyId: string | undefined): Uint8Array | undefined {
+  if (!holderAt || companyId === undefined) return undefined
+  const mask = new Uint8Array(n)
+  for (let i = 0; i < n; i++) mask[i] = holderAt(siteId, startMs + i * SLOT_MS) === companyId ? 1 : 0
+  return mask
+}
+
+/** An instruction's programmed kWh per quarter-hour of the day, NaN where none: a longer slot spreads evenly over its quarter-hours. */
+function programmedOf (deps: RealisationDeps, instructionId: string, siteId: string, startMs: number, n: number): Float64Array {
+  const programmed = new Float64Array(n).fill(NaN)
+  const slots = deps.instructions.slotsOf(instructionId, siteId)
+  if (!slots) return programmed
+  const quarters = Math.max(1, Math.round(slots.slotDurationSecs * 1000 / SLOT_MS))
+  for (let k = 0; k < slots.starts.length; k++) {
+    for (let q = 0; q < quarters; q++) {
+      const i = (slots.starts[k]! - startMs) / SLOT_MS + q
+      if (i >= 0 && i < n) programmed[i] = slots.kwh[k]! / quarters
+    }
+  }
+  return programmed
+}
+
+/**
+ * The slot of quarter-hour `i` that came too late: of the instructions that came into
+ * force after it began, the latest one that programmed it (DECISIONS.md "In force,
+ * quarter-hour by quarter-hour": never fed to the solver for it, judged `late`).
+ */
+function lateSlot (spans: readonly InForceSpan[], programmed: ReadonlyMap<string, Float64Array>, i: number, qStartMs: number): { instructionId: string; kwh: number } | undefined {
+  for (let k = spans.length - 1; k >= 0 && spans[k]!.fromMs > qStartMs; k--) {
+    const kwh = programmed.get(spans[k]!.instructionId)![i]!
+    if (!Number.isNaN(kwh)) return { instructionId: spans[k]!.instructionId, kwh }
+  }
+  return undefined
 }
 
 /** One slot's verdict from its programmed (NaN: none) and delivered (NaN: no value) kWh. */
@@ -116,7 +175,7 @@ export function realiseEtag (body: string): string {
 }
 
 export interface DayDeps extends RealisationDeps {
-  readonly instructions: Pick<Instructions, 'effectiveOf' | 'slotsOf' | 'effectiveFrom'>
+  readonly instructions: RealisationDeps['instructions'] & Pick<Instructions, 'effectiveFrom'>
   readonly metering: Pick<Metering, 'get' | 'sitesOf'>
 }
 
@@ -140,19 +199,23 @@ export function realisationDay (deps: DayDeps, targetDate: string, only?: (siteI
   return out
 }
 
-export const CSV_HEADER = ['site_id', 'target_date', 'instruction_id', 'debut_utc', 'fin_utc', 'energie_programmee_kwh', 'energie_realisee_kwh', 'verdict', 'manque_kwh'] as const
+export const CSV_HEADER = ['site_id', 'target_date', 'instruction_id', 'debut_utc', 'fin_utc', 'energie_programmee_kwh', 'energie_realisee_kwh', 'verdict', 'manque_kwh',
+  'company_id', 'tardif_instruction_id', 'tardif_energie_kwh'] as const
 
 /**
  * A day as CSV (RFC 4180, CRLF, a header row): one row per site and quarter-hour, numbers
  * with a dot and no thousands separator, an empty cell where there is no value, so a
- * spreadsheet's sums equal the totals.
+ * spreadsheet's sums equal the totals. `instruction_id` is the one in force at the
+ * quarter-hour's start; a late slot has its own columns, so it is never summed with them.
  */
 export function realisationCsv (bodies: readonly RealiseBody[]): string {
   const cell = (v: string | number | null | undefined) => v === null || v === undefined ? '' : String(v)
   const lines = [CSV_HEADER.join(',')]
   for (const b of bodies) {
     for (const c of b.creneaux) {
-      lines.push([b.site_id, b.target_date, cell(b.instruction_id), c.debut_utc, c.fin_utc, cell(c.energie_programmee_kwh), cell(c.energie_realisee_kwh), c.verdict, cell(c.manque_kwh)].join(','))
+      const governing = c.instruction_id === undefined ? b.instruction_id : c.instruction_id
+      lines.push([b.site_id, b.target_date, cell(governing), c.debut_utc, c.fin_utc, cell(c.energie_programmee_kwh), cell(c.energie_realisee_kwh), c.verdict, cell(c.manque_kwh),
+        cell(c.company_id), cell(c.tardif?.instruction_id), cell(c.tardif?.energie_programmee_kwh)].join(','))
     }
   }
   return lines.join('\r\n') + '\r\n'

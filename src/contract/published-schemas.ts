@@ -10,6 +10,7 @@
 import { besoinsAgregesSchema } from './besoins-agreges.ts'
 import { receiptSchema } from './compiled.ts'
 import { INSTRUCTION_ID_PATTERN } from './ids.ts'
+import { NOT_IN_FORCE_REASONS } from './programme-status.ts'
 import { readUtcInstant, UTC_INSTANT_PATTERN } from './instants.ts'
 import { DATE_PATTERN, isCalendarDate } from './paris-day.ts'
 import { programmeSoutirageSchema } from './programme-soutirage.ts'
@@ -184,7 +185,7 @@ export function programmeStatusJsonSchema (): JsonSchema {
         type: 'array',
         items: {
           type: 'object',
-          required: ['instruction_id', 'site_id', 'emitted_at', 'received_at', 'periods_count', 'status', 'infeasible_slots'],
+          required: ['instruction_id', 'site_id', 'emitted_at', 'received_at', 'periods_count', 'status', 'infeasible_slots', 'in_force'],
           properties: {
             instruction_id: instructionId(),
             site_id: { type: 'string', pattern: PRM_PATTERN },
@@ -200,6 +201,23 @@ export function programmeStatusJsonSchema (): JsonSchema {
             cycle: { type: 'integer', description: 'With `applied`: the solver cycle\'s number.' },
             superseded_by: { type: 'string', description: 'With `superseded`: the instruction in force, when it is your company\'s own.' },
             infeasible_slots: { type: 'integer', minimum: 0, description: 'Slots whose floor exceeds the available power published for them (0 when none, or when nothing was published to check against).' },
+            in_force: {
+              type: 'array',
+              description: 'When this instruction was the one in force for its site and day (UTC), oldest first; `until` absent while it is. A quarter-hour is governed by the instruction in force at its start. Empty: never in force.',
+              items: {
+                type: 'object',
+                required: ['from'],
+                properties: {
+                  from: { type: 'string', format: 'date-time', pattern: UTC_INSTANT_PATTERN },
+                  until: { type: 'string', format: 'date-time', pattern: UTC_INSTANT_PATTERN },
+                },
+              },
+            },
+            not_in_force_reason: {
+              type: 'string',
+              enum: [...NOT_IN_FORCE_REASONS],
+              description: 'Why it is not (or no longer) in force: `superseded` (a programme with a later emitted_at), `withdrawn` (by the service\'s operator), `site-left-perimeter` (the site left your perimeter); or, while in force, `late`: every period had begun before it was received, so it governs none of them. Never names another company.',
+            },
           },
         },
       },
@@ -212,16 +230,16 @@ export function realiseJsonSchema (): JsonSchema {
   const kwh = { type: ['number', 'null'], minimum: 0 }
   return {
     title: 'Realise: programmed against delivered (extension)',
-    description: 'One site\'s Europe/Paris day, every quarter-hour (92, 96 or 100), the energy programmed by your instruction in force against the energy the site\'s meter measured, with a verdict.',
+    description: 'One site\'s Europe/Paris day, every quarter-hour (92, 96 or 100) that began while you held the site, the energy programmed by your instruction in force at its start against the energy the site\'s meter measured, with a verdict. A slot of an instruction received after its quarter-hour began is `late` (`tardif`): counted apart, never in the shortfall.',
     type: 'object',
     required: ['site_id', 'target_date', 'instruction_id', 'creneaux', 'totaux'],
     properties: {
       site_id: { type: 'string', pattern: '^PRM[0-9]{14}$' },
       target_date: { type: 'string', format: 'date' },
-      instruction_id: { type: ['string', 'null'], description: 'Your instruction in force for the site and day, compared against; null when you have none (every slot is then `unconstrained`).' },
+      instruction_id: { type: ['string', 'null'], description: 'Your instruction last in force on the site and day: each quarter-hour is compared against it unless the quarter-hour names another; null when you have none (every slot is then `unconstrained`).' },
       creneaux: {
         type: 'array',
-        minItems: 92,
+        minItems: 1,
         maxItems: 100,
         items: {
           type: 'object',
@@ -229,6 +247,7 @@ export function realiseJsonSchema (): JsonSchema {
           properties: {
             debut_utc: { type: 'string', description: 'Slot start (UTC).' },
             fin_utc: { type: 'string', description: 'Slot end (UTC), 15 minutes later.' },
+            instruction_id: { type: ['string', 'null'], description: 'Present when the instruction in force at this quarter-hour\'s start is not the body\'s `instruction_id`: that one (an earlier programme of yours it superseded), or null when none of yours was in force.' },
             energie_programmee_kwh: { ...kwh, description: 'Programmed energy; null where no slot of your instruction covers it.' },
             energie_realisee_kwh: { ...kwh, description: 'Metered energy; null where no meter value was reported (yet).' },
             verdict: {
@@ -237,12 +256,22 @@ export function realiseJsonSchema (): JsonSchema {
               description: '`met`: delivered ≥ programmed − tolerance; `short`: below (`manque_kwh`); `curtailment_respected` / `curtailment_broken`: 0 was programmed, and at most the tolerance was drawn, or more; `no_data`: programmed, no meter value (yet); `unconstrained`: not programmed.',
             },
             manque_kwh: { type: 'number', exclusiveMinimum: 0, description: 'With `short`: programmed − delivered.' },
+            tardif: {
+              type: 'object',
+              description: 'A slot for this quarter-hour of a programme received after the quarter-hour began (the latest such): never fed to the solver for it, judged `late`, neither met nor short, never in the shortfall.',
+              required: ['instruction_id', 'energie_programmee_kwh', 'verdict'],
+              properties: {
+                instruction_id: { type: 'string' },
+                energie_programmee_kwh: { type: 'number', minimum: 0 },
+                verdict: { type: 'string', const: 'late' },
+              },
+            },
           },
         },
       },
       totaux: {
         type: 'object',
-        required: ['energie_programmee_kwh', 'energie_realisee_kwh', 'manque_kwh', 'verdicts'],
+        required: ['energie_programmee_kwh', 'energie_realisee_kwh', 'manque_kwh', 'verdicts', 'tardifs'],
         properties: {
           energie_programmee_kwh: { type: 'number', minimum: 0, description: 'Sum over the programmed slots.' },
           energie_realisee_kwh: { type: 'number', minimum: 0, description: 'Sum over every metered slot of the day.' },
@@ -261,6 +290,7 @@ export function realiseJsonSchema (): JsonSchema {
             },
             additionalProperties: false,
           },
+          tardifs: { type: 'integer', minimum: 0, description: 'Quarter-hours with a `late` slot (`tardif`), counted apart from the verdicts.' },
         },
       },
     },

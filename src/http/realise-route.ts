@@ -15,7 +15,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import { EpxError } from '../errors.ts'
 import { isPrm } from '../contract/ids.ts'
-import { isCalendarDate } from '../contract/paris-day.ts'
+import { isCalendarDate, parisDayMs, QUARTER_HOUR_MS } from '../contract/paris-day.ts'
 import { inPerimeter } from '../auth/tenancy.ts'
 import { BoundedCache } from '../bounded-cache.ts'
 import { realisation, realiseEtag, type RealisationDeps } from '../apply/realisation.ts'
@@ -25,7 +25,7 @@ import { sendRevalidatedJson } from './revalidated-json.ts'
 import { REALISE_PATH, type RequestContext, type Route } from './route.ts'
 
 export interface RealiseDeps extends RealisationDeps {
-  readonly instructions: Pick<Instructions, 'effectiveOf' | 'slotsOf' | 'effectiveRecord' | 'effectiveUnchanged'>
+  readonly instructions: RealisationDeps['instructions'] & Pick<Instructions, 'effectiveRecord' | 'effectiveUnchanged'>
   readonly metering: Pick<Metering, 'get' | 'unchanged'>
 }
 
@@ -35,6 +35,8 @@ interface Answer {
   readonly instruction: { readonly instructionId: string; readonly bytes: Uint8Array } | undefined
   /** The day's meter values, undefined without any. */
   readonly kwh: Float64Array | undefined
+  /** Which quarter-hours the company held (`heldKey`): a change of hands is a new answer. */
+  readonly held: string
   /** The JSON's bytes; undefined: nothing to compare (404). */
   readonly body: Buffer | undefined
   readonly etag: string
@@ -53,13 +55,15 @@ export function realiseRoute (deps: RealiseDeps): Route {
     const key = `${companyId} ${siteId} ${targetDate}`
     // Read before the perimeter check, so a store outage answers 503 for every site alike.
     const kept = answers.get(key)
-    if (kept && deps.instructions.effectiveUnchanged(targetDate, siteId, kept.instruction) && deps.metering.unchanged(targetDate, siteId, kept.kwh)) return kept
+    const held = heldKey(deps, targetDate, siteId, companyId)
+    // Every change of what is in force changes the effective instruction (in-force.ts): that check covers the timeline.
+    if (kept && deps.instructions.effectiveUnchanged(targetDate, siteId, kept.instruction) && deps.metering.unchanged(targetDate, siteId, kept.kwh) && kept.held === held) return kept
     const effective = deps.instructions.effectiveRecord(targetDate, siteId)
     const instruction = effective && { instructionId: effective.instructionId, bytes: Uint8Array.prototype.slice.call(effective.bytes) }
     const kwh = deps.metering.get(targetDate, siteId)?.kwh
     const found = realisation(deps, targetDate, siteId, companyId)
     const json = found && JSON.stringify(found)
-    const made: Answer = { instruction, kwh, body: json === undefined ? undefined : Buffer.from(json), etag: json ? realiseEtag(json) : '' }
+    const made: Answer = { instruction, kwh, held, body: json === undefined ? undefined : Buffer.from(json), etag: json ? realiseEtag(json) : '' }
     answers.set(key, made)
     return made
   }
@@ -77,6 +81,15 @@ export function realiseRoute (deps: RealiseDeps): Route {
     scope: 'outbound:realise',
     methods: { GET: serve(false), HEAD: serve(true) },
   }
+}
+
+/** The company's quarter-hours of the day as a string of 0 and 1; empty without tenure (`RealisationDeps.holderAt`). */
+function heldKey (deps: RealiseDeps, targetDate: string, siteId: string, companyId: string): string {
+  if (!deps.holderAt) return ''
+  const { startMs, endMs } = parisDayMs(targetDate)
+  let key = ''
+  for (let at = startMs; at < endMs; at += QUARTER_HOUR_MS) key += deps.holderAt(siteId, at) === companyId ? '1' : '0'
+  return key
 }
 
 const validQueries = new BoundedCache<string, { siteId: string; targetDate: string }>(1024)

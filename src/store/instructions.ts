@@ -11,8 +11,9 @@ import {
   decodeInstruction, decodeInstructionHead, decodeInstructionSlots, siteRecord, supersedes, type EmittedAt, type Instruction, type InstructionBatch, type InstructionState,
 } from '../contract/instruction.ts'
 import { compareInstants, readUtcInstant, type Instant } from '../contract/instants.ts'
-import { instructionIdPrefix } from '../contract/ids.ts'
+import { instructionIdPrefix, targetDateOfInstructionId } from '../contract/ids.ts'
 import { decodeState, encodeState, entryOf, instructionTree, recordKey, stateKey } from './instruction-tree.ts'
+import { openInForce, type InForce } from './in-force.ts'
 
 /**
  * The effective instruction of a (target_date, site_id). `emittedAtNanos` (within the
@@ -21,6 +22,11 @@ import { decodeState, encodeState, entryOf, instructionTree, recordKey, stateKey
  */
 interface EffectiveRef extends EmittedAt {
   readonly instructionId: string
+  /**
+   * 1: saved with its change in the timeline of what is in force (`in-force.ts`); absent on
+   * a ref stored before it, whose site and day gets its timeline derived before a save changes it.
+   */
+  readonly inForce?: 1
 }
 
 /** What `supersedersOf` remembers of a save. */
@@ -99,8 +105,13 @@ export interface Instructions {
    * `inbound.retentionDays`), with its status, flag and effective index; resolves to how many.
    */
   prune(beforeDate: string): Promise<number>
-  /** `applied`, with the solver cycle that applied them. */
+  /** `applied`, with the solver cycle that applied them; the first such cycle joins the timeline of what was in force. */
   markApplied(refs: readonly InstructionRef[], cycle: number, at: string): Promise<void>
+  /**
+   * What was in force per site and day (`in-force.ts`), written by `save` and `markApplied`
+   * in their own transactions.
+   */
+  readonly inForce: Pick<InForce, 'timelineOf' | 'spansOf' | 'inForceAt' | 'recordWithdrawn'>
 }
 
 export function openInstructions (store: Store): Instructions {
@@ -109,23 +120,25 @@ export function openInstructions (store: Store): Instructions {
   const tree = instructionTree(store)                                            // [instruction_id, site_id, …]
   const effective = store.db<EffectiveRef>('instruction-effective')             // [target_date, site_id]
   const recent = new RecentSaves()
+  const inForce = openInForce(store)
 
   const stateOf = (instructionId: string, siteId: string): InstructionState | undefined => {
     const bytes = tree.get(stateKey(instructionId, siteId))
     return bytes ? decodeState(bytes) : undefined
   }
 
-  /** Sets a status unless the instruction is superseded (or unknown); inside a write. */
-  const advance = (ref: InstructionRef, next: Uint8Array): void => {
+  /** Sets a status unless the instruction is superseded (or unknown); inside a write. The status it had, when it set one. */
+  const advance = (ref: InstructionRef, next: Uint8Array): InstructionState | undefined => {
     const current = stateOf(ref.instructionId, ref.siteId)
-    if (!current || current.status === 'superseded') return
+    if (!current || current.status === 'superseded') return undefined
     tree.putSync(stateKey(ref.instructionId, ref.siteId), next)
+    return current
   }
 
   return {
     save (batch: InstructionBatch, at: string, status: 'received' | 'queued' = 'received', alongside?: () => void): Promise<boolean[]> {
       return store.writeDurable(() => {
-        const out = putBatch(tree, effective, batch, at, status)
+        const out = putBatch(tree, effective, inForce, batch, at, status)
         alongside?.()
         recent.add(batch)
         return out
@@ -213,16 +226,26 @@ export function openInstructions (store: Store): Instructions {
       await store.writeDurable(() => {
         for (const k of keys) tree.removeSync(k)
         for (const d of days) effective.removeSync(d)
+        inForce.pruneSync(beforeDate)
       })
       return keys.filter(k => entryOf(k) === 'record').length
     },
 
     markApplied (refs: readonly InstructionRef[], cycle: number, at: string): Promise<void> {
+      const atMs = Date.parse(at)
       return store.writeDurable(() => {
         const next = encodeState({ status: 'applied', cycle, at })
-        for (const r of refs) advance(r, next)
+        for (const r of refs) {
+          // A cycle told again of an instruction it applied already changes nothing in the timeline.
+          const was = advance(r, next)
+          if (!was || was.status === 'applied') continue
+          const targetDate = targetDateOfInstructionId(r.instructionId)
+          if (targetDate) inForce.putAppliedSync(targetDate, r.siteId, atMs, r.instructionId, cycle)
+        }
       })
     },
+
+    inForce,
   }
 }
 
@@ -231,24 +254,31 @@ type EffectiveIndex = StoreDb<EffectiveRef>
 
 /**
  * Puts every site of a batch, inside the save's write: its record, its status, and the
- * effective index where it wins. Per site, whether it is now the effective one.
+ * effective index where it wins, with the change of what is in force (`in-force.ts`, one
+ * put a site that wins). Per site, whether it is now the effective one.
  */
-function putBatch (tree: Tree, effective: EffectiveIndex, batch: InstructionBatch, at: string, status: 'received' | 'queued'): boolean[] {
+function putBatch (tree: Tree, effective: EffectiveIndex, inForce: InForce, batch: InstructionBatch, at: string, status: 'received' | 'queued'): boolean[] {
   const fresh = encodeState({ status, at })
   // Most saves supersede nothing: the superseded status is encoded only when needed.
   let superseded: Uint8Array | undefined
   const stale = (): Uint8Array => superseded ??= encodeState({ status: 'superseded', at })
   const mine: EffectiveRef = batch.emittedAtNanos === 0
-    ? { instructionId: batch.instructionId, emittedAtMs: batch.emittedAtMs }
-    : { instructionId: batch.instructionId, emittedAtMs: batch.emittedAtMs, emittedAtNanos: batch.emittedAtNanos }
+    ? { instructionId: batch.instructionId, emittedAtMs: batch.emittedAtMs, inForce: 1 }
+    : { instructionId: batch.instructionId, emittedAtMs: batch.emittedAtMs, emittedAtNanos: batch.emittedAtNanos, inForce: 1 }
   const n = batch.siteIds.length
   const out = new Array<boolean>(n)
+  const atMs = Date.parse(at)
+  // Every site's record names the same company: read once, from the first.
+  let company: string | undefined
+  const companyId = (): string => company ??= decodeInstructionHead(siteRecord(batch, 0)).head.companyId
   for (let i = 0; i < n; i++) {
     const siteId = batch.siteIds[i]!
     const day = [batch.targetDate, siteId]
     const current = effective.get(day)
     // Same id = same (target_date, emitted_at): a re-send overwrites and stays effective.
     const wins = !current || !supersedes(current, batch)
+    // Before anything of this save: a site and day stored before the timeline derives it from its instructions as they were.
+    if (wins && current && !current.inForce && current.instructionId !== batch.instructionId) inForce.backfillSync(batch.targetDate, siteId)
     tree.putSync(recordKey(batch.instructionId, siteId), siteRecord(batch, i))
     tree.putSync(stateKey(batch.instructionId, siteId), wins ? fresh : stale())
     // A re-send is already the effective one: nothing to rewrite there.
@@ -257,6 +287,7 @@ function putBatch (tree: Tree, effective: EffectiveIndex, batch: InstructionBatc
         tree.putSync(stateKey(current.instructionId, siteId), stale())
       }
       effective.putSync(day, mine)
+      inForce.putReceivedSync(batch.targetDate, siteId, atMs, mine, companyId())
     }
     out[i] = wins
   }

@@ -34,6 +34,7 @@ export const SUB_DATABASES: Readonly<Record<string, { readonly binary: boolean }
   [REVISION_BYTES_DB]: { binary: true },
   instructions: { binary: true },
   'instruction-effective': { binary: false },
+  'in-force': { binary: false },
   metering: { binary: true },
   audit: { binary: false },
   deliveries: { binary: false },

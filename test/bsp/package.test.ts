@@ -62,7 +62,7 @@ t.test('a BSP installs the client from its tarball in a folder of its own, runs 
   t.match(realise.stdout, /^DEBUT_UTC +FIN_UTC +PROGRAMMEE_KWH +REALISEE_KWH +VERDICT +MANQUE_KWH\n2026-11-21T23:00:00Z +2026-11-21T23:15:00Z +4\.000 +3\.500 +short +0\.500\n/)
   t.match(realise.stderr, /shortfall 0\.500 kWh; 1 short, 1 curtailment_respected, 94 unconstrained/)
   const json = JSON.parse((await run('npx', ['--no-install', 'epx-bsp', 'realise', ...conn, '--json'], { cwd: app })).stdout)
-  t.same(json.totaux, { energie_programmee_kwh: 4, energie_realisee_kwh: 3.5, manque_kwh: 0.5, verdicts: { met: 0, short: 1, curtailment_respected: 1, curtailment_broken: 0, no_data: 0, unconstrained: 94 } })
+  t.same(json.totaux, { energie_programmee_kwh: 4, energie_realisee_kwh: 3.5, manque_kwh: 0.5, verdicts: { met: 0, short: 1, curtailment_respected: 1, curtailment_broken: 0, no_data: 0, unconstrained: 94 }, tardifs: 0 })
   await t.rejects(run('npx', ['--no-install', 'epx-bsp', 'realise', ...conn.slice(0, -4), '--site', siteId(2), '--date', '2026-11-22'], { cwd: app }),
     { code: 1, stderr: /NOTHING_TO_COMPARE: nothing to compare for site PRM30000000000002 on 2026-11-22/ })
 

@@ -128,8 +128,8 @@ t.test('epx bsp status: what became of the programmes of a day, read over the AP
     status = await runEpx(root, 'bsp', 'status', ...conn, '--date', DAY)
   }
   t.equal(status.code, 0, status.err)
-  t.match(status.lines[0], /^INSTRUCTION_ID +SITE_ID +EMITTED_AT +PERIODS +STATUS +INFEASIBLE$/)
-  t.match(status.lines[1], new RegExp(`^${id} +${siteId(1)} +2026-11-21T12:00:00Z +4 +applied \\(cycle 1, 2026-11-21T12:30:00.000Z\\) +0$`))
+  t.match(status.lines[0], /^INSTRUCTION_ID +SITE_ID +EMITTED_AT +PERIODS +STATUS +INFEASIBLE +IN FORCE$/)
+  t.match(status.lines[1], new RegExp(`^${id} +${siteId(1)} +2026-11-21T12:00:00Z +4 +applied \\(cycle 1, 2026-11-21T12:30:00.000Z\\) +0 +2026-11-21T12:30:00Z → now$`))
   t.match(status.err, /2 instruction\(s\) of your company for 2026-11-22/)
   const json = await runEpx(root, 'bsp', 'status', ...conn, '--date', DAY, '--site', siteId(2), '--json')
   t.match(JSON.parse(json.out), { target_date: DAY, count: 1, instructions: [{ instruction_id: id, site_id: siteId(2), status: 'applied' }] })

@@ -49,7 +49,7 @@ t.test('the day view lists every site of the perimeter with its verdict counts; 
   await page.goto(new URL(`/realise?target_date=${DAY}`, url).href)
   const rows = page.locator('table.realise tbody tr')
   t.equal(await rows.count(), 2, 'the two sites of the perimeter, not the third')
-  t.same((await rows.nth(0).locator('td').allTextContents()).slice(2), ['16', '14,52', '1', '2', '1', '0', '1', '1'])
+  t.same((await rows.nth(0).locator('td').allTextContents()).slice(2), ['16', '14,52', '1', '2', '1', '0', '1', '1', '0'])
   t.match(await rows.nth(1).textContent(), /—\s*0\s*1,25\s*0/)
   t.match(await page.locator('table.realise tfoot').textContent(), /15,77/)
   t.same(await accessibilityProblems(page), [])
@@ -66,4 +66,36 @@ t.test('the day view lists every site of the perimeter with its verdict counts; 
   const total = (col: number) => Math.round(lines.slice(1).reduce((a, l) => a + Number(l[col] || 0), 0) * 1000) / 1000
   t.equal(total(6), 15.77, 'delivered, as the page totals')
   t.equal(total(8), 1, 'shortfall')
+})
+
+t.test('a programme for today received late: the page shows when each was in force, the hours the former governed with its verdicts, the late slots as "reçu trop tard"', async t => {
+  const today = '2026-11-23'   // the clock stands at 09:00 in Paris
+  const { secret } = await epx.addToken('acme', ['inbound:programme-soutirage'])
+  const send = async (emittedAt: string, kwh: number) => {
+    const r = await epx.request({ method: 'POST', path: INBOUND_PATH, cert: acme.cert, token: secret, body: programme({ targetDate: today, sites: [siteId(2)], emittedAt, kwh: () => kwh }) })
+    t.equal(r.status, 202, r.text)
+  }
+  await send('2026-11-23T08:00:00Z', 1)
+  epx.clock.set('2026-11-23T08:30:00Z')
+  await send('2026-11-23T08:30:00Z', 2)
+  const todayStart = Date.parse('2026-11-22T23:00:00Z')
+  const at2 = (slot: number, kwh: number) => ({ siteId: siteId(2), startUtc: new Date(todayStart + slot * 900_000).toISOString(), endUtc: new Date(todayStart + (slot + 1) * 900_000).toISOString(), kwh })
+  await epx.handle.reportMetering([at2(36, 1.5), at2(37, 0.2)])
+  t.equal(await signIn(page, url, 'alice', alice.password), 303, 'half an hour later: a new session')
+
+  await page.goto(new URL(`/programmes/ProgrammeSoutirage-${today}-rev-20261123T080000Z/${siteId(2)}`, url).href)
+  t.match(await page.locator('dd.in-force').textContent(), /^du 23\/11\/2026 09:00.* au 23\/11\/2026 09:30.* \(remplacée\)$/)
+  const rows = page.locator('table.slots tbody tr')
+  t.equal(await rows.count(), 96)
+  t.equal(await rows.nth(0).locator('td.verdict').textContent(), 'reçu trop tard', 'received after 00:00 began')
+  t.match(await rows.nth(36).locator('td.verdict').textContent(), 'atteint', '09:00, in force at its start: its own verdict')
+  t.match(await rows.nth(37).locator('td.verdict').textContent(), 'insuffisant')
+  t.equal(await rows.nth(38).locator('td.verdict').textContent(), 'une autre instruction était en vigueur')
+  t.same(await accessibilityProblems(page), [])
+
+  await page.goto(new URL(`/programmes/ProgrammeSoutirage-${today}-rev-20261123T083000Z/${siteId(2)}`, url).href)
+  t.match(await page.locator('dd.in-force').textContent(), /à ce jour$/)
+  t.equal(await rows.nth(37).locator('td.verdict').textContent(), 'reçu trop tard')
+  t.equal(await rows.nth(38).locator('td.verdict').textContent(), 'pas de relevé')
+  t.match(await page.locator('section.realise p.totals').textContent(), /38 reçu trop tard, comptés à part/)
 })

@@ -39,7 +39,7 @@ t.test('the status read follows a programme: queued, then applied with its cycle
       count: 1,
       instructions: [{
         instruction_id: rev('20261121T120000Z'), site_id: siteId(1), emitted_at: '2026-11-21T12:00:00Z', received_at: '2026-11-21T12:30:00.000Z',
-        periods_count: 4, status: 'queued', infeasible_slots: 0,
+        periods_count: 4, status: 'queued', infeasible_slots: 0, in_force: [{ from: '2026-11-21T12:30:00Z' }],
       }],
     }, `queued (inWorker ${inWorker})`)
 
@@ -55,7 +55,7 @@ t.test('the status read follows a programme: queued, then applied with its cycle
     t.equal(applied.status, 200, 'a status changed: the ETag no longer matches')
     t.not(applied.headers.etag, first.headers.etag)
     t.match(applied.json().instructions[0], { status: 'applied', applied_at: String, cycle: cycle.cycle, infeasible_slots: 0 })
-    t.same(Object.keys(applied.json().instructions[0]), ['instruction_id', 'site_id', 'emitted_at', 'received_at', 'periods_count', 'status', 'applied_at', 'cycle', 'infeasible_slots'])
+    t.same(Object.keys(applied.json().instructions[0]), ['instruction_id', 'site_id', 'emitted_at', 'received_at', 'periods_count', 'status', 'applied_at', 'cycle', 'infeasible_slots', 'in_force'])
 
     const head = await acme.status({ target_date: DAY }, {}, 'HEAD')
     t.equal(head.status, 200)
@@ -117,7 +117,7 @@ t.test('a company never sees another company\'s instructions, whatever the param
   const site2 = (await other.status({ target_date: DAY, site_id: siteId(2) })).json()
   t.same(site2.instructions, [{
     instruction_id: rev('20261121T110000Z'), site_id: siteId(2), emitted_at: '2026-11-21T11:00:00Z', received_at: '2026-11-21T12:30:00.000Z',
-    periods_count: 1, status: 'superseded', infeasible_slots: 0,
+    periods_count: 1, status: 'superseded', infeasible_slots: 0, in_force: [], not_in_force_reason: 'superseded',
   }], 'superseded by another company: not named')
   // A site outside the perimeter answers as one with none, even where the company has sent some.
   t.same((await other.status({ target_date: DAY, site_id: siteId(3) })).json(), { target_date: DAY, count: 0, instructions: [] })
@@ -157,4 +157,31 @@ t.test('the status read needs the inbound scope, a certificate and a token, as P
   const down = await acme.status({ target_date: DAY })
   t.equal(down.status, 503)
   t.equal(down.json().error.code, 'NO_STORE')
+})
+
+t.test('in_force: when each instruction was in force (UTC), and why not when it is not, never naming another company', async t => {
+  const { epx, acme } = await setup(t)
+  const other = await company(epx, 'other', [siteId(3)])
+  await acme.send({ emittedAt: '2026-11-21T12:00:00Z', sites: 3, slots: 4 })
+  epx.clock.set('2026-11-21T13:00:00Z')
+  await acme.send({ emittedAt: '2026-11-21T13:00:00Z', slots: 4 })
+  await other.send({ emittedAt: '2026-11-21T13:00:00Z', sites: [siteId(3)], slots: 4 })   // shared sites: data from before one BSP per site
+  // 23:50 in Paris on the day itself: every period of it has begun.
+  epx.clock.set('2026-11-22T22:50:00Z')
+  await acme.send({ emittedAt: '2026-11-22T22:50:00Z', slots: 4 })
+  // The site leaving the perimeter, as the tenure records it (DECISIONS.md "Tenure").
+  const instructions = openInstructions(epx.store)
+  await epx.store.writeDurable(() => instructions.inForce.recordWithdrawn(DAY, siteId(2), Date.parse('2026-11-22T08:00:00Z'),
+    [{ instructionId: rev('20261121T120000Z'), companyId: 'acme' }], 'site-left-perimeter'))
+
+  const entries = (await acme.status({ target_date: DAY })).json().instructions
+  t.same(entries.map((i: any) => [i.instruction_id, i.site_id, i.in_force, i.not_in_force_reason]), [
+    [rev('20261122T225000Z'), siteId(1), [{ from: '2026-11-22T22:50:00Z' }], 'late'],
+    [rev('20261121T130000Z'), siteId(1), [{ from: '2026-11-21T13:00:00Z', until: '2026-11-22T22:50:00Z' }], 'superseded'],
+    [rev('20261121T120000Z'), siteId(1), [{ from: '2026-11-21T12:30:00Z', until: '2026-11-21T13:00:00Z' }], 'superseded'],
+    [rev('20261121T120000Z'), siteId(2), [{ from: '2026-11-21T12:30:00Z', until: '2026-11-22T08:00:00Z' }], 'site-left-perimeter'],
+    [rev('20261121T120000Z'), siteId(3), [{ from: '2026-11-21T12:30:00Z', until: '2026-11-21T13:00:00Z' }], 'superseded'],
+  ])
+  const site3 = (await acme.status({ target_date: DAY, site_id: siteId(3) })).text
+  t.notOk(site3.includes('superseded_by') || site3.includes('20261121T130000Z'), 'superseded by another company\'s: its id untold')
 })

@@ -1,5 +1,6 @@
 import t, { type Test as Tap } from 'tap'
 import { startEpx, type TestEpx } from '../helpers/epx.ts'
+import { eventually } from '../helpers/eventually.ts'
 import { INBOUND_PATH, programme, siteId, type ProgrammeOptions } from '../helpers/programme.ts'
 import { REALISE_PATH } from '../../src/contract/paths.ts'
 import { coverageOf } from '../../src/contract/paris-day.ts'
@@ -21,7 +22,8 @@ async function company (epx: TestEpx, id: string, perimeter: 'all' | string[], s
   const send = (o: ProgrammeOptions = {}) => epx.request({ method: 'POST', path: INBOUND_PATH, cert, token: secret, body: programme(o) })
   const realise = (query: Record<string, string>, headers: Record<string, string> = {}, method = 'GET') =>
     epx.request({ method, path: REALISE_PATH, query, cert, token: secret, headers })
-  return { cert, secret, send, realise }
+  const status = (query: Record<string, string>) => epx.request({ method: 'GET', path: INBOUND_PATH, query, cert, token: secret })
+  return { cert, secret, send, realise, status }
 }
 
 /** Five programmed slots, one for each verdict a meter value can give, then an unprogrammed one. */
@@ -61,6 +63,7 @@ t.test('each verdict from known meter values; totals; 304 until a late correctio
     t.same(body.totaux, {
       energie_programmee_kwh: 18, energie_realisee_kwh: 17.05, manque_kwh: 1,
       verdicts: { met: 1, short: 1, curtailment_respected: 1, curtailment_broken: 1, no_data: 1, unconstrained: 91 },
+      tardifs: 0,
     })
 
     const same = await acme.realise({ site_id: siteId(1), target_date: DAY }, { 'if-none-match': res.headers.etag! })
@@ -106,7 +109,7 @@ t.test('the scope, the perimeter and the 404 of nothing to compare', async t => 
   await epx.handle.reportMetering([reading(siteId(2), 0, 1.5)])
   const metered = (await acme.realise({ site_id: siteId(2), target_date: DAY })).json()
   t.equal(metered.instruction_id, null)
-  t.same(metered.totaux, { energie_programmee_kwh: 0, energie_realisee_kwh: 1.5, manque_kwh: 0, verdicts: { met: 0, short: 0, curtailment_respected: 0, curtailment_broken: 0, no_data: 0, unconstrained: 96 } })
+  t.same(metered.totaux, { energie_programmee_kwh: 0, energie_realisee_kwh: 1.5, manque_kwh: 0, verdicts: { met: 0, short: 0, curtailment_respected: 0, curtailment_broken: 0, no_data: 0, unconstrained: 96 }, tardifs: 0 })
 
   const bad = await acme.realise({ site_id: 'PRM1', target_date: '2026-02-30' })
   t.equal(bad.status, 400)
@@ -159,6 +162,48 @@ t.test('a kept answer is served again as it was, until the programme or a meter 
     t.equal(later.json().instruction_id, `ProgrammeSoutirage-${DAY}-rev-20261121T130000Z`)
     t.same(later.json().totaux.verdicts, { met: 1, short: 0, curtailment_respected: 0, curtailment_broken: 0, no_data: 0, unconstrained: 95 })
     t.equal((await get({ 'if-none-match': later.headers.etag! })).status, 304)
+  }
+})
+
+t.test('a programme for today received at 06:15 in Paris: its 25 slots already over are late, counted apart; the instruction applied at cycle 1 keeps its verdicts for those hours', async t => {
+  for (const inWorker of [false, true]) {
+    const epx = await startEpx(t, { config: { api: { inWorker } } })
+    const acme = await company(epx, 'acme', 'all')
+    t.equal((await acme.send({ kwh: () => 2.5 })).status, 202)
+    const governing = `ProgrammeSoutirage-${DAY}-rev-20261121T120000Z`
+    const cycle = epx.ref.runCycle()
+    await eventually(() => acme.status({ target_date: DAY }), r => r.json().instructions[0]?.status === 'applied')
+
+    epx.clock.set('2026-11-22T05:15:00Z')
+    // Curtailments and floors of 80 kWh for the quarter-hours already over: had they been judged, broken and short.
+    const sent = await acme.send({ emittedAt: '2026-11-22T05:15:00Z', kwh: j => j < 25 ? (j % 6 === 0 ? 0 : 80) : 2.5 })
+    t.equal(sent.status, 202)
+    t.match(sent.json().instructions[0], { status: 'queued', periods_over: 25 })
+    const late = `ProgrammeSoutirage-${DAY}-rev-20261122T051500Z`
+
+    epx.clock.set('2026-11-23T00:00:00Z')
+    await epx.handle.reportMetering(Array.from({ length: 96 }, (_, j) => reading(siteId(1), j, 2.6)))
+    const body = (await acme.realise({ site_id: siteId(1), target_date: DAY })).json()
+    t.equal(body.instruction_id, late)
+    t.same(body.creneaux[0], {
+      debut_utc: '2026-11-21T23:00:00Z', fin_utc: '2026-11-21T23:15:00Z', instruction_id: governing,
+      energie_programmee_kwh: 2.5, energie_realisee_kwh: 2.6, verdict: 'met',
+      tardif: { instruction_id: late, energie_programmee_kwh: 0, verdict: 'late' },
+    }, `the first quarter-hour: the instruction applied at cycle ${cycle.cycle}'s verdict, the late slot beside (inWorker ${inWorker})`)
+    t.same(body.creneaux.slice(0, 25).map((c: any) => [c.instruction_id, c.verdict, c.tardif?.verdict]), Array(25).fill([governing, 'met', 'late']))
+    t.same(body.creneaux.slice(25).filter((c: any) => 'instruction_id' in c || 'tardif' in c), [], 'from 06:15, the new one governs')
+    t.same(body.totaux, {
+      energie_programmee_kwh: 240, energie_realisee_kwh: 249.6, manque_kwh: 0,
+      verdicts: { met: 96, short: 0, curtailment_respected: 0, curtailment_broken: 0, no_data: 0, unconstrained: 0 },
+      tardifs: 25,
+    }, 'no broken curtailment, no shortfall from the late slots')
+
+    // The status read tells the same timeline.
+    const status = (await acme.status({ target_date: DAY })).json()
+    t.same(status.instructions.map((i: any) => [i.instruction_id, i.status, i.in_force, i.not_in_force_reason]), [
+      [late, 'queued', [{ from: '2026-11-22T05:15:00Z' }], undefined],
+      [governing, 'superseded', [{ from: '2026-11-21T12:30:00Z', until: '2026-11-22T05:15:00Z' }], 'superseded'],
+    ])
   }
 })
 

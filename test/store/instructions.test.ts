@@ -208,7 +208,7 @@ for (const kind of storeKinds) t.test(kind, async t => {
     const { store, instructions } = await open(t)
     const first = batch({ emittedAt: '2026-11-21T12:00:00.250Z' })
     await instructions.save(first, AT)
-    t.same(store.db('instruction-effective').get(['2026-11-22', siteId(1)]), { instructionId: first.instructionId, emittedAtMs: Date.UTC(2026, 10, 21, 12, 0, 0, 250) }, 'no nanoseconds field when there are none')
+    t.same(store.db('instruction-effective').get(['2026-11-22', siteId(1)]), { instructionId: first.instructionId, emittedAtMs: Date.UTC(2026, 10, 21, 12, 0, 0, 250), inForce: 1 }, 'no nanoseconds field when there are none (marked as recorded in the timeline of what is in force)')
     t.equal(instructions.get(first.instructionId, siteId(1))!.emittedAt, '2026-11-21T12:00:00.250Z')
     t.same(await instructions.save(batch({ emittedAt: '2026-11-21T12:00:00.249999Z' }), AT), [false], '1 µs before it: superseded')
     t.same(await instructions.save(batch({ emittedAt: '2026-11-21T12:00:00.250Z' }), AT), [true], 'the same instant: the same instruction, re-sent')

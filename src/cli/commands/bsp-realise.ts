@@ -15,7 +15,9 @@ const spec: CommandSpec = {
     'Reads over the API (GET realise, a token with the scope outbound:realise) a site\'s day: per',
     'quarter-hour the energy your instruction in force programmed, the energy the site drew, and a',
     'verdict (met, short, curtailment_respected, curtailment_broken, no_data, unconstrained), then the',
-    'day\'s totals. Exit code 1 when the service refuses the request.',
+    'day\'s totals. Each quarter-hour is judged by your instruction in force at its start (EN_VIGUEUR',
+    'when it is not the day\'s); a slot received after its quarter-hour began is late (TARDIF_KWH),',
+    'counted apart. Exit code 1 when the service refuses the request.',
   ].join('\n'),
   options: {
     ...connectionOptions,
@@ -35,13 +37,18 @@ export const realiseCommand = defineCommand(spec, async (args, io) => {
       io.out(JSON.stringify(b))
       return 0
     }
-    const rows = b.creneaux.filter(c => c.verdict !== 'unconstrained' || c.energie_realisee_kwh !== null)
-      .map(c => [c.debut_utc, c.fin_utc, kwh(c.energie_programmee_kwh), kwh(c.energie_realisee_kwh), c.verdict, c.manque_kwh === undefined ? '' : kwh(c.manque_kwh)])
-    if (rows.length) for (const line of formatTable([['DEBUT_UTC', 'FIN_UTC', 'PROGRAMMEE_KWH', 'REALISEE_KWH', 'VERDICT', 'MANQUE_KWH'], ...rows])) io.out(line)
+    // The two columns of a day that changed instruction, only then.
+    const changed = b.creneaux.some(c => c.instruction_id !== undefined || c.tardif)
+    const rows = b.creneaux.filter(c => c.verdict !== 'unconstrained' || c.energie_realisee_kwh !== null || c.tardif)
+      .map(c => [c.debut_utc, c.fin_utc, kwh(c.energie_programmee_kwh), kwh(c.energie_realisee_kwh), c.verdict, c.manque_kwh === undefined ? '' : kwh(c.manque_kwh),
+        ...(changed ? [c.instruction_id === undefined ? '' : c.instruction_id ?? '–', c.tardif ? kwh(c.tardif.energie_programmee_kwh) : ''] : [])])
+    const header = ['DEBUT_UTC', 'FIN_UTC', 'PROGRAMMEE_KWH', 'REALISEE_KWH', 'VERDICT', 'MANQUE_KWH', ...(changed ? ['EN_VIGUEUR', 'TARDIF_KWH'] : [])]
+    if (rows.length) for (const line of formatTable([header, ...rows])) io.out(line)
     const t = b.totaux
     io.err(`epx: ${b.site_id} on ${b.target_date} against ${b.instruction_id ?? 'no instruction of yours'}: programmed ${kwh(t.energie_programmee_kwh)} kWh, ` +
       `delivered ${kwh(t.energie_realisee_kwh)} kWh, shortfall ${kwh(t.manque_kwh)} kWh; ` +
-      Object.entries(t.verdicts).filter(([, n]) => n > 0).map(([v, n]) => `${n} ${v}`).join(', '))
+      Object.entries(t.verdicts).filter(([, n]) => n > 0).map(([v, n]) => `${n} ${v}`).join(', ') +
+      (t.tardifs > 0 ? `; ${t.tardifs} late (received after the quarter-hour began, counted apart)` : ''))
     return 0
   })
 })

@@ -16,7 +16,8 @@ const spec: CommandSpec = {
     'Reads over the API (GET programme-soutirage, same certificate and token as push) your company\'s',
     'instructions for a day, newest first: their status (received, queued, applied with the solver',
     'cycle, superseded with the instruction in force when it is yours) and how many of their slots',
-    'the feasibility check flagged. Exit code 1 when the service refuses the request.',
+    'the feasibility check flagged, and when each was in force (UTC; why not, when it is not:',
+    'superseded, withdrawn, late, site-left-perimeter). Exit code 1 when the service refuses the request.',
   ].join('\n'),
   options: {
     ...connectionOptions,
@@ -24,6 +25,12 @@ const spec: CommandSpec = {
     site: { type: 'string', arg: 'PRM', help: 'only this site' },
     json: { type: 'boolean', help: 'print the answer as the API gives it' },
   },
+}
+
+/** When it was in force (UTC), and why not when it is not: `2026-11-22T05:19:00Z → now`, `never (superseded)`. */
+function inForceText (i: { in_force?: ReadonlyArray<{ from: string; until?: string }>; not_in_force_reason?: string }): string {
+  const spans = (i.in_force ?? []).map(s => `${s.from} → ${s.until ?? 'now'}`).join(', ') || 'never'
+  return i.not_in_force_reason ? `${spans} (${i.not_in_force_reason})` : spans
 }
 
 export const statusCommand = defineCommand(spec, async (args, io) => {
@@ -40,8 +47,9 @@ export const statusCommand = defineCommand(spec, async (args, io) => {
       i.status === 'applied' ? `applied (cycle ${i.cycle ?? '?'}, ${i.applied_at ?? ''})`
         : i.status === 'superseded' ? `superseded${i.superseded_by ? ` by ${i.superseded_by}` : ' (a later programme is in force)'}` : i.status,
       String(i.infeasible_slots),
+      inForceText(i),
     ])
-    if (rows.length) for (const line of formatTable([['INSTRUCTION_ID', 'SITE_ID', 'EMITTED_AT', 'PERIODS', 'STATUS', 'INFEASIBLE'], ...rows])) io.out(line)
+    if (rows.length) for (const line of formatTable([['INSTRUCTION_ID', 'SITE_ID', 'EMITTED_AT', 'PERIODS', 'STATUS', 'INFEASIBLE', 'IN FORCE'], ...rows])) io.out(line)
     io.err(`epx: ${status.count} instruction(s) of your company for ${targetDate}${siteId ? ` on ${siteId}` : ''}`)
     return 0
   })

@@ -24,8 +24,11 @@ const spec: CommandSpec = {
     'Programme against delivery: for each site of that Paris day with an instruction in force or',
     'meter values, the energy programmed against the energy drawn (as the host reported it), the',
     'shortfall, and the quarter-hours per verdict (met, short, curtailment respected or broken,',
-    'no data, unconstrained). --site: that site slot by slot. --company: the sites of its',
-    'perimeter, compared with its own instructions (what its BSP reads with GET realise).',
+    'no data, unconstrained), each quarter-hour against the instruction in force at its start;',
+    'a slot received after its quarter-hour began is late, counted apart. --site: that site',
+    'slot by slot, with the instruction in force and the holder where they change. --company:',
+    'the sites of its perimeter, compared with its own instructions (what its BSP reads with',
+    'GET realise).',
     '--json prints the API\'s bodies; --csv one row per site and quarter-hour (a spreadsheet\'s',
     'sums equal the totals).',
   ].join('\n'),
@@ -84,17 +87,28 @@ function printDay (targetDate: string, bodies: readonly RealiseBody[], out: (lin
   const rows = bodies.map(b => {
     const v = b.totaux.verdicts
     return [b.site_id, b.instruction_id ?? '–', kwh(b.totaux.energie_programmee_kwh), kwh(b.totaux.energie_realisee_kwh), kwh(b.totaux.manque_kwh),
-      String(v.met), String(v.short), String(v.curtailment_respected), String(v.curtailment_broken), String(v.no_data)]
+      String(v.met), String(v.short), String(v.curtailment_respected), String(v.curtailment_broken), String(v.no_data), String(b.totaux.tardifs)]
   })
-  for (const line of formatTable([['SITE', 'INSTRUCTION', 'PROGRAMMED', 'DELIVERED', 'SHORTFALL', 'MET', 'SHORT', 'CURT OK', 'CURT BROKEN', 'NO DATA'], ...rows])) out(line)
+  for (const line of formatTable([['SITE', 'INSTRUCTION', 'PROGRAMMED', 'DELIVERED', 'SHORTFALL', 'MET', 'SHORT', 'CURT OK', 'CURT BROKEN', 'NO DATA', 'LATE'], ...rows])) out(line)
 }
 
 function printSlots (b: RealiseBody, out: (line: string) => void): void {
   out(`${b.site_id} on ${b.target_date}, against ${b.instruction_id ?? 'no instruction'} (kWh)`)
-  const rows = b.creneaux.filter(c => c.verdict !== 'unconstrained' || c.energie_realisee_kwh !== null)
-    .map(c => [c.debut_utc, c.fin_utc, kwh(c.energie_programmee_kwh), kwh(c.energie_realisee_kwh), c.verdict, c.manque_kwh === undefined ? '' : kwh(c.manque_kwh)])
-  for (const line of formatTable([['START (UTC)', 'END (UTC)', 'PROGRAMMED', 'DELIVERED', 'VERDICT', 'SHORTFALL'], ...rows])) out(line)
+  const holders = new Set(b.creneaux.map(c => c.company_id))
+  const rows = b.creneaux.filter(c => c.verdict !== 'unconstrained' || c.energie_realisee_kwh !== null || c.tardif)
+    .map(c => [c.debut_utc, c.fin_utc, kwh(c.energie_programmee_kwh), kwh(c.energie_realisee_kwh), c.verdict, c.manque_kwh === undefined ? '' : kwh(c.manque_kwh), noteOf(c, holders.size > 1)])
+  for (const line of formatTable([['START (UTC)', 'END (UTC)', 'PROGRAMMED', 'DELIVERED', 'VERDICT', 'SHORTFALL', 'NOTE'], ...rows])) out(line)
   const t = b.totaux
   out(`total: programmed ${kwh(t.energie_programmee_kwh)}, delivered ${kwh(t.energie_realisee_kwh)}, shortfall ${kwh(t.manque_kwh)}; ` +
-    Object.entries(t.verdicts).filter(([, n]) => n > 0).map(([v, n]) => `${n} ${v}`).join(', '))
+    Object.entries(t.verdicts).filter(([, n]) => n > 0).map(([v, n]) => `${n} ${v}`).join(', ') +
+    (t.tardifs > 0 ? `; ${t.tardifs} late (received after the quarter-hour began, counted apart)` : ''))
+}
+
+/** What a row says beyond its numbers: another instruction in force, the holder when the day had several, a late slot. */
+function noteOf (c: RealiseBody['creneaux'][number], holder: boolean): string {
+  const notes: string[] = []
+  if (c.instruction_id !== undefined) notes.push(`in force: ${c.instruction_id ?? 'none'}`)
+  if (holder && c.company_id !== undefined) notes.push(`holder: ${c.company_id}`)
+  if (c.tardif) notes.push(`late: ${kwh(c.tardif.energie_programmee_kwh)} of ${c.tardif.instruction_id}`)
+  return notes.join('; ')
 }

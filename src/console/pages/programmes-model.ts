@@ -6,6 +6,7 @@
  * @module
  */
 import type { Instructions } from '../../store/instructions.ts'
+import type { InForceSpan } from '../../store/in-force.ts'
 import type { Clock, Site } from '../../host/contract.ts'
 import {
   instructionViewsOf, listInstructionViews, slotConstraints, type InstructionView, type SlotConstraint,
@@ -42,6 +43,8 @@ export interface ProgrammeModel {
   readonly constraints: readonly SlotConstraint[]
   /** The site's day programmed against delivered, when meter values or this instruction in force give one. */
   readonly realisation?: RealiseBody
+  /** When this instruction was in force (`store/in-force.ts`); undefined: not told. */
+  readonly inForce?: readonly InForceSpan[]
 }
 
 export async function loadProgrammes (deps: ProgrammesDeps, viewer: Viewer, q: { site_id?: string; target_date?: string }): Promise<Loaded<ProgrammesModel>> {
@@ -62,7 +65,9 @@ export function loadProgramme (deps: ProgrammesDeps, viewer: Viewer, instruction
   const [view] = instructionViewsOf(deps.instructions, instructionId, { siteIds: [siteId], companyId: company })
   if (!view) return { status: 404 }
   const realised = deps.realisation && realisation(deps.realisation, view.instruction.targetDate, siteId, company)
-  return { status: 200, model: { view: flagged(deps, redact(view, company)), constraints: slotConstraints(view.instruction), ...(realised ? { realisation: realised } : {}) } }
+  // Its own spans only: when another's began says nothing of whose it was.
+  const inForce = deps.instructions.inForce.spansOf(view.instruction.targetDate, siteId).filter(s => s.instructionId === instructionId)
+  return { status: 200, model: { view: flagged(deps, redact(view, company)), constraints: slotConstraints(view.instruction), inForce, ...(realised ? { realisation: realised } : {}) } }
 }
 
 function flagged (deps: ProgrammesDeps, v: InstructionView): FlaggedView {

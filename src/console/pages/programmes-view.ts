@@ -13,7 +13,7 @@ import type { ProgrammeModel, ProgrammesModel } from './programmes-model.ts'
 import type { FeasibilityFlag } from '../../store/instruction-flags.ts'
 import { besoinsHref, PROGRAMMES_PATH, programmeHref, programmesHref, realiseHref } from './paths.ts'
 import { powerChart } from '../chart/power-chart.ts'
-import type { Creneau, Verdict } from '../../contract/realise.ts'
+import type { Creneau, RealiseBody, Verdict } from '../../contract/realise.ts'
 import { parisDayMs } from '../../contract/paris-day.ts'
 
 /** "plancher 12 kW", "effacement (0 kW max)", or a dash: no slot, no constraint. */
@@ -62,11 +62,30 @@ export function renderProgrammes (m: ProgrammesModel): SafeHtml {
   })}</tbody></table>`
 }
 
+/** The instruction in force at a quarter-hour's start (DECISIONS.md "In force, quarter-hour by quarter-hour"). */
+function governingOf (r: RealiseBody, c: Creneau): string | null {
+  return c.instruction_id === undefined ? r.instruction_id : c.instruction_id
+}
+
+/** Whether a day's realisation judged any slot of `instructionId`: a quarter-hour it governed, or one of its slots that came late. */
+function judges (r: RealiseBody | undefined, instructionId: string): boolean {
+  return !!r && r.creneaux.some(c => governingOf(r, c) === instructionId || c.tardif?.instruction_id === instructionId)
+}
+
+/** When the instruction was in force, in Paris time: "de 07:19 à 09:00 (remplacée)". */
+function inForceText (spans: ProgrammeModel['inForce']): string {
+  if (!spans?.length) return 'jamais en vigueur'
+  const end = (s: NonNullable<ProgrammeModel['inForce']>[number]) => s.untilMs === undefined
+    ? ' à ce jour'
+    : ` au ${parisText(s.untilMs)} (${s.endedBy === 'superseded' ? 'remplacée' : s.endedBy === 'site-left-perimeter' ? 'site sorti du périmètre' : 'retirée'})`
+  return spans.map(s => `du ${parisText(s.fromMs)}${end(s)}`).join(' ; ')
+}
+
 export function renderProgramme (m: ProgrammeModel): SafeHtml {
   const i = m.view.instruction
-  // The verdicts belong to this instruction only while it is the one in force.
-  const compared = m.realisation && m.realisation.instruction_id === i.instructionId
-    ? new Map(m.realisation.creneaux.map(c => [Date.parse(c.debut_utc), c])) : undefined
+  // Each quarter-hour belongs to the instruction in force at its start: this one's verdicts are those of the hours it governed.
+  const r = m.realisation
+  const compared = r && judges(r, i.instructionId) ? new Map(r.creneaux.map(c => [Date.parse(c.debut_utc), c])) : undefined
   const overAt = new Map((m.view.feasibility?.infeasibleSlots ?? []).map(s => [Date.parse(s.startUtc), s.availableKw]))
   return html`<dl class="facts">
 <dt>Instruction</dt><dd><code>${i.instructionId}</code></dd>
@@ -76,6 +95,7 @@ export function renderProgramme (m: ProgrammeModel): SafeHtml {
 <dt>Émise le</dt><dd>${parisTime(i.emittedAt)}</dd>
 <dt>Reçue le</dt><dd>${parisTime(i.receivedAt)}</dd>
 <dt>Statut</dt><dd>${statusCell(m.view)}</dd>
+<dt>En vigueur</dt><dd class="in-force">${inForceText(m.inForce)}</dd>
 <dt>Créneaux</dt><dd>${slotsText(i.slots.length, i.slotDurationSecs)}</dd>
 <dt>Faisabilité</dt><dd>${m.view.feasibility ? html`<strong class="flag-infeasible">infaisable</strong> (ci-dessous)` : feasibilityText(undefined)}</dd>
 </dl>
@@ -88,10 +108,10 @@ ${i.slots.length === 0
 <thead><tr><th scope="col">Début (Paris)</th><th scope="col">Fin (Paris)</th><th scope="col" class="num">Énergie (kWh)</th><th scope="col">Contrainte</th><th scope="col">Faisabilité</th>${compared ? html`<th scope="col" class="num">Réalisé (kWh)</th><th scope="col">Verdict</th>` : ''}</tr></thead>
 <tbody>${m.constraints.map(c => {
     const available = overAt.get(Date.parse(c.startUtc))
-    const r = compared?.get(Date.parse(c.startUtc))
+    const q = compared?.get(Date.parse(c.startUtc))
     return html`<tr><td>${parisTime(c.startUtc, 'slot')}</td><td>${parisTime(c.endUtc, 'slot')}</td><td class="num">${frNumber(c.energyKwh)}</td><td class="${c.minKw !== undefined ? 'floor' : 'curtailment'}">${constraintText(c)}</td>${available === undefined
       ? html`<td></td>`
-      : html`<td class="over"><strong class="flag-infeasible">infaisable</strong> : ${frNumber(roundKw(available))} kW disponibles</td>`}${compared ? html`<td class="num">${r?.energie_realisee_kwh === null || r === undefined ? '—' : frNumber(r.energie_realisee_kwh)}</td><td class="verdict verdict-${r?.verdict ?? 'no_data'}">${verdictText(r)}</td>` : ''}</tr>`
+      : html`<td class="over"><strong class="flag-infeasible">infaisable</strong> : ${frNumber(roundKw(available))} kW disponibles</td>`}${compared ? html`<td class="num">${q?.energie_realisee_kwh === null || q === undefined ? '—' : frNumber(q.energie_realisee_kwh)}</td>${slotVerdict(r!, q, i.instructionId, Date.parse(c.startUtc), m.inForce?.[0]?.fromMs)}` : ''}</tr>`
   })}</tbody></table>`}`
 }
 
@@ -125,6 +145,20 @@ export const VERDICT_LABELS: Readonly<Record<Verdict, string>> = {
   unconstrained: 'sans contrainte',
 }
 
+/** `late` in French (DECISIONS.md "In force, quarter-hour by quarter-hour"): neither met nor short. */
+export const LATE_LABEL = 'reçu trop tard'
+
+/**
+ * This instruction's verdict for one of its slots: its own where it governed the quarter-hour,
+ * `late` where it came into force after the quarter-hour began (`sinceMs`), none where another governed.
+ */
+function slotVerdict (r: RealiseBody, q: Creneau | undefined, instructionId: string, startMs: number, sinceMs: number | undefined): SafeHtml {
+  const governed = !q || governingOf(r, q) === instructionId
+  if (!governed && (q.tardif?.instruction_id === instructionId || (sinceMs !== undefined && sinceMs > startMs))) return html`<td class="verdict verdict-late">${LATE_LABEL}</td>`
+  if (!governed) return html`<td class="verdict verdict-other">une autre instruction était en vigueur</td>`
+  return html`<td class="verdict verdict-${q?.verdict ?? 'no_data'}">${verdictText(q)}</td>`
+}
+
 function verdictText (c: Creneau | undefined): string {
   if (!c) return VERDICT_LABELS.no_data
   return c.verdict === 'short' && c.manque_kwh !== undefined ? `${VERDICT_LABELS.short} (−${frNumber(c.manque_kwh)} kWh)` : VERDICT_LABELS[c.verdict]
@@ -135,7 +169,7 @@ function realisedSummary (m: ProgrammeModel): SafeHtml {
   const i = m.view.instruction
   const r = m.realisation
   if (!r) return html`<p class="empty">Réalisé : aucun relevé de compteur pour ce site et ce jour (les relevés arrivent à la clôture de chaque quart d'heure).</p>`
-  if (r.instruction_id !== i.instructionId) {
+  if (!judges(r, i.instructionId)) {
     return html`<p class="note">Réalisé : comparé à l'instruction en vigueur${r.instruction_id ? html` <a href="${programmeHref(r.instruction_id, i.siteId)}">${r.instruction_id}</a>` : ''}, pas à celle-ci.</p>`
   }
   const { startMs, endMs } = parisDayMs(i.targetDate)
@@ -143,7 +177,7 @@ function realisedSummary (m: ProgrammeModel): SafeHtml {
   const delivered = r.creneaux.filter(c => c.energie_realisee_kwh !== null).map(c => ({ startMs: Date.parse(c.debut_utc), kw: c.energie_realisee_kwh! * 4 }))
   return html`<section class="realise" aria-labelledby="realise-title"><h2 id="realise-title">Programmé et réalisé</h2>
 <p class="totals">Programmé <strong>${frNumber(t.energie_programmee_kwh)} kWh</strong>, réalisé <strong>${frNumber(t.energie_realisee_kwh)} kWh</strong>, manque <strong class="${t.manque_kwh > 0 ? 'shortfall' : ''}">${frNumber(t.manque_kwh)} kWh</strong> —
-${(Object.keys(VERDICT_LABELS) as Verdict[]).filter(v => v !== 'unconstrained' && t.verdicts[v] > 0).map(v => `${frNumber(t.verdicts[v])} ${VERDICT_LABELS[v]}`).join(', ') || 'aucun créneau programmé relevé'}.</p>
+${(Object.keys(VERDICT_LABELS) as Verdict[]).filter(v => v !== 'unconstrained' && t.verdicts[v] > 0).map(v => `${frNumber(t.verdicts[v])} ${VERDICT_LABELS[v]}`).join(', ') || 'aucun créneau programmé relevé'}${t.tardifs > 0 ? ` ; ${frNumber(t.tardifs)} ${LATE_LABEL}, comptés à part` : ''}.</p>
 <figure class="chart" tabindex="0" aria-label="Graphique (défile horizontalement sur un petit écran)">${powerChart({
     startMs, endMs, slotMs: 900_000, available: [], milestones: [],
     constraints: m.constraints.map(c => ({ startMs: Date.parse(c.startUtc), endMs: Date.parse(c.endUtc), minKw: c.minKw, maxKw: c.maxKw })),

@@ -1,8 +1,9 @@
 /**
  * The "Réalisé" page (docs/http-api.md "Programme against delivery"): every site of the
  * viewer's perimeter on a day, programmed against delivered, with its quarter-hours per
- * verdict, and the day as CSV (the same rows as `epx realise --csv`). A member is compared
- * with its company's own instructions, as its BSP reads GET realise.
+ * verdict and its late slots ("reçus trop tard", counted apart), and the day as CSV (the
+ * same rows as `epx realise --csv`). A member is compared with its company's own
+ * instructions, as its BSP reads GET realise.
  * @module
  */
 import type { FastifyInstance } from 'fastify'
@@ -54,13 +55,13 @@ export function renderRealiseDay (m: RealiseDayModel): SafeHtml {
 <nav class="days" aria-label="Jours voisins"><a href="${realiseHref(addDays(m.targetDate, -1))}">← Jour précédent</a> <a href="${realiseHref(addDays(m.targetDate, 1))}">Jour suivant →</a></nav>
 <p><a class="download" href="${realiseDownloadHref(m.targetDate)}" download>Télécharger le jour (CSV)</a></p>
 <table class="realise"><caption>Programmé et réalisé le ${dayText(m.targetDate)} (kWh ; quarts d'heure par verdict)</caption>
-<thead><tr><th scope="col">Site</th><th scope="col">Instruction</th><th scope="col">Programmé</th><th scope="col">Réalisé</th><th scope="col">Manque</th><th scope="col">Atteints</th><th scope="col">Insuffisants</th><th scope="col">Effacements respectés</th><th scope="col">Effacements non respectés</th><th scope="col">Sans relevé</th></tr></thead>
-<tbody>${m.rows.length === 0 ? html`<tr><td colspan="10">Aucun site dans votre périmètre.</td></tr>` : m.rows.map(({ site, body: b }) => {
-    if (!b) return html`<tr><td>${site.site_id}<br><small>${site.site_name}</small></td><td colspan="9" class="empty">ni programme en vigueur ni relevé de compteur</td></tr>`
+<thead><tr><th scope="col">Site</th><th scope="col">Instruction</th><th scope="col">Programmé</th><th scope="col">Réalisé</th><th scope="col">Manque</th><th scope="col">Atteints</th><th scope="col">Insuffisants</th><th scope="col">Effacements respectés</th><th scope="col">Effacements non respectés</th><th scope="col">Sans relevé</th><th scope="col">Reçus trop tard</th></tr></thead>
+<tbody>${m.rows.length === 0 ? html`<tr><td colspan="11">Aucun site dans votre périmètre.</td></tr>` : m.rows.map(({ site, body: b }) => {
+    if (!b) return html`<tr><td>${site.site_id}<br><small>${site.site_name}</small></td><td colspan="10" class="empty">ni programme en vigueur ni relevé de compteur</td></tr>`
     const v = b.totaux.verdicts
-    return html`<tr><td>${site.site_id}<br><small>${site.site_name}</small></td><td>${b.instruction_id ? html`<a href="${programmeHref(b.instruction_id, b.site_id)}">${b.instruction_id}</a>` : '—'}</td><td class="num">${n(b.totaux.energie_programmee_kwh)}</td><td class="num">${n(b.totaux.energie_realisee_kwh)}</td><td class="num${b.totaux.manque_kwh > 0 ? ' shortfall' : ''}">${n(b.totaux.manque_kwh)}</td><td class="num">${n(v.met)}</td><td class="num${v.short ? ' shortfall' : ''}">${n(v.short)}</td><td class="num">${n(v.curtailment_respected)}</td><td class="num${v.curtailment_broken ? ' shortfall' : ''}">${n(v.curtailment_broken)}</td><td class="num">${n(v.no_data)}</td></tr>`
+    return html`<tr><td>${site.site_id}<br><small>${site.site_name}</small></td><td>${b.instruction_id ? html`<a href="${programmeHref(b.instruction_id, b.site_id)}">${b.instruction_id}</a>` : '—'}</td><td class="num">${n(b.totaux.energie_programmee_kwh)}</td><td class="num">${n(b.totaux.energie_realisee_kwh)}</td><td class="num${b.totaux.manque_kwh > 0 ? ' shortfall' : ''}">${n(b.totaux.manque_kwh)}</td><td class="num">${n(v.met)}</td><td class="num${v.short ? ' shortfall' : ''}">${n(v.short)}</td><td class="num">${n(v.curtailment_respected)}</td><td class="num${v.curtailment_broken ? ' shortfall' : ''}">${n(v.curtailment_broken)}</td><td class="num">${n(v.no_data)}</td><td class="num">${n(b.totaux.tardifs)}</td></tr>`
   })}</tbody>
-<tfoot><tr><th scope="row" colspan="2">Total</th><td class="num">${n(sum(b => b.totaux.energie_programmee_kwh))}</td><td class="num">${n(sum(b => b.totaux.energie_realisee_kwh))}</td><td class="num">${n(sum(b => b.totaux.manque_kwh))}</td><td class="num">${n(sum(b => b.totaux.verdicts.met))}</td><td class="num">${n(sum(b => b.totaux.verdicts.short))}</td><td class="num">${n(sum(b => b.totaux.verdicts.curtailment_respected))}</td><td class="num">${n(sum(b => b.totaux.verdicts.curtailment_broken))}</td><td class="num">${n(sum(b => b.totaux.verdicts.no_data))}</td></tr></tfoot></table>`
+<tfoot><tr><th scope="row" colspan="2">Total</th><td class="num">${n(sum(b => b.totaux.energie_programmee_kwh))}</td><td class="num">${n(sum(b => b.totaux.energie_realisee_kwh))}</td><td class="num">${n(sum(b => b.totaux.manque_kwh))}</td><td class="num">${n(sum(b => b.totaux.verdicts.met))}</td><td class="num">${n(sum(b => b.totaux.verdicts.short))}</td><td class="num">${n(sum(b => b.totaux.verdicts.curtailment_respected))}</td><td class="num">${n(sum(b => b.totaux.verdicts.curtailment_broken))}</td><td class="num">${n(sum(b => b.totaux.verdicts.no_data))}</td><td class="num">${n(sum(b => b.totaux.tardifs))}</td></tr></tfoot></table>`
 }
 
 export async function realisePages (app: FastifyInstance, deps: ConsoleDeps): Promise<void> {
