@@ -46,18 +46,6 @@ t.test('the stored instruction keeps the sender, the token, the certificate and 
   })
 })
 
-t.test('a programme for today whose every period had begun is late: the receipt never says it will be applied', async t => {
-  const { send } = await setup(t)
-  // 12:30Z: the first four quarter-hours of the day (from 23:00Z the day before) are long over.
-  const res = await send({ targetDate: '2026-11-21', emittedAt: '2026-11-21T11:00:00Z', slots: 4 })
-  t.equal(res.status, 202)
-  t.match(res.json(), {
-    count: 1,
-    instructions: [{ periods_count: 4, status: 'late', periods_over: 4 }],
-    message: '1 instruction(s) persisted; 0 will be applied at the next solver cycle; 1 is late: every period had begun before reception, none will be applied; 4 period(s) already over are kept but not fed to the solver',
-  })
-})
-
 t.test('a programme is followed from 202 to applied: queued for the next cycle, honoured, acknowledged', async t => {
   // Today's programme, so the reference solver's current slot (12:30Z) is constrained.
   const { send, epx, instructions } = await setup(t)
