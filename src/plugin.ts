@@ -86,7 +86,7 @@ export async function createEpx (host: Host, rawConfig: unknown, internals: Inte
     const store = await openEpxStore(a)
     // Of the instances sharing the store, only the leader runs the schedule and retention.
     const leadership = store.leadership()
-    const companies = openCompanies(store)
+    const companies = openCompanies(store, { now: () => host.clock.now().getTime() })
     const tokens = openTokens(store)
     warnOverlaps(companies, log)
     const { revisions, publisher } = openPublishing(a, store, leadership)

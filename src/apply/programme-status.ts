@@ -3,12 +3,13 @@
  * outcomes", an extension of the contract): one day's instructions of the caller's
  * company, newest first, each with its status and its feasibility count. Never another
  * company's instructions, nor their ids: a superseded instruction names the one in force
- * only when it is the caller's own.
+ * only when it is the caller's own. A company's own instructions are shown whatever its
+ * perimeter is now: those of a site that left it are `withdrawn` (DECISIONS.md "Tenure:
+ * who holds a site, and when"), and a site it never programmed answers an empty list.
  * @module
  */
 import { createHash } from 'node:crypto'
 import { compareInstants, readUtcInstant, type Instant } from '../contract/instants.ts'
-import { inPerimeter } from '../auth/tenancy.ts'
 import type { Instructions } from '../store/instructions.ts'
 import type { InstructionFlags } from '../store/instruction-flags.ts'
 import type { StatusBody, StatusEntry } from '../contract/programme-status.ts'
@@ -27,12 +28,11 @@ export interface StatusCaller {
 
 /** The caller's instructions of `targetDate` (of one site if given), newest first. */
 export function programmeStatus (deps: StatusDeps, caller: StatusCaller, targetDate: string, siteId?: string): StatusBody {
-  // A site outside the perimeter answers as one with no instruction: nothing is learnt of it.
-  if (siteId !== undefined && !inPerimeter(caller, siteId)) return { target_date: targetDate, count: 0, instructions: [] }
   const found: Array<{ entry: StatusEntry; at: Instant }> = []
   for (const { head, periodsCount, state } of deps.instructions.headsOf(targetDate)) {
+    // Only the caller's own: a site it no longer holds shows what it sent, nothing of another's.
     if (head.companyId !== caller.companyId) continue
-    if (siteId !== undefined ? head.siteId !== siteId : !inPerimeter(caller, head.siteId)) continue
+    if (siteId !== undefined && head.siteId !== siteId) continue
     const flag = deps.flags.get(head.instructionId, head.siteId)
     let entry: StatusEntry = {
       instruction_id: head.instructionId,
@@ -45,6 +45,8 @@ export function programmeStatus (deps: StatusDeps, caller: StatusCaller, targetD
     }
     if (state.status === 'applied') {
       entry = withBefore(entry, { applied_at: state.at, ...(state.cycle !== undefined ? { cycle: state.cycle } : {}) })
+    } else if (state.status === 'withdrawn') {
+      entry = withBefore(entry, { withdrawn_at: state.at, not_in_force_reason: state.reason ?? 'withdrawn' })
     } else if (state.status === 'superseded') {
       const inForce = deps.instructions.effectiveOf(targetDate, head.siteId)
       if (inForce && inForce.companyId === caller.companyId && inForce.instructionId !== head.instructionId) {

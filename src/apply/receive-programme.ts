@@ -18,6 +18,7 @@ import type { Receipt, ReceiptEntry } from '../contract/compiled.ts'
 import { isEpxError, type EpxError } from '../errors.ts'
 import type { Store } from '../store/open-store.ts'
 import { openInstructions, type Instructions } from '../store/instructions.ts'
+import { openWithdrawals } from '../store/withdrawals.ts'
 import { createEnqueuer, periodsOver, type Enqueuer, type HandedBatch } from './enqueue.ts'
 import { createProgrammeReader, type ProgrammeReader } from './read-programme.ts'
 import type { AcceptedRecords, ProgrammeRecords } from './programme-records.ts'
@@ -89,7 +90,9 @@ export interface ReceiveParts {
  */
 export async function openInbound (deps: InboundDeps): Promise<Inbound> {
   const instructions = openInstructions(deps.store)
-  const enqueuer = createEnqueuer({ solver: deps.solver, instructions, clock: deps.clock, log: deps.log, sharedStore: deps.store.shared })
+  const enqueuer = createEnqueuer({
+    solver: deps.solver, instructions, clock: deps.clock, log: deps.log, sharedStore: deps.store.shared, withdrawals: openWithdrawals(deps.store),
+  })
   try {
     await enqueuer.requeueEffective()
   } catch (err) {

@@ -173,7 +173,7 @@ export function problemJsonSchema (): JsonSchema {
 export function programmeStatusJsonSchema (): JsonSchema {
   return {
     title: 'Programme_Soutirage status (extension)',
-    description: 'Your company\'s instructions for target_date (of site_id when given), newest first. A site outside your perimeter answers as one with none.',
+    description: 'Your company\'s instructions for target_date (of site_id when given), newest first, withdrawn ones included (a site that left your perimeter). A site you never programmed answers as one with none.',
     type: 'object',
     required: ['target_date', 'count', 'instructions'],
     properties: {
@@ -192,9 +192,11 @@ export function programmeStatusJsonSchema (): JsonSchema {
             periods_count: { type: 'integer', minimum: 0 },
             status: {
               type: 'string',
-              enum: ['received', 'queued', 'applied', 'superseded'],
-              description: '`received`: stored, not yet handed to the solver (it will be at the service\'s next start, unless its day is over by then); `queued`: handed to the solver for its next cycle; `applied`: a solver cycle took it (`applied_at`, `cycle`); `superseded`: a programme with a later emitted_at is in force for this site and day; this one is kept, never applied.',
+              enum: ['received', 'queued', 'applied', 'superseded', 'withdrawn'],
+              description: '`received`: stored, not yet handed to the solver (it will be at the service\'s next start, unless its day is over by then); `queued`: handed to the solver for its next cycle; `applied`: a solver cycle took it (`applied_at`, `cycle`); `superseded`: a programme with a later emitted_at is in force for this site and day; this one is kept, never applied; `withdrawn`: no longer in force from `withdrawn_at`, because the site left your perimeter or the operator withdrew it (`not_in_force_reason`).',
             },
+            withdrawn_at: { type: 'string', format: 'date-time', pattern: UTC_INSTANT_PATTERN, description: 'With `withdrawn`: from when it is no longer in force (UTC).' },
+            not_in_force_reason: { type: 'string', enum: ['site-left-perimeter', 'withdrawn'], description: 'With `withdrawn`: `site-left-perimeter` (the site left your perimeter, or was given to another company), or `withdrawn` (the operator withdrew it). Another company is never named.' },
             applied_at: { type: 'string', format: 'date-time', pattern: UTC_INSTANT_PATTERN, description: 'With `applied`: when the cycle acknowledged it (UTC).' },
             cycle: { type: 'integer', description: 'With `applied`: the solver cycle\'s number.' },
             superseded_by: { type: 'string', description: 'With `superseded`: the instruction in force, when it is your company\'s own.' },

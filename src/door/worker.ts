@@ -165,7 +165,7 @@ async function open (): Promise<OpenDoor> {
   try {
     wired = await openDoor({
       config, dataDir: start.dataDir, ports: { api: start.port, ...start.sidePorts },
-      store, companies: openCompanies(store), tokens: openTokens(store), revisions, instructions, flags, audit, inbound, clock, log,
+      store, companies: openCompanies(store, { now: () => clock.now().getTime() }), tokens: openTokens(store), revisions, instructions, flags, audit, inbound, clock, log,
       metering: openMetering(store, { now: () => clock.now().getTime(), retentionDays: config.inbound.retentionDays }),
       listen: whenFree,
     }, host)

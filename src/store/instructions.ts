@@ -2,7 +2,11 @@
  * Instructions in LMDB (DECISIONS.md "Inbound"): a programme is saved atomically and
  * durably (all its sites or none, on disk before the 202); the key is
  * `(instruction_id, site_id)`; the effective instruction of a `(site_id, target_date)`
- * is the one with the greatest `emitted_at`, older ones are kept as `superseded`.
+ * is the one with the greatest `emitted_at` among the holder's (DECISIONS.md "Tenure:
+ * who holds a site, and when"), older ones are kept as `superseded`. The inbound path
+ * checked the sender's perimeter: its programme is the holder's, and another company's
+ * instruction in the index (a former holder's) never supersedes it. A site that
+ * changes hands withdraws the former holder's (`withdrawals.ts`).
  * @module
  */
 import type { Store } from './open-store.ts'
@@ -115,10 +119,10 @@ export function openInstructions (store: Store): Instructions {
     return bytes ? decodeState(bytes) : undefined
   }
 
-  /** Sets a status unless the instruction is superseded (or unknown); inside a write. */
+  /** Sets a status unless the instruction is superseded or withdrawn (or unknown); inside a write. */
   const advance = (ref: InstructionRef, next: Uint8Array): void => {
     const current = stateOf(ref.instructionId, ref.siteId)
-    if (!current || current.status === 'superseded') return
+    if (!current || current.status === 'superseded' || current.status === 'withdrawn') return
     tree.putSync(stateKey(ref.instructionId, ref.siteId), next)
   }
 
@@ -238,17 +242,20 @@ function putBatch (tree: Tree, effective: EffectiveIndex, batch: InstructionBatc
   // Most saves supersede nothing: the superseded status is encoded only when needed.
   let superseded: Uint8Array | undefined
   const stale = (): Uint8Array => superseded ??= encodeState({ status: 'superseded', at })
+  const n = batch.siteIds.length
+  const out = new Array<boolean>(n)
   const mine: EffectiveRef = batch.emittedAtNanos === 0
     ? { instructionId: batch.instructionId, emittedAtMs: batch.emittedAtMs }
     : { instructionId: batch.instructionId, emittedAtMs: batch.emittedAtMs, emittedAtNanos: batch.emittedAtNanos }
-  const n = batch.siteIds.length
-  const out = new Array<boolean>(n)
+  let companyId: string | undefined
   for (let i = 0; i < n; i++) {
     const siteId = batch.siteIds[i]!
     const day = [batch.targetDate, siteId]
     const current = effective.get(day)
     // Same id = same (target_date, emitted_at): a re-send overwrites and stays effective.
-    const wins = !current || !supersedes(current, batch)
+    // Another company's instruction is a former holder's: never eligible against the
+    // holder's. Its sender is read only then (a later programme, the usual case, reads nothing).
+    const wins = !current || !supersedes(current, batch) || senderOf(tree, current, siteId) !== (companyId ??= senderOf(tree, undefined, siteId, siteRecord(batch, i)))
     tree.putSync(recordKey(batch.instructionId, siteId), siteRecord(batch, i))
     tree.putSync(stateKey(batch.instructionId, siteId), wins ? fresh : stale())
     // A re-send is already the effective one: nothing to rewrite there.
@@ -261,6 +268,12 @@ function putBatch (tree: Tree, effective: EffectiveIndex, batch: InstructionBatc
     out[i] = wins
   }
   return out
+}
+
+/** The company that sent an effective instruction (`ref`), or a record's: its head, read. */
+function senderOf (tree: Tree, ref: EffectiveRef | undefined, siteId: string, record?: Uint8Array): string | undefined {
+  const bytes = record ?? (ref && tree.get(recordKey(ref.instructionId, siteId)))
+  return bytes ? decodeInstructionHead(bytes).head.companyId : undefined
 }
 
 /**
