@@ -17,6 +17,7 @@ import {
 import { compareInstants, readUtcInstant, type Instant } from '../contract/instants.ts'
 import { instructionIdPrefix } from '../contract/ids.ts'
 import { decodeState, encodeState, entryOf, instructionTree, recordKey, stateKey } from './instruction-tree.ts'
+import { withdrawalLog } from './withdrawals.ts'
 
 /**
  * The effective instruction of a (target_date, site_id). `emittedAtNanos` (within the
@@ -100,7 +101,7 @@ export interface Instructions {
   unqueue(refs: readonly InstructionRef[], at: string): Promise<void>
   /**
    * Removes every instruction whose target date is before `beforeDate` (retention:
-   * `inbound.retentionDays`), with its status, flag and effective index; resolves to how many.
+   * `inbound.retentionDays`), with its status, flag, effective index and withdrawal; resolves to how many.
    */
   prune(beforeDate: string): Promise<number>
   /** `applied`, with the solver cycle that applied them. */
@@ -213,10 +214,12 @@ export function openInstructions (store: Store): Instructions {
       const end = instructionIdPrefix(beforeDate)
       const keys = [...tree.getKeys({ start: [''], end: [end] })].filter(Array.isArray)
       const days = [...effective.getKeys({ start: [''], end: [beforeDate] })].filter(Array.isArray) as Array<[string, string]>
-      if (!keys.length && !days.length) return 0
+      const withdrawn = withdrawalLog(store).before(beforeDate)
+      if (!keys.length && !days.length && !withdrawn.length) return 0
       await store.writeDurable(() => {
         for (const k of keys) tree.removeSync(k)
         for (const d of days) effective.removeSync(d)
+        withdrawalLog(store).remove(withdrawn)
       })
       return keys.filter(k => entryOf(k) === 'record').length
     },

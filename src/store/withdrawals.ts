@@ -22,6 +22,7 @@ import { openTenure } from './tenure.ts'
 import { parisDateOf } from '../contract/paris-day.ts'
 
 export const WITHDRAWALS_DB = 'withdrawals'
+const SEQ = 'seq'
 
 /** Why: the site left the company's perimeter, or the operator withdrew them. */
 export type WithdrawalReason = 'site-left-perimeter' | 'withdrawn'
@@ -52,6 +53,7 @@ export interface WithdrawalRequest {
   readonly atMs: number
 }
 
+/** Keys: `seq` → a `Withdrawal`, and `'seq'` → the last seq given. */
 export interface Withdrawals {
   /** Inside a write: withdraws what `req` names and recomputes the effective index; what was withdrawn. */
   withdrawSync(req: WithdrawalRequest): Withdrawal[]
@@ -79,12 +81,10 @@ export function openWithdrawals (store: Store): Withdrawals {
   const tree = instructionTree(store)
   const effective = store.db<EffectiveRef>('instruction-effective')
   const log = store.db<Withdrawal>(WITHDRAWALS_DB)
-
-  const lastSeq = (): number => {
-    // Not `limit: 1`: the msgpack shapes live under a symbol key of the same db.
-    for (const key of log.getKeys({ reverse: true })) if (typeof key === 'number') return key
-    return 0
-  }
+  // A counter of its own, not the last key: retention removes old entries, and a seq
+  // given again would be one a running instance has already read past.
+  const counter = store.db<number>(WITHDRAWALS_DB)
+  const lastSeq = (): number => counter.get(SEQ) ?? 0
 
   return {
     withdrawSync (req) {
@@ -103,6 +103,7 @@ export function openWithdrawals (store: Store): Withdrawals {
         markWithdrawn(tree, log, w)
         out.push(w)
       }
+      if (out.length) counter.putSync(SEQ, seq)
       recomputeEffective(tree, effective, found, withdrawn, req.holderAfter, at)
       return out
     },
@@ -123,6 +124,19 @@ export function openWithdrawals (store: Store): Withdrawals {
 export function markWithdrawn (tree: StoreDb<Uint8Array>, log: StoreDb<Withdrawal>, w: Withdrawal): void {
   tree.putSync(stateKey(w.instructionId, w.siteId), encodeState({ status: 'withdrawn', at: w.at, reason: w.reason }))
   log.putSync(w.seq, w)
+}
+
+/** The withdrawal log as retention sees it: the entries of days before a date, and their removal (inside a write). */
+export function withdrawalLog (store: Store): { before(date: string): number[]; remove(seqs: readonly number[]): void } {
+  const log = store.db<Withdrawal>(WITHDRAWALS_DB)
+  return {
+    before (date) {
+      const out: number[] = []
+      for (const { key, value } of log.getRange()) if (typeof key === 'number' && value.targetDate < date) out.push(key)
+      return out
+    },
+    remove (seqs) { for (const s of seqs) log.removeSync(s) },
+  }
 }
 
 /** The instructions of `req.fromDate` and later days of the sites `req.site` passes, with their status. */
