@@ -282,7 +282,7 @@ t.test('what is owed and superseded meanwhile: the newer programme is fed, once;
 })
 
 // DECISIONS.md "Tenure: who holds a site, and when": the withdrawal log is read every second, whoever wrote it.
-t.test('a withdrawal reaches the solver within a second, told by nothing but the store's log: its site and day cleared (no periods)', async t => {
+t.test('a withdrawal reaches the solver within a second, told by nothing but the store\'s log: its site and day cleared (no periods)', async t => {
   const store = openStore(t.testdir())
   t.teardown(() => store.close())
   const instructions = openInstructions(store)
