@@ -4,12 +4,14 @@
 // and gives 4–5 to new-bsp. demo-bsp's instructions are withdrawn, the running solver is
 // told, and new-bsp's programme, emitted earlier than demo-bsp's, is queued then applied.
 import t, { type Test } from 'tap'
+import { readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import type { Agent } from 'undici'
 import { INBOUND_PATH, programme, siteId } from '../helpers/programme.ts'
 import { epx, initializedDataDir } from '../helpers/cli.ts'
 import { agentFor, call, consoleClient, instanceDir, sharedDatabase, startInstance, type Instance } from '../helpers/instances.ts'
 import { parisDateOf } from '../../src/contract/paris-day.ts'
+import { settingsPath } from '../../src/cli/settings.ts'
 
 const KEPT = [siteId(1), siteId(2), siteId(3)]
 const MOVED = [siteId(4), siteId(5)]
@@ -109,6 +111,11 @@ async function scenario (t: Test, posting: Instance, solving: Instance, demo: { 
 
 t.test('LMDB: one instance, the CLI changes the perimeter from another process', async t => {
   const dir = await initializedDataDir(t)
+  // As instanceDir sets an instance up, on its LMDB store: startInstance waits for the console and the metrics.
+  const s = JSON.parse(readFileSync(settingsPath(dir), 'utf8'))
+  s.plugin.console = { enabled: true, host: '127.0.0.1', port: 0 }
+  s.plugin.metrics = { enabled: true, host: '127.0.0.1', port: 0 }
+  writeFileSync(settingsPath(dir), JSON.stringify(s, null, 2))
   const demo = await bsp(t, dir, 'demo-bsp', [...KEPT, ...MOVED])
   const run = await startInstance(t, dir, 1)
   await scenario(t, run, run, demo, async () => {
