@@ -113,21 +113,22 @@ t.test('a company never sees another company\'s instructions, whatever the param
       for (const i of res.json().instructions) t.ok(own.includes(i.instruction_id), `${who}: only its own`)
     }
   }
-  // other's 11:00 programme on site 2 is superseded by acme's 12:00: it is not named.
+  // DECISIONS.md "Tenure": another company's instruction never supersedes the sender's,
+  // so other's 11:00 programme on site 2 is in force despite acme's later 12:00 one.
   const site2 = (await other.status({ target_date: DAY, site_id: siteId(2) })).json()
   t.same(site2.instructions, [{
     instruction_id: rev('20261121T110000Z'), site_id: siteId(2), emitted_at: '2026-11-21T11:00:00Z', received_at: '2026-11-21T12:30:00.000Z',
-    periods_count: 1, status: 'superseded', infeasible_slots: 0,
-  }], 'superseded by another company: not named')
-  // A site outside the perimeter answers as one with none, even where the company has sent some.
+    periods_count: 1, status: 'queued', infeasible_slots: 0,
+  }], 'not superseded by another company\'s later emitted_at')
+  // A site outside the perimeter that the company never programmed answers as one with none.
   t.same((await other.status({ target_date: DAY, site_id: siteId(3) })).json(), { target_date: DAY, count: 0, instructions: [] })
   t.same((await narrow.status({ target_date: DAY })).json().instructions, [])
   // What `other` sees of site 1: its own only, newest first; acme sees its own three.
   t.same((await other.status({ target_date: DAY, site_id: siteId(1) })).json().instructions.map((i: any) => [i.instruction_id, i.status]),
     [[rev('20261121T120500Z'), 'queued'], [rev('20261121T110000Z'), 'superseded']])
   t.same((await acme.status({ target_date: DAY })).json().instructions.map((i: any) => [i.site_id, i.status]),
-    [[siteId(1), 'superseded'], [siteId(2), 'queued'], [siteId(3), 'queued']])
-  t.notOk((await acme.status({ target_date: DAY })).text.includes('superseded_by'), 'acme\'s site 1 is superseded by other\'s: not named')
+    [[siteId(1), 'superseded'], [siteId(2), 'superseded'], [siteId(3), 'queued']])
+  t.notOk((await acme.status({ target_date: DAY })).text.includes('superseded_by'), 'acme\'s sites 1 and 2 are superseded by other\'s: not named')
 })
 
 t.test('a bad query is 400 INVALID_QUERY in the inbound format, naming each parameter', async t => {
