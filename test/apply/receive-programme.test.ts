@@ -64,13 +64,15 @@ t.test('the receipt says which instructions are superseded, naming the one in fo
   ])
   t.equal(older.receipt.message, '2 instruction(s) persisted; 0 will be applied at the next solver cycle; 2 are superseded by a later programme')
   t.equal(queue.length, 2, 'only the newer one is queued')
-  // Data from before one BSP per site (or a company since suspended): another company's instruction in force.
+  // Data from before one BSP per site: another company's instruction in force, with a later
+  // emitted_at. DECISIONS.md "Tenure": it is never eligible against the sender's.
   const other: Caller = { ...caller, companyId: 'other' }
   const third = await inbound.receive(bytes({ sites: 2, emittedAt: '2026-11-21T11:30:00Z' }), other, at)
   if (!third.accepted) return t.fail('accepted')
-  t.same(third.receipt.instructions.map(i => i.status), ['superseded', 'superseded'])
-  t.notOk(third.receipt.instructions.some(i => 'superseded_by' in i), 'another company\'s id is never named')
-  t.equal(third.receipt.message, '2 instruction(s) persisted; 0 will be applied at the next solver cycle; 2 are superseded by a later programme')
+  t.same(third.receipt.instructions.map(i => i.status), ['queued', 'queued'])
+  t.notOk(JSON.stringify(third.receipt).includes(newer.instructionId), 'another company\'s id is never named')
+  t.equal(third.receipt.message, '2 instruction(s) persisted; 2 will be applied at the next solver cycle')
+  t.equal(queue.length, 4, 'and queued')
 })
 
 t.test('opened for another thread\'s door (reads: false), it still reads a programme it is handed', async t => {
