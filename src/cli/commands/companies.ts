@@ -218,8 +218,8 @@ function printCompanies (companies: readonly CompanyRecord[], json: boolean, io:
 /** Overlaps stored before one BSP per site was the rule: each said once, with what to do. */
 function reportOverlaps (companies: readonly CompanyRecord[], io: CliIo): void {
   for (const o of perimeterOverlaps(companies)) {
-    io.err(`epx: warning: active companies ${o.a.id} and ${o.b.id} share ${describeShared(o)}: the later emitted_at of either supersedes ` +
-      `the other's programme; narrow one perimeter (epx company perimeter ID --sites PRM,...) or suspend one`)
+    io.err(`epx: warning: active companies ${o.a.id} and ${o.b.id} share ${describeShared(o)}: the last programme either sends takes ` +
+      `the site from the other's, whatever their emitted_at; narrow one perimeter (epx company perimeter ID --sites PRM,...) or suspend one`)
   }
 }
 
