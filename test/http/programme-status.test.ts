@@ -2,6 +2,7 @@ import t, { type Test as Tap } from 'tap'
 import { startEpx, type TestEpx } from '../helpers/epx.ts'
 import { INBOUND_PATH, programme, siteId, type ProgrammeOptions } from '../helpers/programme.ts'
 import { openInstructions } from '../../src/store/instructions.ts'
+import { openCompanies } from '../../src/store/companies.ts'
 import { eventually } from '../helpers/eventually.ts'
 
 // DECISIONS.md "Reading outcomes": GET programme-soutirage?target_date=D[&site_id=S], an
@@ -129,6 +130,27 @@ t.test('a company never sees another company\'s instructions, whatever the param
   t.same((await acme.status({ target_date: DAY })).json().instructions.map((i: any) => [i.site_id, i.status]),
     [[siteId(1), 'superseded'], [siteId(2), 'superseded'], [siteId(3), 'queued']])
   t.notOk((await acme.status({ target_date: DAY })).text.includes('superseded_by'), 'acme\'s sites 1 and 2 are superseded by other\'s: not named')
+})
+
+// DECISIONS.md "Tenure: who holds a site, and when".
+t.test('a site that left the perimeter: the company still reads its instructions there, withdrawn, from when and why, nothing of the new holder', async t => {
+  const epx = await startEpx(t)
+  const acme = await company(epx, 'acme', [siteId(1), siteId(2)])
+  t.equal((await acme.send({ emittedAt: '2026-11-21T12:00:00Z', sites: 2, slots: 2 })).status, 202)
+  epx.clock.set('2026-11-21T12:40:00Z')
+  const at = epx.clock.now().toISOString()
+  await openCompanies(epx.store, { now: () => epx.clock.now().getTime() }).update('acme', c => ({ ...c, perimeter: [siteId(1)] }), { actor: { kind: 'cli', user: 'op' } })
+  const beta = await company(epx, 'beta', [siteId(2)])
+  t.equal((await beta.send({ emittedAt: '2026-11-21T11:00:00Z', sites: [siteId(2)], slots: 2 })).status, 202)
+  const res = await acme.status({ target_date: DAY, site_id: siteId(2) })
+  t.equal(res.status, 200, res.text)
+  t.same(res.json().instructions, [{
+    instruction_id: rev('20261121T120000Z'), site_id: siteId(2), emitted_at: '2026-11-21T12:00:00Z', received_at: '2026-11-21T12:30:00.000Z',
+    periods_count: 2, status: 'withdrawn', withdrawn_at: at, not_in_force_reason: 'site-left-perimeter', infeasible_slots: 0,
+  }], 'the documented fields, in their order')
+  t.notOk(res.text.includes('20261121T110000Z'), 'beta\'s instruction is never named')
+  t.same((await acme.status({ target_date: DAY })).json().instructions.map((i: any) => [i.site_id, i.status]), [[siteId(1), 'queued'], [siteId(2), 'withdrawn']])
+  t.same((await beta.status({ target_date: DAY })).json().instructions.map((i: any) => [i.site_id, i.status]), [[siteId(2), 'queued']], 'the new holder\'s programme is in force')
 })
 
 t.test('a bad query is 400 INVALID_QUERY in the inbound format, naming each parameter', async t => {
