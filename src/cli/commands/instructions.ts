@@ -77,6 +77,7 @@ const show = defineCommand(showSpec, async (args, io) => {
   found.forEach(({ instruction: i, supersededBy, feasibility }, n) => {
     if (n > 0) io.out('')
     const status = i.state.status + (i.state.cycle === undefined ? '' : ` (solver cycle ${i.state.cycle})`) +
+      (i.state.reason === undefined ? '' : i.state.reason === 'site-left-perimeter' ? ' (the site left the company\'s perimeter)' : ' (by the operator)') +
       (supersededBy ? ` by ${supersededBy.instructionId}` : '') + ` since ${i.state.at}`
     for (const line of formatTable([
       ['instruction', i.instructionId],
