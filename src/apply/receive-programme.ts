@@ -23,6 +23,7 @@ import { createEnqueuer, periodsOver, type Enqueuer, type HandedBatch } from './
 import { createProgrammeReader, type ProgrammeReader } from './read-programme.ts'
 import type { AcceptedRecords, ProgrammeRecords } from './programme-records.ts'
 import type { ManagedSites } from './managed-sites.ts'
+import { tenancyGuard, type TenancyGuard } from './tenancy-guard.ts'
 
 /** What became of one programme: the one value a door renders. */
 export type ProgrammeOutcome =
@@ -81,6 +82,8 @@ export interface ReceiveParts {
   readonly enqueuer: Pick<Enqueuer, 'enqueueBatch'>
   readonly records?: ProgrammeRecords
   readonly managed?: ManagedSites
+  /** A perimeter changed between the door's check and the save refuses the programme (unset: not checked). */
+  readonly tenancy?: TenancyGuard
 }
 
 /**
@@ -102,7 +105,7 @@ export async function openInbound (deps: InboundDeps): Promise<Inbound> {
   let reader = deps.reads === false ? undefined : createProgrammeReader(deps.options)
   const parts: ReceiveParts = {
     get reader () { return reader ??= createProgrammeReader(deps.options) },
-    instructions, enqueuer, records: deps.records, managed: deps.managed,
+    instructions, enqueuer, records: deps.records, managed: deps.managed, tenancy: tenancyGuard(deps.store),
   }
   return {
     instructions,
@@ -131,6 +134,7 @@ export async function receiveProgramme (bytes: Buffer, caller: Caller, receivedA
   let outcome: ProgrammeOutcome
   let saved = false
   try {
+    const since = parts.tenancy?.begin()
     // In memory: read again from the host at most every MANAGED_SITES_MAX_AGE_MS.
     const known = parts.managed?.current()
     const managed = known instanceof Promise ? await known : known
@@ -144,7 +148,7 @@ export async function receiveProgramme (bytes: Buffer, caller: Caller, receivedA
     const receipt = await saveAndQueue(batch, at, parts, {
       write: records?.write ?? (() => {}),
       landed: () => { saved = true; records?.landed() },
-    }, caller.companyId)
+    }, caller.companyId, since === undefined ? undefined : () => parts.tenancy!.refusal(since, caller.companyId, batch))
     outcome = { accepted: true, instructionId: batch.instructionId, receipt }
   } catch (err) {
     // Saved but not handed over (the door's worker lost its host): its records are
@@ -162,11 +166,12 @@ export async function receiveProgramme (bytes: Buffer, caller: Caller, receivedA
  * resolves only once every instruction is on disk (DECISIONS.md "Robustness": a 202
  * survives a crash). `records.landed` runs once the save has committed.
  */
-export async function saveAndQueue (batch: InstructionBatch, receivedAt: string, parts: Omit<ReceiveParts, 'reader' | 'records'>, records?: AcceptedRecords, companyId?: string): Promise<Receipt> {
+export async function saveAndQueue (batch: InstructionBatch, receivedAt: string, parts: Omit<ReceiveParts, 'reader' | 'records'>, records?: AcceptedRecords, companyId?: string,
+  guard?: () => Error | undefined): Promise<Receipt> {
   // Superseded ones (an older emitted_at than the effective one) are stored, not fed.
   // The effective ones are saved as `queued` (one write, not two): they reach the
   // solver's queue right after this commit, in this process.
-  const effective = await parts.instructions.save(batch, receivedAt, 'queued', records?.write)
+  const effective = await parts.instructions.save(batch, receivedAt, 'queued', records?.write, guard)
   records?.landed()
   await parts.enqueuer.enqueueBatch(batch, effective, 'queued')
   return receiptOf(batch, effective, parts.instructions, companyId, Date.parse(receivedAt))

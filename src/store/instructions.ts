@@ -56,9 +56,10 @@ export interface Instructions {
    * what the effective ones start as: the inbound path writes `queued` here, in the
    * same write, since it hands them to the solver right after this commit.
    * `alongside` writes what belongs with the instructions (their audit record, their
-   * feasibility flags) in the same transaction: all of it lands, or none.
+   * feasibility flags) in the same transaction: all of it lands, or none. `guard` runs
+   * first in that transaction: an error it returns is thrown, nothing written.
    */
-  save(batch: InstructionBatch, at: string, status?: 'received' | 'queued', alongside?: () => void): Promise<boolean[]>
+  save(batch: InstructionBatch, at: string, status?: 'received' | 'queued', alongside?: () => void, guard?: () => Error | undefined): Promise<boolean[]>
   /**
    * The sites of `batch` that a save run after its own may have superseded: only a
    * later emitted_at for the same day can (DECISIONS.md "Inbound"; an equal one is the
@@ -128,13 +129,17 @@ export function openInstructions (store: Store): Instructions {
   }
 
   return {
-    save (batch: InstructionBatch, at: string, status: 'received' | 'queued' = 'received', alongside?: () => void): Promise<boolean[]> {
-      return store.writeDurable(() => {
-        const out = putBatch(tree, effective, batch, at, status)
+    async save (batch: InstructionBatch, at: string, status: 'received' | 'queued' = 'received', alongside?: () => void, guard?: () => Error | undefined): Promise<boolean[]> {
+      const out = await store.writeDurable((): boolean[] | Error => {
+        const refused = guard?.()
+        if (refused) return refused
+        const saved = putBatch(tree, effective, batch, at, status)
         alongside?.()
         recent.add(batch)
-        return out
+        return saved
       })
+      if (out instanceof Error) throw out
+      return out
     },
 
     supersedersOf (batch: InstructionBatch): 'all' | ReadonlySet<string> {

@@ -2,7 +2,10 @@ import t, { type Test } from 'tap'
 import pino from 'pino'
 import { openStore, type StoreFaults } from '../../src/store/open-store.ts'
 import { openInstructions } from '../../src/store/instructions.ts'
-import { openInbound } from '../../src/apply/receive-programme.ts'
+import { openInbound, receiveProgramme, type ReceiveParts } from '../../src/apply/receive-programme.ts'
+import { createProgrammeReader } from '../../src/apply/read-programme.ts'
+import { tenancyGuard } from '../../src/apply/tenancy-guard.ts'
+import { openCompanies } from '../../src/store/companies.ts'
 import type { Caller } from '../../src/auth/caller.ts'
 import type { Logger, SolverInput, SolverPort } from '../../src/host/contract.ts'
 import { programme, siteId, type ProgrammeOptions } from '../helpers/programme.ts'
@@ -141,4 +144,37 @@ t.test('a store that cannot answer at opening fails the opening and leaves nothi
   await t.rejects(open(), { code: 'NO_STORE' })
   faults.unavailable = false
   t.equal(listening.size, 0, 'the enqueuer it made no longer hears the solver')
+})
+
+// DECISIONS.md "Tenure: who holds a site, and when": the perimeter the door checked may change before the save.
+t.test('a site that leaves the perimeter while the programme is read refuses it at the save, nothing stored', async t => {
+  const store = openStore(t.testdir())
+  t.teardown(() => store.close())
+  const companies = openCompanies(store, { now: () => at.getTime() })
+  await companies.add({ id: 'acme', name: 'ACME', status: 'active', certSubject: 'CN=acme,O=ACME', perimeter: [siteId(1), siteId(2)], createdAt: '2026-11-01T00:00:00Z' })
+  const real = createProgrammeReader({ maxSites: 100, requireContiguous: false })
+  t.teardown(() => real.close())
+  let narrow = true
+  const instructions = openInstructions(store)
+  const parts: ReceiveParts = {
+    reader: {
+      async read (b, ctx) {
+        // The operator narrows the perimeter after the door's check, before the save.
+        if (narrow) await companies.update('acme', c => ({ ...c, perimeter: [siteId(1)] }))
+        return real.read(b, ctx)
+      },
+      close: async () => {},
+    },
+    instructions,
+    enqueuer: { enqueueBatch: async () => {} },
+    tenancy: tenancyGuard(store),
+  }
+  const refused = await receiveProgramme(bytes({ sites: 2 }), caller, at, parts)
+  if (refused.accepted) return t.fail('accepted')
+  t.equal(refused.error.code, 'INVALID_PROGRAMME_SOUTIRAGE_REQUEST')
+  t.same(Object.keys(refused.error.details ?? {}), ['/sites/1/site_id'], 'the site it no longer holds, at its pointer')
+  t.same(instructions.list(), [], 'nothing stored')
+  narrow = false
+  const accepted = await receiveProgramme(bytes({ sites: [siteId(1)] }), { ...caller, perimeter: [siteId(1)] }, at, parts)
+  t.ok(accepted.accepted, 'a programme of the sites it holds is accepted')
 })
