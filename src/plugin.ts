@@ -86,7 +86,7 @@ export async function createEpx (host: Host, rawConfig: unknown, internals: Inte
     const store = await openEpxStore(a)
     // Of the instances sharing the store, only the leader runs the schedule and retention.
     const leadership = store.leadership()
-    const companies = openCompanies(store)
+    const companies = openCompanies(store, { now: () => host.clock.now().getTime() })
     const tokens = openTokens(store)
     warnOverlaps(companies, log)
     const { revisions, publisher } = openPublishing(a, store, leadership)
@@ -133,7 +133,7 @@ function warnOverlaps (companies: Companies, log: Logger): void {
   const overlaps = perimeterOverlaps(companies.list())
   if (!overlaps.length) return
   log.warn({ overlaps: overlaps.map(o => ({ companies: [o.a.id, o.b.id], shared: o.shared })) },
-    `active companies share sites (${overlaps.map(o => `${o.a.id} and ${o.b.id}`).join('; ')}): the later emitted_at of either supersedes the other's programme; ` +
+    `active companies share sites (${overlaps.map(o => `${o.a.id} and ${o.b.id}`).join('; ')}): the last programme either sends takes the site from the other's, whatever their emitted_at; ` +
     'narrow one perimeter (epx company perimeter ID --sites PRM,...) or suspend one')
 }
 

@@ -6,7 +6,9 @@
  * With the API door in its worker, the worker saves and checks, and this thread only
  * hands over what it was sent (`handOver`). With instances sharing one store, each
  * feeds its own solver what the others saved too, as their changes reach its replica
- * (`handChanged`).
+ * (`handChanged`). A withdrawal (a site changing hands, or the operator's) is read from
+ * the store's withdrawal log, whoever wrote it: what is in force after it is handed, or
+ * the solver's input of that site and day is cleared (`pollWithdrawals`).
  * @module
  */
 import type { Clock, Logger, Period, SolverInput, SolverPort } from '../host/contract.ts'
@@ -15,6 +17,7 @@ import { decodeInstructionSlots, rangeAt } from '../contract/instruction.ts'
 import { parisDateOf } from '../contract/paris-day.ts'
 import { targetDateOfInstructionId } from '../contract/ids.ts'
 import type { InstructionRef, Instructions } from '../store/instructions.ts'
+import type { Withdrawals } from '../store/withdrawals.ts'
 import type { Key } from 'lmdb'
 import { entryOf } from '../store/instruction-tree.ts'
 import { periodsOf } from './to-constraints.ts'
@@ -30,6 +33,13 @@ const QUEUED_WRITE_DELAY_MS = 20
 /** Another instance's changes the store could not read yet (its feed reconnecting): read again after this, doubling up to the max. */
 const OWED_RETRY_MIN_MS = 100
 const OWED_RETRY_MAX_MS = 5000
+/**
+ * How often the withdrawal log is read: a withdrawal written by the CLI (another process,
+ * LMDB) or by another instance reaches the solver's next cycle within this.
+ */
+const WITHDRAWAL_POLL_MS = 1000
+/** The digest of a cleared input (no periods): no digest of slots is negative. */
+const CLEARED = -1
 
 export interface EnqueueDeps {
   readonly solver: SolverPort
@@ -42,6 +52,8 @@ export interface EnqueueDeps {
    * here (`handChanged`), so each of its sites is read back before it is queued.
    */
   readonly sharedStore?: boolean
+  /** The withdrawal log (store/withdrawals.ts): read every WITHDRAWAL_POLL_MS; unset, not read. */
+  readonly withdrawals?: Pick<Withdrawals, 'lastSeq' | 'since'>
 }
 
 /**
@@ -138,23 +150,28 @@ export function createEnqueuer (deps: EnqueueDeps): Enqueuer {
       for (let k = from; k < to; k++) {
         const [targetDate, siteId] = days[k]!
         if (targetDate < today) continue
-        let instructionId: string
-        let stored: ReturnType<typeof decodeInstructionSlots>
+        let instructionId: string | undefined
+        let stored: ReturnType<typeof decodeInstructionSlots> | undefined
         try {
           const record = instructions.effectiveRecord(targetDate, siteId)
-          if (!record) continue
-          instructionId = record.instructionId
-          stored = decodeInstructionSlots(record.bytes)
+          instructionId = record?.instructionId
+          stored = record && decodeInstructionSlots(record.bytes)
         } catch (err) {
           if (!owe) throw err
           hand(inputs, marked)
           owe(days.slice(k), err)
           return count + inputs.length
         }
+        if (!stored) {
+          // Nothing in force (withdrawn): what the solver was handed for it is cleared.
+          const cleared = instructionId === undefined ? feed.cleared(targetDate, siteId) : undefined
+          if (cleared) inputs.push(cleared)
+          continue
+        }
         const { head, starts, kwh } = stored
         // Late when received (DECISIONS.md "Inbound"): kept, never handed, by this instance or another, at start or later.
         if (isLate(starts, 0, starts.length, Date.parse(head.receivedAt))) continue
-        inputs.push(fedOf(instructionId, siteId, targetDate, starts, kwh, 0, starts.length, head.slotDurationSecs, nowMs))
+        inputs.push(fedOf(instructionId!, siteId, targetDate, starts, kwh, 0, starts.length, head.slotDurationSecs, nowMs))
       }
       hand(inputs, marked, marked !== 'elsewhere')
       count += inputs.length
@@ -166,6 +183,9 @@ export function createEnqueuer (deps: EnqueueDeps): Enqueuer {
     await handEffective(days, 'elsewhere', owe)
     return owed.paid(days.length)
   }, 'could not queue the instructions another instance saved'))
+
+  const stopPolling = pollWithdrawals(deps, days => order.inOrder(() => handEffective(days, 'elsewhere', (rest, err) => owed.owe(rest, err)),
+    'could not hand the solver what is in force after a withdrawal'))
 
   return {
     async enqueueBatch (batch, effective, savedAs = 'received') {
@@ -204,6 +224,7 @@ export function createEnqueuer (deps: EnqueueDeps): Enqueuer {
 
     async close () {
       // What is still owed is queued by the next activation (requeueEffective).
+      stopPolling()
       owed.close()
       await order.drained()
       unsubscribe()
@@ -212,6 +233,36 @@ export function createEnqueuer (deps: EnqueueDeps): Enqueuer {
       await writes.settled()
     },
   }
+}
+
+/**
+ * Reads the withdrawal log every WITHDRAWAL_POLL_MS and hands `days` the (target date,
+ * site) pairs withdrawn since the last read. The log is a store's sub-database, so a
+ * withdrawal the CLI wrote in another process (LMDB) or another instance wrote
+ * (PostgreSQL, through the replica) is read the same way. Returns the stop.
+ */
+function pollWithdrawals (deps: EnqueueDeps, days: (days: Days) => void): () => void {
+  const log = deps.withdrawals
+  if (!log) return () => {}
+  let seen: number | undefined
+  const read = (): void => {
+    try {
+      if (seen === undefined) { seen = log.lastSeq(); return }
+      const fresh = log.since(seen)
+      if (!fresh.length) return
+      seen = fresh.at(-1)!.seq
+      const pairs = new Map<string, readonly [string, string]>()
+      for (const w of fresh) pairs.set(`${w.targetDate}/${w.siteId}`, [w.targetDate, w.siteId])
+      days([...pairs.values()])
+    } catch {
+      // The store does not answer now: read again at the next tick (it logs its own outage).
+    }
+  }
+  // What was withdrawn before activation is already out of the effective index requeued then.
+  read()
+  const timer = setInterval(read, WITHDRAWAL_POLL_MS)
+  timer.unref()
+  return () => clearInterval(timer)
 }
 
 function warnOf (log: Logger, what: string): (err: unknown) => void {
@@ -258,6 +309,17 @@ class SolverFeed {
     this.#handed.note(fresh)
     if (marked) return
     this.#writes.queue(fed)
+  }
+
+  /**
+   * The input that clears what the solver was last handed for a site and day (no periods:
+   * no constraint), under that instruction's id; undefined when it was handed nothing, or
+   * that input already.
+   */
+  cleared (targetDate: string, siteId: string): Fed | undefined {
+    const last = this.#handed.last(targetDate, siteId)
+    if (!last || last.digest === CLEARED) return undefined
+    return { input: { instructionId: last.instructionId, siteId, targetDate, periods: [] }, digest: CLEARED }
   }
 }
 
@@ -317,8 +379,12 @@ class HandedLog {
 
   constructor (clock: Clock) { this.#clock = clock }
 
+  last (targetDate: string, siteId: string): Handed | undefined {
+    return this.#handed.get(targetDate)?.get(siteId)
+  }
+
   same (f: Fed): boolean {
-    const last = this.#handed.get(f.input.targetDate)?.get(f.input.siteId)
+    const last = this.last(f.input.targetDate, f.input.siteId)
     return last !== undefined && last.instructionId === f.input.instructionId && last.digest === f.digest
   }
 

@@ -81,6 +81,7 @@ export function instructionSummary ({ instruction: i, supersededBy }: Instructio
     status: i.state.status,
     ...(i.state.cycle === undefined ? {} : { cycle: i.state.cycle }),
     ...(supersededBy === undefined ? {} : { superseded_by: supersededBy.instructionId }),
+    ...(i.state.reason === undefined ? {} : { withdrawn_because: i.state.reason }),
     status_at: i.state.at,
     slot_duration_secs: i.slotDurationSecs,
     periods_count: i.slots.length,

@@ -4,12 +4,13 @@
  * company, newest first, each with its status, its feasibility count, and when it was in
  * force (`in_force`, `not_in_force_reason`: DECISIONS.md "Tenure"). Never another
  * company's instructions, nor their ids: a superseded instruction names the one in force
- * only when it is the caller's own.
+ * only when it is the caller's own. A company's own instructions are shown whatever its
+ * perimeter is now: those of a site that left it are `withdrawn` (DECISIONS.md "Tenure:
+ * who holds a site, and when"), and a site it never programmed answers an empty list.
  * @module
  */
 import { createHash } from 'node:crypto'
 import { compareInstants, readUtcInstant, type Instant } from '../contract/instants.ts'
-import { inPerimeter } from '../auth/tenancy.ts'
 import type { Instructions } from '../store/instructions.ts'
 import type { InstructionFlags } from '../store/instruction-flags.ts'
 import type { NotInForceReason, StatusBody, StatusEntry } from '../contract/programme-status.ts'
@@ -30,13 +31,12 @@ export interface StatusCaller {
 
 /** The caller's instructions of `targetDate` (of one site if given), newest first. */
 export function programmeStatus (deps: StatusDeps, caller: StatusCaller, targetDate: string, siteId?: string): StatusBody {
-  // A site outside the perimeter answers as one with no instruction: nothing is learnt of it.
-  if (siteId !== undefined && !inPerimeter(caller, siteId)) return { target_date: targetDate, count: 0, instructions: [] }
   const found: Array<{ entry: StatusEntry; at: Instant }> = []
   const spansOf = new Map<string, readonly InForceSpan[]>()
   for (const { head, periodsCount, state } of deps.instructions.headsOf(targetDate)) {
+    // Only the caller's own: a site it no longer holds shows what it sent, nothing of another's.
     if (head.companyId !== caller.companyId) continue
-    if (siteId !== undefined ? head.siteId !== siteId : !inPerimeter(caller, head.siteId)) continue
+    if (siteId !== undefined && head.siteId !== siteId) continue
     const flag = deps.flags.get(head.instructionId, head.siteId)
     let entry: StatusEntry = {
       instruction_id: head.instructionId,
@@ -50,6 +50,8 @@ export function programmeStatus (deps: StatusDeps, caller: StatusCaller, targetD
     }
     if (state.status === 'applied') {
       entry = withBefore(entry, { applied_at: state.at, ...(state.cycle !== undefined ? { cycle: state.cycle } : {}) })
+    } else if (state.status === 'withdrawn') {
+      entry = withBefore(entry, { withdrawn_at: state.at, not_in_force_reason: state.reason ?? 'withdrawn' })
     } else if (state.status === 'superseded') {
       const inForce = deps.instructions.effectiveOf(targetDate, head.siteId)
       if (inForce && inForce.companyId === caller.companyId && inForce.instructionId !== head.instructionId) {
@@ -83,7 +85,9 @@ function withInForce (deps: StatusDeps, entry: StatusEntry, spans: readonly InFo
   const last = spans.at(-1)
   let reason: NotInForceReason | undefined
   if (last && last.untilMs !== undefined) reason = last.endedBy ?? 'superseded'
-  else if (!last) reason = status === 'withdrawn' ? 'withdrawn' : 'superseded'
+  // Never in force: withdrawn before it was (its own reason), late (never eligible), or superseded on arrival.
+  else if (!last) reason = status === 'withdrawn' ? entry.not_in_force_reason ?? 'withdrawn' : allBegun(deps, entry.instruction_id, entry.site_id, receivedMs) ? 'late' : 'superseded'
+  // Stored in force before lateness kept an instruction out of it: it governed none of its periods all the same.
   else if (allBegun(deps, entry.instruction_id, entry.site_id, receivedMs)) reason = 'late'
   return { ...entry, in_force, ...(reason ? { not_in_force_reason: reason } : {}) }
 }

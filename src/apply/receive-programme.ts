@@ -19,10 +19,12 @@ import type { Receipt, ReceiptEntry } from '../contract/compiled.ts'
 import { isEpxError, type EpxError } from '../errors.ts'
 import type { Store } from '../store/open-store.ts'
 import { openInstructions, type Instructions } from '../store/instructions.ts'
+import { openWithdrawals } from '../store/withdrawals.ts'
 import { createEnqueuer, isLate, periodsOver, type Enqueuer, type HandedBatch } from './enqueue.ts'
 import { createProgrammeReader, type ProgrammeReader } from './read-programme.ts'
 import type { AcceptedRecords, ProgrammeRecords } from './programme-records.ts'
 import type { ManagedSites } from './managed-sites.ts'
+import { tenancyGuard, type TenancyGuard } from './tenancy-guard.ts'
 
 /** What became of one programme: the one value a door renders. */
 export type ProgrammeOutcome =
@@ -82,6 +84,8 @@ export interface ReceiveParts {
   readonly enqueuer: Pick<Enqueuer, 'enqueueBatch'>
   readonly records?: ProgrammeRecords
   readonly managed?: ManagedSites
+  /** A perimeter changed between the door's check and the save refuses the programme (unset: not checked). */
+  readonly tenancy?: TenancyGuard
 }
 
 /**
@@ -91,7 +95,9 @@ export interface ReceiveParts {
  */
 export async function openInbound (deps: InboundDeps): Promise<Inbound> {
   const instructions = openInstructions(deps.store)
-  const enqueuer = createEnqueuer({ solver: deps.solver, instructions, clock: deps.clock, log: deps.log, sharedStore: deps.store.shared })
+  const enqueuer = createEnqueuer({
+    solver: deps.solver, instructions, clock: deps.clock, log: deps.log, sharedStore: deps.store.shared, withdrawals: openWithdrawals(deps.store),
+  })
   try {
     await enqueuer.requeueEffective()
   } catch (err) {
@@ -101,7 +107,7 @@ export async function openInbound (deps: InboundDeps): Promise<Inbound> {
   let reader = deps.reads === false ? undefined : createProgrammeReader(deps.options)
   const parts: ReceiveParts = {
     get reader () { return reader ??= createProgrammeReader(deps.options) },
-    instructions, enqueuer, records: deps.records, managed: deps.managed,
+    instructions, enqueuer, records: deps.records, managed: deps.managed, tenancy: tenancyGuard(deps.store),
   }
   return {
     instructions,
@@ -130,6 +136,7 @@ export async function receiveProgramme (bytes: Buffer, caller: Caller, receivedA
   let outcome: ProgrammeOutcome
   let saved = false
   try {
+    const since = parts.tenancy?.begin()
     // In memory: read again from the host at most every MANAGED_SITES_MAX_AGE_MS.
     const known = parts.managed?.current()
     const managed = known instanceof Promise ? await known : known
@@ -143,7 +150,7 @@ export async function receiveProgramme (bytes: Buffer, caller: Caller, receivedA
     const receipt = await saveAndQueue(batch, at, parts, {
       write: records?.write ?? (() => {}),
       landed: () => { saved = true; records?.landed() },
-    }, caller.companyId)
+    }, caller.companyId, since === undefined ? undefined : () => parts.tenancy!.refusal(since, caller.companyId, batch))
     outcome = { accepted: true, instructionId: batch.instructionId, receipt }
   } catch (err) {
     // Saved but not handed over (the door's worker lost its host): its records are
@@ -161,48 +168,17 @@ export async function receiveProgramme (bytes: Buffer, caller: Caller, receivedA
  * the store fails; resolves only once every instruction is on disk (DECISIONS.md
  * "Robustness": a 202 survives a crash). `records.landed` runs once the save has committed.
  */
-export async function saveAndQueue (batch: InstructionBatch, receivedAt: string, parts: Omit<ReceiveParts, 'reader' | 'records'>, records?: AcceptedRecords, companyId?: string): Promise<Receipt> {
+export async function saveAndQueue (batch: InstructionBatch, receivedAt: string, parts: Omit<ReceiveParts, 'reader' | 'records'>, records?: AcceptedRecords, companyId?: string,
+  guard?: () => Error | undefined): Promise<Receipt> {
   // Superseded ones (an older emitted_at than the effective one) are stored, not fed.
   // The effective ones are saved as `queued` (one write, not two): they reach the
   // solver's queue right after this commit, in this process.
-  const effective = await parts.instructions.save(batch, receivedAt, 'queued', records?.write)
+  const effective = await parts.instructions.save(batch, receivedAt, 'queued', records?.write, guard)
   records?.landed()
-  const receivedAtMs = Date.parse(receivedAt)
-  const late = lateSites(batch, effective, receivedAtMs)
-  if (late.length === 0) {
-    await parts.enqueuer.enqueueBatch(batch, effective, 'queued')
-  } else {
-    // Late ones are stored (audit), never handed (DECISIONS.md "Inbound"): their status
-    // goes back to `received`, so the status read never says `queued` for them.
-    const handed = effective.slice()
-    for (const i of late) handed[i] = false
-    await parts.enqueuer.enqueueBatch(batch, handed, 'queued')
-    await unqueueLate(parts.instructions, batch, late, receivedAt)
-  }
-  return receiptOf(batch, effective, parts.instructions, companyId, receivedAtMs)
-}
-
-/** The effective sites of a batch whose every period had begun before reception (none, usually). */
-function lateSites (batch: InstructionBatch, effective: readonly boolean[], receivedAtMs: number): number[] {
-  const late: number[] = []
-  let from = 0
-  for (let i = 0; i < batch.siteIds.length; i++) {
-    const to = batch.slotEnds[i]!
-    if (effective[i] && isLate(batch.starts, from, to, receivedAtMs)) late.push(i)
-    from = to
-  }
-  return late
-}
-
-/**
- * The late sites' status back to `received` (they were saved `queued` with the rest, in
- * one write). The instructions are durable already: a store failing now leaves them
- * `queued` in the status read, and the receipt stays true, so the 202 stands.
- */
-async function unqueueLate (instructions: Pick<Instructions, 'unqueue'>, batch: InstructionBatch, late: readonly number[], at: string): Promise<void> {
-  try {
-    await instructions.unqueue(late.map(i => ({ instructionId: batch.instructionId, siteId: batch.siteIds[i]! })), at)
-  } catch {}
+  // A late one (every period begun before reception) is saved `received` and never in
+  // force (store/instructions.ts): `effective` is false for it, so it is not handed.
+  await parts.enqueuer.enqueueBatch(batch, effective, 'queued')
+  return receiptOf(batch, effective, parts.instructions, companyId, Date.parse(receivedAt))
 }
 
 /** The company that sent a batch (its provenance, in every site's record). */
@@ -228,17 +204,18 @@ export function receiptOf (batch: InstructionBatch, effective: readonly boolean[
     const [from, to] = slotRange(batch, i)
     const siteId = batch.siteIds[i]!
     const entry: ReceiptEntry = { instruction_id: batch.instructionId, site_id: siteId, periods_count: to - from, status: 'queued' }
+    if (isLate(batch.starts, from, to, receivedAtMs)) {
+      // Never in force, whatever else is stored (store/instructions.ts); its periods over are no news.
+      entry.status = 'late'
+      late++
+      entries[i] = entry
+      continue
+    }
     if (!effective[i]) {
       entry.status = 'superseded'
       // Read only for a superseded site (rare): the record's head names its company.
       const inForce = readOrUndefined(() => instructions.effectiveOf(batch.targetDate, siteId))
       if (inForce && inForce.instructionId !== batch.instructionId && inForce.companyId === (companyId ??= companyOf(batch))) entry.superseded_by = inForce.instructionId
-    } else if (isLate(batch.starts, from, to, receivedAtMs)) {
-      // None of it is fed: its periods over are no news (`periods_over` counts what is withheld from a queued one).
-      entry.status = 'late'
-      late++
-      entries[i] = entry
-      continue
     } else {
       queued++
     }

@@ -8,6 +8,7 @@ import type { FastifyInstance } from 'fastify'
 import type { Clock, Logger, Site } from '../host/contract.ts'
 import type { Publisher } from '../publish/publish-run.ts'
 import type { Companies } from '../store/companies.ts'
+import type { Tenure } from '../store/tenure.ts'
 import type { Instructions } from '../store/instructions.ts'
 import type { Store } from '../store/open-store.ts'
 import type { Revisions } from '../store/revisions.ts'
@@ -21,6 +22,8 @@ import type { LoginThrottle } from './login-throttle.ts'
 export interface ConsoleDeps {
   readonly store: Store
   readonly companies: Companies
+  /** The perimeter history, shown on a company's page (opened on `store` by server.ts). */
+  readonly tenure: Pick<Tenure, 'historyOf'>
   readonly tokens: Tokens
   readonly users: Users
   readonly sessions: Sessions

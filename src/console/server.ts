@@ -15,6 +15,7 @@ import { EpxError, isEpxError } from '../errors.ts'
 import { adminPages } from './admin/index.ts'
 import type { ConsoleDeps, ConsolePage } from './deps.ts'
 import { errorPage, installPage } from './layout.ts'
+import { openTenure } from '../store/tenure.ts'
 import { openInstructionFlags } from '../store/instruction-flags.ts'
 import { openMetering } from '../store/metering.ts'
 import { loginRoutes } from './login.ts'
@@ -56,7 +57,7 @@ export function isLoopbackHost (host: string): boolean {
 export interface ConsoleOptions {
   readonly config: EpxConfig
   readonly dataDir: string
-  readonly deps: Omit<ConsoleDeps, 'session' | 'flags' | 'loginThrottle' | 'realisation'>
+  readonly deps: Omit<ConsoleDeps, 'session' | 'flags' | 'loginThrottle' | 'realisation' | 'tenure'>
   /** Test seam: tighter login limits. */
   readonly loginLimits?: ThrottleLimits
 }
@@ -92,6 +93,7 @@ export async function buildConsole (opts: ConsoleOptions): Promise<FastifyInstan
   const deps: ConsoleDeps = {
     ...opts.deps,
     flags: openInstructionFlags(opts.deps.store),
+    tenure: openTenure(opts.deps.store),
     realisation: {
       instructions: opts.deps.instructions,
       metering: openMetering(opts.deps.store, { now: () => opts.deps.clock.now().getTime(), retentionDays: config.inbound.retentionDays }),

@@ -7,8 +7,11 @@
 import { instantText } from './instant-text.ts'
 import { compareInstants } from './instants.ts'
 
-/** `received` → `queued` → `applied` (with the cycle), or `superseded` by a later emitted_at. */
-export type InstructionStatus = 'received' | 'queued' | 'applied' | 'superseded'
+/**
+ * `received` → `queued` → `applied` (with the cycle), or `superseded` by a later
+ * emitted_at, or `withdrawn` (DECISIONS.md "Tenure: who holds a site, and when").
+ */
+export type InstructionStatus = 'received' | 'queued' | 'applied' | 'superseded' | 'withdrawn'
 
 /** What a programme said for one site, and who said it; immutable once stored. */
 export interface Instruction extends Provenance {
@@ -34,6 +37,8 @@ export interface InstructionState {
   readonly cycle?: number
   /** When the status was set. */
   readonly at: string
+  /** With `withdrawn`: the site left the company's perimeter, or the operator withdrew it. */
+  readonly reason?: 'site-left-perimeter' | 'withdrawn'
 }
 
 /** An emitted_at as stored: milliseconds, and nanoseconds within the millisecond (0 when absent). */

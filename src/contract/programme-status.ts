@@ -10,12 +10,14 @@ export interface StatusEntry {
   readonly emitted_at: string
   readonly received_at: string
   readonly periods_count: number
-  readonly status: 'received' | 'queued' | 'applied' | 'superseded'
+  readonly status: 'received' | 'queued' | 'applied' | 'superseded' | 'withdrawn'
   /** With `applied`: when the solver's cycle acknowledged it, and that cycle's number. */
   readonly applied_at?: string
   readonly cycle?: number
   /** With `superseded`: the instruction in force, when it is the caller company's own. */
   readonly superseded_by?: string
+  /** With `withdrawn` (DECISIONS.md "Tenure: who holds a site, and when"): from when (why: `not_in_force_reason`). */
+  readonly withdrawn_at?: string
   /** Slots whose floor exceeds the published available power (0 when none, or not checked). */
   readonly infeasible_slots: number
   /**

@@ -175,7 +175,7 @@ export function problemJsonSchema (): JsonSchema {
 export function programmeStatusJsonSchema (): JsonSchema {
   return {
     title: 'Programme_Soutirage status (extension)',
-    description: 'Your company\'s instructions for target_date (of site_id when given), newest first. A site outside your perimeter answers as one with none.',
+    description: 'Your company\'s instructions for target_date (of site_id when given), newest first, withdrawn ones included (a site that left your perimeter). A site you never programmed answers as one with none.',
     type: 'object',
     required: ['target_date', 'count', 'instructions'],
     properties: {
@@ -194,9 +194,10 @@ export function programmeStatusJsonSchema (): JsonSchema {
             periods_count: { type: 'integer', minimum: 0 },
             status: {
               type: 'string',
-              enum: ['received', 'queued', 'applied', 'superseded'],
-              description: '`received`: stored, not yet handed to the solver (it will be at the service\'s next start, unless its day is over by then, or it was late: every period had begun before it was received, so it is never applied); `queued`: handed to the solver for its next cycle; `applied`: a solver cycle took it (`applied_at`, `cycle`); `superseded`: a programme with a later emitted_at is in force for this site and day; this one is kept, never applied.',
+              enum: ['received', 'queued', 'applied', 'superseded', 'withdrawn'],
+              description: '`received`: stored, not yet handed to the solver (it will be at the service\'s next start, unless its day is over by then, or it was late: every period had begun before it was received, so it is never applied); `queued`: handed to the solver for its next cycle; `applied`: a solver cycle took it (`applied_at`, `cycle`); `superseded`: a programme with a later emitted_at is in force for this site and day; this one is kept, never applied; `withdrawn`: no longer in force from `withdrawn_at`, because the site left your perimeter or the operator withdrew it (`not_in_force_reason`).',
             },
+            withdrawn_at: { type: 'string', format: 'date-time', pattern: UTC_INSTANT_PATTERN, description: 'With `withdrawn`: from when it is no longer in force (UTC).' },
             applied_at: { type: 'string', format: 'date-time', pattern: UTC_INSTANT_PATTERN, description: 'With `applied`: when the cycle acknowledged it (UTC).' },
             cycle: { type: 'integer', description: 'With `applied`: the solver cycle\'s number.' },
             superseded_by: { type: 'string', description: 'With `superseded`: the instruction in force, when it is your company\'s own.' },
@@ -216,7 +217,7 @@ export function programmeStatusJsonSchema (): JsonSchema {
             not_in_force_reason: {
               type: 'string',
               enum: [...NOT_IN_FORCE_REASONS],
-              description: 'Why it is not (or no longer) in force: `superseded` (a programme with a later emitted_at), `withdrawn` (by the service\'s operator), `site-left-perimeter` (the site left your perimeter); or, while in force, `late`: every period had begun before it was received, so it governs none of them. Never names another company.',
+              description: 'Why it is not (or no longer) in force: `superseded` (a programme with a later emitted_at), `withdrawn` (by the service\'s operator), `site-left-perimeter` (the site left your perimeter, or was given to another company); `late`: every period had begun before it was received, so it governs none of them and is never in force. Never names another company.',
             },
           },
         },

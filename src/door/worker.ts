@@ -19,6 +19,7 @@ import type { Caller } from '../auth/caller.ts'
 import type { InstructionBatch } from '../contract/instruction.ts'
 import { openConfiguredStore } from '../store/open-store.ts'
 import { openCompanies } from '../store/companies.ts'
+import { tenancyGuard } from '../apply/tenancy-guard.ts'
 import { openTokens } from '../store/tokens.ts'
 import { openRevisions } from '../store/revisions.ts'
 import { openInstructions } from '../store/instructions.ts'
@@ -143,7 +144,7 @@ async function open (): Promise<OpenDoor> {
   }
   // The solver's sites, asked of its thread (the host's object stays there), kept a while.
   const managed = managedSites({ read: () => asks.ask({ ask: 'sites' }), clock, log: log.child({ area: 'inbound' }) })
-  const parts: ReceiveParts = { reader, instructions, enqueuer, records, managed }
+  const parts: ReceiveParts = { reader, instructions, enqueuer, records, managed, tenancy: tenancyGuard(store) }
   const inbound = {
     receive: (bytes: Buffer, caller: Caller, at: Date) => receiveProgramme(bytes, caller, at, parts),
     refusedAtDoor: (error: unknown, caller: Caller, at: Date) => records.refused(caller, error, at),
@@ -165,7 +166,7 @@ async function open (): Promise<OpenDoor> {
   try {
     wired = await openDoor({
       config, dataDir: start.dataDir, ports: { api: start.port, ...start.sidePorts },
-      store, companies: openCompanies(store), tokens: openTokens(store), revisions, instructions, flags, audit, inbound, clock, log,
+      store, companies: openCompanies(store, { now: () => clock.now().getTime() }), tokens: openTokens(store), revisions, instructions, flags, audit, inbound, clock, log,
       metering: openMetering(store, { now: () => clock.now().getTime(), retentionDays: config.inbound.retentionDays }),
       listen: whenFree,
     }, host)

@@ -19,7 +19,7 @@ export type AuditActor =
   | { readonly kind: 'host' }
 
 export type AuditAction =
-  | 'programme.accepted' | 'programme.rejected'
+  | 'programme.accepted' | 'programme.rejected' | 'instruction.withdrawn'
   | 'publication.run'
   | 'token.created' | 'token.revoked' | 'token.refused'
   | 'company.created' | 'company.suspended' | 'company.resumed' | 'company.rebound'

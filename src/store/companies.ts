@@ -6,6 +6,10 @@
 import type { Store } from './open-store.ts'
 import { EpxError } from '../errors.ts'
 import { openGeneration } from './generation.ts'
+import { openAudit, type AuditActor } from './audit.ts'
+import { openTenure } from './tenure.ts'
+import { auditWithdrawals, openWithdrawals } from './withdrawals.ts'
+import { parisDateOf } from '../contract/paris-day.ts'
 
 export interface CompanyRecord {
   readonly id: string
@@ -93,28 +97,62 @@ export interface CompaniesOptions {
    * records are written as stored, overlaps included (tests of data from before the rule).
    */
   readonly onePerSite?: boolean
+  /** When changes happen (default: the system clock). */
+  readonly now?: () => number
 }
+
+/** Who makes a change: kept with it in the perimeter history (tenure.ts). */
+export interface ChangedBy {
+  readonly actor: AuditActor
+}
+
+/** A change whose actor was not said: the plugin's own. */
+const HOST: ChangedBy = { actor: { kind: 'host' } }
 
 /** The company records: what the door and the CLI may ask of them. */
 export interface Companies {
   get(id: string): CompanyRecord | undefined
   list(): CompanyRecord[]
   /** EPX_CONFLICT when the id is taken, or when an active company's perimeter would overlap another's (one BSP per site). */
-  add(c: CompanyRecord): Promise<void>
+  add(c: CompanyRecord, by?: ChangedBy): Promise<void>
   /**
    * Rewrites a record with `change`; EPX_NOT_FOUND when there is no such company;
    * EPX_CONFLICT when the change makes it active (a resume) or changes an active
    * company's perimeter so that it overlaps another active company's.
    */
-  update(id: string, change: (c: CompanyRecord) => CompanyRecord): Promise<CompanyRecord>
+  update(id: string, change: (c: CompanyRecord) => CompanyRecord, by?: ChangedBy): Promise<CompanyRecord>
   /** Replaces the pins; an update, so the generation moves and open connections see it. */
-  setPins(id: string, change: (pins: readonly string[]) => readonly string[]): Promise<CompanyRecord>
+  setPins(id: string, change: (pins: readonly string[]) => readonly string[], by?: ChangedBy): Promise<CompanyRecord>
 }
 
 export function openCompanies (store: Store, opts: CompaniesOptions = {}): Companies {
   const db = store.db<CompanyRecord>('companies')
   const generation = openGeneration(store)
   const onePerSite = opts.onePerSite ?? true
+  const now = opts.now ?? Date.now
+  const tenure = openTenure(store)
+  const withdrawals = openWithdrawals(store)
+  const audit = openAudit(store)
+  /**
+   * Inside the write, before the record is put: the change joins the perimeter history,
+   * and a site that changes hands withdraws its former holder's instructions of the
+   * days not over (DECISIONS.md "Tenure: who holds a site, and when"), all in this write.
+   */
+  const tenureChange = (before: CompanyRecord | undefined, after: CompanyRecord, by: ChangedBy): void => {
+    if (before && before.status === after.status && samePerimeter(before.perimeter, after.perimeter)) return
+    const atMs = now()
+    const holders = tenure.recordSync(before, after, by.actor, atMs)
+    const moved = (siteId: string): boolean => holders.before.holderOf(siteId) !== holders.after.holderOf(siteId)
+    const withdrawn = withdrawals.withdrawSync({
+      fromDate: parisDateOf(new Date(atMs)),
+      site: moved,
+      of: (siteId, companyId) => holders.before.holderOf(siteId) === companyId,
+      holderAfter: siteId => holders.after.holderOf(siteId),
+      reason: 'site-left-perimeter',
+      atMs,
+    })
+    auditWithdrawals(audit, withdrawn, by.actor, atMs)
+  }
   // String keys only: the msgpack shapes live under a symbol key of the same db.
   const all = (): CompanyRecord[] => [...db.getRange()].filter(e => typeof e.key === 'string').map(e => e.value)
   /** Read inside the write, so two writers cannot each pass the check and overlap. */
@@ -125,11 +163,12 @@ export function openCompanies (store: Store, opts: CompaniesOptions = {}): Compa
       return db.get(id)
     },
     list: all,
-    async add (c: CompanyRecord): Promise<void> {
+    async add (c: CompanyRecord, by = HOST): Promise<void> {
       const outcome = await store.writeDurable((): 'taken' | PerimeterOverlap | undefined => {
         if (db.get(c.id)) return 'taken'
         const overlap = conflictOf(c)
         if (overlap) return overlap
+        tenureChange(undefined, c, by)
         db.putSync(c.id, c)
         generation.bump()
         return undefined
@@ -137,7 +176,7 @@ export function openCompanies (store: Store, opts: CompaniesOptions = {}): Compa
       if (outcome === 'taken') throw new EpxError('EPX_CONFLICT', [`company ${c.id} already exists`], { details: { company: c.id } })
       if (outcome) throw overlapError(outcome)
     },
-    async update (id: string, change: (c: CompanyRecord) => CompanyRecord): Promise<CompanyRecord> {
+    async update (id: string, change: (c: CompanyRecord) => CompanyRecord, by = HOST): Promise<CompanyRecord> {
       const outcome = await store.writeDurable((): CompanyRecord | PerimeterOverlap | undefined => {
         const c = db.get(id)
         if (!c) return undefined
@@ -148,6 +187,7 @@ export function openCompanies (store: Store, opts: CompaniesOptions = {}): Compa
           const overlap = conflictOf(n)
           if (overlap) return overlap
         }
+        tenureChange(c, n, by)
         db.putSync(id, n)
         generation.bump()   // a suspension or a new binding reaches cached callers
         return n
@@ -156,8 +196,8 @@ export function openCompanies (store: Store, opts: CompaniesOptions = {}): Compa
       if ('shared' in outcome) throw overlapError(outcome)
       return outcome
     },
-    setPins (id: string, change: (pins: readonly string[]) => readonly string[]): Promise<CompanyRecord> {
-      return companies.update(id, c => ({ ...c, certPins: [...change(pinsOf(c))] }))
+    setPins (id: string, change: (pins: readonly string[]) => readonly string[], by?: ChangedBy): Promise<CompanyRecord> {
+      return companies.update(id, c => ({ ...c, certPins: [...change(pinsOf(c))] }), by)
     },
   }
   return companies

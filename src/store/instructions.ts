@@ -2,7 +2,11 @@
  * Instructions in LMDB (DECISIONS.md "Inbound"): a programme is saved atomically and
  * durably (all its sites or none, on disk before the 202); the key is
  * `(instruction_id, site_id)`; the effective instruction of a `(site_id, target_date)`
- * is the one with the greatest `emitted_at`, older ones are kept as `superseded`.
+ * is the one with the greatest `emitted_at` among the holder's (DECISIONS.md "Tenure:
+ * who holds a site, and when"), older ones are kept as `superseded`. The inbound path
+ * checked the sender's perimeter: its programme is the holder's, and another company's
+ * instruction in the index (a former holder's) never supersedes it. A site that
+ * changes hands withdraws the former holder's (`withdrawals.ts`).
  * @module
  */
 import type { Store } from './open-store.ts'
@@ -14,6 +18,7 @@ import { compareInstants, readUtcInstant, type Instant } from '../contract/insta
 import { instructionIdPrefix, targetDateOfInstructionId } from '../contract/ids.ts'
 import { decodeState, encodeState, entryOf, instructionTree, recordKey, stateKey } from './instruction-tree.ts'
 import { openInForce, type InForce } from './in-force.ts'
+import { withdrawalLog } from './withdrawals.ts'
 
 /**
  * The effective instruction of a (target_date, site_id). `emittedAtNanos` (within the
@@ -57,9 +62,10 @@ export interface Instructions {
    * what the effective ones start as: the inbound path writes `queued` here, in the
    * same write, since it hands them to the solver right after this commit.
    * `alongside` writes what belongs with the instructions (their audit record, their
-   * feasibility flags) in the same transaction: all of it lands, or none.
+   * feasibility flags) in the same transaction: all of it lands, or none. `guard` runs
+   * first in that transaction: an error it returns is thrown, nothing written.
    */
-  save(batch: InstructionBatch, at: string, status?: 'received' | 'queued', alongside?: () => void): Promise<boolean[]>
+  save(batch: InstructionBatch, at: string, status?: 'received' | 'queued', alongside?: () => void, guard?: () => Error | undefined): Promise<boolean[]>
   /**
    * The sites of `batch` that a save run after its own may have superseded: only a
    * later emitted_at for the same day can (DECISIONS.md "Inbound"; an equal one is the
@@ -102,7 +108,7 @@ export interface Instructions {
   unqueue(refs: readonly InstructionRef[], at: string): Promise<void>
   /**
    * Removes every instruction whose target date is before `beforeDate` (retention:
-   * `inbound.retentionDays`), with its status, flag and effective index; resolves to how many.
+   * `inbound.retentionDays`), with its status, flag, effective index and withdrawal; resolves to how many.
    */
   prune(beforeDate: string): Promise<number>
   /** `applied`, with the solver cycle that applied them; the first such cycle joins the timeline of what was in force. */
@@ -127,22 +133,26 @@ export function openInstructions (store: Store): Instructions {
     return bytes ? decodeState(bytes) : undefined
   }
 
-  /** Sets a status unless the instruction is superseded (or unknown); inside a write. The status it had, when it set one. */
+  /** Sets a status unless the instruction is superseded or withdrawn (or unknown); inside a write. The status it had, when it set one. */
   const advance = (ref: InstructionRef, next: Uint8Array): InstructionState | undefined => {
     const current = stateOf(ref.instructionId, ref.siteId)
-    if (!current || current.status === 'superseded') return undefined
+    if (!current || current.status === 'superseded' || current.status === 'withdrawn') return undefined
     tree.putSync(stateKey(ref.instructionId, ref.siteId), next)
     return current
   }
 
   return {
-    save (batch: InstructionBatch, at: string, status: 'received' | 'queued' = 'received', alongside?: () => void): Promise<boolean[]> {
-      return store.writeDurable(() => {
-        const out = putBatch(tree, effective, inForce, batch, at, status)
+    async save (batch: InstructionBatch, at: string, status: 'received' | 'queued' = 'received', alongside?: () => void, guard?: () => Error | undefined): Promise<boolean[]> {
+      const out = await store.writeDurable((): boolean[] | Error => {
+        const refused = guard?.()
+        if (refused) return refused
+        const saved = putBatch(tree, effective, inForce, batch, at, status)
         alongside?.()
         recent.add(batch)
-        return out
+        return saved
       })
+      if (out instanceof Error) throw out
+      return out
     },
 
     supersedersOf (batch: InstructionBatch): 'all' | ReadonlySet<string> {
@@ -222,11 +232,13 @@ export function openInstructions (store: Store): Instructions {
       const end = instructionIdPrefix(beforeDate)
       const keys = [...tree.getKeys({ start: [''], end: [end] })].filter(Array.isArray)
       const days = [...effective.getKeys({ start: [''], end: [beforeDate] })].filter(Array.isArray) as Array<[string, string]>
-      if (!keys.length && !days.length) return 0
+      const withdrawn = withdrawalLog(store).before(beforeDate)
+      if (!keys.length && !days.length && !withdrawn.length) return 0
       await store.writeDurable(() => {
         for (const k of keys) tree.removeSync(k)
         for (const d of days) effective.removeSync(d)
         inForce.pruneSync(beforeDate)
+        withdrawalLog(store).remove(withdrawn)
       })
       return keys.filter(k => entryOf(k) === 'record').length
     },
@@ -262,25 +274,34 @@ function putBatch (tree: Tree, effective: EffectiveIndex, inForce: InForce, batc
   // Most saves supersede nothing: the superseded status is encoded only when needed.
   let superseded: Uint8Array | undefined
   const stale = (): Uint8Array => superseded ??= encodeState({ status: 'superseded', at })
+  const n = batch.siteIds.length
+  const out = new Array<boolean>(n)
   const mine: EffectiveRef = batch.emittedAtNanos === 0
     ? { instructionId: batch.instructionId, emittedAtMs: batch.emittedAtMs, inForce: 1 }
     : { instructionId: batch.instructionId, emittedAtMs: batch.emittedAtMs, emittedAtNanos: batch.emittedAtNanos, inForce: 1 }
-  const n = batch.siteIds.length
-  const out = new Array<boolean>(n)
   const atMs = Date.parse(at)
   // Every site's record names the same company: read once, from the first.
   let company: string | undefined
   const companyId = (): string => company ??= decodeInstructionHead(siteRecord(batch, 0)).head.companyId
+  let received: Uint8Array | undefined
+  let from = 0
   for (let i = 0; i < n; i++) {
     const siteId = batch.siteIds[i]!
     const day = [batch.targetDate, siteId]
     const current = effective.get(day)
     // Same id = same (target_date, emitted_at): a re-send overwrites and stays effective.
-    const wins = !current || !supersedes(current, batch)
+    const to = batch.slotEnds[i]!
+    // Late: every period had begun before reception, so it governs none of them and is never
+    // in force (DECISIONS.md "Inbound", "In force, quarter-hour by quarter-hour"); kept as `received`.
+    const late = from < to && batch.starts[to - 1]! < atMs
+    from = to
+    // Another company's instruction is a former holder's: never eligible against the
+    // holder's. Its sender is read only then (a later programme, the usual case, reads nothing).
+    const wins = !late && (!current || !supersedes(current, batch) || senderOf(tree, current, siteId) !== companyId())
     // Before anything of this save: a site and day stored before the timeline derives it from its instructions as they were.
     if (wins && current && !current.inForce && current.instructionId !== batch.instructionId) inForce.backfillSync(batch.targetDate, siteId)
     tree.putSync(recordKey(batch.instructionId, siteId), siteRecord(batch, i))
-    tree.putSync(stateKey(batch.instructionId, siteId), wins ? fresh : stale())
+    tree.putSync(stateKey(batch.instructionId, siteId), wins ? fresh : late ? (received ??= encodeState({ status: 'received', at })) : stale())
     // A re-send is already the effective one: nothing to rewrite there.
     if (wins && current?.instructionId !== batch.instructionId) {
       if (current) {
@@ -292,6 +313,12 @@ function putBatch (tree: Tree, effective: EffectiveIndex, inForce: InForce, batc
     out[i] = wins
   }
   return out
+}
+
+/** The company that sent an effective instruction (`ref`), or a record's: its head, read. */
+function senderOf (tree: Tree, ref: EffectiveRef | undefined, siteId: string, record?: Uint8Array): string | undefined {
+  const bytes = record ?? (ref && tree.get(recordKey(ref.instructionId, siteId)))
+  return bytes ? decodeInstructionHead(bytes).head.companyId : undefined
 }
 
 /**

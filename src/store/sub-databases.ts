@@ -37,5 +37,7 @@ export const SUB_DATABASES: Readonly<Record<string, { readonly binary: boolean }
   'in-force': { binary: false },
   metering: { binary: true },
   audit: { binary: false },
+  tenure: { binary: false },
+  withdrawals: { binary: false },
   deliveries: { binary: false },
 }

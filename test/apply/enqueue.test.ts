@@ -3,6 +3,7 @@ import pino from 'pino'
 import { openStore } from '../../src/store/open-store.ts'
 import { openInstructions } from '../../src/store/instructions.ts'
 import { createEnqueuer } from '../../src/apply/enqueue.ts'
+import { openWithdrawals, withdrawInstructions } from '../../src/store/withdrawals.ts'
 import { saveAndQueue } from '../../src/apply/receive-programme.ts'
 import type { CycleApplied, Logger, SolverInput, SolverPort } from '../../src/host/contract.ts'
 import { toInstructionBatch } from '../../src/apply/to-instructions.ts'
@@ -317,4 +318,29 @@ t.test('what is owed and superseded meanwhile: the newer programme is fed, once;
   now = new Date('2026-11-21T23:30:00Z')   // 00:30 in Paris: the 21st is over
   await new Promise(resolve => setTimeout(resolve, 400))
   t.same(queue.map(i => i.instructionId), [newer.instructionId], 'the newer one, once: the retry finds it handed')
+})
+
+// DECISIONS.md "Tenure: who holds a site, and when": the withdrawal log is read every second, whoever wrote it.
+t.test('a withdrawal reaches the solver within a second, told by nothing but the store\'s log: its site and day cleared (no periods)', async t => {
+  const store = openStore(t.testdir())
+  t.teardown(() => store.close())
+  const instructions = openInstructions(store)
+  const queue: SolverInput[] = []
+  const solver: SolverPort = {
+    sites: async () => [], needs: async () => { throw new Error('unused') },
+    enqueueNextCycle: inputs => { queue.push(...inputs) }, onCycleApplied: () => () => {},
+  }
+  const enqueuer = createEnqueuer({
+    solver, instructions, clock: { now: () => new Date('2026-11-21T12:30:00Z') }, log: pino({ level: 'silent' }) as unknown as Logger, withdrawals: openWithdrawals(store),
+  })
+  t.teardown(() => enqueuer.close())
+  await saveAndQueue(batch({ sites: 2 }), '2026-11-21T12:30:00.000Z', { instructions, enqueuer })
+  const id = queue[0]!.instructionId
+  queue.length = 0
+  // What the CLI does (test/cli/site-transfer.test.ts does it from another process): nothing tells this enqueuer but the log.
+  await withdrawInstructions(store, { companyId: 'acme', siteIds: [siteId(2)], actor: { kind: 'cli', user: 'op' }, atMs: Date.parse('2026-11-21T12:31:00Z') })
+  for (let i = 0; i < 300 && queue.length === 0; i++) await new Promise(r => setTimeout(r, 10))
+  t.same(queue.map(i => [i.instructionId, i.siteId, i.targetDate, i.periods]), [[id, siteId(2), '2026-11-22', []]], 'the withdrawn one is cleared, the other site untouched')
+  await new Promise(r => setTimeout(r, 1200))
+  t.equal(queue.length, 1, 'once')
 })

@@ -2,7 +2,10 @@ import t, { type Test } from 'tap'
 import pino from 'pino'
 import { openStore, type StoreFaults } from '../../src/store/open-store.ts'
 import { openInstructions } from '../../src/store/instructions.ts'
-import { openInbound } from '../../src/apply/receive-programme.ts'
+import { openInbound, receiveProgramme, type ReceiveParts } from '../../src/apply/receive-programme.ts'
+import { createProgrammeReader } from '../../src/apply/read-programme.ts'
+import { tenancyGuard } from '../../src/apply/tenancy-guard.ts'
+import { openCompanies } from '../../src/store/companies.ts'
 import type { Caller } from '../../src/auth/caller.ts'
 import type { Logger, SolverInput, SolverPort } from '../../src/host/contract.ts'
 import { programme, siteId, type ProgrammeOptions } from '../helpers/programme.ts'
@@ -64,13 +67,15 @@ t.test('the receipt says which instructions are superseded, naming the one in fo
   ])
   t.equal(older.receipt.message, '2 instruction(s) persisted; none will be applied; 2 are superseded by a later programme')
   t.equal(queue.length, 2, 'only the newer one is queued')
-  // Data from before one BSP per site (or a company since suspended): another company's instruction in force.
+  // Data from before one BSP per site: another company's instruction in force, with a later
+  // emitted_at. DECISIONS.md "Tenure": it is never eligible against the sender's.
   const other: Caller = { ...caller, companyId: 'other' }
   const third = await inbound.receive(bytes({ sites: 2, emittedAt: '2026-11-21T11:30:00Z' }), other, at)
   if (!third.accepted) return t.fail('accepted')
-  t.same(third.receipt.instructions.map(i => i.status), ['superseded', 'superseded'])
-  t.notOk(third.receipt.instructions.some(i => 'superseded_by' in i), 'another company\'s id is never named')
-  t.equal(third.receipt.message, '2 instruction(s) persisted; none will be applied; 2 are superseded by a later programme')
+  t.same(third.receipt.instructions.map(i => i.status), ['queued', 'queued'])
+  t.notOk(JSON.stringify(third.receipt).includes(newer.instructionId), 'another company\'s id is never named')
+  t.equal(third.receipt.message, '2 instruction(s) persisted; 2 will be applied at the next solver cycle')
+  t.equal(queue.length, 4, 'and queued')
 })
 
 /** Today's programme (the clock's Paris day), whose site 1 has only its first `slots` quarter-hours (default: the whole day for every site). */
@@ -146,13 +151,13 @@ t.test('an empty programme for today is never late: it clears the site\'s constr
   t.same(queue.map(i => [i.siteId, i.periods.length]), [[siteId(1), 0]])
 })
 
-t.test('a late programme superseded by a later one is said superseded: it is that which keeps it from the solver', async t => {
+t.test('a late programme that a later one outranks is said late: even alone it would govern none of its periods', async t => {
   const { inbound } = await setup(t)
   await inbound.receive(today('2026-11-21', '2026-11-21T12:00:00Z'), caller, at)
   const older = await inbound.receive(today('2026-11-21', '2026-11-21T11:00:00Z', { firstSiteSlots: 4 }), caller, at)
   if (!older.accepted) return t.fail(String(older.error))
-  t.same(older.receipt.instructions.map(i => i.status), ['superseded'])
-  t.equal(older.receipt.message, '1 instruction(s) persisted; none will be applied; 1 is superseded by a later programme; 4 period(s) already over are kept but not fed to the solver')
+  t.same(older.receipt.instructions.map(i => i.status), ['late'])
+  t.equal(older.receipt.message, '1 instruction(s) persisted; none will be applied; 1 is late: every period had begun before it was received (kept, never applied)')
 })
 
 t.test('opened for another thread\'s door (reads: false), it still reads a programme it is handed', async t => {
@@ -221,4 +226,37 @@ t.test('a store that cannot answer at opening fails the opening and leaves nothi
   await t.rejects(open(), { code: 'NO_STORE' })
   faults.unavailable = false
   t.equal(listening.size, 0, 'the enqueuer it made no longer hears the solver')
+})
+
+// DECISIONS.md "Tenure: who holds a site, and when": the perimeter the door checked may change before the save.
+t.test('a site that leaves the perimeter while the programme is read refuses it at the save, nothing stored', async t => {
+  const store = openStore(t.testdir())
+  t.teardown(() => store.close())
+  const companies = openCompanies(store, { now: () => at.getTime() })
+  await companies.add({ id: 'acme', name: 'ACME', status: 'active', certSubject: 'CN=acme,O=ACME', perimeter: [siteId(1), siteId(2)], createdAt: '2026-11-01T00:00:00Z' })
+  const real = createProgrammeReader({ maxSites: 100, requireContiguous: false })
+  t.teardown(() => real.close())
+  let narrow = true
+  const instructions = openInstructions(store)
+  const parts: ReceiveParts = {
+    reader: {
+      async read (b, ctx) {
+        // The operator narrows the perimeter after the door's check, before the save.
+        if (narrow) await companies.update('acme', c => ({ ...c, perimeter: [siteId(1)] }))
+        return real.read(b, ctx)
+      },
+      close: async () => {},
+    },
+    instructions,
+    enqueuer: { enqueueBatch: async () => {} },
+    tenancy: tenancyGuard(store),
+  }
+  const refused = await receiveProgramme(bytes({ sites: 2 }), caller, at, parts)
+  if (refused.accepted) return t.fail('accepted')
+  t.equal(refused.error.code, 'INVALID_PROGRAMME_SOUTIRAGE_REQUEST')
+  t.same(Object.keys(refused.error.details ?? {}), ['/sites/1/site_id'], 'the site it no longer holds, at its pointer')
+  t.same(instructions.list(), [], 'nothing stored')
+  narrow = false
+  const accepted = await receiveProgramme(bytes({ sites: [siteId(1)] }), { ...caller, perimeter: [siteId(1)] }, at, parts)
+  t.ok(accepted.accepted, 'a programme of the sites it holds is accepted')
 })

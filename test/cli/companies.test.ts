@@ -136,7 +136,7 @@ t.test('overlaps stored before the rule are reported by company list, and the co
   await store.close()
   const list = await epx(d, 'company', 'list')
   t.equal(list.code, 0)
-  t.match(list.err, /^epx: warning: active companies old-a and old-b share every site \(the perimeter of old-a and of old-b is "all sites"\): the later emitted_at of either supersedes the other's programme; narrow one perimeter/)
+  t.match(list.err, /^epx: warning: active companies old-a and old-b share every site \(the perimeter of old-a and of old-b is "all sites"\): the last programme either sends takes the site from the other's, whatever their emitted_at; narrow one perimeter/)
   t.match((await epx(d, 'company', 'list', '--json')).err, /warning: active companies old-a and old-b/)
   t.equal((await epx(d, 'company', 'pin-cert', 'old-a', 'AB'.repeat(32))).code, 0, 'a pin change is not a perimeter change')
   t.equal((await epx(d, 'company', 'suspend', 'old-b')).code, 0)
@@ -209,4 +209,29 @@ t.test('company pin-cert warns when the certificate is not of the bound subject,
       t.match(r.err, message)
     }
   }
+})
+
+// DECISIONS.md "Tenure: who holds a site, and when".
+t.test('company history: every change of the perimeter and the status, oldest first, with who made it', async t => {
+  const d = await initializedDataDir(t)
+  t.equal((await epx(d, 'company', 'add', 'hist', '--name', 'H', '--sites', 'PRM30000000000001,PRM30000000000002')).code, 0)
+  t.equal((await epx(d, 'company', 'perimeter', 'hist', '--sites', 'PRM30000000000001')).code, 0)
+  t.equal((await epx(d, 'company', 'suspend', 'hist')).code, 0)
+  t.equal((await epx(d, 'company', 'resume', 'hist')).code, 0)
+  const r = await epx(d, 'company', 'history', 'hist')
+  t.equal(r.code, 0, r.err)
+  t.match(r.lines[0], /^AT\s+CHANGE\s+STATUS\s+PERIMETER\s+BY$/)
+  t.same(r.lines.slice(1).map(l => l.split(/\s{2,}/).slice(1, 4)), [
+    ['added', 'active', '2 site(s): PRM30000000000001, PRM30000000000002'],
+    ['perimeter', 'active', '1 site(s): PRM30000000000001'],
+    ['suspended', 'suspended', '1 site(s): PRM30000000000001'],
+    ['resumed', 'active', '1 site(s): PRM30000000000001'],
+  ])
+  t.match(r.lines[1], /^\d{4}-\d{2}-\d{2}T\S+Z\s.*\scli \(\S+\)$/, 'its instant and the system user who ran the command')
+  const json = JSON.parse((await epx(d, 'company', 'history', 'hist', '--json')).out)
+  t.match(json[0], { companyId: 'hist', kind: 'added', status: 'active', actor: { kind: 'cli' } })
+  t.notOk('seq' in json[0], 'the store\'s order is not shown')
+  const ghost = await epx(d, 'company', 'history', 'ghost')
+  t.equal(ghost.code, 1)
+  t.match(ghost.err, /no company 'ghost'/)
 })

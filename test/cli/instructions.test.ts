@@ -4,6 +4,7 @@ import { openStore } from '../../src/store/open-store.ts'
 import { openInstructions } from '../../src/store/instructions.ts'
 import { createProgrammeCheck } from '../../src/apply/check-programme.ts'
 import { epx, initializedDataDir } from '../helpers/cli.ts'
+import { parisDateOf } from '../../src/contract/paris-day.ts'
 import { programme, siteId, type ProgrammeOptions } from '../helpers/programme.ts'
 
 const dir = await initializedDataDir(t)
@@ -110,4 +111,38 @@ t.test('instructions list and show print emitted_at at the precision sent, in em
   const show = await epx(dir, 'instructions', 'show', 'ProgrammeSoutirage-2026-11-25-rev-20261121T120000.000001Z')
   t.equal(show.code, 0, show.err)
   t.match(show.out, /emitted\s+2026-11-21T12:00:00\.000001Z by bsp-acme/)
+})
+
+// DECISIONS.md "Tenure: who holds a site, and when": the operator's withdrawal.
+t.test('instructions withdraw: a company\'s instructions of the days not over, of some sites, audited', async t => {
+  const here = await initializedDataDir(t)
+  t.equal((await epx(here, 'company', 'add', 'acme', '--name', 'ACME')).code, 0)
+  const day = parisDateOf(new Date(Date.now() + 2 * 86_400_000))
+  const store = openStore(inDataDir(here, 'epx.lmdb'))
+  const r = check(Buffer.from(JSON.stringify(programme({ targetDate: day, sites: 2, slots: 2, emittedAt: '2026-11-21T10:00:00Z' }))), {
+    perimeter: 'all', provenance: { receivedAt: '2026-11-21T12:00:00.000Z', companyId: 'acme', tokenId: 'tok_1', certFingerprint256: 'AB:CD' },
+  })
+  if (!r.ok) throw new Error(JSON.stringify(r.details))
+  await openInstructions(store).save(r.batch, '2026-11-21T12:00:00.000Z')
+  await store.close()
+  const id = `ProgrammeSoutirage-${day}-rev-20261121T100000Z`
+
+  const missing = await epx(here, 'instructions', 'withdraw')
+  t.equal(missing.code, 2)
+  t.match(missing.err, /--company/)
+  const ghost = await epx(here, 'instructions', 'withdraw', '--company', 'ghost')
+  t.equal(ghost.code, 1)
+  t.match(ghost.err, /no company 'ghost'/)
+
+  const done = await epx(here, 'instructions', 'withdraw', '--company', 'acme', '--site', siteId(2))
+  t.equal(done.code, 0, done.err)
+  t.match(done.lines[0], /^INSTRUCTION_ID\s+SITE_ID\s+TARGET_DATE$/)
+  t.match(done.out, new RegExp(`${id}\\s+${siteId(2)}\\s+${day}`))
+  t.match(done.lines.at(-1), /^withdrew 1 instruction\(s\) of company acme at /)
+  const listed = JSON.parse((await epx(here, 'instructions', 'list', '--date', day, '--json')).out)
+  t.same(listed.map((x: any) => [x.site_id, x.status]), [[siteId(1), 'received'], [siteId(2), 'withdrawn']])
+  const again = await epx(here, 'instructions', 'withdraw', '--company', 'acme', '--site', siteId(2))
+  t.match(again.out, /^no instruction of company acme to withdraw/)
+  const audit = JSON.parse((await epx(here, 'audit', 'list', '--action', 'instruction.withdrawn', '--json')).out)
+  t.match(audit, [{ actor: { kind: 'cli' }, subject: 'acme', outcome: 'ok', details: { reason: 'withdrawn', count: 1 } }, { outcome: 'nothing to withdraw' }])
 })

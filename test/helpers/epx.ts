@@ -125,7 +125,7 @@ export async function startEpx (t: Test, opts: StartEpxOptions = {}): Promise<Te
     onDoor: d => { door = d; opts.onDoor?.(d) },
     // Records written as stored, overlapping perimeters included (two "all sites" companies
     // are common in tests); test/store/companies.test.ts and the CLI and console tests hold one BSP per site.
-    onStore: s => { store = s; companies = openCompanies(s, { onePerSite: false }); tokens = openTokens(s) },
+    onStore: s => { store = s; companies = openCompanies(s, { onePerSite: false, now: () => clock.now().getTime() }); tokens = openTokens(s) },
   })
   let handle = await open()
 

@@ -2,6 +2,7 @@ import t, { type Test as Tap } from 'tap'
 import { startEpx, type TestEpx } from '../helpers/epx.ts'
 import { INBOUND_PATH, programme, siteId, type ProgrammeOptions } from '../helpers/programme.ts'
 import { openInstructions } from '../../src/store/instructions.ts'
+import { openCompanies } from '../../src/store/companies.ts'
 import { eventually } from '../helpers/eventually.ts'
 
 // DECISIONS.md "Reading outcomes": GET programme-soutirage?target_date=D[&site_id=S], an
@@ -113,21 +114,43 @@ t.test('a company never sees another company\'s instructions, whatever the param
       for (const i of res.json().instructions) t.ok(own.includes(i.instruction_id), `${who}: only its own`)
     }
   }
-  // other's 11:00 programme on site 2 is superseded by acme's 12:00: it is not named.
+  // DECISIONS.md "Tenure": another company's instruction never supersedes the sender's,
+  // so other's 11:00 programme on site 2 is in force despite acme's later 12:00 one.
   const site2 = (await other.status({ target_date: DAY, site_id: siteId(2) })).json()
   t.same(site2.instructions, [{
     instruction_id: rev('20261121T110000Z'), site_id: siteId(2), emitted_at: '2026-11-21T11:00:00Z', received_at: '2026-11-21T12:30:00.000Z',
-    periods_count: 1, status: 'superseded', infeasible_slots: 0, in_force: [], not_in_force_reason: 'superseded',
-  }], 'superseded by another company: not named')
-  // A site outside the perimeter answers as one with none, even where the company has sent some.
+    periods_count: 1, status: 'queued', infeasible_slots: 0, in_force: [{ from: '2026-11-21T12:30:00Z' }],
+  }], 'not superseded by another company\'s later emitted_at: in force since it was received')
+  // A site outside the perimeter that the company never programmed answers as one with none.
   t.same((await other.status({ target_date: DAY, site_id: siteId(3) })).json(), { target_date: DAY, count: 0, instructions: [] })
   t.same((await narrow.status({ target_date: DAY })).json().instructions, [])
   // What `other` sees of site 1: its own only, newest first; acme sees its own three.
   t.same((await other.status({ target_date: DAY, site_id: siteId(1) })).json().instructions.map((i: any) => [i.instruction_id, i.status]),
     [[rev('20261121T120500Z'), 'queued'], [rev('20261121T110000Z'), 'superseded']])
   t.same((await acme.status({ target_date: DAY })).json().instructions.map((i: any) => [i.site_id, i.status]),
-    [[siteId(1), 'superseded'], [siteId(2), 'queued'], [siteId(3), 'queued']])
-  t.notOk((await acme.status({ target_date: DAY })).text.includes('superseded_by'), 'acme\'s site 1 is superseded by other\'s: not named')
+    [[siteId(1), 'superseded'], [siteId(2), 'superseded'], [siteId(3), 'queued']])
+  t.notOk((await acme.status({ target_date: DAY })).text.includes('superseded_by'), 'acme\'s sites 1 and 2 are superseded by other\'s: not named')
+})
+
+// DECISIONS.md "Tenure: who holds a site, and when".
+t.test('a site that left the perimeter: the company still reads its instructions there, withdrawn, from when and why, nothing of the new holder', async t => {
+  const epx = await startEpx(t)
+  const acme = await company(epx, 'acme', [siteId(1), siteId(2)])
+  t.equal((await acme.send({ emittedAt: '2026-11-21T12:00:00Z', sites: 2, slots: 2 })).status, 202)
+  epx.clock.set('2026-11-21T12:40:00Z')
+  const at = epx.clock.now().toISOString()
+  await openCompanies(epx.store, { now: () => epx.clock.now().getTime() }).update('acme', c => ({ ...c, perimeter: [siteId(1)] }), { actor: { kind: 'cli', user: 'op' } })
+  const beta = await company(epx, 'beta', [siteId(2)])
+  t.equal((await beta.send({ emittedAt: '2026-11-21T11:00:00Z', sites: [siteId(2)], slots: 2 })).status, 202)
+  const res = await acme.status({ target_date: DAY, site_id: siteId(2) })
+  t.equal(res.status, 200, res.text)
+  t.same(res.json().instructions, [{
+    instruction_id: rev('20261121T120000Z'), site_id: siteId(2), emitted_at: '2026-11-21T12:00:00Z', received_at: '2026-11-21T12:30:00.000Z',
+    periods_count: 2, status: 'withdrawn', withdrawn_at: at, not_in_force_reason: 'site-left-perimeter', infeasible_slots: 0,
+  }], 'the documented fields, in their order')
+  t.notOk(res.text.includes('20261121T110000Z'), 'beta\'s instruction is never named')
+  t.same((await acme.status({ target_date: DAY })).json().instructions.map((i: any) => [i.site_id, i.status]), [[siteId(1), 'queued'], [siteId(2), 'withdrawn']])
+  t.same((await beta.status({ target_date: DAY })).json().instructions.map((i: any) => [i.site_id, i.status]), [[siteId(2), 'queued']], 'the new holder\'s programme is in force')
 })
 
 t.test('a bad query is 400 INVALID_QUERY in the inbound format, naming each parameter', async t => {

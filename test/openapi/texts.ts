@@ -19,7 +19,7 @@ export const API_DESCRIPTION = [
   'where details maps RFC 6901 JSON Pointers into your body to what to fix.',
   '',
   'Reading outcomes (an extension of the contract, marked x-epx-extension): GET programme-soutirage?target_date=D[&site_id=S] answers',
-  'what became of your company\'s instructions for a day (queued, applied with its cycle, superseded), with its ETag for 304.',
+  'what became of your company\'s instructions for a day (queued, applied with its cycle, superseded, withdrawn), with its ETag for 304.',
   '',
   'The JSON Schemas of the two documents are files beside this description (schemas/). The guide for BSP developers is docs/bsp-guide.md.',
 ].join('\n')
@@ -34,8 +34,9 @@ export const REALISE_DESCRIPTION = [
 export const STATUS_DESCRIPTION = [
   'An extension of the contract (its two operations are unchanged): your company\'s instructions for target_date, newest first,',
   'each with its status: `received` (stored; a late one, every period begun before it was received, stays so and is never applied), `queued` (handed to the solver for its next cycle), `applied` (with `applied_at` and the solver `cycle`),',
-  'or `superseded` (a programme with a later emitted_at is in force; `superseded_by` names it when it is yours), and `infeasible_slots`.',
-  'Never another company\'s instructions; a site outside your perimeter answers as one with none. Same certificate and token as POST (scope inbound:programme-soutirage).',
+  '`superseded` (a programme with a later emitted_at is in force; `superseded_by` names it when it is yours),',
+  'or `withdrawn` (from `withdrawn_at`: the site left your perimeter, or the operator withdrew it, `not_in_force_reason`), `infeasible_slots`, and `in_force` (when it was the instruction in force, UTC) with `not_in_force_reason` when it is not (superseded, withdrawn, site-left-perimeter, late).',
+  'Never another company\'s instructions, nor its name; a site you never programmed answers as one with none. Same certificate and token as POST (scope inbound:programme-soutirage).',
   'Send the ETag back as If-None-Match: 304 while nothing changed. Errors are in the inbound format, `error.details` naming each query parameter at fault.',
 ].join(' ')
 

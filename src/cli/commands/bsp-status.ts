@@ -45,7 +45,8 @@ export const statusCommand = defineCommand(spec, async (args, io) => {
     const rows = status.instructions.map(i => [
       i.instruction_id, i.site_id, i.emitted_at, String(i.periods_count),
       i.status === 'applied' ? `applied (cycle ${i.cycle ?? '?'}, ${i.applied_at ?? ''})`
-        : i.status === 'superseded' ? `superseded${i.superseded_by ? ` by ${i.superseded_by}` : ' (a later programme is in force)'}` : i.status,
+        : i.status === 'superseded' ? `superseded${i.superseded_by ? ` by ${i.superseded_by}` : ' (a later programme is in force)'}`
+          : i.status === 'withdrawn' ? `withdrawn (${i.not_in_force_reason === 'site-left-perimeter' ? 'the site left your perimeter' : 'by the operator'}, ${i.withdrawn_at ?? ''})` : i.status,
       String(i.infeasible_slots),
       inForceText(i),
     ])

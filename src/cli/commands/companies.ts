@@ -1,5 +1,5 @@
 /**
- * `epx company add|perimeter|suspend|resume|show|list` (and `pin-cert|unpin-cert`,
+ * `epx company add|perimeter|suspend|resume|show|list|history` (and `pin-cert|unpin-cert`,
  * company-pins.ts): the BSP companies, their certificate binding and their perimeter (DECISIONS.md "Authentication and tenancy").
  * @module
  */
@@ -7,6 +7,8 @@ import { companyIdProblem, readCertSubject, readPerimeter } from '../../auth/com
 import { EpxError } from '../../errors.ts'
 import { describeShared, openCompanies, perimeterOverlaps, pinsOf, type CompanyRecord } from '../../store/companies.ts'
 import { openTokens, tokenState } from '../../store/tokens.ts'
+import { openTenure, type TenureChange } from '../../store/tenure.ts'
+import type { AuditActor } from '../../store/audit.ts'
 import { cliActor, openAudit } from '../../store/audit.ts'
 import { required } from '../args.ts'
 import { defineCommand, usageError, type CommandSpec } from '../define-command.ts'
@@ -61,7 +63,7 @@ const add = defineCommand(addSpec, async (args, io) => {
   const perimeter = parsePerimeter(args.strings('sites'), addSpec)
   const record: CompanyRecord = { id, name, status: 'active', certSubject, perimeter, createdAt: new Date().toISOString() }
   await withStore(io.dataDir, async store => {
-    await openCompanies(store).add(record)
+    await openCompanies(store).add(record, { actor: cliActor() })
     await openAudit(store).append({ actor: cliActor(), action: 'company.created', subject: id, outcome: 'ok', details: { certSubject, perimeter } }, Date.now())
   })
   io.out(`added company ${id} (${name})`)
@@ -76,7 +78,8 @@ const perimeterSpec: CommandSpec = {
   about: [
     'Replaces a company\'s perimeter. One BSP per site: an active company\'s perimeter may not share',
     'a site with another active company\'s ("all" shares every site); the refusal names the other.',
-    'Narrow a perimeter before giving its sites to another company.',
+    'Narrow a perimeter before giving its sites to another company. A site that leaves it withdraws',
+    'the company\'s instructions for it whose day is not over (DECISIONS.md "Tenure").',
   ].join('\n'),
   positionals: ['ID'],
   options: {
@@ -89,7 +92,7 @@ const perimeterCommand = defineCommand(perimeterSpec, async (args, io) => {
   if (args.strings('sites').length === 0) throw usageError(perimeterSpec, 'missing --sites all|PRM,...')
   const perimeter = parsePerimeter(args.strings('sites'), perimeterSpec)
   await withStore(io.dataDir, async store => {
-    await openCompanies(store).update(id, c => ({ ...c, perimeter }))
+    await openCompanies(store).update(id, c => ({ ...c, perimeter }), { actor: cliActor() })
     await openAudit(store).append({ actor: cliActor(), action: 'company.rebound', subject: id, outcome: 'ok', details: { perimeter } }, Date.now())
   })
   io.out(`company ${id}: perimeter ${describePerimeter(perimeter)}`)
@@ -108,7 +111,7 @@ function statusCommand (name: 'suspend' | 'resume', status: CompanyRecord['statu
     const id = checkCompanyId(args.positionals[0]!, spec)
     const before = await withStore(io.dataDir, async store => {
       let previous: CompanyRecord['status'] | undefined
-      await openCompanies(store).update(id, c => { previous = c.status; return { ...c, status } })
+      await openCompanies(store).update(id, c => { previous = c.status; return { ...c, status } }, { actor: cliActor() })
       const outcome = previous === status ? `already ${status}` : 'ok'
       await openAudit(store).append({ actor: cliActor(), action: name === 'suspend' ? 'company.suspended' : 'company.resumed', subject: id, outcome }, Date.now())
       return previous
@@ -150,6 +153,39 @@ const show = defineCommand(showSpec, async (args, io) => {
   ])) io.out(line)
 })
 
+const historySpec: CommandSpec = {
+  usage: 'epx company history ID [--json]',
+  summary: 'show every change of a company\'s perimeter and status',
+  about: [
+    'Shows a company\'s perimeter history, oldest first: each change (added, perimeter, suspended,',
+    'resumed) with its instant, who made it, and the status and perimeter it left. A company stored',
+    'before the history existed starts with its record as it stands ("recorded", at its creation).',
+  ].join('\n'),
+  positionals: ['ID'],
+  options: { json: { type: 'boolean', help: 'print a JSON array' } },
+}
+
+const history = defineCommand(historySpec, async (args, io) => {
+  const id = checkCompanyId(args.positionals[0]!, historySpec)
+  const changes = await withStore(io.dataDir, store => openTenure(store).historyOf(id))
+  if (changes.length === 0) throw new EpxError('EPX_NOT_FOUND', [`no company '${id}' (see 'epx company list')`])
+  if (args.flag('json')) {
+    io.out(JSON.stringify(changes.map(({ seq: _, atMs: __, ...c }) => c), null, 2))
+    return
+  }
+  const rows = changes.map((c: TenureChange) => [c.at, c.kind, c.status, describePerimeter(c.perimeter), describeActor(c.actor)])
+  for (const line of formatTable([['AT', 'CHANGE', 'STATUS', 'PERIMETER', 'BY'], ...rows])) io.out(line)
+})
+
+function describeActor (a: AuditActor): string {
+  switch (a.kind) {
+    case 'cli': return `cli (${a.user})`
+    case 'console': return `console (${a.user})`
+    case 'company': return `company ${a.companyId}`
+    default: return a.kind === 'host' ? 'epx' : a.kind
+  }
+}
+
 const listSpec: CommandSpec = {
   usage: 'epx company list [--json]',
   summary: 'list the companies',
@@ -182,8 +218,8 @@ function printCompanies (companies: readonly CompanyRecord[], json: boolean, io:
 /** Overlaps stored before one BSP per site was the rule: each said once, with what to do. */
 function reportOverlaps (companies: readonly CompanyRecord[], io: CliIo): void {
   for (const o of perimeterOverlaps(companies)) {
-    io.err(`epx: warning: active companies ${o.a.id} and ${o.b.id} share ${describeShared(o)}: the later emitted_at of either supersedes ` +
-      `the other's programme; narrow one perimeter (epx company perimeter ID --sites PRM,...) or suspend one`)
+    io.err(`epx: warning: active companies ${o.a.id} and ${o.b.id} share ${describeShared(o)}: the last programme either sends takes ` +
+      `the site from the other's, whatever their emitted_at; narrow one perimeter (epx company perimeter ID --sites PRM,...) or suspend one`)
   }
 }
 
@@ -200,5 +236,5 @@ function pinRows (c: CompanyRecord): string[][] {
 }
 
 export const companySubcommands: readonly Command[] = [
-  add, perimeterCommand, statusCommand('suspend', 'suspended'), statusCommand('resume', 'active'), show, list, ...pinCommands,
+  add, perimeterCommand, statusCommand('suspend', 'suspended'), statusCommand('resume', 'active'), show, list, history, ...pinCommands,
 ]

@@ -1,16 +1,21 @@
 /**
- * `epx instructions list|show`: the instructions BSPs sent (one per site of a
+ * `epx instructions list|show|withdraw`: the instructions BSPs sent (one per site of a
  * Programme_Soutirage), their status (received, queued, applied with the solver cycle,
- * superseded) and the kW periods the solver gets from them.
+ * superseded, withdrawn), the kW periods the solver gets from them, and the operator's
+ * withdrawal of a company's (DECISIONS.md "Tenure: who holds a site, and when").
  * @module
  */
 import { EpxError } from '../../errors.ts'
 import { openInstructions } from '../../store/instructions.ts'
+import { withdrawInstructions } from '../../store/withdrawals.ts'
+import { openCompanies } from '../../store/companies.ts'
+import { cliActor } from '../../store/audit.ts'
+import { checkCompanyId } from './companies.ts'
 import {
   instructionSummary, instructionViewsOf, listInstructionViews, roundKw, slotConstraints,
 } from '../../apply/instruction-view.ts'
 import { openInstructionFlags, type FeasibilityFlag } from '../../store/instruction-flags.ts'
-import { calendarDate, siteIds as siteIdsOf } from '../args.ts'
+import { calendarDate, required, siteIds as siteIdsOf } from '../args.ts'
 import { defineCommand, type CommandSpec } from '../define-command.ts'
 import type { Command } from '../io.ts'
 import { withStore } from '../settings.ts'
@@ -72,6 +77,7 @@ const show = defineCommand(showSpec, async (args, io) => {
   found.forEach(({ instruction: i, supersededBy, feasibility }, n) => {
     if (n > 0) io.out('')
     const status = i.state.status + (i.state.cycle === undefined ? '' : ` (solver cycle ${i.state.cycle})`) +
+      (i.state.reason === undefined ? '' : i.state.reason === 'site-left-perimeter' ? ' (the site left the company\'s perimeter)' : ' (by the operator)') +
       (supersededBy ? ` by ${supersededBy.instructionId}` : '') + ` since ${i.state.at}`
     for (const line of formatTable([
       ['instruction', i.instructionId],
@@ -99,6 +105,40 @@ const show = defineCommand(showSpec, async (args, io) => {
   })
 })
 
+const withdrawSpec: CommandSpec = {
+  usage: 'epx instructions withdraw --company ID [--site PRM...] [--from YYYY-MM-DD]',
+  summary: 'withdraw a company\'s instructions (no longer in force)',
+  about: [
+    'Withdraws the company\'s instructions whose day is not over (of these sites, from this',
+    'target date; default: every site, from today in Europe/Paris): their status becomes',
+    '`withdrawn` (reason `withdrawn`), the instruction in force for each site and day becomes',
+    'the holder\'s latest one not withdrawn, or none, and the running service hands that to the',
+    'solver\'s next cycle. Audited. A suspended company\'s instructions stay in force until this.',
+  ].join('\n'),
+  options: {
+    company: { type: 'string', arg: 'ID', help: 'the company whose instructions are withdrawn (required)' },
+    site,
+    from: { type: 'string', arg: 'YYYY-MM-DD', help: 'the first target date (default and earliest: today)' },
+  },
+}
+
+const withdraw = defineCommand(withdrawSpec, async (args, io) => {
+  const companyId = checkCompanyId(required(args, withdrawSpec, 'company'), withdrawSpec)
+  const siteIds = siteIdsOf(args, withdrawSpec)
+  const from = args.string('from')
+  const fromDate = from === undefined ? undefined : calendarDate(from, withdrawSpec, 'from')
+  const withdrawn = await withStore(io.dataDir, store => {
+    if (!openCompanies(store).get(companyId)) throw new EpxError('EPX_NOT_FOUND', [`no company '${companyId}' (see 'epx company list')`])
+    return withdrawInstructions(store, { companyId, siteIds, ...(fromDate ? { fromDate } : {}), actor: cliActor(), atMs: Date.now() })
+  })
+  if (withdrawn.length === 0) {
+    io.out(`no instruction of company ${companyId} to withdraw (none in force or received for a day not over${siteIds.length ? ` on ${siteIds.join(', ')}` : ''})`)
+    return
+  }
+  for (const line of formatTable([['INSTRUCTION_ID', 'SITE_ID', 'TARGET_DATE'], ...withdrawn.map(w => [w.instructionId, w.siteId, w.targetDate])])) io.out(line)
+  io.out(`withdrew ${withdrawn.length} instruction(s) of company ${companyId} at ${withdrawn[0]!.at}; the running service hands the solver what is in force now at its next cycle`)
+})
+
 /** One line: checked and fine, or what is over (the solver applies it anyway). */
 function describeFeasibility (f: FeasibilityFlag | undefined): string {
   if (!f) return 'no excess found against the published needs (or none published)'
@@ -108,4 +148,4 @@ function describeFeasibility (f: FeasibilityFlag | undefined): string {
   return `INFEASIBLE: ${parts.join('; ')} (checked against Besoins_Agreges of ${f.checkedAgainst}; applied anyway, the solver decides)`
 }
 
-export const instructionsSubcommands: readonly Command[] = [list, show]
+export const instructionsSubcommands: readonly Command[] = [list, show, withdraw]

@@ -8,6 +8,8 @@ import type { FastifyInstance, FastifyReply } from 'fastify'
 import { tokenState } from '../../store/tokens.ts'
 import { isEpxError } from '../../errors.ts'
 import { pinsOf, type CompanyRecord } from '../../store/companies.ts'
+import type { TenureChange } from '../../store/tenure.ts'
+import type { AuditActor } from '../../store/audit.ts'
 import { fieldText } from '../access.ts'
 import type { ConsoleDeps } from '../deps.ts'
 import { html, type SafeHtml } from '../html.ts'
@@ -97,8 +99,32 @@ ${form('subject', html`<p><label for="certSubject">Sujet lié</label><input id="
 ${form('perimeter', html`<p><label for="sites">Sites</label><textarea id="sites" name="sites" rows="3" cols="60" aria-describedby="sites-hint">${c.perimeter === 'all' ? 'all' : c.perimeter.join(', ')}</textarea>
 <span id="sites-hint" class="hint">« all » ou des identifiants PRM séparés par des virgules.</span></p>
 <p><button type="submit">Enregistrer le périmètre</button></p>`)}
+${historySection(deps.tenure.historyOf(c.id))}
 <p><a href="/admin/companies">Toutes les entreprises</a></p>`,
   })
+}
+
+const CHANGE_LABELS: Record<TenureChange['kind'], string> = {
+  added: 'ajoutée', perimeter: 'périmètre modifié', suspended: 'suspendue', resumed: 'réactivée', recorded: 'état à la création (avant l\'historique)',
+}
+
+function actorText (a: AuditActor): string {
+  switch (a.kind) {
+    case 'cli': return `epx (${a.user})`
+    case 'console': return `console (${a.user})`
+    case 'company': return `entreprise ${a.companyId}`
+    case 'schedule': return 'planification'
+    case 'host': return 'epx'
+  }
+}
+
+/** DECISIONS.md "Tenure: who holds a site, and when": every change of the perimeter or the status, newest first. */
+function historySection (changes: readonly TenureChange[]): SafeHtml {
+  return html`<h2>Historique du périmètre</h2>
+<table class="tenure-history"><thead><tr><th scope="col">Quand</th><th scope="col">Changement</th><th scope="col">État</th><th scope="col">Périmètre</th><th scope="col">Par</th></tr></thead>
+<tbody>${[...changes].reverse().map(h => html`
+<tr><td>${parisTimeOrDash(h.at)}</td><td>${CHANGE_LABELS[h.kind]}</td><td class="state-${h.status}">${STATUS_LABELS[h.status]}</td>
+<td>${h.perimeter === 'all' ? 'tous les sites' : h.perimeter.join(', ') || 'aucun site'}</td><td>${actorText(h.actor)}</td></tr>`)}</tbody></table>`
 }
 
 /** The other company of a refused overlap (store/companies.ts), or undefined for any other error. */
@@ -128,7 +154,7 @@ export function companiesAdmin (app: FastifyInstance, deps: ConsoleDeps): void {
       id: form.id, name: form.name, status: 'active', certSubject: subject.subject, perimeter: perimeter.perimeter, createdAt: deps.clock.now().toISOString(),
     }
     try {
-      await deps.companies.add(record)
+      await deps.companies.add(record, { actor: { kind: 'console', user: request.viewer!.username } })
     } catch (err) {
       const other = overlapping(err)
       if (!other) throw err
@@ -158,7 +184,7 @@ export function companiesAdmin (app: FastifyInstance, deps: ConsoleDeps): void {
     if (status === 'suspended' && fieldText(request.body, 'confirmed') !== 'yes') return confirmSuspension(reply, deps, request.viewer!, c)
     let next: CompanyRecord
     try {
-      next = await deps.companies.update(c.id, r => ({ ...r, status }))
+      next = await deps.companies.update(c.id, r => ({ ...r, status }), { actor: { kind: 'console', user: request.viewer!.username } })
     } catch (err) {
       const other = overlapping(err)
       if (!other) throw err
@@ -189,7 +215,7 @@ export function companiesAdmin (app: FastifyInstance, deps: ConsoleDeps): void {
     if ('problem' in perimeter) return detailPage(reply.code(400), deps, request.viewer!, c, undefined, perimeter.problem)
     let next: CompanyRecord
     try {
-      next = await deps.companies.update(c.id, r => ({ ...r, perimeter: perimeter.perimeter }))
+      next = await deps.companies.update(c.id, r => ({ ...r, perimeter: perimeter.perimeter }), { actor: { kind: 'console', user: request.viewer!.username } })
     } catch (err) {
       const other = overlapping(err)
       if (!other) throw err

@@ -29,6 +29,7 @@ export function statusLabel ({ instruction: i, supersededBy }: InstructionView):
     case 'queued': return 'en attente du prochain cycle'
     case 'applied': return i.state.cycle === undefined ? 'appliquée' : `appliquée au cycle ${i.state.cycle}`
     case 'superseded': return supersededBy ? `remplacée par ${supersededBy.instructionId}` : 'remplacée par un programme plus récent'
+    case 'withdrawn': return i.state.reason === 'site-left-perimeter' ? 'retirée : le site a quitté le périmètre' : 'retirée par l\'opérateur'
   }
 }
 
