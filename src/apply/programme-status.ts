@@ -12,6 +12,7 @@
 import { createHash } from 'node:crypto'
 import { compareInstants, readUtcInstant, type Instant } from '../contract/instants.ts'
 import type { Instructions } from '../store/instructions.ts'
+import type { InstructionState } from '../contract/instruction.ts'
 import type { InstructionFlags } from '../store/instruction-flags.ts'
 import type { NotInForceReason, StatusBody, StatusEntry } from '../contract/programme-status.ts'
 import type { InForce, InForceSpan } from '../store/in-force.ts'
@@ -51,7 +52,7 @@ export function programmeStatus (deps: StatusDeps, caller: StatusCaller, targetD
     if (state.status === 'applied') {
       entry = withBefore(entry, { applied_at: state.at, ...(state.cycle !== undefined ? { cycle: state.cycle } : {}) })
     } else if (state.status === 'withdrawn') {
-      entry = withBefore(entry, { withdrawn_at: state.at, not_in_force_reason: state.reason ?? 'withdrawn' })
+      entry = withBefore(entry, { withdrawn_at: state.at })
     } else if (state.status === 'superseded') {
       const inForce = deps.instructions.effectiveOf(targetDate, head.siteId)
       if (inForce && inForce.companyId === caller.companyId && inForce.instructionId !== head.instructionId) {
@@ -60,7 +61,7 @@ export function programmeStatus (deps: StatusDeps, caller: StatusCaller, targetD
     }
     let site = spansOf.get(head.siteId)
     if (!site) spansOf.set(head.siteId, site = deps.instructions.inForce.spansOf(targetDate, head.siteId))
-    entry = withInForce(deps, entry, site.filter(s => s.instructionId === head.instructionId), state.status, Date.parse(head.receivedAt))
+    entry = withInForce(deps, entry, site.filter(s => s.instructionId === head.instructionId), state, Date.parse(head.receivedAt))
     const at = readUtcInstant(head.emittedAt)
     found.push({ entry, at: typeof at === 'string' ? { ms: NaN, nanos: 0 } : at })
   }
@@ -80,13 +81,15 @@ function withBefore (entry: StatusEntry, fields: Partial<StatusEntry>): StatusEn
  * (DECISIONS.md "Tenure", "In force, quarter-hour by quarter-hour"): the reason says what
  * befell it, never whose programme took its place.
  */
-function withInForce (deps: StatusDeps, entry: StatusEntry, spans: readonly InForceSpan[], status: string, receivedMs: number): StatusEntry {
+function withInForce (deps: StatusDeps, entry: StatusEntry, spans: readonly InForceSpan[], state: InstructionState, receivedMs: number): StatusEntry {
   const in_force = spans.map(s => s.untilMs === undefined ? { from: instantText(s.fromMs) } : { from: instantText(s.fromMs), until: instantText(s.untilMs) })
   const last = spans.at(-1)
   let reason: NotInForceReason | undefined
   if (last && last.untilMs !== undefined) reason = last.endedBy ?? 'superseded'
-  // Never in force: withdrawn before it was (its own reason), late (never eligible), or superseded on arrival.
-  else if (!last) reason = status === 'withdrawn' ? entry.not_in_force_reason ?? 'withdrawn' : allBegun(deps, entry.instruction_id, entry.site_id, receivedMs) ? 'late' : 'superseded'
+  // Withdrawn while in force, on a day whose timeline lacks it: its own status says why.
+  else if (state.status === 'withdrawn') reason = state.reason ?? 'withdrawn'
+  // Never in force: late (never eligible), or superseded on arrival.
+  else if (!last) reason = allBegun(deps, entry.instruction_id, entry.site_id, receivedMs) ? 'late' : 'superseded'
   // Stored in force before lateness kept an instruction out of it: it governed none of its periods all the same.
   else if (allBegun(deps, entry.instruction_id, entry.site_id, receivedMs)) reason = 'late'
   return { ...entry, in_force, ...(reason ? { not_in_force_reason: reason } : {}) }

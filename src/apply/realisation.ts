@@ -28,18 +28,18 @@ export interface Tolerance {
 }
 
 /**
- * Who held a site at an instant (DECISIONS.md "Tenure": the active company whose perimeter
- * held it), or undefined: nobody. Unset, every company that has the site in its perimeter
- * reads its whole day, and the holder the operator sees is the company of the instruction
- * in force.
+ * Who held a site during [fromMs, untilMs) (DECISIONS.md "Tenure": the active company whose
+ * perimeter held it; `store/tenure.ts` `holdersDuring`), in time order. Unset, every
+ * company that has the site in its perimeter reads its whole day, and the holder the
+ * operator sees is the company of the instruction in force.
  */
-export type HolderAt = (siteId: string, atMs: number) => string | undefined
+export type HoldersDuring = (siteId: string, fromMs: number, untilMs: number) => ReadonlyArray<{ readonly companyId: string; readonly fromMs: number; readonly untilMs: number }>
 
 export interface RealisationDeps {
   readonly instructions: Pick<Instructions, 'slotsOf'> & { readonly inForce: Pick<InForce, 'spansOf'> }
   readonly metering: Pick<Metering, 'get'>
   readonly tolerance: Tolerance
-  readonly holderAt?: HolderAt
+  readonly holders?: HoldersDuring
 }
 
 /** kWh as the wire shows them: to the Wh. */
@@ -47,7 +47,7 @@ const wh = (v: number): number => Math.round(v * 1000) / 1000
 
 /**
  * The day of `siteId` on `targetDate`. `companyId`: that company's day, the quarter-hours
- * that began while it held the site (all of them without `holderAt`), each compared with its
+ * that began while it held the site (all of them without `holders`), each compared with its
  * own instruction in force then (a BSP never sees another's programme); undefined: the
  * operator's, every quarter-hour with its holder named. Undefined when there is nothing
  * to tell: no quarter-hour held, or neither an instruction nor a meter value.
@@ -57,7 +57,8 @@ export function realisation (deps: RealisationDeps, targetDate: string, siteId: 
   const n = (endMs - startMs) / SLOT_MS
   const all = deps.instructions.inForce.spansOf(targetDate, siteId)
   const spans = companyId === undefined ? all : all.filter(s => s.companyId === companyId)
-  const held = heldMask(deps.holderAt, siteId, startMs, n, companyId)
+  const holders = deps.holders && holderOfQuarters(deps.holders(siteId, startMs, endMs), startMs, n)
+  const held = holders && companyId !== undefined ? holders.map(h => h === companyId ? 1 : 0) : undefined
   if (held && !held.includes(1)) return undefined
   const metered = deps.metering.get(targetDate, siteId)?.kwh
   if (spans.length === 0 && !metered) return undefined
@@ -85,7 +86,7 @@ export function realisation (deps: RealisationDeps, targetDate: string, siteId: 
     if (!Number.isNaN(p)) programmedTotal += p
     if (!Number.isNaN(d)) deliveredTotal += d
     const governingId = governing?.instructionId ?? null
-    const holder = companyId === undefined ? (deps.holderAt ? deps.holderAt(siteId, qStart) : governing?.companyId) : undefined
+    const holder = companyId === undefined ? (holders ? holders[i] : governing?.companyId) : undefined
     let creneau: Creneau = {
       debut_utc: instantText(qStart),
       fin_utc: instantText(qStart + SLOT_MS),
@@ -123,12 +124,13 @@ export function realisation (deps: RealisationDeps, targetDate: string, siteId: 
   }
 }
 
-/** Per quarter-hour, 1 where `companyId` held the site at its start; undefined: all of them (no tenure known, or the operator). */
-function heldMask (holderAt: HolderAt | undefined, siteId: string, startMs: number, n: number, companyId: string | undefined): Uint8Array | undefined {
-  if (!holderAt || companyId === undefined) return undefined
-  const mask = new Uint8Array(n)
-  for (let i = 0; i < n; i++) mask[i] = holderAt(siteId, startMs + i * SLOT_MS) === companyId ? 1 : 0
-  return mask
+/** Per quarter-hour, the company that held the site at its start (undefined: none). */
+function holderOfQuarters (spans: ReturnType<HoldersDuring>, startMs: number, n: number): Array<string | undefined> {
+  const out = new Array<string | undefined>(n).fill(undefined)
+  for (const s of spans) {
+    for (let i = Math.max(0, Math.ceil((s.fromMs - startMs) / SLOT_MS)); i < n && startMs + i * SLOT_MS < s.untilMs; i++) out[i] = s.companyId
+  }
+  return out
 }
 
 /** An instruction's programmed kWh per quarter-hour of the day, NaN where none: a longer slot spreads evenly over its quarter-hours. */

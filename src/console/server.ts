@@ -90,14 +90,16 @@ async function loadFastify () {
 export async function buildConsole (opts: ConsoleOptions): Promise<FastifyInstance> {
   const { config, dataDir } = opts
   const { Fastify, fastifyCookie, fastifyFormbody, fastifyHelmet, fastifyRateLimit, fastifyStatic } = await loadFastify()
+  const tenure = openTenure(opts.deps.store)
   const deps: ConsoleDeps = {
     ...opts.deps,
     flags: openInstructionFlags(opts.deps.store),
-    tenure: openTenure(opts.deps.store),
+    tenure,
     realisation: {
       instructions: opts.deps.instructions,
       metering: openMetering(opts.deps.store, { now: () => opts.deps.clock.now().getTime(), retentionDays: config.inbound.retentionDays }),
       tolerance: config.delivery,
+      holders: (siteId, fromMs, untilMs) => tenure.holdersDuring(siteId, fromMs, untilMs),
     },
     loginThrottle: createLoginThrottle(opts.loginLimits),
     session: { idleMs: config.console.sessionIdleMinutes * 60_000, maxMs: config.console.sessionMaxHours * 3_600_000 },

@@ -28,6 +28,8 @@ import { inboundRoute } from '../http/inbound-route.ts'
 import { outboundRoute } from '../http/outbound-route.ts'
 import { realiseRoute } from '../http/realise-route.ts'
 import type { Metering } from '../store/metering.ts'
+import { openTenure } from '../store/tenure.ts'
+import type { HoldersDuring } from '../apply/realisation.ts'
 import type { ApiObserver } from '../http/observer.ts'
 import { listenMetrics } from '../metrics/server.ts'
 import type { AskAnswers, Asks, SidePorts } from './protocol.ts'
@@ -127,8 +129,14 @@ function routesOf (parts: DoorParts, host: HostPort): Route[] {
   return [
     inboundRoute({ maxBodyBytes: config.inbound.maxBodyBytes, inbound: parts.inbound, status: { instructions: parts.instructions, flags: parts.flags } }),
     outboundRoute({ revisions: parts.revisions, receipts: { record: host.tell.receipt } }),
-    realiseRoute({ instructions: parts.instructions, metering: parts.metering, tolerance: config.delivery }),
+    realiseRoute({ instructions: parts.instructions, metering: parts.metering, tolerance: config.delivery, holders: holdersOf(parts.store) }),
   ]
+}
+
+/** Who held a site when (DECISIONS.md "Tenure"): a company's realise read covers its own tenure. */
+function holdersOf (store: Store): HoldersDuring {
+  const tenure = openTenure(store)
+  return (siteId, fromMs, untilMs) => tenure.holdersDuring(siteId, fromMs, untilMs)
 }
 
 export async function openDoor (parts: DoorParts, host: HostPort): Promise<OpenDoor> {

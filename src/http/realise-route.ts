@@ -15,7 +15,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import { EpxError } from '../errors.ts'
 import { isPrm } from '../contract/ids.ts'
-import { isCalendarDate, parisDayMs, QUARTER_HOUR_MS } from '../contract/paris-day.ts'
+import { isCalendarDate, parisDayMs } from '../contract/paris-day.ts'
 import { inPerimeter } from '../auth/tenancy.ts'
 import { BoundedCache } from '../bounded-cache.ts'
 import { realisation, realiseEtag, type RealisationDeps } from '../apply/realisation.ts'
@@ -72,7 +72,9 @@ export function realiseRoute (deps: RealiseDeps): Route {
     // A BSP polls the same few targets: a valid one is parsed once (the answer depends on the target alone).
     const { siteId, targetDate } = validQueries.getOrCompute(req.url ?? '', parseQuery, ctx)
     const answer = answerOf(targetDate, siteId, ctx.caller.companyId)
-    if (answer.body === undefined || !inPerimeter(ctx.caller, siteId)) throw new EpxError('NOTHING_TO_COMPARE', [siteId, targetDate])
+    // With tenure, the company's day is the quarter-hours it held (DECISIONS.md "In force, quarter-hour by
+    // quarter-hour"), whatever its perimeter is now; without, its perimeter decides.
+    if (answer.body === undefined || (!deps.holders && !inPerimeter(ctx.caller, siteId))) throw new EpxError('NOTHING_TO_COMPARE', [siteId, targetDate])
     sendRevalidatedJson(req, res, answer.body, answer.etag, head)
   }
   return {
@@ -83,12 +85,12 @@ export function realiseRoute (deps: RealiseDeps): Route {
   }
 }
 
-/** The company's quarter-hours of the day as a string of 0 and 1; empty without tenure (`RealisationDeps.holderAt`). */
+/** The company's tenure of the site over the day, as a string; empty without tenure (`RealisationDeps.holders`). */
 function heldKey (deps: RealiseDeps, targetDate: string, siteId: string, companyId: string): string {
-  if (!deps.holderAt) return ''
+  if (!deps.holders) return ''
   const { startMs, endMs } = parisDayMs(targetDate)
   let key = ''
-  for (let at = startMs; at < endMs; at += QUARTER_HOUR_MS) key += deps.holderAt(siteId, at) === companyId ? '1' : '0'
+  for (const h of deps.holders(siteId, startMs, endMs)) if (h.companyId === companyId) key += `${h.fromMs}-${h.untilMs},`
   return key
 }
 

@@ -46,6 +46,15 @@ export interface Tenure {
   holderAt(siteId: string, atMs: number): string | undefined
   /** The spans, clipped to [fromMs, untilMs), during which `companyId` held `siteId`. */
   heldSpans(companyId: string, siteId: string, fromMs: number, untilMs: number): Array<{ fromMs: number; untilMs: number }>
+  /** Every holder of `siteId` in [fromMs, untilMs), in time order, each span clipped to it: one replay, what a day's reads need. */
+  holdersDuring(siteId: string, fromMs: number, untilMs: number): HolderSpan[]
+}
+
+/** A company's tenure of a site: [fromMs, untilMs). */
+export interface HolderSpan {
+  readonly companyId: string
+  readonly fromMs: number
+  readonly untilMs: number
 }
 
 /** What `companies.ts` writes with a record: inside its `writeDurable`. */
@@ -100,15 +109,9 @@ export function openTenure (store: Store): Tenure & TenureWriter {
     },
     holderAt: (siteId, atMs) => replay(allChanges(), siteId, atMs, undefined).holder,
     heldSpans (companyId, siteId, fromMs, untilMs) {
-      const spans: Array<{ fromMs: number; untilMs: number }> = []
-      replay(allChanges(), siteId, untilMs, (holder, startMs, endMs) => {
-        if (holder !== companyId) return
-        const a = Math.max(startMs, fromMs)
-        const b = Math.min(endMs, untilMs)
-        if (a < b) spans.push({ fromMs: a, untilMs: b })
-      })
-      return spans
+      return holdersDuring(allChanges(), siteId, fromMs, untilMs).filter(h => h.companyId === companyId).map(h => ({ fromMs: h.fromMs, untilMs: h.untilMs }))
     },
+    holdersDuring: (siteId, fromMs, untilMs) => holdersDuring(allChanges(), siteId, fromMs, untilMs),
     recordSync (before, after, actor, atMs) {
       const changes = allChanges()
       const holdersBefore = holdersAt(changes, atMs)
@@ -188,6 +191,16 @@ function replay (changes: readonly TenureChange[], siteId: string, untilMs: numb
   }
   if (holder !== undefined && span) span(holder, since, untilMs)
   return { holder }
+}
+
+function holdersDuring (changes: readonly TenureChange[], siteId: string, fromMs: number, untilMs: number): HolderSpan[] {
+  const spans: HolderSpan[] = []
+  replay(changes, siteId, untilMs, (companyId, startMs, endMs) => {
+    const a = Math.max(startMs, fromMs)
+    const b = Math.min(endMs, untilMs)
+    if (a < b) spans.push({ companyId, fromMs: a, untilMs: b })
+  })
+  return spans
 }
 
 /** Every site's holder at `atMs`, each site replayed when first asked. */

@@ -2,7 +2,7 @@ import t, { type Test as Tap } from 'tap'
 import { openInstructions } from '../../src/store/instructions.ts'
 import { openMetering } from '../../src/store/metering.ts'
 import { createProgrammeCheck } from '../../src/apply/check-programme.ts'
-import { realisation, realisationCsv, CSV_HEADER, type HolderAt, type RealiseBody } from '../../src/apply/realisation.ts'
+import { realisation, realisationCsv, CSV_HEADER, type HoldersDuring, type RealiseBody } from '../../src/apply/realisation.ts'
 import { coverageOf } from '../../src/contract/paris-day.ts'
 import type { InstructionBatch } from '../../src/contract/instruction.ts'
 import { programme, siteId, type ProgrammeOptions } from '../helpers/programme.ts'
@@ -153,8 +153,10 @@ for (const kind of storeKinds) t.test(kind, async t => {
   t.test('tenure: a company\'s day is the quarter-hours that began while it held the site', async t => {
     const { deps, start, g } = await dayOf(t)
     const handover = start + 40 * Q + 7 * 60_000   // a quarter-hour begun before it stays the former holder's
-    const holderAt: HolderAt = (site, atMs) => site === siteId(1) ? (atMs < handover ? 'acme' : 'newco') : undefined
-    const withTenure = { ...deps, holderAt }
+    const holders: HoldersDuring = (site, fromMs, untilMs) => site === siteId(1)
+      ? [{ companyId: 'acme', fromMs, untilMs: handover }, { companyId: 'newco', fromMs: handover, untilMs }]
+      : []
+    const withTenure = { ...deps, holders }
     const acme = realisation(withTenure, DAY, siteId(1), 'acme')!
     t.equal(acme.creneaux.length, 41)
     t.equal(acme.creneaux.at(-1)!.debut_utc, iso(start + 40 * Q).replace('.000Z', 'Z'))

@@ -83,6 +83,8 @@ export interface TestEpx {
     status?: 'active' | 'suspended'
     certSubject?: string
     certPins?: readonly string[]
+    /** When it was added, and so since when it holds its perimeter (default: 30 days before the clock, so the test's days are its own). */
+    since?: string
   }): Promise<{ cert: KeyPairPem; record: CompanyRecord }>
   addToken(companyId: string, scopes: readonly Scope[], opts?: { expiresAt?: string; revoked?: boolean }): Promise<{ id: string; secret: string }>
   request(req: TestRequest): Promise<TestResponse>
@@ -169,9 +171,10 @@ export async function startEpx (t: Test, opts: StartEpxOptions = {}): Promise<Te
         id, name: id, status: o.status ?? 'active', certSubject,
         ...(o.certPins ? { certPins: o.certPins } : {}),
         perimeter: o.perimeter ?? 'all',
-        createdAt: clock.now().toISOString(),
+        createdAt: o.since ?? new Date(clock.now().getTime() - 30 * 86_400_000).toISOString(),
       }
-      await companies.add(record)
+      // Its perimeter history starts at its creation (DECISIONS.md "Tenure"): a company is not made the holder of days it never saw.
+      await openCompanies(store, { onePerSite: false, now: () => Date.parse(record.createdAt) }).add(record)
       return { cert: clientCert(certSubject), record }
     },
 

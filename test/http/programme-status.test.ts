@@ -97,6 +97,8 @@ t.test('a company never sees another company\'s instructions, whatever the param
   const other = await company(epx, 'other', [siteId(1), siteId(2)])
   const narrow = await company(epx, 'narrow', [siteId(3)])
   await acme.send({ emittedAt: '2026-11-21T12:00:00Z', sites: 3, slots: 1 })
+  // A minute later: the timeline orders one instant's receipts by emitted_at, as one company's are.
+  epx.clock.set('2026-11-21T12:31:00Z')
   await other.send({ emittedAt: '2026-11-21T11:00:00Z', sites: 2, slots: 1 })
   await other.send({ emittedAt: '2026-11-21T12:05:00Z', slots: 1 })
   const acmeIds = [rev('20261121T120000Z')]
@@ -118,8 +120,8 @@ t.test('a company never sees another company\'s instructions, whatever the param
   // so other's 11:00 programme on site 2 is in force despite acme's later 12:00 one.
   const site2 = (await other.status({ target_date: DAY, site_id: siteId(2) })).json()
   t.same(site2.instructions, [{
-    instruction_id: rev('20261121T110000Z'), site_id: siteId(2), emitted_at: '2026-11-21T11:00:00Z', received_at: '2026-11-21T12:30:00.000Z',
-    periods_count: 1, status: 'queued', infeasible_slots: 0, in_force: [{ from: '2026-11-21T12:30:00Z' }],
+    instruction_id: rev('20261121T110000Z'), site_id: siteId(2), emitted_at: '2026-11-21T11:00:00Z', received_at: '2026-11-21T12:31:00.000Z',
+    periods_count: 1, status: 'queued', infeasible_slots: 0, in_force: [{ from: '2026-11-21T12:31:00Z' }],
   }], 'not superseded by another company\'s later emitted_at: in force since it was received')
   // A site outside the perimeter that the company never programmed answers as one with none.
   t.same((await other.status({ target_date: DAY, site_id: siteId(3) })).json(), { target_date: DAY, count: 0, instructions: [] })
@@ -146,8 +148,11 @@ t.test('a site that left the perimeter: the company still reads its instructions
   t.equal(res.status, 200, res.text)
   t.same(res.json().instructions, [{
     instruction_id: rev('20261121T120000Z'), site_id: siteId(2), emitted_at: '2026-11-21T12:00:00Z', received_at: '2026-11-21T12:30:00.000Z',
-    periods_count: 2, status: 'withdrawn', withdrawn_at: at, not_in_force_reason: 'site-left-perimeter', infeasible_slots: 0,
+    periods_count: 2, status: 'withdrawn', withdrawn_at: at, infeasible_slots: 0,
+    in_force: [{ from: '2026-11-21T12:30:00Z', until: '2026-11-21T12:40:00Z' }], not_in_force_reason: 'site-left-perimeter',
   }], 'the documented fields, in their order')
+  t.same(Object.keys(res.json().instructions[0]), ['instruction_id', 'site_id', 'emitted_at', 'received_at', 'periods_count', 'status', 'withdrawn_at', 'infeasible_slots', 'in_force', 'not_in_force_reason'],
+    'in the order of the published schema')
   t.notOk(res.text.includes('20261121T110000Z'), 'beta\'s instruction is never named')
   t.same((await acme.status({ target_date: DAY })).json().instructions.map((i: any) => [i.site_id, i.status]), [[siteId(1), 'queued'], [siteId(2), 'withdrawn']])
   t.same((await beta.status({ target_date: DAY })).json().instructions.map((i: any) => [i.site_id, i.status]), [[siteId(2), 'queued']], 'the new holder\'s programme is in force')
@@ -199,8 +204,9 @@ t.test('in_force: when each instruction was in force (UTC), and why not when it 
 
   const entries = (await acme.status({ target_date: DAY })).json().instructions
   t.same(entries.map((i: any) => [i.instruction_id, i.site_id, i.in_force, i.not_in_force_reason]), [
-    [rev('20261122T225000Z'), siteId(1), [{ from: '2026-11-22T22:50:00Z' }], 'late'],
-    [rev('20261121T130000Z'), siteId(1), [{ from: '2026-11-21T13:00:00Z', until: '2026-11-22T22:50:00Z' }], 'superseded'],
+    // Late: never in force (DECISIONS.md "In force, quarter-hour by quarter-hour"), so the one before stays.
+    [rev('20261122T225000Z'), siteId(1), [], 'late'],
+    [rev('20261121T130000Z'), siteId(1), [{ from: '2026-11-21T13:00:00Z' }], undefined],
     [rev('20261121T120000Z'), siteId(1), [{ from: '2026-11-21T12:30:00Z', until: '2026-11-21T13:00:00Z' }], 'superseded'],
     [rev('20261121T120000Z'), siteId(2), [{ from: '2026-11-21T12:30:00Z', until: '2026-11-22T08:00:00Z' }], 'site-left-perimeter'],
     [rev('20261121T120000Z'), siteId(3), [{ from: '2026-11-21T12:30:00Z', until: '2026-11-21T13:00:00Z' }], 'superseded'],

@@ -6,12 +6,12 @@
  * Besoins_Agreges.
  * @module
  */
-import { inPerimeter } from '../../auth/tenancy.ts'
 import { EpxError } from '../../errors.ts'
 import { realisation, realisationCsv, realisationDay, type RealiseBody } from '../../apply/realisation.ts'
 import { openCompanies } from '../../store/companies.ts'
 import { openInstructions } from '../../store/instructions.ts'
 import { openMetering } from '../../store/metering.ts'
+import { openTenure } from '../../store/tenure.ts'
 import { calendarDate, required, siteId as siteArg } from '../args.ts'
 import { defineCommand, type CommandSpec } from '../define-command.ts'
 import { withStore } from '../settings.ts'
@@ -53,12 +53,15 @@ export const realiseCommand = defineCommand(spec, async (args, io) => {
     const company = companyId === undefined ? undefined : openCompanies(store).get(companyId)
     if (companyId !== undefined && !company) throw new EpxError('EPX_NOT_FOUND', [`no company '${companyId}' (see 'epx company list')`])
     const { config } = settings
+    const tenure = openTenure(store)
     const deps = {
       instructions: openInstructions(store),
       metering: openMetering(store, { now: () => Date.now(), retentionDays: config.inbound.retentionDays }),
       tolerance: config.delivery,
+      holders: (siteId: string, fromMs: number, untilMs: number) => tenure.holdersDuring(siteId, fromMs, untilMs),
     }
-    const only = (s: string) => (site === undefined || s === site) && (!company || inPerimeter(company, s))
+    // A company's day is the quarter-hours it held (DECISIONS.md "Tenure"), whatever its perimeter is now.
+    const only = (s: string) => site === undefined || s === site
     if (site !== undefined) {
       const one = only(site) ? realisation(deps, targetDate, site, companyId) : undefined
       return one ? [one] : []
