@@ -10,9 +10,9 @@
  */
 import { Agent, request, type Dispatcher } from 'undici'
 import type { BesoinsAgreges } from '../contract/besoins-agreges.ts'
-import type { Receipt } from '../contract/compiled.ts'
-import type { StatusBody as ProgrammeStatus } from '../contract/programme-status.ts'
-import type { RealiseBody } from '../contract/realise.ts'
+import type { Receipt, ReceiptEntry } from '../contract/receipt.ts'
+import type { StatusBody as ProgrammeStatus, StatusEntry as ProgrammeStatusEntry } from '../contract/programme-status.ts'
+import type { Creneau, RealiseBody, Totaux, Verdict } from '../contract/realise.ts'
 import { INBOUND_PATH as PROGRAMME_PATH, OUTBOUND_PATH as BESOINS_PATH, REALISE_PATH } from '../contract/paths.ts'
 
 
@@ -97,7 +97,8 @@ export interface BspClient {
   close(): Promise<void>
 }
 
-export type { BesoinsAgreges, Receipt, ProgrammeStatus, RealiseBody }
+export type { BesoinsAgreges, BesoinsSite, JalonBesoin, PuissanceDisponible } from '../contract/besoins-agreges.ts'
+export type { Receipt, ReceiptEntry, ProgrammeStatus, ProgrammeStatusEntry, RealiseBody, Creneau, Totaux, Verdict }
 
 type Headers = Record<string, string | string[] | undefined>
 interface Answer { readonly status: number; readonly headers: Headers; readonly text: string }
