@@ -140,6 +140,17 @@ export function createBspClient (opts: BspClientOptions): BspClient {
 
   const conditional = (etag?: string): Record<string, string> => ({ accept: 'application/json', ...(etag ? { 'if-none-match': etag } : {}) })
 
+  /** A conditional GET of an extension's read (status, realise): its document, a 304, or why not. */
+  async function read<A> (url: URL, etag: string | undefined, found: (body: unknown, etag?: string) => A): Promise<A | { kind: 'unchanged'; etag?: string } | Retry | Refused | Unreachable> {
+    const a = await call(url, { method: 'GET', headers: conditional(etag) })
+    if (!('status' in a)) return a
+    const tag = header(a.headers, 'etag')
+    if (a.status === 304) return { kind: 'unchanged', etag: tag }
+    if (a.status !== 200) return failed(a)
+    const body = readJson(a.text)
+    return body === undefined ? notJson(a) : found(body, tag)
+  }
+
   return {
     async getBesoins (q) {
       const headers = conditional(q.etag)
@@ -177,25 +188,11 @@ export function createBspClient (opts: BspClientOptions): BspClient {
       return failed(a)
     },
 
-    async getProgrammeStatus (q) {
-      const a = await call(endpoint(PROGRAMME_PATH, { target_date: q.targetDate, site_id: q.siteId }), { method: 'GET', headers: conditional(q.etag) })
-      if (!('status' in a)) return a
-      const etag = header(a.headers, 'etag')
-      if (a.status === 304) return { kind: 'unchanged', etag }
-      if (a.status !== 200) return failed(a)
-      const status = readJson(a.text)
-      return status === undefined ? notJson(a) : { kind: 'status', status: status as ProgrammeStatus, etag }
-    },
+    getProgrammeStatus: q => read(endpoint(PROGRAMME_PATH, { target_date: q.targetDate, site_id: q.siteId }), q.etag,
+      (status, etag): StatusAnswer => ({ kind: 'status', status: status as ProgrammeStatus, etag })),
 
-    async getRealise (q) {
-      const a = await call(endpoint(REALISE_PATH, { site_id: q.siteId, target_date: q.targetDate }), { method: 'GET', headers: conditional(q.etag) })
-      if (!('status' in a)) return a
-      const etag = header(a.headers, 'etag')
-      if (a.status === 304) return { kind: 'unchanged', etag }
-      if (a.status !== 200) return failed(a)
-      const realise = readJson(a.text)
-      return realise === undefined ? notJson(a) : { kind: 'realise', realise: realise as RealiseBody, etag }
-    },
+    getRealise: q => read(endpoint(REALISE_PATH, { site_id: q.siteId, target_date: q.targetDate }), q.etag,
+      (realise, etag): RealiseAnswer => ({ kind: 'realise', realise: realise as RealiseBody, etag })),
 
     close: () => agent.close(),
   }
