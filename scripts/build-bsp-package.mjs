@@ -6,16 +6,22 @@
  * bundled in, so the package has no dependencies to resolve; `dist/types/` (tsc
  * declarations, their imports rewritten from .ts to .js so a TypeScript user's compiler
  * reads them without allowImportingTsExtensions). Run after `node scripts/build.mjs`,
- * which generates the serializers src/ imports. `npm run build:bsp`; about 5 s.
+ * which generates the serializers src/ imports. `npm run build:bsp`; about 5 s; `npm pack`
+ * in packages/epx-bsp/ runs both first (its `prepack`), so a tarball is never of a stale build.
  *
- * `--out DIR` builds a whole copy of the package there (package.json, README, bin, dist)
- * and leaves packages/epx-bsp/ alone, so tests build their own; `--no-types` skips tsc.
+ * The declarations are self-contained: only those `dist/types/bsp/index.d.ts` reaches are
+ * kept, and the build fails when one of them imports a package (the tarball declares none,
+ * so a TypeScript user's compiler could not resolve it); Node's own types aside.
+ *
+ * `--out DIR` builds a whole copy of the package there (package.json without its scripts,
+ * README, bin, dist) and leaves packages/epx-bsp/ alone, so tests build their own;
+ * `--no-types` skips tsc.
  */
 import { build } from 'esbuild'
 import { execFileSync } from 'node:child_process'
-import { cpSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { cpSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
-import { dirname, join, resolve } from 'node:path'
+import { dirname, join, relative, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 
 const root = fileURLToPath(new URL('..', import.meta.url))
@@ -25,7 +31,10 @@ const outAt = args.indexOf('--out')
 const pkgDir = outAt >= 0 ? resolve(args[outAt + 1]) : source
 const withTypes = !args.includes('--no-types')
 if (pkgDir !== source) {
-  for (const f of ['package.json', 'README.md', 'bin']) cpSync(join(source, f), join(pkgDir, f), { recursive: true })
+  for (const f of ['README.md', 'bin']) cpSync(join(source, f), join(pkgDir, f), { recursive: true })
+  // The copy is built already; its prepack (`cd ../..`) would point nowhere from there.
+  const { scripts: _built, ...pkg } = JSON.parse(readFileSync(join(source, 'package.json'), 'utf8'))
+  writeFileSync(join(pkgDir, 'package.json'), JSON.stringify(pkg, null, 2) + '\n')
 }
 const dist = join(pkgDir, 'dist')
 const { version } = JSON.parse(readFileSync(join(source, 'package.json'), 'utf8'))
@@ -80,6 +89,34 @@ if (withTypes) {
     const file = join(types, String(entry))
     if (!file.endsWith('.d.ts')) continue
     writeFileSync(file, readFileSync(file, 'utf8').replace(/(from '\.{1,2}\/[^']+)\.ts'/g, "$1.js'"))
+  }
+  keepReachableDeclarations(types, join(types, 'bsp/index.d.ts'))
+}
+
+/**
+ * Deletes the declarations the entry does not reach (tsc emits one per source file it
+ * read), and fails on an import of a package: the tarball has no dependencies.
+ */
+function keepReachableDeclarations (types, entry) {
+  const reached = new Set()
+  const foreign = []
+  const visit = file => {
+    if (reached.has(file)) return
+    reached.add(file)
+    for (const [, spec] of readFileSync(file, 'utf8').matchAll(/(?:from|import\() *'([^']+)'/g)) {
+      if (spec.startsWith('.')) visit(resolve(dirname(file), spec.replace(/\.js$/, '.d.ts')))
+      else if (!spec.startsWith('node:')) foreign.push(`${relative(types, file)} imports '${spec}'`)
+    }
+  }
+  visit(entry)
+  if (foreign.length) throw new Error(`the epx-bsp declarations must be self-contained (the package has no dependencies): ${foreign.join('; ')}; export plain types from src/bsp/ instead`)
+  for (const e of readdirSync(types, { recursive: true })) {
+    const file = join(types, String(e))
+    if (file.endsWith('.d.ts') && !reached.has(file)) rmSync(file)
+  }
+  for (const e of readdirSync(types, { recursive: true }).map(String).sort().reverse()) {
+    const dir = join(types, e)
+    if (statSync(dir).isDirectory() && readdirSync(dir).length === 0) rmSync(dir, { recursive: true })
   }
 }
 console.log(`built ${dist} (epx-bsp ${version})`)

@@ -115,3 +115,18 @@ t.test('through the conformance interceptor, an answer the description does not 
   const unknown = await request(`${base}/elsewhere`, { dispatcher: agent })
   t.match(JSON.parse(await unknown.body.text()), { status: 404 }, 'the same answer on an unknown path is the documented UnknownPath')
 })
+
+t.test('the POST states every refusal of DECISIONS.md "Inbound"; Problem requires its code; the receipt promises nothing it will not do', async t => {
+  const doc = await description() as any
+  const post = doc.paths['/api/v0.5/energy-programs/programme-soutirage'].post
+  for (const rule of [
+    /not JSON, or not an object/, /schema_version.*v0\.2/, /slot_duration_secs.*multiple of 900/, /more sites than/, /perimeter/,
+    /solver does not manage/, /900 s boundary/, /outside the Europe\/Paris\s+target day/, /overlapping/, /inbound\.requireContiguous/, /negative/,
+    /inbound\.maxSiteKw/, /inbound\.maxClockSkewSeconds.*ahead of the service's clock/, /the day is over/, /inbound\.maxDaysAhead/, /Today is accepted/,
+    /415/, /413/,
+  ]) t.match(post.description, rule, `the description states ${rule}`)
+  t.ok(doc.components.schemas.Problem.required.includes('code'), 'Problem.code required where the schema is defined, not only per response')
+  const receipt = doc.components.schemas.Receipt
+  t.notMatch(receipt.description, /will be applied/, 'no "will be applied" for an entry that will not be')
+  t.match(receipt.description, /`queued` goes to the solver at its next cycle/)
+})

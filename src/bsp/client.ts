@@ -2,15 +2,17 @@
  * The BSP's side of the two calls, on undici: one keep-alive connection pool presenting
  * the BSP's client certificate, the Bearer token on every request, and each answer read
  * into what a BSP acts on (a document and its validators, "nothing new", "retry after
- * N s", or the error body), and the status read of your programmes (an extension). What to do with an answer (retry, wait, write) is pull.ts's
- * and push.ts's business.
+ * N s", a refusal with its code, or a service out of reach), for the contract's two calls
+ * and the two reads of its extensions (status, realise). Nothing but a misuse of the
+ * options is thrown. What to do with an answer (retry, wait, write) is pull.ts's and
+ * push.ts's business.
  * @module
  */
 import { Agent, request, type Dispatcher } from 'undici'
 import type { BesoinsAgreges } from '../contract/besoins-agreges.ts'
-import type { Receipt } from '../contract/compiled.ts'
-import type { StatusBody as ProgrammeStatus } from '../contract/programme-status.ts'
-import type { RealiseBody } from '../contract/realise.ts'
+import type { Receipt, ReceiptEntry } from '../contract/receipt.ts'
+import type { StatusBody as ProgrammeStatus, StatusEntry as ProgrammeStatusEntry } from '../contract/programme-status.ts'
+import type { Creneau, RealiseBody, Totaux, Verdict } from '../contract/realise.ts'
 import { INBOUND_PATH as PROGRAMME_PATH, OUTBOUND_PATH as BESOINS_PATH, REALISE_PATH } from '../contract/paths.ts'
 
 
@@ -29,32 +31,59 @@ export interface BspClientOptions {
   readonly now?: () => Date
 }
 
+/**
+ * The request never got an HTTP answer: the service out of reach, a TLS handshake that
+ * failed (the service's certificate not signed by `ca`, your certificate refused), the
+ * connection cut. Returned like every other outcome, never thrown: `detail` says which.
+ */
+export interface Unreachable { readonly kind: 'unreachable'; readonly code?: string; readonly detail: string }
+
+/** The service asks to come back later (503, or 404 NOT_PUBLISHED for besoins-agreges). */
+export interface Retry { readonly kind: 'retry'; readonly status: number; readonly code?: string; readonly retryAfterSecs?: number; readonly detail: string }
+
+/**
+ * The service refused the request: asking again as is will not change the answer. `code`
+ * is the error's (e.g. UNKNOWN_PATH: a wrong URL), whichever of the two error formats carried
+ * it; `details` maps a JSON Pointer into the body, or a query parameter, to what to fix.
+ */
+export interface Refused {
+  readonly kind: 'refused'
+  readonly status: number
+  readonly code?: string
+  readonly message: string
+  readonly details: Readonly<Record<string, string>>
+}
+
 /** What GET besoins-agreges answered, as a BSP acts on it. */
 export type BesoinsAnswer =
-  | { readonly kind: 'document'; readonly document: unknown; readonly text: string; readonly etag?: string; readonly lastModified?: string }
+  | { readonly kind: 'document'; readonly document: BesoinsAgreges; readonly text: string; readonly etag?: string; readonly lastModified?: string }
   | { readonly kind: 'unchanged'; readonly etag?: string; readonly lastModified?: string }
-  | { readonly kind: 'retry'; readonly status: number; readonly retryAfterSecs?: number; readonly detail: string }
-  | { readonly kind: 'refused'; readonly status: number; readonly detail: string; readonly body?: unknown }
+  | Retry
+  | (Refused & { readonly detail: string; readonly body?: unknown })
+  | Unreachable
 
 /** What POST programme-soutirage answered. */
 export type ProgrammeAnswer =
   | { readonly kind: 'received'; readonly receipt: Receipt }
-  | { readonly kind: 'retry'; readonly status: number; readonly retryAfterSecs?: number; readonly detail: string }
-  | { readonly kind: 'refused'; readonly status: number; readonly code?: string; readonly message: string; readonly details: Readonly<Record<string, string>> }
+  | Retry
+  | Refused
+  | Unreachable
 
 /** What GET programme-soutirage (the status read, an extension of the contract) answered. */
 export type StatusAnswer =
   | { readonly kind: 'status'; readonly status: ProgrammeStatus; readonly etag?: string }
   | { readonly kind: 'unchanged'; readonly etag?: string }
-  | { readonly kind: 'retry'; readonly status: number; readonly retryAfterSecs?: number; readonly detail: string }
-  | { readonly kind: 'refused'; readonly status: number; readonly code?: string; readonly message: string; readonly details: Readonly<Record<string, string>> }
+  | Retry
+  | Refused
+  | Unreachable
 
 /** What GET realise (programme against delivery, an extension of the contract) answered. */
 export type RealiseAnswer =
   | { readonly kind: 'realise'; readonly realise: RealiseBody; readonly etag?: string }
   | { readonly kind: 'unchanged'; readonly etag?: string }
-  | { readonly kind: 'retry'; readonly status: number; readonly retryAfterSecs?: number; readonly detail: string }
-  | { readonly kind: 'refused'; readonly status: number; readonly code?: string; readonly message: string; readonly details: Readonly<Record<string, string>> }
+  | Retry
+  | Refused
+  | Unreachable
 
 export interface BspClient {
   /** GET besoins-agreges; `etag`/`lastModified` of the last 200 make it conditional. */
@@ -68,14 +97,23 @@ export interface BspClient {
   close(): Promise<void>
 }
 
-export type { BesoinsAgreges, Receipt, ProgrammeStatus, RealiseBody }
+export type { BesoinsAgreges, BesoinsSite, JalonBesoin, PuissanceDisponible } from '../contract/besoins-agreges.ts'
+export type { Receipt, ReceiptEntry, ProgrammeStatus, ProgrammeStatusEntry, RealiseBody, Creneau, Totaux, Verdict }
+
+type Headers = Record<string, string | string[] | undefined>
+interface Answer { readonly status: number; readonly headers: Headers; readonly text: string }
 
 export function createBspClient (opts: BspClientOptions): BspClient {
-  const base = new URL(opts.url)
+  const base = checkOptions(opts)
   // A service behind a reverse proxy under a path (`https://gw.example.com/epx`) keeps it:
-  // the API's paths are appended to the base URL's path, not put in its place.
+  // the API's paths are appended to the base URL's path, not put in its place. Every call
+  // builds its URL here, so none can drop it.
   const prefix = base.pathname.replace(/\/+$/, '')
-  const endpoint = (path: string) => new URL(prefix + path, base.origin)
+  const endpoint = (path: string, query: Record<string, string | undefined> = {}) => {
+    const url = new URL(prefix + path, base.origin)
+    for (const [name, value] of Object.entries(query)) if (value !== undefined) url.searchParams.set(name, value)
+    return url
+  }
   const agent: Dispatcher = new Agent({
     connections: opts.connections ?? 4,
     connect: { cert: opts.cert, key: opts.key, ...(opts.ca ? { ca: opts.ca } : {}) },
@@ -83,94 +121,148 @@ export function createBspClient (opts: BspClientOptions): BspClient {
   const auth = `Bearer ${opts.token}`
   const now = opts.now ?? (() => new Date())
 
+  /** One request; a failure before any HTTP answer (network, TLS) is returned, as the others. */
+  async function call (url: URL, o: { method: 'GET' | 'POST'; headers: Record<string, string>; body?: string }): Promise<Answer | Unreachable> {
+    try {
+      const res = await request(url, { ...o, headers: { authorization: auth, ...o.headers }, dispatcher: agent })
+      return { status: res.statusCode, headers: res.headers, text: await res.body.text() }
+    } catch (err) {
+      return unreachable(err)
+    }
+  }
+
+  /** An answer without its document: the service asks to retry (503), or refuses. */
+  const failed = (a: Answer): Retry | Refused => {
+    const e = readError(a)
+    if (a.status === 503) return { kind: 'retry', status: 503, code: e.code, retryAfterSecs: retryAfter(a.headers, now()), detail: e.message }
+    return { kind: 'refused', status: a.status, code: e.code, message: e.message, details: e.details }
+  }
+
+  const conditional = (etag?: string): Record<string, string> => ({ accept: 'application/json', ...(etag ? { 'if-none-match': etag } : {}) })
+
+  /** A conditional GET of an extension's read (status, realise): its document, a 304, or why not. */
+  async function read<A> (url: URL, etag: string | undefined, found: (body: unknown, etag?: string) => A): Promise<A | { kind: 'unchanged'; etag?: string } | Retry | Refused | Unreachable> {
+    const a = await call(url, { method: 'GET', headers: conditional(etag) })
+    if (!('status' in a)) return a
+    const tag = header(a.headers, 'etag')
+    if (a.status === 304) return { kind: 'unchanged', etag: tag }
+    if (a.status !== 200) return failed(a)
+    const body = readJson(a.text)
+    return body === undefined ? notJson(a) : found(body, tag)
+  }
+
   return {
     async getBesoins (q) {
-      const url = endpoint(BESOINS_PATH)
-      url.searchParams.set('site_id', q.siteId)
-      url.searchParams.set('target_date', q.targetDate)
-      const headers: Record<string, string> = { authorization: auth, accept: 'application/json' }
+      const headers = conditional(q.etag)
       // If-None-Match wins on the server; If-Modified-Since helps only without an ETag.
-      if (q.etag) headers['if-none-match'] = q.etag
-      else if (q.lastModified) headers['if-modified-since'] = q.lastModified
-      const res = await request(url, { method: 'GET', headers, dispatcher: agent })
-      const text = await res.body.text()
-      const etag = header(res.headers, 'etag')
-      const lastModified = header(res.headers, 'last-modified')
-      if (res.statusCode === 200) return { kind: 'document', document: JSON.parse(text), text, etag, lastModified }
-      if (res.statusCode === 304) return { kind: 'unchanged', etag, lastModified }
-      const problem = readJson(text) as { detail?: string; code?: string } | undefined
-      const detail = problem?.detail ?? `HTTP ${res.statusCode}`
-      // A 404 is "not yet" only as NOT_PUBLISHED: UNKNOWN_PATH is a wrong URL, never worth a retry.
-      if ((res.statusCode === 404 && problem?.code !== 'UNKNOWN_PATH') || res.statusCode === 503) {
-        return { kind: 'retry', status: res.statusCode, retryAfterSecs: retryAfter(res.headers, now()), detail }
+      if (!q.etag && q.lastModified) headers['if-modified-since'] = q.lastModified
+      const a = await call(endpoint(BESOINS_PATH, { site_id: q.siteId, target_date: q.targetDate }), { method: 'GET', headers })
+      if (!('status' in a)) return a
+      const etag = header(a.headers, 'etag')
+      const lastModified = header(a.headers, 'last-modified')
+      if (a.status === 200) {
+        const document = readJson(a.text)
+        return document === undefined ? notJson(a) : { kind: 'document', document: document as BesoinsAgreges, text: a.text, etag, lastModified }
       }
-      return { kind: 'refused', status: res.statusCode, detail, body: problem }
+      if (a.status === 304) return { kind: 'unchanged', etag, lastModified }
+      const e = readError(a)
+      // A 404 is "not yet" only as NOT_PUBLISHED (or without a code, from an older service):
+      // UNKNOWN_PATH is a wrong URL, never worth a retry.
+      if ((a.status === 404 && (e.code === undefined || e.code === 'NOT_PUBLISHED')) || a.status === 503) {
+        return { kind: 'retry', status: a.status, code: e.code, retryAfterSecs: retryAfter(a.headers, now()), detail: e.message }
+      }
+      return { kind: 'refused', status: a.status, code: e.code, message: e.message, details: e.details, detail: e.message, body: readJson(a.text) }
     },
 
     async postProgramme (body) {
-      const res = await request(endpoint(PROGRAMME_PATH), {
+      const a = await call(endpoint(PROGRAMME_PATH), {
         method: 'POST',
-        headers: { authorization: auth, 'content-type': 'application/json' },
+        headers: { 'content-type': 'application/json' },
         body: typeof body === 'string' ? body : JSON.stringify(body),
-        dispatcher: agent,
       })
-      const text = await res.body.text()
-      if (res.statusCode === 202) return { kind: 'received', receipt: JSON.parse(text) as Receipt }
-      const error = (readJson(text) as { error?: { code?: string; message?: string; details?: Record<string, string> } } | undefined)?.error
-      const message = error?.message ?? `HTTP ${res.statusCode}`
-      if (res.statusCode === 503) return { kind: 'retry', status: 503, retryAfterSecs: retryAfter(res.headers, now()), detail: message }
-      return { kind: 'refused', status: res.statusCode, code: error?.code, message, details: error?.details ?? {} }
-    },
-
-    async getProgrammeStatus (q) {
-      const url = endpoint(PROGRAMME_PATH)
-      url.searchParams.set('target_date', q.targetDate)
-      if (q.siteId !== undefined) url.searchParams.set('site_id', q.siteId)
-      const headers: Record<string, string> = { authorization: auth, accept: 'application/json' }
-      if (q.etag) headers['if-none-match'] = q.etag
-      const res = await request(url, { method: 'GET', headers, dispatcher: agent })
-      const text = await res.body.text()
-      const etag = header(res.headers, 'etag')
-      if (res.statusCode === 200) return { kind: 'status', status: JSON.parse(text) as ProgrammeStatus, etag }
-      if (res.statusCode === 304) return { kind: 'unchanged', etag }
-      const error = (readJson(text) as { error?: { code?: string; message?: string; details?: Record<string, string> } } | undefined)?.error
-      const message = error?.message ?? `HTTP ${res.statusCode}`
-      if (res.statusCode === 503) return { kind: 'retry', status: 503, retryAfterSecs: retryAfter(res.headers, now()), detail: message }
-      return { kind: 'refused', status: res.statusCode, code: error?.code, message, details: error?.details ?? {} }
-    },
-
-    async getRealise (q) {
-      const url = new URL(REALISE_PATH, base)
-      url.searchParams.set('site_id', q.siteId)
-      url.searchParams.set('target_date', q.targetDate)
-      const headers: Record<string, string> = { authorization: auth, accept: 'application/json' }
-      if (q.etag) headers['if-none-match'] = q.etag
-      const res = await request(url, { method: 'GET', headers, dispatcher: agent })
-      const text = await res.body.text()
-      const etag = header(res.headers, 'etag')
-      if (res.statusCode === 200) return { kind: 'realise', realise: JSON.parse(text) as RealiseBody, etag }
-      if (res.statusCode === 304) return { kind: 'unchanged', etag }
-      // problem+json, as besoins-agreges: `invalid_params` names each query parameter at fault.
-      const problem = readJson(text) as { detail?: string; code?: string; invalid_params?: Array<{ name: string; reason: string }> } | undefined
-      const message = problem?.detail ?? `HTTP ${res.statusCode}`
-      if (res.statusCode === 503) return { kind: 'retry', status: 503, retryAfterSecs: retryAfter(res.headers, now()), detail: message }
-      return {
-        kind: 'refused', status: res.statusCode, code: problem?.code, message,
-        details: Object.fromEntries((problem?.invalid_params ?? []).map(p => [p.name, p.reason])),
+      if (!('status' in a)) return a
+      if (a.status === 202) {
+        const receipt = readJson(a.text)
+        return receipt === undefined ? notJson(a) : { kind: 'received', receipt: receipt as Receipt }
       }
+      return failed(a)
     },
+
+    getProgrammeStatus: q => read(endpoint(PROGRAMME_PATH, { target_date: q.targetDate, site_id: q.siteId }), q.etag,
+      (status, etag): StatusAnswer => ({ kind: 'status', status: status as ProgrammeStatus, etag })),
+
+    getRealise: q => read(endpoint(REALISE_PATH, { site_id: q.siteId, target_date: q.targetDate }), q.etag,
+      (realise, etag): RealiseAnswer => ({ kind: 'realise', realise: realise as RealiseBody, etag })),
 
     close: () => agent.close(),
   }
 }
 
-function header (headers: Record<string, string | string[] | undefined>, name: string): string | undefined {
+/**
+ * The options as a JavaScript caller may pass them (no compiler to check them): each
+ * mistake named with what to give, before any connection is tried.
+ */
+function checkOptions (opts: BspClientOptions): URL {
+  const problem = (what: string) => new TypeError(`createBspClient: ${what}`)
+  if (typeof opts !== 'object' || opts === null) throw problem('give the options { url, cert, key, ca, token }')
+  if (opts.url === undefined || opts.url === '') throw problem('options.url is missing: give the service\'s base URL, e.g. https://epx.example.com:8443')
+  const url = opts.url instanceof URL ? opts.url : URL.canParse(String(opts.url)) ? new URL(String(opts.url)) : undefined
+  if (!url || url.protocol !== 'https:') throw problem(`options.url ${JSON.stringify(String(opts.url))} is not an https:// URL, e.g. https://epx.example.com:8443`)
+  if (url.search || url.hash) throw problem(`options.url ${url.href} has a query or a fragment: give the base URL only (a path is kept as a prefix)`)
+  for (const name of ['cert', 'key'] as const) {
+    const v = opts[name]
+    if (!(typeof v === 'string' || Buffer.isBuffer(v)) || v.length === 0) throw problem(`options.${name} is missing: give your client ${name === 'cert' ? 'certificate' : 'private key'}, PEM (a string or a Buffer, e.g. readFileSync('client.${name === 'cert' ? 'crt' : 'key'}'))`)
+  }
+  if (opts.ca !== undefined && !(typeof opts.ca === 'string' || Buffer.isBuffer(opts.ca))) throw problem('options.ca must be PEM, a string or a Buffer (or left out for the system\'s CAs)')
+  if (typeof opts.token !== 'string' || opts.token.trim() === '') throw problem('options.token is missing: give the Bearer token, read from a file or a secret store')
+  if (opts.connections !== undefined && !(Number.isInteger(opts.connections) && opts.connections > 0)) throw problem(`options.connections ${String(opts.connections)} is not a positive whole number`)
+  return url
+}
+
+/** What a failed request's error says, from whichever transport failed (undici, TLS, the system). */
+function unreachable (err: unknown): Unreachable {
+  const e = err as { code?: unknown; message?: unknown; cause?: { code?: unknown; message?: unknown } }
+  const code = typeof e?.code === 'string' ? e.code : typeof e?.cause?.code === 'string' ? e.cause.code : undefined
+  const message = typeof e?.message === 'string' && e.message ? e.message : String(err)
+  const detail = code && !message.includes(code) ? `${code}: ${message}` : message
+  return code ? { kind: 'unreachable', code, detail } : { kind: 'unreachable', detail }
+}
+
+/**
+ * An error answer's code, message and details, from either of the API's two formats: the
+ * inbound `{ error: { code, message, details } }` and problem+json (RFC 9457: `code`,
+ * `detail`, `invalid_params`), which every door answers for a wrong path. A body that is
+ * neither (a proxy's page) leaves the status to speak.
+ */
+function readError (a: Answer): { code?: string; message: string; details: Record<string, string> } {
+  const body = readJson(a.text) as {
+    error?: { code?: unknown; message?: unknown; details?: Record<string, string> }
+    code?: unknown; detail?: unknown; invalid_params?: Array<{ name: string; reason: string }>
+  } | undefined
+  const text = (v: unknown) => typeof v === 'string' && v ? v : undefined
+  if (body && typeof body === 'object' && body.error && typeof body.error === 'object') {
+    return { code: text(body.error.code), message: text(body.error.message) ?? `HTTP ${a.status}`, details: { ...(body.error.details ?? {}) } }
+  }
+  if (body && typeof body === 'object') {
+    const details = Array.isArray(body.invalid_params) ? Object.fromEntries(body.invalid_params.map(p => [p.name, p.reason])) : {}
+    return { code: text(body.code), message: text(body.detail) ?? `HTTP ${a.status}`, details }
+  }
+  return { message: `HTTP ${a.status}`, details: {} }
+}
+
+/** A success status whose body is not JSON: not the service's answer (a proxy in the way). */
+function notJson (a: Answer): Refused & { readonly detail: string } {
+  const message = `HTTP ${a.status} with a body that is not JSON: is --url the service's address?`
+  return { kind: 'refused', status: a.status, message, detail: message, details: {} }
+}
+
+function header (headers: Headers, name: string): string | undefined {
   const v = headers[name]
   return Array.isArray(v) ? v[0] : v
 }
 
 /** Retry-After in seconds (RFC 9110 §10.2.3: seconds or an HTTP date). */
-function retryAfter (headers: Record<string, string | string[] | undefined>, now: Date): number | undefined {
+function retryAfter (headers: Headers, now: Date): number | undefined {
   const v = header(headers, 'retry-after')
   if (v === undefined) return undefined
   if (/^\d+$/.test(v)) return Number(v)

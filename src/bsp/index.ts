@@ -5,8 +5,13 @@
  * (`pushProgramme`, `checkProgramme`). docs/bsp-guide.md shows it in use.
  * @module
  */
-export { createBspClient, type BspClient, type BspClientOptions, type BesoinsAnswer, type ProgrammeAnswer, type StatusAnswer, type BesoinsAgreges, type Receipt, type ProgrammeStatus } from './client.ts'
-export { checkBesoinsAgreges, checkProgramme, type Checked } from './check.ts'
+export {
+  createBspClient, type BspClient, type BspClientOptions,
+  type BesoinsAnswer, type ProgrammeAnswer, type StatusAnswer, type RealiseAnswer, type Retry, type Refused, type Unreachable,
+  type BesoinsAgreges, type BesoinsSite, type JalonBesoin, type PuissanceDisponible,
+  type Receipt, type ReceiptEntry, type ProgrammeStatus, type ProgrammeStatusEntry, type RealiseBody, type Creneau, type Totaux, type Verdict,
+} from './client.ts'
+export { checkBesoinsAgreges, checkProgramme, DEFAULT_MAX_CLOCK_SKEW_SECONDS, type Checked, type CheckProgrammeOptions } from './check.ts'
 export { pullRound, documentFile, STATE_FILE, type PullOptions, type RoundReport, type Outcome, type PairState } from './pull.ts'
 export { watch, DEFAULT_INTERVAL_SECS, type WatchOptions } from './watch.ts'
 export { pushProgramme, type PushOptions, type PushResult } from './push.ts'

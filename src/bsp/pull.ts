@@ -73,14 +73,7 @@ async function pullSite (o: PullOptions, siteId: string, known: PairState, remem
   const attempts = o.attempts ?? 4
   let why = ''
   for (let attempt = 0; attempt < attempts; attempt++) {
-    let answer
-    try {
-      answer = await o.client.getBesoins({ siteId, targetDate: o.targetDate, etag: known.etag, lastModified: known.lastModified })
-    } catch (err) {
-      why = `network: ${(err as Error).message}`
-      if (attempt + 1 < attempts) await o.timing.sleep(backoffMs(attempt, undefined, o.timing.random))
-      continue
-    }
+    const answer = await o.client.getBesoins({ siteId, targetDate: o.targetDate, etag: known.etag, lastModified: known.lastModified })
     switch (answer.kind) {
       case 'unchanged':
         return { siteId, result: 'unchanged' }
@@ -101,9 +94,13 @@ async function pullSite (o: PullOptions, siteId: string, known: PairState, remem
         why = `${answer.status}: ${answer.detail}`
         if (attempt + 1 < attempts) await o.timing.sleep(backoffMs(attempt, answer.retryAfterSecs, o.timing.random))
         continue
+      case 'unreachable':
+        why = `network: ${answer.detail}`
+        if (attempt + 1 < attempts) await o.timing.sleep(backoffMs(attempt, undefined, o.timing.random))
+        continue
       case 'refused':
-        // 400, 401, 403: asking again will not change the answer.
-        return { siteId, result: 'failed', why: `${answer.status}: ${answer.detail}` }
+        // 400, 401, 403, a wrong path: asking again will not change the answer.
+        return { siteId, result: 'failed', why: `${answer.status}: ${answer.code ? `${answer.code}: ` : ''}${answer.detail}` }
     }
   }
   return { siteId, result: 'failed', why: `${why} (after ${attempts} tries)` }

@@ -12,7 +12,6 @@ import { backoffMs, type Timing } from './timing.ts'
 export type PushResult =
   | ProgrammeAnswer
   | { readonly kind: 'invalid'; readonly details: Readonly<Record<string, string>> }
-  | { readonly kind: 'unreachable'; readonly detail: string }
 
 export interface PushOptions {
   readonly client: BspClient
@@ -41,17 +40,11 @@ export async function pushProgramme (o: PushOptions): Promise<PushResult> {
   const body = JSON.stringify(o.programme)
   let last: PushResult = { kind: 'unreachable', detail: 'no attempt made' }
   for (let attempt = 0; attempt < attempts; attempt++) {
-    let retryAfter: number | undefined
-    try {
-      last = await o.client.postProgramme(body)
-      if (last.kind !== 'retry') return last
-      retryAfter = last.retryAfterSecs
-    } catch (err) {
-      last = { kind: 'unreachable', detail: (err as Error).message }
-    }
+    last = await o.client.postProgramme(body)
+    if (last.kind !== 'retry' && last.kind !== 'unreachable') return last
     if (attempt + 1 < attempts) {
-      const wait = backoffMs(attempt, retryAfter, o.timing.random)
-      o.onRetry?.(last.kind === 'retry' ? `${last.status}: ${last.detail}` : `network: ${(last as { detail: string }).detail}`, wait)
+      const wait = backoffMs(attempt, last.kind === 'retry' ? last.retryAfterSecs : undefined, o.timing.random)
+      o.onRetry?.(last.kind === 'retry' ? `${last.status}: ${last.detail}` : `network: ${last.detail}`, wait)
       await o.timing.sleep(wait)
     }
   }

@@ -18,6 +18,11 @@ export interface WatchOptions extends PullOptions {
   readonly onRound?: (report: RoundReport) => void
   /** Stops the watch between rounds (Ctrl+C). */
   readonly signal?: AbortSignal
+  /**
+   * Called before each wait with when the next round is due and why then, so a watcher
+   * started at dawn says it waits for 08:30 Paris instead of seeming to hang.
+   */
+  readonly onWait?: (until: Date, why: string) => void
 }
 
 export const DEFAULT_INTERVAL_SECS = 300
@@ -29,14 +34,19 @@ export async function watch (o: WatchOptions): Promise<RoundReport[]> {
   const interval = Math.max(o.intervalSecs ?? DEFAULT_INTERVAL_SECS, MIN_INTERVAL_SECS)
   const end = endOfDay(o.targetDate).getTime()
   const first = firstAttemptAt(o.targetDate, timing.now())
-  await timing.sleep(first.getTime() - timing.now().getTime())
+  const untilFirst = first.getTime() - timing.now().getTime()
+  if (untilFirst > 0 && first.getTime() < end) o.onWait?.(first, `the first round of ${o.targetDate}: 08:30 Europe/Paris the day before, after the 08:00 publication`)
+  await timing.sleep(untilFirst)
   while (!o.signal?.aborted && timing.now().getTime() < end) {
     const report = await pullRound(o)
     reports.push(report)
     o.onRound?.(report)
     if (o.rounds !== undefined && reports.length >= o.rounds) break
     const notBefore = Math.max(interval, ...report.outcomes.map(x => x.result === 'missing' ? x.retryAfterSecs : 0))
-    await timing.sleep(Math.round(notBefore * 1000 * (1 + 0.1 * timing.random())))
+    const wait = Math.round(notBefore * 1000 * (1 + 0.1 * timing.random()))
+    const next = new Date(timing.now().getTime() + wait)
+    if (next.getTime() < end) o.onWait?.(next, notBefore > interval ? 'the next round, no sooner than the Retry-After of a site not published yet' : 'the next round')
+    await timing.sleep(wait)
   }
   return reports
 }

@@ -17,7 +17,8 @@ export async function runBspCli (argv: readonly string[], io: { out(line: string
 }): Promise<number> {
   const named = (line: string) => line.replaceAll('epx bsp', BIN)
   const out = (line: string) => io.out(named(line))
-  const err = (line: string) => io.err(named(line))
+  // Every message on stderr starts with the program's name: `epx-bsp: UNKNOWN_PATH: ...`.
+  const err = (line: string) => io.err(named(line).replace(/^epx: /, `${BIN}: `))
   if (argv[0] === '--version') {
     out(process.env.EPX_BSP_VERSION ?? 'unknown')
     return 0
@@ -28,7 +29,7 @@ export async function runBspCli (argv: readonly string[], io: { out(line: string
     // No data folder: dataDir is never read by these commands.
     return await group.run([...argv], { out, err, dataDir: process.cwd() })
   } catch (e) {
-    return renderError(e, line => err(line.replace(/^epx: /, `${BIN}: `)))
+    return renderError(e, err)
   }
 }
 

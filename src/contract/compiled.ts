@@ -88,32 +88,9 @@ function escapePointer (token: string): string {
   return token.replace(/~/g, '~0').replace(/\//g, '~1')
 }
 
-/** The 202 body (contract §4.2), fields in the contract's order. */
-/**
- * One instruction of a receipt: the contract's three fields, in their order, then the
- * extension (DECISIONS.md "Inbound"): what will become of it.
- */
-export interface ReceiptEntry {
-  instruction_id: string
-  site_id: string
-  periods_count: number
-  /**
-   * `queued`: goes to the solver at its next cycle; `superseded`: a later programme is in
-   * force; `late`: every period had begun before reception, kept but never applied.
-   */
-  status: 'queued' | 'superseded' | 'late'
-  /** The instruction in force, when it is the caller company's own (another's is not named). */
-  superseded_by?: string
-  /** Periods of a programme for today already over at reception: kept, not fed to the solver (never with `late`: none is). */
-  periods_over?: number
-}
-
-export interface Receipt {
-  status: 'received'
-  count: number
-  instructions: ReceiptEntry[]
-  message: string
-}
+// The 202 body's types live in receipt.ts: the BSP client's declarations name them without this module's.
+import type { Receipt } from './receipt.ts'
+export type { Receipt, ReceiptEntry } from './receipt.ts'
 
 /** The 202 body's schema: the serializer's, and the description's (openapi/). */
 export const receiptSchema = {

@@ -107,7 +107,16 @@ export function receiptJsonSchema (): JsonSchema {
   const items = (properties.instructions as JsonSchema).items as JsonSchema
   const itemProperties = { ...(items.properties as JsonSchema), instruction_id: instructionId(), site_id: { type: 'string', pattern: PRM_PATTERN } }
   properties.instructions = { ...(properties.instructions as JsonSchema), items: { ...items, properties: itemProperties } }
-  return { ...s, properties, description: 'One instruction per site was persisted (on disk); each entry\'s `status` says what will become of it (`queued`: applied at the next solver cycle; `superseded` or `late`: kept, never applied), and `message` sums it up.' }
+  return {
+    ...s,
+    properties,
+    // Never "will be applied" for what will not (DECISIONS.md "Inbound"): each entry says.
+    description: 'One instruction per site was persisted (on disk) before this answer. Whether each is applied is its entry\'s `status`: ' +
+      '`queued` goes to the solver at its next cycle (of a programme for today, only the periods not yet over; `periods_over` counts the others); ' +
+      'any other status is never applied (`superseded`: a programme with a later emitted_at is in force for that site and day, `superseded_by` names it when it is yours; ' +
+      '`late`: every period had begun before it was received). ' +
+      '`message` sums it up.',
+  }
 }
 
 const PRM_PATTERN = '^PRM[0-9]{14}$'
@@ -151,7 +160,8 @@ export function problemJsonSchema (): JsonSchema {
   return {
     title: 'Problem details (RFC 9457)',
     type: 'object',
-    required: ['type', 'title', 'status', 'detail'],
+    // `code` is what a program branches on (NOT_PUBLISHED: retry later; UNKNOWN_PATH: fix the path); every problem the service sends has one.
+    required: ['type', 'title', 'status', 'detail', 'code'],
     properties: {
       type: { type: 'string', format: 'uri', pattern: '/errors/[a-z-]+$', description: '{base_url}/errors/<slug>' },
       title: { type: 'string' },

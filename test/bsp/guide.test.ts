@@ -7,17 +7,17 @@
  */
 import t from 'tap'
 import { execFile } from 'node:child_process'
-import { mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
 import { startEpx } from '../helpers/epx.ts'
 import { testPki } from '../helpers/certs.ts'
-import { programme, siteId } from '../helpers/programme.ts'
+import { siteId } from '../helpers/programme.ts'
 
 const run = promisify(execFile)
 const ROOT = fileURLToPath(new URL('../../', import.meta.url))
-// Six samples in child processes (python3, curl, node): ~17 s alone, twice that on a loaded machine.
+// Six samples and four runs off the happy path in child processes (python3, curl, node): ~20 s alone, twice that on a loaded machine.
 t.setTimeout(180_000)
 const GUIDE = readFileSync(join(ROOT, 'docs/bsp-guide.md'), 'utf8')
 
@@ -58,7 +58,7 @@ t.test('every sample of the guide runs as written against a real service, and do
   writeFileSync(join(dir, 'out.token'), outToken + '\n', { mode: 0o600 })
   writeFileSync(join(dir, 'in.token'), inToken + '\n', { mode: 0o600 })
   writeFileSync(join(dir, 'realise.token'), realiseToken + '\n', { mode: 0o600 })
-  writeFileSync(join(dir, 'programme.json'), JSON.stringify(programme({ targetDate: tomorrow, emittedAt: new Date(Date.now() - 60_000).toISOString() })))
+  // No programme.json: the samples write what they read (the curl one its own, before posting it).
   // A CA bundle that does not know the service: a sample that fell back on it would fail its TLS check.
   writeFileSync(join(dir, 'other-cas.pem'), pki.clientCa.certPem)
   // epx-bsp installed in the folder, as `npm install ./epx-bsp-*.tgz` leaves it (test/bsp/package.test.ts installs the tarball itself).
@@ -66,17 +66,10 @@ t.test('every sample of the guide runs as written against a real service, and do
   await run(process.execPath, [join(ROOT, 'scripts/build-bsp-package.mjs'), '--out', join(dir, 'node_modules/epx-bsp'), '--no-types'], { cwd: ROOT })
   symlinkSync('../epx-bsp/bin/epx-bsp.js', join(dir, 'node_modules/.bin/epx-bsp'))
 
-  const port = epx.url.port
-  const env = { ...process.env, REQUESTS_CA_BUNDLE: join(dir, 'other-cas.pem'), CURL_CA_BUNDLE: join(dir, 'other-cas.pem'), NODE_OPTIONS: '' }
   const outputs: string[] = []
   for (const [i, b] of runnable.entries()) {
-    const code = b.code.replaceAll('https://localhost:8443', `https://localhost:${port}`)
-    const file = join(dir, `sample-${i}.${{ sh: 'sh', python: 'py', js: 'mjs' }[b.lang]}`)
-    writeFileSync(file, code)
-    const [cmd, args] = b.lang === 'sh' ? ['bash', ['-e', '-o', 'pipefail', file]] : b.lang === 'python' ? ['python3', [file]] : [process.execPath, [file]]
-    const res = await run(cmd, args as string[], { cwd: dir, env, timeout: 60_000 }).catch(e => e as { code: number; stdout: string; stderr: string })
-    const exit = (res as { code?: number }).code ?? 0
-    t.equal(exit, 0, `the ${b.lang} block at line ${b.line} runs and ends${exit ? ': ' + res.stderr : ''}`)
+    const res = await runSample(b, `sample-${i}`, dir, epx.url.port)
+    t.equal(res.exit, 0, `the ${b.lang} block at line ${b.line} runs and ends${res.exit ? ': ' + res.stderr : ''}`)
     outputs.push(res.stdout)
   }
   const [curl, python, pull, watched, push, cli] = outputs as [string, string, string, string, string, string]
@@ -95,4 +88,45 @@ t.test('every sample of the guide runs as written against a real service, and do
   t.match(cli, new RegExp(`ProgrammeSoutirage-${tomorrow}-rev-\\S+ ${siteId(1)} \\d+ (queued|superseded)`), 'epx-bsp push')
   t.match(cli, /^DEBUT_UTC +FIN_UTC +PROGRAMMEE_KWH +REALISEE_KWH +VERDICT +MANQUE_KWH$/m, 'epx-bsp realise: the day slot by slot')
   t.match(cli, /Z +\d+\.\d{3} +– +no_data$/m, 'epx-bsp realise: tomorrow programmed, not metered yet')
+
+  // Off the happy path, in a folder of their own: the same samples, one thing changed each.
+  const [curlBlock, pythonBlock] = [runnable[0]!, runnable[1]!]
+  const off = join(root, 'off')
+  mkdirSync(off)
+  for (const f of ['client.crt', 'client.key', 'ca.crt', 'out.token', 'in.token', 'other-cas.pem']) symlinkSync(join(dir, f), join(off, f))
+  const wrongBase = (b: Block) => ({ ...b, code: b.code.replace('/api/v0.5/energy-programs', '/api/v0.4/energy-programs') })
+
+  const curlWrong = await runSample(wrongBase(curlBlock), 'curl-wrong-base', off, epx.url.port)
+  t.not(curlWrong.exit, 0, 'curl, a wrong base URL: the script stops')
+  t.match(curlWrong.stdout, /"code":"UNKNOWN_PATH"/, 'curl: and shows the problem')
+  t.notOk(existsSync(join(off, 'PRM30000000000001.json')), 'curl: no error body stored as the document')
+
+  const pyWrong = await runSample(wrongBase(pythonBlock), 'python-wrong-base', off, epx.url.port)
+  t.equal(pyWrong.exit, 1, 'Python, a wrong base URL: it stops, not "not yet" for ever')
+  t.notMatch(pyWrong.stdout, /not yet/)
+  t.match(pyWrong.stderr, /^GET besoins-agreges: 404 UNKNOWN_PATH: no resource at \/api\/v0\.4\//m)
+  t.notMatch(pyWrong.stderr, /Traceback/)
+
+  const pyUnpublished = await runSample({ ...pythonBlock, code: pythonBlock.code.replace('SITE = "PRM30000000000001"', 'SITE = "PRM30000000000009"') }, 'python-unpublished', off, epx.url.port)
+  t.match(pyUnpublished.stdout, /^not yet: wait 300 s at least$/m, 'Python, a site not published (a problem+json 404 NOT_PUBLISHED): "not yet"')
+  t.match(pyUnpublished.stdout, /^\/sites\/0\/site_id /m, 'Python: the POST refused, its pointer printed')
+  t.match(pyUnpublished.stderr, /^POST programme-soutirage: 400 INVALID_PROGRAMME_SOUTIRAGE_REQUEST: /m)
+  t.equal(pyUnpublished.exit, 1)
+
+  const postPath = `f"{BASE}/programme-soutirage", json=`
+  t.ok(pythonBlock.code.includes(postPath), 'the Python POST, to change its path')
+  const pyPostWrong = await runSample({ ...pythonBlock, code: pythonBlock.code.replace(postPath, `f"{BASE}/programme-soutirag", json=`) }, 'python-post-wrong-path', off, epx.url.port)
+  t.match(pyPostWrong.stderr, /^POST programme-soutirage: 404 UNKNOWN_PATH: no resource at /m, 'Python: a problem+json 404 on the POST is read, no KeyError')
+  t.notMatch(pyPostWrong.stderr, /Traceback|KeyError/)
+  t.equal(pyPostWrong.exit, 1)
 })
+
+/** A sample run as written (the service's port aside) in `cwd`, with CA bundles that do not know the service. */
+async function runSample (b: Block, name: string, cwd: string, port: string): Promise<{ exit: number; stdout: string; stderr: string }> {
+  const file = join(cwd, `${name}.${{ sh: 'sh', python: 'py', js: 'mjs' }[b.lang]}`)
+  writeFileSync(file, b.code.replaceAll('https://localhost:8443', `https://localhost:${port}`))
+  const env = { ...process.env, REQUESTS_CA_BUNDLE: join(cwd, 'other-cas.pem'), CURL_CA_BUNDLE: join(cwd, 'other-cas.pem'), NODE_OPTIONS: '' }
+  const [cmd, args] = b.lang === 'sh' ? ['bash', ['-e', '-o', 'pipefail', file]] : b.lang === 'python' ? ['python3', [file]] : [process.execPath, [file]]
+  const res = await run(cmd, args as string[], { cwd, env, timeout: 60_000 }).catch(e => e as { code: number; stdout: string; stderr: string })
+  return { exit: (res as { code?: number }).code ?? 0, stdout: res.stdout, stderr: res.stderr }
+}

@@ -11,15 +11,15 @@ import { INBOUND_PATH, programme, siteId } from '../helpers/programme.ts'
 
 const run = promisify(execFile)
 const ROOT = fileURLToPath(new URL('../../', import.meta.url))
-// Two tsc runs, npm pack and npm install: ~20 s alone, 50 s beside two other test files on 2 cores.
+// npm pack (its prepack builds: two builds and tsc), npm install, tsc: ~30 s alone, a minute beside two other test files on 2 cores.
 t.setTimeout(240_000)
 
 t.test('a BSP installs the client from its tarball in a folder of its own, runs its bin, imports it, compiles against its types', async t => {
   const dir = t.testdir()
-  // Built into the test's folder: packages/epx-bsp/dist is left to `npm run build:bsp`.
-  const built = join(dir, 'epx-bsp')
-  await run(process.execPath, [join(ROOT, 'scripts/build-bsp-package.mjs'), '--out', built], { cwd: ROOT })
-  const packed = JSON.parse((await run('npm', ['pack', '--json', '--pack-destination', dir], { cwd: built })).stdout) as Array<{ filename: string; files: Array<{ path: string }> }>
+  // `npm pack` alone, as the service operator runs it: its prepack builds the package first
+  // (packages/epx-bsp/dist, as `npm run build:bsp` leaves it), so no tarball is of a stale build.
+  const pack = (await run('npm', ['pack', '--json', '--pack-destination', dir], { cwd: join(ROOT, 'packages/epx-bsp') })).stdout
+  const packed = JSON.parse(pack.slice(pack.search(/^\[/m))) as Array<{ filename: string; files: Array<{ path: string }> }>
   const files = packed[0]!.files.map(f => f.path)
   t.ok(files.includes('dist/index.js') && files.includes('bin/epx-bsp.js') && files.includes('dist/types/bsp/index.d.ts'), 'built JavaScript, its bin and its declarations')
   t.notOk(files.some(f => f.endsWith('.ts') && !f.endsWith('.d.ts')), 'no TypeScript sources')
@@ -64,7 +64,11 @@ t.test('a BSP installs the client from its tarball in a folder of its own, runs 
   const json = JSON.parse((await run('npx', ['--no-install', 'epx-bsp', 'realise', ...conn, '--json'], { cwd: app })).stdout)
   t.same(json.totaux, { energie_programmee_kwh: 4, energie_realisee_kwh: 3.5, manque_kwh: 0.5, verdicts: { met: 0, short: 1, curtailment_respected: 1, curtailment_broken: 0, no_data: 0, unconstrained: 94 }, tardifs: 0 })
   await t.rejects(run('npx', ['--no-install', 'epx-bsp', 'realise', ...conn.slice(0, -4), '--site', siteId(2), '--date', '2026-11-22'], { cwd: app }),
-    { code: 1, stderr: /NOTHING_TO_COMPARE: nothing to compare for site PRM30000000000002 on 2026-11-22/ })
+    { code: 1, stderr: /^epx-bsp: NOTHING_TO_COMPARE: nothing to compare for site PRM30000000000002 on 2026-11-22/ })
+  // `epx-bsp realise … | head -1`: the reader gone after its line, the bin ends quietly.
+  const headed = await run('bash', ['-c', `npx --no-install epx-bsp realise ${conn.map(a => `'${a}'`).join(' ')} | head -1; exit "\${PIPESTATUS[0]}"`], { cwd: app })
+  t.match(headed.stdout, /^DEBUT_UTC +FIN_UTC/)
+  t.notMatch(headed.stderr, /EPIPE|\n\s+at /, 'no EPIPE, no stack')
 
   writeFileSync(join(app, 'use.mjs'), [
     "import { checkProgramme, createBspClient, pushProgramme, realTiming } from 'epx-bsp'",
@@ -76,20 +80,32 @@ t.test('a BSP installs the client from its tarball in a folder of its own, runs 
   t.ok(used.pointers.includes('/type'), 'the server\'s own details, keyed by JSON Pointer')
 
   writeFileSync(join(app, 'use.ts'), [
-    "import { createBspClient, type BspClient, type PushResult } from 'epx-bsp'",
-    "const client: BspClient = createBspClient({ url: 'https://localhost:8443', cert: '', key: '', token: 'epx_x' })",
+    "import { createBspClient, type BspClient, type BspClientOptions, type BesoinsAnswer, type ProgrammeAnswer, type StatusAnswer, type RealiseAnswer,",
+    "  type Retry, type Refused, type Unreachable, type BesoinsAgreges, type BesoinsSite, type PuissanceDisponible, type JalonBesoin, type Receipt, type ReceiptEntry,",
+    "  type ProgrammeStatus, type ProgrammeStatusEntry, type RealiseBody, type Creneau, type Totaux, type Verdict, type Checked, type CheckProgrammeOptions,",
+    "  type PullOptions, type RoundReport, type Outcome, type PairState, type WatchOptions, type PushOptions, type PushResult, type Timing } from 'epx-bsp'",
+    "const options: BspClientOptions = { url: 'https://localhost:8443', cert: 'PEM', key: 'PEM', token: 'epx_x' }",
+    'const client: BspClient = createBspClient(options)',
     "const kind: PushResult['kind'] = 'invalid'",
     "const status: Extract<PushResult, { kind: 'received' }>['receipt']['instructions'][number]['status'] = 'late'",
     '// @ts-expect-error: the options are typed (a token is required)',
     "createBspClient({ url: 'https://localhost:8443', cert: '', key: '' })",
+    '// The answers are typed down to the documents they carry.',
+    'export function firstFloor (a: BesoinsAnswer): number | undefined {',
+    "  return a.kind === 'document' ? a.document.sites[0]?.puissance_disponible[0]?.p_max_kw : undefined",
+    '}',
+    "export function why (a: ProgrammeAnswer | StatusAnswer | RealiseAnswer): string {",
+    "  return a.kind === 'refused' ? `${a.code ?? a.status}: ${a.message}` : a.kind === 'unreachable' ? a.detail : a.kind === 'retry' ? a.detail : a.kind",
+    '}',
+    "export type Named = [Retry, Refused, Unreachable, BesoinsAgreges, BesoinsSite, PuissanceDisponible, JalonBesoin, Receipt, ReceiptEntry, ProgrammeStatus, ProgrammeStatusEntry,",
+    '  RealiseBody, Creneau, Totaux, Verdict, Checked<unknown>, CheckProgrammeOptions, PullOptions, RoundReport, Outcome, PairState, WatchOptions, PushOptions, Timing]',
     'export { client, kind, status }',
   ].join('\n'))
   writeFileSync(join(app, 'tsconfig.json'), JSON.stringify({
-    // The programme's type is derived from its schema: the declarations name json-schema-to-ts,
-    // which a TypeScript user installs beside the client (packages/epx-bsp/README.md); here, this repository's copy.
+    // Nothing but the tarball and Node's own types (which any TypeScript user on Node has);
+    // every declaration checked, none skipped.
     compilerOptions: {
-      module: 'nodenext', moduleResolution: 'nodenext', target: 'es2022', strict: true, noEmit: true, types: ['node'], typeRoots: [join(ROOT, 'node_modules/@types')],
-      paths: { 'json-schema-to-ts': [join(ROOT, 'node_modules/json-schema-to-ts/lib/types/index.d.ts')] },
+      module: 'nodenext', moduleResolution: 'nodenext', target: 'es2022', strict: true, skipLibCheck: false, noEmit: true, types: ['node'], typeRoots: [join(ROOT, 'node_modules/@types')],
     },
     files: ['use.ts'],
   }))

@@ -2,7 +2,8 @@ import t from 'tap'
 import { readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { startEpx } from '../helpers/epx.ts'
-import { epx as runEpx } from '../helpers/cli.ts'
+import { spawn } from 'node:child_process'
+import { BIN, epx as runEpx } from '../helpers/cli.ts'
 import { testPki } from '../helpers/certs.ts'
 import { INBOUND_PATH, programme, siteId } from '../helpers/programme.ts'
 
@@ -169,7 +170,7 @@ t.test('the token comes from a file or EPX_BSP_TOKEN, never an argument', async 
 
 t.test('epx bsp reads no data folder: --data is refused, its help does not offer it', async t => {
   const { root, conn } = await setup(t)
-  for (const sub of ['pull', 'push', 'status']) {
+  for (const sub of ['pull', 'push', 'status', 'realise']) {
     const help = await runEpx(root, 'bsp', sub, '--help')
     t.equal(help.code, 0)
     t.notMatch(help.out, /--data/, `epx bsp ${sub} --help offers no --data`)
@@ -188,6 +189,30 @@ t.test('--url with a path: the API\'s paths are appended to it (a service behind
   t.equal(pull.code, 1, 'the prefix was kept: the service answers an unknown path')
   t.match(pull.out, /failed/)
   t.match(pull.out + pull.err, /\/behind\/a\/proxy\/api\/v0\.5\/energy-programs\/besoins-agreges/, 'the path asked names the prefix')
+  const file = join(root, 'p.json')
+  writeFileSync(file, JSON.stringify(programme()))
+  for (const [sub, path, rest] of [
+    ['push', 'programme-soutirage', [file]],
+    ['status', 'programme-soutirage', ['--date', DAY]],
+    ['realise', 'realise', ['--site', siteId(1), '--date', DAY]],
+  ] as const) {
+    const r = await runEpx(root, 'bsp', sub, ...prefixed, ...rest)
+    t.equal(r.code, 1, `epx bsp ${sub} refused`)
+    t.match(r.err, new RegExp(`^epx: UNKNOWN_PATH: no resource at /behind/a/proxy/api/v0\\.5/energy-programs/${path}`), `epx bsp ${sub} keeps the prefix, and says the code of the refusal`)
+  }
+})
+
+t.test('epx bsp pull --watch says what it waits for, and until when', async t => {
+  const { root, conn } = await setup(t)
+  // A day a week ahead of the real clock: the first round is due 08:30 Paris the day before.
+  const day = new Date(Date.now() + 7 * 86_400_000).toISOString().slice(0, 10)
+  const child = spawn(process.execPath, [BIN, 'bsp', 'pull', ...conn, '--site', siteId(1), '--date', day, '--out', join(root, 'o'), '--watch'], { stdio: ['ignore', 'pipe', 'pipe'] })
+  t.teardown(() => { child.kill() })
+  let err = ''
+  child.stderr.setEncoding('utf8')
+  const line = await new Promise<string>(resolve => child.stderr.on('data', d => { err += d; if (err.includes('\n')) resolve(err.split('\n')[0]!) }))
+  const before = new Date(Date.parse(`${day}T00:00:00Z`) - 86_400_000).toISOString().slice(0, 10)
+  t.match(line, new RegExp(`^epx: waiting until ${before}T0[67]:30:00Z \\(${before} 08:30 Europe/Paris\\) for the first round of ${day}: 08:30 Europe/Paris the day before, after the 08:00 publication \\(Ctrl\\+C stops\\)$`))
 })
 
 t.test('epx bsp realise: a site\'s day, programmed against delivered, read over the API', async t => {

@@ -14,7 +14,7 @@ import {
   programmeStatusJsonSchema, realiseJsonSchema, receiptJsonSchema, type JsonSchema,
 } from '../../src/contract/published-schemas.ts'
 import { EXAMPLE_BASE_URL, type Recorded } from './record.ts'
-import { ADVICE, API_DESCRIPTION, HEADER_SPECS, MTLS_DESCRIPTION, BEARER_DESCRIPTION, REALISE_DESCRIPTION, STATUS_DESCRIPTION } from './texts.ts'
+import { ADVICE, API_DESCRIPTION, HEADER_SPECS, INBOUND_DESCRIPTION, MTLS_DESCRIPTION, BEARER_DESCRIPTION, REALISE_DESCRIPTION, STATUS_DESCRIPTION } from './texts.ts'
 
 export const SCHEMA_FILES = { besoins: 'schemas/besoins-agreges.json', programme: 'schemas/programme-soutirage.json' } as const
 
@@ -50,7 +50,7 @@ export function describeApi (recorded: readonly Recorded[], opts: { version: str
         head: { operationId: 'headBesoinsAgreges', summary: 'The headers GET would send (validators), without the body', ...operation('outbound', [...of('HEAD'), ...of('GET').filter(r => r.status !== 200)], { head: true }) },
       },
       [INBOUND_PATH]: {
-        post: { operationId: 'postProgrammeSoutirage', summary: 'Send a Programme_Soutirage (one instruction per site)', ...operation('inbound', of('POST'), { head: false }) },
+        post: { operationId: 'postProgrammeSoutirage', summary: 'Send a Programme_Soutirage (one instruction per site)', description: INBOUND_DESCRIPTION, ...operation('inbound', of('POST'), { head: false }) },
         get: {
           operationId: 'getProgrammeSoutirageStatus',
           summary: 'What became of your programmes for a day (extension of the contract)',

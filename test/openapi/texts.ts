@@ -24,6 +24,33 @@ export const API_DESCRIPTION = [
   'The JSON Schemas of the two documents are files beside this description (schemas/). The guide for BSP developers is docs/bsp-guide.md.',
 ].join('\n')
 
+/**
+ * POST programme-soutirage: every refusal of DECISIONS.md "Inbound", what the schema
+ * alone cannot say (rules between fields, the server's clock and settings, its sites).
+ */
+export const INBOUND_DESCRIPTION = [
+  'Refused as a whole, nothing stored: 400 INVALID_PROGRAMME_SOUTIRAGE_REQUEST, every problem at once in `error.details` (at most 100),',
+  'keyed by the RFC 6901 JSON Pointer of the field (`""`: the body as a whole). The rules:',
+  '',
+  '- the body is not JSON, or not an object (`""`);',
+  '- `schema_version` missing or not `v0.2`; `type` not `programme_soutirage`; `emitted_by` empty; `emitted_at` not a UTC instant ending in Z;',
+  '  `target_date` not a real calendar date YYYY-MM-DD; `slot_duration_secs` not a positive multiple of 900, or above 90000;',
+  '- `sites` missing or empty, or more sites than the service allows (default 5000); a `site_id` not PRM followed by 14 digits, or twice;',
+  '  a site outside your company\'s perimeter; a site the service\'s solver does not manage, whatever the perimeter (`/sites/N/site_id`);',
+  '- a slot whose `debut_utc`/`fin_utc` is not on a 900 s boundary, whose length is not `slot_duration_secs`, outside the Europe/Paris',
+  '  target day, out of order or overlapping ("slots not contiguous"); gaps too where the service requires contiguous slots',
+  '  (`inbound.requireContiguous`; by default an absent slot is "no constraint"); `energie_kwh` missing, not a finite number, or negative;',
+  '  a slot whose power (energie_kwh x 3600 / slot_duration_secs) exceeds the service\'s bound (`inbound.maxSiteKw`, default 100,000 kW);',
+  '- what could never be honoured: `emitted_at` more than `inbound.maxClockSkewSeconds` (default 300 s) ahead of the service\'s clock',
+  '  (the message gives the service\'s time: a future emitted_at would outrank every later, correct revision of its sites and day);',
+  '  `target_date` before today in Europe/Paris ("the day is over") or after today + `inbound.maxDaysAhead` (default 7 days; the message',
+  '  names the last day accepted). Today is accepted (an intraday correction): its periods already over are kept but not fed to the solver.',
+  '',
+  'Also: 415 UNSUPPORTED_MEDIA_TYPE when Content-Type is not application/json; 413 PAYLOAD_TOO_LARGE over the body limit (default 10 MiB).',
+  'Unknown extra fields are ignored. An empty `energie_programmee` is valid: it clears any earlier constraint of that site and day.',
+  'Re-sending the same (target_date, emitted_at) gives the same instruction ids and overwrites; the greatest emitted_at of a site and day is in force.',
+].join('\n')
+
 export const REALISE_DESCRIPTION = [
   'An extension of the contract (its two operations are unchanged): a site\'s day, every quarter-hour, the energy programmed by your instruction in force',
   'against the energy the site drew as its meter measured it, with a verdict per slot and the day\'s totals. Meter values arrive as quarter-hours close, and late ones or corrections',

@@ -48,9 +48,10 @@ export const pullCommand = defineCommand(spec, async (args, io) => {
   try {
     const base = { client, sites, targetDate, dir, timing: realTiming }
     const reports = args.flag('watch')
-      ? await watch({ ...base, intervalSecs, rounds, onRound: print })
+      ? await watch({ ...base, intervalSecs, rounds, onRound: print, onWait: (until, why) => io.err(`epx: waiting until ${waitTime(until)} for ${why} (Ctrl+C stops)`) })
       : [await pullRound(base)]
     if (!args.flag('watch')) print(reports[0]!)
+    else if (reports.length === 0) io.err(`epx: ${targetDate} is over in Europe/Paris: nothing left to watch`)
     return reports.some(r => r.counts.failed > 0) ? 1 : 0
   } finally {
     await client.close()
@@ -62,6 +63,12 @@ export const pullCommand = defineCommand(spec, async (args, io) => {
     return Number(v)
   }
 })
+
+/** An instant as UTC and as the Paris wall clock the contract's times are given in. */
+function waitTime (at: Date): string {
+  const paris = new Intl.DateTimeFormat('en-CA', { timeZone: 'Europe/Paris', year: 'numeric', month: '2-digit', day: '2-digit', hour: '2-digit', minute: '2-digit', hourCycle: 'h23' }).format(at).replace(', ', ' ')
+  return `${at.toISOString().replace(/\.\d{3}Z$/, 'Z')} (${paris} Europe/Paris)`
+}
 
 function printRound (r: RoundReport, io: CliIo, json: boolean): void {
   if (json) {

@@ -79,7 +79,7 @@ export const pushCommand = defineCommand(spec, async (args, io) => {
       case 'refused':
         return printError(io, json, { code: result.code ?? `HTTP ${result.status}`, message: result.message, details: result.details })
       case 'retry':
-        return printError(io, json, { code: `HTTP ${result.status}`, message: `${result.detail}; gave up after retrying`, details: {} })
+        return printError(io, json, { code: result.code ?? `HTTP ${result.status}`, message: `${result.detail}; gave up after retrying`, details: {} })
       case 'unreachable':
         return printError(io, json, { code: 'UNREACHABLE', message: `cannot reach the service: ${result.detail}`, details: {} })
     }

@@ -10,6 +10,7 @@ import { formatTable } from '../table.ts'
 
 const spec: CommandSpec = {
   usage: 'epx bsp realise --url URL --cert FILE --key FILE [--ca FILE] [--token-file FILE] --site PRM --date YYYY-MM-DD [--json]',
+  dataDir: false,
   summary: 'programme against delivery: a site\'s day, programmed and metered energy per quarter-hour, verdicts',
   about: [
     'Reads over the API (GET realise, a token with the scope outbound:realise) a site\'s day: per',

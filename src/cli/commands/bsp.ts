@@ -51,7 +51,7 @@ export const bspSubcommands: Promise<readonly Command[]> = Promise.all([
   import('./bsp-realise.ts').then(m => m.realiseCommand),
 ])
 
-type Failed = Extract<StatusAnswer, { kind: 'retry' | 'refused' }>
+type Failed = Extract<StatusAnswer, { kind: 'retry' | 'refused' | 'unreachable' }>
 /** An answer with its document. */
 type Answered<A> = Exclude<A, { kind: 'unchanged' | Failed['kind'] }>
 
@@ -66,24 +66,23 @@ export async function readOverApi<A extends { readonly kind: string }> (args: Ar
   try {
     const answer = await read(client)
     if (answer.kind === 'unchanged') return 0
-    if (answer.kind === 'retry' || answer.kind === 'refused') return readFailed(answer as unknown as Failed, io, args.flag('json'))
+    if (answer.kind === 'retry' || answer.kind === 'refused' || answer.kind === 'unreachable') return readFailed(answer as unknown as Failed, io, args.flag('json'))
     return show(answer as Answered<A>)
-  } catch (err) {
-    io.err(`epx: UNREACHABLE: cannot reach the service: ${(err as Error).message}`)
-    return 1
   } finally {
     await client.close()
   }
 }
 
-/** A read answered without its document (the service asked to retry, or refused): told, exit 1. */
+/** A read answered without its document (the service asked to retry, refused, or was out of reach): told, exit 1. */
 function readFailed (answer: Failed, io: CliIo, json: boolean): number {
-  const message = answer.kind === 'retry' ? `${answer.detail}; try again in ${answer.retryAfterSecs ?? 5} s` : answer.message
-  const code = answer.kind === 'refused' ? answer.code ?? `HTTP ${answer.status}` : `HTTP ${answer.status}`
-  if (json) io.out(JSON.stringify({ error: { code, message, details: answer.kind === 'refused' ? answer.details : {} } }))
+  const message = answer.kind === 'retry' ? `${answer.detail}; try again in ${answer.retryAfterSecs ?? 5} s`
+    : answer.kind === 'unreachable' ? `cannot reach the service: ${answer.detail}` : answer.message
+  const code = answer.kind === 'unreachable' ? 'UNREACHABLE' : answer.code ?? `HTTP ${answer.status}`
+  const details = answer.kind === 'refused' ? answer.details : {}
+  if (json) io.out(JSON.stringify({ error: { code, message, details } }))
   else {
     io.err(`epx: ${code}: ${message}`)
-    if (answer.kind === 'refused') for (const [name, why] of Object.entries(answer.details)) io.err(`  ${name}: ${why}`)
+    for (const [name, why] of Object.entries(details)) io.err(`  ${name}: ${why}`)
   }
   return 1
 }
