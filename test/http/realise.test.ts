@@ -5,6 +5,7 @@ import { INBOUND_PATH, programme, siteId, type ProgrammeOptions } from '../helpe
 import { REALISE_PATH } from '../../src/contract/paths.ts'
 import { coverageOf } from '../../src/contract/paris-day.ts'
 import type { MeterReading } from '../../src/host/contract.ts'
+import { openCompanies } from '../../src/store/companies.ts'
 
 // docs/http-api.md "Programme against delivery": GET realise?site_id=S&target_date=D, an
 // extension under the contract's base path, through the front door (mTLS, real tokens, LMDB),
@@ -255,4 +256,24 @@ t.test("the reference host's late meter correction: 304 until it, then 200 with 
   const others = (body: { creneaux: unknown[] }) => body.creneaux.filter((_, j) => j !== index)
   t.same(others(after.json()), others(first.json()), 'every other slot as it was')
   t.equal((await get({ 'if-none-match': after.headers.etag! })).status, 304)
+})
+
+t.test('a past day\'s figures for each company do not change when the site changes hands later (DECISIONS.md "In force, quarter-hour by quarter-hour")', async t => {
+  for (const inWorker of [false, true]) {
+    const { epx, acme } = await day(t, inWorker)
+    const before = await acme.realise({ site_id: siteId(1), target_date: DAY })
+    t.equal(before.status, 200, before.text)
+    // The next morning, site 1 goes to beta: acme keeps site 2 only.
+    epx.clock.set('2026-11-23T08:00:00Z')
+    await openCompanies(epx.store, { onePerSite: false, now: () => epx.clock.now().getTime() }).update('acme', c => ({ ...c, perimeter: [siteId(2)] }))
+    const { cert } = await epx.addCompany('beta', { perimeter: [siteId(1)], since: epx.clock.now().toISOString() })
+    const { secret } = await epx.addToken('beta', ['outbound:realise'])
+    const after = await acme.realise({ site_id: siteId(1), target_date: DAY })
+    t.equal(after.status, 200, `acme held site 1 that day: its day is still its own (inWorker ${inWorker})`)
+    t.equal(after.text, before.text, 'the same figures, byte for byte')
+    t.equal(after.headers.etag, before.headers.etag)
+    const beta = await epx.request({ method: 'GET', path: REALISE_PATH, query: { site_id: siteId(1), target_date: DAY }, cert, token: secret })
+    t.equal(beta.status, 404, 'beta did not hold site 1 that day: no meter value of it is shown')
+    t.equal(beta.json().code, 'NOTHING_TO_COMPARE')
+  }
 })
