@@ -19,6 +19,7 @@ import pg from 'pg'
 import type { Test } from 'tap'
 import { openStore as openAnyStore, type OpenStoreOptions, type Store } from '../../src/store/open-store.ts'
 import { migrateSchema } from '../../src/store/postgres/migrate.ts'
+import { openInstructions, type Instructions } from '../../src/store/instructions.ts'
 import { startPostgres, type PostgresCluster } from '../../scripts/postgres-cluster.ts'
 
 export type StoreKind = 'lmdb' | 'postgres'
@@ -33,6 +34,13 @@ export interface KindStores {
   cluster(): PostgresCluster
   /** PostgreSQL: the database behind `dir` (created and migrated on first use). */
   databaseOf(dir: string): Promise<string>
+}
+
+/** A store of `stores`' kind in `path` (a fresh folder by default), closed when `t` ends, and its instructions. */
+export async function openInstructionStore (t: Test, stores: Pick<KindStores, 'openStore'>, path = t.testdir()): Promise<{ store: Store; instructions: Instructions }> {
+  const store = await stores.openStore(path)
+  t.teardown(() => store.close())
+  return { store, instructions: openInstructions(store) }
 }
 
 let shared: PostgresCluster | undefined

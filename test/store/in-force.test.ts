@@ -1,11 +1,9 @@
 import t, { type Test as Tap } from 'tap'
-import type { Store } from '../../src/store/open-store.ts'
-import { openInstructions } from '../../src/store/instructions.ts'
 import { IN_FORCE_DB } from '../../src/store/in-force.ts'
 import { createProgrammeCheck } from '../../src/apply/check-programme.ts'
 import type { InstructionBatch } from '../../src/contract/instruction.ts'
 import { programme, siteId, type ProgrammeOptions } from '../helpers/programme.ts'
-import { storeKinds, storesOf } from '../helpers/store-kinds.ts'
+import { openInstructionStore, storeKinds, storesOf } from '../helpers/store-kinds.ts'
 
 // DECISIONS.md "In force, quarter-hour by quarter-hour": per (site, day), each change of the
 // instruction in force with its instant and cause, written in the transaction that makes it.
@@ -29,12 +27,8 @@ const SECOND = '2026-11-21T11:00:00Z'
 const OLDER = '2026-11-21T09:00:00Z'
 
 for (const kind of storeKinds) t.test(kind, async t => {
-  const { openStore } = storesOf(t, kind)
-  async function open (t: Tap, path = t.testdir()): Promise<{ store: Store; instructions: ReturnType<typeof openInstructions> }> {
-    const store = await openStore(path)
-    t.teardown(() => store.close())
-    return { store, instructions: openInstructions(store) }
-  }
+  const stores = storesOf(t, kind)
+  const open = (t: Tap, path?: string) => openInstructionStore(t, stores, path)
 
   t.test('each change with its instant and cause: received, superseded, applied (the first cycle only), withdrawn', async t => {
     const { store, instructions } = await open(t)

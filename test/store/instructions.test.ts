@@ -1,5 +1,4 @@
 import t, { type Test as Tap } from 'tap'
-import type { Store } from '../../src/store/open-store.ts'
 import { renderError } from '../../src/http/render-error.ts'
 import { openInstructions } from '../../src/store/instructions.ts'
 import { openInstructionFlags } from '../../src/store/instruction-flags.ts'
@@ -7,7 +6,7 @@ import { instructionTree } from '../../src/store/instruction-tree.ts'
 import { createProgrammeCheck } from '../../src/apply/check-programme.ts'
 import type { InstructionBatch } from '../../src/contract/instruction.ts'
 import { programme, siteId, type ProgrammeOptions } from '../helpers/programme.ts'
-import { storeKinds, storesOf } from '../helpers/store-kinds.ts'
+import { openInstructionStore, storeKinds, storesOf } from '../helpers/store-kinds.ts'
 
 const check = createProgrammeCheck({ maxSites: 5000, requireContiguous: false })
 const AT = '2026-11-21T12:30:00.000Z'
@@ -26,12 +25,9 @@ const NEW = '2026-11-21T11:00:00Z'
 const idOf = (emittedAt: string) => `ProgrammeSoutirage-2026-11-22-rev-${emittedAt.replace(/[-:]/g, '')}`
 
 for (const kind of storeKinds) t.test(kind, async t => {
-  const { openStore } = storesOf(t, kind)
-  async function open (t: Tap, path = t.testdir()): Promise<{ store: Store; instructions: ReturnType<typeof openInstructions> }> {
-    const store = await openStore(path)
-    t.teardown(() => store.close())
-    return { store, instructions: openInstructions(store) }
-  }
+  const stores = storesOf(t, kind)
+  const { openStore } = stores
+  const open = (t: Tap, path?: string) => openInstructionStore(t, stores, path)
 
   t.test('a programme is stored one instruction per site, with everything DECISIONS.md lists, status received', async t => {
     const { instructions } = await open(t)
