@@ -4,7 +4,7 @@
  * kill -9 loop, the door's thread dying under load (in process, and in the daemon through its
  * inspector), fast-check fuzz of POST bodies, mTLS
  * matrix, damaged store, disk full, soak, the PostgreSQL replicas' property.
- * Prints one table; a full run writes every figure to bench/results/campaign.json
+ * Prints one table; a full run writes every figure to test/campaign/results.json
  * (`--quick`, `--only` and the counts options leave it as it was).
  * Exit 0 when every row is met, 1 otherwise (a missed row is a broken promise, not a figure).
  * Options: --quick, --only kill,faults,inspector,fuzz,mtls,damaged,disk,soak,replica, --cycles N, --faults N, --requests N,
@@ -111,8 +111,8 @@ async function main (): Promise<number> {
       () => replicaProperty({ steps: plan.replicaSteps, seed: plan.seed, budgetMs: quick ? minutes(3) : minutes(30) }), r => replicaFigures(r, plan.replicaSteps)))
   }
   printRows(rows)
-  if (fullCounts) writeRows(fileURLToPath(new URL('../results/campaign.json', import.meta.url)), rows, plan)
-  else console.log('(not a full run: bench/results/campaign.json left as it was)')
+  if (fullCounts) writeRows(fileURLToPath(new URL('results.json', import.meta.url)), rows, plan)
+  else console.log('(not a full run: test/campaign/results.json left as it was)')
   return rows.every(rowMet) ? 0 : 1
 }
 
