@@ -64,7 +64,7 @@ const plan = {
   faults: Number(args.faults ?? (quick ? 3 : 20)),
   requests: Number(args.requests ?? (quick ? 3000 : 100_000)),
   soakSeconds: Number(args['soak-seconds'] ?? (quick ? 5 : 180)),
-  /** The replica property's steps (npm test runs 300). */
+  /** The replica property's steps (npm test runs 120). */
   replicaSteps: Number(args.steps ?? (quick ? 300 : 3000)),
   soakWarmupSeconds: quick ? 2 : 20,
   // A short soak's start figure still holds warm-up transients: a looser bound (see soak.ts).
