@@ -33,11 +33,13 @@ t.test('a BSP installs the client from its tarball in a folder of its own, runs 
   t.same(readdirSync(join(app, 'node_modules')).filter(n => !n.startsWith('.')), ['epx-bsp'], 'nothing but the client installed')
 
   const help = await run('npx', ['--no-install', 'epx-bsp', '--help'], { cwd: app })
+  // The link npx has just run, without npm's start (a second a call on a loaded machine).
+  const bsp = (...args: string[]) => run(join(app, 'node_modules/.bin/epx-bsp'), args, { cwd: app })
   t.match(help.stdout, /^Usage: epx-bsp <subcommand>/)
   t.match(help.stdout, /pull .*\n.*push .*\n.*status .*\n.*realise /)
-  const pullHelp = await run('npx', ['--no-install', 'epx-bsp', 'pull', '--help'], { cwd: app })
+  const pullHelp = await bsp('pull', '--help')
   t.match(pullHelp.stdout, /^Usage: epx-bsp pull --url URL/)
-  await t.rejects(run('npx', ['--no-install', 'epx-bsp', 'push'], { cwd: app }), { code: 2, stderr: /epx-bsp: missing FILE/ }, 'a usage error names the bin')
+  await t.rejects(bsp('push'), { code: 2, stderr: /epx-bsp: missing FILE/ }, 'a usage error names the bin')
 
   // The installed bin against a real epx: a programme, meter values, then the day as the BSP reads it.
   const epx = await startEpx(t, { sites: 2 })
@@ -55,12 +57,12 @@ t.test('a BSP installs the client from its tarball in a folder of its own, runs 
     { siteId: siteId(1), startUtc: '2026-11-21T23:15:00Z', endUtc: '2026-11-21T23:30:00Z', kwh: 0 },
   ])
   const conn = ['--url', epx.url.href, '--cert', bspFiles.cert, '--key', bspFiles.key, '--ca', bspFiles.ca, '--token-file', bspFiles.token, '--site', siteId(1), '--date', '2026-11-22']
-  const realise = await run('npx', ['--no-install', 'epx-bsp', 'realise', ...conn], { cwd: app })
+  const realise = await bsp('realise', ...conn)
   t.match(realise.stdout, /^DEBUT_UTC +FIN_UTC +PROGRAMMEE_KWH +REALISEE_KWH +VERDICT +MANQUE_KWH\n2026-11-21T23:00:00Z +2026-11-21T23:15:00Z +4\.000 +3\.500 +short +0\.500\n/)
   t.match(realise.stderr, /shortfall 0\.500 kWh; 1 short, 1 curtailment_respected, 94 unconstrained/)
-  const json = JSON.parse((await run('npx', ['--no-install', 'epx-bsp', 'realise', ...conn, '--json'], { cwd: app })).stdout)
+  const json = JSON.parse((await bsp('realise', ...conn, '--json')).stdout)
   t.same(json.totaux, { energie_programmee_kwh: 4, energie_realisee_kwh: 3.5, manque_kwh: 0.5, verdicts: { met: 0, short: 1, curtailment_respected: 1, curtailment_broken: 0, no_data: 0, unconstrained: 94 } })
-  await t.rejects(run('npx', ['--no-install', 'epx-bsp', 'realise', ...conn.slice(0, -4), '--site', siteId(2), '--date', '2026-11-22'], { cwd: app }),
+  await t.rejects(bsp('realise', ...conn.slice(0, -4), '--site', siteId(2), '--date', '2026-11-22'),
     { code: 1, stderr: /NOTHING_TO_COMPARE: nothing to compare for site PRM30000000000002 on 2026-11-22/ })
 
   writeFileSync(join(app, 'use.mjs'), [
