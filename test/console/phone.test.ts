@@ -11,7 +11,7 @@ import { INBOUND_PATH, programme, siteId } from '../helpers/programme.ts'
 // a readable size, and an infeasible programme is flagged wherever it shows.
 // Every page passes axe at that width under EPX_LONG=1 (`npm run campaign`); `npm test`
 // runs axe on three of them at that width (the pages pass it at a desktop's width in their
-// own test files): axe costs ~2 s of CPU a page.
+// own test files): axe is the costly part of a page's check.
 const epx = await startEpx(t, { config: { console: { enabled: true } } })
 const url = epx.handle.consoleUrl!
 const browser = await launchBrowser(t)
