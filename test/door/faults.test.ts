@@ -112,8 +112,8 @@ async function worstDay (t: Test, kind: DoorFault | 'terminate', faults: number,
   let door!: Door
   // The heap's kind: a door with a small heap, so its leak reaches the guard in about a second.
   const config = side
-    ? { api: { inWorker: true }, console: { enabled: true }, metrics: { enabled: true, host: '127.0.0.1', port: 0 } }
-    : { api: { inWorker: true } }
+    ? { api: { inWorker: true, standbyWorker: true }, console: { enabled: true }, metrics: { enabled: true, host: '127.0.0.1', port: 0 } }
+    : { api: { inWorker: true, standbyWorker: true } }
   // A site for each client (each posts for its own), besides the one they read.
   const epx = await startEpx(t, { config, sites: CLIENTS + 1, onDoor: d => { door = d }, ...(kind === 'heap' ? { doorHeapMb: 96 } : {}) })
   const { cert } = await epx.addCompany('acme')
@@ -198,7 +198,7 @@ for (const kind of SIDE_KINDS) t.test(`with the console and the metrics listener
 t.test('close() racing a fault, under traffic: it resolves, the host lives, no worker is left, every 202 is stored', async t => {
   for (const kind of ['loop', 'handler', 'rejection', 'terminate'] as const) {
     let door!: Door
-    const epx = await startEpx(t, { config: { api: { inWorker: true } }, onDoor: d => { door = d } })
+    const epx = await startEpx(t, { config: { api: { inWorker: true, standbyWorker: true } }, onDoor: d => { door = d } })
     const { cert } = await epx.addCompany('acme')
     const { secret } = await epx.addToken('acme', ['inbound:programme-soutirage', 'outbound:besoins-agreges'])
     const acks: Ack[] = []
