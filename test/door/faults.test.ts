@@ -13,14 +13,16 @@ import type { DoorFault } from '../../src/door/protocol.ts'
 // An operator's worst day: BSPs keep GETting and POSTing on keep-alive connections while
 // the door's thread dies, again and again, by every way a thread can die. The host (this
 // process) must live through every one: an abort of the process ends this test file.
-// `npm test` runs one fault of each kind, and two kinds with the console and the metrics
-// listener beside the door; EPX_LONG=1 (helpers/long.ts) three of each and every kind beside
-// them; `npm run campaign` (door-faults) runs 20 (EPX_DOOR_FAULTS, EPX_DOOR_SIDE_FAULTS with
+// `npm test` runs one fault of each kind, one with the console and the metrics listener
+// beside the door, and close() racing two kinds; EPX_LONG=1 (helpers/long.ts) three of each,
+// every kind beside them and racing close(); `npm run campaign` (door-faults) runs 20 (EPX_DOOR_FAULTS, EPX_DOOR_SIDE_FAULTS with
 // the console and the metrics listener).
 const FAULTS = Number(process.env.EPX_DOOR_FAULTS ?? sized(1, 3))
 const KINDS = (process.env.EPX_DOOR_FAULT_KINDS?.split(',') ?? ['loop', 'handler', 'rejection', 'terminate', 'heap']) as Array<DoorFault | 'terminate'>
-/** The kinds run with the console and the metrics listener: an exception, and a thread ended from outside. */
-const SIDE_KINDS = process.env.EPX_DOOR_FAULT_KINDS || process.env.EPX_DOOR_SIDE_FAULTS || LONG ? KINDS : KINDS.filter(k => k === 'loop' || k === 'terminate')
+/** The kinds run with the console and the metrics listener (they share the thread whatever kills it). */
+const SIDE_KINDS = process.env.EPX_DOOR_FAULT_KINDS || process.env.EPX_DOOR_SIDE_FAULTS || LONG ? KINDS : KINDS.filter(k => k === 'loop')
+/** The kinds a close() races: an exception on the loop and a thread ended from outside, or every one. */
+const RACE_KINDS = LONG ? ['loop', 'handler', 'rejection', 'terminate'] as const : ['loop', 'terminate'] as const
 /** Keep-alive connections, each a client sending GETs and POSTs one after the other. */
 const CLIENTS = 4
 /**
@@ -196,7 +198,7 @@ for (const kind of KINDS) t.test(`the door's thread dies by ${kind} ${FAULTS} ti
 for (const kind of SIDE_KINDS) t.test(`with the console and the metrics listener in the door's thread, it dies by ${kind} ${SIDE_FAULTS} times: all three are back, the host lives, every 202 is stored`, t => worstDay(t, kind, SIDE_FAULTS, true))
 
 t.test('close() racing a fault, under traffic: it resolves, the host lives, no worker is left, every 202 is stored', async t => {
-  for (const kind of ['loop', 'handler', 'rejection', 'terminate'] as const) {
+  for (const kind of RACE_KINDS) {
     let door!: Door
     const epx = await startEpx(t, { config: { api: { inWorker: true, standbyWorker: true } }, onDoor: d => { door = d } })
     const { cert } = await epx.addCompany('acme')

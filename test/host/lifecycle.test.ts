@@ -66,7 +66,7 @@ t.test('close() is idempotent and the second call waits for the same teardown', 
 })
 
 /** Activations after the warm-up: a leak of a handle or a descriptor shows at the first; heap growth needs more. */
-const CYCLES = sized(8, 25)
+const CYCLES = sized(5, 25)
 
 t.test('activating and closing many times in one process leaves handles, descriptors and memory flat', async t => {
   const dataDir = t.testdir()
