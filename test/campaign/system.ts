@@ -2,9 +2,8 @@
  * Row: the long system tests at full size. A test file that reads its size from
  * test/helpers/long.ts runs small in `npm test`; this row runs those files again through tap
  * with `EPX_LONG=1` (150,000 records for the store's scale and migration tests, more
- * activations, more faults, every page through axe at a phone's width…). Files a row of
- * their own already runs at a larger size (the door's faults, the replicas' property) are
- * left to that row. The files are found, not listed: importing helpers/long.ts enrols one.
+ * activations, every page through axe at a phone's width, `npm run demo:ha`…). The door's
+ * faults are left to the `faults` row, which runs that file at a larger size still. The files are found, not listed: importing helpers/long.ts enrols one.
  * @module
  */
 import { spawn } from 'node:child_process'
@@ -13,8 +12,8 @@ import { join, relative, resolve } from 'node:path'
 import { all, info, zero, type Figure } from './report.ts'
 
 const root = resolve(import.meta.dirname, '../..')
-/** Run by their own rows at larger counts (door-faults.ts, replica.ts). */
-const OWN_ROW = ['test/door/faults.test.ts', 'test/store/postgres/replica-property.test.ts']
+/** Run by a row of its own at larger counts (door-faults.ts). */
+const OWN_ROW = ['test/door/faults.test.ts']
 
 export interface SystemResult {
   readonly files: readonly string[]
