@@ -13,8 +13,6 @@ const LAYERS = ['src/', 'scripts/', 'test/', 'bench/'] as const
 /** Test files of a folder, and the bench/ code they test. */
 const TESTS_OF: ReadonlyArray<{ tests: string; code: string }> = [
   { tests: 'test/bench/', code: 'bench/' },
-  // While the fault campaign lives in bench/campaign/.
-  { tests: 'test/campaign/', code: 'bench/campaign/' },
 ]
 
 const root = resolve(import.meta.dirname, '..')

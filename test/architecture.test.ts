@@ -136,3 +136,17 @@ t.test('docs/architecture.md shows this table', async t => {
   const expected = Object.fromEntries(Object.entries(ALLOWED).map(([row, tos]) => [row, [...tos].sort()]))
   t.same(rows, expected, 'the same rows, each with the same imports')
 })
+
+// Outside src/, imports go bench/ → test/ → scripts/: the fault campaign, test/campaign/,
+// stands on src/ and the tests' helpers, never on the bench's modules (test/bench/, the
+// bench's own tests, is the one folder of test/ that reads them).
+t.test('the fault campaign imports nothing from bench/', async t => {
+  const root = resolve(import.meta.dirname, '..')
+  const campaign = join(root, 'test/campaign')
+  const intoBench = files(campaign).flatMap(file => specifiersOf(readFileSync(file, 'utf8'))
+    .map(spec => relative(root, resolve(dirname(file), spec)))
+    .filter(to => to.startsWith('bench/'))
+    .map(to => `${relative(root, file)} → ${to}`))
+  t.same(intoBench, [], 'imports of bench/ from test/campaign/')
+  t.ok(files(campaign).some(f => f.endsWith('run.ts')), 'the campaign\'s runner is there')
+})

@@ -1,12 +1,12 @@
 // The `npm test` slice of the campaign's mTLS and disk-full rows (the same functions
-// `npm run campaign` runs; bench/campaign/). The revoked and unpinned cells need
+// `npm run campaign` runs; test/campaign/). The revoked and unpinned cells need
 // `api.tls.crlFile` and `epx company pin-cert`. The campaign's damaged-store row is not
 // repeated here: test/store/damaged-store.test.ts checks the same (every damage refused
 // with EPX_STORE_OPEN_FAILED, the process alive) in one child process.
 import t from 'tap'
-import { buildHost, removeTempDirs } from '../../bench/campaign/daemon.ts'
-import { mtlsMatrix } from '../../bench/campaign/mtls.ts'
-import { diskFull } from '../../bench/campaign/disk-full.ts'
+import { buildHost, removeTempDirs } from './daemon.ts'
+import { mtlsMatrix } from './mtls.ts'
+import { diskFull } from './disk-full.ts'
 
 t.before(() => buildHost({ plugin: false }))
 t.teardown(removeTempDirs)

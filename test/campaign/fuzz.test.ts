@@ -1,10 +1,10 @@
-// The `npm test` slice of the campaign's fuzz and soak rows (bench/campaign/fuzz.ts,
+// The `npm test` slice of the campaign's fuzz and soak rows (test/campaign/fuzz.ts,
 // soak.ts; the full run posts 100,000 bodies and soaks for three minutes; `npm run
 // campaign -- --only fuzz,soak --requests N --soak-seconds N` picks other counts).
 import t from 'tap'
-import { buildHost, removeTempDirs } from '../../bench/campaign/daemon.ts'
-import { breaksARule, fuzz, wellFormedError } from '../../bench/campaign/fuzz.ts'
-import { soak } from '../../bench/campaign/soak.ts'
+import { buildHost, removeTempDirs } from './daemon.ts'
+import { breaksARule, fuzz, wellFormedError } from './fuzz.ts'
+import { soak } from './soak.ts'
 import { programme } from '../helpers/programme.ts'
 
 t.before(() => buildHost({ plugin: false }))

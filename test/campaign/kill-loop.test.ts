@@ -1,9 +1,9 @@
-// The `npm test` slice of the campaign's kill -9 row (bench/campaign/kill-loop.ts; the full
+// The `npm test` slice of the campaign's kill -9 row (test/campaign/kill-loop.ts; the full
 // run, `npm run campaign`, does 500 cycles). DECISIONS.md "Inbound": 202 means "it survives
 // a crash", and a programme is stored with all its sites or none.
 import t from 'tap'
-import { buildHost, removeTempDirs } from '../../bench/campaign/daemon.ts'
-import { killLoop } from '../../bench/campaign/kill-loop.ts'
+import { buildHost, removeTempDirs } from './daemon.ts'
+import { killLoop } from './kill-loop.ts'
 
 t.before(() => buildHost({ plugin: false }))   // .taprc's `before:` has just built dist/
 t.teardown(removeTempDirs)

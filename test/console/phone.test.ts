@@ -3,11 +3,15 @@ import type { Page } from 'playwright-core'
 import { addUser } from '../../src/auth/accounts.ts'
 import { accessibilityProblems, launchBrowser, newPage, screenshot, screenshotOf, signIn } from '../helpers/browser.ts'
 import { startEpx } from '../helpers/epx.ts'
+import { LONG } from '../helpers/long.ts'
 import { INBOUND_PATH, programme, siteId } from '../helpers/programme.ts'
 
 // Every console page at a phone's width (390 × 844), as an admin and as a member: no page
 // is wider than the screen (tables scroll in their own box, facts stack), the chart keeps
 // a readable size, and an infeasible programme is flagged wherever it shows.
+// Every page passes axe at that width under EPX_LONG=1 (`npm run campaign`); `npm test`
+// runs axe on three of them at that width (the pages pass it at a desktop's width in their
+// own test files): axe is the costly part of a page's check.
 const epx = await startEpx(t, { config: { console: { enabled: true } } })
 const url = epx.handle.consoleUrl!
 const browser = await launchBrowser(t)
@@ -41,7 +45,10 @@ async function phone (username: string, password: string): Promise<Page> {
 /** How wide the page is against the screen (the document scrolls sideways when wider). */
 const widths = (page: Page) => page.evaluate('[document.documentElement.scrollWidth, window.innerWidth]') as Promise<[number, number]>
 
-t.test('at 390 px no page is wider than the screen, and each passes axe', async t => {
+/** The pages axe reads at 390 px in `npm test`: a chart and a table, an admin's table with forms, a member's list. */
+const AXE_SLICE = new Set(['phone-besoins', 'phone-admin-users', 'phone-member-tokens'])
+
+t.test(`at 390 px no page is wider than the screen, and ${LONG ? 'every page' : 'three of them'} passes axe`, async t => {
   const admin = await phone('root', root.password)
   const member = await phone('alice', alice.password)
   const pages: Array<[Page, string, string]> = [
@@ -55,7 +62,7 @@ t.test('at 390 px no page is wider than the screen, and each passes axe', async 
     t.equal(r?.status(), 200, `${path}: 200`)
     const [scroll, screen] = await widths(page)
     t.ok(scroll <= screen, `${path} (${name.includes('member') ? 'member' : 'admin'}): ${scroll} px wide on a ${screen} px screen`)
-    t.same(await accessibilityProblems(page), [], `${path}: no serious or critical accessibility problem`)
+    if (LONG || AXE_SLICE.has(name)) t.same(await accessibilityProblems(page), [], `${path}: no serious or critical accessibility problem`)
     await screenshot(page, name, { fullPage: false })
   }
   const [scroll, screen] = await widths(member)

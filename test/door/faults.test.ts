@@ -4,6 +4,7 @@ import { Agent, request } from 'undici'
 import { startEpx } from '../helpers/epx.ts'
 import { INBOUND_PATH, programme } from '../helpers/programme.ts'
 import { testPki, type KeyPairPem } from '../helpers/certs.ts'
+import { LONG, sized } from '../helpers/long.ts'
 import { openInstructions } from '../../src/store/instructions.ts'
 import { OUTBOUND_PATH } from '../../src/http/route.ts'
 import type { Door } from '../../src/door/supervisor.ts'
@@ -12,10 +13,16 @@ import type { DoorFault } from '../../src/door/protocol.ts'
 // An operator's worst day: BSPs keep GETting and POSTing on keep-alive connections while
 // the door's thread dies, again and again, by every way a thread can die. The host (this
 // process) must live through every one: an abort of the process ends this test file.
-// `npm test` runs a few faults of each kind; `npm run campaign` (door-faults) runs 20
-// (EPX_DOOR_FAULTS, EPX_DOOR_SIDE_FAULTS with the console and the metrics listener).
-const FAULTS = Number(process.env.EPX_DOOR_FAULTS ?? 3)
+// `npm test` runs one fault of each kind, one with the console and the metrics listener
+// beside the door, and close() racing two kinds; EPX_LONG=1 (helpers/long.ts) three of each,
+// every kind beside them and racing close(); `npm run campaign` (door-faults) runs 20 (EPX_DOOR_FAULTS, EPX_DOOR_SIDE_FAULTS with
+// the console and the metrics listener).
+const FAULTS = Number(process.env.EPX_DOOR_FAULTS ?? sized(1, 3))
 const KINDS = (process.env.EPX_DOOR_FAULT_KINDS?.split(',') ?? ['loop', 'handler', 'rejection', 'terminate', 'heap']) as Array<DoorFault | 'terminate'>
+/** The kinds run with the console and the metrics listener (they share the thread whatever kills it). */
+const SIDE_KINDS = process.env.EPX_DOOR_FAULT_KINDS || process.env.EPX_DOOR_SIDE_FAULTS || LONG ? KINDS : KINDS.filter(k => k === 'loop')
+/** The kinds a close() races: an exception on the loop and a thread ended from outside, or every one. */
+const RACE_KINDS = LONG ? ['loop', 'handler', 'rejection', 'terminate'] as const : ['loop', 'terminate'] as const
 /** Keep-alive connections, each a client sending GETs and POSTs one after the other. */
 const CLIENTS = 4
 /**
@@ -29,7 +36,7 @@ const BACK_MS = Number(process.env.EPX_DOOR_BACK_MS ?? 20_000)
 /** The host's thread may pause (its own collections, a starved machine), never stop. */
 const HOST_PAUSE_MS = 5000
 const SIDE_FAULTS = Number(process.env.EPX_DOOR_SIDE_FAULTS ?? 1)
-t.setTimeout(120_000 + (FAULTS + SIDE_FAULTS) * KINDS.length * 25_000)
+t.setTimeout(120_000 + (FAULTS * KINDS.length + SIDE_FAULTS * SIDE_KINDS.length) * 25_000)
 
 const sleep = (ms: number) => new Promise(r => setTimeout(r, ms))
 
@@ -107,8 +114,8 @@ async function worstDay (t: Test, kind: DoorFault | 'terminate', faults: number,
   let door!: Door
   // The heap's kind: a door with a small heap, so its leak reaches the guard in about a second.
   const config = side
-    ? { api: { inWorker: true }, console: { enabled: true }, metrics: { enabled: true, host: '127.0.0.1', port: 0 } }
-    : { api: { inWorker: true } }
+    ? { api: { inWorker: true, standbyWorker: true }, console: { enabled: true }, metrics: { enabled: true, host: '127.0.0.1', port: 0 } }
+    : { api: { inWorker: true, standbyWorker: true } }
   // A site for each client (each posts for its own), besides the one they read.
   const epx = await startEpx(t, { config, sites: CLIENTS + 1, onDoor: d => { door = d }, ...(kind === 'heap' ? { doorHeapMb: 96 } : {}) })
   const { cert } = await epx.addCompany('acme')
@@ -179,7 +186,7 @@ async function worstDay (t: Test, kind: DoorFault | 'terminate', faults: number,
   // A faulted worker ends itself; one terminated after its bound was stuck (and kept its ports a while).
   const stuck = epx.logs().filter(l => /did not end/.test(String(l.msg)))
   t.equal(stuck.length, 0, `no faulted worker had to be terminated (${stuck.length}${stuck.length ? `; loop busy / CPU ms in the bound: ${stuck.map(l => `${l.loopBusy} / ${l.cpuMs}`).join(', ')}` : ''})`)
-  // `npm run campaign` reads each kind's figures (bench/campaign/door-faults.ts).
+  // `npm run campaign` reads each kind's figures (test/campaign/door-faults.ts).
   await epx.close()
   t.equal(door.threads, 0, 'every thread the door started has ended once it closed')
   const report = process.env.EPX_DOOR_FAULTS_REPORT
@@ -188,12 +195,12 @@ async function worstDay (t: Test, kind: DoorFault | 'terminate', faults: number,
 
 for (const kind of KINDS) t.test(`the door's thread dies by ${kind} ${FAULTS} times under keep-alive GETs and POSTs: the host lives, the door is back within a second, every 202 is stored`, t => worstDay(t, kind, FAULTS, false))
 // The console and the metrics listener share the door's thread: they die with it and are back with it.
-for (const kind of KINDS) t.test(`with the console and the metrics listener in the door's thread, it dies by ${kind} ${SIDE_FAULTS} times: all three are back, the host lives, every 202 is stored`, t => worstDay(t, kind, SIDE_FAULTS, true))
+for (const kind of SIDE_KINDS) t.test(`with the console and the metrics listener in the door's thread, it dies by ${kind} ${SIDE_FAULTS} times: all three are back, the host lives, every 202 is stored`, t => worstDay(t, kind, SIDE_FAULTS, true))
 
 t.test('close() racing a fault, under traffic: it resolves, the host lives, no worker is left, every 202 is stored', async t => {
-  for (const kind of ['loop', 'handler', 'rejection', 'terminate'] as const) {
+  for (const kind of RACE_KINDS) {
     let door!: Door
-    const epx = await startEpx(t, { config: { api: { inWorker: true } }, onDoor: d => { door = d } })
+    const epx = await startEpx(t, { config: { api: { inWorker: true, standbyWorker: true } }, onDoor: d => { door = d } })
     const { cert } = await epx.addCompany('acme')
     const { secret } = await epx.addToken('acme', ['inbound:programme-soutirage', 'outbound:besoins-agreges'])
     const acks: Ack[] = []

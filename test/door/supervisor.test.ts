@@ -27,7 +27,7 @@ t.test('close() while a worker started after a fault fails to start: its thread 
 t.test('close() at a fault, with the standby open: the serving worker, its successor and the standby have all ended when close() resolves', async t => {
   for (const after of [0, 5, 50]) {
     let door!: Door
-    const epx = await startEpx(t, { config: { api: { inWorker: true } }, onDoor: d => { door = d } })
+    const epx = await startEpx(t, { config: { api: { inWorker: true, standbyWorker: true } }, onDoor: d => { door = d } })
     await until('the standby door waiting', () => door.standing, { ms: 20_000, everyMs: 2 })
     void door.worker!.terminate()
     await sleep(after)

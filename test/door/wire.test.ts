@@ -20,7 +20,7 @@ import { until } from '../helpers/eventually.ts'
 // With `api.inWorker`, the web console and the metrics listener serve from the API door's
 // worker (docs/plugin-contract.md); what belongs to the host is asked of the solver's thread.
 
-const IN_WORKER = { api: { inWorker: true }, console: { enabled: true }, metrics: { enabled: true, port: 0 } }
+const IN_WORKER = { api: { inWorker: true, standbyWorker: true }, console: { enabled: true }, metrics: { enabled: true, port: 0 } }
 /** Threads of this process (Linux): the door's worker is one. */
 const threads = () => readdirSync('/proc/self/task').length
 const sleep = (ms: number) => new Promise(r => setTimeout(r, ms))

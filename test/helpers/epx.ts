@@ -111,8 +111,12 @@ export async function startEpx (t: Test, opts: StartEpxOptions = {}): Promise<Te
   const logger = pino({ level: 'debug' }, { write: (line: string) => { lines.push(line) } }) as unknown as Logger
   const faults: StoreFaults = {}
   const { api = {}, publish = {}, console: web = {}, ...rest } = opts.config ?? {}
+  // The door's standby (`api.standbyWorker`, on in the plugin) only where a test asks for it
+  // (the door's own tests and the faults'): it is a second door thread, started a second
+  // after the first, ~0.3 s of CPU more (the console's app too when it is on) in every test
+  // that lives that long, for a fault the test never makes.
   const config = {
-    ...rest, api: { host: '127.0.0.1', port: 0, inWorker: TEST_DOOR_IN_WORKER, ...api }, publish: { schedule: false, ...publish }, console: { host: '127.0.0.1', port: 0, ...web },
+    ...rest, api: { host: '127.0.0.1', port: 0, inWorker: TEST_DOOR_IN_WORKER, standbyWorker: false, ...api }, publish: { schedule: false, ...publish }, console: { host: '127.0.0.1', port: 0, ...web },
   }
   const newRef = () => createReferenceHost({ dataDir, clock, logger, sites: opts.sites ?? 3, cycleSeconds: 0 })
 

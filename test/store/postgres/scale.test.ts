@@ -1,6 +1,7 @@
 // The PostgreSQL store at the size of a real deployment: a database of more than
-// 150,000 records whose change sequence crosses 99,999 → 100,000 and 999,999 → 1,000,000
-// (set with setval, not a million inserts), with rewrites and removals among them. A
+// 150,000 records (EPX_LONG=1, `npm run campaign`; 15,000 in `npm test`) whose change
+// sequence crosses 99,999 → 100,000 and 999,999 → 1,000,000 at either size (set with
+// setval, not a million inserts), with rewrites and removals among them. A
 // replica that followed it live, one caught up from far behind (closed before most of
 // the writes), one loaded from scratch and the writer's own each end equal to the
 // database (store.verify(), postgres/verify.ts), record for record, and hold exactly the
@@ -10,6 +11,7 @@ import { join } from 'node:path'
 import { open } from 'lmdb'
 import type { Store } from '../../../src/store/open-store.ts'
 import { storesOf } from '../../helpers/store-kinds.ts'
+import { sized } from '../../helpers/long.ts'
 
 const { openStore, cluster: clusterOf, databaseOf } = storesOf(t, 'postgres')
 const cluster = clusterOf()
@@ -18,8 +20,15 @@ t.setTimeout(360_000)
 
 /** Records per writeDurable job (one statement, one transaction). */
 const PER_JOB = 5000
+/** The records written, in units: B follows the first 40, the next 30 cross seq 100,000, the next 40 seq 1,000,000, then 42 more. */
+const UNIT = sized(100, 1000)
+const CROSS_100K = 40 * UNIT
+const CROSS_1M = 70 * UNIT
+const RECORDS = 152 * UNIT
+/** A key the writes across 100,000 removed: the first i ≡ 1 (mod 30) among them, less the offset. */
+const REMOVED = (CROSS_100K + (31 - CROSS_100K % 30) % 30) - CROSS_100K + 1000
 
-t.test('150,000 records across seq 100,000 and 1,000,000: every replica equals the database, whether it followed, caught up from far behind or loaded from scratch', async t => {
+t.test(`${RECORDS.toLocaleString('en')} records across seq 100,000 and 1,000,000: every replica equals the database, whether it followed, caught up from far behind or loaded from scratch`, async t => {
   // One folder per test (a second t.testdir() would empty it): a replica each in it.
   const root = t.testdir()
   const dirA = join(root, 'dirA')
@@ -50,14 +59,14 @@ t.test('150,000 records across seq 100,000 and 1,000,000: every replica equals t
   // B follows from the start, then is closed: it comes back far behind.
   const dirB = join(root, 'dirB')
   const b = await open(dirB)
-  await write(0, 40_000)
+  await write(0, CROSS_100K)
   await b.close()
 
   setSeq(99_990)
   // Across 100,000: new records, rewrites of old ones, removals of others.
-  await write(40_000, 70_000, i => {
-    if (i % 10 === 0) { things.putSync(`t${i - 40_000}`, { n: -i, text: 'rewritten' }); live.set(`t${i - 40_000}`, -i) }
-    if (i % 30 === 1) { things.removeSync(`t${i - 39_000}`); live.delete(`t${i - 39_000}`) }
+  await write(CROSS_100K, CROSS_1M, i => {
+    if (i % 10 === 0) { things.putSync(`t${i - CROSS_100K}`, { n: -i, text: 'rewritten' }); live.set(`t${i - CROSS_100K}`, -i) }
+    if (i % 30 === 1) { things.removeSync(`t${i - CROSS_100K + 1000}`); live.delete(`t${i - CROSS_100K + 1000}`) }
   })
   t.ok(topSeq() > 100_000, `the sequence crossed 100,000 (now ${topSeq()})`)
 
@@ -67,14 +76,14 @@ t.test('150,000 records across seq 100,000 and 1,000,000: every replica equals t
   t.teardown(() => d.close())
 
   setSeq(999_990)
-  await write(70_000, 110_000, i => {
+  await write(CROSS_1M, 110 * UNIT, i => {
     if (i % 7 === 0) { const v = Buffer.alloc(64, i % 251); meters.putSync(`m${i}`, v); bytes++ }
   })
   t.ok(topSeq() > 1_000_000, `the sequence crossed 1,000,000 (now ${topSeq()})`)
-  await write(110_000, 152_000)
+  await write(110 * UNIT, RECORDS)
 
   const expected = live.size + bytes
-  t.ok(expected >= 150_000, `${expected} live records`)
+  t.ok(expected >= 150 * UNIT, `${expected} live records (at least ${(150 * UNIT).toLocaleString('en')})`)
 
   const reopenedB = await open(dirB)
   t.teardown(() => reopenedB.close())
@@ -89,9 +98,9 @@ t.test('150,000 records across seq 100,000 and 1,000,000: every replica equals t
     const held = v.tables.reduce((n, table) => n + table.replica.records, 0)
     t.equal(held, expected, `${name} holds the ${expected} records written, no more, no fewer`)
     const sample = store.db<{ n: number }>('things')
-    t.equal(sample.get('t0')?.n, -40_000, `${name}: a rewrite made across 100,000 is the value held`)
-    t.equal(sample.get('t1021'), undefined, `${name}: a removal made across 100,000 is gone`)
-    t.equal(sample.get('t151999')?.n, 151_999, `${name}: the last record is there`)
+    t.equal(sample.get('t0')?.n, -CROSS_100K, `${name}: a rewrite made across 100,000 is the value held`)
+    t.equal(sample.get(`t${REMOVED}`), undefined, `${name}: a removal made across 100,000 is gone`)
+    t.equal(sample.get(`t${RECORDS - 1}`)?.n, RECORDS - 1, `${name}: the last record is there`)
   }
 })
 

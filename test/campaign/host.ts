@@ -1,13 +1,14 @@
 /**
  * The campaign's solver daemon: a child process that loads the built plugin through its
- * manifest (`dist/index.js`, as bench/servers/epx.ts does) with the reference host, on a
- * data folder the parent prepared. Built to plain JavaScript (bench/.build/campaign-host.js)
+ * manifest (`dist/index.js`, as a solver loads it) with the reference host, on a
+ * data folder the parent prepared. Built to plain JavaScript (test-output/campaign/campaign-host.js)
  * so that a `kill -9` cycle costs a Node start, not a TypeScript loader.
  *
  * `CAMPAIGN_HOST` (JSON): `{ dataDir, sites, config?, publish?: { targetDate, siteIds } }`.
  * Messages out: `activation { ok, code?, message? }` (a refused activation leaves the
  * process up, as a solver would), then `ready { port }` when serving; `memory` (after GC).
- * Messages in: `memory`, `exit`. Dies with its parent and on a deadline (harness.ts).
+ * Messages in: `memory`, `exit`. Dies with its parent and on a deadline (`CAMPAIGN_HOST_DEADLINE_MS`,
+ * 20 minutes by default): a campaign that died never leaves a daemon behind.
  * @module
  */
 import { readFileSync } from 'node:fs'
@@ -17,7 +18,6 @@ import pino from 'pino'
 import { createReferenceHost } from '../../src/host/reference-host.ts'
 import { loadPlugin } from '../../src/host/load-plugin.ts'
 import type { Logger } from '../../src/host/contract.ts'
-import { send, serveControl } from '../servers/harness.ts'
 
 export interface HostOptions {
   readonly dataDir: string
@@ -47,11 +47,26 @@ function rssAnon (): number | undefined {
   }
 }
 
+function send (msg: object): void {
+  if (process.send) process.send(msg)
+}
+
+/** Exits on `exit`, with the parent, and at the deadline; answers the other messages with `on`. */
+function control (on: (msg: { type: string }) => Promise<void>): void {
+  const deadlineMs = Number(process.env.CAMPAIGN_HOST_DEADLINE_MS ?? 20 * 60_000)
+  setTimeout(() => { console.error(`campaign-host: deadline reached, exiting`); process.exit(3) }, deadlineMs).unref()
+  process.on('disconnect', () => process.exit(0))
+  process.on('message', (msg: { type: string }) => {
+    if (msg.type === 'exit') process.exit(0)
+    on(msg).catch(err => send({ type: 'failed', message: String((err as Error)?.stack ?? err) }))
+  })
+}
+
 async function main (): Promise<void> {
   const o = JSON.parse(process.env.CAMPAIGN_HOST ?? '{}') as HostOptions
   const logger = pino({ level: 'info' }, pino.destination({ dest: join(o.dataDir, 'epx.log'), sync: true })) as unknown as Logger
   const ref = createReferenceHost({ dataDir: o.dataDir, logger, sites: o.sites, cycleSeconds: o.cycleSeconds ?? 0 })
-  serveControl('campaign-host', async msg => {
+  control(async msg => {
     if (msg.type !== 'memory') return
     const gc = (globalThis as { gc?: () => void }).gc
     for (let i = 0; i < 3; i++) { gc?.(); await new Promise(r => setTimeout(r, 100)) }

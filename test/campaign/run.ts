@@ -3,11 +3,13 @@
  * campaign"), rows run one after another against the built plugin in child processes:
  * kill -9 loop, the door's thread dying under load (in process, and in the daemon through its
  * inspector), fast-check fuzz of POST bodies, mTLS
- * matrix, damaged store, disk full, soak, the PostgreSQL replicas' property.
- * Prints one table; a full run writes every figure to bench/results/campaign.json
+ * matrix, damaged store, disk full, soak, the PostgreSQL replicas' property, and the long
+ * system tests at full size (`EPX_LONG=1`, system.ts; `--quick` leaves that row out unless
+ * `--only` names it, and then runs the files at `npm test`'s size).
+ * Prints one table; a full run writes every figure to test/campaign/results.json
  * (`--quick`, `--only` and the counts options leave it as it was).
  * Exit 0 when every row is met, 1 otherwise (a missed row is a broken promise, not a figure).
- * Options: --quick, --only kill,faults,inspector,fuzz,mtls,damaged,disk,soak,replica, --cycles N, --faults N, --requests N,
+ * Options: --quick, --only kill,faults,inspector,fuzz,mtls,damaged,disk,soak,replica,system, --cycles N, --faults N, --requests N,
  * --soak-seconds N, --steps N (the replica row's), --seed N (the fuzz and replica rows'), --door worker|main (the kill row's API door: in its worker
  * thread or on the host's; default: the plugin's, `api.inWorker`).
  * @module
@@ -24,9 +26,10 @@ import { soak, soakFigures } from './soak.ts'
 import { doorFaults, doorFaultsFigures } from './door-faults.ts'
 import { inspectorFaults, inspectorFaultsFigures } from './inspector.ts'
 import { replicaFigures, replicaProperty } from './replica.ts'
+import { systemFigures, systemTests } from './system.ts'
 import { measureRow, printRows, rowMet, writeRows, type Row } from './report.ts'
 
-const ROWS = ['kill', 'faults', 'inspector', 'fuzz', 'mtls', 'damaged', 'disk', 'soak', 'replica'] as const
+const ROWS = ['kill', 'faults', 'inspector', 'fuzz', 'mtls', 'damaged', 'disk', 'soak', 'replica', 'system'] as const
 const { values: args } = parseArgs({
   options: {
     quick: { type: 'boolean', default: false },
@@ -55,13 +58,13 @@ if (unknown.length) {
 }
 const plan = {
   quick,
-  rows: only ?? [...ROWS],
+  rows: only ?? ROWS.filter(r => !quick || r !== 'system'),
   cycles: Number(args.cycles ?? (quick ? 20 : 500)),
   /** Faults of each kind, the door alone and with the console and the metrics listener. */
   faults: Number(args.faults ?? (quick ? 3 : 20)),
   requests: Number(args.requests ?? (quick ? 3000 : 100_000)),
   soakSeconds: Number(args['soak-seconds'] ?? (quick ? 5 : 180)),
-  /** The replica property's steps (npm test runs 300). */
+  /** The replica property's steps (npm test runs 120). */
   replicaSteps: Number(args.steps ?? (quick ? 300 : 3000)),
   soakWarmupSeconds: quick ? 2 : 20,
   // A short soak's start figure still holds warm-up transients: a looser bound (see soak.ts).
@@ -75,7 +78,7 @@ const fullCounts = !quick && !args.cycles && !args.faults && !args.requests && !
 const minutes = (n: number) => n * 60_000
 
 // Never hang: every row is bounded, and so is the whole run.
-const watchdog = setTimeout(() => { console.error('campaign: watchdog expired'); process.exit(1) }, quick ? minutes(10) : minutes(100))
+const watchdog = setTimeout(() => { console.error('campaign: watchdog expired'); process.exit(1) }, quick ? minutes(20) : minutes(140))
 watchdog.unref()
 
 async function main (): Promise<number> {
@@ -110,9 +113,13 @@ async function main (): Promise<number> {
     progress('replica', await measureRow(`PostgreSQL replicas under cuts, restarts, kills and reloads (${plan.replicaSteps} steps)`,
       () => replicaProperty({ steps: plan.replicaSteps, seed: plan.seed, budgetMs: quick ? minutes(3) : minutes(30) }), r => replicaFigures(r, plan.replicaSteps)))
   }
+  if (want('system')) {
+    progress('system', await measureRow(`the long system tests${quick ? " at npm test's size" : ' at full size (EPX_LONG=1)'}`,
+      () => systemTests({ long: !quick, budgetMs: quick ? minutes(10) : minutes(40) }), systemFigures))
+  }
   printRows(rows)
-  if (fullCounts) writeRows(fileURLToPath(new URL('../results/campaign.json', import.meta.url)), rows, plan)
-  else console.log('(not a full run: bench/results/campaign.json left as it was)')
+  if (fullCounts) writeRows(fileURLToPath(new URL('results.json', import.meta.url)), rows, plan)
+  else console.log('(not a full run: test/campaign/results.json left as it was)')
   return rows.every(rowMet) ? 0 : 1
 }
 

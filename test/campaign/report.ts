@@ -1,12 +1,12 @@
 /**
  * A campaign row is a set of figures; those with a target say met or missed, and a row is
  * met when every one of its targets is. Printed like the bench's "Targets:" block and
- * written as JSON beside the bench's results (`bench/results/campaign.json`).
+ * written as JSON (`test/campaign/results.json`).
  * @module
  */
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { cpus } from 'node:os'
 import { dirname } from 'node:path'
-import { machine } from '../report.ts'
 
 export interface Figure {
   readonly name: string
@@ -72,6 +72,12 @@ export function printRows (rows: readonly Row[], out: (line: string) => void = c
  * Writes the rows just measured into `file`, each stamped with when and on what machine;
  * rows of an earlier run that this one did not measure (`--only`) are kept as they were.
  */
+/** Where a run ran: the figures' context (the bench's results say the same of theirs). */
+function machine () {
+  const c = cpus()
+  return { node: process.version, platform: `${process.platform} ${process.arch}`, cpu: c[0]?.model ?? 'unknown', cores: c.length, date: new Date().toISOString() }
+}
+
 export function writeRows (file: string, rows: readonly Row[], plan: object): void {
   mkdirSync(dirname(file), { recursive: true })
   const stamp = { measuredAt: new Date().toISOString(), machine: machine(), plan }

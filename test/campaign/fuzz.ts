@@ -11,7 +11,7 @@
  */
 import fc from 'fast-check'
 import { request } from 'undici'
-import { INBOUND_PATH, programme, siteId, type Body } from '../../test/helpers/programme.ts'
+import { INBOUND_PATH, programme, siteId, type Body } from '../helpers/programme.ts'
 import { agentFor, pool, seedDataDir, startHost, targetDate, tempDir } from './daemon.ts'
 import { info, zero, type Figure } from './report.ts'
 

@@ -11,7 +11,7 @@ import { request, type Agent } from 'undici'
 import { openStore } from '../../src/store/open-store.ts'
 import { openInstructions } from '../../src/store/instructions.ts'
 import { deriveInstructionId } from '../../src/contract/ids.ts'
-import { INBOUND_PATH, programme, siteId } from '../../test/helpers/programme.ts'
+import { INBOUND_PATH, programme, siteId } from '../helpers/programme.ts'
 import { agentFor, seedDataDir, startHost, targetDate, tempDir } from './daemon.ts'
 import { atLeast, info, zero, type Figure } from './report.ts'
 

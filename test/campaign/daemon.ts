@@ -1,8 +1,8 @@
 /**
- * What every campaign row shares: the built host (bench/.build/campaign-host.js), a data
+ * What every campaign row shares: the built host (test-output/campaign/campaign-host.js), a data
  * folder with the test PKI, companies and tokens (seeded before epx opens the store, as
- * `epx company add` would), and the daemon started as a child process over IPC (bench's
- * `Child`: every wait bounded, always killable).
+ * `epx company add` would), and the daemon started as a child process over IPC (child.ts:
+ * every wait bounded, always killable).
  * @module
  */
 import { execFileSync } from 'node:child_process'
@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { Agent } from 'undici'
-import { Child } from '../child.ts'
+import { Child } from './child.ts'
 import { openStore } from '../../src/store/open-store.ts'
 import { openCompanies } from '../../src/store/companies.ts'
 import { openTokens } from '../../src/store/tokens.ts'
@@ -19,18 +19,19 @@ import { hashToken, newTokenId, newTokenSecret } from '../../src/auth/tokens.ts'
 import type { Scope } from '../../src/contract/scopes.ts'
 import { canonicalSubject } from '../../src/auth/subject.ts'
 import { initialSettings, settingsPath } from '../../src/cli/settings.ts'
-import { benchTargetDate } from '../fixtures.ts'
-import { clientCert, testPki, writePki, type KeyPairPem } from '../../test/helpers/certs.ts'
+import { addDays, parisDateOf } from '../../src/contract/paris-day.ts'
+import { clientCert, testPki, writePki, type KeyPairPem } from '../helpers/certs.ts'
 import type { HostOptions } from './host.ts'
 
 const root = fileURLToPath(new URL('../..', import.meta.url))
-export const HOST_JS = join(root, 'bench/.build/campaign-host.js')
+const BUILD = join(root, 'test-output/campaign')
+export const HOST_JS = join(BUILD, 'campaign-host.js')
 
 /** Builds the plugin (dist/, unless a test run has just built it) and the campaign's host; about a second each. */
 export function buildHost (o: { plugin?: boolean } = {}): void {
   const build = join(root, 'scripts/build.mjs')
   if (o.plugin !== false) execFileSync(process.execPath, [build], { stdio: ['ignore', 'ignore', 'inherit'] })
-  execFileSync(process.execPath, [build, '--out', join(root, 'bench/.build'), '--entry', 'campaign-host=bench/campaign/host.ts'], { stdio: ['ignore', 'ignore', 'inherit'] })
+  execFileSync(process.execPath, [build, '--out', BUILD, '--entry', 'campaign-host=test/campaign/host.ts'], { stdio: ['ignore', 'ignore', 'inherit'] })
 }
 
 const made: string[] = []
@@ -47,7 +48,7 @@ export function removeTempDirs (): void {
 }
 
 /** Tomorrow in Europe/Paris: a day every programme may target. */
-export const targetDate = (): string => benchTargetDate()
+export const targetDate = (): string => addDays(parisDateOf(new Date()), 1)
 
 export interface SeededCompany {
   readonly id: string
@@ -88,7 +89,7 @@ export async function seedDataDir (dataDir: string, companies: ReadonlyArray<{ i
 /** Starts the daemon; resolves once it serves (or rejects with why it did not). */
 export async function startHost (o: HostOptions, opts: { execArgv?: string[]; timeoutMs?: number } = {}): Promise<{ child: Child; port: number; origin: string }> {
   const child = new Child('campaign-host', HOST_JS, {
-    tsx: false, execArgv: opts.execArgv, env: { CAMPAIGN_HOST: JSON.stringify(o), BENCH_CHILD_DEADLINE_MS: String(40 * 60_000) },
+    execArgv: opts.execArgv, env: { CAMPAIGN_HOST: JSON.stringify(o), CAMPAIGN_HOST_DEADLINE_MS: String(40 * 60_000) },
   })
   try {
     const a = await child.next('activation', opts.timeoutMs ?? 30_000)

@@ -1,5 +1,5 @@
 /**
- * `node --import=tsx bench/campaign/restart-time.ts [--faults N] [--clients N] [--console]`: how long
+ * `node --import=tsx test/campaign/restart-time.ts [--faults N] [--clients N] [--console]`: how long
  * the door takes to answer again after a fault of its thread, alone, away from the
  * campaign's other rows. The built daemon (as `npm run campaign`'s inspector row runs
  * it), an exception thrown on the door's event loop through its inspector N times, with

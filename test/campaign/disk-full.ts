@@ -10,7 +10,7 @@ import { execFileSync } from 'node:child_process'
 import { statSync } from 'node:fs'
 import { join } from 'node:path'
 import { request } from 'undici'
-import { INBOUND_PATH, programme } from '../../test/helpers/programme.ts'
+import { INBOUND_PATH, programme } from '../helpers/programme.ts'
 import { agentFor, seedDataDir, startHost, targetDate, tempDir } from './daemon.ts'
 import { info, zero, type Figure } from './report.ts'
 

@@ -12,7 +12,7 @@
  */
 import { request, type Agent } from 'undici'
 import { OUTBOUND_PATH } from '../../src/http/route.ts'
-import { INBOUND_PATH, programme, siteId } from '../../test/helpers/programme.ts'
+import { INBOUND_PATH, programme, siteId } from '../helpers/programme.ts'
 import { agentFor, seedDataDir, startHost, targetDate, tempDir } from './daemon.ts'
 import { info, type Figure } from './report.ts'
 
