@@ -1,7 +1,7 @@
 import t from 'tap'
 import { addUser } from '../../src/auth/accounts.ts'
 import { openInstructions } from '../../src/store/instructions.ts'
-import { accessibilityProblems, launchBrowser, newPage, screenshot, signIn } from '../helpers/browser.ts'
+import { accessibilityProblems, launchBrowser, newPage, screenshot, screenshotOf, signIn } from '../helpers/browser.ts'
 import { startEpx } from '../helpers/epx.ts'
 import { INBOUND_PATH, programme, siteId } from '../helpers/programme.ts'
 
@@ -159,6 +159,7 @@ t.test("a programme's chart draws the day's Besoins under it and the delivered e
   t.ok(new Set(ys).size >= 4, 'and its 16 to 22 kW read as different heights, not one flat line')
   t.same(await accessibilityProblems(page), [], 'the chart with every series: no serious or critical accessibility problem')
   await screenshot(page, 'programme-chart-clipped')
+  await screenshotOf(chart, 'programme-chart-clipped-svg')
 })
 
 t.test('the browser reported no error on any page of this file (no CSP refusal, no missing asset)', async t => {
