@@ -149,7 +149,7 @@ t.test("a programme's chart draws the day's Besoins under it and the delivered e
   const yTop = Math.max(...(await chart.locator('g.grid text').allTextContents()).map(v => Number(v.replace(/\s/g, '').replace(',', '.'))).filter(Number.isFinite))
   t.ok(yTop < 1000, `the axis follows the site, not the 8,000 kW floor (top ${yTop} kW)`)
   t.equal(await chart.locator('path.clipped-floor').count(), 1, 'the extreme floor is a marker at the top edge')
-  await t.resolveMatch(chart.locator('text.clipped-label').textContent(), /hors échelle : plancher 8\s000 kW/)
+  await t.resolveMatch(chart.locator('text.clipped-label').textContent(), /plancher hors échelle : 8\s000 kW/)
   t.equal(await chart.locator('line.floor.over').count(), 1, 'drawn as infeasible: above the available power')
 
   const baseline = Number(await chart.locator('g.x-axis > line').first().getAttribute('y1'))

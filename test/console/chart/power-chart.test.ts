@@ -103,7 +103,7 @@ t.test('a floor far above the available power is clipped at the top with its val
   const yTop = Math.max(...[...svg.matchAll(/text-anchor="end" fill="#222222">([\d  ,]+)<\/text>/g)].map(m => Number(m[1]!.replace(/\s/g, '').replace(',', '.'))))
   t.ok(yTop <= 100, `the axis stays near the available power (top ${yTop} kW)`)
   t.equal(count(svg, /class="clipped-marker clipped-floor"/g), 1, 'one marker for the clipped floor')
-  t.match(svg, /hors échelle : plancher 8\s000 kW/, 'the marker says its value')
+  t.match(svg, /plancher hors échelle : 8\s000 kW/, 'the marker says its value')
   t.equal(count(svg, /<line class="floor over"/g), 1, 'the floor over its available power is drawn as infeasible')
   t.equal(count(svg, /<line class="floor"/g), 1, 'the other one is a plain floor')
   t.match(svg, /Plancher 8\s000 kW de 00:00 à 00:15, infaisable : 40 kW disponibles/)
@@ -122,7 +122,7 @@ t.test('the legend draws exactly the series of the chart, each with its label', 
   t.same(legend(programme).map(([s]) => s), ['floor', 'curtailment', 'delivered', 'clipped'], 'no available power nor milestone entry when none is drawn')
   t.notMatch(programme, /class="available"/, 'and no available-power area')
   t.equal(count(programme, /class="clipped-marker clipped-delivered"/g), 1, 'the delivered outlier is marked at the top')
-  t.match(programme, /hors échelle : réalisé 4\s000 kW/)
+  t.match(programme, /réalisé hors échelle : 4\s000 kW/)
   const wide = powerChart(input('2026-11-22', {
     constraints: [{ startMs, endMs: startMs + Q, minKw: 10 }, { startMs: startMs + Q, endMs: startMs + 2 * Q, minKw: 8000 }, { startMs: startMs + 2 * Q, endMs: startMs + 3 * Q, maxKw: 0 }],
     delivered: [{ startMs, kw: 9 }],
