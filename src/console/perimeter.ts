@@ -19,11 +19,15 @@ export interface PerimeterDeps {
 /** The sites `viewer` may look at, in the solver's order; none for a member without an active company. */
 export async function visibleSites (viewer: Viewer, deps: PerimeterDeps): Promise<Site[]> {
   const all = await deps.sites()
-  if (viewer.admin) return [...all]
+  return all.filter(s => seesSite(viewer, deps, s.site_id))
+}
+
+/** Whether `viewer` may look at the site's data now (a site that left the perimeter is no longer its to read). */
+export function seesSite (viewer: Viewer, deps: Pick<PerimeterDeps, 'companies'>, siteId: string): boolean {
+  if (viewer.admin) return true
   const company = viewer.companyId === null ? undefined : deps.companies.get(viewer.companyId)
   // A suspended company's sessions are ended; a page load racing the suspension sees nothing.
-  if (!company || company.status !== 'active') return []
-  return all.filter(s => inPerimeter(company, s.site_id))
+  return !!company && company.status === 'active' && inPerimeter(company, siteId)
 }
 
 /** The company whose records `viewer` is limited to; undefined for an admin (every company). */

@@ -1,7 +1,7 @@
 import t from 'tap'
 import { addUser } from '../../src/auth/accounts.ts'
 import { openInstructions } from '../../src/store/instructions.ts'
-import { accessibilityProblems, launchBrowser, newPage, screenshot, signIn } from '../helpers/browser.ts'
+import { accessibilityProblems, launchBrowser, newPage, screenshot, screenshotOf, signIn } from '../helpers/browser.ts'
 import { startEpx } from '../helpers/epx.ts'
 import { INBOUND_PATH, programme, siteId } from '../helpers/programme.ts'
 
@@ -118,6 +118,48 @@ t.test('an admin sees both companies, with who superseded what', async t => {
   await t.resolveMatch(rows.filter({ hasText: siteId(1) }).filter({ hasText: 'beta-ops' }).locator('td').nth(6).textContent(), `remplacée par ${ACME}`)
   t.same(await accessibilityProblems(admin), [])
   await screenshot(admin, 'programmes-admin')
+})
+
+t.test("a programme's chart draws the day's Besoins under it and the delivered energy beside it; one extreme floor is clipped, not the scale", async t => {
+  // 20 kW floors (5 kWh a quarter-hour) on acme's other site, but one of 8,000 kW (2,000 kWh) at 10:00 Paris.
+  const OUTLIER = 'ProgrammeSoutirage-2026-11-22-rev-20261121T121500Z'
+  await post(acme, programme({ emittedAt: '2026-11-21T12:15:00Z', emittedBy: 'acme-dispatch', sites: [siteId(2)], kwh: j => j === 40 ? 2000 : 5 }))
+  await settled(OUTLIER, siteId(2), 'queued')
+  // The day is over: its meter values, 16 to 22 kW a quarter-hour, are reported.
+  epx.clock.set('2026-11-23T08:00:00Z')
+  const start = Date.parse('2026-11-21T23:00:00Z')
+  const report = await epx.handle.reportMetering(Array.from({ length: 48 }, (_, j) => ({
+    siteId: siteId(2), startUtc: new Date(start + j * 900_000).toISOString(), endUtc: new Date(start + (j + 1) * 900_000).toISOString(), kwh: 4 + (j % 4) * 0.5,
+  })))
+  t.equal(report.accepted, 48)
+  t.equal(await signIn(page, url, 'alice', alice.password), 303, 'two days later: a new session')
+
+  await page.goto(new URL(`/besoins-agreges?site_id=${siteId(2)}&target_date=${TOMORROW}`, url).href)
+  const published = await page.locator('svg.chart rect.slot title').allTextContents()
+  t.equal(published.length, 96)
+  await page.goto(new URL(`/programmes/${OUTLIER}/${siteId(2)}`, url).href)
+  const chart = page.locator('svg.chart')
+  t.same(await chart.locator('rect.slot title').allTextContents(), published, "the available power is the day's published Besoins, slot by slot")
+  t.equal(await chart.locator('path.available').count(), 1, 'drawn as an area')
+  t.ok(await chart.locator('rect.milestone').count() > 0, 'with its milestones')
+  t.same(await chart.locator('g.legend text').allTextContents(),
+    ['Puissance disponible', 'Jalon (échéance)', 'Plancher (min kW)', 'Plancher infaisable', 'Réalisé (compteur)', 'Hors échelle'],
+    'the legend lists the series drawn: no curtailment in this programme, none listed')
+
+  const yTop = Math.max(...(await chart.locator('g.grid text').allTextContents()).map(v => Number(v.replace(/\s/g, '').replace(',', '.'))).filter(Number.isFinite))
+  t.ok(yTop < 1000, `the axis follows the site, not the 8,000 kW floor (top ${yTop} kW)`)
+  t.equal(await chart.locator('path.clipped-floor').count(), 1, 'the extreme floor is a marker at the top edge')
+  await t.resolveMatch(chart.locator('text.clipped-label').textContent(), /plancher hors échelle : 8\s000 kW/)
+  t.equal(await chart.locator('line.floor.over').count(), 1, 'drawn as infeasible: above the available power')
+
+  const baseline = Number(await chart.locator('g.x-axis > line').first().getAttribute('y1'))
+  const ys = await chart.locator('line.delivered').evaluateAll(ls => ls.map(l => Number(l.getAttribute('y1'))))
+  t.equal(ys.length, 48, 'every metered quarter-hour')
+  t.ok(ys.every(y => baseline - y > 20), `delivered power stands clear of the axis (heights ${Math.min(...ys.map(y => baseline - y))} to ${Math.max(...ys.map(y => baseline - y))})`)
+  t.ok(new Set(ys).size >= 4, 'and its 16 to 22 kW read as different heights, not one flat line')
+  t.same(await accessibilityProblems(page), [], 'the chart with every series: no serious or critical accessibility problem')
+  await screenshot(page, 'programme-chart-clipped')
+  await screenshotOf(chart, 'programme-chart-clipped-svg')
 })
 
 t.test('the browser reported no error on any page of this file (no CSP refusal, no missing asset)', async t => {

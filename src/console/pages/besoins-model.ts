@@ -66,12 +66,17 @@ export async function loadBesoins (deps: BesoinsDeps, viewer: Viewer, q: Besoins
   const coverage = coverageOf(targetDate)
   if (!site) return { status: 200, model: { sites, targetDate, coverage, history: [] } }
   const history = deps.revisions.list(site.site_id, targetDate).reverse()
-  const meta = deps.revisions.latest(site.site_id, targetDate)
-  const bytes = meta && deps.revisions.bytesOf(meta)
-  const doc = bytes ? JSON.parse(bytes.toString('utf8')) as BesoinsAgreges : undefined
-  const docSite = doc?.sites.find(s => s.site_id === site.site_id)
-  const latest = meta && doc && docSite ? { meta, doc, site: docSite } : undefined
+  const latest = latestRevision(deps.revisions, site.site_id, targetDate)
   return { status: 200, model: { sites, site, targetDate, coverage, latest, history, instruction: effectiveInstruction(deps, viewer, site.site_id, targetDate) } }
+}
+
+/** The latest revision of a site and day, parsed from its stored bytes (the very document the API serves). */
+export function latestRevision (revisions: Revisions, siteId: string, targetDate: string): BesoinsModel['latest'] {
+  const meta = revisions.latest(siteId, targetDate)
+  const bytes = meta && revisions.bytesOf(meta)
+  const doc = bytes ? JSON.parse(bytes.toString('utf8')) as BesoinsAgreges : undefined
+  const site = doc?.sites.find(s => s.site_id === siteId)
+  return meta && doc && site ? { meta, doc, site } : undefined
 }
 
 function effectiveInstruction (deps: BesoinsDeps, viewer: Viewer, siteId: string, targetDate: string): BesoinsModel['instruction'] {

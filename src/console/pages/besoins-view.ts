@@ -8,6 +8,8 @@ import { html, type SafeHtml } from '../html.ts'
 import { frNumber } from '../numbers.ts'
 import { parisText, parisTime } from '../time.ts'
 import { powerChart } from '../chart/power-chart.ts'
+import { lowestAvailable } from '../chart/chart-model.ts'
+import { besoinsSeries } from '../chart/besoins-series.ts'
 import { basicUtc, utcInstantMs } from '../../contract/instants.ts'
 import type { RevisionMeta } from '../../store/revisions.ts'
 import type { BesoinsModel } from './besoins-model.ts'
@@ -52,8 +54,8 @@ function latest (m: BesoinsModel): SafeHtml {
   const constraints = m.instruction?.constraints ?? []
   const byStart = new Map(constraints.map(c => [utcInstantMs(c.startUtc), c]))
   const slots = site.puissance_disponible
-  const availableAt = new Map(slots.map(s => [utcInstantMs(s.debut_utc), s.p_max_kw]))
-  const availableOf = (c: SlotConstraint) => quarterMinimum(availableAt, utcInstantMs(c.startUtc), utcInstantMs(c.endUtc))
+  const series = besoinsSeries(site)
+  const availableOf = (c: SlotConstraint) => lowestAvailable(series.available, utcInstantMs(c.startUtc), utcInstantMs(c.endUtc))
   const over = constraints.filter(c => isOver(c, availableOf(c)))
   return html`<section aria-labelledby="latest-h">
 <h2 id="latest-h">${site.site_name} (${site.site_id}) — ${parisText(Date.parse(doc.coverage_start_utc), 'date')}</h2>
@@ -72,9 +74,8 @@ ${over.length ? html`<p class="flag-infeasible" role="note"><strong>Infaisable :
     startMs: Date.parse(doc.coverage_start_utc),
     endMs: Date.parse(doc.coverage_end_utc),
     slotMs: doc.slot_duration_secs * 1000,
-    available: slots.map(s => ({ startMs: utcInstantMs(s.debut_utc), kw: s.p_max_kw })),
-    milestones: site.jalons_besoin.map(j => ({ startMs: utcInstantMs(j.debut_utc), deadlineMs: utcInstantMs(j.deadline_utc), energyKwh: j.valeur_kwh, powerKw: j.puissance_kW })),
-    constraints: constraints.map(c => ({ startMs: utcInstantMs(c.startUtc), endMs: utcInstantMs(c.endUtc), minKw: c.minKw, maxKw: c.maxKw, availableKw: availableOf(c) })),
+    ...series,
+    constraints: constraints.map(c => ({ startMs: utcInstantMs(c.startUtc), endMs: utcInstantMs(c.endUtc), minKw: c.minKw, maxKw: c.maxKw })),
     title: `Puissance disponible par quart d'heure, ${site.site_name}, ${parisText(Date.parse(doc.coverage_start_utc), 'date')}`,
     tableName: SLOTS_CAPTION,
   })}</figure>
@@ -85,17 +86,6 @@ ${over.length ? html`<p class="flag-infeasible" role="note"><strong>Infaisable :
 <thead><tr><th scope="col" class="num">N°</th><th scope="col">Début (Paris)</th><th scope="col">Fin (Paris)</th><th scope="col" class="num">Puissance disponible (kW)</th><th scope="col">Consigne</th></tr></thead>
 <tbody>${slots.map((s, k) => html`<tr><td class="num">${k + 1}</td><td>${parisTime(s.debut_utc, 'time')}</td><td>${parisTime(s.fin_utc, 'time')}</td><td class="num">${frNumber(s.p_max_kw)}</td>${constraintCell(byStart.get(utcInstantMs(s.debut_utc)), s.p_max_kw)}</tr>`)}</tbody></table>
 </section>`
-}
-
-
-/** The lowest available power over the quarter-hours of `[startMs, endMs)`; undefined when none is published. */
-function quarterMinimum (availableAt: ReadonlyMap<number, number>, startMs: number, endMs: number): number | undefined {
-  let min: number | undefined
-  for (let ms = startMs; ms < endMs; ms += 900_000) {
-    const kw = availableAt.get(ms)
-    if (kw !== undefined && (min === undefined || kw < min)) min = kw
-  }
-  return min
 }
 
 /** A floor the site cannot hold (the rule `epx instructions show` applies, apply/feasibility.ts). */

@@ -6,16 +6,18 @@
  * @module
  */
 import type { Instructions } from '../../store/instructions.ts'
+import type { Revisions } from '../../store/revisions.ts'
+import type { BesoinsSite } from '../../contract/besoins-agreges.ts'
 import type { InForceSpan } from '../../store/in-force.ts'
 import type { Clock, Site } from '../../host/contract.ts'
 import {
   instructionViewsOf, listInstructionViews, slotConstraints, type InstructionView, type SlotConstraint,
 } from '../../apply/instruction-view.ts'
 import { isPrm } from '../../contract/ids.ts'
-import { ownCompany, type PerimeterDeps } from '../perimeter.ts'
+import { ownCompany, seesSite, type PerimeterDeps } from '../perimeter.ts'
 import type { Viewer } from '../viewer.ts'
 import type { FeasibilityFlag, InstructionFlags } from '../../store/instruction-flags.ts'
-import { resolvePair, type Loaded } from './besoins-model.ts'
+import { latestRevision, resolvePair, type Loaded } from './besoins-model.ts'
 import { realisation, type RealisationDeps, type RealiseBody } from '../../apply/realisation.ts'
 
 export interface ProgrammesDeps extends PerimeterDeps {
@@ -25,6 +27,8 @@ export interface ProgrammesDeps extends PerimeterDeps {
   readonly flags?: Pick<InstructionFlags, 'get'>
   /** Programme against delivery (`apply/realisation.ts`). */
   readonly realisation?: RealisationDeps
+  /** The published Besoins, drawn under a programme on its page. */
+  readonly revisions?: Revisions
 }
 
 /** An instruction as the pages show it: with its feasibility flag, when it has one. */
@@ -45,6 +49,8 @@ export interface ProgrammeModel {
   readonly realisation?: RealiseBody
   /** When this instruction was in force (`store/in-force.ts`); undefined: not told. */
   readonly inForce?: readonly InForceSpan[]
+  /** The latest Besoins published for the site and day, when there is one. */
+  readonly besoins?: BesoinsSite
 }
 
 export async function loadProgrammes (deps: ProgrammesDeps, viewer: Viewer, q: { site_id?: string; target_date?: string }): Promise<Loaded<ProgrammesModel>> {
@@ -67,7 +73,9 @@ export function loadProgramme (deps: ProgrammesDeps, viewer: Viewer, instruction
   const realised = deps.realisation && realisation(deps.realisation, view.instruction.targetDate, siteId, company)
   // Its own spans only: when another's began says nothing of whose it was.
   const inForce = deps.instructions.inForce.spansOf(view.instruction.targetDate, siteId).filter(s => s.instructionId === instructionId)
-  return { status: 200, model: { view: flagged(deps, redact(view, company)), constraints: slotConstraints(view.instruction), inForce, ...(realised ? { realisation: realised } : {}) } }
+  // The Besoins are the site's current holder's: drawn only while the site is in the viewer's perimeter.
+  const besoins = deps.revisions && seesSite(viewer, deps, siteId) ? latestRevision(deps.revisions, siteId, view.instruction.targetDate)?.site : undefined
+  return { status: 200, model: { view: flagged(deps, redact(view, company)), constraints: slotConstraints(view.instruction), inForce, ...(realised ? { realisation: realised } : {}), ...(besoins ? { besoins } : {}) } }
 }
 
 function flagged (deps: ProgrammesDeps, v: InstructionView): FlaggedView {

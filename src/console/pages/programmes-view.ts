@@ -12,9 +12,8 @@ import { roundKw, type InstructionView, type SlotConstraint } from '../../apply/
 import type { ProgrammeModel, ProgrammesModel } from './programmes-model.ts'
 import type { FeasibilityFlag } from '../../store/instruction-flags.ts'
 import { besoinsHref, PROGRAMMES_PATH, programmeHref, programmesHref, realiseHref } from './paths.ts'
-import { powerChart } from '../chart/power-chart.ts'
+import { programmeChart } from './programme-chart.ts'
 import type { Creneau, RealiseBody, Verdict } from '../../contract/realise.ts'
-import { parisDayMs } from '../../contract/paris-day.ts'
 
 /** "plancher 12 kW", "effacement (0 kW max)", or a dash: no slot, no constraint. */
 export function constraintText (c: SlotConstraint | undefined): string {
@@ -169,21 +168,13 @@ function verdictText (c: Creneau | undefined): string {
 function realisedSummary (m: ProgrammeModel): SafeHtml {
   const i = m.view.instruction
   const r = m.realisation
-  if (!r) return html`<p class="empty">Réalisé : aucun relevé de compteur pour ce site et ce jour (les relevés arrivent à la clôture de chaque quart d'heure).</p>`
+  if (!r) return html`<p class="empty">Réalisé : aucun relevé de compteur pour ce site et ce jour (les relevés arrivent à la clôture de chaque quart d'heure).</p>${programmeChart(m)}`
   if (!judges(r, i.instructionId)) {
-    return html`<p class="note">Réalisé : comparé à l'instruction en vigueur${r.instruction_id ? html` <a href="${programmeHref(r.instruction_id, i.siteId)}">${r.instruction_id}</a>` : ''}, pas à celle-ci.</p>`
+    return html`<p class="note">Réalisé : comparé à l'instruction en vigueur${r.instruction_id ? html` <a href="${programmeHref(r.instruction_id, i.siteId)}">${r.instruction_id}</a>` : ''}, pas à celle-ci.</p>${programmeChart(m)}`
   }
-  const { startMs, endMs } = parisDayMs(i.targetDate)
   const t = r.totaux
-  const delivered = r.creneaux.filter(c => c.energie_realisee_kwh !== null).map(c => ({ startMs: Date.parse(c.debut_utc), kw: c.energie_realisee_kwh! * 4 }))
   return html`<section class="realise" aria-labelledby="realise-title"><h2 id="realise-title">Programmé et réalisé</h2>
 <p class="totals">Programmé <strong>${frNumber(t.energie_programmee_kwh)} kWh</strong>, réalisé <strong>${frNumber(t.energie_realisee_kwh)} kWh</strong>, manque <strong class="${t.manque_kwh > 0 ? 'shortfall' : ''}">${frNumber(t.manque_kwh)} kWh</strong> —
 ${(Object.keys(VERDICT_LABELS) as Verdict[]).filter(v => v !== 'unconstrained' && t.verdicts[v] > 0).map(v => `${frNumber(t.verdicts[v])} ${VERDICT_LABELS[v]}`).join(', ') || 'aucun créneau programmé relevé'}${t.tardifs > 0 ? ` ; ${frNumber(t.tardifs)} ${LATE_LABEL}, comptés à part` : ''}.</p>
-<figure class="chart" tabindex="0" aria-label="Graphique (défile horizontalement sur un petit écran)">${powerChart({
-    startMs, endMs, slotMs: 900_000, available: [], milestones: [],
-    constraints: m.constraints.map(c => ({ startMs: Date.parse(c.startUtc), endMs: Date.parse(c.endUtc), minKw: c.minKw, maxKw: c.maxKw })),
-    delivered,
-    title: `Programmé et réalisé, ${i.siteId}, ${dayText(i.targetDate)}`,
-    tableName: 'Créneaux programmés',
-  })}</figure></section>`
+${programmeChart(m)}</section>`
 }

@@ -55,7 +55,8 @@ t.test('floors are lines at their kW, curtailments hatched columns, each as many
       { startMs: startMs + 2 * Q, endMs: startMs + 3 * Q, maxKw: 0 },
     ],
   })).toString()
-  t.equal(count(svg, /<line class="floor"/g), 2)
+  t.equal(count(svg, /<line class="floor[ "]/g), 2)
+  t.equal(count(svg, /<line class="floor over"/g), 1, 'the 100 kW floor is over the 41 kW available at 00:15: infeasible, from the series alone')
   t.equal(count(svg, /<rect class="curtailment"/g), 1)
   t.match(svg, /Plancher 100 kW de 00:15 à 00:30/)
   t.match(svg, /Effacement \(0 kW max\) de 00:30 à 00:45/)
@@ -95,16 +96,38 @@ t.test('a floor far above the available power is clipped at the top with its val
   // 8,000 kW asked of a site with 40 to 49 kW: the scale stays the site's, the floor is a marker.
   const svg = powerChart(input('2026-11-22', {
     constraints: [
-      { startMs, endMs: startMs + Q, minKw: 8000, availableKw: 40 },
-      { startMs: startMs + Q, endMs: startMs + 2 * Q, minKw: 20, availableKw: 41 },
+      { startMs, endMs: startMs + Q, minKw: 8000 },
+      { startMs: startMs + Q, endMs: startMs + 2 * Q, minKw: 20 },
     ],
   })).toString()
   const yTop = Math.max(...[...svg.matchAll(/text-anchor="end" fill="#222222">([\d  ,]+)<\/text>/g)].map(m => Number(m[1]!.replace(/\s/g, '').replace(',', '.'))))
   t.ok(yTop <= 100, `the axis stays near the available power (top ${yTop} kW)`)
-  t.equal(count(svg, /class="clipped-marker"/g), 1, 'one marker for the clipped floor')
+  t.equal(count(svg, /class="clipped-marker clipped-floor"/g), 1, 'one marker for the clipped floor')
   t.match(svg, /plancher hors échelle : 8\s000 kW/, 'the marker says its value')
   t.equal(count(svg, /<line class="floor over"/g), 1, 'the floor over its available power is drawn as infeasible')
   t.equal(count(svg, /<line class="floor"/g), 1, 'the other one is a plain floor')
   t.match(svg, /Plancher 8\s000 kW de 00:00 à 00:15, infaisable : 40 kW disponibles/)
   t.match(svg, /dont 1 plancher au-delà de la puissance disponible \(infaisable\)/, 'the description says it too')
+})
+
+t.test('the legend draws exactly the series of the chart, each with its label', async t => {
+  const { startMs } = parisDayMs('2026-11-22')
+  const legend = (svg: string) => [...svg.matchAll(/<g class="legend-item legend-(\w+)"[^>]*>.*?<text[^>]*>([^<]+)<\/text><\/g>/g)].map(m => [m[1], m[2]])
+  t.same(legend(powerChart(input('2026-11-22')).toString()), [['available', 'Puissance disponible'], ['milestone', 'Jalon (échéance)']])
+  const programme = powerChart(input('2026-11-22', {
+    available: [], milestones: [],
+    constraints: [{ startMs, endMs: startMs + Q, minKw: 10 }, { startMs: startMs + Q, endMs: startMs + 2 * Q, maxKw: 0 }],
+    delivered: [{ startMs, kw: 9 }, { startMs: startMs + 2 * Q, kw: 4000 }],
+  })).toString()
+  t.same(legend(programme).map(([s]) => s), ['floor', 'curtailment', 'delivered', 'clipped'], 'no available power nor milestone entry when none is drawn')
+  t.notMatch(programme, /class="available"/, 'and no available-power area')
+  t.equal(count(programme, /class="clipped-marker clipped-delivered"/g), 1, 'the delivered outlier is marked at the top')
+  t.match(programme, /réalisé hors échelle : 4\s000 kW/)
+  const wide = powerChart(input('2026-11-22', {
+    constraints: [{ startMs, endMs: startMs + Q, minKw: 10 }, { startMs: startMs + Q, endMs: startMs + 2 * Q, minKw: 8000 }, { startMs: startMs + 2 * Q, endMs: startMs + 3 * Q, maxKw: 0 }],
+    delivered: [{ startMs, kw: 9 }],
+  })).toString()
+  t.equal(legend(wide).length, 7, 'all seven series')
+  t.match(wide, /<g class="legend-item legend-\w+" transform="translate\(0,18\)">/, 'wrapped to a second row rather than off the chart')
+  t.notOk([...wide.matchAll(/<g class="legend-item[^"]*" transform="translate\(([\d.]+),/g)].some(m => Number(m[1]) > 800), 'no entry starts past the plot width')
 })

@@ -80,6 +80,29 @@ t.test('one instruction: each slot\'s energy, and the floor or curtailment it be
   t.same(loadProgramme(deps, admin, 'nonsense', siteId(1)), { status: 404 })
 })
 
+t.test("one instruction's chart: the Besoins published for its site and day, while the site is the viewer's", async t => {
+  const s = seedStore(t)
+  await s.addCompany('acme', [siteId(1), siteId(2)])
+  await s.receive({ emittedAt: '2026-11-21T10:00:00Z', sites: 2, slots: 3, kwh: j => j }, 'acme')
+  await s.publish('2026-11-22', siteId(2), { siteName: 'Depot 2', kw: k => k === 1 ? 3 : 60 })
+  const deps: ProgrammesDeps = { instructions: s.instructions, revisions: s.revisions, companies: s.companies, sites: async () => SITES, clock: new ManualClock('2026-11-21T12:30:00Z') }
+  const m = ok(loadProgramme(deps, member('acme'), A, siteId(2)))
+  t.equal(m.besoins?.site_id, siteId(2), "the site's latest revision of the day")
+  const chart = renderProgramme(m).toString()
+  t.match(chart, /<path class="available"/, 'its available power is drawn')
+  t.equal(chart.match(/<rect class="slot"/g)?.length, 96, 'one column per published quarter-hour')
+  t.match(chart, /<rect class="milestone"/, 'with its milestone')
+  t.match(chart, /<line class="floor over"[^>]*><title>Plancher 4 kW de 00:15 à 00:30, infaisable : 3 kW disponibles/, 'a floor over the published power is drawn infeasible')
+  t.notMatch(chart, /Réalisé \(compteur\)/, 'no meter value: no delivered entry in the legend')
+  t.equal(ok(loadProgramme(deps, member('acme'), A, siteId(1))).besoins, undefined, 'nothing published for the other site: none')
+
+  await s.companies.update('acme', c => ({ ...c, perimeter: [siteId(1)] }))
+  const left = ok(loadProgramme(deps, member('acme'), A, siteId(2)))
+  t.equal(left.besoins, undefined, "the site left acme's perimeter: its Besoins are its new holder's, not drawn")
+  t.notMatch(renderProgramme(left).toString(), /<path class="available"/)
+  t.equal(ok(loadProgramme(deps, admin, A, siteId(2))).besoins?.site_id, siteId(2), 'an admin sees every site')
+})
+
 t.test('an instruction with no slots says it clears the day', async t => {
   const s = seedStore(t)
   await s.receive({ emittedAt: '2026-11-21T10:00:00Z', slots: 0 }, 'acme')
