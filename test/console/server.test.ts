@@ -137,13 +137,19 @@ t.test('the admin users form: role required, a taken name refused, no action on 
   t.match(confirm, { status: 200, text: /Générer un nouveau mot de passe pour <strong>alice<\/strong>/ }, 'a reset asks first')
   t.equal((await call('/tokens', { cookie: alice.cookie })).status, 200, 'asking changed nothing')
   t.equal((await call('/admin/users/root/disable', { cookie: root.cookie, form: { _csrf: root.csrf } })).status, 404, 'an admin does not disable itself here')
-  const reset = await call('/admin/users/alice/reset-password', { cookie: root.cookie, form: { _csrf: root.csrf } })
-  t.equal(reset.status, 200)
+  const posted = await call('/admin/users/alice/reset-password', { cookie: root.cookie, form: { _csrf: root.csrf } })
+  t.match(posted, { status: 303, headers: { location: '/admin/users' } })
+  const reset = await call('/admin/users', { cookie: root.cookie })
   const password = /id="new-password" class="secret" readonly value="([^"]+)"/.exec(reset.text)?.[1]
   t.ok(password)
   t.equal((await call('/tokens', { cookie: alice.cookie })).status, 303, "alice's session ended with the reset")
-  t.equal((await call('/login', { form: { username: 'alice', password: password! } })).status, 303, 'the new password works')
-  t.match(await call('/admin/users/alice/enable', { cookie: root.cookie, form: { _csrf: root.csrf } }), { status: 200, text: /alice est réactivé/ })
+  t.notMatch((await call('/admin/users', { cookie: root.cookie })).text, /new-password/, 'a reload shows it no more')
+  const relogged = await call('/login', { form: { username: 'alice', password: password! } })
+  t.equal(relogged.status, 303, 'the new password works')
+  const cookie = String(relogged.headers['set-cookie']).split(';')[0]!
+  t.match(await call('/tokens', { cookie }), { status: 303, headers: { location: '/compte/mot-de-passe' } }, 'but alice must choose her own first')
+  t.match(await call('/admin/users/alice/enable', { cookie: root.cookie, form: { _csrf: root.csrf } }), { status: 303, headers: { location: '/admin/users' } })
+  t.match(await call('/admin/users', { cookie: root.cookie }), { status: 200, text: /alice est réactivé/ })
 })
 
 t.test('admin companies and publish: bad input answers 400 with the reason; unknown company 404', async t => {
@@ -171,8 +177,11 @@ t.test('admin companies and publish: bad input answers 400 with the reason; unkn
   const past = await call('/admin/publish', { cookie: root.cookie, form: { _csrf: root.csrf, date: '2026-11-01' } })
   t.match(past, { status: 200, text: /Le 01\/11\/2026 est déjà passé/ }, 'a day already over asks first')
   t.notMatch(past.text, /sites? publiés?/, 'and publishes nothing yet')
-  const done = await call('/admin/publish', { cookie: root.cookie, form: { _csrf: root.csrf, date: '2026-11-22' } })
+  const posted = await call('/admin/publish', { cookie: root.cookie, form: { _csrf: root.csrf, date: '2026-11-22' } })
+  t.match(posted, { status: 303, headers: { location: '/admin/publish' } }, 'post/redirect/get: a reload of the report publishes nothing again')
+  const done = await call('/admin/publish', { cookie: root.cookie })
   t.match(done.text, /3 sites publiés pour le 22\/11\/2026 ; aucun en échec\./)
+  t.notMatch((await call('/admin/publish', { cookie: root.cookie })).text, /sites? publiés?/, 'the report is shown once')
   // The audit record lands within its batching delay (store/audit.ts).
   let run: AuditRecord | undefined
   for (let i = 0; i < 100 && !run; i++) {
