@@ -75,13 +75,16 @@ export async function setFlash (request: FastifyRequest, deps: ConsoleDeps, key:
   if (id) await deps.sessions.update(idHash(id), s => ({ ...s, flash: { key, data } }))
 }
 
-/** The flash left for page `key`, deleted as it is read: a reload of that page finds none. */
-export async function takeFlash<T> (request: FastifyRequest, deps: ConsoleDeps, key: string): Promise<T | undefined> {
+/** The flash left for `page`, deleted as it is read: a reload of that page finds none. */
+export async function takeFlash<T> (request: FastifyRequest, deps: ConsoleDeps, page: string): Promise<T | undefined> {
   const id = request.cookies[SESSION_COOKIE]
   if (!id) return undefined
+  const key = idHash(id)
+  // Most visits find none: a read, not a write, tells.
+  if (deps.sessions.get(key)?.flash?.key !== page) return undefined
   let taken: T | undefined
-  await deps.sessions.update(idHash(id), s => {
-    if (s.flash?.key !== key) return undefined
+  await deps.sessions.update(key, s => {
+    if (s.flash?.key !== page) return undefined
     taken = s.flash.data as T
     const { flash: _, ...rest } = s
     return rest
