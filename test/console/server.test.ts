@@ -108,7 +108,7 @@ t.test('the tokens form says what to fix; nothing is created', async t => {
   t.equal(epx.tokens.list().length, before)
 
   const posted = await call('/tokens', { cookie: root.cookie, form: { _csrf: root.csrf, company: 'acme', scope: 'inbound:programme-soutirage', expires: 'never', label: '  collecte   de nuit ' } })
-  t.match(posted, { status: 303, headers: { location: /^\/tokens\/created\/[A-Za-z0-9_-]{22}$/ } }, 'post/redirect/get: the POST answers a redirect')
+  t.match(posted, { status: 303, headers: { location: /^\/tokens\/created\/tok_[0-9a-f]{16}$/ } }, 'post/redirect/get: the POST answers a redirect, no secret in the URL')
   const count = epx.tokens.list().length
   const made = await call(posted.headers.location!, { cookie: root.cookie })
   t.equal(made.status, 200)
@@ -119,7 +119,9 @@ t.test('the tokens form says what to fix; nothing is created', async t => {
   t.notMatch(again.text, /epx_[A-Za-z0-9_-]{43}/, 'shows no secret')
   t.match(again.text, /a déjà été affiché et ne le sera plus : aucun autre jeton n'a été créé/)
   t.equal(epx.tokens.list().length, count, 'and makes no second token')
-  t.equal((await call(posted.headers.location!, { cookie: alice.cookie })).status, 404, "another user's ticket is nobody else's")
+  const other = await call(posted.headers.location!, { cookie: alice.cookie })
+  t.notMatch(other.text, /epx_[A-Za-z0-9_-]{43}/, "the secret waited in its creator's session only")
+  t.equal((await call('/tokens/created/tok_0000000000000000', { cookie: root.cookie })).status, 404, 'a token that does not exist')
   const filtered = await call('/tokens?company=acme', { cookie: root.cookie })
   t.match(filtered.text, '<option value="acme" selected>acme</option>', 'an admin filters the list by company')
   const record = epx.tokens.list('acme').find(r => r.label !== undefined)
