@@ -3,8 +3,9 @@
  * starts a throwaway cluster (scripts/postgres-cluster.ts: initdb and pg_ctl in a temporary
  * folder, a Unix socket only), then does what docs/operating.md "Two instances on one
  * database" does by hand, printing each `epx` command it runs: two data folders sharing
- * one PKI, `epx store migrate`, a company with its certificate and tokens, two
- * `epx start` on different ports; then it prints what to try. Ctrl+C stops both instances
+ * one PKI, `epx store migrate`, a company with its certificate and tokens, a console
+ * admin, two `epx start` on different ports, each with its web console (the API's port
+ * + 1: 8444 and 8454); then it prints the consoles' addresses and what to try. Ctrl+C stops both instances
  * and removes the cluster. The data folders (./var/epx-ha/a and b, or under `--data DIR`)
  * are made anew at each run, as the database is. `--port-a N`, `--port-b N`: the API
  * ports (8443 and 8453; 0 picks free ones).
@@ -31,6 +32,8 @@ const COMPANY = 'demo-bsp'
 
 // `npm run demo:ha -- --port-a 9443 --port-b 9453` when 8443 or 8453 is taken.
 interface Instance { readonly name: string; readonly dir: string; readonly port: number }
+/** Each console beside its API (8443 → 8444, as `epx start`'s defaults); a free one when the API's port is. */
+const consolePort = (i: Instance) => i.port === 0 ? 0 : i.port + 1
 const instances: Instance[] = [
   { name: 'A', dir: join(HOME, 'a'), port: Number(options['port-a'] ?? 8443) },
   { name: 'B', dir: join(HOME, 'b'), port: Number(options['port-b'] ?? 8453) },
@@ -46,15 +49,16 @@ function epx (dir: string, ...args: string[]): string {
   return r.stdout
 }
 
-function configure (dir: string, connectionString: string): void {
-  const file = join(dir, 'epx.config.json')
+function configure (i: Instance, connectionString: string): void {
+  const file = join(i.dir, 'epx.config.json')
   const settings = JSON.parse(readFileSync(file, 'utf8')) as { plugin: Record<string, Record<string, unknown>> }
   settings.plugin.store = { kind: 'postgres', path: 'epx-replica.lmdb', postgres: { connectionString } }
   settings.plugin.metrics = { enabled: true, port: 0 }
+  settings.plugin.console = { enabled: true, port: consolePort(i) }
   writeFileSync(file, JSON.stringify(settings, null, 2) + '\n')
 }
 
-interface Running { readonly child: ChildProcess; readonly port: number; readonly readyz: string }
+interface Running { readonly child: ChildProcess; readonly port: number; readonly readyz: string; readonly console: string }
 
 /** `epx start` in the background, its output in <dir>/epx.log; resolves once its API listens. */
 function start (i: Instance): Promise<Running> {
@@ -69,7 +73,8 @@ function start (i: Instance): Promise<Running> {
       seen += d.toString()
       const api = /epx API listening on https:\/\/[^/]*:(\d+)\//.exec(seen)
       const metrics = /metrics, health and readiness on (http:\/\/\S+\/)metrics/.exec(seen)
-      if (api && metrics) { child.stdout.off('data', onData); resolve({ child, port: Number(api[1]), readyz: `${metrics[1]}readyz` }) }
+      const web = /epx web console on (https:\/\/\S+)/.exec(seen)
+      if (api && metrics && web) { child.stdout.off('data', onData); resolve({ child, port: Number(api[1]), readyz: `${metrics[1]}readyz`, console: web[1]! }) }
     }
     child.stdout.on('data', onData)
     child.on('exit', code => reject(new Error(`instance ${i.name} exited (code ${code}) before listening; see ${join(i.dir, 'epx.log')}:\n${seen.split('\n').slice(-10).join('\n')}`)))
@@ -108,8 +113,8 @@ async function main (): Promise<void> {
     console.log(`$ cp -r ${shown(join(a.dir, 'pki'))} ${shown(join(b.dir, 'pki'))}`)
     cpSync(join(a.dir, 'pki'), join(b.dir, 'pki'), { recursive: true })
     epx(b.dir, 'init')
-    for (const i of instances) configure(i.dir, url)
-    console.log(`(both epx.config.json: "store": { "kind": "postgres", "path": "epx-replica.lmdb", "postgres": { "connectionString": "${url}" } })`)
+    for (const i of instances) configure(i, url)
+    console.log(`(both epx.config.json: "store": { "kind": "postgres", "path": "epx-replica.lmdb", "postgres": { "connectionString": "${url}" } }, "console": { "enabled": true, "port": ${consolePort(a)} or ${consolePort(b)} })`)
     epx(a.dir, 'store', 'migrate')
     epx(a.dir, 'company', 'add', COMPANY, '--name', 'Demo BSP', '--cert-subject', 'CN=demo-bsp,O=Demo BSP')
     const bundle = join(HOME, 'bsp')
@@ -117,6 +122,8 @@ async function main (): Promise<void> {
     const token = (scope: string) => JSON.parse(epx(a.dir, 'token', 'create', '--company', COMPANY, '--scope', scope, '--json')) as { id: string; token: string }
     const { token: inbound, id: inboundId } = token('inbound:programme-soutirage')
     const { token: outbound } = token('outbound:besoins-agreges')
+    // The password is the last line; one account for both consoles (the database holds accounts and sessions).
+    const password = epx(a.dir, 'user', 'add', 'admin', '--admin').trim().split('\n').at(-1)!
 
     const tomorrow = addDays(parisDateOf(new Date()), 1)
     const site = simulatedSites(1)[0]!
@@ -137,6 +144,12 @@ async function main (): Promise<void> {
 Two epx instances on one database:
   A: https://localhost:${ra.port}  (pid ${pa.pid}, readiness ${ra.readyz})
   B: https://localhost:${rb.port}  (pid ${pb.pid}, readiness ${rb.readyz})
+
+Web consoles (the browser warns about the demo's own CA: ${shown(join(a.dir, 'pki', 'ca.crt'))}):
+  A: ${ra.console}
+  B: ${rb.console}
+  log in as admin, password ${password} (generated: the console asks for your own at the first login).
+  Accounts and sessions live in the database: logged in on A, you are on B too.
 
 Try it (company ${COMPANY}, site ${site.site_id}, target date ${tomorrow}):
 

@@ -17,6 +17,12 @@ export interface NewUser {
   readonly companyId: string | null
   /** Omitted: a password is generated (and returned once). */
   readonly password?: string
+  /**
+   * The user must choose its own password at its first login: what the doors ask for a
+   * password they generate and hand over (`epx user add` without --password-stdin, the
+   * console's "Ajouter"), as a reset always does.
+   */
+  readonly mustChangePassword?: boolean
 }
 
 /** Why a username is refused, or undefined. */
@@ -36,12 +42,12 @@ export async function addUser (store: Store, u: NewUser, nowMs: number): Promise
     throw new EpxError('EPX_NOT_FOUND', [`no company '${u.companyId}' (see 'epx company list')`])
   }
   const password = u.password ?? newPassword()
-  const weak = passwordProblem(password)
+  const weak = passwordProblem(password, username)
   if (weak) throw new EpxError('EPX_USAGE', [weak])
   const at = new Date(nowMs).toISOString()
   const record: UserRecord = {
     username, admin: u.admin, companyId: u.companyId, passwordHash: await hashPassword(password),
-    disabled: false, createdAt: at, passwordChangedAt: at,
+    disabled: false, createdAt: at, passwordChangedAt: at, ...(u.mustChangePassword ? { mustChangePassword: true } : {}),
   }
   await openUsers(store).add(record)
   return { record, password }
@@ -55,13 +61,16 @@ export async function setUserDisabled (store: Store, username: string, disabled:
   return record
 }
 
-/** A new generated password (returned once); the user's sessions end. A disabled account stays disabled. */
+/**
+ * A new generated password (returned once), to be changed at the next login; the user's
+ * sessions end. A disabled account stays disabled.
+ */
 export async function resetPassword (store: Store, username: string, nowMs: number): Promise<{ record: UserRecord; password: string }> {
   const name = normalizeUsername(username)
   const password = newPassword()
   const passwordHash = await hashPassword(password)
   const record = await openUsers(store).update(name, u => ({
-    ...u, passwordHash, passwordChangedAt: new Date(nowMs).toISOString(),
+    ...u, passwordHash, passwordChangedAt: new Date(nowMs).toISOString(), mustChangePassword: true,
   }))
   await openSessions(store).deleteWhere(s => s.username === name)
   return { record, password }

@@ -43,12 +43,85 @@ export async function verifyPassword (password: string, stored: string): Promise
 
 /** A password for a new or reset account: 18 random bytes, 24 base64url characters (144 bits). */
 export function newPassword (): string {
-  return randomBytes(18).toString('base64url')
+  // 24 random characters are almost never refused; drawing again costs nothing if one is.
+  for (;;) {
+    const p = randomBytes(18).toString('base64url')
+    if (passwordWeakness(p) === undefined) return p
+  }
 }
 
-/** What a chosen password must satisfy, or undefined when it does. */
-export function passwordProblem (password: string): string | undefined {
-  if (password.length < 12) return 'a password needs at least 12 characters'
-  if (password.length > 256) return 'a password has at most 256 characters'
+export const PASSWORD_MIN = 12
+export const PASSWORD_MAX = 256
+/** Distinct characters a password needs: `aaaaaaaaaaab` and `abababababab` are not passwords. */
+export const PASSWORD_DISTINCT = 5
+
+/**
+ * Passwords everyone tries first, letters only, lower-case: a password made of one of
+ * them with digits or signs around (`Motdepasse2024!`) is refused. Short on purpose:
+ * the length and the login throttle do the rest (NIST SP 800-63B §5.1.1.2 asks for a
+ * check against common passwords, not for composition rules).
+ */
+const COMMON = new Set([
+  'password', 'passwort', 'motdepasse', 'motdepass', 'azerty', 'azertyuiop', 'qwerty', 'qwertyuiop', 'qwertz',
+  'asdfghjkl', 'qsdfghjklm', 'wxcvbn', 'zxcvbnm', 'abc', 'abcdef', 'admin', 'administrateur', 'administrator',
+  'root', 'toor', 'secret', 'changeme', 'welcome', 'bienvenue', 'letmein', 'iloveyou', 'jetaime', 'soleil',
+  'bonjour', 'doudou', 'chouchou', 'loulou', 'marseille', 'paris', 'football', 'dragon', 'monkey', 'master',
+  'sunshine', 'princess', 'superman', 'batman', 'trustno', 'login', 'connexion', 'utilisateur', 'user',
+  'epx', 'console', 'energie', 'energy', 'test', 'demo',
+])
+
+/** Every step from one character to the next is +1, or every one is -1 (`abcdefghijkl`, `987654321098`). */
+function isRun (p: string): boolean {
+  const step = (i: number) => {
+    const a = p.charCodeAt(i - 1)
+    const b = p.charCodeAt(i)
+    // 9 → 0 and 0 → 9 go on a run of digits (`123456789012`).
+    if (a === 57 && b === 48) return 1
+    if (a === 48 && b === 57) return -1
+    return b - a
+  }
+  const first = step(1)
+  if (first !== 1 && first !== -1) return false
+  for (let i = 2; i < p.length; i++) if (step(i) !== first) return false
+  return true
+}
+
+/** Why a chosen password is refused. */
+export type PasswordWeakness = 'short' | 'long' | 'few-characters' | 'run' | 'username' | 'common'
+
+/**
+ * What is wrong with `password` for the account `username`, or undefined. The rule
+ * (docs/console.md "Passwords"): 12 to 256 characters, 5 of them different, not a run
+ * (`abcdef…`, `123456…`), not containing the username, not a common password with
+ * digits or signs around it. Doors word the answer (English here, French in the console).
+ */
+export function passwordWeakness (password: string, username?: string): PasswordWeakness | undefined {
+  if (password.length < PASSWORD_MIN) return 'short'
+  if (password.length > PASSWORD_MAX) return 'long'
+  if (new Set(password).size < PASSWORD_DISTINCT) return 'few-characters'
+  if (isRun(password)) return 'run'
+  const lower = password.normalize('NFC').toLowerCase()
+  // A name of 2 or 3 characters is too often part of a good password to be refused inside one.
+  const name = username?.toLowerCase()
+  if (name && (name.length >= 4 ? lower.includes(name) : lower === name)) return 'username'
+  const letters = lower.replace(/[^\p{L}]/gu, '')
+  if (letters === '') return undefined
+  const repeated = (w: string) => w.length >= 4 && letters.length % w.length === 0 && letters === w.repeat(letters.length / w.length)
+  if (COMMON.has(letters) || (letters.length >= 3 && isRun(letters)) || [...COMMON].some(repeated)) return 'common'
   return undefined
+}
+
+const WEAKNESS_EN: Record<PasswordWeakness, string> = {
+  short: `a password needs at least ${PASSWORD_MIN} characters`,
+  long: `a password has at most ${PASSWORD_MAX} characters`,
+  'few-characters': `a password needs at least ${PASSWORD_DISTINCT} different characters`,
+  run: 'a password is not a run of consecutive characters (abcdef..., 123456...)',
+  username: 'a password must not contain the username',
+  common: 'a password is not a common password or word with digits or signs around it (password1234, azertyuiop!)',
+}
+
+/** What a chosen password must satisfy, in English (the CLI), or undefined when it does. */
+export function passwordProblem (password: string, username?: string): string | undefined {
+  const weak = passwordWeakness(password, username)
+  return weak && WEAKNESS_EN[weak]
 }

@@ -24,6 +24,18 @@ interface Window {
   readonly password?: string
 }
 
+/** What a refused attempt is told: which window is full, and until when. */
+export interface Lock {
+  /** `account`: this username, from any address; `address`: this client address, for any account. */
+  readonly what: 'account' | 'address'
+  readonly untilMs: number
+  /** Seconds until then, rounded up (`Retry-After`). */
+  readonly seconds: number
+}
+
+/** An address at its limit, as the admin page lists it. */
+export interface AddressLock { readonly address: string; readonly attempts: number; readonly untilMs: number }
+
 export function createLoginThrottle (limits: ThrottleLimits = LOGIN_LIMITS) {
   const windows = new Map<string, Window>()
 
@@ -40,22 +52,24 @@ export function createLoginThrottle (limits: ThrottleLimits = LOGIN_LIMITS) {
   return {
     /**
      * Counts an attempt for (account, address) and returns undefined, or, when either is
-     * over its limit, the seconds until it may try again (and counts nothing).
+     * over its limit, that lock (the one that ends last) and counts nothing.
      * `password`: a version of the account's password (its `passwordChangedAt`), if it exists.
      */
-    attempt (account: string, address: string, nowMs: number, password?: string): number | undefined {
+    attempt (account: string, address: string, nowMs: number, password?: string): Lock | undefined {
       // A password set since the account's window opened (an admin's reset, from the console
       // or the CLI) starts the account afresh: failures against the old one no longer count,
       // and whoever kept the account locked out cannot keep its owner from the new one.
       const own = current(`a:${account}`, nowMs)
       if (own && own.password !== password) windows.delete(`a:${account}`)
       const keys: Array<[string, number]> = [[`a:${account}`, limits.perAccount], [`ip:${address}`, limits.perAddress]]
-      let waitMs = 0
+      let lock: Lock | undefined
       for (const [key, limit] of keys) {
         const w = current(key, nowMs)
-        if (w && w.count >= limit) waitMs = Math.max(waitMs, w.resetAtMs - nowMs)
+        if (w && w.count >= limit && (!lock || w.resetAtMs > lock.untilMs)) {
+          lock = { what: key.startsWith('a:') ? 'account' : 'address', untilMs: w.resetAtMs, seconds: Math.ceil((w.resetAtMs - nowMs) / 1000) }
+        }
       }
-      if (waitMs > 0) return Math.ceil(waitMs / 1000)
+      if (lock) return lock
       prune(nowMs)
       for (const [key] of keys) {
         const w = current(key, nowMs)
@@ -63,6 +77,18 @@ export function createLoginThrottle (limits: ThrottleLimits = LOGIN_LIMITS) {
         else windows.set(key, { count: 1, resetAtMs: nowMs + limits.windowMs, ...(key.startsWith('a:') && password !== undefined ? { password } : {}) })
       }
       return undefined
+    },
+    /** The addresses at their limit now, the latest lock first. */
+    addressLocks (nowMs: number): AddressLock[] {
+      const locks: AddressLock[] = []
+      for (const [key, w] of windows) {
+        if (key.startsWith('ip:') && w.resetAtMs > nowMs && w.count >= limits.perAddress) locks.push({ address: key.slice(3), attempts: w.count, untilMs: w.resetAtMs })
+      }
+      return locks.sort((a, b) => b.untilMs - a.untilMs)
+    },
+    /** Lifts an address's lock (an admin's decision: a NAT of honest users); whether there was one. */
+    liftAddress (address: string): boolean {
+      return windows.delete(`ip:${address}`)
     },
     succeeded (account: string, address: string): void {
       windows.delete(`a:${account}`)

@@ -8,13 +8,33 @@ import { hashPassword, verifyPassword } from '../auth/password.ts'
 import { normalizeUsername } from '../store/users.ts'
 import type { ConsoleDeps } from './deps.ts'
 import { html } from './html.ts'
-import type { LoginThrottle } from './login-throttle.ts'
+import type { Lock, LoginThrottle } from './login-throttle.ts'
+import { parisText } from './time.ts'
 import { endSession, startSession } from './session.ts'
 import { auditConsole } from './audit.ts'
 
-/** Where to go after login: a path of this console only (never `//host` or a URL). */
-function safeNext (next: unknown): string {
-  return typeof next === 'string' && /^\/(?![/\\])/.test(next) ? next : '/'
+/** Longer than any address of the console's own pages with their query. */
+const NEXT_MAX = 2048
+
+/**
+ * Where to go after login: a plain path of this console, or `/`. A single leading `/`
+ * (never `//host` nor `/\\host`, which browsers read as another host), no backslash,
+ * and printable ASCII only: browsers drop tabs and newlines from a URL (WHATWG URL
+ * "remove all ASCII tab or newline"), so `/\t/evil.example` would become
+ * `//evil.example`; and a `Location` header carries no raw non-ASCII byte (RFC 9110 §5.5),
+ * so such a `next` is refused here rather than failing the answer.
+ */
+export function safeNext (next: unknown): string {
+  return typeof next === 'string' && next.length <= NEXT_MAX && /^\/(?![/\\])[\x21-\x7e]*$/.test(next) && !next.includes('\\') ? next : '/'
+}
+
+/** What a throttled attempt is told: what is locked (this account, or this address), until when, and who can lift it. */
+export function lockedText (lock: Lock, address: string): string {
+  const minutes = Math.ceil(lock.seconds / 60)
+  const until = `jusqu'à ${parisText(lock.untilMs, 'time')} (heure de Paris), dans ${minutes} minute${minutes > 1 ? 's' : ''}`
+  return lock.what === 'account'
+    ? `Trop de tentatives de connexion sur ce compte : il est verrouillé ${until}, depuis toute adresse. Un administrateur peut le débloquer en lui donnant un nouveau mot de passe.`
+    : `Trop de tentatives de connexion depuis votre adresse (${address}) : elle est verrouillée ${until}, pour tous les comptes. Un administrateur peut lever ce verrou (page Utilisateurs).`
 }
 
 function loginForm (next: string, username = '', problem?: string, notice?: string) {
@@ -48,13 +68,9 @@ export function loginRoutes (app: FastifyInstance, deps: ConsoleDeps, throttle: 
     const password = typeof body.password === 'string' ? body.password : ''
     const next = safeNext(body.next)
     const known = username ? deps.users.get(username) : undefined
-    const retryAfter = throttle.attempt(username, request.ip, deps.clock.now().getTime(), known?.passwordChangedAt)
-    if (retryAfter !== undefined) {
-      const minutes = Math.ceil(retryAfter / 60)
-      return reply.code(429).header('Retry-After', String(retryAfter)).page({
-        title: 'Connexion',
-        body: loginForm(next, username, `Trop de tentatives de connexion. Réessayez dans ${minutes} minute${minutes > 1 ? 's' : ''}.`),
-      })
+    const lock = throttle.attempt(username, request.ip, deps.clock.now().getTime(), known?.passwordChangedAt)
+    if (lock) {
+      return reply.code(429).header('Retry-After', String(lock.seconds)).page({ title: 'Connexion', body: loginForm(next, username, lockedText(lock, request.ip)) })
     }
     const user = known
     const ok = await verifyPassword(password, user?.passwordHash ?? await dummyHash)

@@ -56,21 +56,53 @@ async function viewerOf (request: FastifyRequest, reply: FastifyReply, deps: Con
     return null
   }
   if (nowMs - s.lastSeenAtMs >= TOUCH_EVERY_MS) {
-    // Best effort: a lost last-seen time only shortens the idle window by a minute.
-    deps.sessions.put(key, { ...s, lastSeenAtMs: nowMs }).catch(() => {})
+    // Best effort: a lost last-seen time only shortens the idle window by a minute. A
+    // rewrite of the record as it is then, so a flash taken meanwhile stays taken.
+    deps.sessions.update(key, r => ({ ...r, lastSeenAtMs: nowMs })).catch(() => {})
   }
-  return { username: user.username, admin: user.admin, companyId: user.admin ? null : user.companyId, csrfToken: s.csrfToken }
+  return {
+    username: user.username, admin: user.admin, companyId: user.admin ? null : user.companyId, csrfToken: s.csrfToken,
+    ...(user.mustChangePassword ? { mustChangePassword: true } : {}),
+  }
 }
 
-/** Starts a session for `user` (a fresh id, whatever cookie came in) and sets its cookie. */
-export async function startSession (request: FastifyRequest, reply: FastifyReply, deps: ConsoleDeps, user: UserRecord): Promise<void> {
+/**
+ * Leaves `data` for the page the form redirects to (post/redirect/get): kept in the
+ * session record, server-side, until that page takes it; never in the URL.
+ */
+export async function setFlash (request: FastifyRequest, deps: ConsoleDeps, key: string, data: unknown): Promise<void> {
+  const id = request.cookies[SESSION_COOKIE]
+  if (id) await deps.sessions.update(idHash(id), s => ({ ...s, flash: { key, data } }))
+}
+
+/** The flash left for `page`, deleted as it is read: a reload of that page finds none. */
+export async function takeFlash<T> (request: FastifyRequest, deps: ConsoleDeps, page: string): Promise<T | undefined> {
+  const id = request.cookies[SESSION_COOKIE]
+  if (!id) return undefined
+  const key = idHash(id)
+  // Most visits find none: a read, not a write, tells.
+  if (deps.sessions.get(key)?.flash?.key !== page) return undefined
+  let taken: T | undefined
+  await deps.sessions.update(key, s => {
+    if (s.flash?.key !== page) return undefined
+    taken = s.flash.data as T
+    const { flash: _, ...rest } = s
+    return rest
+  })
+  return taken
+}
+
+/** Starts a session for `user` (a fresh id, whatever cookie came in) and sets its cookie; `flash`: for the page it goes to next. */
+export async function startSession (
+  request: FastifyRequest, reply: FastifyReply, deps: ConsoleDeps, user: UserRecord, flash?: SessionRecord['flash'],
+): Promise<void> {
   await endSession(request, reply, deps)
   const id = randomBytes(32).toString('base64url')
   const nowMs = deps.clock.now().getTime()
   // Sessions nobody came back to would stay in the store forever: each login sweeps them.
   await deps.sessions.deleteWhere(s => expired(s, deps, nowMs))
   await deps.sessions.put(idHash(id), {
-    username: user.username, csrfToken: randomBytes(32).toString('base64url'), createdAtMs: nowMs, lastSeenAtMs: nowMs,
+    username: user.username, csrfToken: randomBytes(32).toString('base64url'), createdAtMs: nowMs, lastSeenAtMs: nowMs, ...(flash ? { flash } : {}),
   })
   reply.setCookie(SESSION_COOKIE, id, cookieOptions(Math.floor(deps.session.maxMs / 1000)))
 }
@@ -102,6 +134,11 @@ function sameSecret (a: unknown, b: string): boolean {
   return x.length === y.length && timingSafeEqual(x, y)
 }
 
+/** The password path, here so the session layer need not import the page (account.ts imports this module). */
+export const ACCOUNT_PASSWORD_PATH = '/compte/mot-de-passe'
+/** What a user whose password must change may still open. */
+const MAY_WAIT_FOR_PASSWORD = new Set([ACCOUNT_PASSWORD_PATH, '/logout'])
+
 /** The CSS and JS files (@fastify/static): public, and no session work for them. */
 const isAsset = (request: FastifyRequest) => request.url.startsWith('/assets/')
 
@@ -122,6 +159,10 @@ export function installSessions (app: FastifyInstance, deps: ConsoleDeps): void 
     if (!viewer) {
       const next = request.method === 'GET' ? `?next=${encodeURIComponent(request.url)}` : ''
       return reply.redirect(`/login${next}`, 303)
+    }
+    // A password someone else generated is changed before anything else is done (docs/console.md).
+    if (viewer.mustChangePassword && !MAY_WAIT_FOR_PASSWORD.has(request.routeOptions.url ?? '')) {
+      return reply.redirect(ACCOUNT_PASSWORD_PATH, 303)
     }
     if (access === 'admin' && !viewer.admin) {
       return errorPage(reply, 403, 'Accès refusé', 'Cette page est réservée aux administrateurs du service.')

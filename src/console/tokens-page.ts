@@ -4,7 +4,6 @@
  * same code paths as `epx token` (auth/issue-token.ts, store/tokens.ts).
  * @module
  */
-import { randomBytes } from 'node:crypto'
 import type { FastifyInstance, FastifyReply } from 'fastify'
 import { createToken } from '../auth/issue-token.ts'
 import { tokenState, type TokenState } from '../store/tokens.ts'
@@ -20,6 +19,7 @@ import { csrfField, errorPage } from './layout.ts'
 import { parisTimeOrDash } from './time.ts'
 import type { Viewer } from './viewer.ts'
 import { auditConsole } from './audit.ts'
+import { setFlash, takeFlash } from './session.ts'
 
 const SCOPE_LABELS: Record<Scope, string> = {
   'outbound:besoins-agreges': 'Lire les Besoins agrégés (GET besoins-agreges)',
@@ -132,38 +132,14 @@ async function curlLines (deps: ConsoleDeps, secret: string, scopes: readonly Sc
   return lines.join('\n\n')
 }
 
-/** How long a new token's secret waits, in memory only, for the page that shows it once. */
-const SECRET_WAIT_MS = 10 * 60_000
-
 /**
- * Secrets of tokens just made, between the POST that made them and the one GET that shows
- * them (post/redirect/get: reloading that page shows the token again without its secret,
- * and never makes a second one). Kept in memory only, a few minutes at most, for the
- * user who made them.
+ * Where a new token is shown: post/redirect/get, its secret waiting in the session's
+ * flash (server-side, never in the URL) for this page's first visit only. A reload shows
+ * the token without its secret and never makes a second one.
  */
-function createdTokens () {
-  const waiting = new Map<string, { readonly username: string; readonly tokenId: string; secret?: string; readonly untilMs: number }>()
-  return {
-    put (username: string, tokenId: string, secret: string, nowMs: number): string {
-      for (const [k, v] of waiting) if (v.untilMs <= nowMs) waiting.delete(k)
-      const ticket = randomBytes(16).toString('base64url')
-      waiting.set(ticket, { username, tokenId, secret, untilMs: nowMs + SECRET_WAIT_MS })
-      return ticket
-    },
-    /** The token and, the first time only, its secret. */
-    take (ticket: string, username: string, nowMs: number): { tokenId: string; secret?: string } | undefined {
-      const w = waiting.get(ticket)
-      if (!w || w.username !== username || w.untilMs <= nowMs) return undefined
-      const secret = w.secret
-      w.secret = undefined
-      return { tokenId: w.tokenId, ...(secret ? { secret } : {}) }
-    },
-  }
-}
+const createdPath = (tokenId: string) => `/tokens/created/${tokenId}`
 
 export function tokensPage (app: FastifyInstance, deps: ConsoleDeps): void {
-  const created = createdTokens()
-
   app.get('/tokens', async (request, reply) => {
     const viewer = request.viewer!
     const query = request.query as Record<string, unknown>
@@ -190,16 +166,18 @@ export function tokensPage (app: FastifyInstance, deps: ConsoleDeps): void {
     const nowMs = deps.clock.now().getTime()
     const { record, token } = await createToken(deps.store, { kind: 'console', user: viewer.username }, companyId, scopes as Scope[], ttlMs, nowMs, label || undefined)
     deps.log.info({ token: record.id, company: companyId, by: viewer.username }, 'console: token created')
-    return reply.redirect(`/tokens/created/${created.put(viewer.username, record.id, token, nowMs)}`, 303)
+    await setFlash(request, deps, createdPath(record.id), { secret: token })
+    return reply.redirect(createdPath(record.id), 303)
   })
 
-  app.get('/tokens/created/:ticket', async (request, reply) => {
+  app.get('/tokens/created/:id', async (request, reply) => {
     const viewer = request.viewer!
-    const shown = created.take((request.params as { ticket: string }).ticket, viewer.username, deps.clock.now().getTime())
-    const record = shown && deps.tokens.get(shown.tokenId)
-    if (!shown || !record || !mayActFor(viewer, record.companyId)) {
-      return errorPage(reply, 404, 'Jeton créé', html`Cette page a expiré. Les secrets ne sont affichés qu'une fois, juste après la création : <a href="/tokens">retour aux jetons</a>.`)
+    const id = (request.params as { id: string }).id
+    const record = TOKEN_ID.test(id) ? deps.tokens.get(id) : undefined
+    if (!record || !mayActFor(viewer, record.companyId)) {
+      return errorPage(reply, 404, 'Jeton introuvable', html`Ce jeton n'existe pas, ou il n'appartient pas à votre entreprise : <a href="/tokens">retour aux jetons</a>.`)
     }
+    const shown = { secret: (await takeFlash<{ secret: string }>(request, deps, createdPath(record.id)))?.secret }
     const company = deps.companies.get(record.companyId)
     const facts = html`<dl class="facts"><dt>Identifiant public</dt><dd><code>${record.id}</code></dd>${record.label ? html`<dt>Libellé</dt><dd>${record.label}</dd>` : ''}
 <dt>Portées</dt><dd>${record.scopes.map(s => html`<code>${s}</code><br>`)}</dd><dt>Expire</dt><dd>${record.expiresAt ? parisTimeOrDash(record.expiresAt) : 'jamais'}</dd></dl>`

@@ -14,6 +14,8 @@ export interface Viewer {
   readonly companyId: string | null
   /** The per-session CSRF token every form must carry (hidden field `_csrf`). */
   readonly csrfToken: string
+  /** Its password was generated (an account's creation, a reset): it must choose its own first. */
+  readonly mustChangePassword?: true
 }
 
 /** What a page handler hands to the layout. */

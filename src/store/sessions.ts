@@ -11,6 +11,12 @@ export interface SessionRecord {
   readonly csrfToken: string
   readonly createdAtMs: number
   readonly lastSeenAtMs: number
+  /**
+   * What the page after a form's redirect shows once (post/redirect/get): a notice, a
+   * report, or a generated secret, which never goes into a URL. `key` says which page it
+   * is for; the page that shows it deletes it.
+   */
+  readonly flash?: { readonly key: string; readonly data: unknown }
 }
 
 /** Console sessions by the hash of their id. */
@@ -18,6 +24,8 @@ export interface Sessions {
   get(idHash: string): SessionRecord | undefined
   put(idHash: string, s: SessionRecord): Promise<void>
   delete(idHash: string): Promise<void>
+  /** Rewrites one session atomically (`change` returns undefined: left as it is); the record written, if any. */
+  update(idHash: string, change: (s: SessionRecord) => SessionRecord | undefined): Promise<SessionRecord | undefined>
   /** Deletes every session `ended` picks (a disabled user's, expired ones); returns how many went. */
   deleteWhere(ended: (s: SessionRecord) => boolean): Promise<number>
 }
@@ -35,6 +43,14 @@ export function openSessions (store: Store): Sessions {
     },
     async delete (idHash: string): Promise<void> {
       await store.writeDurable(() => { db.removeSync(idHash) })
+    },
+    async update (idHash: string, change: (s: SessionRecord) => SessionRecord | undefined): Promise<SessionRecord | undefined> {
+      return store.writeDurable(() => {
+        const s = db.get(idHash)
+        const next = s && change(s)
+        if (next) db.putSync(idHash, next)
+        return next
+      })
     },
     /** Deletes every session `ended` picks (a disabled user's, expired ones); returns how many went. */
     async deleteWhere (ended: (s: SessionRecord) => boolean): Promise<number> {

@@ -15,6 +15,8 @@ export interface UserRecord {
   readonly disabled: boolean
   readonly createdAt: string
   readonly passwordChangedAt: string
+  /** A generated password, given by an admin (creation, reset): the user must choose its own at its next login. */
+  readonly mustChangePassword?: boolean
 }
 
 /** 2 to 64 characters: letters, digits, `.`, `_`, `-`, `@`; compared case-insensitively (stored lower-case). */

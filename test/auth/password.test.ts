@@ -1,5 +1,5 @@
 import t from 'tap'
-import { hashPassword, newPassword, passwordProblem, SCRYPT, verifyPassword } from '../../src/auth/password.ts'
+import { hashPassword, newPassword, passwordProblem, passwordWeakness, SCRYPT, verifyPassword } from '../../src/auth/password.ts'
 
 t.test('a hash records its scrypt parameters and a random salt, and verifies only its password', async t => {
   const a = await hashPassword('correct horse battery staple')
@@ -23,4 +23,32 @@ t.test('generated passwords and the rules for chosen ones', async t => {
   t.match(passwordProblem('short'), /at least 12/)
   t.match(passwordProblem('x'.repeat(257)), /at most 256/)
   t.equal(passwordProblem('twelve chars'), undefined)
+})
+
+t.test('a chosen password is refused when trivial: repeated, a run, the username, a common password with digits around', async t => {
+  const refused: Array<[string, string | undefined, string]> = [
+    ['aaaaaaaaaaaa', undefined, 'few-characters'],
+    ['abababababab', undefined, 'few-characters'],
+    ['abcdefghijkl', undefined, 'run'],
+    ['123456789012', undefined, 'run'],
+    ['lkjihgfedcba', undefined, 'run'],
+    ['alice-the-admin', 'alice', 'username'],
+    ['My ALICE 2026!', 'alice', 'username'],
+    ['password1234', undefined, 'common'],
+    ['Motdepasse2026!', undefined, 'common'],
+    ['azertyuiop12', undefined, 'common'],
+    ['abcdef123456', undefined, 'common'],
+    ['soleilsoleil', undefined, 'common'],
+  ]
+  for (const [password, username, why] of refused) t.equal(passwordWeakness(password, username), why, password)
+  const accepted: Array<[string, string | undefined]> = [
+    ['correct horse battery', 'alice'],
+    ['twelve chars', undefined],
+    ['8302 7461 9583', undefined],
+    ['al-pine meadow', 'al'],
+  ]
+  for (const [password, username] of accepted) t.equal(passwordWeakness(password, username), undefined, password)
+  t.match(passwordProblem('aaaaaaaaaaaa'), /at least 5 different characters/)
+  t.match(passwordProblem('bob the builder', 'bob the builder'), /not contain the username/)
+  for (let i = 0; i < 200; i++) t.equal(passwordWeakness(newPassword()), undefined)
 })

@@ -1,5 +1,6 @@
 import t from 'tap'
 import { addUser } from '../../src/auth/accounts.ts'
+import { openAudit } from '../../src/store/audit.ts'
 import { openSessions, type SessionRecord } from '../../src/store/sessions.ts'
 import { accessibilityProblems, launchBrowser, login, newPage, screenshot, signIn } from '../helpers/browser.ts'
 import { startEpx } from '../helpers/epx.ts'
@@ -80,7 +81,8 @@ t.test('repeated failures on an account are throttled before any hashing: 429 wi
   // 20 scrypt hashes would cost ~2 s of CPU; throttled attempts cost none (a loose bound, not a timing).
   t.ok(cpuMs < 1500, `20 throttled attempts used ${cpuMs.toFixed(0)} ms of CPU: no hash`)
   t.equal(await login(page, url, 'bob', 'the right password'), 429, 'the right password waits too')
-  await t.resolveMatch(page.getByRole('alert').textContent(), /Trop de tentatives de connexion\. Réessayez dans 15 minutes\./)
+  await t.resolveMatch(page.getByRole('alert').textContent(),
+    /Trop de tentatives de connexion sur ce compte : il est verrouillé jusqu'à \d\d:\d\d \(heure de Paris\), dans 15 minutes, depuis toute adresse\./)
   await screenshot(page, 'login-throttled')
 
   // An admin's reset gives the account its attempts back: the new password works at once.
@@ -92,6 +94,59 @@ t.test('repeated failures on an account are throttled before any hashing: 429 wi
   await adminPage.waitForLoadState()
   const fresh = await adminPage.getByLabel('Mot de passe', { exact: true }).inputValue()
   t.equal(await signIn(page, url, 'bob', fresh), 303, 'the new password logs in: the reset cleared the throttle')
+})
+
+t.test('next after login: a plain path of this console only, anything else the default page, never an error', async t => {
+  const page = await newPage(t, browser)
+  const loginWith = (next: string) => page.request.post(new URL('/login', url).href, {
+    form: { username: 'alice', password: member.password, next }, headers: { origin: url.origin }, maxRedirects: 0,
+  })
+  t.equal((await loginWith('/tokens?state=all')).headers().location, '/tokens?state=all', 'a path of the console, with its query')
+  for (const next of ['/\t/evil.example', '/\n/evil.example', '//evil.example', '/\\evil.example', '/a\\b', 'https://evil.example/', 'javascript:alert(1)',
+    ' /tokens', '/tokens x', '/jetons-é', `/${'a'.repeat(5000)}`, '']) {
+    const r = await loginWith(next)
+    t.equal(r.status(), 303, JSON.stringify(next.slice(0, 40)))
+    t.equal(r.headers().location, '/', `${JSON.stringify(next.slice(0, 40))}: the default page`)
+  }
+  const loggedOut = await newPage(t, browser)
+  const form = await loggedOut.request.get(new URL(`/login?next=${encodeURIComponent('/\t/evil.example')}`, url).href)
+  t.equal(form.status(), 200)
+  t.match(await form.text(), '<input type="hidden" name="next" value="/">', 'the form carries the default page, not the tab')
+  const raw = await loggedOut.request.get(new URL('/login?next=/%C3%A9t%C3%A9', url).href)
+  t.equal(raw.status(), 200, 'a non-ASCII next: the form, in French, no error')
+})
+
+t.test('an address locked by failures on many accounts says so; an admin sees it, lifts it, and the lift is audited', async t => {
+  const adminPage = await newPage(t, browser)
+  t.equal(await signIn(adminPage, url, 'root', admin.password), 303)
+  const page = await newPage(t, browser)
+  // 20 attempts per address (LOGIN_LIMITS): a spray of unknown names, each failing.
+  let last = 0
+  for (let i = 0; i < 25 && last !== 429; i++) last = await signIn(page, url, `spray-${i}`, 'not a password at all')
+  t.equal(last, 429, 'the address is locked')
+  t.equal(await login(page, url, 'alice', member.password), 429, 'for every account, even with the right password')
+  await t.resolveMatch(page.getByRole('alert').textContent(), /depuis votre adresse \(.+\) : elle est verrouillée jusqu'à \d\d:\d\d \(heure de Paris\), dans \d+ minutes?, pour tous les comptes\./)
+
+  await screenshot(page, 'login-address-locked')
+
+  // Every browser here comes from 127.0.0.1: the admin's session was opened before the lock.
+  await adminPage.goto(new URL('/admin/users', url).href)
+  const row = adminPage.locator('table.address-locks tr', { hasText: '127.0.0.1' })
+  await t.resolveMatch(row.count(), 1, 'the admin sees the locked address')
+  t.same(await accessibilityProblems(adminPage), [], 'users page with its locks: no serious or critical accessibility problem')
+  await row.getByRole('button', { name: 'Lever le verrou' }).click()
+  await adminPage.waitForURL(/\/admin\/users$/)
+  await t.resolveMatch(adminPage.getByRole('status').first().textContent(), /Le verrou de l'adresse .*127\.0\.0\.1 est levé\./)
+  await t.resolveMatch(adminPage.getByText('Aucune adresse verrouillée.').count(), 1)
+  await adminPage.reload()
+  await t.resolveMatch(adminPage.getByRole('status').count(), 0, 'a reload lifts nothing and says nothing again')
+  t.equal(await signIn(page, url, 'alice', member.password), 303, 'the address logs in again')
+  let audited: unknown
+  for (let i = 0; i < 100 && !audited; i++) {
+    audited = openAudit(epx.store).list({ action: 'user.unlocked' }).find(r => r.actor.kind === 'console' && r.actor.user === 'root')
+    if (!audited) await new Promise(resolve => setTimeout(resolve, 20))
+  }
+  t.ok(audited, 'the lift is in the audit trail, with the admin who did it')
 })
 
 t.test('a form posted without its CSRF token, or from a foreign Origin, is refused and changes nothing', async t => {

@@ -108,7 +108,7 @@ t.test('the tokens form says what to fix; nothing is created', async t => {
   t.equal(epx.tokens.list().length, before)
 
   const posted = await call('/tokens', { cookie: root.cookie, form: { _csrf: root.csrf, company: 'acme', scope: 'inbound:programme-soutirage', expires: 'never', label: '  collecte   de nuit ' } })
-  t.match(posted, { status: 303, headers: { location: /^\/tokens\/created\/[A-Za-z0-9_-]{22}$/ } }, 'post/redirect/get: the POST answers a redirect')
+  t.match(posted, { status: 303, headers: { location: /^\/tokens\/created\/tok_[0-9a-f]{16}$/ } }, 'post/redirect/get: the POST answers a redirect, no secret in the URL')
   const count = epx.tokens.list().length
   const made = await call(posted.headers.location!, { cookie: root.cookie })
   t.equal(made.status, 200)
@@ -119,7 +119,9 @@ t.test('the tokens form says what to fix; nothing is created', async t => {
   t.notMatch(again.text, /epx_[A-Za-z0-9_-]{43}/, 'shows no secret')
   t.match(again.text, /a déjà été affiché et ne le sera plus : aucun autre jeton n'a été créé/)
   t.equal(epx.tokens.list().length, count, 'and makes no second token')
-  t.equal((await call(posted.headers.location!, { cookie: alice.cookie })).status, 404, "another user's ticket is nobody else's")
+  const other = await call(posted.headers.location!, { cookie: alice.cookie })
+  t.notMatch(other.text, /epx_[A-Za-z0-9_-]{43}/, "the secret waited in its creator's session only")
+  t.equal((await call('/tokens/created/tok_0000000000000000', { cookie: root.cookie })).status, 404, 'a token that does not exist')
   const filtered = await call('/tokens?company=acme', { cookie: root.cookie })
   t.match(filtered.text, '<option value="acme" selected>acme</option>', 'an admin filters the list by company')
   const record = epx.tokens.list('acme').find(r => r.label !== undefined)
@@ -137,13 +139,19 @@ t.test('the admin users form: role required, a taken name refused, no action on 
   t.match(confirm, { status: 200, text: /Générer un nouveau mot de passe pour <strong>alice<\/strong>/ }, 'a reset asks first')
   t.equal((await call('/tokens', { cookie: alice.cookie })).status, 200, 'asking changed nothing')
   t.equal((await call('/admin/users/root/disable', { cookie: root.cookie, form: { _csrf: root.csrf } })).status, 404, 'an admin does not disable itself here')
-  const reset = await call('/admin/users/alice/reset-password', { cookie: root.cookie, form: { _csrf: root.csrf } })
-  t.equal(reset.status, 200)
+  const posted = await call('/admin/users/alice/reset-password', { cookie: root.cookie, form: { _csrf: root.csrf } })
+  t.match(posted, { status: 303, headers: { location: '/admin/users' } })
+  const reset = await call('/admin/users', { cookie: root.cookie })
   const password = /id="new-password" class="secret" readonly value="([^"]+)"/.exec(reset.text)?.[1]
   t.ok(password)
   t.equal((await call('/tokens', { cookie: alice.cookie })).status, 303, "alice's session ended with the reset")
-  t.equal((await call('/login', { form: { username: 'alice', password: password! } })).status, 303, 'the new password works')
-  t.match(await call('/admin/users/alice/enable', { cookie: root.cookie, form: { _csrf: root.csrf } }), { status: 200, text: /alice est réactivé/ })
+  t.notMatch((await call('/admin/users', { cookie: root.cookie })).text, /new-password/, 'a reload shows it no more')
+  const relogged = await call('/login', { form: { username: 'alice', password: password! } })
+  t.equal(relogged.status, 303, 'the new password works')
+  const cookie = String(relogged.headers['set-cookie']).split(';')[0]!
+  t.match(await call('/tokens', { cookie }), { status: 303, headers: { location: '/compte/mot-de-passe' } }, 'but alice must choose her own first')
+  t.match(await call('/admin/users/alice/enable', { cookie: root.cookie, form: { _csrf: root.csrf } }), { status: 303, headers: { location: '/admin/users' } })
+  t.match(await call('/admin/users', { cookie: root.cookie }), { status: 200, text: /alice est réactivé/ })
 })
 
 t.test('admin companies and publish: bad input answers 400 with the reason; unknown company 404', async t => {
@@ -171,8 +179,11 @@ t.test('admin companies and publish: bad input answers 400 with the reason; unkn
   const past = await call('/admin/publish', { cookie: root.cookie, form: { _csrf: root.csrf, date: '2026-11-01' } })
   t.match(past, { status: 200, text: /Le 01\/11\/2026 est déjà passé/ }, 'a day already over asks first')
   t.notMatch(past.text, /sites? publiés?/, 'and publishes nothing yet')
-  const done = await call('/admin/publish', { cookie: root.cookie, form: { _csrf: root.csrf, date: '2026-11-22' } })
+  const posted = await call('/admin/publish', { cookie: root.cookie, form: { _csrf: root.csrf, date: '2026-11-22' } })
+  t.match(posted, { status: 303, headers: { location: '/admin/publish' } }, 'post/redirect/get: a reload of the report publishes nothing again')
+  const done = await call('/admin/publish', { cookie: root.cookie })
   t.match(done.text, /3 sites publiés pour le 22\/11\/2026 ; aucun en échec\./)
+  t.notMatch((await call('/admin/publish', { cookie: root.cookie })).text, /sites? publiés?/, 'the report is shown once')
   // The audit record lands within its batching delay (store/audit.ts).
   let run: AuditRecord | undefined
   for (let i = 0; i < 100 && !run; i++) {

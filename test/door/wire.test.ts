@@ -80,8 +80,9 @@ t.test('one epx with api.inWorker', async t => {
     for (const s of epx.ref.sites) t.match(chooser.text, s.site_id, `${s.site_id} offered`)
     t.ok(calls.sites.length >= 1 && calls.sites.every(Boolean), 'the sites were asked of the solver on its own thread')
 
-    const published = await web.call('/admin/publish', { cookie: admin.cookie, form: { _csrf: admin.csrf, date: '2026-11-22' } })
-    t.equal(published.status, 200, 'Publier maintenant')
+    const posted = await web.call('/admin/publish', { cookie: admin.cookie, form: { _csrf: admin.csrf, date: '2026-11-22' } })
+    t.equal(posted.status, 303, 'Publier maintenant, then its report (post/redirect/get)')
+    const published = await web.call('/admin/publish', { cookie: admin.cookie })
     t.match(published.text, '3 sites publiés pour le 22/11/2026 ; aucun en échec')
     t.equal(calls.needs.length, 3, 'the needs of each site, asked by the publisher')
     t.ok(calls.needs.every(Boolean), 'on the solver\'s thread')

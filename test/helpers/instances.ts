@@ -138,15 +138,31 @@ export async function call (agent: Agent, url: URL, o: { method?: string; header
 
 /** The web console as a browser uses it: a session cookie, the pages, the forms with their CSRF field. */
 export function consoleClient (agent: Agent) {
+  /** Passwords chosen in place of generated ones, by username: later logins use them. */
+  const chosen = new Map<string, string>()
+  const post = (base: URL, path: string, cookie: string | undefined, fields: Record<string, string>) => call(agent, new URL(path, base), {
+    method: 'POST', headers: { origin: base.origin, 'content-type': 'application/x-www-form-urlencoded', ...(cookie ? { cookie } : {}) },
+    body: new URLSearchParams(fields).toString(),
+  })
+  const cookieOf = (r: Answer) => r.headers['set-cookie']!.split(';')[0]!
   return {
-    /** Logs in; resolves to the session cookie (`name=value`). */
+    /**
+     * Logs in; resolves to the session cookie (`name=value`). A generated password (`epx
+     * user add`) is replaced first, as its user must do (docs/console.md "Passwords").
+     */
     async login (base: URL, username: string, password: string): Promise<string> {
-      const r = await call(agent, new URL('/login', base), {
-        method: 'POST', headers: { origin: base.origin, 'content-type': 'application/x-www-form-urlencoded' },
-        body: new URLSearchParams({ username, password }).toString(),
-      })
+      const current = chosen.get(username) ?? password
+      const r = await post(base, '/login', undefined, { username, password: current })
       if (r.status !== 303) throw new Error(`login answered ${r.status}: ${r.text.slice(0, 300)}`)
-      return r.headers['set-cookie']!.split(';')[0]!
+      const cookie = cookieOf(r)
+      const form = await call(agent, new URL('/compte/mot-de-passe', base), { headers: { cookie } })
+      if (!form.text.includes('choisissez le vôtre pour continuer')) return cookie
+      const csrf = /name="_csrf" value="([^"]+)"/.exec(form.text)![1]!
+      const mine = `${current} chosen by its user`
+      const changed = await post(base, '/compte/mot-de-passe', cookie, { _csrf: csrf, current, new: mine, confirm: mine })
+      if (changed.status !== 303) throw new Error(`password change answered ${changed.status}: ${changed.text.slice(0, 300)}`)
+      chosen.set(username, mine)
+      return cookieOf(changed)
     },
     page: (base: URL, path: string, cookie: string) => call(agent, new URL(path, base), { headers: { cookie } }),
     /** Posts a form of the page at `formPage` (its CSRF field taken from it). */

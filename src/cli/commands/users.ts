@@ -19,14 +19,17 @@ const addSpec: CommandSpec = {
   about: [
     'Creates a web console account: a service admin (--admin: every company, the admin',
     'pages) or a member of one company (--company ID: that company only). Without',
-    '--password-stdin a password is generated and printed once, alone on the last line.',
+    '--password-stdin a password is generated and printed once, alone on the last line,',
+    'and the user must choose its own at its first login. A password from stdin follows',
+    'the console\'s rules: 12 to 256 characters, 5 different, not a run (abcdef, 123456),',
+    'not containing the username, not a common password.',
     'USERNAME: 2 to 64 letters, digits, ".", "_", "-" or "@" (case-insensitive).',
   ].join('\n'),
   positionals: ['USERNAME'],
   options: {
     admin: { type: 'boolean', help: 'a service admin' },
     company: { type: 'string', arg: 'ID', help: 'the company the user belongs to' },
-    'password-stdin': { type: 'boolean', help: 'read the password (12 characters or more) from stdin' },
+    'password-stdin': { type: 'boolean', help: 'read the password (the console\'s rules: see above) from stdin' },
   },
 }
 
@@ -38,7 +41,7 @@ const add = defineCommand(addSpec, async (args, io) => {
   // The trailing newline of `echo pw |` is not part of the password.
   const given = args.flag('password-stdin') ? readFileSync(0, 'utf8').replace(/\r?\n$/, '') : undefined
   const { record, password } = await withStore(io.dataDir, store =>
-    addUser(store, { username: args.positionals[0]!, admin, companyId, ...(given === undefined ? {} : { password: given }) }, Date.now()))
+    addUser(store, { username: args.positionals[0]!, admin, companyId, ...(given === undefined ? { mustChangePassword: true } : { password: given }) }, Date.now()))
   io.out(`added ${describe(record)}`)
   if (given === undefined) {
     io.out('the password follows, shown this once; hand it over now:')
@@ -90,7 +93,7 @@ function stateCommand (name: 'disable' | 'enable'): Command {
 const resetSpec: CommandSpec = {
   usage: 'epx user reset-password USERNAME',
   summary: 'give an account a new generated password (printed once)',
-  about: 'Replaces the password of a console account with a generated one, printed once on the last line; its open sessions end.',
+  about: 'Replaces the password of a console account with a generated one, printed once on the last line; its open sessions end, and the user must choose its own at its next login.',
   positionals: ['USERNAME'],
 }
 

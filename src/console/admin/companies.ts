@@ -1,10 +1,11 @@
 /**
  * Admin page "Entreprises": create, suspend and resume, certificate
  * subject binding, perimeter. The rules are `epx company`'s (auth/company-rules.ts,
- * store/companies.ts). Suspending a company also ends its members' sessions.
+ * store/companies.ts). Suspending a company also ends its members' sessions. Every change
+ * answers with a redirect (post/redirect/get), so a reload never repeats it.
  * @module
  */
-import type { FastifyInstance, FastifyReply } from 'fastify'
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { tokenState } from '../../store/tokens.ts'
 import { isEpxError } from '../../errors.ts'
 import { pinsOf, type CompanyRecord } from '../../store/companies.ts'
@@ -17,6 +18,7 @@ import { csrfField, errorPage } from '../layout.ts'
 import { parisTimeOrDash } from '../time.ts'
 import type { Viewer } from '../viewer.ts'
 import { auditConsole } from '../audit.ts'
+import { setFlash, takeFlash } from '../session.ts'
 import { companyIdProblemFr, readCertSubjectFr, readPerimeterFr, unmanagedWarning } from './wording.ts'
 
 const ADMIN = { config: { access: 'admin' as const } }
@@ -169,9 +171,20 @@ export function companiesAdmin (app: FastifyInstance, deps: ConsoleDeps): void {
   const companyOf = (request: { params: unknown }) => deps.companies.get((request.params as { id: string }).id)
   const notFound = (reply: FastifyReply) => errorPage(reply, 404, 'Entreprise introuvable', "Cette entreprise n'existe pas.")
 
+  /**
+   * A change that went through answers with a redirect to the company's page, which says
+   * it once (post/redirect/get: a reload shows the page and changes nothing).
+   */
+  const saved = async (request: FastifyRequest, reply: FastifyReply, c: CompanyRecord, notice: string, warning?: string) => {
+    await setFlash(request, deps, `/admin/companies/${c.id}`, { notice, ...(warning ? { warning } : {}) })
+    return reply.redirect(`/admin/companies/${c.id}`, 303)
+  }
+
   app.get('/admin/companies/:id', ADMIN, async (request, reply) => {
     const c = companyOf(request)
     if (!c) return notFound(reply)
+    const done = await takeFlash<{ notice: string; warning?: string }>(request, deps, `/admin/companies/${c.id}`)
+    if (done) return detailPage(reply, deps, request.viewer!, c, done.notice, undefined, done.warning)
     const warning = (request.query as Record<string, unknown>).unmanaged !== undefined ? unmanagedWarning(c.perimeter, await deps.sites()) : undefined
     return detailPage(reply, deps, request.viewer!, c, warning ? 'Entreprise ajoutée.' : undefined, undefined, warning)
   })
@@ -195,7 +208,7 @@ export function companiesAdmin (app: FastifyInstance, deps: ConsoleDeps): void {
     }
     deps.log.info({ company: c.id, status, by: request.viewer!.username }, 'console: company status')
     auditConsole(deps, request.viewer!.username, status === 'suspended' ? 'company.suspended' : 'company.resumed', c.id)
-    return detailPage(reply, deps, request.viewer!, next, status === 'suspended' ? 'Entreprise suspendue.' : 'Entreprise réactivée.')
+    return saved(request, reply, next, status === 'suspended' ? 'Entreprise suspendue.' : 'Entreprise réactivée.')
   })
 
   app.post('/admin/companies/:id/subject', ADMIN, async (request, reply) => {
@@ -205,7 +218,7 @@ export function companiesAdmin (app: FastifyInstance, deps: ConsoleDeps): void {
     if ('problem' in subject) return detailPage(reply.code(400), deps, request.viewer!, c, undefined, subject.problem)
     const next = await deps.companies.update(c.id, r => ({ ...r, certSubject: subject.subject }))
     auditConsole(deps, request.viewer!.username, 'company.rebound', c.id, 'ok', { certSubject: subject.subject })
-    return detailPage(reply, deps, request.viewer!, next, 'Sujet du certificat enregistré.')
+    return saved(request, reply, next, 'Sujet du certificat enregistré.')
   })
 
   app.post('/admin/companies/:id/perimeter', ADMIN, async (request, reply) => {
@@ -222,6 +235,6 @@ export function companiesAdmin (app: FastifyInstance, deps: ConsoleDeps): void {
       return detailPage(reply.code(409), deps, request.viewer!, c, undefined, `Périmètre refusé : ${onePerSite(other)}`)
     }
     auditConsole(deps, request.viewer!.username, 'company.rebound', c.id, 'ok', { perimeter: perimeter.perimeter })
-    return detailPage(reply, deps, request.viewer!, next, 'Périmètre enregistré.', undefined, unmanagedWarning(next.perimeter, await deps.sites()))
+    return saved(request, reply, next, 'Périmètre enregistré.', unmanagedWarning(next.perimeter, await deps.sites()))
   })
 }

@@ -1,9 +1,13 @@
 /**
- * Admin page "Utilisateurs": create an account (a generated password, shown once),
- * disable or enable it, reset its password. The rules are `epx user`'s (auth/accounts.ts).
+ * Admin page "Utilisateurs": create an account (a generated password, shown once, to be
+ * changed at the first login), disable or enable it, reset its password; the client
+ * addresses the login throttle has locked, and lifting such a lock. The rules are
+ * `epx user`'s (auth/accounts.ts). Every action answers with a redirect to the list
+ * (post/redirect/get): a generated password reaches it in the session's flash, shown
+ * once; a reload shows the list and repeats nothing.
  * @module
  */
-import type { FastifyInstance, FastifyReply } from 'fastify'
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { addUser, resetPassword, setUserDisabled, usernameProblem } from '../../auth/accounts.ts'
 import { isEpxError } from '../../errors.ts'
 import { normalizeUsername, type UserRecord } from '../../store/users.ts'
@@ -11,11 +15,16 @@ import { fieldText } from '../access.ts'
 import type { ConsoleDeps } from '../deps.ts'
 import { html, type SafeHtml } from '../html.ts'
 import { csrfField, errorPage } from '../layout.ts'
-import { parisTimeOrDash } from '../time.ts'
+import { setFlash, takeFlash } from '../session.ts'
+import { parisText, parisTimeOrDash } from '../time.ts'
 import type { Viewer } from '../viewer.ts'
 import { auditConsole } from '../audit.ts'
 
 const ADMIN = { config: { access: 'admin' as const } }
+const LIST = '/admin/users'
+
+/** What an action leaves for the list it redirects to. */
+interface Done { readonly notice?: string; readonly password?: { readonly username: string; readonly value: string } }
 
 function action (viewer: Viewer, u: UserRecord, path: string, label: string, danger = false): SafeHtml {
   return html`<form method="post" action="/admin/users/${u.username}/${path}" class="inline">${csrfField(viewer)}<button type="submit"${danger ? html` class="danger"` : ''}>${label}</button></form>`
@@ -37,6 +46,21 @@ const CONFIRMS = {
 
 function roleText (u: UserRecord): string {
   return u.admin ? 'administrateur' : `membre de ${u.companyId}`
+}
+
+/** The addresses the login throttle has locked (login-throttle.ts), each with its lift button. */
+function addressLocks (deps: ConsoleDeps, viewer: Viewer): SafeHtml {
+  const locks = deps.loginThrottle.addressLocks(deps.clock.now().getTime())
+  return html`<h2>Adresses verrouillées</h2>
+<p class="hint">Une adresse qui a fait trop de tentatives de connexion, sur tous comptes confondus, est refusée jusqu'à la fin de sa fenêtre de 15 minutes.
+Levez le verrou si elle regroupe des utilisateurs honnêtes (un même accès réseau). Un compte verrouillé se débloque en lui donnant un nouveau mot de passe.
+Ces verrous sont ceux de cette instance de la console.</p>
+${locks.length === 0
+    ? html`<p>Aucune adresse verrouillée.</p>`
+    : html`<table class="address-locks"><thead><tr><th scope="col">Adresse</th><th scope="col">Tentatives</th><th scope="col">Verrouillée jusqu'à</th><th scope="col">Action</th></tr></thead>
+<tbody>${locks.map(l => html`<tr><td><code>${l.address}</code></td><td>${l.attempts}</td><td>${parisText(l.untilMs, 'time')} (heure de Paris)</td>
+<td><form method="post" action="${LIST}/address-locks/lift" class="inline">${csrfField(viewer)}<input type="hidden" name="address" value="${l.address}">
+<button type="submit">Lever le verrou</button></form></td></tr>`)}</tbody></table>`}`
 }
 
 function listPage (reply: FastifyReply, deps: ConsoleDeps, viewer: Viewer, top?: SafeHtml) {
@@ -61,19 +85,40 @@ function listPage (reply: FastifyReply, deps: ConsoleDeps, viewer: Viewer, top?:
 <option value="admin">Administrateur du service</option>
 ${companies.map(c => html`<option value="company:${c.id}">Membre de ${c.id} (${c.name})</option>`)}
 </select></p>
-<p class="hint">Un mot de passe est généré et affiché une seule fois.</p>
+<p class="hint">Un mot de passe est généré et affiché une seule fois ; l'utilisateur choisira le sien à sa première connexion.</p>
 <p><button type="submit">Ajouter</button></p>
-</form>`,
+</form>
+${addressLocks(deps, viewer)}`,
   })
 }
 
-function passwordShown (username: string, password: string): SafeHtml {
-  return html`<div role="status"><p class="notice">Mot de passe de ${username}, affiché cette seule fois : transmettez-le maintenant.</p>
-<p><label for="new-password">Mot de passe</label></p><input id="new-password" class="secret" readonly value="${password}"></div>`
+function doneShown (done: Done): SafeHtml {
+  return html`${done.notice ? html`<p class="notice" role="status">${done.notice}</p>` : ''}
+${done.password ? html`<div role="status"><p class="notice">Mot de passe de ${done.password.username}, affiché cette seule fois : transmettez-le maintenant.
+Il devra le remplacer par le sien à sa première connexion.</p>
+<p><label for="new-password">Mot de passe</label></p><input id="new-password" class="secret" readonly value="${done.password.value}"></div>` : ''}`
 }
 
 export function usersAdmin (app: FastifyInstance, deps: ConsoleDeps): void {
-  app.get('/admin/users', ADMIN, async (request, reply) => listPage(reply, deps, request.viewer!))
+  app.get(LIST, ADMIN, async (request, reply) => {
+    const done = await takeFlash<Done>(request, deps, LIST)
+    return listPage(reply, deps, request.viewer!, done && doneShown(done))
+  })
+  /** The answer to every action that went through: back to the list, `done` shown there once. */
+  const backToList = async (request: FastifyRequest, reply: FastifyReply, done: Done) => {
+    await setFlash(request, deps, LIST, done)
+    return reply.redirect(LIST, 303)
+  }
+
+  app.post(`${LIST}/address-locks/lift`, ADMIN, async (request, reply) => {
+    const address = fieldText(request.body, 'address')
+    const lifted = deps.loginThrottle.liftAddress(address)
+    if (lifted) {
+      deps.log.info({ address, by: request.viewer!.username }, 'console: address lock lifted')
+      auditConsole(deps, request.viewer!.username, 'user.unlocked', address, 'ok', { lock: 'address' })
+    }
+    return backToList(request, reply, { notice: lifted ? `Le verrou de l'adresse ${address} est levé.` : `L'adresse ${address} n'était plus verrouillée.` })
+  })
 
   app.post('/admin/users', ADMIN, async (request, reply) => {
     const role = fieldText(request.body, 'role')
@@ -88,10 +133,10 @@ export function usersAdmin (app: FastifyInstance, deps: ConsoleDeps): void {
     if (companyId !== null && !deps.companies.get(companyId)) return refused(400, `L'entreprise ${companyId} n'existe pas.`)
     if (deps.users.get(username)) return refused(409, `L'utilisateur ${username} existe déjà : choisissez un autre identifiant.`)
     try {
-      const { record, password } = await addUser(deps.store, { username, admin, companyId }, deps.clock.now().getTime())
+      const { record, password } = await addUser(deps.store, { username, admin, companyId, mustChangePassword: true }, deps.clock.now().getTime())
       deps.log.info({ user: record.username, by: request.viewer!.username }, 'console: user added')
       auditConsole(deps, request.viewer!.username, 'user.changed', record.username, 'ok', { change: 'added', admin: record.admin, companyId: record.companyId })
-      return listPage(reply, deps, request.viewer!, passwordShown(record.username, password))
+      return await backToList(request, reply, { notice: `${record.username} est ajouté.`, password: { username: record.username, value: password } })
     } catch (err) {
       if (!isEpxError(err) || err.code === 'NO_STORE') throw err
       // Checked above; a race with `epx user add` lands here.
@@ -129,7 +174,7 @@ export function usersAdmin (app: FastifyInstance, deps: ConsoleDeps): void {
       await setUserDisabled(deps.store, u.username, disabled)
       deps.log.info({ user: u.username, disabled, by: request.viewer!.username }, 'console: user state')
       auditConsole(deps, request.viewer!.username, 'user.changed', u.username, 'ok', { change: disabled ? 'disabled' : 'enabled' })
-      return listPage(reply, deps, request.viewer!, html`<p class="notice" role="status">${u.username} est ${disabled ? 'désactivé : ses sessions sont terminées' : 'réactivé'}.</p>`)
+      return backToList(request, reply, { notice: `${u.username} est ${disabled ? 'désactivé : ses sessions sont terminées' : 'réactivé'}.` })
     })
   }
 
@@ -139,6 +184,6 @@ export function usersAdmin (app: FastifyInstance, deps: ConsoleDeps): void {
     const { record, password } = await resetPassword(deps.store, u.username, deps.clock.now().getTime())
     deps.log.info({ user: u.username, by: request.viewer!.username }, 'console: password reset')
     auditConsole(deps, request.viewer!.username, 'user.changed', u.username, 'ok', { change: 'password reset' })
-    return listPage(reply, deps, request.viewer!, passwordShown(record.username, password))
+    return backToList(request, reply, { password: { username: record.username, value: password } })
   })
 }
