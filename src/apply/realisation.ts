@@ -201,27 +201,7 @@ export function realisationDay (deps: DayDeps, targetDate: string, only?: (siteI
   return out
 }
 
-export const CSV_HEADER = ['site_id', 'target_date', 'instruction_id', 'debut_utc', 'fin_utc', 'energie_programmee_kwh', 'energie_realisee_kwh', 'verdict', 'manque_kwh',
-  'company_id', 'tardif_instruction_id', 'tardif_energie_kwh'] as const
-
-/**
- * A day as CSV (RFC 4180, CRLF, a header row): one row per site and quarter-hour, numbers
- * with a dot and no thousands separator, an empty cell where there is no value, so a
- * spreadsheet's sums equal the totals. `instruction_id` is the one in force at the
- * quarter-hour's start; a late slot has its own columns, so it is never summed with them.
- */
-export function realisationCsv (bodies: readonly RealiseBody[]): string {
-  const cell = (v: string | number | null | undefined) => v === null || v === undefined ? '' : String(v)
-  const lines = [CSV_HEADER.join(',')]
-  for (const b of bodies) {
-    for (const c of b.creneaux) {
-      const governing = c.instruction_id === undefined ? b.instruction_id : c.instruction_id
-      lines.push([b.site_id, b.target_date, cell(governing), c.debut_utc, c.fin_utc, cell(c.energie_programmee_kwh), cell(c.energie_realisee_kwh), c.verdict, cell(c.manque_kwh),
-        cell(c.company_id), cell(c.tardif?.instruction_id), cell(c.tardif?.energie_programmee_kwh)].join(','))
-    }
-  }
-  return lines.join('\r\n') + '\r\n'
-}
+export { CSV_HEADER, realisationCsv } from './realisation-csv.ts'
 
 /** Today's programme against delivery over every site, for the metrics. */
 export interface RealisationToday {
