@@ -47,7 +47,3 @@ export const REALISE_DOWNLOAD_PATH = '/realise/download'
 export function realiseHref (targetDate: string): string {
   return `${REALISE_PATH}?${new URLSearchParams({ target_date: targetDate })}`
 }
-
-export function realiseDownloadHref (targetDate: string): string {
-  return `${REALISE_DOWNLOAD_PATH}?${new URLSearchParams({ target_date: targetDate })}`
-}
