@@ -20,6 +20,9 @@ import type { Viewer } from '../viewer.ts'
 import { resolvePair, type Loaded } from './besoins-model.ts'
 import { cursorOf, keysetPage } from './keyset.ts'
 
+/** What the list reads: the sites the viewer sees, and each one's day. */
+export type RealiseListDeps = Pick<ConsoleDeps, 'realisation' | 'clock' | 'companies' | 'sites'>
+
 export const REALISE_SORTS = ['site', '-site', '-manque'] as const
 export type RealiseSort = typeof REALISE_SORTS[number]
 
@@ -67,7 +70,7 @@ export interface RealiseDayModel {
 }
 
 /** The day (yesterday by default: the day whose meter values are complete) for every site the viewer sees. */
-export async function loadRealiseDay (deps: ConsoleDeps, viewer: Viewer, q: RealiseQuery): Promise<Loaded<RealiseDayModel>> {
+export async function loadRealiseDay (deps: RealiseListDeps, viewer: Viewer, q: RealiseQuery): Promise<Loaded<RealiseDayModel>> {
   const targetDate = q.target_date || addDays(parisDateOf(deps.clock.now()), -1)
   const pair = await resolvePair(deps, viewer, { target_date: targetDate })
   if (pair.status !== 200) return pair
@@ -95,7 +98,7 @@ export async function loadRealiseDay (deps: ConsoleDeps, viewer: Viewer, q: Real
   }
 }
 
-function rowOf (deps: ConsoleDeps, targetDate: string, site: Site, own: string | undefined): RealiseRow {
+function rowOf (deps: RealiseListDeps, targetDate: string, site: Site, own: string | undefined): RealiseRow {
   const body = realisation(deps.realisation, targetDate, site.site_id, own)
   const defaut = !!body && (body.totaux.verdicts.short > 0 || body.totaux.verdicts.curtailment_broken > 0)
   return { site, ...(body ? { body } : {}), holders: holdersOf(deps, targetDate, site.site_id, own, body), defaut }
@@ -105,7 +108,7 @@ function rowOf (deps: ConsoleDeps, targetDate: string, site: Site, own: string |
  * Who held the site that day: the tenure (DECISIONS.md "Tenure"), or, without it, the
  * companies the quarter-hours name. A member is told only of itself, on the days it held it.
  */
-function holdersOf (deps: ConsoleDeps, targetDate: string, siteId: string, own: string | undefined, body: RealiseBody | undefined): string[] {
+function holdersOf (deps: RealiseListDeps, targetDate: string, siteId: string, own: string | undefined, body: RealiseBody | undefined): string[] {
   const { startMs, endMs } = parisDayMs(targetDate)
   const named = deps.realisation.holders
     ? deps.realisation.holders(siteId, startMs, endMs).map(h => h.companyId)
