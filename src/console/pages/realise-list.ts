@@ -12,7 +12,7 @@
  * @module
  */
 import { addDays, parisDateOf, parisDayMs } from '../../contract/paris-day.ts'
-import { realisation, type RealiseBody } from '../../apply/realisation.ts'
+import { realisationTotals, type RealiseTotals } from '../../apply/realisation.ts'
 import type { Site } from '../../host/contract.ts'
 import type { ConsoleDeps } from '../deps.ts'
 import { ownCompany } from '../perimeter.ts'
@@ -38,7 +38,8 @@ export interface RealiseQuery {
 
 export interface RealiseRow {
   readonly site: Site
-  readonly body?: RealiseBody
+  /** The day's totals (its quarter-hours are read for the CSV only). */
+  readonly body?: RealiseTotals
   /** The companies that held the site during the day, in time order (a member: itself). */
   readonly holders: readonly string[]
   /** A short quarter-hour or a broken curtailment. */
@@ -99,20 +100,20 @@ export async function loadRealiseDay (deps: RealiseListDeps, viewer: Viewer, q: 
 }
 
 function rowOf (deps: RealiseListDeps, targetDate: string, site: Site, own: string | undefined): RealiseRow {
-  const body = realisation(deps.realisation, targetDate, site.site_id, own)
+  const body = realisationTotals(deps.realisation, targetDate, site.site_id, own)
   const defaut = !!body && (body.totaux.verdicts.short > 0 || body.totaux.verdicts.curtailment_broken > 0)
   return { site, ...(body ? { body } : {}), holders: holdersOf(deps, targetDate, site.site_id, own, body), defaut }
 }
 
 /**
  * Who held the site that day: the tenure (DECISIONS.md "Tenure"), or, without it, the
- * companies the quarter-hours name. A member is told only of itself, on the days it held it.
+ * companies of the instructions in force (whom `realisation` names then). A member is told only of itself, on the days it held it.
  */
-function holdersOf (deps: RealiseListDeps, targetDate: string, siteId: string, own: string | undefined, body: RealiseBody | undefined): string[] {
+function holdersOf (deps: RealiseListDeps, targetDate: string, siteId: string, own: string | undefined, body: RealiseTotals | undefined): string[] {
   const { startMs, endMs } = parisDayMs(targetDate)
   const named = deps.realisation.holders
     ? deps.realisation.holders(siteId, startMs, endMs).map(h => h.companyId)
-    : (body?.creneaux ?? []).flatMap(c => c.company_id === undefined ? [] : [c.company_id])
+    : body ? deps.realisation.instructions.inForce.spansOf(targetDate, siteId).map(span => span.companyId) : []
   const distinct = [...new Set(named)]
   if (own === undefined) return distinct
   return distinct.includes(own) || (!deps.realisation.holders && body) ? [own] : []

@@ -12,7 +12,8 @@ import { html, type SafeHtml } from '../html.ts'
 import { frNumber } from '../numbers.ts'
 import { parisText } from '../time.ts'
 import { addDays } from '../../contract/paris-day.ts'
-import { realisationCsv, type RealiseBody } from '../../apply/realisation.ts'
+import { realisation, realisationCsv, type RealiseTotals } from '../../apply/realisation.ts'
+import { ownCompany } from '../perimeter.ts'
 import type { ConsoleDeps } from '../deps.ts'
 import { one, refuse, viewerOr403 } from './respond.ts'
 import { programmeHref, queryOf, REALISE_DOWNLOAD_PATH, REALISE_PATH } from './paths.ts'
@@ -40,7 +41,7 @@ function listHref (m: RealiseDayModel, change: Readonly<Record<string, string | 
 export function renderRealiseDay (m: RealiseDayModel): SafeHtml {
   const f = m.filter
   const bodies = m.selected.flatMap(r => r.body ? [r.body] : [])
-  const sum = (get: (b: RealiseBody) => number) => Math.round(bodies.reduce((a, b) => a + get(b), 0) * 1000) / 1000
+  const sum = (get: (b: RealiseTotals) => number) => Math.round(bodies.reduce((a, b) => a + get(b), 0) * 1000) / 1000
   const option = (value: string, label: string, chosen: string | undefined) => html`<option value="${value}"${value === (chosen ?? '') ? html` selected` : ''}>${label}</option>`
   return html`<form method="get" action="${REALISE_PATH}" class="chooser" role="search">
 <label for="target_date">Jour</label>
@@ -94,7 +95,11 @@ export async function realisePages (app: FastifyInstance, deps: ConsoleDeps): Pr
     // Every page of the selection: the filters, not the cursor.
     const loaded = await loadRealiseDay(deps, viewer, { ...queryFrom(request.query), after: undefined, before: undefined })
     if (loaded.status !== 200) return refuse(reply, loaded)
-    const bodies = loaded.model.selected.flatMap(r => r.body ? [r.body] : [])
+    // The quarter-hours of the selected sites, read now: the list kept their totals only.
+    const bodies = loaded.model.selected.flatMap(r => {
+      const body = r.body && realisation(deps.realisation, loaded.model.targetDate, r.site.site_id, ownCompany(viewer))
+      return body ? [body] : []
+    })
     return reply
       .header('content-type', `text/csv; charset=utf-8; header=present${dialect === 'rfc4180' ? '' : '; delimiter=";"'}`)
       .header('content-disposition', `attachment; filename="realise-${loaded.model.targetDate}${dialect === 'rfc4180' ? '' : '-tableur'}.csv"`)
