@@ -53,6 +53,20 @@ const wh = (v: number): number => Math.round(v * 1000) / 1000
  * to tell: no quarter-hour held, or neither an instruction nor a meter value.
  */
 export function realisation (deps: RealisationDeps, targetDate: string, siteId: string, companyId?: string): RealiseBody | undefined {
+  return compared(deps, targetDate, siteId, companyId, true)
+}
+
+/** What a list of many sites shows of each: `realisation` without its quarter-hours, a fraction of its cost (no row built). */
+export type RealiseTotals = Omit<RealiseBody, 'creneaux'>
+
+/** `realisation`'s totals only, the same numbers (a list of 1,000 sites builds no 96,000 rows to count them). */
+export function realisationTotals (deps: RealisationDeps, targetDate: string, siteId: string, companyId?: string): RealiseTotals | undefined {
+  return compared(deps, targetDate, siteId, companyId, false)
+}
+
+function compared (deps: RealisationDeps, targetDate: string, siteId: string, companyId: string | undefined, withSlots: true): RealiseBody | undefined
+function compared (deps: RealisationDeps, targetDate: string, siteId: string, companyId: string | undefined, withSlots: boolean): RealiseTotals | undefined
+function compared (deps: RealisationDeps, targetDate: string, siteId: string, companyId: string | undefined, withSlots: boolean): RealiseBody | RealiseTotals | undefined {
   const { startMs, endMs } = parisDayMs(targetDate)
   const n = (endMs - startMs) / SLOT_MS
   const all = deps.instructions.inForce.spansOf(targetDate, siteId)
@@ -85,6 +99,11 @@ export function realisation (deps: RealisationDeps, targetDate: string, siteId: 
     counts[verdict]++
     if (!Number.isNaN(p)) programmedTotal += p
     if (!Number.isNaN(d)) deliveredTotal += d
+    const shortfall = verdict === 'short' ? wh(p - d) : 0
+    shortfallTotal += shortfall
+    const tardy = lateSlot(spans, programmed, i, qStart)
+    if (tardy) late++
+    if (!withSlots) continue
     const governingId = governing?.instructionId ?? null
     const holder = companyId === undefined ? (holders ? holders[i] : governing?.companyId) : undefined
     let creneau: Creneau = {
@@ -97,14 +116,8 @@ export function realisation (deps: RealisationDeps, targetDate: string, siteId: 
       energie_realisee_kwh: Number.isNaN(d) ? null : wh(d),
       verdict,
     }
-    if (verdict === 'short') {
-      const shortfall = wh(p - d)
-      shortfallTotal += shortfall
-      creneau = { ...creneau, manque_kwh: shortfall }
-    }
-    const tardy = lateSlot(spans, programmed, i, qStart)
+    if (verdict === 'short') creneau = { ...creneau, manque_kwh: shortfall }
     if (tardy) {
-      late++
       creneau = { ...creneau, tardif: { instruction_id: tardy.instructionId, energie_programmee_kwh: wh(tardy.kwh), verdict: 'late' } }
     }
     creneaux.push(creneau)
@@ -113,7 +126,7 @@ export function realisation (deps: RealisationDeps, targetDate: string, siteId: 
     site_id: siteId,
     target_date: targetDate,
     instruction_id: instructionId,
-    creneaux,
+    ...(withSlots ? { creneaux } : {}),
     totaux: {
       energie_programmee_kwh: wh(programmedTotal),
       energie_realisee_kwh: wh(deliveredTotal),
@@ -201,27 +214,7 @@ export function realisationDay (deps: DayDeps, targetDate: string, only?: (siteI
   return out
 }
 
-export const CSV_HEADER = ['site_id', 'target_date', 'instruction_id', 'debut_utc', 'fin_utc', 'energie_programmee_kwh', 'energie_realisee_kwh', 'verdict', 'manque_kwh',
-  'company_id', 'tardif_instruction_id', 'tardif_energie_kwh'] as const
-
-/**
- * A day as CSV (RFC 4180, CRLF, a header row): one row per site and quarter-hour, numbers
- * with a dot and no thousands separator, an empty cell where there is no value, so a
- * spreadsheet's sums equal the totals. `instruction_id` is the one in force at the
- * quarter-hour's start; a late slot has its own columns, so it is never summed with them.
- */
-export function realisationCsv (bodies: readonly RealiseBody[]): string {
-  const cell = (v: string | number | null | undefined) => v === null || v === undefined ? '' : String(v)
-  const lines = [CSV_HEADER.join(',')]
-  for (const b of bodies) {
-    for (const c of b.creneaux) {
-      const governing = c.instruction_id === undefined ? b.instruction_id : c.instruction_id
-      lines.push([b.site_id, b.target_date, cell(governing), c.debut_utc, c.fin_utc, cell(c.energie_programmee_kwh), cell(c.energie_realisee_kwh), c.verdict, cell(c.manque_kwh),
-        cell(c.company_id), cell(c.tardif?.instruction_id), cell(c.tardif?.energie_programmee_kwh)].join(','))
-    }
-  }
-  return lines.join('\r\n') + '\r\n'
-}
+export { CSV_HEADER, realisationCsv } from './realisation-csv.ts'
 
 /** Today's programme against delivery over every site, for the metrics. */
 export interface RealisationToday {

@@ -2,7 +2,7 @@ import t, { type Test as Tap } from 'tap'
 import { openInstructions } from '../../src/store/instructions.ts'
 import { openMetering } from '../../src/store/metering.ts'
 import { createProgrammeCheck } from '../../src/apply/check-programme.ts'
-import { realisation, realisationCsv, CSV_HEADER, type HoldersDuring, type RealiseBody } from '../../src/apply/realisation.ts'
+import { realisation, realisationCsv, realisationTotals, CSV_HEADER, type HoldersDuring, type RealiseBody } from '../../src/apply/realisation.ts'
 import { coverageOf } from '../../src/contract/paris-day.ts'
 import type { InstructionBatch } from '../../src/contract/instruction.ts'
 import { programme, siteId, type ProgrammeOptions } from '../helpers/programme.ts'
@@ -169,6 +169,17 @@ for (const kind of storeKinds) t.test(kind, async t => {
     const operator = realisation(withTenure, DAY, siteId(1))!
     t.same([operator.creneaux[40]!.company_id, operator.creneaux[41]!.company_id], ['acme', 'newco'])
     t.equal(operator.instruction_id, g)
+  })
+
+  t.test('the totals alone (what a list of many sites reads) are the body\'s, without its quarter-hours', async t => {
+    const { deps, start, send } = await dayOf(t, DAY, j => j % 3 ? 2.6 : 1)
+    await send(start + 2 * Q, () => 7)
+    const { creneaux, ...totals } = realisation(deps, DAY, siteId(1))!
+    t.equal(creneaux.length, 96)
+    t.ok(totals.totaux.verdicts.short > 0 && totals.totaux.tardifs > 0, 'short and late quarter-hours among them')
+    t.same(realisationTotals(deps, DAY, siteId(1)), totals)
+    t.same(realisationTotals(deps, DAY, siteId(1), 'acme'), totals, 'a company\'s')
+    t.equal(realisationTotals(deps, DAY, siteId(2)), undefined, 'nothing to compare: none')
   })
 
   t.test('the CSV: each row names the instruction in force, its holder, and the late slot apart', async t => {

@@ -49,13 +49,14 @@ t.test('the day view lists every site of the perimeter with its verdict counts; 
   await page.goto(new URL(`/realise?target_date=${DAY}`, url).href)
   const rows = page.locator('table.realise tbody tr')
   t.equal(await rows.count(), 2, 'the two sites of the perimeter, not the third')
-  t.same((await rows.nth(0).locator('td').allTextContents()).slice(2), ['16', '14,52', '1', '2', '1', '0', '1', '1', '0'])
+  t.same((await rows.nth(0).locator('td').allTextContents()).slice(3), ['16', '14,52', '1', '2', '1', '0', '1', '1', '0'])
+  t.equal(await rows.nth(0).locator('td.holder').textContent(), 'acme', 'the holder: alice sees her own company')
   t.match(await rows.nth(1).textContent(), /—\s*0\s*1,25\s*0/)
   t.match(await page.locator('table.realise tfoot').textContent(), /15,77/)
   t.same(await accessibilityProblems(page), [])
   await screenshot(page, 'realise-day')
 
-  const href = await page.locator('a.download').getAttribute('href')
+  const href = await page.locator('a.download:not(.download-fr)').getAttribute('href')
   const cookies = (await page.context().cookies()).map(c => `${c.name}=${c.value}`).join('; ')
   const res = await request(new URL(href!, url), { headers: { cookie: cookies }, dispatcher: new (await import('undici')).Agent({ connect: { rejectUnauthorized: false } }) })
   t.equal(res.statusCode, 200)
@@ -66,6 +67,30 @@ t.test('the day view lists every site of the perimeter with its verdict counts; 
   const total = (col: number) => Math.round(lines.slice(1).reduce((a, l) => a + Number(l[col] || 0), 0) * 1000) / 1000
   t.equal(total(6), 15.77, 'delivered, as the page totals')
   t.equal(total(8), 1, 'shortfall')
+  t.same(lines[2]!.slice(12), ['2026-11-22 00:15', '+01:00', 'insuffisant', ''], 'Paris time and the French verdict after the usual columns')
+
+  const fr = await request(new URL((await page.locator('a.download-fr').getAttribute('href'))!, url), { headers: { cookie: cookies }, dispatcher: new (await import('undici')).Agent({ connect: { rejectUnauthorized: false } }) })
+  t.match(fr.headers['content-disposition'], `realise-${DAY}-tableur.csv`)
+  const bytes = Buffer.from(await fr.body.arrayBuffer())
+  t.equal(bytes.subarray(0, 3).toString('hex'), 'efbbbf', 'a UTF-8 BOM')
+  const frLines = bytes.subarray(3).toString('utf8').trimEnd().split('\r\n').map(l => l.split(';'))
+  t.same(frLines[1]!.slice(5, 9), ['4', '4,02', 'met', ''], 'numbers with a decimal comma')
+})
+
+t.test('the sites in default: one click from the counts, and a shareable URL', async t => {
+  await page.goto(new URL(`/realise?target_date=${DAY}`, url).href)
+  t.equal(await page.locator('a.count-defaut').textContent(), 'en défaut : 1')
+  await page.locator('a.count-defaut').click()
+  t.match(page.url(), /[?&]defaut=1(&|$)/)
+  const rows = page.locator('table.realise tbody tr')
+  t.equal(await rows.count(), 1)
+  t.match(await rows.nth(0).textContent(), siteId(1))
+  t.equal(await page.locator('#defaut').isChecked(), true, 'the form shows the filter it applied')
+  t.match(await page.locator('table.realise tfoot').textContent(), /16\s*14,52\s*1/, 'the totals of the selection')
+  await page.goto(new URL(`/realise?target_date=${DAY}&q=${siteId(2).slice(-3)}`, url).href)
+  t.equal(await rows.count(), 1, 'a site found by part of its PRM')
+  t.match(await rows.nth(0).textContent(), siteId(2))
+  t.same(await accessibilityProblems(page), [])
 })
 
 t.test('a programme for today received late: the page shows when each was in force, the hours the former governed with its verdicts, the late slots as "reçu trop tard"', async t => {

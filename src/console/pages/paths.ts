@@ -31,13 +31,19 @@ export function programmesHref (targetDate: string, siteId?: string): string {
   return `${PROGRAMMES_PATH}?${q}`
 }
 
+/** The list with its filters, sort and page (`programmes-list.ts`): empty values are left out, so a shared URL stays short. */
+export function programmesListHref (params: Readonly<Record<string, string | undefined>>): string {
+  return `${PROGRAMMES_PATH}?${queryOf(params)}`
+}
+
+/** Query text of the set values, in the order given. */
+export function queryOf (params: Readonly<Record<string, string | undefined>>): URLSearchParams {
+  return new URLSearchParams(Object.entries(params).filter((e): e is [string, string] => e[1] !== undefined && e[1] !== ''))
+}
+
 export const REALISE_PATH = '/realise'
 export const REALISE_DOWNLOAD_PATH = '/realise/download'
 
 export function realiseHref (targetDate: string): string {
   return `${REALISE_PATH}?${new URLSearchParams({ target_date: targetDate })}`
-}
-
-export function realiseDownloadHref (targetDate: string): string {
-  return `${REALISE_DOWNLOAD_PATH}?${new URLSearchParams({ target_date: targetDate })}`
 }

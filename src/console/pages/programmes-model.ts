@@ -1,6 +1,5 @@
 /**
- * Loads the "Programmes" page: received instructions of a day (optionally one site)
- * and one instruction's slots, with the rules `epx instructions list|show` uses
+ * Loads one instruction's page: its slots, with the rules `epx instructions list|show` uses
  * (`apply/instruction-view.ts`). A member sees the programmes its company sent, and
  * nothing of another company's, not even the id of one that superseded its own.
  * @module
@@ -9,15 +8,15 @@ import type { Instructions } from '../../store/instructions.ts'
 import type { Revisions } from '../../store/revisions.ts'
 import type { BesoinsSite } from '../../contract/besoins-agreges.ts'
 import type { InForceSpan } from '../../store/in-force.ts'
-import type { Clock, Site } from '../../host/contract.ts'
+import type { Clock } from '../../host/contract.ts'
 import {
-  instructionViewsOf, listInstructionViews, slotConstraints, type InstructionView, type SlotConstraint,
+  instructionViewsOf, slotConstraints, type InstructionView, type SlotConstraint,
 } from '../../apply/instruction-view.ts'
 import { isPrm } from '../../contract/ids.ts'
 import { ownCompany, seesSite, type PerimeterDeps } from '../perimeter.ts'
 import type { Viewer } from '../viewer.ts'
 import type { FeasibilityFlag, InstructionFlags } from '../../store/instruction-flags.ts'
-import { latestRevision, resolvePair, type Loaded } from './besoins-model.ts'
+import { latestRevision, type Loaded } from './besoins-model.ts'
 import { realisation, type RealisationDeps, type RealiseBody } from '../../apply/realisation.ts'
 
 export interface ProgrammesDeps extends PerimeterDeps {
@@ -34,14 +33,6 @@ export interface ProgrammesDeps extends PerimeterDeps {
 /** An instruction as the pages show it: with its feasibility flag, when it has one. */
 export type FlaggedView = InstructionView & { readonly feasibility?: FeasibilityFlag }
 
-export interface ProgrammesModel {
-  readonly sites: readonly Site[]
-  /** The site the list is limited to; undefined: every site. */
-  readonly siteId?: string
-  readonly targetDate: string
-  readonly views: readonly FlaggedView[]
-}
-
 export interface ProgrammeModel {
   readonly view: FlaggedView
   readonly constraints: readonly SlotConstraint[]
@@ -51,18 +42,6 @@ export interface ProgrammeModel {
   readonly inForce?: readonly InForceSpan[]
   /** The latest Besoins published for the site and day, when there is one. */
   readonly besoins?: BesoinsSite
-}
-
-export async function loadProgrammes (deps: ProgrammesDeps, viewer: Viewer, q: { site_id?: string; target_date?: string }): Promise<Loaded<ProgrammesModel>> {
-  // Same site and day rules as the "Besoins agrégés" page; no site named means all of them.
-  const pair = await resolvePair(deps, viewer, q)
-  if (pair.status !== 200) return pair
-  const siteId = q.site_id ? pair.site!.site_id : undefined
-  const company = ownCompany(viewer)
-  const views = listInstructionViews(deps.instructions, {
-    targetDate: pair.targetDate, siteIds: siteId === undefined ? undefined : [siteId], companyId: company,
-  }).map(v => flagged(deps, redact(v, company)))
-  return { status: 200, model: { sites: pair.sites, siteId, targetDate: pair.targetDate, views } }
 }
 
 export function loadProgramme (deps: ProgrammesDeps, viewer: Viewer, instructionId: string, siteId: string): Loaded<ProgrammeModel> {
@@ -84,7 +63,8 @@ function flagged (deps: ProgrammesDeps, v: InstructionView): FlaggedView {
 }
 
 /** Drops the superseder's id when another company sent it. */
-function redact (v: InstructionView, company: string | undefined): InstructionView {
+export function redact<T extends { readonly supersededBy?: { readonly companyId: string } }> (v: T, company: string | undefined): T {
   if (company === undefined || v.supersededBy === undefined || v.supersededBy.companyId === company) return v
-  return { instruction: v.instruction }
+  const { supersededBy: _, ...rest } = v
+  return rest as T
 }

@@ -9,11 +9,15 @@ import { frNumber } from '../numbers.ts'
 import { parisText, parisTime } from '../time.ts'
 import { addDays } from '../../contract/paris-day.ts'
 import { roundKw, type InstructionView, type SlotConstraint } from '../../apply/instruction-view.ts'
-import type { ProgrammeModel, ProgrammesModel } from './programmes-model.ts'
+import type { ProgrammeModel } from './programmes-model.ts'
+import { SORTS, STATUS_FILTERS, type ProgrammesModel, type ProgrammesSort, type StatusFilter } from './programmes-list.ts'
 import type { FeasibilityFlag } from '../../store/instruction-flags.ts'
-import { besoinsHref, PROGRAMMES_PATH, programmeHref, programmesHref, realiseHref } from './paths.ts'
+import { besoinsHref, PROGRAMMES_PATH, programmeHref, programmesListHref, realiseHref } from './paths.ts'
 import { programmeChart } from './programme-chart.ts'
 import type { Creneau, RealiseBody, Verdict } from '../../contract/realise.ts'
+import { LATE_LABEL, VERDICT_LABELS } from '../../apply/realisation-csv.ts'
+
+export { LATE_LABEL, VERDICT_LABELS }
 
 /** "plancher 12 kW", "effacement (0 kW max)", or a dash: no slot, no constraint. */
 export function constraintText (c: SlotConstraint | undefined): string {
@@ -21,8 +25,11 @@ export function constraintText (c: SlotConstraint | undefined): string {
   return c.minKw !== undefined ? `plancher ${frNumber(roundKw(c.minKw))} kW` : 'effacement (0 kW max)'
 }
 
+/** What a status is told from: an instruction's status, and its superseder where named. */
+type StatusOf = Pick<InstructionView, 'supersededBy'> & { readonly instruction: Pick<InstructionView['instruction'], 'state' | 'siteId'> }
+
 /** The status in French, as `epx instructions` states it: applied with its cycle, superseded by which one. */
-export function statusLabel ({ instruction: i, supersededBy }: InstructionView): string {
+export function statusLabel ({ instruction: i, supersededBy }: StatusOf): string {
   switch (i.state.status) {
     case 'received': return 'reçue'
     case 'queued': return 'en attente du prochain cycle'
@@ -32,7 +39,7 @@ export function statusLabel ({ instruction: i, supersededBy }: InstructionView):
   }
 }
 
-function statusCell (v: InstructionView): SafeHtml {
+function statusCell (v: StatusOf): SafeHtml {
   const s = v.supersededBy
   const label = s
     ? html`remplacée par <a href="${programmeHref(s.instructionId, v.instruction.siteId)}">${s.instructionId}</a>`
@@ -45,21 +52,67 @@ function dayText (targetDate: string): string {
   return parisText(Date.parse(`${targetDate}T12:00:00Z`), 'date')
 }
 
+/** A status filter in French, as the counts name it. */
+const STATUS_FILTER_LABELS: Readonly<Record<StatusFilter, string>> = {
+  received: 'reçues',
+  queued: 'en attente',
+  applied: 'appliquées',
+  superseded: 'remplacées',
+  withdrawn: 'retirées',
+  infeasible: 'infaisables',
+  late: 'reçues trop tard',
+}
+
+const SORT_LABELS: Readonly<Record<ProgrammesSort, string>> = {
+  emission: 'émission, plus anciennes d\'abord',
+  '-emission': 'émission, plus récentes d\'abord',
+  site: 'site, croissant',
+  '-site': 'site, décroissant',
+}
+
+/** The list's URL with `change` over the current filters; a new filter or day starts at the first page. */
+function listHref (m: ProgrammesModel, change: Readonly<Record<string, string | undefined>>): string {
+  const f = m.filter
+  return programmesListHref({
+    target_date: m.targetDate, site_id: f.siteId, q: f.q, company_id: f.companyId, status: f.status, sort: f.sort === 'emission' ? undefined : f.sort, ...change,
+  })
+}
+
 export function renderProgrammes (m: ProgrammesModel): SafeHtml {
-  return html`<form method="get" action="${PROGRAMMES_PATH}" class="chooser">
-<label for="site_id">Site</label>
-<select id="site_id" name="site_id"><option value="">Tous les sites</option>${m.sites.map(s => html`<option value="${s.site_id}"${s.site_id === m.siteId ? html` selected` : ''}>${s.site_id} — ${s.site_name}</option>`)}</select>
+  const f = m.filter
+  const option = (value: string, label: string, chosen: string | undefined) => html`<option value="${value}"${value === (chosen ?? '') ? html` selected` : ''}>${label}</option>`
+  return html`<form method="get" action="${PROGRAMMES_PATH}" class="chooser" role="search">
 <label for="target_date">Jour</label>
 <input id="target_date" name="target_date" type="date" value="${m.targetDate}" required>
+<label for="q">Site</label>
+<input id="q" name="q" type="search" value="${f.q}" placeholder="PRM ou nom, même en partie">
+${m.companies ? html`<label for="company_id">Entreprise</label>
+<select id="company_id" name="company_id">${option('', 'Toutes', f.companyId)}${m.companies.map(c => option(c, c, f.companyId))}</select>` : ''}
+<label for="status">Statut</label>
+<select id="status" name="status">${option('', 'Tous', f.status)}${STATUS_FILTERS.map(s => option(s, STATUS_FILTER_LABELS[s], f.status))}</select>
+<label for="sort">Tri</label>
+<select id="sort" name="sort">${SORTS.map(s => option(s, SORT_LABELS[s], f.sort))}</select>
+${f.siteId ? html`<input type="hidden" name="site_id" value="${f.siteId}">` : ''}
 <button type="submit">Afficher</button>
 </form>
-<nav class="days" aria-label="Jours voisins"><a href="${programmesHref(addDays(m.targetDate, -1), m.siteId)}">← Jour précédent</a> <a href="${programmesHref(addDays(m.targetDate, 1), m.siteId)}">Jour suivant →</a></nav>
-<table class="programmes"><caption>Instructions reçues pour le ${dayText(m.targetDate)}</caption>
+${f.siteId ? html`<p class="note">Site ${f.siteId} seulement — <a href="${listHref(m, { site_id: undefined })}">tous les sites</a></p>` : ''}
+<nav class="days" aria-label="Jours voisins"><a href="${listHref(m, { target_date: addDays(m.targetDate, -1) })}">← Jour précédent</a> <a href="${listHref(m, { target_date: addDays(m.targetDate, 1) })}">Jour suivant →</a></nav>
+<p class="counts">${f.status === undefined ? html`<strong>toutes : ${frNumber(m.counts.all)}</strong>` : html`<a href="${listHref(m, { status: undefined })}">toutes : ${frNumber(m.counts.all)}</a>`}${STATUS_FILTERS.map(s => html` · ${s === f.status
+    ? html`<strong class="count-${s}">${STATUS_FILTER_LABELS[s]} : ${frNumber(m.counts[s])}</strong>`
+    : html`<a class="count-${s}" href="${listHref(m, { status: s })}">${STATUS_FILTER_LABELS[s]} : ${frNumber(m.counts[s])}</a>`}`)}</p>
+<table class="programmes"><caption>Instructions reçues pour le ${dayText(m.targetDate)} : ${frNumber(m.total)} sur cette sélection${m.total > m.views.length ? `, ${frNumber(m.views.length)} sur cette page` : ''}</caption>
 <thead><tr><th scope="col">Instruction</th><th scope="col">Site</th><th scope="col">Émetteur</th><th scope="col">Émise le</th><th scope="col">Reçue le</th><th scope="col" class="num">Créneaux</th><th scope="col">Statut</th></tr></thead>
-<tbody>${m.views.length === 0 ? html`<tr><td colspan="7">Aucune instruction reçue pour ce jour.</td></tr>` : m.views.map(v => {
+<tbody>${m.views.length === 0 ? html`<tr><td colspan="7">${m.counts.all === 0 && !f.q && !f.companyId && !f.siteId ? 'Aucune instruction reçue pour ce jour.' : 'Aucune instruction ne répond à ces critères.'}</td></tr>` : m.views.map(v => {
     const i = v.instruction
-    return html`<tr><td><a href="${programmeHref(i.instructionId, i.siteId)}">${i.instructionId}</a></td><td>${i.siteId}<br><small>${i.siteName}</small></td><td>${i.emittedBy}<br><small>${i.companyId}</small></td><td>${parisTime(i.emittedAt)}</td><td>${parisTime(i.receivedAt)}</td><td class="num">${i.slots.length}</td><td>${statusCell(v)}${v.feasibility ? html`<br><strong class="flag-infeasible" title="${feasibilityText(v.feasibility)}">infaisable</strong>` : ''}</td></tr>`
-  })}</tbody></table>`
+    return html`<tr><td><a href="${programmeHref(i.instructionId, i.siteId)}">${i.instructionId}</a></td><td>${i.siteId}<br><small>${i.siteName}</small></td><td>${i.emittedBy}<br><small>${i.companyId}</small></td><td>${parisTime(i.emittedAt)}</td><td>${parisTime(i.receivedAt)}</td><td class="num">${i.periodsCount}</td><td>${statusCell(v)}${v.late ? html`<br><strong class="flag-late">${LATE_LABEL}</strong>` : ''}${v.feasibility ? html`<br><strong class="flag-infeasible" title="${feasibilityText(v.feasibility)}">infaisable</strong>` : ''}</td></tr>`
+  })}</tbody></table>
+${pagesNav(m.previous, m.next, m.paged, k => listHref(m, k))}`
+}
+
+/** Previous and next pages by their cursor, and the first page once away from it. */
+export function pagesNav (previous: string | undefined, next: string | undefined, paged: boolean, href: (change: Record<string, string | undefined>) => string): SafeHtml {
+  if (!previous && !next && !paged) return html``
+  return html`<nav class="pages" aria-label="Pages">${paged ? html`<a href="${href({})}">⇤ Première page</a> ` : ''}${previous ? html`<a rel="prev" href="${href({ before: previous })}">← Page précédente</a> ` : ''}${next ? html`<a rel="next" href="${href({ after: next })}">Page suivante →</a>` : ''}</nav>`
 }
 
 /** The instruction in force at a quarter-hour's start (DECISIONS.md "In force, quarter-hour by quarter-hour"). */
@@ -134,19 +187,6 @@ export function feasibilityText (f: FeasibilityFlag | undefined): string {
   if (f.day) parts.push(`${kwh(f.day.programmedKwh)} kWh programmés sur le jour pour ${kwh(f.day.needsKwh)} kWh de besoins et ${kwh(f.day.availableKwh)} kWh permis par la puissance disponible`)
   return `${parts.join(' ; ')} — vérifié contre les Besoins agrégés émis le ${parisText(Date.parse(f.checkedAgainst))}. Appliquée tout de même : le solveur décide.`
 }
-
-/** A verdict in French, with the shortfall of a `short` slot. */
-export const VERDICT_LABELS: Readonly<Record<Verdict, string>> = {
-  met: 'atteint',
-  short: 'insuffisant',
-  curtailment_respected: 'effacement respecté',
-  curtailment_broken: 'effacement non respecté',
-  no_data: 'pas de relevé',
-  unconstrained: 'sans contrainte',
-}
-
-/** `late` in French (DECISIONS.md "In force, quarter-hour by quarter-hour"): neither met nor short. */
-export const LATE_LABEL = 'reçu trop tard'
 
 /**
  * This instruction's verdict for one of its slots: its own where it governed the quarter-hour,

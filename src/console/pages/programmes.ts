@@ -1,10 +1,12 @@
 /**
- * The "Programmes" routes: a day's received instructions (GET /programmes?target_date[&site_id])
+ * The "Programmes" routes: a day's received instructions (GET /programmes?target_date[&site_id][&q]
+ * [&company_id][&status][&sort][&after|before], `programmes-list.ts`)
  * and one instruction of one site (GET /programmes/:instructionId/:siteId).
  * @module
  */
 import type { FastifyInstance } from 'fastify'
-import { loadProgramme, loadProgrammes, type ProgrammesDeps } from './programmes-model.ts'
+import { loadProgramme, type ProgrammesDeps } from './programmes-model.ts'
+import { loadProgrammes } from './programmes-list.ts'
 import { renderProgramme, renderProgrammes } from './programmes-view.ts'
 import { PROGRAMMES_PATH } from './paths.ts'
 import { one, refuse, viewerOr403 } from './respond.ts'
@@ -13,7 +15,10 @@ export async function programmesPages (app: FastifyInstance, deps: ProgrammesDep
   app.get(PROGRAMMES_PATH, async (request, reply) => {
     const viewer = viewerOr403(request, reply)
     if (!viewer) return reply
-    const loaded = await loadProgrammes(deps, viewer, { site_id: one(request.query, 'site_id'), target_date: one(request.query, 'target_date') })
+    const q = (name: string) => one(request.query, name)
+    const loaded = await loadProgrammes(deps, viewer, {
+      site_id: q('site_id'), target_date: q('target_date'), q: q('q'), company_id: q('company_id'), status: q('status'), sort: q('sort'), after: q('after'), before: q('before'),
+    })
     if (loaded.status !== 200) return refuse(reply, loaded)
     return reply.page({ title: 'Programmes reçus', body: renderProgrammes(loaded.model) })
   })

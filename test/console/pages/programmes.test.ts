@@ -1,6 +1,7 @@
 import t, { type Test } from 'tap'
 import { programmesPages } from '../../../src/console/pages/programmes.ts'
-import { loadProgramme, loadProgrammes, type ProgrammesDeps } from '../../../src/console/pages/programmes-model.ts'
+import { loadProgramme, type ProgrammesDeps } from '../../../src/console/pages/programmes-model.ts'
+import { loadProgrammes } from '../../../src/console/pages/programmes-list.ts'
 import { renderProgramme, renderProgrammes } from '../../../src/console/pages/programmes-view.ts'
 import { ManualClock } from '../../../src/host/reference-host.ts'
 import { simulatedSites } from '../../../src/host/simulated-sites.ts'
