@@ -68,6 +68,7 @@ t.test('a loop without backoff is refused 429 once over its GET budget, while an
 
 t.test('a company whose budget is raised passes the same loop', async t => {
   const { epx, acme } = await withCompanies(t, { api: { rateLimit: { get: { perSecond: 1, burst: 2 } } } })
+  // (every test here sets api.rateLimit: the harness's default is unthrottled)
   const loop = async () => {
     const statuses = []
     for (let i = 0; i < 20; i++) statuses.push((await epx.request({ path: OUTBOUND_PATH, query: pair, ...acme })).status)

@@ -53,7 +53,7 @@ async function record (t: Test): Promise<Recorded[]> {
   const epx = await startEpx(t, {
     sites: 1,
     checkResponses: false,   // the description is what is being made
-    config: { api: { publicBaseUrl: EXAMPLE_BASE_URL }, inbound: { maxBodyBytes: RECORD_MAX_BODY } },
+    config: { api: { publicBaseUrl: EXAMPLE_BASE_URL, rateLimit: {} }, inbound: { maxBodyBytes: RECORD_MAX_BODY } },
   })
   const { cert } = await epx.addCompany('acme')
   const { secret: outbound } = await epx.addToken('acme', ['outbound:besoins-agreges'])

@@ -1,6 +1,6 @@
 /**
  * `epx company add|perimeter|suspend|resume|show|list|history` (and `pin-cert|unpin-cert`,
- * company-pins.ts): the BSP companies, their certificate binding and their perimeter (DECISIONS.md "Authentication and tenancy").
+ * company-pins.ts, `limits`, company-limits.ts): the BSP companies, their certificate binding and their perimeter (DECISIONS.md "Authentication and tenancy").
  * @module
  */
 import { companyIdProblem, readCertSubject, readPerimeter } from '../../auth/company-rules.ts'
@@ -16,6 +16,7 @@ import type { CliIo, Command } from '../io.ts'
 import { withStore } from '../settings.ts'
 import { formatTable } from '../table.ts'
 import { pinCommands } from './company-pins.ts'
+import { limitsCommand } from './company-limits.ts'
 
 const addSpec: CommandSpec = {
   usage: 'epx company add ID --name NAME [--cert-subject DN] [--sites all|PRM...]',
@@ -236,5 +237,5 @@ function pinRows (c: CompanyRecord): string[][] {
 }
 
 export const companySubcommands: readonly Command[] = [
-  add, perimeterCommand, statusCommand('suspend', 'suspended'), statusCommand('resume', 'active'), show, list, history, ...pinCommands,
+  add, perimeterCommand, statusCommand('suspend', 'suspended'), statusCommand('resume', 'active'), show, list, history, ...pinCommands, limitsCommand,
 ]
