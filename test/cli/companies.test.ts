@@ -246,6 +246,7 @@ t.test('company limits sets, shows and resets a company\'s own request budgets, 
   t.equal(set.code, 0, set.err)
   t.equal(set.out, 'company hasty: GET and HEAD 100/s, bursts of 1000; POST 0.5/s, bursts of 3')
   t.same((await stored(d, 'hasty'))?.rateLimit, { get: { perSecond: 100, burst: 1000 }, post: { perSecond: 0.5, burst: 3 } })
+  t.match((await epx(d, 'company', 'show', 'hasty')).out, /request budgets:\s+GET and HEAD 100\/s, bursts of 1000; POST 0\.5\/s, bursts of 3/, 'show says them too')
   t.equal((await epx(d, 'company', 'limits', 'hasty', '--get', 'default')).out, 'company hasty: GET and HEAD the configuration\'s (api.rateLimit); POST 0.5/s, bursts of 3', 'one back to the configuration\'s')
   await epx(d, 'company', 'limits', 'hasty', '--post', 'default')
   t.notOk(Object.hasOwn((await stored(d, 'hasty'))!, 'rateLimit'), 'none of its own: no rateLimit key left')

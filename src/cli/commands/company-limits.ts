@@ -48,6 +48,11 @@ function describe (budget: RequestBudget | undefined): string {
   return budget ? `${budget.perSecond}/s, bursts of ${budget.burst}` : 'the configuration\'s (api.rateLimit)'
 }
 
+/** A company's budgets in words, as `limits` and `show` print them. */
+export function describeBudgets (c: CompanyRecord): string {
+  return `GET and HEAD ${describe(c.rateLimit?.get)}; POST ${describe(c.rateLimit?.post)}`
+}
+
 export const limitsCommand = defineCommand(spec, async (args, io) => {
   const id = checkCompanyId(args.positionals[0]!, spec)
   const given = { get: args.string('get'), post: args.string('post') }
@@ -61,7 +66,7 @@ export const limitsCommand = defineCommand(spec, async (args, io) => {
     return after
   })
   if (!company) throw new EpxError('EPX_NOT_FOUND', [`no company '${id}' (see 'epx company list')`])
-  io.out(`company ${id}: GET and HEAD ${describe(company.rateLimit?.get)}; POST ${describe(company.rateLimit?.post)}`)
+  io.out(`company ${id}: ${describeBudgets(company)}`)
 })
 
 /** The record with `changes` applied (undefined: back to the configuration's); no `rateLimit` key when none is its own. */
