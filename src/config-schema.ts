@@ -45,6 +45,32 @@ export const configSchema = {
         maxConnections: { type: 'integer', minimum: 1, default: 1024, description: 'Most open API connections (TLS handshakes included); past it new ones are closed at once, with one warn log line per episode.' },
         maxRequestsPerSocket: { type: 'integer', minimum: 1, default: 1000, description: 'Requests served on one keep-alive connection; the last answer says Connection: close and the client reconnects.' },
         logRequests: { type: 'boolean', default: true },
+        rateLimit: {
+          type: 'object',
+          additionalProperties: false,
+          default: {},
+          description: 'Request budgets per company (DECISIONS.md "Rate limits and quotas"): a token bucket per company for its GET and HEAD requests, one for its POSTs, in each door thread; `epx company limits` overrides them for one company. Over it: 429 RATE_LIMITED with Retry-After.',
+          properties: {
+            get: {
+              type: 'object',
+              additionalProperties: false,
+              default: {},
+              properties: {
+                perSecond: { type: 'number', exclusiveMinimum: 0, maximum: 1000000, default: 50, description: 'GET and HEAD requests a company may make a second, sustained.' },
+                burst: { type: 'integer', minimum: 1, maximum: 1000000, default: 500, description: 'GET and HEAD requests a company may make at once after a quiet spell (the bucket\'s size).' },
+              },
+            },
+            post: {
+              type: 'object',
+              additionalProperties: false,
+              default: {},
+              properties: {
+                perSecond: { type: 'number', exclusiveMinimum: 0, maximum: 1000000, default: 5, description: 'POST requests a company may make a second, sustained.' },
+                burst: { type: 'integer', minimum: 1, maximum: 1000000, default: 20, description: 'POST requests a company may make at once after a quiet spell.' },
+              },
+            },
+          },
+        },
         inWorker: { type: 'boolean', default: true, description: 'Serve the API (and the console and metrics listeners) from its own worker thread, off the solver\'s event loop, restarted with backoff if it dies. false: on the solver\'s thread (a host that counts every thread and megabyte, or runs epx where worker threads are not allowed; see docs/plugin-contract.md).' },
         workerNice: { type: 'integer', minimum: 0, maximum: 19, default: 10, description: 'With inWorker, how much nicer (lower in priority) the API door\'s thread is than the solver\'s (Linux; 0: the same; the result is 19 at most): when both want the CPU, the solver\'s thread goes first, and a burst of BSP handshakes delays its loop less.' },
         standbyWorker: { type: 'boolean', default: true, description: 'With inWorker, keep a second door thread opened and waiting, so that after a fault of the door\'s thread only its binds are left before the door answers again (~10 ms, not a thread\'s start: ~0.3 s of CPU, seconds on a busy machine). Costs that thread\'s memory (docs/plugin-contract.md). false: a fault starts a thread afresh.' },

@@ -228,7 +228,7 @@ async function openServingDoor ({ host, config, log, bin, internals }: Activatio
   deliveries: Deliveries; metrics: EpxMetrics | undefined; ops: Operations
 }): Promise<Door | OpenDoor> {
   const { store, companies, tokens, revisions, publisher, instructions, flags, audit, inbound, metering, deliveries, metrics, ops } = parts
-  const observer = { ...metrics, deadToken: ops.deadToken }
+  const observer = { ...metrics, deadToken: ops.deadToken, rateLimited: ops.rateLimited }
   // What /readyz checks: state of this thread, wherever the metrics listener runs.
   let door: Door | undefined
   let apiListening = true

@@ -25,8 +25,8 @@ t.test('the description is valid OpenAPI 3.1, its schema files resolved', async 
   t.equal(doc.paths[OUTBOUND_PATH].get.responses['200'].content['application/json'].schema.$ref, 'schemas/besoins-agreges.json')
   t.equal(doc.paths[INBOUND_PATH].post.requestBody.content['application/json'].schema.$ref, 'schemas/programme-soutirage.json')
   // Every status of the contract and DECISIONS.md, per operation.
-  t.same(Object.keys(doc.paths[OUTBOUND_PATH].get.responses), ['200', '304', '400', '401', '403', '404', '405', '500', '503'])
-  t.same(Object.keys(doc.paths[INBOUND_PATH].post.responses), ['202', '400', '401', '403', '404', '405', '413', '415', '500', '503'])
+  t.same(Object.keys(doc.paths[OUTBOUND_PATH].get.responses), ['200', '304', '400', '401', '403', '404', '405', '429', '500', '503'])
+  t.same(Object.keys(doc.paths[INBOUND_PATH].post.responses), ['202', '400', '401', '403', '404', '405', '413', '415', '429', '500', '503'])
   t.same(doc.paths[INBOUND_PATH].post.responses['404'], { $ref: '#/components/responses/UnknownPath' }, 'a wrong path is a real response of the operation')
   t.same(doc.paths[OUTBOUND_PATH].get.responses['405'], { $ref: '#/components/responses/MethodNotAllowedOutbound' })
   t.equal(doc.info.version, '0.5', 'the API\'s version, as its paths name it')
@@ -80,8 +80,13 @@ t.test('the response check refuses what the description does not say', async t =
   await description()
   const get = { method: 'GET', path: OUTBOUND_PATH }
   const problem = (status: number, extra: object = {}) => JSON.stringify({ type: 'https://x.example/errors/not-found', title: 'Not Found', status, detail: 'no', code: 'NOT_PUBLISHED', ...extra })
-  const notPublished = { status: 404, headers: { 'content-type': 'application/problem+json', 'retry-after': '300', 'x-content-type-options': 'nosniff' }, text: problem(404) }
+  const budget = { 'ratelimit-policy': '"get";q=500;w=10', ratelimit: '"get";r=499;t=1' }
+  const notPublished = { status: 404, headers: { 'content-type': 'application/problem+json', 'retry-after': '300', 'x-content-type-options': 'nosniff', ...budget }, text: problem(404) }
   await t.resolves(conformsToDescription(get, notPublished), 'the real 404 shape passes')
+  await t.rejects(conformsToDescription(get, { ...notPublished, headers: { ...notPublished.headers, ratelimit: 'r=1' } }), /RateLimit/, 'RateLimit in the draft\'s structured-field form')
+  const rateLimited = { status: 429, headers: { ...notPublished.headers, 'retry-after': '7', ratelimit: '"get";r=0;t=10' }, text: problem(429, { type: 'https://x.example/errors/rate-limited', title: 'Too Many Requests', code: 'RATE_LIMITED' }) }
+  await t.resolves(conformsToDescription(get, rateLimited), 'a 429 whose Retry-After is the time until the budget has a request again')
+  await t.rejects(conformsToDescription(get, { ...rateLimited, headers: { ...rateLimited.headers, 'retry-after': undefined } }), /Retry-After is missing/)
   await t.rejects(conformsToDescription(get, { ...notPublished, headers: { ...notPublished.headers, 'retry-after': '60' } }), /Retry-After/, 'another Retry-After')
   await t.rejects(conformsToDescription(get, { ...notPublished, status: 418 }), /status 418 is not listed/)
   await t.rejects(conformsToDescription(get, { ...notPublished, headers: { ...notPublished.headers, 'content-type': 'application/json' } }), /Content-Type/)

@@ -23,6 +23,7 @@ export interface OperationsMetrics {
   programme(accepted: boolean, company: string, sites: number, atMs: number): void
   infeasible(n: number): void
   publication(report: PublishReport, trigger: string, seconds: number, endMs: number): void
+  rateLimited(company: string, door: string): void
 }
 
 export interface OperationsDeps {
@@ -52,6 +53,8 @@ export function createOperations (deps: OperationsDeps) {
     pending.add(settled)
   }
   const deadTokens = new Map<string, number>()
+  /** Per company and kind, the hour (ms since the epoch / 1 h) of its last audited refusal. */
+  const rateLimitedHours = new Map<string, number>()
   /** The last scheduled run: readiness wants it to have published every site. */
   let lastScheduled: { ok: boolean; targetDate: string } | undefined
 
@@ -87,6 +90,25 @@ export function createOperations (deps: OperationsDeps) {
         subject: token.id,
         outcome: `refused 401 ${reason}`,
         details: { reason, ...(reason === 'revoked' ? { revokedAt: token.revokedAt } : { expiresAt: token.expiresAt }) },
+      }, nowMs)
+    },
+
+    /**
+     * A request refused 429 RATE_LIMITED: counted, and audited at a company's first
+     * refusal of its kind (GET, POST) in each hour, not once per refused request.
+     */
+    rateLimited (companyId: string, door: string, kind: 'get' | 'post', nowMs: number): void {
+      metrics?.rateLimited(companyId, door)
+      const key = `${companyId}/${kind}`
+      const hour = Math.floor(nowMs / 3_600_000)
+      if (rateLimitedHours.get(key) === hour) return
+      rateLimitedHours.set(key, hour)
+      audit.record({
+        actor: { kind: 'company', companyId },
+        action: 'company.rate-limited',
+        subject: companyId,
+        outcome: `refused 429 ${kind.toUpperCase()}`,
+        details: { door, kind, hour: new Date(hour * 3_600_000).toISOString() },
       }, nowMs)
     },
 

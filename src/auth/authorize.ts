@@ -114,6 +114,7 @@ function checkFound (found: Found, cert: CertVerdict & { ok: true }, scope: Scop
     tokenId: token.id,
     certFingerprint256: cert.fingerprint256,
     perimeter: company.perimeter,
+    ...(company.rateLimit ? { rateLimit: company.rateLimit } : {}),
   }
 }
 

@@ -38,7 +38,7 @@ export interface BspClientOptions {
  */
 export interface Unreachable { readonly kind: 'unreachable'; readonly code?: string; readonly detail: string }
 
-/** The service asks to come back later (503, or 404 NOT_PUBLISHED for besoins-agreges). */
+/** The service asks to come back later (503, 429 RATE_LIMITED, or 404 NOT_PUBLISHED for besoins-agreges). */
 export interface Retry { readonly kind: 'retry'; readonly status: number; readonly code?: string; readonly retryAfterSecs?: number; readonly detail: string }
 
 /**
@@ -131,10 +131,10 @@ export function createBspClient (opts: BspClientOptions): BspClient {
     }
   }
 
-  /** An answer without its document: the service asks to retry (503), or refuses. */
+  /** An answer without its document: the service asks to retry (503, or 429 over the company's request budget), or refuses. */
   const failed = (a: Answer): Retry | Refused => {
     const e = readError(a)
-    if (a.status === 503) return { kind: 'retry', status: 503, code: e.code, retryAfterSecs: retryAfter(a.headers, now()), detail: e.message }
+    if (a.status === 503 || a.status === 429) return { kind: 'retry', status: a.status, code: e.code, retryAfterSecs: retryAfter(a.headers, now()), detail: e.message }
     return { kind: 'refused', status: a.status, code: e.code, message: e.message, details: e.details }
   }
 
@@ -168,7 +168,7 @@ export function createBspClient (opts: BspClientOptions): BspClient {
       const e = readError(a)
       // A 404 is "not yet" only as NOT_PUBLISHED (or without a code, from an older service):
       // UNKNOWN_PATH is a wrong URL, never worth a retry.
-      if ((a.status === 404 && (e.code === undefined || e.code === 'NOT_PUBLISHED')) || a.status === 503) {
+      if ((a.status === 404 && (e.code === undefined || e.code === 'NOT_PUBLISHED')) || a.status === 503 || a.status === 429) {
         return { kind: 'retry', status: a.status, code: e.code, retryAfterSecs: retryAfter(a.headers, now()), detail: e.message }
       }
       return { kind: 'refused', status: a.status, code: e.code, message: e.message, details: e.details, detail: e.message, body: readJson(a.text) }

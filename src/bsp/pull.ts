@@ -2,7 +2,7 @@
  * Pulling Besoins_Agreges by the book (contract §4.1, §8): per (site_id, target_date)
  * the last ETag and Last-Modified are kept in the output folder and sent back, a file is
  * written only on 200 and only once it passed the schema (write then rename: a reader
- * never sees half a file), a 503 or a network error is retried within the round after a
+ * never sees half a file), a 503, a 429 or a network error is retried within the round after a
  * jittered backoff that honours Retry-After, and a 404 ("not yet") is left for a later
  * round no sooner than its Retry-After.
  * @module
@@ -38,7 +38,7 @@ export interface PullOptions {
   readonly targetDate: string
   /** Where documents and `.epx-bsp-state.json` live. */
   readonly dir: string
-  /** Tries of one request on 503 or a network error (default 4). */
+  /** Tries of one request on 503, 429 or a network error (default 4). */
   readonly attempts?: number
   readonly timing: Timing
 }

@@ -1,6 +1,6 @@
 /**
  * Sending a Programme_Soutirage: checked locally first with the server's own validator
- * (the same JSON-pointer details, without a round trip), then posted; a 503 or a network
+ * (the same JSON-pointer details, without a round trip), then posted; a 503, a 429 or a network
  * error is retried after a jittered backoff that honours Retry-After. Retrying is safe:
  * the same emitted_at gives the same instruction ids and overwrites (contract §2.3).
  * @module
@@ -17,7 +17,7 @@ export interface PushOptions {
   readonly client: BspClient
   /** The programme, parsed. */
   readonly programme: unknown
-  /** Tries on 503 or a network error (default 5). */
+  /** Tries on 503, 429 or a network error (default 5). */
   readonly attempts?: number
   readonly timing: Timing
   /** Called before each wait, e.g. to say so. */

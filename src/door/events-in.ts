@@ -82,6 +82,7 @@ export function eventsIn (deps: EventsInDeps): EventsIn {
       case 'programme': deps.programme?.(e.c); return
       case 'handshakeFailed': deps.observer.handshakeFailed?.(e.reason); return
       case 'deadToken': deps.observer.deadToken?.(e.token, e.reason, e.nowMs); return
+      case 'rateLimited': deps.observer.rateLimited?.(e.companyId, e.door, e.kind, e.nowMs); return
       case 'touch': deps.tokens.touch(e.token, e.nowMs); return
       case 'storeError': deps.observer.storeError?.()
     }

@@ -108,6 +108,8 @@ export type RareEvent =
   | { readonly e: 'handshakeFailed'; readonly reason: string }
   | { readonly e: 'deadToken'; readonly token: TokenRecord; readonly reason: 'revoked' | 'expired'; readonly nowMs: number }
   | { readonly e: 'storeError' }
+  /** A request refused 429 RATE_LIMITED (`ApiObserver.rateLimited`). */
+  | { readonly e: 'rateLimited'; readonly companyId: string; readonly door: string; readonly kind: 'get' | 'post'; readonly nowMs: number }
   /** A token's last use, written by the host's thread: its writes there are ordered with the host's own. */
   | { readonly e: 'touch'; readonly token: TokenRecord; readonly nowMs: number }
 

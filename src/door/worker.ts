@@ -156,6 +156,7 @@ async function open (): Promise<OpenDoor> {
         handshakeFailed: (reason: string) => events.event({ e: 'handshakeFailed', reason }),
         answered: events.answered,
         deadToken: (token, reason, nowMs) => events.event({ e: 'deadToken', token, reason, nowMs }),
+        rateLimited: (companyId, door, kind, nowMs) => events.event({ e: 'rateLimited', companyId, door, kind, nowMs }),
       },
       receipt: events.receipt,
       touch: (token, nowMs) => events.event({ e: 'touch', token, nowMs }),

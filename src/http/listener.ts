@@ -26,6 +26,8 @@ import { afterHandlesReleased, createApiServer, listen, ON_END, type ApiResponse
 import { keepSessionVerdicts } from './tls-sessions.ts'
 import type { ApiObserver } from './observer.ts'
 import { keepTickObjects } from './tick-objects.ts'
+import { budgetKindOf, createRateLimiter, type Bucket } from './rate-limit.ts'
+import { EpxError } from '../errors.ts'
 
 export interface ListenApiOptions {
   readonly config: Readonly<EpxConfig>
@@ -63,6 +65,8 @@ interface RequestState {
   caller: Caller | undefined
   route: Route | undefined
   door: Door | undefined
+  /** The request budget it spent from, once its caller is known (its answer's RateLimit headers). */
+  bucket: Bucket | undefined
   code: string | undefined
   failed: boolean
   failure: unknown
@@ -112,6 +116,7 @@ export async function listenApi (opts: ListenApiOptions): Promise<ApiListener> {
   // The metrics' route label: the path's last segment, made once per route.
   const routeLabels = new Map(opts.routes.map(r => [r, r.path.slice(r.path.lastIndexOf('/') + 1)]))
   const authorizer = createAuthorizer({ tokens: opts.tokens, companies: opts.companies, onDeadToken: opts.observer?.deadToken })
+  const limiter = createRateLimiter(api.rateLimit)
   server.on('error', (err: Error) => log.error({ err }, 'api listener error'))
 
   // Responses in progress: close() asks them to end their connection when done.
@@ -184,7 +189,7 @@ export async function listenApi (opts: ListenApiOptions): Promise<ApiListener> {
   function handle (req: IncomingMessage, res: ServerResponse, expectContinue: boolean): void {
     const state: RequestState = {
       started: performance.now(), method: req.method ?? '', target: req.url ?? '',
-      caller: undefined, route: undefined, door: undefined, code: undefined, failed: false, failure: undefined, told: false,
+      caller: undefined, route: undefined, door: undefined, bucket: undefined, code: undefined, failed: false, failure: undefined, told: false,
     }
     ;(res as Tracked)[STATE] = state
     ;(res as ApiResponse)[ON_END] = onEnd
@@ -209,6 +214,15 @@ export async function listenApi (opts: ListenApiOptions): Promise<ApiListener> {
         now,
         generation,
       }, req.socket)
+      // DECISIONS.md "Rate limits and quotas": after the chain, before the body is read.
+      const kind = budgetKindOf(state.method)
+      const bucket = state.bucket = limiter.bucketOf(caller, kind)
+      if (!bucket.take(limiter.budgetOf(caller, kind), now.getTime())) {
+        opts.observer?.rateLimited?.(caller.companyId, m.route.door, kind, now.getTime())
+        throw new EpxError('RATE_LIMITED', [caller.companyId, kind.toUpperCase(), bucket.perSecond, bucket.burst, bucket.retryAfterSeconds()])
+      }
+      res.setHeader('ratelimit-policy', bucket.policy)
+      res.setHeader('ratelimit', bucket.remaining())
       // Expect: 100-continue is honoured only once the caller is known (RFC 9110 §10.1.1).
       if (expectContinue) res.writeContinue()
       const done = m.handler(req, res, new Context(m, caller, now, generation, callerLog))
@@ -222,7 +236,10 @@ export async function listenApi (opts: ListenApiOptions): Promise<ApiListener> {
   function fail (req: IncomingMessage, res: ServerResponse, state: RequestState, err: unknown): void {
     try {
       const door = state.door ?? router.routeOf(state.target)?.door
-      const rendered = renderError(err, door, baseUrl)
+      let rendered = renderError(err, door, baseUrl)
+      const { bucket } = state
+      // An error to a known caller tells its budget too (sendError replaces every header).
+      if (bucket) rendered = { ...rendered, headers: { ...rendered.headers, 'ratelimit-policy': bucket.policy, ratelimit: bucket.remaining() } }
       state.code = rendered.code
       if (rendered.code === 'INTERNAL') {
         state.failed = true

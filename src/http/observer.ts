@@ -16,6 +16,8 @@ export interface ApiObserver {
    * code if any, duration.
    */
   answered?(door: string, route: string, method: string, status: number, code: string | undefined, seconds: number): void
+  /** A request of `companyId` was refused 429 RATE_LIMITED: over its budget of `kind` requests (`http/rate-limit.ts`). */
+  rateLimited?(companyId: string, door: string, kind: 'get' | 'post', nowMs: number): void
   /** A revoked or expired token was presented. */
   deadToken?(token: TokenRecord, reason: 'revoked' | 'expired', nowMs: number): void
 }

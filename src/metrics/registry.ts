@@ -53,6 +53,7 @@ export async function createMetrics (sources: MetricSources, given?: Registry) {
   const latency = add(new Histogram({ name: 'epx_http_request_duration_seconds', help: 'API request duration, from the request line to the end of the answer', labelNames: ['door', 'route', 'method'], buckets: LATENCY_BUCKETS, registers }))
   const handshakes = add(new Counter({ name: 'epx_tls_handshakes_total', help: 'TLS handshakes completed on the API door', registers }))
   const handshakeFailures = add(new Counter({ name: 'epx_tls_handshake_failures_total', help: 'TLS handshakes that failed, by node error code', labelNames: ['reason'], registers }))
+  const rateLimited = add(new Counter({ name: 'epx_rate_limited_total', help: 'API requests refused 429 RATE_LIMITED (over the company\'s request budget), by company and door (inbound, outbound)', labelNames: ['company', 'door'], registers }))
   const authRefusals = add(new Counter({ name: 'epx_auth_refusals_total', help: 'Requests refused by the authentication chain, by error code', labelNames: ['code'], registers }))
   const programmes = add(new Counter({ name: 'epx_programmes_total', help: 'Programme_Soutirage received after authentication, by outcome (accepted, rejected)', labelNames: ['status'], registers }))
   const instructions = add(new Counter({ name: 'epx_instructions_total', help: 'Instructions (one per site of a programme), by status: accepted, applied (by the solver), infeasible (over the needs)', labelNames: ['status'], registers }))
@@ -138,6 +139,7 @@ export async function createMetrics (sources: MetricSources, given?: Registry) {
       c.time.observe(seconds)
       if (code !== undefined && refusalCodes.has(code)) authRefusals.inc({ code })
     },
+    rateLimited (company: string, door: string): void { rateLimited.inc({ company, door }) },
     handshake (): void { handshakes.inc() },
     handshakeFailed (reason: string): void { handshakeFailures.inc({ reason }) },
     programme (accepted: boolean, company: string, sites: number, atMs: number): void {

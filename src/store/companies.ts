@@ -25,6 +25,17 @@ export interface CompanyRecord {
   /** Sites the company may see and program. */
   readonly perimeter: 'all' | readonly string[]
   readonly createdAt: string
+  /**
+   * Its own request budgets (`epx company limits`), each in place of the configuration's
+   * `api.rateLimit` (DECISIONS.md "Rate limits and quotas"); absent: the configuration's.
+   */
+  readonly rateLimit?: { readonly get?: RequestBudget; readonly post?: RequestBudget }
+}
+
+/** A token bucket's budget: its refill rate and its size. */
+export interface RequestBudget {
+  readonly perSecond: number
+  readonly burst: number
 }
 
 export const COMPANY_ID = /^[a-z0-9][a-z0-9-]{1,62}$/

@@ -118,3 +118,15 @@ t.test('a network error is retried with backoff, then reported', async t => {
   t.match(r.outcomes[0], { result: 'failed', why: /^network: .*after 3 tries/ })
   t.same(timing.slept, [1100, 2200], 'exponential backoff with jitter')
 })
+
+t.test('a 429 over the company\'s GET budget is waited out as its Retry-After says, then fetched in the same round', async t => {
+  const root = t.testdir()
+  const epx = await startEpx(t, { sites: 2, dataDir: join(root, 'epx'), config: { api: { rateLimit: { get: { perSecond: 0.2, burst: 1 } } } } })
+  const { client } = await bsp(t, epx)
+  await epx.handle.publish({ targetDate: DAY })
+  const timing = fakeTiming(epx)
+  const r = await pullRound({ client, sites: [siteId(1), siteId(2)], targetDate: DAY, dir: join(root, 'out'), timing })
+  t.equal(r.counts.fetched, 2, 'both sites, the second after its wait')
+  t.equal(timing.slept.length, 1, 'one wait')
+  t.ok(timing.slept[0]! >= 5000, `never sooner than Retry-After: 5 (one request every 5 s) (${timing.slept})`)
+})

@@ -97,3 +97,16 @@ t.test('a refusal is reported with the server\'s code and not retried', async t 
   const r = await pushProgramme({ client, programme: programme(), timing: noWait })
   t.match(r, { kind: 'refused', status: 403, code: 'SCOPE_DENIED' })
 })
+
+t.test('a 429 over the company\'s POST budget is retried after Retry-After, then received', async t => {
+  const epx = await startEpx(t, { dataDir: join(t.testdir(), 'epx'), config: { api: { rateLimit: { post: { perSecond: 0.25, burst: 1 } } } } })
+  const { client } = await inboundBsp(t, epx)
+  const waits: number[] = []
+  const timing = { now: () => epx.clock.now(), random: () => 0, sleep: async (ms: number) => { epx.clock.advance(ms) } }
+  t.match(await pushProgramme({ client, programme: programme(), timing }), { kind: 'received' })
+  const r = await pushProgramme({ client, programme: programme({ emittedAt: '2026-11-21T12:29:00Z' }), onRetry: (why, ms) => waits.push(ms), timing })
+  t.match(r, { kind: 'received', receipt: { count: 1 } })
+  t.same(waits, [4000], 'one wait, of Retry-After: 4 (a POST every 4 s), no jitter drawn here')
+  const gaveUp = await pushProgramme({ client, programme: programme(), attempts: 1, timing })
+  t.match(gaveUp, { kind: 'retry', status: 429, retryAfterSecs: 4 })
+})

@@ -73,7 +73,8 @@ async function main (): Promise<void> {
     const m = process.memoryUsage()
     send({ type: 'memory', heapUsed: m.heapUsed, rss: m.rss, rssAnon: rssAnon(), gcExposed: Boolean(gc) })
   })
-  const config = { publish: { schedule: false }, ...o.config, api: { host: '127.0.0.1', port: 0, ...(o.config?.api as object | undefined) } }
+  // The campaign's clients are one company each, as fast as they can: no request budget in their way.
+  const config = { publish: { schedule: false }, ...o.config, api: { host: '127.0.0.1', port: 0, rateLimit: { get: { perSecond: 1_000_000, burst: 1_000_000 }, post: { perSecond: 1_000_000, burst: 1_000_000 } }, ...(o.config?.api as object | undefined) } }
   let handle
   try {
     ({ handle } = await loadPlugin(repoRoot, ref.host, config))

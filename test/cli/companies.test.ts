@@ -8,6 +8,7 @@ import { clientCert, testPki } from '../helpers/certs.ts'
 import { openCompanies } from '../../src/store/companies.ts'
 import { openStore } from '../../src/store/open-store.ts'
 import { epx, initializedDataDir } from '../helpers/cli.ts'
+import { openAudit } from '../../src/store/audit.ts'
 
 const dir = await initializedDataDir(t)
 
@@ -234,4 +235,34 @@ t.test('company history: every change of the perimeter and the status, oldest fi
   const ghost = await epx(d, 'company', 'history', 'ghost')
   t.equal(ghost.code, 1)
   t.match(ghost.err, /no company 'ghost'/)
+})
+
+t.test('company limits sets, shows and resets a company\'s own request budgets, audited', async t => {
+  const d = await initializedDataDir(t)
+  t.equal((await epx(d, 'company', 'add', 'hasty', '--name', 'Hasty')).code, 0)
+  const shown = await epx(d, 'company', 'limits', 'hasty')
+  t.equal(shown.out, 'company hasty: GET and HEAD the configuration\'s (api.rateLimit); POST the configuration\'s (api.rateLimit)', 'none of its own at first')
+  const set = await epx(d, 'company', 'limits', 'hasty', '--get', '100/1000', '--post', '0.5/3')
+  t.equal(set.code, 0, set.err)
+  t.equal(set.out, 'company hasty: GET and HEAD 100/s, bursts of 1000; POST 0.5/s, bursts of 3')
+  t.same((await stored(d, 'hasty'))?.rateLimit, { get: { perSecond: 100, burst: 1000 }, post: { perSecond: 0.5, burst: 3 } })
+  t.match((await epx(d, 'company', 'show', 'hasty')).out, /request budgets:\s+GET and HEAD 100\/s, bursts of 1000; POST 0\.5\/s, bursts of 3/, 'show says them too')
+  t.equal((await epx(d, 'company', 'limits', 'hasty', '--get', 'default')).out, 'company hasty: GET and HEAD the configuration\'s (api.rateLimit); POST 0.5/s, bursts of 3', 'one back to the configuration\'s')
+  await epx(d, 'company', 'limits', 'hasty', '--post', 'default')
+  t.notOk(Object.hasOwn((await stored(d, 'hasty'))!, 'rateLimit'), 'none of its own: no rateLimit key left')
+  for (const bad of ['100', '0/10', '5/0', '5/1.5', 'x/y', '5/2000000']) {
+    const r = await epx(d, 'company', 'limits', 'hasty', '--get', bad)
+    t.equal(r.code, 2, `--get ${bad}: a usage error`)
+    t.match(r.err, /expected RATE\/BURST/)
+  }
+  t.equal((await epx(d, 'company', 'limits', 'nobody', '--get', '1/1')).code, 1, 'no such company')
+  const store = openStore(inDataDir(d, 'epx.lmdb'))
+  try {
+    const records = openAudit(store).list({ action: 'company.limits' })
+    t.same(records.map(r => [r.subject, r.details]), [
+      ['hasty', { rateLimit: { get: { perSecond: 100, burst: 1000 }, post: { perSecond: 0.5, burst: 3 } } }],
+      ['hasty', { rateLimit: { post: { perSecond: 0.5, burst: 3 } } }],
+      ['hasty', { rateLimit: 'default' }],
+    ], 'each change audited, in order; the refused ones not')
+  } finally { await store.close() }
 })

@@ -8,7 +8,7 @@
  *   const res = await epx.request({ method: 'GET', path: OUTBOUND_PATH, query: { site_id, target_date }, cert, token: secret })
  *   res.status, res.headers (lower-case names), res.text, res.json()
  *
- * - `now` defaults to 2026-11-21T12:30:00Z; `sites` to 3; `config` is merged over
+ * - `now` defaults to 2026-11-21T12:30:00Z; `sites` to 3; `config` is merged over (`api.rateLimit`: `UNTHROTTLED`)
  *   `{ api: { host: '127.0.0.1', port: 0 }, publish: { schedule: false }, console: { host: '127.0.0.1', port: 0 } }`
  *   (the console stays off unless `config.console.enabled`; then `handle.consoleUrl` is set).
  * - `cert: null` sends no client certificate; omitted, too. `token` becomes
@@ -103,6 +103,13 @@ export interface TestEpx {
  */
 export const TEST_DOOR_IN_WORKER = process.env.EPX_TEST_DOOR !== 'main'
 
+/**
+ * `api.rateLimit` of the tests that are not about request budgets: their clock stands
+ * still, so a bucket would never refill and a test's 21st POST would be refused.
+ * test/http/rate-limit.test.ts and the OpenAPI's recording set their own (the defaults).
+ */
+export const UNTHROTTLED = { get: { perSecond: 1_000_000, burst: 1_000_000 }, post: { perSecond: 1_000_000, burst: 1_000_000 } } as const
+
 export async function startEpx (t: Test, opts: StartEpxOptions = {}): Promise<TestEpx> {
   const dataDir = opts.dataDir ?? t.testdir()
   writePki(dataDir)
@@ -116,7 +123,7 @@ export async function startEpx (t: Test, opts: StartEpxOptions = {}): Promise<Te
   // after the first, ~0.3 s of CPU more (the console's app too when it is on) in every test
   // that lives that long, for a fault the test never makes.
   const config = {
-    ...rest, api: { host: '127.0.0.1', port: 0, inWorker: TEST_DOOR_IN_WORKER, standbyWorker: false, ...api }, publish: { schedule: false, ...publish }, console: { host: '127.0.0.1', port: 0, ...web },
+    ...rest, api: { host: '127.0.0.1', port: 0, inWorker: TEST_DOOR_IN_WORKER, standbyWorker: false, rateLimit: UNTHROTTLED, ...api }, publish: { schedule: false, ...publish }, console: { host: '127.0.0.1', port: 0, ...web },
   }
   const newRef = () => createReferenceHost({ dataDir, clock, logger, sites: opts.sites ?? 3, cycleSeconds: 0 })
 

@@ -23,6 +23,7 @@ import { epx, initializedDataDir, startEpx, type RunningEpx } from './cli.ts'
 import { testPki } from './certs.ts'
 import { startPostgres, type PostgresCluster } from '../../scripts/postgres-cluster.ts'
 import { migratedDatabase } from './store-kinds.ts'
+import { UNTHROTTLED } from './epx.ts'
 
 /** A cluster for the file, destroyed at its end, and one migrated database on it. */
 export async function sharedDatabase (t: Test, settings: Record<string, string> = {}): Promise<{ cluster: PostgresCluster; database: string }> {
@@ -44,6 +45,8 @@ export async function instanceDir (t: Test, url: string, o: { host?: Record<stri
   s.plugin.store = { ...s.plugin.store, kind: 'postgres', postgres: { connectionString: url } }
   s.plugin.console = { enabled: true, host: '127.0.0.1', port: 0 }
   s.plugin.metrics = { enabled: true, host: '127.0.0.1', port: 0 }
+  // Many programmes a second from one company: these tests are not about request budgets.
+  s.plugin.api = { ...s.plugin.api, rateLimit: UNTHROTTLED }
   for (const [k, v] of Object.entries(o.plugin ?? {})) s.plugin[k] = { ...s.plugin[k], ...v }
   writeFileSync(file, JSON.stringify(s, null, 2))
   return dir

@@ -189,7 +189,7 @@ function response (kind: Kind, status: number, codes: readonly ErrorCode[], seen
         })
   return {
     description,
-    headers: headersOf(seen),
+    headers: headersOf(seen, status),
     ...(media && !head && status !== 304 ? { content: { [media]: { schema, examples: examplesOf(seen, 'response') } } } : {}),
   }
 }
@@ -199,7 +199,7 @@ function errorSchema (ref: string, narrow: Record<string, unknown>) {
 }
 
 /** The headers a status carries in the runs; required when every run had it. */
-function headersOf (seen: readonly Recorded[]): Record<string, unknown> {
+function headersOf (seen: readonly Recorded[], status: number): Record<string, unknown> {
   const out: Record<string, unknown> = {}
   for (const [name, spec] of Object.entries(HEADER_SPECS)) {
     const values = seen.map(r => r.headers[name.toLowerCase()]).filter((v): v is string => v !== undefined)
@@ -208,7 +208,8 @@ function headersOf (seen: readonly Recorded[]): Record<string, unknown> {
     out[name] = {
       description: spec.description,
       required: values.length === seen.length,
-      schema: same && !spec.varies ? { type: 'string', const: values[0] } : { type: 'string', pattern: spec.pattern },
+      // A 429's Retry-After is the time until the company's budget has a request again: no constant.
+      schema: same && !spec.varies && !(status === 429 && name === 'Retry-After') ? { type: 'string', const: values[0] } : { type: 'string', pattern: spec.pattern },
       example: values[0],
     }
   }

@@ -53,7 +53,7 @@ async function record (t: Test): Promise<Recorded[]> {
   const epx = await startEpx(t, {
     sites: 1,
     checkResponses: false,   // the description is what is being made
-    config: { api: { publicBaseUrl: EXAMPLE_BASE_URL }, inbound: { maxBodyBytes: RECORD_MAX_BODY } },
+    config: { api: { publicBaseUrl: EXAMPLE_BASE_URL, rateLimit: {} }, inbound: { maxBodyBytes: RECORD_MAX_BODY } },
   })
   const { cert } = await epx.addCompany('acme')
   const { secret: outbound } = await epx.addToken('acme', ['outbound:besoins-agreges'])
@@ -166,6 +166,18 @@ async function record (t: Test): Promise<Recorded[]> {
   epx.faults.unavailable = false
   await go('HEAD realise', 'realise', 'The headers of the realise read, no body', realised(pair, { method: 'HEAD' }))
   await go('other', 'methodNotAllowedRealise', 'A method realise does not serve', realised(pair, { method: 'POST' }))
+
+  // A company whose budgets are one request (epx company limits): its second request of a kind is over budget.
+  const { cert: hastyCert } = await epx.addCompany('hasty')
+  await epx.companies.update('hasty', c => ({ ...c, rateLimit: { get: { perSecond: 1, burst: 1 }, post: { perSecond: 1, burst: 1 } } }))
+  const { secret: hasty } = await epx.addToken('hasty', ['outbound:besoins-agreges', 'inbound:programme-soutirage', 'outbound:realise'])
+  const asHasty = { cert: hastyCert, token: hasty }
+  await epx.request(get(pair, asHasty))
+  await go('GET', 'rateLimited', 'Over the company\'s GET budget: wait Retry-After', get(pair, asHasty))
+  await go('GET status', 'rateLimited', 'Over the company\'s GET budget (the status read spends it too)', status({ target_date: day }, asHasty))
+  await go('GET realise', 'rateLimited', 'Over the company\'s GET budget (the realise read spends it too)', realised(pair, asHasty))
+  await epx.request(post({ ...asHasty, body: undefined, headers: { 'content-type': 'text/plain' } }))
+  await go('POST', 'rateLimited', 'Over the company\'s POST budget: refused before its body was read', post(asHasty))
 
   await go('other', 'unknownPath', 'A path the API does not serve', { path: '/api/v0.5/energy-programs/unknown', cert, token: outbound })
   await go('other', 'methodNotAllowedOutbound', 'A method besoins-agreges does not serve', get(pair, { method: 'DELETE' }))

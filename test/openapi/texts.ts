@@ -15,6 +15,11 @@ export const API_DESCRIPTION = [
   'keep the ETag per (site_id, target_date) and send it as If-None-Match: 304 means nothing new.',
   'After a 404 wait Retry-After (300 s) at least; after a 503 wait Retry-After (5 s), with jitter.',
   '',
+  'Request budgets (an extension of the contract): per company, GET and HEAD requests share one token bucket (default 50 a second, bursts of 500),',
+  'POST requests have their own (default 5 a second, bursts of 20). Every answer to an authenticated call carries RateLimit-Policy and RateLimit',
+  '(draft-ietf-httpapi-ratelimit-headers: r requests left, t seconds until the budget is whole again). Over budget: 429 RATE_LIMITED',
+  '(problem rate-limited on the outbound paths) with Retry-After in seconds; a POST is refused before its body is read. Wait Retry-After, then pace by RateLimit.',
+  '',
   'Errors: outbound errors are application/problem+json (RFC 9457); inbound errors are {"error": {code, message, details}}',
   'where details maps RFC 6901 JSON Pointers into your body to what to fix.',
   '',
@@ -89,6 +94,7 @@ export const ADVICE: Partial<Record<ErrorCode, string>> = {
   METHOD_NOT_ALLOWED: 'the path does not serve this method; `Allow` lists those it does.',
   PAYLOAD_TOO_LARGE: 'the body is over the service\'s limit (default 10 MiB). Split the programme by sites.',
   UNSUPPORTED_MEDIA_TYPE: 'Content-Type must be application/json.',
+  RATE_LIMITED: 'your company is over its request budget (GET and HEAD together, or POST); nothing was done. Wait Retry-After seconds, then pace your requests by the RateLimit header (r: requests left, t: seconds until the budget is whole). A POST over budget is refused before its body is read: send it again after Retry-After.',
   NO_STORE: 'the service\'s storage cannot answer for now; nothing was stored. Retry after Retry-After (5 s), with backoff; re-sending the same programme is safe (same emitted_at, same instruction ids).',
   INTERNAL: 'an unexpected fault of the service; nothing was applied. Retry later, and report it if it persists.',
 }
@@ -108,5 +114,7 @@ export const HEADER_SPECS: Readonly<Record<string, { description: string; patter
   'Retry-After': { description: 'Seconds to wait at least before asking again.', pattern: '^[0-9]+$' },
   'WWW-Authenticate': { description: 'RFC 6750 Bearer challenge: what was wrong with the token (error=, scope=).', pattern: '^Bearer realm="[^"]*"', varies: true },
   Allow: { description: 'The methods this path serves.', pattern: '^[A-Z]+(, [A-Z]+)*$', varies: true },
+  'RateLimit-Policy': { description: 'Your company\'s budget for this kind of request (draft-ietf-httpapi-ratelimit-headers): "get" (GET and HEAD) or "post", q requests at once, w seconds for an empty budget to fill again.', pattern: '^"(get|post)";q=[0-9]+;w=[0-9]+$', varies: true },
+  RateLimit: { description: 'What is left of that budget: r requests now, t seconds until it is whole again.', pattern: '^"(get|post)";r=[0-9]+;t=[0-9]+$', varies: true },
   'X-Content-Type-Options': { description: 'The Content-Type is the truth; do not sniff.', pattern: '^nosniff$' },
 }

@@ -1,6 +1,6 @@
 /**
  * `epx company add|perimeter|suspend|resume|show|list|history` (and `pin-cert|unpin-cert`,
- * company-pins.ts): the BSP companies, their certificate binding and their perimeter (DECISIONS.md "Authentication and tenancy").
+ * company-pins.ts, `limits`, company-limits.ts): the BSP companies, their certificate binding and their perimeter (DECISIONS.md "Authentication and tenancy").
  * @module
  */
 import { companyIdProblem, readCertSubject, readPerimeter } from '../../auth/company-rules.ts'
@@ -16,6 +16,7 @@ import type { CliIo, Command } from '../io.ts'
 import { withStore } from '../settings.ts'
 import { formatTable } from '../table.ts'
 import { pinCommands } from './company-pins.ts'
+import { describeBudgets, limitsCommand } from './company-limits.ts'
 
 const addSpec: CommandSpec = {
   usage: 'epx company add ID --name NAME [--cert-subject DN] [--sites all|PRM...]',
@@ -123,7 +124,7 @@ function statusCommand (name: 'suspend' | 'resume', status: CompanyRecord['statu
 const showSpec: CommandSpec = {
   usage: 'epx company show ID [--json]',
   summary: 'show one company',
-  about: 'Shows a company: name, status, certificate binding, perimeter and a count of its tokens.',
+  about: 'Shows a company: name, status, certificate binding, perimeter, request budgets and a count of its tokens.',
   positionals: ['ID'],
   options: { json: { type: 'boolean', help: 'print the record as JSON' } },
 }
@@ -148,6 +149,7 @@ const show = defineCommand(showSpec, async (args, io) => {
     ['certificate subject:', company.certSubject],
     ...pinRows(company),
     ['perimeter:', describePerimeter(company.perimeter)],
+    ['request budgets:', describeBudgets(company)],
     ['created:', company.createdAt],
     ['tokens:', `${live} usable, ${tokens.length - live} revoked or expired`],
   ])) io.out(line)
@@ -236,5 +238,5 @@ function pinRows (c: CompanyRecord): string[][] {
 }
 
 export const companySubcommands: readonly Command[] = [
-  add, perimeterCommand, statusCommand('suspend', 'suspended'), statusCommand('resume', 'active'), show, list, history, ...pinCommands,
+  add, perimeterCommand, statusCommand('suspend', 'suspended'), statusCommand('resume', 'active'), show, list, history, ...pinCommands, limitsCommand,
 ]
