@@ -165,12 +165,15 @@ async function prepare (io: CliIo): Promise<{ bundle: CertBundle; tokens: Create
   const created = initDataDir(io.dataDir)
   if (created.length) reportInit(io.dataDir, created, io)
   const { tokens, accounts } = await withStore(io.dataDir, async (store, settings) => {
-    const companies = openCompanies(store)
+    // The demo programs and meters the day before too: its company has held every site
+    // since a week before, or that day would not be its own (DECISIONS.md "Tenure").
+    const since = new Date(Date.now() - 7 * 86_400_000).toISOString()
+    const companies = openCompanies(store, { now: () => Date.parse(since) })
     const company = companies.get(DEMO_COMPANY)
     if (!company) {
       await companies.add({
         id: DEMO_COMPANY, name: 'Demo BSP', status: 'active', certSubject: 'CN=demo-bsp,O=Demo BSP',
-        perimeter: 'all', createdAt: new Date().toISOString(),
+        perimeter: 'all', createdAt: since,
       })
       io.out(`added company ${DEMO_COMPANY} (perimeter: all sites)`)
     } else if (company.status === 'suspended') {
