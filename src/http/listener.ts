@@ -28,6 +28,7 @@ import type { ApiObserver } from './observer.ts'
 import { keepTickObjects } from './tick-objects.ts'
 import { budgetKindOf, createRateLimiter, type Bucket } from './rate-limit.ts'
 import { EpxError } from '../errors.ts'
+import { createReadSummary, isSummarizedRead } from './read-summary.ts'
 
 export interface ListenApiOptions {
   readonly config: Readonly<EpxConfig>
@@ -117,6 +118,9 @@ export async function listenApi (opts: ListenApiOptions): Promise<ApiListener> {
   const routeLabels = new Map(opts.routes.map(r => [r, r.path.slice(r.path.lastIndexOf('/') + 1)]))
   const authorizer = createAuthorizer({ tokens: opts.tokens, companies: opts.companies, onDeadToken: opts.observer?.deadToken })
   const limiter = createRateLimiter(api.rateLimit)
+  const reads = api.logRequests && api.logReads === 'summary'
+    ? createReadSummary(log, api.readSummarySeconds, () => clock.now().getTime())
+    : undefined
   server.on('error', (err: Error) => log.error({ err }, 'api listener error'))
 
   // Responses in progress: close() asks them to end their connection when done.
@@ -169,11 +173,14 @@ export async function listenApi (opts: ListenApiOptions): Promise<ApiListener> {
     const status = !closed || res.headersSent ? res.statusCode : undefined
     opts.observer?.answered?.(state.door ?? 'none', state.route ? routeLabels.get(state.route)! : 'none', state.method, status ?? 0, state.code, (performance.now() - state.started) / 1000)
     if (!api.logRequests) return
-    // Exactly one line per request, written when the exchange ends (or is cut).
-    const line: Record<string, unknown> = {
-      method: state.method, path: loggablePath(state.target), status,
-      durationMs: Math.round((performance.now() - state.started) * 10) / 10,
+    const durationMs = Math.round((performance.now() - state.started) * 10) / 10
+    // A successful read is counted in the periodic summary (read-summary.ts), unless cut.
+    if (reads && state.caller && !state.failed && !(closed && !res.writableFinished) && isSummarizedRead(state.method, status)) {
+      reads.count(state.caller.companyId, routeLabels.get(state.route!)!, status!, durationMs)
+      return
     }
+    // Exactly one line per other request, written when the exchange ends (or is cut).
+    const line: Record<string, unknown> = { method: state.method, path: loggablePath(state.target), status, durationMs }
     if (state.code !== undefined) line.code = state.code
     if (state.failed) line.err = state.failure
     if (closed && !res.writableFinished) line.aborted = true
@@ -266,7 +273,7 @@ export async function listenApi (opts: ListenApiOptions): Promise<ApiListener> {
     revocation?.close()
     closing ??= new Promise<void>(resolve => {
       const cut = setTimeout(() => { for (const s of sockets) s.destroy() }, CLOSE_GRACE_MS)
-      server.close(() => { clearTimeout(cut); afterHandlesReleased(resolve) })
+      server.close(() => { clearTimeout(cut); reads?.close(); afterHandlesReleased(resolve) })
       server.closeIdleConnections()
       for (const res of inflight) closeWhenDone(res)
     })
