@@ -2,8 +2,8 @@
  * The successful reads of the doors, accounted for in a periodic summary instead of a log
  * line each (`api.logReads: "summary"`, the default; docs/operating.md "What is logged
  * where"). A BSP polling 10,000 sites at 08:30 would otherwise write 10,000 lines that say
- * only "200" and "304", each costing the solver's thread its handling (the GET rows of
- * bench/README.md). Every refusal, every failure and every POST keeps its own line; which
+ * only "200" and "304", each costing the solver's thread its handling
+ * (bench/README.md#where-the-doors-thread-spends-a-get). Every refusal, every failure and every POST keeps its own line; which
  * site each token fetched, and when, is in the delivery receipts (`epx deliveries`).
  * @module
  */
