@@ -24,7 +24,7 @@ import { ensureDevPki, issueCert, pkiPaths, readClientCa } from '../src/auth/pki
 import { INBOUND_PATH, OUTBOUND_PATH } from '../src/http/route.ts'
 import { configSchema } from '../src/config-schema.ts'
 import { besoinsAgreges, benchEmittedAt, benchTargetDate, programme, siteId, siteIds } from './fixtures.ts'
-import { Child } from './child.ts'
+import { Child } from '../test/helpers/child.ts'
 import { E_PG, SCENARIOS, SERVERS, type Sample, type Scenario, type ServerName } from './report.ts'
 import { countersPerRequest, startBenchPostgres, type BenchPostgres } from './postgres.ts'
 import { measureSpecials, SPECIAL_PARTS, type SpecialPart, type Specials } from './specials.ts'
