@@ -121,18 +121,19 @@ t.test('two instances on one database: a token revoked through one is revoked on
   a.onApplied(changes => { toldA.push(changes) })
   const id = newTokenId()
   await ta.add({ id, hash: hashToken(newTokenSecret()), companyId: 'acme', scopes: [], createdAt: '2026-11-21T00:00:00Z' })
-  await until('B has the token', () => tb.get(id) !== undefined, { ms: 1000 })
+  await until('B has the token', () => tb.get(id) !== undefined, { ms: 5000 })
   const generation = tb.generation()
   await ta.revoke(id, '2026-11-21T12:00:00Z')
-  const ms = await until('B sees the revocation', () => tokenState(tb.get(id)!, Date.parse('2026-11-21T13:00:00Z')) === 'revoked', { ms: 1000 })
-  t.ok(ms < 1000, `revoked on B ${ms} ms after A's write resolved`)
+  // Quiet, B applies it within a few ms; the bound leaves a loaded machine its slack.
+  const ms = await until('B sees the revocation', () => tokenState(tb.get(id)!, Date.parse('2026-11-21T13:00:00Z')) === 'revoked', { ms: 5000 })
+  t.ok(ms < 5000, `revoked on B ${ms} ms after A's write resolved`)
   t.ok(tb.generation() > generation, 'the store generation moved on B: its caches invalidate')
   t.ok(told.some(([db, keys]) => db === 'tokens' && keys.includes(id)), 'B\'s listener was told of the token')
   t.same(toldA, [], 'A is not told of its own writes')
   // And the other way: B writes, A reads.
   const other = newTokenId()
   await tb.add({ id: other, hash: hashToken(newTokenSecret()), companyId: 'acme', scopes: [], createdAt: '2026-11-21T00:00:00Z' })
-  await until('A has B\'s token', () => ta.get(other) !== undefined, { ms: 1000 })
+  await until('A has B\'s token', () => ta.get(other) !== undefined, { ms: 5000 })
 })
 
 t.test('a replica of another database is cleared and loaded from the one it now follows', async t => {
@@ -252,7 +253,7 @@ t.test('a revision published through one instance is served, byte for byte, by a
   const T0 = Date.parse('2026-11-21T07:00:00Z')
   const doc = (siteId: string, pad: number) => ({ siteId, targetDate: '2026-11-22', render: (e: string) => JSON.stringify({ e, siteId, pad: 'x'.repeat(pad) }) })
   const published = await ra.publish([doc('PRM00000000000001', 10), doc('PRM00000000000002', 20000)], T0)
-  await until('B has the revisions', () => rb.latest('PRM00000000000002', '2026-11-22') !== undefined, { ms: 1000 })
+  await until('B has the revisions', () => rb.latest('PRM00000000000002', '2026-11-22') !== undefined, { ms: 5000 })
   for (const meta of published) {
     const onB = rb.latest(meta.siteId, '2026-11-22')!
     t.same(onB, meta, 'the same metadata, segment reference included')
@@ -261,7 +262,7 @@ t.test('a revision published through one instance is served, byte for byte, by a
   t.equal(psql(`SELECT count(*) FROM epx_record WHERE db = '${REVISION_BYTES_DB}' AND value IS NOT NULL`, database), '2')
   t.equal(await ra.prune(T0 + 3 * 86_400_000), 2)
   t.equal(psql(`SELECT count(*) FROM epx_record WHERE db = '${REVISION_BYTES_DB}' AND value IS NOT NULL`, database), '0', 'the bytes left the database with their segment')
-  await until('B forgot them', () => rb.latest('PRM00000000000001', '2026-11-22') === undefined, { ms: 1000 })
+  await until('B forgot them', () => rb.latest('PRM00000000000001', '2026-11-22') === undefined, { ms: 5000 })
 })
 
 t.test('writers of two instances take turns and each sees the other\'s last write: of two overlapping companies added at once through A and B, one lands', async t => {
@@ -281,7 +282,7 @@ t.test('writers of two instances take turns and each sees the other\'s last writ
     t.same(results.map(r => r.status).sort(), ['fulfilled', 'rejected'], `round ${round}: one of the two`)
     const landed = results[0]!.status === 'fulfilled' ? `a${round}` : `b${round}`
     // Free the site for the next round, through the instance that did not add it.
-    await until('both replicas have it', () => ca.get(landed) !== undefined && cb.get(landed) !== undefined, { ms: 1000 })
+    await until('both replicas have it', () => ca.get(landed) !== undefined && cb.get(landed) !== undefined, { ms: 5000 })
     await (landed.startsWith('a') ? cb : ca).update(landed, c => ({ ...c, status: 'suspended' }))
   }
   t.equal(psql("SELECT count(*) FROM epx_record WHERE db = 'companies' AND value IS NOT NULL", database), '5')
