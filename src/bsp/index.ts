@@ -2,7 +2,8 @@
  * `epx-bsp` (packages/epx-bsp/, and `epx-gateway/bsp` in this repository): the reference BSP client. The two calls with a client certificate
  * and a Bearer token on one keep-alive pool (`createBspClient`), pulling by the book
  * (`pullRound`, `watch`), sending a programme after the server's own checks
- * (`pushProgramme`, `checkProgramme`). docs/bsp-guide.md shows it in use.
+ * (`pushProgramme`, `checkProgramme`), checking a webhook delivery's signature
+ * (`verifyWebhook`). docs/bsp-guide.md shows it in use.
  * @module
  */
 export {
@@ -16,3 +17,4 @@ export { pullRound, documentFile, STATE_FILE, type PullOptions, type RoundReport
 export { watch, DEFAULT_INTERVAL_SECS, type WatchOptions } from './watch.ts'
 export { pushProgramme, type PushOptions, type PushResult } from './push.ts'
 export { backoffMs, firstAttemptAt, realTiming, type Timing } from './timing.ts'
+export { verifyWebhook, DEFAULT_TOLERANCE_SECONDS, type VerifyWebhookOptions, type WebhookVerdict } from '../contract/webhook-signature.ts'
