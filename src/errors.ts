@@ -85,13 +85,15 @@ export type ErrorCode = keyof typeof catalogue
  * The codes each API door can answer, in the catalogue's order: the OpenAPI description
  * (test/openapi/describe.ts) and docs/errors.md list these, and the door renders them.
  * `status` is the programme status read (GET on the inbound path), rendered as inbound errors;
- * `realise` the realisation read, rendered as outbound problems.
+ * `realise` the realisation read, rendered as outbound problems; `sites` the perimeter read
+ * (any scope: no SCOPE_DENIED, no query: no INVALID_QUERY), rendered as outbound problems.
  */
 export const DOOR_CODES = {
   outbound: ['INVALID_QUERY', 'UNAUTHORIZED', 'MTLS_REQUIRED', 'COMPANY_SUSPENDED', 'SCOPE_DENIED', 'NOT_PUBLISHED', 'RATE_LIMITED', 'NO_STORE', 'INTERNAL'],
   inbound: ['INVALID_PROGRAMME_SOUTIRAGE_REQUEST', 'UNAUTHORIZED', 'MTLS_REQUIRED', 'COMPANY_SUSPENDED', 'SCOPE_DENIED', 'PAYLOAD_TOO_LARGE', 'UNSUPPORTED_MEDIA_TYPE', 'RATE_LIMITED', 'NO_STORE', 'INTERNAL'],
   status: ['INVALID_QUERY', 'UNAUTHORIZED', 'MTLS_REQUIRED', 'COMPANY_SUSPENDED', 'SCOPE_DENIED', 'RATE_LIMITED', 'NO_STORE', 'INTERNAL'],
   realise: ['INVALID_QUERY', 'UNAUTHORIZED', 'MTLS_REQUIRED', 'COMPANY_SUSPENDED', 'SCOPE_DENIED', 'NOTHING_TO_COMPARE', 'RATE_LIMITED', 'NO_STORE', 'INTERNAL'],
+  sites: ['UNAUTHORIZED', 'MTLS_REQUIRED', 'COMPANY_SUSPENDED', 'RATE_LIMITED', 'NO_STORE', 'INTERNAL'],
 } as const satisfies Record<string, readonly ErrorCode[]>
 
 /** The `code` of an outbound problem (DECISIONS.md "Outbound": every problem carries one). */

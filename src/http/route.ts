@@ -6,6 +6,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { Scope } from '../contract/scopes.ts'
 import type { Logger } from '../host/contract.ts'
 import type { Caller } from '../auth/caller.ts'
+import type { ANY_SCOPE } from '../auth/authorize.ts'
 
 export type { Caller }
 
@@ -30,11 +31,12 @@ export type Door = 'inbound' | 'outbound'
 export interface Route {
   readonly path: string
   readonly door: Door
-  readonly scope: Scope
+  /** The token's scope the route needs; `any`: every token of the company (the perimeter read). */
+  readonly scope: Scope | typeof ANY_SCOPE
   readonly methods: Readonly<Partial<Record<'GET' | 'HEAD' | 'POST', RouteHandler>>>
 }
 
-export { INBOUND_PATH, OUTBOUND_PATH, REALISE_PATH } from '../contract/paths.ts'
+export { INBOUND_PATH, OUTBOUND_PATH, REALISE_PATH, SITES_PATH } from '../contract/paths.ts'
 
 /**
  * Every API answer (200, 202, 304, every error of both doors) says its Content-Type is

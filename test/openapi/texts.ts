@@ -25,6 +25,7 @@ export const API_DESCRIPTION = [
   '',
   'Reading outcomes (an extension of the contract, marked x-epx-extension): GET programme-soutirage?target_date=D[&site_id=S] answers',
   'what became of your company\'s instructions for a day (queued, applied with its cycle, superseded, withdrawn), with its ETag for 304.',
+  'GET sites answers your company\'s perimeter (its sites, since when it holds each), with any of its tokens.',
   '',
   'The JSON Schemas of the two documents are files beside this description (schemas/). The guide for BSP developers is docs/bsp-guide.md.',
 ].join('\n')
@@ -61,6 +62,14 @@ export const REALISE_DESCRIPTION = [
   'against the energy the site drew as its meter measured it, with a verdict per slot and the day\'s totals. Meter values arrive as quarter-hours close, and late ones or corrections',
   'replace earlier values: send the ETag back as If-None-Match, 304 while nothing changed. Scope outbound:realise.',
   'A site outside your perimeter, or a day with neither your programme nor a meter value, answers 404 NOTHING_TO_COMPARE. Errors are problem+json, as for besoins-agreges.',
+].join(' ')
+
+export const SITES_DESCRIPTION = [
+  'An extension of the contract (its two operations are unchanged): the sites of your company\'s perimeter, the ones you may pull and program, in site order,',
+  'each with `held_since`, since when your company has held it without a break (UTC). Never a site outside your perimeter: it says nothing of which other sites exist.',
+  'Any token of your company may read it, whatever its scopes (no scope is needed); the same certificate checks apply.',
+  'A perimeter of every site the service manages answers `perimeter: "all"` and an empty list.',
+  'Send the ETag back as If-None-Match: 304 while your perimeter is unchanged. Errors are problem+json, as for besoins-agreges.',
 ].join(' ')
 
 export const STATUS_DESCRIPTION = [
