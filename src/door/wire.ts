@@ -23,11 +23,12 @@ import { openSessions } from '../store/sessions.ts'
 import type { Audit } from '../store/audit.ts'
 import type { Inbound } from '../apply/receive-programme.ts'
 import { listenApi, type ApiListener } from '../http/listener.ts'
-import type { Route } from '../http/route.ts'
+import type { AnyRoute } from '../http/route.ts'
 import { inboundRoute } from '../http/inbound-route.ts'
 import { outboundRoute } from '../http/outbound-route.ts'
 import { realiseRoute } from '../http/realise-route.ts'
 import { sitesRoute } from '../http/sites-route.ts'
+import { errorPageRoutes } from '../http/error-pages.ts'
 import type { Metering } from '../store/metering.ts'
 import { openTenure, type Tenure } from '../store/tenure.ts'
 import type { ApiObserver } from '../http/observer.ts'
@@ -123,8 +124,8 @@ function apiUrlOf (host: string, port: number): URL {
   return new URL(`https://${host.includes(':') ? `[${host}]` : host}:${port}`)
 }
 
-/** The API's routes: every path a BSP reaches is registered here. */
-function routesOf (parts: DoorParts, host: HostPort): Route[] {
+/** The API's routes: every path a BSP reaches is registered here, the problem types' pages too. */
+function routesOf (parts: DoorParts, host: HostPort): AnyRoute[] {
   const { config } = parts
   // Who held a site when (DECISIONS.md "Tenure"): a company's realise read covers its own tenure.
   const tenure = openTenure(parts.store)
@@ -133,6 +134,7 @@ function routesOf (parts: DoorParts, host: HostPort): Route[] {
     outboundRoute({ revisions: parts.revisions, receipts: { record: host.tell.receipt } }),
     realiseRoute({ instructions: parts.instructions, metering: parts.metering, tolerance: config.delivery, holders: (siteId, fromMs, untilMs) => tenure.holdersDuring(siteId, fromMs, untilMs) }),
     sitesRoute({ heldSince: (companyId, siteId) => heldSince(tenure, companyId, siteId) }),
+    ...errorPageRoutes(),
   ]
 }
 

@@ -36,6 +36,29 @@ export interface Route {
   readonly methods: Readonly<Partial<Record<'GET' | 'HEAD' | 'POST', RouteHandler>>>
 }
 
+/** What a route of the API's own documentation asks of a caller: nothing (`error-pages.ts`). */
+export const NO_CREDENTIALS = 'none'
+
+/** Writes a page of the API's documentation; it knows no caller. */
+export type PageHandler = (req: IncomingMessage, res: ServerResponse) => void
+
+/**
+ * A page of the API's documentation (a problem type's page, `{base_url}/errors/<slug>`):
+ * answered before and without the authentication chain and any company's budget.
+ */
+export interface PageRoute {
+  readonly path: string
+  /** The door whose format its errors take (405, and 404 for a page that does not exist). */
+  readonly door: Door
+  readonly scope: typeof NO_CREDENTIALS
+  /** Its metrics' route label (a label per page would be a label per slug). */
+  readonly label: string
+  readonly methods: Readonly<Partial<Record<'GET' | 'HEAD', PageHandler>>>
+}
+
+/** Every route the door serves. */
+export type AnyRoute = Route | PageRoute
+
 export { INBOUND_PATH, OUTBOUND_PATH, REALISE_PATH, SITES_PATH } from '../contract/paths.ts'
 
 /**

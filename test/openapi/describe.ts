@@ -6,15 +6,16 @@
  * recorded responses, so the description says what the door really sends.
  * @module
  */
-import { catalogue, DOOR_CODES, EpxError, problemCodeOf, type ErrorCode } from '../../src/errors.ts'
+import { catalogue, DOOR_CODES, EpxError, problemCodeOf, type ErrorCode, type ErrorSpec } from '../../src/errors.ts'
 import { renderError } from '../../src/http/render-error.ts'
 import { INBOUND_PATH, OUTBOUND_PATH, REALISE_PATH, SITES_PATH, type Door } from '../../src/http/route.ts'
 import {
   besoinsAgregesJsonSchema, inboundErrorJsonSchema, JSON_SCHEMA_DIALECT, problemJsonSchema, programmeSoutirageJsonSchema,
   programmeStatusJsonSchema, realiseJsonSchema, receiptJsonSchema, sitesJsonSchema, type JsonSchema,
 } from '../../src/contract/published-schemas.ts'
+import { ERRORS_PATH, problemSlugs } from '../../src/http/error-pages.ts'
 import { EXAMPLE_BASE_URL, type Recorded } from './record.ts'
-import { ADVICE, API_DESCRIPTION, HEADER_SPECS, INBOUND_DESCRIPTION, MTLS_DESCRIPTION, BEARER_DESCRIPTION, REALISE_DESCRIPTION, SITES_DESCRIPTION, STATUS_DESCRIPTION } from './texts.ts'
+import { API_DESCRIPTION, HEADER_SPECS, INBOUND_DESCRIPTION, MTLS_DESCRIPTION, BEARER_DESCRIPTION, PAGE_DESCRIPTION, REALISE_DESCRIPTION, SITES_DESCRIPTION, STATUS_DESCRIPTION } from './texts.ts'
 
 export const SCHEMA_FILES = { besoins: 'schemas/besoins-agreges.json', programme: 'schemas/programme-soutirage.json' } as const
 
@@ -96,6 +97,10 @@ export function describeApi (recorded: readonly Recorded[], opts: { version: str
           ...operation('sites', [...of('HEAD sites'), ...of('GET sites').filter(r => r.status !== 200)], { head: true }),
         },
       },
+      [`${ERRORS_PATH}{slug}`]: {
+        get: { operationId: 'getProblemType', summary: 'The page of a problem type: what it means and what to do, in English and in French', description: PAGE_DESCRIPTION, ...page(of('GET page'), false) },
+        head: { operationId: 'headProblemType', summary: 'The headers of a problem type\'s page, without the body', ...page(of('HEAD page'), true) },
+      },
     },
     components: {
       schemas: {
@@ -112,6 +117,7 @@ export function describeApi (recorded: readonly Recorded[], opts: { version: str
         MethodNotAllowedInbound: otherResponse('inbound', of('other').filter(r => r.request.path.startsWith(INBOUND_PATH)), 405, 'METHOD_NOT_ALLOWED'),
         MethodNotAllowedRealise: otherResponse('outbound', of('other').filter(r => r.request.path.startsWith(REALISE_PATH)), 405, 'METHOD_NOT_ALLOWED'),
         MethodNotAllowedSites: otherResponse('outbound', of('other').filter(r => r.request.path.startsWith(SITES_PATH)), 405, 'METHOD_NOT_ALLOWED'),
+        MethodNotAllowedPage: otherResponse('outbound', of('other').filter(r => r.request.path.startsWith(ERRORS_PATH)), 405, 'METHOD_NOT_ALLOWED'),
       },
       securitySchemes: {
         mutualTLS: { type: 'mutualTLS', description: MTLS_DESCRIPTION },
@@ -188,10 +194,33 @@ function operation (kind: Kind, recorded: readonly Recorded[], o: { head: boolea
   }
 }
 
+/**
+ * A problem type's page (`src/http/error-pages.ts`): no credentials (`security: []`), HTML,
+ * one per slug of the catalogue; an unknown slug is an unknown path.
+ */
+function page (recorded: readonly Recorded[], head: boolean) {
+  const ok = recorded.filter(r => r.status === 200)
+  return {
+    tags: ['outbound'],
+    security: [],
+    'x-epx-extension': true,
+    parameters: [{ name: 'slug', in: 'path', required: true, description: 'The last segment of a problem\'s `type`', schema: { type: 'string', enum: [...problemSlugs().keys()] }, example: 'rate-limited' }],
+    responses: {
+      200: {
+        description: 'The page: the status and title of the problem type, then each code that carries it, what it means and what to do, in English and in French.',
+        headers: headersOf(ok, 200),
+        ...(head ? {} : { content: { 'text/html': { schema: { type: 'string' } } } }),
+      },
+      404: { $ref: '#/components/responses/UnknownPath' },
+      405: { $ref: '#/components/responses/MethodNotAllowedPage' },
+    },
+  }
+}
+
 /** A response of a status: its headers (from the runs), its body schema, its examples. */
 function response (kind: Kind, status: number, codes: readonly ErrorCode[], seen: readonly Recorded[], head: boolean) {
   const door = doorOf(kind)
-  const lines = codes.map(c => `- \`${door === 'outbound' ? problemCodeOf(c) : c}\`: ${ADVICE[c] ?? ''}`)
+  const lines = codes.map(c => `- \`${door === 'outbound' ? problemCodeOf(c) : c}\`: ${(catalogue[c] as ErrorSpec).help?.en ?? ''}`)
   const description = status === 200 ? (kind === 'status'
     ? 'Your company\'s instructions for the day, newest first. Keep the ETag and send it as If-None-Match on the next read.'
     : kind === 'realise' ? 'The day, every quarter-hour, programmed against delivered. Keep the ETag and send it as If-None-Match on the next read.'

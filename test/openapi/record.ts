@@ -20,7 +20,7 @@ const RECORD_MAX_BODY = 16_384
 
 export interface Recorded {
   /** Operation key: `GET`, `HEAD`, `POST`, or `other` (unknown path, other method). */
-  readonly operation: 'GET' | 'HEAD' | 'POST' | 'GET status' | 'HEAD status' | 'GET realise' | 'HEAD realise' | 'GET sites' | 'HEAD sites' | 'other'
+  readonly operation: 'GET' | 'HEAD' | 'POST' | 'GET status' | 'HEAD status' | 'GET realise' | 'HEAD realise' | 'GET sites' | 'HEAD sites' | 'GET page' | 'HEAD page' | 'other'
   /** What this example shows, e.g. `notPublished`. */
   readonly name: string
   readonly summary: string
@@ -80,7 +80,7 @@ async function record (t: Test): Promise<Recorded[]> {
       request: { method: r.method ?? 'GET', path: url.pathname + url.search, headers, ...(typeof r.body === 'object' ? { body: r.body } : r.body !== undefined ? { body: String(r.body).slice(0, 200) } : {}) },
       status: res.status,
       headers: resHeaders,
-      ...(res.text === '' ? {} : { body: res.json() }),
+      ...(res.text === '' ? {} : { body: /json/.test(res.headers['content-type'] ?? '') ? res.json() : res.text }),
     })
     return res
   }
@@ -197,6 +197,10 @@ async function record (t: Test): Promise<Recorded[]> {
   await epx.request(post({ ...asHasty, body: undefined, headers: { 'content-type': 'text/plain' } }))
   await go('POST', 'rateLimited', 'Over the company\'s POST budget: refused before its body was read', post(asHasty))
 
+  // A problem type's page: no certificate, no token.
+  await go('GET page', 'page', 'The page of rate-limited', { path: '/errors/rate-limited', cert: null })
+  await go('HEAD page', 'page', 'Its headers, no body', { method: 'HEAD', path: '/errors/rate-limited', cert: null })
+  await go('other', 'methodNotAllowedPage', 'A method a problem type\'s page does not serve', { method: 'POST', path: '/errors/rate-limited', cert: null })
   await go('other', 'unknownPath', 'A path the API does not serve', { path: '/api/v0.5/energy-programs/unknown', cert, token: outbound })
   await go('other', 'methodNotAllowedOutbound', 'A method besoins-agreges does not serve', get(pair, { method: 'DELETE' }))
   await go('other', 'methodNotAllowedInbound', 'A method programme-soutirage does not serve', post({ method: 'DELETE', body: undefined }))
