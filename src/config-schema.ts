@@ -23,7 +23,7 @@ export const configSchema = {
       properties: {
         host: { type: 'string', minLength: 1, default: '127.0.0.1', description: 'Address the mTLS API listens on.' },
         port: { type: 'integer', minimum: 0, maximum: 65535, default: 8443, description: '0 picks a free port.' },
-        publicBaseUrl: { type: 'string', pattern: '^https?://', description: '{base_url} of problem types; default https://<host>:<port>.' },
+        publicBaseUrl: { type: 'string', pattern: '^https?://', description: '{base_url} of problem types, each answering its page at /errors/<slug>; default https://<host>:<port>.' },
         tls: {
           type: 'object',
           additionalProperties: false,

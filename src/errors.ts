@@ -19,6 +19,12 @@ export interface ErrorSpec {
   /** The problem's `code` when it differs from the catalogue's (the outbound door's name for it). */
   readonly problemCode?: string
   /**
+   * A wire code's meaning to a BSP and what to do about it, in English and in French: the
+   * OpenAPI description's words for it and its page under `{base_url}/errors/<slug>`
+   * (`http/error-pages.ts`), one line each.
+   */
+  readonly help?: { readonly en: string; readonly fr: string }
+  /**
    * Response headers the code always carries, whoever throws it (lower-case names):
    * fixed, or made from the error's arguments (those of `message`). A header the thrower
    * passes wins.
@@ -41,21 +47,21 @@ export const NO_CREDENTIALS_HEADERS: Readonly<Record<string, string>> = bearerCh
 
 export const catalogue = {
   // Wire codes: exactly the contract's and DECISIONS.md's.
-  INVALID_PROGRAMME_SOUTIRAGE_REQUEST: { status: 400, message: 'request validation failed: %s', slug: 'invalid-request', title: 'Bad Request' },
-  INVALID_QUERY: { status: 400, message: 'invalid query parameters: %s', slug: 'invalid-request', title: 'Bad Request' },
-  UNAUTHORIZED: { status: 401, message: '%s', slug: 'unauthorized', title: 'Unauthorized', headers: bearerChallenge('invalid_token') },
-  MTLS_REQUIRED: { status: 403, message: '%s', slug: 'mtls-required', title: 'Forbidden' },
-  COMPANY_SUSPENDED: { status: 403, message: 'company %s is suspended', slug: 'company-suspended', title: 'Forbidden' },
-  SCOPE_DENIED: { status: 403, message: "token lacks scope '%s'", slug: 'scope-denied', title: 'Forbidden', headers: (scope: string) => bearerChallenge('insufficient_scope', scope) },
-  UNKNOWN_PATH: { status: 404, message: 'no resource at %s; check the base URL and the path (/api/v0.5/energy-programs/besoins-agreges, /api/v0.5/energy-programs/programme-soutirage or /api/v0.5/energy-programs/realise)', slug: 'unknown-path', title: 'Not Found' },
-  NOT_PUBLISHED: { status: 404, message: 'no Besoins_Agreges is published for site %s on %s; retry in 5 minutes at the earliest', slug: 'not-found', title: 'Not Found', headers: { 'retry-after': '300' } },
-  NOTHING_TO_COMPARE: { status: 404, message: 'nothing to compare for site %s on %s: no programme of yours in force that day and no meter value; meter values arrive as quarter-hours close', slug: 'not-found', title: 'Not Found' },
-  METHOD_NOT_ALLOWED: { status: 405, message: '%s is not allowed here; allowed: %s', slug: 'method-not-allowed', title: 'Method Not Allowed', headers: (_method: string, allow: string) => ({ allow }) },
-  PAYLOAD_TOO_LARGE: { status: 413, message: 'body exceeds the limit of %d bytes', slug: 'payload-too-large', title: 'Payload Too Large' },
-  UNSUPPORTED_MEDIA_TYPE: { status: 415, message: "Content-Type must be application/json, got '%s'", slug: 'unsupported-media-type', title: 'Unsupported Media Type' },
-  RATE_LIMITED: { status: 429, message: 'company %s is over its %s request budget (%d a second, bursts of %d); retry after %d s, then pace requests by the RateLimit header', slug: 'rate-limited', title: 'Too Many Requests', headers: (_company: string, _kind: string, _rate: number, _burst: number, retryAfter: number) => ({ 'retry-after': String(retryAfter) }) },
-  NO_STORE: { status: 503, exit: 1, message: 'storage unavailable; retry in a few seconds', slug: 'no-store', title: 'Service Unavailable', problemCode: 'STORE_UNAVAILABLE', headers: { 'retry-after': '5' } },
-  INTERNAL: { status: 500, message: 'internal error; the request was not applied', slug: 'internal', title: 'Internal Server Error' },
+  INVALID_PROGRAMME_SOUTIRAGE_REQUEST: { status: 400, message: 'request validation failed: %s', slug: 'invalid-request', title: 'Bad Request', help: { en: 'the programme was refused as a whole (nothing stored); `error.details` maps each faulty field (JSON Pointer) to what to fix (a slot whose power, energie_kwh * 3600 / slot_duration_secs, is above the service\'s sanity bound, 100,000 kW per site by default, at its energie_kwh). Fix and send again.', fr: 'le programme est refusé en entier (rien n\'est enregistré) ; `error.details` associe à chaque champ fautif (JSON Pointer) ce qu\'il faut corriger. Corrigez, puis renvoyez-le.' } },
+  INVALID_QUERY: { status: 400, message: 'invalid query parameters: %s', slug: 'invalid-request', title: 'Bad Request', help: { en: 'site_id or target_date missing, repeated or malformed; `invalid_params` (outbound) or `error.details` (status read) names each. Fix the request; do not retry as is.', fr: 'site_id ou target_date absent, répété ou mal formé ; `invalid_params` (ou `error.details`) nomme chacun. Corrigez la requête ; la renvoyer telle quelle n\'y changera rien.' } },
+  UNAUTHORIZED: { status: 401, message: '%s', slug: 'unauthorized', title: 'Unauthorized', headers: bearerChallenge('invalid_token'), help: { en: 'no Bearer token, or one unknown, expired or revoked (`error="invalid_token"` in WWW-Authenticate). Get a new token; retrying will not help.', fr: 'pas de jeton Bearer, ou un jeton inconnu, expiré ou révoqué. Obtenez un nouveau jeton ; réessayer n\'y changera rien.' } },
+  MTLS_REQUIRED: { status: 403, message: '%s', slug: 'mtls-required', title: 'Forbidden', help: { en: 'no client certificate, one the service\'s CA did not issue or has revoked, or one not bound to the token\'s company. Present your company\'s certificate.', fr: 'pas de certificat client, un certificat que l\'autorité du service n\'a pas émis ou a révoqué, ou qui n\'est pas celui de la société du jeton. Présentez le certificat de votre société.' } },
+  COMPANY_SUSPENDED: { status: 403, message: 'company %s is suspended', slug: 'company-suspended', title: 'Forbidden', help: { en: 'your company is suspended by the service. Contact the service operator.', fr: 'votre société est suspendue par le service. Contactez l\'exploitant du service.' } },
+  SCOPE_DENIED: { status: 403, message: "token lacks scope '%s'", slug: 'scope-denied', title: 'Forbidden', headers: (scope: string) => bearerChallenge('insufficient_scope', scope), help: { en: 'the token lacks this endpoint\'s scope (named in WWW-Authenticate). Use a token with that scope.', fr: 'le jeton n\'a pas la portée de cet appel (nommée dans WWW-Authenticate). Utilisez un jeton qui l\'a.' } },
+  UNKNOWN_PATH: { status: 404, message: 'no resource at %s; check the base URL and the path (/api/v0.5/energy-programs/besoins-agreges, /api/v0.5/energy-programs/programme-soutirage, /api/v0.5/energy-programs/realise or /api/v0.5/energy-programs/sites)', slug: 'unknown-path', title: 'Not Found', help: { en: 'no such path (a typo, or a wrong base URL or version segment /api/v0.5/). Fix the path; retrying as is will not help.', fr: 'ce chemin n\'existe pas (une faute de frappe, ou une mauvaise URL de base ou version /api/v0.5/). Corrigez le chemin ; réessayer tel quel n\'y changera rien.' } },
+  NOT_PUBLISHED: { status: 404, message: 'no Besoins_Agreges is published for site %s on %s; retry in 5 minutes at the earliest', slug: 'not-found', title: 'Not Found', headers: { 'retry-after': '300' }, help: { en: 'nothing published for this site and day (yet), or a site outside your perimeter. Retry after Retry-After (300 s) at the earliest.', fr: 'rien n\'est (encore) publié pour ce site et ce jour, ou le site est hors de votre périmètre. Réessayez après Retry-After (300 s) au plus tôt.' } },
+  NOTHING_TO_COMPARE: { status: 404, message: 'nothing to compare for site %s on %s: no programme of yours in force that day and no meter value; meter values arrive as quarter-hours close', slug: 'not-found', title: 'Not Found', help: { en: 'no programme of yours in force and no meter value for this site and day, or a site outside your perimeter. Meter values arrive as quarter-hours close.', fr: 'aucun programme de votre société en vigueur et aucune mesure pour ce site et ce jour, ou un site hors de votre périmètre. Les mesures arrivent à la fin de chaque quart d\'heure.' } },
+  METHOD_NOT_ALLOWED: { status: 405, message: '%s is not allowed here; allowed: %s', slug: 'method-not-allowed', title: 'Method Not Allowed', headers: (_method: string, allow: string) => ({ allow }), help: { en: 'the path does not serve this method; `Allow` lists those it does.', fr: 'ce chemin ne sert pas cette méthode ; `Allow` donne celles qu\'il sert.' } },
+  PAYLOAD_TOO_LARGE: { status: 413, message: 'body exceeds the limit of %d bytes', slug: 'payload-too-large', title: 'Payload Too Large', help: { en: 'the body is over the service\'s limit (default 10 MiB). Split the programme by sites.', fr: 'le corps dépasse la limite du service (10 Mio par défaut). Découpez le programme par sites.' } },
+  UNSUPPORTED_MEDIA_TYPE: { status: 415, message: "Content-Type must be application/json, got '%s'", slug: 'unsupported-media-type', title: 'Unsupported Media Type', help: { en: 'Content-Type must be application/json.', fr: 'le Content-Type doit être application/json.' } },
+  RATE_LIMITED: { status: 429, message: 'company %s is over its %s request budget (%d a second, bursts of %d); retry after %d s, then pace requests by the RateLimit header', slug: 'rate-limited', title: 'Too Many Requests', headers: (_company: string, _kind: string, _rate: number, _burst: number, retryAfter: number) => ({ 'retry-after': String(retryAfter) }), help: { en: 'your company is over its request budget (GET and HEAD together, or POST); nothing was done. Wait Retry-After seconds, then pace your requests by the RateLimit header (r: requests left, t: seconds until the budget is whole). A POST over budget is refused before its body is read: send it again after Retry-After.', fr: 'votre société a dépassé son budget de requêtes (GET et HEAD ensemble, ou POST) ; rien n\'a été fait. Attendez Retry-After secondes, puis réglez votre rythme sur l\'en-tête RateLimit ; un POST refusé peut être renvoyé tel quel.' } },
+  NO_STORE: { status: 503, exit: 1, message: 'storage unavailable; retry in a few seconds', slug: 'no-store', title: 'Service Unavailable', problemCode: 'STORE_UNAVAILABLE', headers: { 'retry-after': '5' }, help: { en: 'the service\'s storage cannot answer for now; nothing was stored. Retry after Retry-After (5 s), with backoff; re-sending the same programme is safe (same emitted_at, same instruction ids).', fr: 'le stockage du service ne répond pas pour l\'instant ; rien n\'a été enregistré. Réessayez après Retry-After (5 s), en espaçant ; renvoyer le même programme est sans risque.' } },
+  INTERNAL: { status: 500, message: 'internal error; the request was not applied', slug: 'internal', title: 'Internal Server Error', help: { en: 'an unexpected fault of the service; nothing was applied. Retry later, and report it if it persists.', fr: 'une panne imprévue du service ; rien n\'a été appliqué. Réessayez plus tard, et signalez-la si elle dure.' } },
 
   // Operator-facing codes (host, CLI, configuration): never on the wire.
   EPX_CONFIG_INVALID: { exit: 1, message: 'invalid configuration: %s' },
@@ -85,13 +91,15 @@ export type ErrorCode = keyof typeof catalogue
  * The codes each API door can answer, in the catalogue's order: the OpenAPI description
  * (test/openapi/describe.ts) and docs/errors.md list these, and the door renders them.
  * `status` is the programme status read (GET on the inbound path), rendered as inbound errors;
- * `realise` the realisation read, rendered as outbound problems.
+ * `realise` the realisation read, rendered as outbound problems; `sites` the perimeter read
+ * (any scope: no SCOPE_DENIED, no query: no INVALID_QUERY), rendered as outbound problems.
  */
 export const DOOR_CODES = {
   outbound: ['INVALID_QUERY', 'UNAUTHORIZED', 'MTLS_REQUIRED', 'COMPANY_SUSPENDED', 'SCOPE_DENIED', 'NOT_PUBLISHED', 'RATE_LIMITED', 'NO_STORE', 'INTERNAL'],
   inbound: ['INVALID_PROGRAMME_SOUTIRAGE_REQUEST', 'UNAUTHORIZED', 'MTLS_REQUIRED', 'COMPANY_SUSPENDED', 'SCOPE_DENIED', 'PAYLOAD_TOO_LARGE', 'UNSUPPORTED_MEDIA_TYPE', 'RATE_LIMITED', 'NO_STORE', 'INTERNAL'],
   status: ['INVALID_QUERY', 'UNAUTHORIZED', 'MTLS_REQUIRED', 'COMPANY_SUSPENDED', 'SCOPE_DENIED', 'RATE_LIMITED', 'NO_STORE', 'INTERNAL'],
   realise: ['INVALID_QUERY', 'UNAUTHORIZED', 'MTLS_REQUIRED', 'COMPANY_SUSPENDED', 'SCOPE_DENIED', 'NOTHING_TO_COMPARE', 'RATE_LIMITED', 'NO_STORE', 'INTERNAL'],
+  sites: ['UNAUTHORIZED', 'MTLS_REQUIRED', 'COMPANY_SUSPENDED', 'RATE_LIMITED', 'NO_STORE', 'INTERNAL'],
 } as const satisfies Record<string, readonly ErrorCode[]>
 
 /** The `code` of an outbound problem (DECISIONS.md "Outbound": every problem carries one). */

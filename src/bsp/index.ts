@@ -8,9 +8,9 @@
  */
 export {
   createBspClient, type BspClient, type BspClientOptions,
-  type BesoinsAnswer, type ProgrammeAnswer, type StatusAnswer, type RealiseAnswer, type Retry, type Refused, type Unreachable,
+  type BesoinsAnswer, type ProgrammeAnswer, type StatusAnswer, type RealiseAnswer, type SitesAnswer, type Retry, type Refused, type Unreachable,
   type BesoinsAgreges, type BesoinsSite, type JalonBesoin, type PuissanceDisponible,
-  type Receipt, type ReceiptEntry, type ProgrammeStatus, type ProgrammeStatusEntry, type RealiseBody, type Creneau, type Totaux, type Verdict,
+  type Receipt, type ReceiptEntry, type ProgrammeStatus, type ProgrammeStatusEntry, type RealiseBody, type Creneau, type Totaux, type Verdict, type SitesBody, type SiteEntry,
 } from './client.ts'
 export { checkBesoinsAgreges, checkProgramme, DEFAULT_MAX_CLOCK_SKEW_SECONDS, type Checked, type CheckProgrammeOptions } from './check.ts'
 export { pullRound, documentFile, STATE_FILE, type PullOptions, type RoundReport, type Outcome, type PairState } from './pull.ts'

@@ -16,7 +16,7 @@ import type { Tokens } from '../store/tokens.ts'
 import { createAuthorizer } from '../auth/authorize.ts'
 import { clientCertVerdict } from '../auth/client-cert.ts'
 import { watchCrl } from '../auth/revocation.ts'
-import type { Caller, Door, Route } from './route.ts'
+import { NO_CREDENTIALS, type AnyRoute, type Caller, type Door, type PageHandler, type RouteHandler } from './route.ts'
 import { Context } from './request-context.ts'
 import { createRouter } from './router.ts'
 import { renderError, sendError } from './render-error.ts'
@@ -38,7 +38,7 @@ export interface ListenApiOptions {
   readonly store: Store
   readonly companies: Companies
   readonly tokens: Tokens
-  readonly routes: readonly Route[]
+  readonly routes: readonly AnyRoute[]
   /** Metrics and audit (plugin.ts); none: nothing is told. */
   readonly observer?: ApiObserver
 }
@@ -64,7 +64,7 @@ interface RequestState {
   readonly method: string
   readonly target: string
   caller: Caller | undefined
-  route: Route | undefined
+  route: AnyRoute | undefined
   door: Door | undefined
   /** The request budget it spent from, once its caller is known (its answer's RateLimit headers). */
   bucket: Bucket | undefined
@@ -115,7 +115,7 @@ export async function listenApi (opts: ListenApiOptions): Promise<ApiListener> {
   const baseUrl = (api.publicBaseUrl ?? url.origin).replace(/\/+$/, '')
   const router = createRouter(opts.routes, url.origin)
   // The metrics' route label: the path's last segment, made once per route.
-  const routeLabels = new Map(opts.routes.map(r => [r, r.path.slice(r.path.lastIndexOf('/') + 1)]))
+  const routeLabels = new Map(opts.routes.map(r => [r, r.scope === NO_CREDENTIALS ? r.label : r.path.slice(r.path.lastIndexOf('/') + 1)]))
   const authorizer = createAuthorizer({ tokens: opts.tokens, companies: opts.companies, onDeadToken: opts.observer?.deadToken })
   const limiter = createRateLimiter(api.rateLimit)
   const reads = api.logRequests && api.logReads === 'summary'
@@ -208,8 +208,15 @@ export async function listenApi (opts: ListenApiOptions): Promise<ApiListener> {
     if (closing) closeWhenDone(res)
     try {
       const m = router.match(state.method, state.target)
-      state.route = m.route
-      state.door = m.route.door
+      const { route } = m
+      state.route = route
+      state.door = route.door
+      if (route.scope === NO_CREDENTIALS) {
+        // The API's own documentation (a problem type's page): nobody's data, so no token and
+        // no certificate beyond what the handshake asked for, and no company's budget.
+        ;(m.handler as PageHandler)(req, res)
+        return
+      }
       // One Date per request: the same instant authenticates and stamps the request.
       const now = clock.now()
       // For every cache behind the request (callers, latest revisions).
@@ -217,7 +224,7 @@ export async function listenApi (opts: ListenApiOptions): Promise<ApiListener> {
       const caller = state.caller = authorizer({
         cert: clientCertVerdict(req.socket as TLSSocket, revocation),
         authorization: req.headers.authorization,
-        scope: m.route.scope,
+        scope: route.scope,
         now,
         generation,
       }, req.socket)
@@ -232,7 +239,7 @@ export async function listenApi (opts: ListenApiOptions): Promise<ApiListener> {
       res.setHeader('ratelimit', bucket.remaining())
       // Expect: 100-continue is honoured only once the caller is known (RFC 9110 §10.1.1).
       if (expectContinue) res.writeContinue()
-      const done = m.handler(req, res, new Context(m, caller, now, generation, callerLog))
+      const done = (m.handler as RouteHandler)(req, res, new Context(m, caller, now, generation, callerLog))
       if (done) done.then(undefined, (err: unknown) => fail(req, res, state, err))
     } catch (err) {
       fail(req, res, state, err)
