@@ -6,21 +6,27 @@
  * door's hand-over, apply/enqueue.ts), and the feed hands it only what other instances
  * saved. So a programme saved here enters this solver's queue once, not once per path.
  *
- * Shared memory (`Store.threadShare()`): three counters and a ring of the last RING
- * ranges. A writer calls `begin()` before it sends a COMMIT, `note(lo, hi)` once it knows
- * the committed range, and `settle()` whatever happened; the feed, having fetched rows,
- * waits (`settled`) for every commit begun by then, so a range is noted before the feed
- * decides whether its rows were this process's.
+ * Shared memory (`Store.threadShare()`): each writer's (store's) counts of commits begun
+ * and settled, and a ring of the last RING ranges. A writer calls `begin()` before it
+ * sends a COMMIT, `note(lo, hi)` once it knows the committed range, and `settle()`
+ * whatever happened; the feed, having fetched rows, waits (`settled`) for every commit
+ * begun by then, so a range is noted before the feed decides whether its rows were this
+ * process's.
  * @module
  */
 
 /** Ranges kept: a feed that falls further behind than that reports the oldest as another writer's (the solver's feed hands a site and day it was last handed as it stands once, apply/enqueue.ts). */
 const RING = 1024
-/** Int32 cells: commits begun, commits settled (noted or failed), ranges noted. */
-const BEGUN = 0
-const SETTLED = 1
+/** Writers (stores) a process opens over its life: the main thread's, each door worker's and standby's; past that, a new one takes the slot of the oldest. */
+const WRITERS = 64
+/** Int32 cells: writers so far, settles so far (what a waiting feed is woken by), ranges noted; then per writer, its commits begun and settled. */
+const WRITER_COUNT = 0
+const SETTLES = 1
 const NOTED = 2
-const HEADER_BYTES = 16
+const BEGUN = 3
+const SETTLED = BEGUN + WRITERS
+const CELLS = SETTLED + WRITERS
+const HEADER_BYTES = Math.ceil(CELLS * 4 / 8) * 8
 
 /** How long the feed waits for a commit to settle; past it, that commit is taken for lost (its thread ended while it committed). */
 const SETTLE_WAIT_MS = 2000
@@ -31,56 +37,75 @@ const waitAsync = (Atomics as unknown as { waitAsync: WaitAsync }).waitAsync
 export class OwnWrites {
   /** What another thread of this process passes to `new OwnWrites(buffer)` to note its commits here. */
   readonly buffer: SharedArrayBuffer
-  readonly #counts: Int32Array
+  readonly #cells: Int32Array
   readonly #ranges: BigInt64Array
-  /** Commits begun that never settled (their thread ended mid-commit): not waited for again. */
-  #lost = 0
+  /** This handle's writer slot. */
+  readonly #writer: number
+  /** Writers taken for lost, with their counts then (begun, settled): not waited for again while those stand. */
+  readonly #lost = new Map<number, readonly [number, number]>()
 
   constructor (buffer = new SharedArrayBuffer(HEADER_BYTES + 16 * RING)) {
     this.buffer = buffer
-    this.#counts = new Int32Array(buffer, 0, 3)
+    this.#cells = new Int32Array(buffer, 0, CELLS)
     this.#ranges = new BigInt64Array(buffer, HEADER_BYTES, 2 * RING)
+    this.#writer = mod(Atomics.add(this.#cells, WRITER_COUNT, 1), WRITERS)
+    // A slot taken again was a writer's long gone: what it left unsettled is not waited for.
+    Atomics.store(this.#cells, SETTLED + this.#writer, Atomics.load(this.#cells, BEGUN + this.#writer))
   }
 
   /** A COMMIT is about to be sent: `settle()` must follow. */
-  begin (): void { Atomics.add(this.#counts, BEGUN, 1) }
+  begin (): void { Atomics.add(this.#cells, BEGUN + this.#writer, 1) }
 
   /** The seqs `[lo, hi]` a COMMIT wrote. */
   note (lo: number, hi: number): void {
-    const slot = 2 * mod(Atomics.add(this.#counts, NOTED, 1), RING)
+    const slot = 2 * mod(Atomics.add(this.#cells, NOTED, 1), RING)
     // hi cleared first, set last: a reader that finds the same hi before and after reading lo read one range.
     Atomics.store(this.#ranges, slot + 1, 0n)
     Atomics.store(this.#ranges, slot, BigInt(lo))
     Atomics.store(this.#ranges, slot + 1, BigInt(hi))
   }
 
-  /** The commit begun last ended (noted, or failed): a feed waiting for it goes on. */
+  /** A commit begun by this handle ended (noted, or failed): a feed waiting for it goes on. */
   settle (): void {
-    Atomics.add(this.#counts, SETTLED, 1)
-    Atomics.notify(this.#counts, SETTLED)
+    Atomics.add(this.#cells, SETTLED + this.#writer, 1)
+    Atomics.add(this.#cells, SETTLES, 1)
+    Atomics.notify(this.#cells, SETTLES)
   }
 
   /**
-   * Resolves once every commit begun until now has settled, or after SETTLE_WAIT_MS: a
-   * commit still unsettled then is taken for lost (its thread ended while it committed)
-   * and not waited for again, unless it settles after all.
+   * Resolves once every commit begun until now, by any writer, has settled, or after
+   * SETTLE_WAIT_MS: a writer whose commit is still unsettled then is taken for lost (its
+   * thread ended while it committed) and not waited for again, unless it commits again.
    */
   async settled (): Promise<void> {
-    const begun = Atomics.load(this.#counts, BEGUN)
-    // A commit taken for lost that settled after all: waited for again next time.
-    this.#lost = Math.max(0, Math.min(this.#lost, (begun - Atomics.load(this.#counts, SETTLED)) | 0))
-    const target = (begun - this.#lost) | 0
+    const c = this.#cells
+    const writers = Math.min(Atomics.load(c, WRITER_COUNT), WRITERS)
+    const waiting: Array<readonly [writer: number, begun: number]> = []
+    for (let w = 0; w < writers; w++) {
+      const begun = Atomics.load(c, BEGUN + w)
+      const settled = Atomics.load(c, SETTLED + w)
+      if (((settled - begun) | 0) >= 0) continue
+      const lost = this.#lost.get(w)
+      if (lost && lost[0] === begun && lost[1] === settled) continue
+      this.#lost.delete(w)
+      waiting.push([w, begun])
+    }
     const deadline = Date.now() + SETTLE_WAIT_MS
     for (;;) {
-      const now = Atomics.load(this.#counts, SETTLED)
-      if (((now - target) | 0) >= 0) return
-      const left = deadline - Date.now()
-      if (left <= 0) {
-        this.#lost += (target - now) | 0
+      const settles = Atomics.load(c, SETTLES)
+      const left = waiting.filter(([w, begun]) => ((Atomics.load(c, SETTLED + w) - begun) | 0) < 0)
+      if (left.length === 0) return
+      const ms = deadline - Date.now()
+      if (ms <= 0) {
+        for (const [w] of left) this.#lost.set(w, [Atomics.load(c, BEGUN + w), Atomics.load(c, SETTLED + w)])
         return
       }
-      const wait = waitAsync(this.#counts, SETTLED, now, left)
-      if (wait.async) await wait.value
+      const wait = waitAsync(c, SETTLES, settles, ms)
+      if (!wait.async) continue
+      // A timer of the event loop's own: V8's wait alone keeps nothing alive to time it out.
+      let timer: NodeJS.Timeout | undefined
+      await Promise.race([wait.value, new Promise(resolve => { timer = setTimeout(resolve, ms) })])
+      clearTimeout(timer)
     }
   }
 

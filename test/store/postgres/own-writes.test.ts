@@ -55,3 +55,22 @@ t.test('the ring keeps the last 1,024 ranges: older ones are forgotten, never mi
   for (let i = 0; i < 1100; i++) { own.begin(); own.note(10 * i, 10 * i + 1); own.settle() }
   t.same(mine(own, 0, [0, 1, 750, 760, 761, 762, 10990, 10991, 10992]), [760, 761, 10990, 10991])
 })
+
+t.test('a writer that takes the slot of one long gone (a door restarted 64 times) does not inherit its unsettled commit', async t => {
+  const feed = new OwnWrites()
+  const gone = new OwnWrites(feed.buffer)
+  gone.begin()   // its thread ends mid-commit
+  for (let i = 0; i < 63; i++) new OwnWrites(feed.buffer)
+  const successor = new OwnWrites(feed.buffer)   // the 65th writer: the slot of `gone`
+  let settled = false
+  const waiting = feed.settled().then(() => { settled = true })
+  await new Promise(resolve => setTimeout(resolve, 50))
+  t.ok(settled, 'nothing waited for')
+  successor.begin()
+  settled = false
+  const next = feed.settled().then(() => { settled = true })
+  await new Promise(resolve => setTimeout(resolve, 50))
+  t.notOk(settled, 'the successor\'s own commit is')
+  successor.settle()
+  await Promise.all([waiting, next])
+})
