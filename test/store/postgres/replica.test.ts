@@ -136,6 +136,40 @@ t.test('two instances on one database: a token revoked through one is revoked on
   await until('A has B\'s token', () => ta.get(other) !== undefined, { ms: 5000 })
 })
 
+t.test('what a store opened beside this one writes (the door\'s worker\'s) is not reported by this one\'s feed; another instance\'s writes are, each once', async t => {
+  const database = await migratedDatabase(cluster)
+  const pool = cluster.connection(database)
+  const root = t.testdir()   // once: each call makes it anew
+  const main = openAnyStore(root + '/a', { postgres: { pool } })
+  await main.opened
+  // As the door's worker opens it (open-store.ts besideThisProcess): the same replica, no feed of its own.
+  const share = main.threadShare()!
+  const beside = openAnyStore(root + '/a', { openInThisProcess: true, postgres: { pool, follow: false, ...share } })
+  const other = openAnyStore(root + '/b', { postgres: { pool } })
+  t.teardown(async () => { await beside.close(); await main.close(); await other.close() })
+  await Promise.all([beside.opened, other.opened])
+  const told: string[] = []
+  main.onApplied(changes => { for (const key of changes.get('tokens') ?? []) told.push(String(key)) })
+  const token = (id: string) => ({ id, hash: hashToken(newTokenSecret()), companyId: 'acme', scopes: [], createdAt: '2026-11-21T00:00:00Z' })
+  const [besideTokens, mainTokens, otherTokens] = [beside, main, other].map(openTokens)
+  // Interleaved: the feed catches up while the beside store's commits are in flight.
+  const ids = { beside: [] as string[], main: [] as string[], other: [] as string[] }
+  await Promise.all(Array.from({ length: 10 }, async (_, i) => {
+    for (const [name, tokens] of [['beside', besideTokens], ['other', otherTokens], ['main', mainTokens]] as const) {
+      const id = `${name}-${i}`
+      ids[name].push(id)
+      await tokens!.add(token(id))
+    }
+  }))
+  await until('every token of the other instance reported', () => ids.other.every(id => told.includes(id)), { ms: 5000 })
+  // One more write of the other instance: everything before it has been reported by then.
+  await otherTokens!.add(token('other-last'))
+  await until('the last one reported', () => told.includes('other-last'), { ms: 5000 })
+  t.same(told.filter(id => !id.startsWith('other-')), [], 'nothing this process wrote, through either store')
+  t.same(told.filter(id => id.startsWith('other-')).sort(), [...ids.other, 'other-last'].sort(), 'each of the other instance\'s writes once')
+  t.ok(ids.beside.every(id => mainTokens!.get(id) !== undefined), 'what the beside store wrote is in the replica all the same')
+})
+
 t.test('a replica of another database is cleared and loaded from the one it now follows', async t => {
   const root = t.testdir()   // once: each call makes it anew
   const dir = root + '/replica'
