@@ -17,6 +17,8 @@ import type { Viewer } from '../viewer.ts'
 import type { FeasibilityFlag, InstructionFlags } from '../../store/instruction-flags.ts'
 import { resolvePair, type Loaded } from './besoins-model.ts'
 import { realisation, type RealisationDeps, type RealiseBody } from '../../apply/realisation.ts'
+import type { Revisions } from '../../store/revisions.ts'
+import { checkOf, type FeasibilityCheck } from './feasibility.ts'
 
 export interface ProgrammesDeps extends PerimeterDeps {
   readonly instructions: Instructions
@@ -25,10 +27,16 @@ export interface ProgrammesDeps extends PerimeterDeps {
   readonly flags?: Pick<InstructionFlags, 'get'>
   /** Programme against delivery (`apply/realisation.ts`). */
   readonly realisation?: RealisationDeps
+  /** The published needs, to tell a checked instruction from one with nothing to check against (`feasibility.ts`). */
+  readonly revisions?: Pick<Revisions, 'list'>
 }
 
-/** An instruction as the pages show it: with its feasibility flag, when it has one. */
-export type FlaggedView = InstructionView & { readonly feasibility?: FeasibilityFlag }
+/** An instruction as the pages show it: with its feasibility flag when it has one, its check, and its company's name. */
+export type FlaggedView = InstructionView & {
+  readonly feasibility?: FeasibilityFlag
+  readonly check?: FeasibilityCheck
+  readonly companyName?: string
+}
 
 export interface ProgrammesModel {
   readonly sites: readonly Site[]
@@ -72,7 +80,9 @@ export function loadProgramme (deps: ProgrammesDeps, viewer: Viewer, instruction
 
 function flagged (deps: ProgrammesDeps, v: InstructionView): FlaggedView {
   const feasibility = deps.flags?.get(v.instruction.instructionId, v.instruction.siteId)
-  return feasibility ? { ...v, feasibility } : v
+  const check = checkOf(feasibility, deps.revisions, v.instruction)
+  const companyName = deps.companies.get(v.instruction.companyId)?.name
+  return { ...v, ...(feasibility ? { feasibility } : {}), ...(check ? { check } : {}), ...(companyName !== undefined ? { companyName } : {}) }
 }
 
 /** Drops the superseder's id when another company sent it. */

@@ -18,7 +18,8 @@ import { ownCompany } from '../perimeter.ts'
 import type { Viewer } from '../viewer.ts'
 import { resolvePair, type Loaded } from './besoins-model.ts'
 import { one, refuse, viewerOr403 } from './respond.ts'
-import { programmeHref, REALISE_DOWNLOAD_PATH, REALISE_PATH, realiseDownloadHref, realiseHref } from './paths.ts'
+import { instructionLink } from './instruction-ref.ts'
+import { REALISE_DOWNLOAD_PATH, REALISE_PATH, realiseDownloadHref, realiseHref } from './paths.ts'
 
 export interface RealiseDayModel {
   readonly targetDate: string
@@ -47,7 +48,8 @@ const n = (v: number) => frNumber(v)
 export function renderRealiseDay (m: RealiseDayModel): SafeHtml {
   const bodies = m.rows.flatMap(r => r.body ? [r.body] : [])
   const sum = (f: (b: RealiseBody) => number) => Math.round(bodies.reduce((a, b) => a + f(b), 0) * 1000) / 1000
-  return html`<form method="get" action="${REALISE_PATH}" class="chooser">
+  return html`${dayTotals(m, sum)}
+<form method="get" action="${REALISE_PATH}" class="chooser">
 <label for="target_date">Jour</label>
 <input id="target_date" name="target_date" type="date" value="${m.targetDate}" required>
 <button type="submit">Afficher</button>
@@ -59,9 +61,19 @@ export function renderRealiseDay (m: RealiseDayModel): SafeHtml {
 <tbody>${m.rows.length === 0 ? html`<tr><td colspan="11">Aucun site dans votre périmètre.</td></tr>` : m.rows.map(({ site, body: b }) => {
     if (!b) return html`<tr><td>${site.site_id}<br><small>${site.site_name}</small></td><td colspan="10" class="empty">ni programme en vigueur ni relevé de compteur</td></tr>`
     const v = b.totaux.verdicts
-    return html`<tr><td>${site.site_id}<br><small>${site.site_name}</small></td><td>${b.instruction_id ? html`<a href="${programmeHref(b.instruction_id, b.site_id)}">${b.instruction_id}</a>` : '—'}</td><td class="num">${n(b.totaux.energie_programmee_kwh)}</td><td class="num">${n(b.totaux.energie_realisee_kwh)}</td><td class="num${b.totaux.manque_kwh > 0 ? ' shortfall' : ''}">${n(b.totaux.manque_kwh)}</td><td class="num">${n(v.met)}</td><td class="num${v.short ? ' shortfall' : ''}">${n(v.short)}</td><td class="num">${n(v.curtailment_respected)}</td><td class="num${v.curtailment_broken ? ' shortfall' : ''}">${n(v.curtailment_broken)}</td><td class="num">${n(v.no_data)}</td><td class="num">${n(b.totaux.tardifs)}</td></tr>`
+    return html`<tr><td>${site.site_id}<br><small>${site.site_name}</small></td><td>${b.instruction_id ? instructionLink(b.instruction_id, b.site_id) : '—'}</td><td class="num">${n(b.totaux.energie_programmee_kwh)}</td><td class="num">${n(b.totaux.energie_realisee_kwh)}</td><td class="num${b.totaux.manque_kwh > 0 ? ' shortfall' : ''}">${n(b.totaux.manque_kwh)}</td><td class="num">${n(v.met)}</td><td class="num${v.short ? ' shortfall' : ''}">${n(v.short)}</td><td class="num">${n(v.curtailment_respected)}</td><td class="num${v.curtailment_broken ? ' shortfall' : ''}">${n(v.curtailment_broken)}</td><td class="num">${n(v.no_data)}</td><td class="num">${n(b.totaux.tardifs)}</td></tr>`
   })}</tbody>
 <tfoot><tr><th scope="row" colspan="2">Total</th><td class="num">${n(sum(b => b.totaux.energie_programmee_kwh))}</td><td class="num">${n(sum(b => b.totaux.energie_realisee_kwh))}</td><td class="num">${n(sum(b => b.totaux.manque_kwh))}</td><td class="num">${n(sum(b => b.totaux.verdicts.met))}</td><td class="num">${n(sum(b => b.totaux.verdicts.short))}</td><td class="num">${n(sum(b => b.totaux.verdicts.curtailment_respected))}</td><td class="num">${n(sum(b => b.totaux.verdicts.curtailment_broken))}</td><td class="num">${n(sum(b => b.totaux.verdicts.no_data))}</td><td class="num">${n(sum(b => b.totaux.tardifs))}</td></tr></tfoot></table>`
+}
+
+/**
+ * The day's figures before anything else: on a phone the chooser and an eleven-column
+ * table filled the first screen, and no figure showed without scrolling.
+ */
+function dayTotals (m: RealiseDayModel, sum: (f: (b: RealiseBody) => number) => number): SafeHtml {
+  const figure = (term: string, value: number, bad = false) => html`<div><dt>${term}</dt><dd class="${bad && value > 0 ? 'shortfall' : ''}">${n(value)}</dd></div>`
+  return html`<section class="day-totals" aria-labelledby="totals-h"><h2 id="totals-h">Le ${dayText(m.targetDate)}, tous sites</h2>
+<dl class="figures">${figure('Programmé (kWh)', sum(b => b.totaux.energie_programmee_kwh))}${figure('Réalisé (kWh)', sum(b => b.totaux.energie_realisee_kwh))}${figure('Manque (kWh)', sum(b => b.totaux.manque_kwh), true)}${figure('Quarts d\'heure insuffisants', sum(b => b.totaux.verdicts.short), true)}${figure('Effacements non respectés', sum(b => b.totaux.verdicts.curtailment_broken), true)}${figure('Sans relevé', sum(b => b.totaux.verdicts.no_data))}</dl></section>`
 }
 
 export async function realisePages (app: FastifyInstance, deps: ConsoleDeps): Promise<void> {
