@@ -32,7 +32,8 @@ export function checkOf (flag: FeasibilityFlag | undefined, revisions: Pick<Revi
   if (typeof received === 'string') return undefined
   let against: { ms: number; at: string } | undefined
   for (const r of revisions.list(i.siteId, i.targetDate)) {
-    if (r.emittedAtMs <= received.ms && (!against || r.emittedAtMs > against.ms)) against = { ms: r.emittedAtMs, at: r.emittedAt }
+    // Emitted in the very millisecond of reception: committed after it, so not yet there to check against.
+    if (r.emittedAtMs < received.ms && (!against || r.emittedAtMs > against.ms)) against = { ms: r.emittedAtMs, at: r.emittedAt }
   }
   return against ? { kind: 'checked', against: against.at } : { kind: 'unchecked' }
 }
@@ -42,15 +43,16 @@ const LABELS = { infeasible: 'infaisable', checked: 'vérifiée', unchecked: 'no
 /** The check as a badge, its sentence in `title` (the instruction's page says it in full). */
 export function checkBadge (c: FeasibilityCheck | undefined): SafeHtml {
   if (!c) return html``
-  if (c.kind === 'infeasible') return html`<strong class="flag-infeasible badge" title="${checkText(c)}">${LABELS.infeasible}</strong>`
-  return html`<span class="badge badge-${c.kind}" title="${checkText(c)}">${LABELS[c.kind]}</span>`
+  const title = `${LABELS[c.kind]} : ${checkText(c)}`
+  if (c.kind === 'infeasible') return html`<strong class="flag-infeasible badge" title="${title}">${LABELS.infeasible}</strong>`
+  return html`<span class="badge badge-${c.kind}" title="${title}">${LABELS[c.kind]}</span>`
 }
 
-/** The check in a sentence, as `epx instructions show` states a flag. */
+/** The check in a sentence (after its badge), as `epx instructions show` states a flag. */
 export function checkText (c: FeasibilityCheck | undefined): string {
   if (!c) return 'non renseignée'
-  if (c.kind === 'checked') return `vérifiée : aucun dépassement des Besoins agrégés émis le ${parisText(c.against)}.`
-  if (c.kind === 'unchecked') return 'non vérifiable : aucun Besoin agrégé n\'était publié pour ce site et ce jour à la réception, rien à quoi la comparer.'
+  if (c.kind === 'checked') return `aucun dépassement des Besoins agrégés émis le ${parisText(c.against)}.`
+  if (c.kind === 'unchecked') return 'aucun Besoin agrégé n\'était publié pour ce site et ce jour à la réception : rien à quoi la comparer.'
   return feasibilityText(c.flag)
 }
 
