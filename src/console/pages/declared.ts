@@ -17,16 +17,24 @@ export function siteWithNames (siteId: string, sentName: string, hostSites: read
   return html`${siteId}${own ? html`<br><small>${own}</small>` : ''}${sent}`
 }
 
-/** Whether `emitted_by` names the company that sent it (its id or its name, case aside). */
+/** Letters and digits, lower case: "BSP-Acme" and "bsp acme" are one name. */
+const plain = (text: string): string => text.toLowerCase().replace(/[^\p{L}\p{N}]/gu, '')
+
+/**
+ * Whether `emitted_by` names the company that sent it: it holds the company's id or name, or
+ * is held in it ("bsp-acme", "ACME dispatch" for acme). Free text: anything else is flagged,
+ * not refused (docs/http-api.md asks only a non-empty string).
+ */
 export function sameSender (emittedBy: string, company: { readonly id: string; readonly name?: string }): boolean {
-  const said = emittedBy.trim().toLowerCase()
-  return said === company.id.toLowerCase() || (company.name !== undefined && said === company.name.trim().toLowerCase())
+  const said = plain(emittedBy)
+  if (said === '') return false
+  return [company.id, company.name ?? ''].map(plain).some(own => own !== '' && (said.includes(own) || own.includes(said)))
 }
 
-/** The company that sent it (a fact), then what it says it is, flagged when that is another name. */
+/** The company that sent it (a fact), then what it says it is unless that is its very name, flagged when it names another. */
 export function senderWithName (emittedBy: string, company: { readonly id: string; readonly name?: string }): SafeHtml {
   const who = company.name && company.name !== company.id ? html`${company.name} (${company.id})` : company.id
-  return sameSender(emittedBy, company)
-    ? html`${who}`
-    : html`${who}<br><small class="sent">se dit « ${emittedBy} »</small> <span class="badge badge-mismatch" title="emitted_by ne nomme pas l'entreprise authentifiée">autre nom</span>`
+  if ([company.id, company.name ?? ''].some(own => plain(own) === plain(emittedBy))) return html`${who}`
+  const flag = sameSender(emittedBy, company) ? '' : html` <span class="badge badge-mismatch" title="emitted_by ne nomme pas l'entreprise authentifiée">autre nom</span>`
+  return html`${who}<br><small class="sent">se dit « ${emittedBy} »</small>${flag}`
 }
