@@ -17,12 +17,14 @@ import { html, type SafeHtml } from './html.ts'
 export const PARIS_HOURS = 'heure de Paris'
 
 /** How much of the Paris wall time to show. */
-export type TimeStyle = 'datetime' | 'slot' | 'time' | 'date'
+export type TimeStyle = 'datetime' | 'slot' | 'minute' | 'time' | 'date'
 
 const FORMATS: Record<TimeStyle, string> = {
   datetime: 'dd/MM/yyyy HH:mm:ss',
   /** A table cell whose column header says `PARIS_HOURS`: the offset only where the hour repeats. */
   slot: 'dd/MM/yyyy HH:mm:ss',
+  /** `slot` to the minute, where seconds tell nothing (when a token was made or last used). */
+  minute: 'dd/MM/yyyy HH:mm',
   time: 'HH:mm',
   date: 'dd/MM/yyyy',
 }

@@ -43,7 +43,7 @@ function tokenRows (tokens: readonly TokenRecord[], viewer: Viewer, nowMs: numbe
     const state = tokenState(t, nowMs)
     return html`
 <tr><td><code>${t.id}</code></td><td class="state-${state}">${STATE_LABELS[state]}</td><td>${t.label ?? html`<span class="hint">—</span>`}</td>${viewer.admin ? html`<td>${t.companyId}</td>` : ''}<td>${t.scopes.map(s => html`<code>${s}</code><br>`)}</td>
-<td>${parisTimeOrDash(t.createdAt, 'slot')}${t.createdBy ? html`<br><small>par ${t.createdBy}</small>` : ''}</td><td>${parisTimeOrDash(t.lastUsedAt, 'slot')}</td><td>${t.expiresAt ? parisTimeOrDash(t.expiresAt, 'slot') : 'jamais'}</td>
+<td>${parisTimeOrDash(t.createdAt, 'minute')}${t.createdBy ? html`<br><small>par ${t.createdBy}</small>` : ''}</td><td>${parisTimeOrDash(t.lastUsedAt, 'minute')}</td><td>${t.expiresAt ? parisTimeOrDash(t.expiresAt, 'minute') : 'jamais'}</td>
 <td>${state === 'revoked' ? '' : html`<a href="/tokens/${t.id}/revoke">Révoquer</a>`}</td></tr>`
   })}</tbody></table>`
 }

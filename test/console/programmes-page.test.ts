@@ -37,6 +37,8 @@ await post(beta, programme({ emittedAt: '2026-11-21T10:00:00Z', emittedBy: 'beta
 const kwh = (j: number) => j >= 24 && j < 28 ? 0 : j >= 72 ? 30 : 2.5
 await post(acme, programme({ emittedAt: '2026-11-21T12:00:00Z', emittedBy: 'acme-dispatch', sites: [siteId(1)], kwh }))
 await settled(ACME, siteId(1), 'queued')
+// Published a minute after the programmes came: they had nothing to be checked against.
+epx.clock.advance(60_000)
 await epx.handle.publish({ targetDate: TOMORROW })
 
 const page = await newPage(t, browser)

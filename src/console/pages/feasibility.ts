@@ -5,7 +5,8 @@
  * asks no more than they allow) and **not checkable** (nothing was published yet: the
  * check had nothing to compare with, which is not a pass). Only a flag is stored; the
  * other two are read from the kept revisions, as the check read them at reception
- * (`Revisions.latest` then: the newest emitted before it came).
+ * (`Revisions.latest` then: the newest emitted by then). Read back, not recorded: a
+ * revision pruned since (older than the retention) reads as nothing published.
  * @module
  */
 import { html, type SafeHtml } from '../html.ts'
@@ -32,8 +33,8 @@ export function checkOf (flag: FeasibilityFlag | undefined, revisions: Pick<Revi
   if (typeof received === 'string') return undefined
   let against: { ms: number; at: string } | undefined
   for (const r of revisions.list(i.siteId, i.targetDate)) {
-    // Emitted in the very millisecond of reception: committed after it, so not yet there to check against.
-    if (r.emittedAtMs < received.ms && (!against || r.emittedAtMs > against.ms)) against = { ms: r.emittedAtMs, at: r.emittedAt }
+    // The check runs once reception is stamped: a revision of that very millisecond was there to check against.
+    if (r.emittedAtMs <= received.ms && (!against || r.emittedAtMs > against.ms)) against = { ms: r.emittedAtMs, at: r.emittedAt }
   }
   return against ? { kind: 'checked', against: against.at } : { kind: 'unchecked' }
 }
