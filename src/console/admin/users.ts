@@ -11,7 +11,7 @@ import { fieldText } from '../access.ts'
 import type { ConsoleDeps } from '../deps.ts'
 import { html, type SafeHtml } from '../html.ts'
 import { csrfField, errorPage } from '../layout.ts'
-import { parisTimeOrDash } from '../time.ts'
+import { parisHeader, parisTimeOrDash } from '../time.ts'
 import type { Viewer } from '../viewer.ts'
 import { auditConsole } from '../audit.ts'
 
@@ -45,12 +45,12 @@ function listPage (reply: FastifyReply, deps: ConsoleDeps, viewer: Viewer, top?:
   return reply.page({
     title: 'Utilisateurs',
     body: html`${top ?? ''}
-<table><thead><tr><th scope="col">Identifiant</th><th scope="col">Rôle</th><th scope="col">État</th><th scope="col">Créé</th>
-<th scope="col">Mot de passe changé</th><th scope="col">Actions</th></tr></thead>
+<table><thead><tr><th scope="col">Identifiant</th><th scope="col">Rôle</th><th scope="col">État</th><th scope="col">${parisHeader('Créé')}</th>
+<th scope="col">${parisHeader('Mot de passe changé')}</th><th scope="col">Actions</th></tr></thead>
 <tbody>${users.map(u => html`
 <tr><td><code>${u.username}</code></td><td>${roleText(u)}</td>
 <td class="state-${u.disabled ? 'disabled' : 'active'}">${u.disabled ? 'désactivé' : 'actif'}</td>
-<td>${parisTimeOrDash(u.createdAt)}</td><td>${parisTimeOrDash(u.passwordChangedAt)}</td>
+<td>${parisTimeOrDash(u.createdAt, 'minute')}</td><td>${parisTimeOrDash(u.passwordChangedAt, 'minute')}</td>
 <td>${u.username === viewer.username ? html`<span class="hint">(vous : <a href="/compte/mot-de-passe">changer votre mot de passe</a>)</span>` : html`${u.disabled ? action(viewer, u, 'enable', 'Réactiver') : html`<a href="/admin/users/${u.username}/disable">Désactiver</a>`}
 · <a href="/admin/users/${u.username}/reset-password">Nouveau mot de passe</a>`}</td></tr>`)}</tbody></table>
 <h2>Ajouter un utilisateur</h2>
