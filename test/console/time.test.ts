@@ -12,6 +12,8 @@ t.test('a time in the repeated autumn hour carries its offset; others do not', a
   t.equal(parisText('2026-10-25T00:15:00Z', 'time'), '02:15 (UTC+02:00)')
   t.equal(parisText('2026-10-25T01:15:00Z', 'time'), '02:15 (UTC+01:00)')
   t.equal(parisText('2026-10-25T02:15:00Z', 'time'), '03:15')
+  t.equal(parisText('2026-10-25T01:15:00Z', 'minute'), '25/10/2026 02:15 (UTC+01:00)', 'a table cell: the offset only where the hour repeats')
+  t.equal(parisText('2026-11-21T12:00:00Z', 'slot'), '21/11/2026 13:00:00', 'elsewhere the column header says the clock')
   t.ok(isRepeatedHour(Date.parse('2026-10-25T01:59:00Z')))
   t.notOk(isRepeatedHour(Date.parse('2026-10-24T23:59:00Z')))
   t.equal(parisText('2026-10-25T01:15:00Z', 'date'), '25/10/2026', 'a date alone needs no offset')
