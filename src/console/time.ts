@@ -81,13 +81,16 @@ export function parisFieldValue (ms: number): string {
  * What a form's time field means: a Paris wall time (`2026-11-21T13:29`, the value of a
  * `datetime-local` field) or a Paris day (`2026-11-21`): its first instant, or with `end`
  * its last (a bound given to the minute includes that minute); undefined when it is
- * neither. In the repeated autumn hour a wall time is the first of its two instants; in
- * the skipped spring hour, the instant after the jump.
+ * neither. In the repeated autumn hour a start is the first of its two instants and an end
+ * the last (the bounds hold both); in the skipped spring hour, the instant after the jump.
  */
 export function parisFieldMs (text: string, end = false): number | undefined {
   const day = /^\d{4}-\d{2}-\d{2}$/.test(text)
   if (!day && !/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}$/.test(text)) return undefined
   const t = DateTime.fromISO(text, { zone: PARIS })
   if (!t.isValid) return undefined
-  return end ? t.plus(day ? { days: 1 } : { minutes: 1 }).toMillis() - 1 : t.toMillis()
+  if (end) return t.plus(day ? { days: 1 } : { minutes: 1 }).toMillis() - 1
+  // Luxon reads a repeated wall time as its later instant: a start is the earlier one.
+  const earlier = t.minus({ hours: 1 })
+  return earlier.toFormat('yyyy-MM-dd HH:mm') === t.toFormat('yyyy-MM-dd HH:mm') ? earlier.toMillis() : t.toMillis()
 }
