@@ -15,6 +15,7 @@ import { openInstructions } from '../src/store/instructions.ts'
 import { openInstructionFlags } from '../src/store/instruction-flags.ts'
 import { openRevisions } from '../src/store/revisions.ts'
 import { openMetering } from '../src/store/metering.ts'
+import { openTenure } from '../src/store/tenure.ts'
 import { createProgrammeCheck } from '../src/apply/check-programme.ts'
 import { coverageOf } from '../src/contract/paris-day.ts'
 import { formatUtcInstant } from '../src/contract/instants.ts'
@@ -87,10 +88,15 @@ async function seeded (dir: string, n: number) {
     if (report.accepted !== readings.length) throw new Error(`bench meter values refused: ${readings.length - report.accepted}`)
   }
   const hostSites = async () => sites
+  // Who held each site when, as the console's server.ts reads it (DECISIONS.md "Tenure").
+  const tenure = openTenure(store)
   return {
     close: async () => { revisions.close(); await metering.close(); await store.close() },
     programmes: { instructions, companies, sites: hostSites, clock, flags: openInstructionFlags(store), revisions },
-    realise: { realisation: { instructions, metering, tolerance: { toleranceKwh: 0.1, tolerancePercent: 1 } }, clock, companies, sites: hostSites },
+    realise: {
+      realisation: { instructions, metering, tolerance: { toleranceKwh: 0.1, tolerancePercent: 1 }, holders: (siteId: string, fromMs: number, untilMs: number) => tenure.holdersDuring(siteId, fromMs, untilMs) },
+      clock, companies, sites: hostSites,
+    },
     besoins: { revisions, instructions, companies, sites: hostSites, clock },
     site: sites[Math.floor(n * 0.7)]!.site_id,
   }
