@@ -8,7 +8,7 @@
  * Then the sustained scenario (open loop at a fixed rate, latency tails; `sustained.ts`).
  * Then the host probe (event-loop delay, main-thread CPU, handshakes; `host-probe.ts`).
  * Options: --quick, --rounds N, --max-rounds N, --budget S, --duration MS, --first-warmup MS,
- * --only "GET 200,POST 1×96,sustained,host" (or none; "E-pg": E-pg's rows alone, with the servers they compare with), --no-special, --special "publication,programme,rss,ops"
+ * --only "GET 200,POST 1×96,sustained,host" (or none; "E-pg": E-pg's rows alone, with the servers they compare with), --no-special, --special "publication,programme,rss,ops,console"
  * (E's special measurements to run, default all), --servers A,B,C,D,E,E-pg, --connections N,
  * --profile (each window profiled inside its server, its worker threads too; bench/results/profiles/<server>-<window>[-workerN].cpuprofile),
  * --client-nice N (the rounds' load client's nice value; default E's door's, api.workerNice).
@@ -30,6 +30,7 @@ import { E_PG, SCENARIOS, SERVERS, type Sample, type Scenario, type ServerName }
 import { countersPerRequest, startBenchPostgres, type BenchPostgres } from './postgres.ts'
 import { measureSpecials, SPECIAL_PARTS, type SpecialPart, type Specials } from './specials.ts'
 import { measureOpsShare, type OpsShare } from './ops-share.ts'
+import { measureConsolePages } from './console-pages.ts'
 import { measureSustained, SUSTAINED, type Sustained } from './sustained.ts'
 import { buildOutput, scenariosToNarrow } from './summary.ts'
 import { HOST, measureHost, servedIn, type HostProbe, type ProbeServer } from './host-probe.ts'
@@ -339,7 +340,7 @@ async function main (): Promise<void> {
   await pgCluster?.destroy()
 
   let specials: Specials | undefined
-  const eParts = specialParts.filter((x): x is Exclude<SpecialPart, 'ops'> => x !== 'ops')
+  const eParts = specialParts.filter((x): x is Exclude<SpecialPart, 'ops' | 'console'> => x !== 'ops' && x !== 'console')
   if (eParts.length && servers.E) {
     specials = await measureSpecials({
       parts: eParts,
@@ -352,12 +353,14 @@ async function main (): Promise<void> {
   // What operating epx adds: what the receipts add to a GET and the records to a POST, servers stopped.
   const ops: OpsShare | { error: string } | undefined = !specialParts.includes('ops') ? undefined
     : await measureOpsShare(join(tmp, 'ops-share')).catch((err: Error) => ({ error: firstLine(err.message) }))
+  const consolePages = !specialParts.includes('console') ? undefined
+    : await measureConsolePages(join(tmp, 'console-pages'), quick).catch((err: Error) => ({ error: firstLine(err.message) }))
 
   // The baselines are the bench's own servers: if they gave nothing, the bench is broken.
   if (plan.rounds > 0 && plan.scenarios.length > 0 && !samples.some(x => x.server === 'A' || x.server === 'B') && wantedServers.some(x => x === 'A' || x === 'B')) {
     throw new Error(`no baseline measurement succeeded: ${Object.entries(failures).map(([k, v]) => `${k}: ${v}`).join('; ')}`)
   }
-  const output = buildOutput({ samples, status, failures, specials, sustained, host, ops, plan: { ...plan, clientNice, roundsLoadAvg: loadAvg, roundsRun: rounds, quick, argv: process.argv.slice(2) }, documentBytes: docBytes.length, documentSource, targetDate })
+  const output = buildOutput({ samples, status, failures, specials, sustained, host, ops, consolePages, plan: { ...plan, clientNice, roundsLoadAvg: loadAvg, roundsRun: rounds, quick, argv: process.argv.slice(2) }, documentBytes: docBytes.length, documentSource, targetDate })
   output.print()
   if (rounds > 0 && plan.scenarios.length > 0) console.log(`\nRounds: ${rounds}, load client at nice ${clientNice}; load average ${loadAvg.start.toFixed(1)} at their start, ${loadAvg.end.toFixed(1)} at their end`)
   // A profiled run's figures carry the sampler's cost: they must not replace the results.

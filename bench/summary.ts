@@ -13,6 +13,7 @@ import { roundsTarget, valueTarget } from './targets.ts'
 import { HISTORY_DAYS, LARGE_PROGRAMME_SITES, PUBLICATION_SITES, type Specials } from './specials.ts'
 import { POST_P99_TARGET_MS, type Sustained } from './sustained.ts'
 import type { OpsShare } from './ops-share.ts'
+import { consoleTargets, type ConsolePageTimes } from './console-pages.ts'
 
 export interface SummaryInput {
   readonly samples: readonly Sample[]
@@ -26,6 +27,8 @@ export interface SummaryInput {
   readonly host?: HostProbe
   /** What operating epx adds: receipts per GET, records per POST (`ops-share.ts`). */
   readonly ops?: OpsShare | { readonly error: string }
+  /** The console's pages at 1,000 and 10,000 sites (`console-pages.ts`). */
+  readonly consolePages?: readonly ConsolePageTimes[] | { readonly error: string }
   readonly plan: Readonly<Record<string, unknown>> & { readonly quick: boolean }
   readonly documentBytes: number
   readonly documentSource: string
@@ -116,6 +119,7 @@ export function targetsOf (i: SummaryInput): Target[] {
     ...hostTargets(i.host),
     valueTarget('Delivery receipts: CPU per GET', 1, 'µs', i.ops && 'receiptNsPerGet' in i.ops ? i.ops.receiptNsPerGet / 1000 : undefined,
       i.ops && 'error' in i.ops ? i.ops.error : i.ops ? 'in one process, 10,000 sites polled round-robin (bench/ops-share.ts)' : 'E unavailable or --no-special'),
+    ...consoleTargets(i.consolePages),
   ]
 }
 
@@ -270,6 +274,7 @@ export function buildOutput (i: SummaryInput) {
     sustained: i.sustained ?? null,
     host: i.host ?? null,
     ops: i.ops ?? null,
+    consolePages: i.consolePages ?? null,
     failures: i.failures,
     samples: i.samples,
     targets: targets.map(t => ({

@@ -16,6 +16,7 @@ import type { Sessions } from '../store/sessions.ts'
 import type { Tokens } from '../store/tokens.ts'
 import type { Users } from '../store/users.ts'
 import type { Audit } from '../store/audit.ts'
+import type { Deliveries } from '../store/deliveries.ts'
 import type { InstructionFlags } from '../store/instruction-flags.ts'
 import type { LoginThrottle } from './login-throttle.ts'
 
@@ -37,6 +38,8 @@ export interface ConsoleDeps {
   readonly publisher: Pick<Publisher, 'publish'>
   /** The plugin's audit trail: every change made in the console is recorded with its user. */
   readonly audit: Audit
+  /** The delivery receipts the service has written (who fetched which revision; opened on `store` by server.ts). */
+  readonly deliveries: Pick<Deliveries, 'list'>
   /** The sites the solver manages (`host.solver.sites`); pages filter them by the viewer's perimeter. */
   readonly sites: () => Promise<readonly Site[]>
   readonly clock: Clock

@@ -23,6 +23,8 @@ const NAV: readonly NavEntry[] = [
   { href: '/admin/companies', label: 'Entreprises', admin: true },
   { href: '/admin/users', label: 'Utilisateurs', admin: true },
   { href: '/admin/publish', label: 'Publier maintenant', admin: true },
+  { href: '/admin/audit', label: 'Journal d\'audit', admin: true },
+  { href: '/admin/deliveries', label: 'Récupérations', admin: true },
 ]
 
 export function csrfField (viewer: Viewer): SafeHtml {

@@ -18,6 +18,7 @@ import { errorPage, installPage } from './layout.ts'
 import { openTenure } from '../store/tenure.ts'
 import { openInstructionFlags } from '../store/instruction-flags.ts'
 import { openMetering } from '../store/metering.ts'
+import { openDeliveries } from '../store/deliveries.ts'
 import { loginRoutes } from './login.ts'
 import { createLoginThrottle, type ThrottleLimits } from './login-throttle.ts'
 import { accountRoutes } from './account.ts'
@@ -57,7 +58,7 @@ export function isLoopbackHost (host: string): boolean {
 export interface ConsoleOptions {
   readonly config: EpxConfig
   readonly dataDir: string
-  readonly deps: Omit<ConsoleDeps, 'session' | 'flags' | 'loginThrottle' | 'realisation' | 'tenure'>
+  readonly deps: Omit<ConsoleDeps, 'session' | 'flags' | 'loginThrottle' | 'realisation' | 'tenure' | 'deliveries'>
   /** Test seam: tighter login limits. */
   readonly loginLimits?: ThrottleLimits
 }
@@ -95,6 +96,8 @@ export async function buildConsole (opts: ConsoleOptions): Promise<FastifyInstan
     ...opts.deps,
     flags: openInstructionFlags(opts.deps.store),
     tenure,
+    // Read only: the service records the receipts and writes them every few seconds (store/deliveries.ts).
+    deliveries: openDeliveries(opts.deps.store),
     realisation: {
       instructions: opts.deps.instructions,
       metering: openMetering(opts.deps.store, { now: () => opts.deps.clock.now().getTime(), retentionDays: config.inbound.retentionDays }),

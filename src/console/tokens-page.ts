@@ -16,7 +16,7 @@ import { companyInView, fieldText, fieldValues, mayActFor } from './access.ts'
 import type { ConsoleDeps } from './deps.ts'
 import { html, type SafeHtml } from './html.ts'
 import { csrfField, errorPage } from './layout.ts'
-import { parisTimeOrDash } from './time.ts'
+import { parisHeader, parisTimeOrDash } from './time.ts'
 import type { Viewer } from './viewer.ts'
 import { auditConsole } from './audit.ts'
 import { setFlash, takeFlash } from './session.ts'
@@ -37,14 +37,13 @@ function tokenRows (tokens: readonly TokenRecord[], viewer: Viewer, nowMs: numbe
   if (tokens.length === 0) return html`<p>${emptyText}</p>`
   return html`<table class="tokens">
 <caption>Jetons, le plus récent d'abord. Les secrets ne sont jamais affichés après leur création.</caption>
-<thead><tr><th scope="col">Identifiant public</th><th scope="col">Libellé</th>${viewer.admin ? html`<th scope="col">Entreprise</th>` : ''}<th scope="col">Portées</th>
-<th scope="col">Créé</th><th scope="col">Dernière utilisation</th><th scope="col">Expire</th><th scope="col">État</th><th scope="col">Action</th></tr></thead>
+<thead><tr><th scope="col">Identifiant public</th><th scope="col">État</th><th scope="col">Libellé</th>${viewer.admin ? html`<th scope="col">Entreprise</th>` : ''}<th scope="col">Portées</th>
+<th scope="col">${parisHeader('Créé')}</th><th scope="col">${parisHeader('Dernière utilisation')}</th><th scope="col">${parisHeader('Expire')}</th><th scope="col">Action</th></tr></thead>
 <tbody>${tokens.map(t => {
     const state = tokenState(t, nowMs)
     return html`
-<tr><td><code>${t.id}</code></td><td>${t.label ?? html`<span class="hint">—</span>`}</td>${viewer.admin ? html`<td>${t.companyId}</td>` : ''}<td>${t.scopes.map(s => html`<code>${s}</code><br>`)}</td>
-<td>${parisTimeOrDash(t.createdAt)}${t.createdBy ? html`<br><small>par ${t.createdBy}</small>` : ''}</td><td>${parisTimeOrDash(t.lastUsedAt)}</td><td>${t.expiresAt ? parisTimeOrDash(t.expiresAt) : 'jamais'}</td>
-<td class="state-${state}">${STATE_LABELS[state]}</td>
+<tr><td><code>${t.id}</code></td><td class="state-${state}">${STATE_LABELS[state]}</td><td>${t.label ?? html`<span class="hint">—</span>`}</td>${viewer.admin ? html`<td>${t.companyId}</td>` : ''}<td>${t.scopes.map(s => html`<code>${s}</code><br>`)}</td>
+<td>${parisTimeOrDash(t.createdAt, 'minute')}${t.createdBy ? html`<br><small>par ${t.createdBy}</small>` : ''}</td><td>${parisTimeOrDash(t.lastUsedAt, 'minute')}</td><td>${t.expiresAt ? parisTimeOrDash(t.expiresAt, 'minute') : 'jamais'}</td>
 <td>${state === 'revoked' ? '' : html`<a href="/tokens/${t.id}/revoke">Révoquer</a>`}</td></tr>`
   })}</tbody></table>`
 }

@@ -99,6 +99,11 @@ export interface Audit {
   flush(): Promise<void>
   /** Records in time order, filtered. */
   list(q?: AuditQuery): AuditRecord[]
+  /**
+   * `list` with each record's key: text unique across the CLI and the service that sorts
+   * as the records do (time, then writer, then sequence), for a list read page by page.
+   */
+  keyed(q?: AuditQuery): Array<{ readonly key: string; readonly record: AuditRecord }>
   /** Removes records older than the retention; resolves to their count. */
   prune(nowMs: number): Promise<number>
 }
@@ -166,7 +171,11 @@ export function openAudit (store: Store, opts: { retentionDays?: number } = {}):
 
     /** Records in time order, filtered. */
     list (q: AuditQuery = {}): AuditRecord[] {
-      const out: AuditRecord[] = []
+      return api.keyed(q).map(k => k.record)
+    },
+
+    keyed (q: AuditQuery = {}): Array<{ key: string; record: AuditRecord }> {
+      const out: Array<{ key: string; record: AuditRecord }> = []
       const range = {
         start: [q.sinceMs ?? 0],
         ...(q.untilMs === undefined ? {} : { end: [q.untilMs + 1] }),
@@ -175,7 +184,7 @@ export function openAudit (store: Store, opts: { retentionDays?: number } = {}):
         if (!Array.isArray(key)) continue   // the msgpack shapes live under a symbol key
         if (q.action !== undefined && !(q.action.endsWith('.') ? value.action.startsWith(q.action) : value.action === q.action)) continue
         if (q.companyId !== undefined && !concerns(value, q.companyId)) continue
-        out.push(value)
+        out.push({ key: keyText(key as Key), record: value })
         if (q.limit !== undefined && out.length >= q.limit) break
       }
       return out
@@ -198,10 +207,21 @@ export function openAudit (store: Store, opts: { retentionDays?: number } = {}):
   return api
 }
 
+/** A record's key as text that sorts as the keys do: fixed-width time and sequence. */
+function keyText ([atMs, tag, seq]: Key): string {
+  return `${String(atMs).padStart(15, '0')}.${tag}.${String(seq).padStart(12, '0')}`
+}
+
 function concerns (r: AuditRecord, companyId: string): boolean {
   if (r.actor.kind === 'company' && r.actor.companyId === companyId) return true
   if (r.subject === companyId) return true
   return r.details?.companyId === companyId
+}
+
+/** The details as `key=value` pairs, short enough for a table cell (`epx audit list`, the console). */
+export function auditDetailsText (r: Pick<AuditRecord, 'details'>, max = 160): string {
+  const text = Object.entries(r.details ?? {}).map(([k, v]) => `${k}=${typeof v === 'string' ? v : JSON.stringify(v)}`).join(' ')
+  return text.length > max ? text.slice(0, max - 3) + '...' : text
 }
 
 /** The CLI's actor: the operating-system user running `epx` (no `USER` in a container or a cron job: asked of the system). */

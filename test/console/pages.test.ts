@@ -81,7 +81,7 @@ t.test("a member cannot reach another company's token nor an admin page by editi
 
   await page.goto(new URL('/tokens?company=beta', url).href)
   t.notMatch(await page.content(), beta.id, '?company=beta still lists only acme')
-  for (const path of ['/admin/companies', '/admin/companies/beta', '/admin/users', '/admin/publish']) {
+  for (const path of ['/admin/companies', '/admin/companies/beta', '/admin/users', '/admin/publish', '/admin/audit', '/admin/deliveries']) {
     const r = await page.goto(new URL(path, url).href)
     t.equal(r?.status(), 403, `${path}: 403`)
     t.notMatch(await page.content(), /beta|root/, `${path}: no other company or user named`)

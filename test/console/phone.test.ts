@@ -55,6 +55,7 @@ t.test(`at 390 px no page is wider than the screen, and ${LONG ? 'every page' : 
     [admin, besoins, 'phone-besoins'], [admin, `/programmes?target_date=${TOMORROW}`, 'phone-programmes'], [admin, detail, 'phone-programme'],
     [admin, '/tokens?state=all', 'phone-tokens'], [admin, '/admin/companies', 'phone-admin-companies'], [admin, '/admin/companies/acme', 'phone-admin-company'],
     [admin, '/admin/users', 'phone-admin-users'], [admin, '/admin/publish', 'phone-admin-publish'], [admin, '/compte/mot-de-passe', 'phone-password'],
+    [admin, `/realise?target_date=${TOMORROW}`, 'phone-realise'],
     [member, besoins, 'phone-member-besoins'], [member, `/programmes?target_date=${TOMORROW}`, 'phone-member-programmes'], [member, '/tokens', 'phone-member-tokens'],
   ]
   for (const [page, path, name] of pages) {
@@ -72,6 +73,17 @@ t.test(`at 390 px no page is wider than the screen, and ${LONG ? 'every page' : 
   await login.goto(new URL('/login', url).href)
   const [w, s] = await widths(login)
   t.ok(w <= s, `/login: ${w} px wide on a ${s} px screen`)
+})
+
+t.test("at 390 px Réalisé shows the day's figures on its first screen", async t => {
+  const page = await phone('alice', alice.password)
+  await page.goto(new URL(`/realise?target_date=${TOMORROW}`, url).href)
+  const figures = page.locator('.day-totals dl.figures')
+  t.same(await figures.locator('dt').allTextContents(), ['Programmé (kWh)', 'Réalisé (kWh)', 'Manque (kWh)', "Quarts d'heure insuffisants", 'Effacements non respectés', 'Sans relevé'])
+  const box = (await figures.locator('div').nth(2).boundingBox())!
+  t.ok(box.y + box.height <= 844, `programmed, delivered and shortfall end ${Math.round(box.y + box.height)} px down a 844 px screen`)
+  const chooser = (await page.locator('form.chooser').boundingBox())!
+  t.ok(chooser.y > box.y, 'before the day chooser and the table')
 })
 
 t.test('at 390 px the chart keeps a readable size and scrolls in its own box; tables too', async t => {
@@ -96,7 +108,7 @@ t.test('an infeasible programme is flagged in the list, on its page, on each slo
   const page = await newPage(t, browser)
   await signIn(page, url, 'alice', alice.password)
   await page.goto(new URL(`/programmes?target_date=${TOMORROW}`, url).href)
-  const row = page.locator('table.programmes tbody tr', { hasText: FLAGGED })
+  const row = page.locator('table.programmes tbody tr', { has: page.locator(`a[title="${FLAGGED}"]`) })
   await t.resolveMatch(row.locator('.flag-infeasible').textContent(), 'infaisable', 'the list says it')
   await screenshot(page, 'programmes-infeasible', { fullPage: false })
 

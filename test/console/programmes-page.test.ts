@@ -37,6 +37,8 @@ await post(beta, programme({ emittedAt: '2026-11-21T10:00:00Z', emittedBy: 'beta
 const kwh = (j: number) => j >= 24 && j < 28 ? 0 : j >= 72 ? 30 : 2.5
 await post(acme, programme({ emittedAt: '2026-11-21T12:00:00Z', emittedBy: 'acme-dispatch', sites: [siteId(1)], kwh }))
 await settled(ACME, siteId(1), 'queued')
+// Published a minute after the programmes came: they had nothing to be checked against.
+epx.clock.advance(60_000)
 await epx.handle.publish({ targetDate: TOMORROW })
 
 const page = await newPage(t, browser)
@@ -48,13 +50,15 @@ const detail = `/programmes/${ACME}/${siteId(1)}`
 
 t.test('a programme posted on the API shows as received, then as applied after a solver cycle', async t => {
   await page.goto(new URL(`/programmes?target_date=${TOMORROW}`, url).href)
-  const row = page.locator('table.programmes tbody tr', { hasText: ACME })
+  const row = page.locator('table.programmes tbody tr', { has: page.locator(`a[title="${ACME}"]`) })
   t.equal(await row.count(), 1, 'listed for its day')
   const cells = row.locator('td')
-  t.match(await cells.nth(2).textContent(), 'acme-dispatch', 'its sender')
-  t.equal(await cells.nth(3).locator('time').getAttribute('datetime'), '2026-11-21T12:00:00Z', 'its emitted_at')
+  t.equal(await cells.nth(0).textContent(), 'rév. 21/11/2026 13:00:00', 'its id in short: emitted_at in Paris, the full id in the title')
+  t.match(await cells.nth(2).textContent(), /en attente du prochain cycle|reçue/, 'received, waiting for the solver: the status right after the site')
+  t.match(await cells.nth(2).locator('.badge').textContent(), 'non vérifiable', 'posted before any Besoins agrégés: nothing to check against, which is not a pass')
+  t.match(await cells.nth(3).textContent(), /^acme.*se dit « acme-dispatch »/s, 'its company, then the emitted_by it typed')
+  t.equal(await cells.nth(3).locator('.badge-mismatch').count(), 0, '"acme-dispatch" names acme: not flagged')
   t.equal(await cells.nth(5).textContent(), '96', 'its slot count')
-  t.match(await cells.nth(6).textContent(), /en attente du prochain cycle|reçue/, 'received, waiting for the solver')
   t.same(await accessibilityProblems(page), [], 'the list: no serious or critical accessibility problem')
   await screenshot(page, 'programmes-received')
 
@@ -62,7 +66,7 @@ t.test('a programme posted on the API shows as received, then as applied after a
   t.ok(cycle.inputs.some(i => i.instructionId === ACME && i.siteId === siteId(1)), 'the cycle took it')
   await settled(ACME, siteId(1), 'applied')
   await page.reload()
-  t.match(await cells.nth(6).textContent(), `appliquée au cycle ${cycle.cycle}`, 'applied, at that cycle')
+  t.match(await cells.nth(2).textContent(), `appliquée au cycle ${cycle.cycle}`, 'applied, at that cycle')
   await screenshot(page, 'programmes-applied')
 })
 
@@ -70,7 +74,8 @@ t.test("the detail page: sender, emitted_at, each slot's floor or curtailment; a
   const r = await page.goto(new URL(detail, url).href)
   t.equal(r?.status(), 200)
   const facts = page.locator('dl.facts')
-  await t.resolveMatch(facts.textContent(), 'acme-dispatch (entreprise acme')
+  await t.resolveMatch(facts.textContent(), /Entrepriseacme.*se dit « acme-dispatch »/s)
+  await t.resolveMatch(facts.textContent(), 'Faisabiliténon vérifiable aucun Besoin agrégé n\'était publié pour ce site et ce jour à la réception')
   t.equal(await facts.locator('time').first().getAttribute('datetime'), '2026-11-21T12:00:00Z', 'emitted_at')
   await t.resolveMatch(facts.textContent(), /appliquée au cycle \d+/)
   const rows = page.locator('table.slots tbody tr')
@@ -87,7 +92,8 @@ t.test("the detail page: sender, emitted_at, each slot's floor or curtailment; a
 
   await page.getByRole('link', { name: 'Voir sur le graphique des besoins agrégés' }).click()
   await page.waitForLoadState()
-  await t.resolveMatch(page.locator('dl.facts').textContent(), `Consigne en vigueur${ACME} (appliquée`, 'the Besoins agrégés page names the instruction in force')
+  await t.resolveMatch(page.locator('dl.facts').textContent(), 'Consigne en vigueurrév. 21/11/2026 13:00:00 (appliquée', 'the Besoins agrégés page names the instruction in force')
+  t.equal(await page.locator('dl.facts a.instruction').getAttribute('title'), ACME, 'its full id one click away')
   t.equal(await page.locator('svg.chart line.floor').count(), 92, 'and draws its floors')
   t.equal(await page.locator('svg.chart rect.curtailment').count(), 4, 'and its curtailments, on the same axis')
   t.same(await accessibilityProblems(page), [], 'the chart with an instruction: no serious or critical accessibility problem')
@@ -104,7 +110,7 @@ t.test("a member editing the URL to another company's programme gets a 404; noth
   }
   await screenshot(page, 'programme-foreign')
   await page.goto(new URL(`/programmes?target_date=${TOMORROW}&site_id=${siteId(1)}`, url).href)
-  const listed = await page.locator('table.programmes').textContent()
+  const listed = await page.locator('table.programmes').innerHTML()
   t.match(listed, ACME)
   t.notMatch(listed, /beta|20261121T100000Z/, "beta's programme of the shared site is not listed")
 })
@@ -115,7 +121,7 @@ t.test('an admin sees both companies, with who superseded what', async t => {
   await admin.goto(new URL(`/programmes?target_date=${TOMORROW}`, url).href)
   const rows = admin.locator('table.programmes tbody tr')
   t.equal(await rows.count(), 3, "beta's two sites and acme's one")
-  await t.resolveMatch(rows.filter({ hasText: siteId(1) }).filter({ hasText: 'beta-ops' }).locator('td').nth(6).textContent(), `remplacée par ${ACME}`)
+  await t.resolveMatch(rows.filter({ hasText: siteId(1) }).filter({ hasText: 'beta-ops' }).locator('td').nth(2).textContent(), 'remplacée par rév. 21/11/2026 13:00:00')
   t.same(await accessibilityProblems(admin), [])
   await screenshot(admin, 'programmes-admin')
 })

@@ -26,6 +26,20 @@ for (const kind of storeKinds) t.test(kind, async t => {
     t.equal(audit.list()[0]!.at, '2026-11-21T12:00:00.000Z')
   })
 
+  t.test('each record has a key, unique even within a millisecond, that sorts as the records do', async t => {
+    const store = await openStore(t.testdir())
+    t.teardown(() => store.close())
+    const audit = openAudit(store)
+    const other = openAudit(store)
+    for (let i = 0; i < 12; i++) await (i % 2 ? other : audit).append({ actor: { kind: 'schedule' }, action: 'publication.run', subject: `d${i}`, outcome: 'ok' }, T0 + (i < 6 ? 0 : 10_000))
+    const keyed = audit.keyed()
+    const keys = keyed.map(k => k.key)
+    t.equal(new Set(keys).size, 12, 'twelve records, two writers, two milliseconds: twelve keys')
+    t.same([...keys].sort(), keys, 'the keys sort in the records\' order')
+    t.same(keyed.map(k => k.record), audit.list(), 'the same records as list()')
+    t.same(audit.keyed({ sinceMs: T0 + 1 }).map(k => k.record.subject).sort(), ['d10', 'd11', 'd6', 'd7', 'd8', 'd9'], 'filtered alike')
+  })
+
   t.test('anything shaped like a token secret is masked before it is stored', async t => {
     const store = await openStore(t.testdir())
     t.teardown(() => store.close())

@@ -7,7 +7,7 @@
 import { parseDuration } from '../../auth/tokens.ts'
 import { readUtcInstant } from '../../contract/instants.ts'
 import { isCalendarDate, parisDayMs } from '../../contract/paris-day.ts'
-import { openAudit, type AuditActor, type AuditRecord } from '../../store/audit.ts'
+import { auditDetailsText, openAudit, type AuditActor } from '../../store/audit.ts'
 import { defineCommand, usageError, type CommandSpec } from '../define-command.ts'
 import type { Command } from '../io.ts'
 import { withStore } from '../settings.ts'
@@ -56,13 +56,6 @@ export function describeActor (a: AuditActor): string {
   }
 }
 
-/** The details as `key=value` pairs, short enough for a table cell. */
-function describeDetails (r: AuditRecord): string {
-  const parts = Object.entries(r.details ?? {}).map(([k, v]) => `${k}=${typeof v === 'string' ? v : JSON.stringify(v)}`)
-  const text = parts.join(' ')
-  return text.length > 160 ? text.slice(0, 157) + '...' : text
-}
-
 const list = defineCommand(listSpec, async (args, io) => {
   const now = Date.now()
   const since = args.string('since')
@@ -79,7 +72,7 @@ const list = defineCommand(listSpec, async (args, io) => {
   printList(io.out, args.flag('json'), records, {
     empty: 'no audit records match',
     header: ['AT', 'ACTOR', 'ACTION', 'SUBJECT', 'OUTCOME', 'DETAILS'],
-    row: r => [r.at, describeActor(r.actor), r.action, r.subject, r.outcome, describeDetails(r)],
+    row: r => [r.at, describeActor(r.actor), r.action, r.subject, r.outcome, auditDetailsText(r)],
   })
 })
 

@@ -5,7 +5,7 @@
  * (`store/deliveries.ts`); the running service writes them every few seconds.
  * @module
  */
-import { inPerimeter } from '../../auth/tenancy.ts'
+import { deliveryRows } from '../../apply/delivery-status.ts'
 import { formatUtcInstant } from '../../contract/instants.ts'
 import { EpxError } from '../../errors.ts'
 import { openCompanies, type CompanyRecord } from '../../store/companies.ts'
@@ -42,16 +42,13 @@ interface CompanyDeliveries {
 
 /** One company's view of a day: each published site in its perimeter falls in one group. */
 export function deliveriesOf (company: CompanyRecord, published: readonly RevisionMeta[], receipts: readonly DeliveryReceipt[]): CompanyDeliveries {
-  const bySite = new Map(receipts.filter(r => r.companyId === company.id).map(r => [r.siteId, r]))
-  const out: CompanyDeliveries = { company: company.id, published: 0, latest: [], stale: [], never: [] }
-  for (const meta of published) {
-    if (!inPerimeter(company, meta.siteId)) continue
-    ;(out as { published: number }).published++
-    const r = bySite.get(meta.siteId)
-    if (!r) { out.never.push(meta.siteId); continue }
+  const rows = deliveryRows(company, published, receipts)
+  const out: CompanyDeliveries = { company: company.id, published: rows.length, latest: [], stale: [], never: [] }
+  for (const { siteId, state, latest, receipt: r } of rows) {
+    if (!r) { out.never.push(siteId); continue }
     const at = formatUtcInstant(r.atMs)
-    if (r.emittedAtMs >= meta.emittedAtMs) out.latest.push({ siteId: meta.siteId, at, status: r.status })
-    else out.stale.push({ siteId: meta.siteId, at, status: r.status, heldEmittedAt: formatUtcInstant(r.emittedAtMs), latestEmittedAt: meta.emittedAt })
+    if (state === 'latest') out.latest.push({ siteId, at, status: r.status })
+    else out.stale.push({ siteId, at, status: r.status, heldEmittedAt: formatUtcInstant(r.emittedAtMs), latestEmittedAt: latest.emittedAt })
   }
   return out
 }

@@ -15,7 +15,7 @@ import { fieldText } from '../access.ts'
 import type { ConsoleDeps } from '../deps.ts'
 import { html, type SafeHtml } from '../html.ts'
 import { csrfField, errorPage } from '../layout.ts'
-import { parisTimeOrDash } from '../time.ts'
+import { parisHeader, parisTimeOrDash } from '../time.ts'
 import type { Viewer } from '../viewer.ts'
 import { auditConsole } from '../audit.ts'
 import { setFlash, takeFlash } from '../session.ts'
@@ -34,10 +34,10 @@ function listPage (reply: FastifyReply, deps: ConsoleDeps, viewer: Viewer, probl
     title: 'Entreprises',
     body: html`
 <table><thead><tr><th scope="col">Identifiant</th><th scope="col">Nom</th><th scope="col">État</th><th scope="col">Périmètre</th>
-<th scope="col">Sujet du certificat</th><th scope="col">Créée</th></tr></thead>
+<th scope="col">Sujet du certificat</th><th scope="col">${parisHeader('Créée')}</th></tr></thead>
 <tbody>${companies.map(c => html`
 <tr><td><a href="/admin/companies/${c.id}">${c.id}</a></td><td>${c.name}</td><td class="state-${c.status}">${STATUS_LABELS[c.status]}</td>
-<td>${perimeterText(c.perimeter)}</td><td><code>${c.certSubject}</code></td><td>${parisTimeOrDash(c.createdAt)}</td></tr>`)}</tbody></table>
+<td>${perimeterText(c.perimeter)}</td><td><code>${c.certSubject}</code></td><td>${parisTimeOrDash(c.createdAt, 'slot')}</td></tr>`)}</tbody></table>
 <h2>Ajouter une entreprise</h2>
 ${problem ? html`<p class="error" role="alert">${problem}</p>` : ''}
 <form method="post" action="/admin/companies">${csrfField(viewer)}
@@ -123,9 +123,9 @@ function actorText (a: AuditActor): string {
 /** DECISIONS.md "Tenure: who holds a site, and when": every change of the perimeter or the status, newest first. */
 function historySection (changes: readonly TenureChange[]): SafeHtml {
   return html`<h2>Historique du périmètre</h2>
-<table class="tenure-history"><thead><tr><th scope="col">Quand</th><th scope="col">Changement</th><th scope="col">État</th><th scope="col">Périmètre</th><th scope="col">Par</th></tr></thead>
+<table class="tenure-history"><thead><tr><th scope="col">${parisHeader('Quand')}</th><th scope="col">Changement</th><th scope="col">État</th><th scope="col">Périmètre</th><th scope="col">Par</th></tr></thead>
 <tbody>${[...changes].reverse().map(h => html`
-<tr><td>${parisTimeOrDash(h.at)}</td><td>${CHANGE_LABELS[h.kind]}</td><td class="state-${h.status}">${STATUS_LABELS[h.status]}</td>
+<tr><td>${parisTimeOrDash(h.at, 'slot')}</td><td>${CHANGE_LABELS[h.kind]}</td><td class="state-${h.status}">${STATUS_LABELS[h.status]}</td>
 <td>${h.perimeter === 'all' ? 'tous les sites' : h.perimeter.join(', ') || 'aucun site'}</td><td>${actorText(h.actor)}</td></tr>`)}</tbody></table>`
 }
 

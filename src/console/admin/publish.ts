@@ -12,7 +12,7 @@ import type { ConsoleDeps } from '../deps.ts'
 import { html, type SafeHtml } from '../html.ts'
 import { csrfField } from '../layout.ts'
 import { setFlash, takeFlash } from '../session.ts'
-import { parisTimeOrDash } from '../time.ts'
+import { parisHeader, parisTimeOrDash } from '../time.ts'
 import type { Viewer } from '../viewer.ts'
 
 const ADMIN = { config: { access: 'admin' as const } }
@@ -53,8 +53,8 @@ export function publishAdmin (app: FastifyInstance, deps: ConsoleDeps): void {
       title: 'Publier maintenant',
       body: html`
 <p class="${report.failed.length ? 'error' : 'notice'}" role="status">${sites(report.published.length, 'publié', 'publiés')} pour le ${dayText(report.date)} ; ${report.failed.length === 0 ? 'aucun en échec' : `${report.failed.length} en échec`}.</p>
-${report.published.length ? html`<table><caption>Publiés</caption><thead><tr><th scope="col">Site</th><th scope="col">Émis le</th><th scope="col">ETag</th></tr></thead>
-<tbody>${report.published.map(p => html`<tr><td><code>${p.siteId}</code></td><td>${parisTimeOrDash(p.emittedAt)}</td><td><code>${p.etag}</code></td></tr>`)}</tbody></table>` : ''}
+${report.published.length ? html`<table><caption>Publiés</caption><thead><tr><th scope="col">Site</th><th scope="col">${parisHeader('Émis le')}</th><th scope="col">ETag</th></tr></thead>
+<tbody>${report.published.map(p => html`<tr><td><code>${p.siteId}</code></td><td>${parisTimeOrDash(p.emittedAt, 'slot')}</td><td><code>${p.etag}</code></td></tr>`)}</tbody></table>` : ''}
 ${report.failed.length ? html`<table><caption>En échec</caption><thead><tr><th scope="col">Site</th><th scope="col">Raison</th></tr></thead>
 <tbody>${report.failed.map(f => html`<tr><td>${f.siteId}</td><td>${f.reason}</td></tr>`)}</tbody></table>` : ''}
 <h2>Publier un autre jour</h2>

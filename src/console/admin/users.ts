@@ -16,7 +16,7 @@ import type { ConsoleDeps } from '../deps.ts'
 import { html, type SafeHtml } from '../html.ts'
 import { csrfField, errorPage } from '../layout.ts'
 import { setFlash, takeFlash } from '../session.ts'
-import { parisText, parisTimeOrDash } from '../time.ts'
+import { parisHeader, parisText, parisTimeOrDash } from '../time.ts'
 import type { Viewer } from '../viewer.ts'
 import { auditConsole } from '../audit.ts'
 
@@ -57,8 +57,8 @@ Levez le verrou si elle regroupe des utilisateurs honnêtes (un même accès ré
 Ces verrous sont ceux de cette instance de la console.</p>
 ${locks.length === 0
     ? html`<p>Aucune adresse verrouillée.</p>`
-    : html`<table class="address-locks"><thead><tr><th scope="col">Adresse</th><th scope="col">Tentatives</th><th scope="col">Verrouillée jusqu'à</th><th scope="col">Action</th></tr></thead>
-<tbody>${locks.map(l => html`<tr><td><code>${l.address}</code></td><td>${l.attempts}</td><td>${parisText(l.untilMs, 'time')} (heure de Paris)</td>
+    : html`<table class="address-locks"><thead><tr><th scope="col">Adresse</th><th scope="col">Tentatives</th><th scope="col">${parisHeader('Verrouillée jusqu\'à')}</th><th scope="col">Action</th></tr></thead>
+<tbody>${locks.map(l => html`<tr><td><code>${l.address}</code></td><td>${l.attempts}</td><td>${parisText(l.untilMs, 'time')}</td>
 <td><form method="post" action="${LIST}/address-locks/lift" class="inline">${csrfField(viewer)}<input type="hidden" name="address" value="${l.address}">
 <button type="submit">Lever le verrou</button></form></td></tr>`)}</tbody></table>`}`
 }
@@ -69,12 +69,12 @@ function listPage (reply: FastifyReply, deps: ConsoleDeps, viewer: Viewer, top?:
   return reply.page({
     title: 'Utilisateurs',
     body: html`${top ?? ''}
-<table><thead><tr><th scope="col">Identifiant</th><th scope="col">Rôle</th><th scope="col">État</th><th scope="col">Créé</th>
-<th scope="col">Mot de passe changé</th><th scope="col">Actions</th></tr></thead>
+<table><thead><tr><th scope="col">Identifiant</th><th scope="col">Rôle</th><th scope="col">État</th><th scope="col">${parisHeader('Créé')}</th>
+<th scope="col">${parisHeader('Mot de passe changé')}</th><th scope="col">Actions</th></tr></thead>
 <tbody>${users.map(u => html`
 <tr><td><code>${u.username}</code></td><td>${roleText(u)}</td>
 <td class="state-${u.disabled ? 'disabled' : 'active'}">${u.disabled ? 'désactivé' : 'actif'}</td>
-<td>${parisTimeOrDash(u.createdAt)}</td><td>${parisTimeOrDash(u.passwordChangedAt)}</td>
+<td>${parisTimeOrDash(u.createdAt, 'minute')}</td><td>${parisTimeOrDash(u.passwordChangedAt, 'minute')}</td>
 <td>${u.username === viewer.username ? html`<span class="hint">(vous : <a href="/compte/mot-de-passe">changer votre mot de passe</a>)</span>` : html`${u.disabled ? action(viewer, u, 'enable', 'Réactiver') : html`<a href="/admin/users/${u.username}/disable">Désactiver</a>`}
 · <a href="/admin/users/${u.username}/reset-password">Nouveau mot de passe</a>`}</td></tr>`)}</tbody></table>
 <h2>Ajouter un utilisateur</h2>

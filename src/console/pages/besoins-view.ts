@@ -6,7 +6,7 @@
  */
 import { html, type SafeHtml } from '../html.ts'
 import { frNumber } from '../numbers.ts'
-import { parisText, parisTime } from '../time.ts'
+import { parisHeader, parisText, parisTime } from '../time.ts'
 import { powerChart } from '../chart/power-chart.ts'
 import { lowestAvailable } from '../chart/chart-model.ts'
 import { besoinsSeries } from '../chart/besoins-series.ts'
@@ -15,7 +15,8 @@ import type { RevisionMeta } from '../../store/revisions.ts'
 import type { BesoinsModel } from './besoins-model.ts'
 import { roundKw, type SlotConstraint } from '../../apply/instruction-view.ts'
 import { constraintText, statusLabel } from './programmes-view.ts'
-import { BESOINS_PATH, downloadHref, programmeHref, programmesHref } from './paths.ts'
+import { instructionLink } from './instruction-ref.ts'
+import { BESOINS_PATH, downloadHref, programmesHref } from './paths.ts'
 
 const SLOTS_CAPTION = 'Créneaux'
 
@@ -65,7 +66,7 @@ function latest (m: BesoinsModel): SafeHtml {
 <dt>ETag</dt><dd><code>${meta.etag}</code></dd>
 <dt>Couverture</dt><dd>${parisTime(doc.coverage_start_utc)} → ${parisTime(doc.coverage_end_utc)}</dd>
 <dt>Créneaux</dt><dd>${dayKind(slots.length)}</dd>
-<dt>Consigne en vigueur</dt><dd>${m.instruction === undefined ? 'aucune' : html`<a href="${programmeHref(m.instruction.view.instruction.instructionId, m.instruction.view.instruction.siteId)}">${m.instruction.view.instruction.instructionId}</a> (${statusLabel(m.instruction.view)})`}
+<dt>Consigne en vigueur</dt><dd>${m.instruction === undefined ? 'aucune' : html`${instructionLink(m.instruction.view.instruction.instructionId, m.instruction.view.instruction.siteId)} (${statusLabel(m.instruction.view)})`}
  — <a href="${programmesHref(meta.targetDate, meta.siteId)}">programmes reçus pour ce jour</a></dd>
 </dl>
 ${over.length ? html`<p class="flag-infeasible" role="note"><strong>Infaisable :</strong> ${over.length === 1 ? 'un créneau de la consigne demande' : `${over.length} créneaux de la consigne demandent`} un plancher au-delà de la puissance disponible (jusqu'à ${frNumber(roundKw(Math.max(...over.map(c => c.minKw!))))} kW pour ${frNumber(Math.min(...over.map(c => availableOf(c) ?? Infinity)))} kW disponibles). Le solveur l'applique tout de même et décide.</p>` : ''}
@@ -80,10 +81,10 @@ ${over.length ? html`<p class="flag-infeasible" role="note"><strong>Infaisable :
     tableName: SLOTS_CAPTION,
   })}</figure>
 <table class="milestones"><caption>Jalons d'énergie</caption>
-<thead><tr><th scope="col">Début</th><th scope="col">Échéance</th><th scope="col" class="num">Énergie (kWh)</th><th scope="col" class="num">Puissance (kW)</th></tr></thead>
-<tbody>${site.jalons_besoin.length === 0 ? html`<tr><td colspan="4">Aucun jalon.</td></tr>` : site.jalons_besoin.map(j => html`<tr><td>${parisTime(j.debut_utc)}</td><td>${parisTime(j.deadline_utc)}</td><td class="num">${frNumber(j.valeur_kwh)}</td><td class="num">${frNumber(j.puissance_kW)}</td></tr>`)}</tbody></table>
+<thead><tr><th scope="col">${parisHeader('Début')}</th><th scope="col">${parisHeader('Échéance')}</th><th scope="col" class="num">Énergie (kWh)</th><th scope="col" class="num">Puissance (kW)</th></tr></thead>
+<tbody>${site.jalons_besoin.length === 0 ? html`<tr><td colspan="4">Aucun jalon.</td></tr>` : site.jalons_besoin.map(j => html`<tr><td>${parisTime(j.debut_utc, 'slot')}</td><td>${parisTime(j.deadline_utc, 'slot')}</td><td class="num">${frNumber(j.valeur_kwh)}</td><td class="num">${frNumber(j.puissance_kW)}</td></tr>`)}</tbody></table>
 <table class="slots"><caption>${SLOTS_CAPTION}</caption>
-<thead><tr><th scope="col" class="num">N°</th><th scope="col">Début (Paris)</th><th scope="col">Fin (Paris)</th><th scope="col" class="num">Puissance disponible (kW)</th><th scope="col">Consigne</th></tr></thead>
+<thead><tr><th scope="col" class="num">N°</th><th scope="col">${parisHeader('Début')}</th><th scope="col">${parisHeader('Fin')}</th><th scope="col" class="num">Puissance disponible (kW)</th><th scope="col">Consigne</th></tr></thead>
 <tbody>${slots.map((s, k) => html`<tr><td class="num">${k + 1}</td><td>${parisTime(s.debut_utc, 'time')}</td><td>${parisTime(s.fin_utc, 'time')}</td><td class="num">${frNumber(s.p_max_kw)}</td>${constraintCell(byStart.get(utcInstantMs(s.debut_utc)), s.p_max_kw)}</tr>`)}</tbody></table>
 </section>`
 }
@@ -102,7 +103,7 @@ function constraintCell (c: SlotConstraint | undefined, availableKw: number): Sa
 function history (m: BesoinsModel): SafeHtml {
   return html`<section aria-labelledby="history-h"><h2 id="history-h">Historique des révisions</h2>
 <table class="history"><caption>Révisions conservées, la plus récente d'abord</caption>
-<thead><tr><th scope="col">Émise le</th><th scope="col">ETag</th><th scope="col" class="num">Taille (octets)</th><th scope="col">JSON</th></tr></thead>
-<tbody>${m.history.length === 0 ? html`<tr><td colspan="4">Aucune révision.</td></tr>` : m.history.map(r => html`<tr><td>${parisTime(r.emittedAt)}</td><td><code>${r.etag}</code></td><td class="num">${frNumber(r.size)}</td><td><a href="${downloadHref(r.siteId, r.targetDate, r)}" download="${downloadName(r)}">Télécharger</a></td></tr>`)}</tbody></table>
+<thead><tr><th scope="col">${parisHeader('Émise le')}</th><th scope="col">ETag</th><th scope="col" class="num">Taille (octets)</th><th scope="col">JSON</th></tr></thead>
+<tbody>${m.history.length === 0 ? html`<tr><td colspan="4">Aucune révision.</td></tr>` : m.history.map(r => html`<tr><td>${parisTime(r.emittedAt, 'slot')}</td><td><code>${r.etag}</code></td><td class="num">${frNumber(r.size)}</td><td><a href="${downloadHref(r.siteId, r.targetDate, r)}" download="${downloadName(r)}">Télécharger</a></td></tr>`)}</tbody></table>
 </section>`
 }

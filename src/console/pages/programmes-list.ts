@@ -14,11 +14,13 @@
 import type { Instruction, InstructionState } from '../../contract/instruction.ts'
 import { readUtcInstant } from '../../contract/instants.ts'
 import type { FeasibilityFlag } from '../../store/instruction-flags.ts'
+import type { Site } from '../../host/contract.ts'
 import { ownCompany } from '../perimeter.ts'
 import type { Viewer } from '../viewer.ts'
 import { resolvePair, type Loaded } from './besoins-model.ts'
 import { cursorOf, keysetPage } from './keyset.ts'
 import { redact, type ProgrammesDeps } from './programmes-model.ts'
+import { checkOf, type FeasibilityCheck } from './feasibility.ts'
 
 /** What the status filter may ask: a stored status, or one of the two flags a reader looks for. */
 export const STATUS_FILTERS = ['received', 'queued', 'applied', 'superseded', 'withdrawn', 'infeasible', 'late'] as const
@@ -50,6 +52,9 @@ export interface ListedInstruction {
    * `received` instruction that is not its site's effective one is one the save found late.
    */
   readonly late: boolean
+  /** Its check against the published needs (`feasibility.ts`): read for the page's rows only. */
+  readonly check?: FeasibilityCheck
+  readonly companyName?: string
 }
 
 export interface ProgrammesFilter {
@@ -72,6 +77,8 @@ export interface ProgrammesModel {
   readonly total: number
   /** This page's rows. */
   readonly views: readonly ListedInstruction[]
+  /** The solver's sites of this page's rows: their names are the ones shown (`declared.ts`). */
+  readonly sites: readonly Site[]
   readonly previous?: string
   readonly next?: string
   /** True when the page was asked by a cursor (a link back to the first page is shown). */
@@ -108,11 +115,20 @@ export async function loadProgrammes (deps: ProgrammesDeps, viewer: Viewer, q: P
   counts.all = selected.length
   const rows = filter.status === undefined ? selected : selected.filter(v => statusesOf(v).includes(filter.status!))
   const page = keysetPage(rows, keyOf(sort), sort.startsWith('-'), cursor)
-  const views = page.rows.map(v => redact(v, own))
+  const views = page.rows.map(v => shown(deps, redact(v, own)))
+  const onPage = new Set(views.map(v => v.instruction.siteId))
+  const sites = pair.sites.filter(s => onPage.has(s.site_id))
   return {
     status: 200,
-    model: { targetDate: pair.targetDate, filter, ...(companies ? { companies } : {}), counts, total: rows.length, views, previous: page.previous, next: page.next, paged: q.after !== undefined || q.before !== undefined },
+    model: { targetDate: pair.targetDate, filter, ...(companies ? { companies } : {}), counts, total: rows.length, views, sites, previous: page.previous, next: page.next, paged: q.after !== undefined || q.before !== undefined },
   }
+}
+
+/** A row of the page with what only its rendering needs: its check and its company's name. */
+function shown (deps: ProgrammesDeps, v: ListedInstruction): ListedInstruction {
+  const check = checkOf(v.feasibility, deps.revisions, v.instruction)
+  const companyName = deps.companies.get(v.instruction.companyId)?.name
+  return { ...v, ...(check ? { check } : {}), ...(companyName !== undefined ? { companyName } : {}) }
 }
 
 /** The status filters a row answers to: its stored status, and `infeasible` / `late` where they apply. */

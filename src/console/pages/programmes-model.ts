@@ -18,6 +18,7 @@ import type { Viewer } from '../viewer.ts'
 import type { FeasibilityFlag, InstructionFlags } from '../../store/instruction-flags.ts'
 import { latestRevision, type Loaded } from './besoins-model.ts'
 import { realisation, type RealisationDeps, type RealiseBody } from '../../apply/realisation.ts'
+import { checkOf, type FeasibilityCheck } from './feasibility.ts'
 
 export interface ProgrammesDeps extends PerimeterDeps {
   readonly instructions: Instructions
@@ -26,12 +27,19 @@ export interface ProgrammesDeps extends PerimeterDeps {
   readonly flags?: Pick<InstructionFlags, 'get'>
   /** Programme against delivery (`apply/realisation.ts`). */
   readonly realisation?: RealisationDeps
-  /** The published Besoins, drawn under a programme on its page. */
+  /**
+   * The published Besoins: drawn under a programme on its page, and what tells a checked
+   * instruction from one with nothing to check against (`feasibility.ts`).
+   */
   readonly revisions?: Revisions
 }
 
-/** An instruction as the pages show it: with its feasibility flag, when it has one. */
-export type FlaggedView = InstructionView & { readonly feasibility?: FeasibilityFlag }
+/** An instruction as the pages show it: with its feasibility flag when it has one, its check, and its company's name. */
+export type FlaggedView = InstructionView & {
+  readonly feasibility?: FeasibilityFlag
+  readonly check?: FeasibilityCheck
+  readonly companyName?: string
+}
 
 export interface ProgrammeModel {
   readonly view: FlaggedView
@@ -59,7 +67,9 @@ export function loadProgramme (deps: ProgrammesDeps, viewer: Viewer, instruction
 
 function flagged (deps: ProgrammesDeps, v: InstructionView): FlaggedView {
   const feasibility = deps.flags?.get(v.instruction.instructionId, v.instruction.siteId)
-  return feasibility ? { ...v, feasibility } : v
+  const check = checkOf(feasibility, deps.revisions, v.instruction)
+  const companyName = deps.companies.get(v.instruction.companyId)?.name
+  return { ...v, ...(feasibility ? { feasibility } : {}), ...(check ? { check } : {}), ...(companyName !== undefined ? { companyName } : {}) }
 }
 
 /** Drops the superseder's id when another company sent it. */

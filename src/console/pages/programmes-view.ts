@@ -6,14 +6,17 @@
  */
 import { html, type SafeHtml } from '../html.ts'
 import { frNumber } from '../numbers.ts'
-import { parisText, parisTime } from '../time.ts'
+import { parisHeader, parisText, parisTime } from '../time.ts'
 import { addDays } from '../../contract/paris-day.ts'
 import { roundKw, type InstructionView, type SlotConstraint } from '../../apply/instruction-view.ts'
 import type { ProgrammeModel } from './programmes-model.ts'
 import { SORTS, STATUS_FILTERS, type ProgrammesModel, type ProgrammesSort, type StatusFilter } from './programmes-list.ts'
-import type { FeasibilityFlag } from '../../store/instruction-flags.ts'
-import { besoinsHref, PROGRAMMES_PATH, programmeHref, programmesListHref, realiseHref } from './paths.ts'
+import { besoinsHref, PROGRAMMES_PATH, programmesListHref, realiseHref } from './paths.ts'
 import { programmeChart } from './programme-chart.ts'
+import type { Site } from '../../host/contract.ts'
+import { checkBadge, checkText, feasibilityText } from './feasibility.ts'
+import { instructionLink, instructionShort } from './instruction-ref.ts'
+import { senderWithName, siteWithNames } from './declared.ts'
 import type { Creneau, RealiseBody, Verdict } from '../../contract/realise.ts'
 import { LATE_LABEL, VERDICT_LABELS } from '../../apply/realisation-csv.ts'
 
@@ -34,17 +37,18 @@ export function statusLabel ({ instruction: i, supersededBy }: StatusOf): string
     case 'received': return 'reçue'
     case 'queued': return 'en attente du prochain cycle'
     case 'applied': return i.state.cycle === undefined ? 'appliquée' : `appliquée au cycle ${i.state.cycle}`
-    case 'superseded': return supersededBy ? `remplacée par ${supersededBy.instructionId}` : 'remplacée par un programme plus récent'
+    case 'superseded': return supersededBy ? `remplacée par ${instructionShort(supersededBy.instructionId)}` : 'remplacée par un programme plus récent'
     case 'withdrawn': return i.state.reason === 'site-left-perimeter' ? 'retirée : le site a quitté le périmètre' : 'retirée par l\'opérateur'
   }
 }
 
-function statusCell (v: StatusOf): SafeHtml {
+/** The status and since when; `slot` in a table whose header says the clock. */
+function statusCell (v: StatusOf, style: 'slot' | 'datetime' = 'datetime'): SafeHtml {
   const s = v.supersededBy
   const label = s
-    ? html`remplacée par <a href="${programmeHref(s.instructionId, v.instruction.siteId)}">${s.instructionId}</a>`
+    ? html`remplacée par ${instructionLink(s.instructionId, v.instruction.siteId)}`
     : statusLabel(v)
-  return html`<span class="status status-${v.instruction.state.status}">${label}</span> <small>depuis ${parisTime(v.instruction.state.at)}</small>`
+  return html`<span class="status status-${v.instruction.state.status}">${label}</span> <small>depuis ${parisTime(v.instruction.state.at, style)}</small>`
 }
 
 /** A Paris day as the console writes dates, `22/11/2026` (noon UTC falls inside that Paris day). */
@@ -101,10 +105,10 @@ ${f.siteId ? html`<p class="note">Site ${f.siteId} seulement — <a href="${list
     ? html`<strong class="count-${s}">${STATUS_FILTER_LABELS[s]} : ${frNumber(m.counts[s])}</strong>`
     : html`<a class="count-${s}" href="${listHref(m, { status: s })}">${STATUS_FILTER_LABELS[s]} : ${frNumber(m.counts[s])}</a>`}`)}</p>
 <table class="programmes"><caption>Instructions reçues pour le ${dayText(m.targetDate)} : ${frNumber(m.total)} sur cette sélection${m.total > m.views.length ? `, ${frNumber(m.views.length)} sur cette page` : ''}</caption>
-<thead><tr><th scope="col">Instruction</th><th scope="col">Site</th><th scope="col">Émetteur</th><th scope="col">Émise le</th><th scope="col">Reçue le</th><th scope="col" class="num">Créneaux</th><th scope="col">Statut</th></tr></thead>
-<tbody>${m.views.length === 0 ? html`<tr><td colspan="7">${m.counts.all === 0 && !f.q && !f.companyId && !f.siteId ? 'Aucune instruction reçue pour ce jour.' : 'Aucune instruction ne répond à ces critères.'}</td></tr>` : m.views.map(v => {
+<thead><tr><th scope="col">${parisHeader('Instruction émise le')}</th><th scope="col">Site</th><th scope="col">Statut et faisabilité</th><th scope="col">Entreprise</th><th scope="col">${parisHeader('Reçue le')}</th><th scope="col" class="num">Créneaux</th></tr></thead>
+<tbody>${m.views.length === 0 ? html`<tr><td colspan="6">${m.counts.all === 0 && !f.q && !f.companyId && !f.siteId ? 'Aucune instruction reçue pour ce jour.' : 'Aucune instruction ne répond à ces critères.'}</td></tr>` : m.views.map(v => {
     const i = v.instruction
-    return html`<tr><td><a href="${programmeHref(i.instructionId, i.siteId)}">${i.instructionId}</a></td><td>${i.siteId}<br><small>${i.siteName}</small></td><td>${i.emittedBy}<br><small>${i.companyId}</small></td><td>${parisTime(i.emittedAt)}</td><td>${parisTime(i.receivedAt)}</td><td class="num">${i.periodsCount}</td><td>${statusCell(v)}${v.late ? html`<br><strong class="flag-late">${LATE_LABEL}</strong>` : ''}${v.feasibility ? html`<br><strong class="flag-infeasible" title="${feasibilityText(v.feasibility)}">infaisable</strong>` : ''}</td></tr>`
+    return html`<tr><td>${instructionLink(i.instructionId, i.siteId)}</td><td>${siteWithNames(i.siteId, i.siteName, m.sites)}</td><td class="status-cell">${statusCell(v, 'slot')}${v.late ? html` <strong class="flag-late">${LATE_LABEL}</strong>` : ''} ${checkBadge(v.check)}</td><td>${senderWithName(i.emittedBy, { id: i.companyId, name: v.companyName })}</td><td>${parisTime(i.receivedAt, 'slot')}</td><td class="num">${i.periodsCount}</td></tr>`
   })}</tbody></table>
 ${pagesNav(m.previous, m.next, m.paged, k => listHref(m, k))}`
 }
@@ -134,7 +138,8 @@ function inForceText (spans: ProgrammeModel['inForce']): string {
   return spans.map(s => `du ${parisText(s.fromMs)}${end(s)}`).join(' ; ')
 }
 
-export function renderProgramme (m: ProgrammeModel): SafeHtml {
+/** One instruction; `hostSites`: the solver's sites, whose names are the ones shown. */
+export function renderProgramme (m: ProgrammeModel, hostSites?: readonly Site[]): SafeHtml {
   const i = m.view.instruction
   // Each quarter-hour belongs to the instruction in force at its start: this one's verdicts are those of the hours it governed.
   const r = m.realisation
@@ -142,15 +147,15 @@ export function renderProgramme (m: ProgrammeModel): SafeHtml {
   const overAt = new Map((m.view.feasibility?.infeasibleSlots ?? []).map(s => [Date.parse(s.startUtc), s.availableKw]))
   return html`<dl class="facts">
 <dt>Instruction</dt><dd><code>${i.instructionId}</code></dd>
-<dt>Site</dt><dd>${i.siteId} — ${i.siteName}</dd>
+<dt>Site</dt><dd>${siteWithNames(i.siteId, i.siteName, hostSites)}</dd>
 <dt>Jour</dt><dd>${dayText(i.targetDate)}</dd>
-<dt>Émetteur</dt><dd>${i.emittedBy} (entreprise ${i.companyId}, jeton ${i.tokenId})</dd>
+<dt>Entreprise</dt><dd>${senderWithName(i.emittedBy, { id: i.companyId, name: m.view.companyName })} <small>(jeton ${i.tokenId})</small></dd>
 <dt>Émise le</dt><dd>${parisTime(i.emittedAt)}</dd>
 <dt>Reçue le</dt><dd>${parisTime(i.receivedAt)}</dd>
 <dt>Statut</dt><dd>${statusCell(m.view)}</dd>
 <dt>En vigueur</dt><dd class="in-force">${inForceText(m.inForce)}</dd>
 <dt>Créneaux</dt><dd>${slotsText(i.slots.length, i.slotDurationSecs)}</dd>
-<dt>Faisabilité</dt><dd>${m.view.feasibility ? html`<strong class="flag-infeasible">infaisable</strong> (ci-dessous)` : feasibilityText(undefined)}</dd>
+<dt>Faisabilité</dt><dd>${m.view.feasibility ? html`<strong class="flag-infeasible">infaisable</strong> (ci-dessous)` : html`${checkBadge(m.view.check)} ${checkText(m.view.check)}`}</dd>
 </dl>
 ${m.view.feasibility ? html`<p class="flag-infeasible" role="note"><strong>Infaisable :</strong> ${feasibilityText(m.view.feasibility)}</p>` : ''}
 <p><a href="${besoinsHref(i.siteId, i.targetDate)}">Voir sur le graphique des besoins agrégés</a> · <a href="${realiseHref(i.targetDate)}">Réalisé de tous les sites ce jour</a></p>
@@ -158,7 +163,7 @@ ${realisedSummary(m)}
 ${i.slots.length === 0
     ? html`<p class="empty">Aucun créneau : cette instruction lève toute contrainte du site pour ce jour.</p>`
     : html`<table class="slots"><caption>Créneaux programmés</caption>
-<thead><tr><th scope="col">Début (Paris)</th><th scope="col">Fin (Paris)</th><th scope="col" class="num">Énergie (kWh)</th><th scope="col">Contrainte</th><th scope="col">Faisabilité</th>${compared ? html`<th scope="col" class="num">Réalisé (kWh)</th><th scope="col">Verdict</th>` : ''}</tr></thead>
+<thead><tr><th scope="col">${parisHeader('Début')}</th><th scope="col">${parisHeader('Fin')}</th><th scope="col" class="num">Énergie (kWh)</th><th scope="col">Contrainte</th><th scope="col">Faisabilité</th>${compared ? html`<th scope="col" class="num">Réalisé (kWh)</th><th scope="col">Verdict</th>` : ''}</tr></thead>
 <tbody>${m.constraints.map(c => {
     const available = overAt.get(Date.parse(c.startUtc))
     const q = compared?.get(Date.parse(c.startUtc))
@@ -172,20 +177,6 @@ ${i.slots.length === 0
 function slotsText (n: number, secs: number): string {
   const length = secs % 3600 === 0 ? `${secs / 3600} h` : secs % 60 === 0 ? `${secs / 60} min` : `${secs} s`
   return `${frNumber(n)} créneau${n > 1 ? 'x' : ''} de ${length}`
-}
-
-/** The stored flag in a sentence, as `epx instructions show` states it. */
-export function feasibilityText (f: FeasibilityFlag | undefined): string {
-  if (!f) return 'aucun dépassement des besoins publiés (ou aucun besoin publié au moment de la réception)'
-  const parts: string[] = []
-  const n = f.infeasibleSlots.length
-  if (n) {
-    const worst = f.infeasibleSlots.reduce((a, b) => b.floorKw - b.availableKw > a.floorKw - a.availableKw ? b : a)
-    parts.push(`${n === 1 ? 'un créneau a' : `${frNumber(n)} créneaux ont`} un plancher au-delà de la puissance disponible (jusqu'à ${frNumber(roundKw(worst.floorKw))} kW pour ${frNumber(roundKw(worst.availableKw))} kW disponibles)`)
-  }
-  const kwh = (v: number) => frNumber(Math.round(v * 10) / 10)
-  if (f.day) parts.push(`${kwh(f.day.programmedKwh)} kWh programmés sur le jour pour ${kwh(f.day.needsKwh)} kWh de besoins et ${kwh(f.day.availableKwh)} kWh permis par la puissance disponible`)
-  return `${parts.join(' ; ')} — vérifié contre les Besoins agrégés émis le ${parisText(Date.parse(f.checkedAgainst))}. Appliquée tout de même : le solveur décide.`
 }
 
 /**
@@ -210,7 +201,7 @@ function realisedSummary (m: ProgrammeModel): SafeHtml {
   const r = m.realisation
   if (!r) return html`<p class="empty">Réalisé : aucun relevé de compteur pour ce site et ce jour (les relevés arrivent à la clôture de chaque quart d'heure).</p>${programmeChart(m)}`
   if (!judges(r, i.instructionId)) {
-    return html`<p class="note">Réalisé : comparé à l'instruction en vigueur${r.instruction_id ? html` <a href="${programmeHref(r.instruction_id, i.siteId)}">${r.instruction_id}</a>` : ''}, pas à celle-ci.</p>${programmeChart(m)}`
+    return html`<p class="note">Réalisé : comparé à l'instruction en vigueur${r.instruction_id ? html` ${instructionLink(r.instruction_id, i.siteId)}` : ''}, pas à celle-ci.</p>${programmeChart(m)}`
   }
   const t = r.totaux
   return html`<section class="realise" aria-labelledby="realise-title"><h2 id="realise-title">Programmé et réalisé</h2>

@@ -28,6 +28,6 @@ export async function programmesPages (app: FastifyInstance, deps: ProgrammesDep
     if (!viewer) return reply
     const loaded = loadProgramme(deps, viewer, request.params.instructionId, request.params.siteId)
     if (loaded.status !== 200) return refuse(reply, loaded)
-    return reply.page({ title: `Programme ${request.params.instructionId}`, body: renderProgramme(loaded.model) })
+    return reply.page({ title: `Programme ${request.params.instructionId}`, body: renderProgramme(loaded.model, await deps.sites()) })
   })
 }

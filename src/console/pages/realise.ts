@@ -16,9 +16,10 @@ import { realisation, realisationCsv, type RealiseTotals } from '../../apply/rea
 import { ownCompany } from '../perimeter.ts'
 import type { ConsoleDeps } from '../deps.ts'
 import { one, refuse, viewerOr403 } from './respond.ts'
-import { programmeHref, queryOf, REALISE_DOWNLOAD_PATH, REALISE_PATH } from './paths.ts'
+import { queryOf, REALISE_DOWNLOAD_PATH, REALISE_PATH } from './paths.ts'
 import { loadRealiseDay, REALISE_SORTS, type RealiseDayModel, type RealiseQuery, type RealiseSort } from './realise-list.ts'
 import { pagesNav } from './programmes-view.ts'
+import { instructionLink } from './instruction-ref.ts'
 
 function dayText (targetDate: string): string {
   return parisText(Date.parse(`${targetDate}T12:00:00Z`), 'date')
@@ -43,7 +44,8 @@ export function renderRealiseDay (m: RealiseDayModel): SafeHtml {
   const bodies = m.selected.flatMap(r => r.body ? [r.body] : [])
   const sum = (get: (b: RealiseTotals) => number) => Math.round(bodies.reduce((a, b) => a + get(b), 0) * 1000) / 1000
   const option = (value: string, label: string, chosen: string | undefined) => html`<option value="${value}"${value === (chosen ?? '') ? html` selected` : ''}>${label}</option>`
-  return html`<form method="get" action="${REALISE_PATH}" class="chooser" role="search">
+  return html`${dayTotals(m, sum)}
+<form method="get" action="${REALISE_PATH}" class="chooser" role="search">
 <label for="target_date">Jour</label>
 <input id="target_date" name="target_date" type="date" value="${m.targetDate}" required>
 <label for="q">Site</label>
@@ -66,7 +68,7 @@ ${m.companies ? html`<label for="company_id">Titulaire</label>
     const siteCell = html`<td>${site.site_id}<br><small>${site.site_name}</small>${defaut ? html`<br><strong class="flag-defaut">en défaut</strong>` : ''}</td><td class="holder">${holders.length ? holders.join(', ') : '—'}</td>`
     if (!b) return html`<tr>${siteCell}<td colspan="10" class="empty">ni programme en vigueur ni relevé de compteur</td></tr>`
     const v = b.totaux.verdicts
-    return html`<tr>${siteCell}<td>${b.instruction_id ? html`<a href="${programmeHref(b.instruction_id, b.site_id)}">${b.instruction_id}</a>` : '—'}</td><td class="num">${n(b.totaux.energie_programmee_kwh)}</td><td class="num">${n(b.totaux.energie_realisee_kwh)}</td><td class="num${b.totaux.manque_kwh > 0 ? ' shortfall' : ''}">${n(b.totaux.manque_kwh)}</td><td class="num">${n(v.met)}</td><td class="num${v.short ? ' shortfall' : ''}">${n(v.short)}</td><td class="num">${n(v.curtailment_respected)}</td><td class="num${v.curtailment_broken ? ' shortfall' : ''}">${n(v.curtailment_broken)}</td><td class="num">${n(v.no_data)}</td><td class="num">${n(b.totaux.tardifs)}</td></tr>`
+    return html`<tr>${siteCell}<td>${b.instruction_id ? instructionLink(b.instruction_id, b.site_id) : '—'}</td><td class="num">${n(b.totaux.energie_programmee_kwh)}</td><td class="num">${n(b.totaux.energie_realisee_kwh)}</td><td class="num${b.totaux.manque_kwh > 0 ? ' shortfall' : ''}">${n(b.totaux.manque_kwh)}</td><td class="num">${n(v.met)}</td><td class="num${v.short ? ' shortfall' : ''}">${n(v.short)}</td><td class="num">${n(v.curtailment_respected)}</td><td class="num${v.curtailment_broken ? ' shortfall' : ''}">${n(v.curtailment_broken)}</td><td class="num">${n(v.no_data)}</td><td class="num">${n(b.totaux.tardifs)}</td></tr>`
   })}</tbody>
 <tfoot><tr><th scope="row" colspan="3">Total de la sélection</th><td class="num">${n(sum(b => b.totaux.energie_programmee_kwh))}</td><td class="num">${n(sum(b => b.totaux.energie_realisee_kwh))}</td><td class="num">${n(sum(b => b.totaux.manque_kwh))}</td><td class="num">${n(sum(b => b.totaux.verdicts.met))}</td><td class="num">${n(sum(b => b.totaux.verdicts.short))}</td><td class="num">${n(sum(b => b.totaux.verdicts.curtailment_respected))}</td><td class="num">${n(sum(b => b.totaux.verdicts.curtailment_broken))}</td><td class="num">${n(sum(b => b.totaux.verdicts.no_data))}</td><td class="num">${n(sum(b => b.totaux.tardifs))}</td></tr></tfoot></table>
 ${pagesNav(m.previous, m.next, m.paged, k => listHref(m, k))}`
@@ -76,6 +78,21 @@ ${pagesNav(m.previous, m.next, m.paged, k => listHref(m, k))}`
 function queryFrom (query: unknown): RealiseQuery {
   const q = (name: string) => one(query, name)
   return { target_date: q('target_date'), q: q('q'), company_id: q('company_id'), defaut: q('defaut'), sort: q('sort'), after: q('after'), before: q('before') }
+}
+
+/** Whether the list is narrowed: the figures are then the selection's, not every site's. */
+function filtered (f: RealiseDayModel['filter']): boolean {
+  return f.q !== '' || f.companyId !== undefined || f.defaut
+}
+
+/**
+ * The day's figures before anything else: on a phone the chooser and an eleven-column
+ * table filled the first screen, and no figure showed without scrolling.
+ */
+function dayTotals (m: RealiseDayModel, sum: (f: (b: RealiseTotals) => number) => number): SafeHtml {
+  const figure = (term: string, value: number, bad = false) => html`<div><dt>${term}</dt><dd class="${bad && value > 0 ? 'shortfall' : ''}">${n(value)}</dd></div>`
+  return html`<section class="day-totals" aria-labelledby="totals-h"><h2 id="totals-h">Le ${dayText(m.targetDate)}, ${filtered(m.filter) ? 'sites sélectionnés' : 'tous sites'}</h2>
+<dl class="figures">${figure('Programmé (kWh)', sum(b => b.totaux.energie_programmee_kwh))}${figure('Réalisé (kWh)', sum(b => b.totaux.energie_realisee_kwh))}${figure('Manque (kWh)', sum(b => b.totaux.manque_kwh), true)}${figure('Quarts d\'heure insuffisants', sum(b => b.totaux.verdicts.short), true)}${figure('Effacements non respectés', sum(b => b.totaux.verdicts.curtailment_broken), true)}${figure('Sans relevé', sum(b => b.totaux.verdicts.no_data))}</dl></section>`
 }
 
 export async function realisePages (app: FastifyInstance, deps: ConsoleDeps): Promise<void> {

@@ -93,7 +93,7 @@ t.test('the effective instruction is drawn for its company and the admin, not fo
     t.equal((page.match(/<rect class="curtailment"/g) ?? []).length, 2, `${viewer.username}: two curtailments`)
     t.match(page, /<td>plancher 20 kW<\/td>/)
     t.match(page, /<td>effacement \(0 kW max\)<\/td>/)
-    t.match(page, /ProgrammeSoutirage-2026-11-22-rev-20261121T100000Z<\/a> \(reçue\)/)
+    t.match(page, /title="ProgrammeSoutirage-2026-11-22-rev-20261121T100000Z">rév\. 21\/11\/2026 11:00:00<\/a> \(reçue\)/, "the instruction in force, in short; its full id in the link's title")
   }
   const other = text(renderBesoins(ok(await loadBesoins(deps, member('beta'), { site_id: siteId(1), target_date: '2026-11-22' }))))
   t.notMatch(other, /ProgrammeSoutirage|class="floor"|class="curtailment"/)

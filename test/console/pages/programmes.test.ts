@@ -10,6 +10,7 @@ import { admin, member, pageApp } from '../../helpers/console-app.ts'
 import { siteId } from '../../helpers/programme.ts'
 import { openInstructionFlags } from '../../../src/store/instruction-flags.ts'
 import type { Store } from '../../../src/store/open-store.ts'
+import { openRevisions } from '../../../src/store/revisions.ts'
 
 const SITES = simulatedSites(3)
 const A = 'ProgrammeSoutirage-2026-11-22-rev-20261121T100000Z'
@@ -43,9 +44,9 @@ t.test('an admin sees every instruction of the day with its status, from the sha
   const m = ok(await loadProgrammes(deps, admin, {}))
   t.equal(m.targetDate, '2026-11-22', 'tomorrow in Paris by default')
   const page = renderProgrammes(m).toString()
-  t.equal((page.match(/<tr><td><a href="\/programmes\//g) ?? []).length, 4)
-  t.match(page, `remplacée par <a href="/programmes/${B}/${siteId(1)}">${B}</a>`)
-  t.match(page, `remplacée par <a href="/programmes/${C}/${siteId(1)}">${C}</a>`)
+  t.equal((page.match(/<tr><td><a class="instruction" href="\/programmes\//g) ?? []).length, 4)
+  t.match(page, `remplacée par <a class="instruction" href="/programmes/${B}/${siteId(1)}" title="${B}">rév. 21/11/2026 12:00:00</a>`, 'an id in short (its revision, Paris time), in full one click away')
+  t.match(page, `remplacée par <a class="instruction" href="/programmes/${C}/${siteId(1)}" title="${C}">rév. 21/11/2026 13:00:00</a>`)
   t.match(page, /appliquée au cycle 7/)
   t.match(page, /en attente du prochain cycle/)
   t.match(page, /beta &lt;b&gt;ops&lt;\/b&gt;/, 'the sender is text')
@@ -136,7 +137,7 @@ t.test('an instruction flagged infeasible says so in the list, in its facts and 
   const startMs = Date.parse(ok(loadProgramme({ ...deps, flags }, admin, C, siteId(1))).constraints[0]!.startUtc)
   await flags.put(C, [{ siteId: siteId(1), flag: { checkedAgainst: '2026-11-21T08:00:00Z', slots: Float64Array.from([startMs, 8000, 87.8]) } }])
   const list = renderProgrammes(ok(await loadProgrammes({ ...deps, flags }, admin, {}))).toString()
-  t.equal((list.match(/class="flag-infeasible"/g) ?? []).length, 1, 'one instruction flagged in the list')
+  t.equal((list.match(/class="flag-infeasible badge"/g) ?? []).length, 1, 'one instruction flagged in the list')
   const detail = renderProgramme(ok(loadProgramme({ ...deps, flags }, admin, C, siteId(1)))).toString()
   t.match(detail, /<dt>Faisabilité<\/dt><dd><strong class="flag-infeasible">infaisable<\/strong>/)
   t.match(detail, /<strong>Infaisable :<\/strong> un créneau a un plancher au-delà de la puissance disponible \(jusqu&#39;à 8\s000 kW pour 87,8 kW disponibles\)/)
@@ -145,4 +146,50 @@ t.test('an instruction flagged infeasible says so in the list, in its facts and 
   const unflagged = renderProgramme(ok(loadProgramme({ ...deps, flags }, admin, A, siteId(1)))).toString()
   t.notMatch(unflagged, /flag-infeasible/, 'an instruction without a flag shows none')
   t.match(unflagged, /<dt>Créneaux<\/dt><dd>3 créneaux de 15 min<\/dd>/)
+})
+
+t.test('the list gives the status right after the site, and each time without repeating its offset: the header says it once', async t => {
+  const deps = await seeded(t)
+  const page = renderProgrammes(ok(await loadProgrammes(deps, admin, {}))).toString()
+  const headers = [...page.matchAll(/<th scope="col"[^>]*>(.*?)<\/th>/g)].map(h => h[1]!.replace(/<[^>]*>/g, ''))
+  t.same(headers, ['Instruction émise le (heure de Paris)', 'Site', 'Statut et faisabilité', 'Entreprise', 'Reçue le (heure de Paris)', 'Créneaux'])
+  t.notMatch(page, /UTC\+0/, 'no cell says its offset outside the repeated autumn hour')
+  t.match(page, '<time datetime="2026-11-21T12:00:00.000Z" title="2026-11-21T12:00:00.000Z (UTC)">21/11/2026 13:00:00</time>')
+})
+
+t.test('checked against published needs and nothing to check against are two answers, neither a flag', async t => {
+  const deps = await seeded(t)
+  const s = seededStore.get(deps)!
+  const revisions = openRevisions(s, { retentionDays: 90 })
+  t.teardown(() => revisions.close())
+  // Published for site 1 at 09:00 Paris, before the instructions came (13:00 Paris); site 2: never.
+  // Only when they were emitted matters here: the documents name no site (nothing to draw).
+  await revisions.publish([{ siteId: siteId(1), targetDate: '2026-11-22', render: at => JSON.stringify({ emitted_at: at, sites: [] }) }], Date.parse('2026-11-21T08:00:00Z'))
+  const withNeeds = { ...deps, revisions }
+  const list = renderProgrammes(ok(await loadProgrammes(withNeeds, admin, {}))).toString()
+  t.equal((list.match(/class="badge badge-checked"/g) ?? []).length, 3, "site 1's three instructions: checked")
+  t.equal((list.match(/class="badge badge-unchecked"/g) ?? []).length, 1, "site 2's: nothing to check against")
+  const checked = renderProgramme(ok(loadProgramme(withNeeds, admin, A, siteId(1)))).toString()
+  t.match(checked, /<dt>Faisabilité<\/dt><dd><span class="badge badge-checked"[^>]*>vérifiée<\/span> aucun dépassement des Besoins agrégés émis le 21\/11\/2026 09:00:00 \(UTC\+01:00\)/)
+  const unchecked = renderProgramme(ok(loadProgramme(withNeeds, admin, A, siteId(2)))).toString()
+  t.match(unchecked, /<dt>Faisabilité<\/dt><dd><span class="badge badge-unchecked"[^>]*>non vérifiable<\/span> aucun Besoin agrégé n&#39;était publié pour ce site et ce jour à la réception/)
+  t.notMatch(unchecked, /aucun dépassement/, 'not worded as a pass')
+  const published = await revisions.publish([{ siteId: siteId(2), targetDate: '2026-11-22', render: at => JSON.stringify({ emitted_at: at, sites: [] }) }], Date.parse('2026-11-21T12:30:00Z'))
+  t.ok(published.length)
+  t.match(renderProgramme(ok(loadProgramme(withNeeds, admin, A, siteId(2)))).toString(), /badge-unchecked/, 'needs published after it came do not make it checked')
+})
+
+t.test("the solver's site name is shown; the one the BSP sent only when it differs; a sender naming another than its company is flagged", async t => {
+  const deps = await seeded(t)
+  const m = ok(await loadProgrammes(deps, admin, {}))
+  const page = renderProgrammes(m).toString()
+  t.match(page, '<td>PRM30000000000001<br><small>Depot 1</small><br><small class="sent">nom envoyé : « Site 1 »</small></td>')
+  t.notMatch(page, /badge-mismatch/, '"bsp-acme" for acme, "beta <b>ops</b>" for beta: their own names')
+  const detail = renderProgramme(ok(loadProgramme(deps, admin, C, siteId(1))), [{ site_id: siteId(1), site_name: 'Site 1' }]).toString()
+  t.match(detail, '<dt>Site</dt><dd>PRM30000000000001<br><small>Site 1</small></dd>', 'the same name: said once')
+  const s = seedStore(t)
+  await s.addCompany('acme', 'all')
+  await s.receive({ emittedAt: '2026-11-21T10:00:00Z', emittedBy: 'Other Energy SA', slots: 1 }, 'acme')
+  const other = renderProgrammes(ok(await loadProgrammes({ instructions: s.instructions, companies: s.companies, sites: async () => SITES, clock: deps.clock }, admin, {}))).toString()
+  t.match(other, /<td>acme<br><small class="sent">se dit « Other Energy SA »<\/small> <span class="badge badge-mismatch"[^>]*>autre nom<\/span><\/td>/)
 })
