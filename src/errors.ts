@@ -54,6 +54,7 @@ export const catalogue = {
   PAYLOAD_TOO_LARGE: { status: 413, message: 'body exceeds the limit of %d bytes', slug: 'payload-too-large', title: 'Payload Too Large' },
   UNSUPPORTED_MEDIA_TYPE: { status: 415, message: "Content-Type must be application/json, got '%s'", slug: 'unsupported-media-type', title: 'Unsupported Media Type' },
   RATE_LIMITED: { status: 429, message: 'company %s is over its %s request budget (%d a second, bursts of %d); retry after %d s, then pace requests by the RateLimit header', slug: 'rate-limited', title: 'Too Many Requests', headers: (_company: string, _kind: string, _rate: number, _burst: number, retryAfter: number) => ({ 'retry-after': String(retryAfter) }) },
+  QUOTA_EXCEEDED: { status: 429, message: 'company %s is over its storage quota of %s a day: %s of programmes accepted today (%s, Europe/Paris)%s; the quota resets at 00:00 Paris time (%s), retry after %d s', slug: 'quota-exceeded', title: 'Too Many Requests', headers: (_company: string, _quota: string, _used: string, _day: string, _this: string, _resetAt: string, retryAfter: number) => ({ 'retry-after': String(retryAfter) }) },
   NO_STORE: { status: 503, exit: 1, message: 'storage unavailable; retry in a few seconds', slug: 'no-store', title: 'Service Unavailable', problemCode: 'STORE_UNAVAILABLE', headers: { 'retry-after': '5' } },
   INTERNAL: { status: 500, message: 'internal error; the request was not applied', slug: 'internal', title: 'Internal Server Error' },
 
@@ -89,7 +90,7 @@ export type ErrorCode = keyof typeof catalogue
  */
 export const DOOR_CODES = {
   outbound: ['INVALID_QUERY', 'UNAUTHORIZED', 'MTLS_REQUIRED', 'COMPANY_SUSPENDED', 'SCOPE_DENIED', 'NOT_PUBLISHED', 'RATE_LIMITED', 'NO_STORE', 'INTERNAL'],
-  inbound: ['INVALID_PROGRAMME_SOUTIRAGE_REQUEST', 'UNAUTHORIZED', 'MTLS_REQUIRED', 'COMPANY_SUSPENDED', 'SCOPE_DENIED', 'PAYLOAD_TOO_LARGE', 'UNSUPPORTED_MEDIA_TYPE', 'RATE_LIMITED', 'NO_STORE', 'INTERNAL'],
+  inbound: ['INVALID_PROGRAMME_SOUTIRAGE_REQUEST', 'UNAUTHORIZED', 'MTLS_REQUIRED', 'COMPANY_SUSPENDED', 'SCOPE_DENIED', 'PAYLOAD_TOO_LARGE', 'UNSUPPORTED_MEDIA_TYPE', 'RATE_LIMITED', 'QUOTA_EXCEEDED', 'NO_STORE', 'INTERNAL'],
   status: ['INVALID_QUERY', 'UNAUTHORIZED', 'MTLS_REQUIRED', 'COMPANY_SUSPENDED', 'SCOPE_DENIED', 'RATE_LIMITED', 'NO_STORE', 'INTERNAL'],
   realise: ['INVALID_QUERY', 'UNAUTHORIZED', 'MTLS_REQUIRED', 'COMPANY_SUSPENDED', 'SCOPE_DENIED', 'NOTHING_TO_COMPARE', 'RATE_LIMITED', 'NO_STORE', 'INTERNAL'],
 } as const satisfies Record<string, readonly ErrorCode[]>

@@ -22,6 +22,7 @@ import { openUsers } from '../store/users.ts'
 import { openSessions } from '../store/sessions.ts'
 import type { Audit } from '../store/audit.ts'
 import type { Inbound } from '../apply/receive-programme.ts'
+import type { StorageQuota } from '../apply/quota.ts'
 import { listenApi, type ApiListener } from '../http/listener.ts'
 import type { Route } from '../http/route.ts'
 import { inboundRoute } from '../http/inbound-route.ts'
@@ -100,6 +101,8 @@ export interface DoorParts {
   readonly audit: Audit
   /** Receives programmes (saves them, hands them to the solver's queue) and reports the door's refusals. */
   readonly inbound: Pick<Inbound, 'receive' | 'refusedAtDoor'>
+  /** The storage quota: the inbound route refuses a POST that cannot fit before its body; the console shows it. */
+  readonly quota?: StorageQuota
   readonly clock: Clock
   readonly log: Logger
   /** Binds a listener (a restarted worker waits there for its predecessor's ports); default: at once. */
@@ -127,7 +130,7 @@ function apiUrlOf (host: string, port: number): URL {
 function routesOf (parts: DoorParts, host: HostPort): Route[] {
   const { config } = parts
   return [
-    inboundRoute({ maxBodyBytes: config.inbound.maxBodyBytes, inbound: parts.inbound, status: { instructions: parts.instructions, flags: parts.flags } }),
+    inboundRoute({ maxBodyBytes: config.inbound.maxBodyBytes, inbound: parts.inbound, status: { instructions: parts.instructions, flags: parts.flags }, quota: parts.quota }),
     outboundRoute({ revisions: parts.revisions, receipts: { record: host.tell.receipt } }),
     realiseRoute({ instructions: parts.instructions, metering: parts.metering, tolerance: config.delivery, holders: holdersOf(parts.store) }),
   ]

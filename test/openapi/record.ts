@@ -178,6 +178,11 @@ async function record (t: Test): Promise<Recorded[]> {
   await go('GET realise', 'rateLimited', 'Over the company\'s GET budget (the realise read spends it too)', realised(pair, asHasty))
   await epx.request(post({ ...asHasty, body: undefined, headers: { 'content-type': 'text/plain' } }))
   await go('POST', 'rateLimited', 'Over the company\'s POST budget: refused before its body was read', post(asHasty))
+  // A company whose storage quota is one byte a day (epx company limits --quota-bytes): any programme would cross it.
+  const { cert: thriftyCert } = await epx.addCompany('thrifty')
+  await epx.companies.update('thrifty', c => ({ ...c, quotaBytesPerDay: 1 }))
+  const { secret: thrifty } = await epx.addToken('thrifty', ['inbound:programme-soutirage'])
+  await go('POST', 'quotaExceeded', 'Over the company\'s storage quota of the day: refused whole; send nothing before Retry-After (the next Paris day)', post({ cert: thriftyCert, token: thrifty }))
 
   await go('other', 'unknownPath', 'A path the API does not serve', { path: '/api/v0.5/energy-programs/unknown', cert, token: outbound })
   await go('other', 'methodNotAllowedOutbound', 'A method besoins-agreges does not serve', get(pair, { method: 'DELETE' }))

@@ -19,6 +19,9 @@ export const API_DESCRIPTION = [
   'POST requests have their own (default 5 a second, bursts of 20). Every answer to an authenticated call carries RateLimit-Policy and RateLimit',
   '(draft-ietf-httpapi-ratelimit-headers: r requests left, t seconds until the budget is whole again). Over budget: 429 RATE_LIMITED',
   '(problem rate-limited on the outbound paths) with Retry-After in seconds; a POST is refused before its body is read. Wait Retry-After, then pace by RateLimit.',
+  'Storage quota (an extension of the contract): the bytes of programmes your company may have accepted in a Paris day (default 512 MiB).',
+  'A programme that would cross it is refused whole: 429 QUOTA_EXCEEDED, whose message says the quota, today\'s use and when it resets, with',
+  'Retry-After in seconds until 00:00 in Paris. Do not retry before Retry-After: every programme until then gets the same answer.',
   '',
   'Errors: outbound errors are application/problem+json (RFC 9457); inbound errors are {"error": {code, message, details}}',
   'where details maps RFC 6901 JSON Pointers into your body to what to fix.',
@@ -95,6 +98,7 @@ export const ADVICE: Partial<Record<ErrorCode, string>> = {
   PAYLOAD_TOO_LARGE: 'the body is over the service\'s limit (default 10 MiB). Split the programme by sites.',
   UNSUPPORTED_MEDIA_TYPE: 'Content-Type must be application/json.',
   RATE_LIMITED: 'your company is over its request budget (GET and HEAD together, or POST); nothing was done. Wait Retry-After seconds, then pace your requests by the RateLimit header (r: requests left, t: seconds until the budget is whole). A POST over budget is refused before its body is read: send it again after Retry-After.',
+  QUOTA_EXCEEDED: 'your company has had its storage quota of programmes accepted today (Europe/Paris), or this programme would cross it; nothing of it was written. Send nothing before Retry-After seconds (the next Paris day, when the count starts afresh); the message says the quota, today\'s use and when it resets. A programme sent in a loop is the usual cause; if the volume is legitimate, ask the service operator for a larger quota.',
   NO_STORE: 'the service\'s storage cannot answer for now; nothing was stored. Retry after Retry-After (5 s), with backoff; re-sending the same programme is safe (same emitted_at, same instruction ids).',
   INTERNAL: 'an unexpected fault of the service; nothing was applied. Retry later, and report it if it persists.',
 }
