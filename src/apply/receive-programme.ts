@@ -138,6 +138,8 @@ export async function openInbound (deps: InboundDeps): Promise<Inbound> {
  */
 export async function receiveProgramme (bytes: Buffer, caller: Caller, receivedAt: Date, parts: ReceiveParts): Promise<ProgrammeOutcome> {
   const at = receivedAt.toISOString()
+  // Now: a body read off the thread is transferred there, and its length is 0 here after.
+  const size = bytes.length
   let outcome: ProgrammeOutcome
   let saved = false
   try {
@@ -151,11 +153,11 @@ export async function receiveProgramme (bytes: Buffer, caller: Caller, receivedA
       ...(managed ? { managed } : {}),
       provenance: { receivedAt: at, companyId: caller.companyId, tokenId: caller.tokenId, certFingerprint256: caller.certFingerprint256 },
     })
-    const records = await parts.records?.accepting(batch, caller, bytes.length, receivedAt)
+    const records = await parts.records?.accepting(batch, caller, size, receivedAt)
     const { quota } = parts
     // In the save's transaction, first: a perimeter changed meanwhile, then the quota (counted only if the rest lands).
     const tenancy = since === undefined ? undefined : () => parts.tenancy!.refusal(since, caller.companyId, batch)
-    const guard = quota === undefined ? tenancy : () => tenancy?.() ?? quota.charge(caller, bytes.length, receivedAt)
+    const guard = quota === undefined ? tenancy : () => tenancy?.() ?? quota.charge(caller, size, receivedAt)
     const receipt = await saveAndQueue(batch, at, parts, {
       write: records?.write ?? (() => {}),
       landed: () => { saved = true; records?.landed() },
