@@ -7,7 +7,7 @@
  * @module
  */
 import type { Clock, Logger, PublishReport } from '../host/contract.ts'
-import type { Audit, AuditActor } from '../store/audit.ts'
+import type { Audit, AuditActor, AuditEvent } from '../store/audit.ts'
 import type { Deliveries } from '../store/deliveries.ts'
 import type { Instructions } from '../store/instructions.ts'
 import type { TokenRecord } from '../store/tokens.ts'
@@ -61,6 +61,13 @@ export function createOperations (deps: OperationsDeps) {
   const rateLimitedHours = new Map<string, number>()
   /** Per company, the hour of its last audited refusal over the storage quota. */
   const quotaHours = new Map<string, number>()
+  /** Audits the event at the first call for `key` in each hour (`hours` keeps the last), not at every call; `hour` is its start. */
+  const auditHourly = (hours: Map<string, number>, key: string, nowMs: number, event: (hour: string) => AuditEvent): void => {
+    const hour = Math.floor(nowMs / 3_600_000)
+    if (hours.get(key) === hour) return
+    hours.set(key, hour)
+    audit.record(event(new Date(hour * 3_600_000).toISOString()), nowMs)
+  }
   /** The last scheduled run: readiness wants it to have published every site. */
   let lastScheduled: { ok: boolean; targetDate: string } | undefined
 
@@ -105,17 +112,13 @@ export function createOperations (deps: OperationsDeps) {
      */
     rateLimited (companyId: string, door: string, kind: 'get' | 'post', nowMs: number): void {
       metrics?.rateLimited(companyId, door)
-      const key = `${companyId}/${kind}`
-      const hour = Math.floor(nowMs / 3_600_000)
-      if (rateLimitedHours.get(key) === hour) return
-      rateLimitedHours.set(key, hour)
-      audit.record({
+      auditHourly(rateLimitedHours, `${companyId}/${kind}`, nowMs, hour => ({
         actor: { kind: 'company', companyId },
         action: 'company.rate-limited',
         subject: companyId,
         outcome: `refused 429 ${kind.toUpperCase()}`,
-        details: { door, kind, hour: new Date(hour * 3_600_000).toISOString() },
-      }, nowMs)
+        details: { door, kind, hour },
+      }))
     },
 
     /**
@@ -124,16 +127,13 @@ export function createOperations (deps: OperationsDeps) {
      */
     quotaExceeded (companyId: string, nowMs: number): void {
       metrics?.quotaExceeded(companyId)
-      const hour = Math.floor(nowMs / 3_600_000)
-      if (quotaHours.get(companyId) === hour) return
-      quotaHours.set(companyId, hour)
-      audit.record({
+      auditHourly(quotaHours, companyId, nowMs, hour => ({
         actor: { kind: 'company', companyId },
         action: 'company.quota-exceeded',
         subject: companyId,
         outcome: 'refused 429 QUOTA_EXCEEDED',
-        details: { hour: new Date(hour * 3_600_000).toISOString() },
-      }, nowMs)
+        details: { hour },
+      }))
     },
 
     /** Why the service is not ready for publication, or undefined. */
