@@ -8,7 +8,7 @@
  * Then the sustained scenario (open loop at a fixed rate, latency tails; `sustained.ts`).
  * Then the host probe (event-loop delay, main-thread CPU, handshakes; `host-probe.ts`).
  * Options: --quick, --rounds N, --max-rounds N, --budget S, --duration MS, --first-warmup MS,
- * --only "GET 200,POST 1×96,sustained,host" (or none; "E-pg": E-pg's rows alone, with the servers they compare with), --no-special, --special "publication,programme,rss,ops,console"
+ * --only "GET 200,POST 1×96,sustained,host" (or none; "fairness": bench/fairness.ts's two rows alone; "E-pg": E-pg's rows alone, with the servers they compare with), --no-special, --special "publication,programme,rss,ops,console"
  * (E's special measurements to run, default all), --servers A,B,C,D,E,E-pg, --connections N,
  * --profile (each window profiled inside its server, its worker threads too; bench/results/profiles/<server>-<window>[-workerN].cpuprofile),
  * --client-nice N (the rounds' load client's nice value; default E's door's, api.workerNice).
@@ -32,6 +32,7 @@ import { measureSpecials, SPECIAL_PARTS, type SpecialPart, type Specials } from 
 import { measureOpsShare, type OpsShare } from './ops-share.ts'
 import { measureConsolePages } from './console-pages.ts'
 import { measureSustained, SUSTAINED, type Sustained } from './sustained.ts'
+import { FAIRNESS, runFairness } from './fairness.ts'
 import { buildOutput, scenariosToNarrow } from './summary.ts'
 import { HOST, measureHost, servedIn, type HostProbe, type ProbeServer } from './host-probe.ts'
 import type { RunSpec, LoadResult } from './load.ts'
@@ -56,6 +57,11 @@ const { values: args } = parseArgs({
   },
 })
 const quick = args.quick!
+// `--only fairness`: the fairness and storage-quota rows alone, on `epx start` servers of their own (bench/fairness.ts).
+if (args.only?.trim() === FAIRNESS) {
+  await runFairness(quick)
+  process.exit(0)
+}
 // `--only none`: E's special measurements alone. An unknown name is a mistake, not an empty run.
 const only = args.only?.split(',').map(x => x.trim()).filter(Boolean)
 const unknown = only?.filter(x => x !== 'none' && x !== SUSTAINED && x !== HOST && x !== E_PG && !(SCENARIOS as readonly string[]).includes(x)) ?? []

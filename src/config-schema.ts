@@ -90,6 +90,7 @@ export const configSchema = {
         maxDaysAhead: { type: 'integer', minimum: 0, maximum: 366, default: 7, description: 'The latest target_date accepted, in days after today (Europe/Paris).' },
         // At most 1e9: a slot's energy (≤ 2.5e10 kWh over the longest slot) and a day's sums stay far inside a double.
         maxSiteKw: { type: 'number', exclusiveMinimum: 0, maximum: 1e9, default: 100000, description: 'The sanity bound of one site\'s power, in kW: a slot whose energie_kwh * 3600 / slot_duration_secs is above it is refused (400 at its energie_kwh). Far above any site served; it catches a unit error (Wh sent as kWh) and a number no solver can use.' },
+        maxBytesPerCompanyPerDay: { type: 'integer', minimum: 1, maximum: 1125899906842624, default: 536870912, description: 'The storage quota (DECISIONS.md "Rate limits and quotas"): the bytes of programmes one company may have accepted in a Paris day (their bodies as received; 512 MiB). A programme that would cross it is refused whole, 429 QUOTA_EXCEEDED with Retry-After until the next Paris day; `epx company limits --quota-bytes` sets a company\'s own. Counted in the store, so every instance sharing a PostgreSQL store counts the same bytes.' },
         retentionDays: { type: 'integer', minimum: 1, default: 90, description: 'Instructions whose target date is older are removed (like revisions). A year of 10,000 sites is ~15 GB: raise store.mapSizeBytes with it.' },
       },
     },

@@ -26,6 +26,7 @@ import { realisationToday } from './apply/realisation.ts'
 import { openInstructionFlags, type InstructionFlags } from './store/instruction-flags.ts'
 import { createOperations, type Operations } from './apply/operations.ts'
 import { programmeRecords, type ProgrammeCount } from './apply/programme-records.ts'
+import { storageQuota, type StorageQuota } from './apply/quota.ts'
 import { createMetrics, type EpxMetrics } from './metrics/registry.ts'
 import { metricSources } from './metrics/sources.ts'
 import { expositionOf, readinessOf, type ReadyCheck } from './metrics/server.ts'
@@ -90,13 +91,13 @@ export async function createEpx (host: Host, rawConfig: unknown, internals: Inte
     const tokens = openTokens(store)
     warnOverlaps(companies, log)
     const { revisions, publisher } = openPublishing(a, store, leadership)
-    const { audit, flags, inbound } = await openInboundPath(a, store, revisions)
+    const { audit, flags, inbound, quota } = await openInboundPath(a, store, revisions)
     const { instructions } = inbound
     const { metering, deliveries } = openDeliveryRecords(a, store)
-    const metrics = a.later.metrics = await startMetrics(a, { tokens, revisions, instructions, deliveries, metering, leadership })
-    const ops = a.later.ops = startOperations(a, { audit, metrics, instructions, deliveries, metering, leadership })
+    const metrics = a.later.metrics = await startMetrics(a, { tokens, companies, quota, revisions, instructions, deliveries, metering, leadership })
+    const ops = a.later.ops = startOperations(a, { audit, metrics, instructions, quota, deliveries, metering, leadership })
     const served = await openServingDoor(a, {
-      store, companies, tokens, revisions, publisher, instructions, flags, audit, inbound, metering, deliveries, metrics, ops,
+      store, companies, tokens, revisions, publisher, instructions, flags, audit, inbound, quota, metering, deliveries, metrics, ops,
     })
     if (config.publish.schedule) {
       const schedule = startSchedule({ config: config.publish, publisher, revisions, solver: host.solver, clock: host.clock, log: log.child({ area: 'schedule' }), leadership })
@@ -155,15 +156,16 @@ async function openInboundPath ({ host, config, log, bin, later }: Activation, s
   const audit = openAudit(store, config.audit)
   const flags = openInstructionFlags(store)
   const inboundLog = log.child({ area: 'inbound' })
+  const quota = storageQuota(store, config.inbound.maxBytesPerCompanyPerDay)
   const inbound = await openInbound({
-    store, solver: host.solver, clock: host.clock, log: inboundLog, options: config.inbound, reads: !config.api.inWorker,
+    store, solver: host.solver, clock: host.clock, log: inboundLog, options: config.inbound, reads: !config.api.inWorker, quota,
     managed: managedSites({ read: () => host.solver.sites(), clock: host.clock, log: inboundLog }),
     records: programmeRecords({ audit, flags, feasibility: { revisions }, log: inboundLog, counted: c => later.ops!.programmeCounted(c) }),
   })
   bin.add(() => inbound.close())
   // What other instances save reaches this one's solver too, once it is in this replica.
   bin.add(store.onApplied(changes => inbound.handChanged(changes)))
-  return { audit, flags, inbound }
+  return { audit, flags, inbound, quota }
 }
 
 function openDeliveryRecords ({ host, config, bin, later }: Activation, store: Store): { metering: Metering; deliveries: Deliveries } {
@@ -180,14 +182,18 @@ function openDeliveryRecords ({ host, config, bin, later }: Activation, store: S
 }
 
 async function startMetrics ({ host, config, bin, later }: Activation, parts: {
-  tokens: Tokens; revisions: Publication['revisions']; instructions: Inbound['instructions']; deliveries: Deliveries; metering: Metering; leadership: Leadership
+  tokens: Tokens; companies: Companies; quota: StorageQuota; revisions: Publication['revisions']; instructions: Inbound['instructions']; deliveries: Deliveries; metering: Metering; leadership: Leadership
 }): Promise<EpxMetrics | undefined> {
   if (!config.metrics.enabled && !host.metricsRegistry) return undefined
-  const { tokens, revisions, instructions, deliveries, metering, leadership } = parts
+  const { tokens, companies, quota, revisions, instructions, deliveries, metering, leadership } = parts
   const expiries = watchExpiries(host.dataDir, config.api.tls, () => host.clock.now().getTime())
   const t = later.today = realisationToday({ instructions, metering, tolerance: config.delivery }, () => parisDateOf(host.clock.now()))
   const m = await createMetrics(metricSources({
     clock: host.clock, generation: tokens.generation, revisions, instructions, deliveries, expiries, realisationToday: () => t.read(), leading: leadership.isLeader,
+    quotaToday: () => {
+      const now = host.clock.now()
+      return companies.list().map(c => { const d = quota.dayOf(c, now); return { company: c.id, bytes: d.used.bytes, limit: d.limit } })
+    },
   }), host.metricsRegistry)
   bin.add(() => m.close())
   bin.add(host.solver.onCycleApplied(report => m.instructionsApplied(report.inputs.length)))
@@ -195,13 +201,14 @@ async function startMetrics ({ host, config, bin, later }: Activation, parts: {
 }
 
 function startOperations ({ host, config, log, bin }: Activation, parts: {
-  audit: Audit; metrics: EpxMetrics | undefined; instructions: Inbound['instructions']; deliveries: Deliveries; metering: Metering; leadership: Leadership
+  audit: Audit; metrics: EpxMetrics | undefined; instructions: Inbound['instructions']; quota: StorageQuota; deliveries: Deliveries; metering: Metering; leadership: Leadership
 }): Operations {
-  const { audit, metrics, instructions, deliveries, metering, leadership } = parts
+  const { audit, metrics, instructions, quota, deliveries, metering, leadership } = parts
   const ops = createOperations({
     audit,
     metrics,
     instructions,
+    quota: quota.uses,
     deliveries,
     metering,
     retentionDays: { instructions: config.inbound.retentionDays, deliveries: config.publish.retentionDays },
@@ -224,11 +231,11 @@ function startOperations ({ host, config, log, bin }: Activation, parts: {
  */
 async function openServingDoor ({ host, config, log, bin, internals }: Activation, parts: {
   store: Store; companies: Companies; tokens: Tokens; revisions: Publication['revisions']; publisher: Publication['publisher']
-  instructions: Inbound['instructions']; flags: InstructionFlags; audit: Audit; inbound: Inbound; metering: Metering
+  instructions: Inbound['instructions']; flags: InstructionFlags; audit: Audit; inbound: Inbound; quota: StorageQuota; metering: Metering
   deliveries: Deliveries; metrics: EpxMetrics | undefined; ops: Operations
 }): Promise<Door | OpenDoor> {
-  const { store, companies, tokens, revisions, publisher, instructions, flags, audit, inbound, metering, deliveries, metrics, ops } = parts
-  const observer = { ...metrics, deadToken: ops.deadToken, rateLimited: ops.rateLimited }
+  const { store, companies, tokens, revisions, publisher, instructions, flags, audit, inbound, quota, metering, deliveries, metrics, ops } = parts
+  const observer = { ...metrics, deadToken: ops.deadToken, rateLimited: ops.rateLimited, quotaExceeded: ops.quotaExceeded }
   // What /readyz checks: state of this thread, wherever the metrics listener runs.
   let door: Door | undefined
   let apiListening = true
@@ -269,7 +276,7 @@ async function openServingDoor ({ host, config, log, bin, internals }: Activatio
       answers,
     })
     : await openDoor({
-      config, dataDir: host.dataDir, store, companies, tokens, revisions, instructions, flags, audit, inbound, clock: host.clock, log, metering,
+      config, dataDir: host.dataDir, store, companies, tokens, revisions, instructions, flags, audit, inbound, quota, clock: host.clock, log, metering,
     }, portHere({ observer, receipts: deliveries, tokens, answers }))
   bin.add(() => served.close())
   bin.add(() => { apiListening = false })

@@ -149,6 +149,8 @@ async function main (): Promise<void> {
       rateLimit: { get: { perSecond: 1_000_000, burst: 1_000_000 }, post: { perSecond: 1_000_000, burst: 1_000_000 } },
     },
     publish: { schedule: false },
+    // Likewise its storage quota: the POST rows send gigabytes a run (1 PiB a day, the bound).
+    inbound: { maxBytesPerCompanyPerDay: 2 ** 50 },
     ...(o.postgres ? { store: { kind: 'postgres', postgres: { connectionString: o.postgres.connectionString } } } : {}),
   }
   // For experiments only (e.g. BENCH_E_API='{"logRequests":false}'): the bench's figures use the defaults.

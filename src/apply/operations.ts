@@ -7,7 +7,7 @@
  * @module
  */
 import type { Clock, Logger, PublishReport } from '../host/contract.ts'
-import type { Audit, AuditActor } from '../store/audit.ts'
+import type { Audit, AuditActor, AuditEvent } from '../store/audit.ts'
 import type { Deliveries } from '../store/deliveries.ts'
 import type { Instructions } from '../store/instructions.ts'
 import type { TokenRecord } from '../store/tokens.ts'
@@ -17,6 +17,7 @@ import { publicationRun } from './audit-events.ts'
 import type { ProgrammeCount } from './programme-records.ts'
 import type { Metering } from '../store/metering.ts'
 import type { Leadership } from '../store/leadership.ts'
+import type { QuotaUses } from '../store/quota.ts'
 
 /** What the service's events become in metrics: metrics/registry.ts answers it, the domain knows no registry. */
 export interface OperationsMetrics {
@@ -24,6 +25,7 @@ export interface OperationsMetrics {
   infeasible(n: number): void
   publication(report: PublishReport, trigger: string, seconds: number, endMs: number): void
   rateLimited(company: string, door: string): void
+  quotaExceeded(company: string): void
 }
 
 export interface OperationsDeps {
@@ -33,6 +35,8 @@ export interface OperationsDeps {
   readonly deliveries: Pick<Deliveries, 'prune'>
   /** Meter values: kept as long as the instructions they are compared with. */
   readonly metering?: Pick<Metering, 'prune'>
+  /** Each company's bytes accepted per day (the storage quota): kept as long as the instructions. */
+  readonly quota?: Pick<QuotaUses, 'prune'>
   readonly retentionDays: { readonly instructions: number; readonly deliveries: number }
   /** Retention runs only while this says so: instances sharing a store leave it to their leader (default: always). */
   readonly leads?: () => boolean
@@ -55,6 +59,15 @@ export function createOperations (deps: OperationsDeps) {
   const deadTokens = new Map<string, number>()
   /** Per company and kind, the hour (ms since the epoch / 1 h) of its last audited refusal. */
   const rateLimitedHours = new Map<string, number>()
+  /** Per company, the hour of its last audited refusal over the storage quota. */
+  const quotaHours = new Map<string, number>()
+  /** Audits the event at the first call for `key` in each hour (`hours` keeps the last), not at every call; `hour` is its start. */
+  const auditHourly = (hours: Map<string, number>, key: string, nowMs: number, event: (hour: string) => AuditEvent): void => {
+    const hour = Math.floor(nowMs / 3_600_000)
+    if (hours.get(key) === hour) return
+    hours.set(key, hour)
+    audit.record(event(new Date(hour * 3_600_000).toISOString()), nowMs)
+  }
   /** The last scheduled run: readiness wants it to have published every site. */
   let lastScheduled: { ok: boolean; targetDate: string } | undefined
 
@@ -99,17 +112,28 @@ export function createOperations (deps: OperationsDeps) {
      */
     rateLimited (companyId: string, door: string, kind: 'get' | 'post', nowMs: number): void {
       metrics?.rateLimited(companyId, door)
-      const key = `${companyId}/${kind}`
-      const hour = Math.floor(nowMs / 3_600_000)
-      if (rateLimitedHours.get(key) === hour) return
-      rateLimitedHours.set(key, hour)
-      audit.record({
+      auditHourly(rateLimitedHours, `${companyId}/${kind}`, nowMs, hour => ({
         actor: { kind: 'company', companyId },
         action: 'company.rate-limited',
         subject: companyId,
         outcome: `refused 429 ${kind.toUpperCase()}`,
-        details: { door, kind, hour: new Date(hour * 3_600_000).toISOString() },
-      }, nowMs)
+        details: { door, kind, hour },
+      }))
+    },
+
+    /**
+     * A programme refused 429 QUOTA_EXCEEDED (before its body or at its save): counted, and
+     * audited at a company's first refusal in each hour, as a request over its budget is.
+     */
+    quotaExceeded (companyId: string, nowMs: number): void {
+      metrics?.quotaExceeded(companyId)
+      auditHourly(quotaHours, companyId, nowMs, hour => ({
+        actor: { kind: 'company', companyId },
+        action: 'company.quota-exceeded',
+        subject: companyId,
+        outcome: 'refused 429 QUOTA_EXCEEDED',
+        details: { hour },
+      }))
     },
 
     /** Why the service is not ready for publication, or undefined. */
@@ -131,7 +155,10 @@ export function createOperations (deps: OperationsDeps) {
           const instructions = await deps.instructions.prune(before)
           const receipts = await deps.deliveries.prune(addDays(today, -deps.retentionDays.deliveries))
           const meterDays = await deps.metering?.prune(before) ?? 0
-          if (audited || instructions || receipts || meterDays) log.info({ audited, instructions, receipts, meterDays }, 'expired audit records, instructions, delivery receipts and meter values removed')
+          const quotaDays = await deps.quota?.prune(before) ?? 0
+          if (audited || instructions || receipts || meterDays || quotaDays) {
+            log.info({ audited, instructions, receipts, meterDays, quotaDays }, 'expired audit records, instructions, delivery receipts, meter values and quota counts removed')
+          }
         })
       } catch (err) {
         if (deps.leads && !deps.leads()) log.info({}, 'retention stopped: this instance no longer leads')

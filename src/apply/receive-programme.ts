@@ -25,6 +25,7 @@ import { createProgrammeReader, type ProgrammeReader } from './read-programme.ts
 import type { AcceptedRecords, ProgrammeRecords } from './programme-records.ts'
 import type { ManagedSites } from './managed-sites.ts'
 import { tenancyGuard, type TenancyGuard } from './tenancy-guard.ts'
+import type { StorageQuota } from './quota.ts'
 
 /** What became of one programme: the one value a door renders. */
 export type ProgrammeOutcome =
@@ -75,6 +76,8 @@ export interface InboundDeps {
    * no programme validator (~1 MB of heap it would keep for nothing) unless `receive` is called.
    */
   readonly reads?: boolean
+  /** The storage quota, counted in each save's transaction (unset: none). */
+  readonly quota?: Pick<StorageQuota, 'charge'>
 }
 
 /** The parts one programme goes through. */
@@ -86,6 +89,8 @@ export interface ReceiveParts {
   readonly managed?: ManagedSites
   /** A perimeter changed between the door's check and the save refuses the programme (unset: not checked). */
   readonly tenancy?: TenancyGuard
+  /** A programme that would cross its company's storage quota is refused, nothing written (unset: no quota). */
+  readonly quota?: Pick<StorageQuota, 'charge'>
 }
 
 /**
@@ -107,7 +112,7 @@ export async function openInbound (deps: InboundDeps): Promise<Inbound> {
   let reader = deps.reads === false ? undefined : createProgrammeReader(deps.options)
   const parts: ReceiveParts = {
     get reader () { return reader ??= createProgrammeReader(deps.options) },
-    instructions, enqueuer, records: deps.records, managed: deps.managed, tenancy: tenancyGuard(deps.store),
+    instructions, enqueuer, records: deps.records, managed: deps.managed, tenancy: tenancyGuard(deps.store), quota: deps.quota,
   }
   return {
     instructions,
@@ -133,6 +138,8 @@ export async function openInbound (deps: InboundDeps): Promise<Inbound> {
  */
 export async function receiveProgramme (bytes: Buffer, caller: Caller, receivedAt: Date, parts: ReceiveParts): Promise<ProgrammeOutcome> {
   const at = receivedAt.toISOString()
+  // Now: a body read off the thread is transferred there, and its length is 0 here after.
+  const size = bytes.length
   let outcome: ProgrammeOutcome
   let saved = false
   try {
@@ -146,16 +153,21 @@ export async function receiveProgramme (bytes: Buffer, caller: Caller, receivedA
       ...(managed ? { managed } : {}),
       provenance: { receivedAt: at, companyId: caller.companyId, tokenId: caller.tokenId, certFingerprint256: caller.certFingerprint256 },
     })
-    const records = await parts.records?.accepting(batch, caller, bytes.length, receivedAt)
+    const records = await parts.records?.accepting(batch, caller, size, receivedAt)
+    const { quota } = parts
+    // In the save's transaction, first: a perimeter changed meanwhile, then the quota (counted only if the rest lands).
+    const tenancy = since === undefined ? undefined : () => parts.tenancy!.refusal(since, caller.companyId, batch)
+    const guard = quota === undefined ? tenancy : () => tenancy?.() ?? quota.charge(caller, size, receivedAt)
     const receipt = await saveAndQueue(batch, at, parts, {
       write: records?.write ?? (() => {}),
       landed: () => { saved = true; records?.landed() },
-    }, caller.companyId, since === undefined ? undefined : () => parts.tenancy!.refusal(since, caller.companyId, batch))
+    }, caller.companyId, guard)
     outcome = { accepted: true, instructionId: batch.instructionId, receipt }
   } catch (err) {
     // Saved but not handed over (the door's worker lost its host): its records are
-    // already in the store, accepted; the restart queues it again.
-    if (!saved) parts.records?.refused(caller, err, receivedAt)
+    // already in the store, accepted; the restart queues it again. Over the quota: audited
+    // once an hour per company by the door (as a request over its budget), not per programme.
+    if (!saved && !(isEpxError(err) && err.code === 'QUOTA_EXCEEDED')) parts.records?.refused(caller, err, receivedAt)
     if (!isEpxError(err)) throw err
     outcome = { accepted: false, error: err }
   }

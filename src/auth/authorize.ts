@@ -121,6 +121,7 @@ function checkFound (found: Found, cert: CertVerdict & { ok: true }, scope: Scop
     certFingerprint256: cert.fingerprint256,
     perimeter: company.perimeter,
     ...(company.rateLimit ? { rateLimit: company.rateLimit } : {}),
+    ...(company.quotaBytesPerDay !== undefined ? { quotaBytesPerDay: company.quotaBytesPerDay } : {}),
   }
 }
 

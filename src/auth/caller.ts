@@ -11,4 +11,6 @@ export interface Caller {
   readonly perimeter: 'all' | readonly string[]
   /** Its company's own request budgets, if it has any (`http/rate-limit.ts`). */
   readonly rateLimit?: CompanyRecord['rateLimit']
+  /** Its company's own storage quota, if it has one (`apply/quota.ts`). */
+  readonly quotaBytesPerDay?: number
 }

@@ -39,7 +39,12 @@ export interface BspClientOptions {
  */
 export interface Unreachable { readonly kind: 'unreachable'; readonly code?: string; readonly detail: string }
 
-/** The service asks to come back later (503, 429 RATE_LIMITED, or 404 NOT_PUBLISHED for besoins-agreges). */
+/**
+ * The service asks to come back later (503, 429 RATE_LIMITED or QUOTA_EXCEEDED, or 404
+ * NOT_PUBLISHED for besoins-agreges), not before `retryAfterSecs`. QUOTA_EXCEEDED: your
+ * company's storage quota of the Paris day is used up, and `retryAfterSecs` runs to the
+ * next Paris day: send nothing before then (push.ts does not retry it).
+ */
 export interface Retry { readonly kind: 'retry'; readonly status: number; readonly code?: string; readonly retryAfterSecs?: number; readonly detail: string }
 
 /**
@@ -142,7 +147,7 @@ export function createBspClient (opts: BspClientOptions): BspClient {
     }
   }
 
-  /** An answer without its document: the service asks to retry (503, or 429 over the company's request budget), or refuses. */
+  /** An answer without its document: the service asks to retry (503, or 429 over the company's request budget or storage quota), or refuses. */
   const failed = (a: Answer): Retry | Refused => {
     const e = readError(a)
     if (a.status === 503 || a.status === 429) return { kind: 'retry', status: a.status, code: e.code, retryAfterSecs: retryAfter(a.headers, now()), detail: e.message }

@@ -3,6 +3,9 @@
  * (the same JSON-pointer details, without a round trip), then posted; a 503, a 429 or a network
  * error is retried after a jittered backoff that honours Retry-After. Retrying is safe:
  * the same emitted_at gives the same instruction ids and overwrites (contract §2.3).
+ * A 429 QUOTA_EXCEEDED is not retried here: the company's day of storage is used up, and
+ * its Retry-After runs to the next Paris day (hours): the answer comes back at once, for
+ * the caller to send nothing before `retryAfterSecs`.
  * @module
  */
 import type { BspClient, ProgrammeAnswer } from './client.ts'
@@ -17,7 +20,7 @@ export interface PushOptions {
   readonly client: BspClient
   /** The programme, parsed. */
   readonly programme: unknown
-  /** Tries on 503, 429 or a network error (default 5). */
+  /** Tries on 503, 429 RATE_LIMITED or a network error (default 5); 429 QUOTA_EXCEEDED is returned at once. */
   readonly attempts?: number
   readonly timing: Timing
   /** Called before each wait, e.g. to say so. */
@@ -42,6 +45,7 @@ export async function pushProgramme (o: PushOptions): Promise<PushResult> {
   for (let attempt = 0; attempt < attempts; attempt++) {
     last = await o.client.postProgramme(body)
     if (last.kind !== 'retry' && last.kind !== 'unreachable') return last
+    if (last.kind === 'retry' && last.code === 'QUOTA_EXCEEDED') return last
     if (attempt + 1 < attempts) {
       const wait = backoffMs(attempt, last.kind === 'retry' ? last.retryAfterSecs : undefined, o.timing.random)
       o.onRetry?.(last.kind === 'retry' ? `${last.status}: ${last.detail}` : `network: ${last.detail}`, wait)

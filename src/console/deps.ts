@@ -19,6 +19,8 @@ import type { Audit } from '../store/audit.ts'
 import type { Deliveries } from '../store/deliveries.ts'
 import type { InstructionFlags } from '../store/instruction-flags.ts'
 import type { LoginThrottle } from './login-throttle.ts'
+import type { EpxConfig } from '../config.ts'
+import type { StorageQuota } from '../apply/quota.ts'
 
 export interface ConsoleDeps {
   readonly store: Store
@@ -47,6 +49,8 @@ export interface ConsoleDeps {
   /** The API's base URL, for the curl commands pages show. */
   readonly apiUrl: URL
   readonly session: { readonly idleMs: number; readonly maxMs: number }
+  /** The company page's limits: the configuration's request budgets, and the storage quota with each company's use of the day (built by server.ts). */
+  readonly limits: { readonly rateLimit: EpxConfig['api']['rateLimit']; readonly quota: StorageQuota }
   /** The login throttle, shared by the login form and the password change (built by server.ts). */
   readonly loginThrottle: LoginThrottle
 }

@@ -13,6 +13,7 @@ import type { FastifyInstance } from 'fastify'
 import { inDataDir, type EpxConfig } from '../config.ts'
 import { EpxError, isEpxError } from '../errors.ts'
 import { adminPages } from './admin/index.ts'
+import { storageQuota } from '../apply/quota.ts'
 import type { ConsoleDeps, ConsolePage } from './deps.ts'
 import { errorPage, installPage } from './layout.ts'
 import { openTenure } from '../store/tenure.ts'
@@ -58,7 +59,7 @@ export function isLoopbackHost (host: string): boolean {
 export interface ConsoleOptions {
   readonly config: EpxConfig
   readonly dataDir: string
-  readonly deps: Omit<ConsoleDeps, 'session' | 'flags' | 'loginThrottle' | 'realisation' | 'tenure' | 'deliveries'>
+  readonly deps: Omit<ConsoleDeps, 'session' | 'flags' | 'loginThrottle' | 'realisation' | 'tenure' | 'deliveries' | 'limits'>
   /** Test seam: tighter login limits. */
   readonly loginLimits?: ThrottleLimits
 }
@@ -104,6 +105,7 @@ export async function buildConsole (opts: ConsoleOptions): Promise<FastifyInstan
       tolerance: config.delivery,
       holders: (siteId, fromMs, untilMs) => tenure.holdersDuring(siteId, fromMs, untilMs),
     },
+    limits: { rateLimit: config.api.rateLimit, quota: storageQuota(opts.deps.store, config.inbound.maxBytesPerCompanyPerDay) },
     loginThrottle: createLoginThrottle(opts.loginLimits),
     session: { idleMs: config.console.sessionIdleMinutes * 60_000, maxMs: config.console.sessionMaxHours * 3_600_000 },
   }

@@ -83,6 +83,7 @@ export function eventsIn (deps: EventsInDeps): EventsIn {
       case 'handshakeFailed': deps.observer.handshakeFailed?.(e.reason); return
       case 'deadToken': deps.observer.deadToken?.(e.token, e.reason, e.nowMs); return
       case 'rateLimited': deps.observer.rateLimited?.(e.companyId, e.door, e.kind, e.nowMs); return
+      case 'quotaExceeded': deps.observer.quotaExceeded?.(e.companyId, e.nowMs); return
       case 'touch': deps.tokens.touch(e.token, e.nowMs); return
       case 'storeError': deps.observer.storeError?.()
     }

@@ -110,6 +110,8 @@ export type RareEvent =
   | { readonly e: 'storeError' }
   /** A request refused 429 RATE_LIMITED (`ApiObserver.rateLimited`). */
   | { readonly e: 'rateLimited'; readonly companyId: string; readonly door: string; readonly kind: 'get' | 'post'; readonly nowMs: number }
+  /** A programme refused 429 QUOTA_EXCEEDED (`ApiObserver.quotaExceeded`). */
+  | { readonly e: 'quotaExceeded'; readonly companyId: string; readonly nowMs: number }
   /** A token's last use, written by the host's thread: its writes there are ordered with the host's own. */
   | { readonly e: 'touch'; readonly token: TokenRecord; readonly nowMs: number }
 

@@ -22,6 +22,7 @@ import { openUsers } from '../store/users.ts'
 import { openSessions } from '../store/sessions.ts'
 import type { Audit } from '../store/audit.ts'
 import type { Inbound } from '../apply/receive-programme.ts'
+import type { StorageQuota } from '../apply/quota.ts'
 import { listenApi, type ApiListener } from '../http/listener.ts'
 import type { AnyRoute } from '../http/route.ts'
 import { inboundRoute } from '../http/inbound-route.ts'
@@ -101,6 +102,8 @@ export interface DoorParts {
   readonly audit: Audit
   /** Receives programmes (saves them, hands them to the solver's queue) and reports the door's refusals. */
   readonly inbound: Pick<Inbound, 'receive' | 'refusedAtDoor'>
+  /** The storage quota: the inbound route refuses a POST that cannot fit before its body; the console shows it. */
+  readonly quota?: StorageQuota
   readonly clock: Clock
   readonly log: Logger
   /** Binds a listener (a restarted worker waits there for its predecessor's ports); default: at once. */
@@ -130,7 +133,7 @@ function routesOf (parts: DoorParts, host: HostPort): AnyRoute[] {
   // Who held a site when (DECISIONS.md "Tenure"): a company's realise read covers its own tenure.
   const tenure = openTenure(parts.store)
   return [
-    inboundRoute({ maxBodyBytes: config.inbound.maxBodyBytes, inbound: parts.inbound, status: { instructions: parts.instructions, flags: parts.flags } }),
+    inboundRoute({ maxBodyBytes: config.inbound.maxBodyBytes, inbound: parts.inbound, status: { instructions: parts.instructions, flags: parts.flags }, quota: parts.quota }),
     outboundRoute({ revisions: parts.revisions, receipts: { record: host.tell.receipt } }),
     realiseRoute({ instructions: parts.instructions, metering: parts.metering, tolerance: config.delivery, holders: (siteId, fromMs, untilMs) => tenure.holdersDuring(siteId, fromMs, untilMs) }),
     sitesRoute({ heldSince: (companyId, siteId) => heldSince(tenure, companyId, siteId) }),

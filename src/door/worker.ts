@@ -26,6 +26,7 @@ import { openInstructions } from '../store/instructions.ts'
 import { openAudit } from '../store/audit.ts'
 import { openInstructionFlags } from '../store/instruction-flags.ts'
 import { programmeRecords } from '../apply/programme-records.ts'
+import { storageQuota } from '../apply/quota.ts'
 import { createProgrammeReader } from '../apply/read-programme.ts'
 import { receiveProgramme, type ReceiveParts } from '../apply/receive-programme.ts'
 import { managedSites } from '../apply/managed-sites.ts'
@@ -144,7 +145,8 @@ async function open (): Promise<OpenDoor> {
   }
   // The solver's sites, asked of its thread (the host's object stays there), kept a while.
   const managed = managedSites({ read: () => asks.ask({ ask: 'sites' }), clock, log: log.child({ area: 'inbound' }) })
-  const parts: ReceiveParts = { reader, instructions, enqueuer, records, managed, tenancy: tenancyGuard(store) }
+  const quota = storageQuota(store, config.inbound.maxBytesPerCompanyPerDay)
+  const parts: ReceiveParts = { reader, instructions, enqueuer, records, managed, tenancy: tenancyGuard(store), quota }
   const inbound = {
     receive: (bytes: Buffer, caller: Caller, at: Date) => receiveProgramme(bytes, caller, at, parts),
     refusedAtDoor: (error: unknown, caller: Caller, at: Date) => records.refused(caller, error, at),
@@ -157,6 +159,7 @@ async function open (): Promise<OpenDoor> {
         answered: events.answered,
         deadToken: (token, reason, nowMs) => events.event({ e: 'deadToken', token, reason, nowMs }),
         rateLimited: (companyId, door, kind, nowMs) => events.event({ e: 'rateLimited', companyId, door, kind, nowMs }),
+        quotaExceeded: (companyId, nowMs) => events.event({ e: 'quotaExceeded', companyId, nowMs }),
       },
       receipt: events.receipt,
       touch: (token, nowMs) => events.event({ e: 'touch', token, nowMs }),
@@ -167,7 +170,7 @@ async function open (): Promise<OpenDoor> {
   try {
     wired = await openDoor({
       config, dataDir: start.dataDir, ports: { api: start.port, ...start.sidePorts },
-      store, companies: openCompanies(store, { now: () => clock.now().getTime() }), tokens: openTokens(store), revisions, instructions, flags, audit, inbound, clock, log,
+      store, companies: openCompanies(store, { now: () => clock.now().getTime() }), tokens: openTokens(store), revisions, instructions, flags, audit, inbound, quota, clock, log,
       metering: openMetering(store, { now: () => clock.now().getTime(), retentionDays: config.inbound.retentionDays }),
       listen: whenFree,
     }, host)

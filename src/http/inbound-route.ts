@@ -11,6 +11,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http'
 import { serializeReceipt } from '../contract/compiled.ts'
 import type { Inbound } from '../apply/receive-programme.ts'
 import { programmeStatus, statusEtag, type StatusDeps } from '../apply/programme-status.ts'
+import type { StorageQuota } from '../apply/quota.ts'
 import { isPrm } from '../contract/ids.ts'
 import { isCalendarDate } from '../contract/paris-day.ts'
 import { EpxError } from '../errors.ts'
@@ -24,6 +25,8 @@ export interface InboundRouteDeps {
   readonly inbound: Pick<Inbound, 'receive' | 'refusedAtDoor'>
   /** What the status read needs: the instructions and their feasibility flags. */
   readonly status: StatusDeps
+  /** The storage quota: a POST that cannot fit is refused before its body is read (unset: none). */
+  readonly quota?: Pick<StorageQuota, 'beforeBody'>
 }
 
 export function inboundRoute (deps: InboundRouteDeps): Route {
@@ -41,6 +44,9 @@ export function inboundRoute (deps: InboundRouteDeps): Route {
       GET: read(false),
       HEAD: read(true),
       async POST (req, res, { caller, receivedAt }) {
+        // DECISIONS.md "Rate limits and quotas": a day used up, or a body announced too big for
+        // what is left of it, is refused unread; the save's transaction decides the rest.
+        deps.quota?.beforeBody(caller, declaredLength(req), receivedAt)
         let bytes: Buffer
         try {
           bytes = await readJsonBody(req, res, deps.maxBodyBytes)
@@ -56,6 +62,12 @@ export function inboundRoute (deps: InboundRouteDeps): Route {
       },
     },
   }
+}
+
+/** The body's length as its Content-Length announces it; undefined when it does not (chunked). */
+function declaredLength (req: IncomingMessage): number | undefined {
+  const text = req.headers['content-length']
+  return text !== undefined && /^\d{1,15}$/.test(text) ? Number(text) : undefined
 }
 
 /** `target_date` required, `site_id` optional, each at most once; other parameters are ignored. */

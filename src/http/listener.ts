@@ -255,6 +255,8 @@ export async function listenApi (opts: ListenApiOptions): Promise<ApiListener> {
       // An error to a known caller tells its budget too (sendError replaces every header).
       if (bucket) rendered = { ...rendered, headers: { ...rendered.headers, 'ratelimit-policy': bucket.policy, ratelimit: bucket.remaining() } }
       state.code = rendered.code
+      // Refused before its body or at its save, alike (apply/quota.ts).
+      if (rendered.code === 'QUOTA_EXCEEDED' && state.caller) opts.observer?.quotaExceeded?.(state.caller.companyId, clock.now().getTime())
       if (rendered.code === 'INTERNAL') {
         state.failed = true
         state.failure = err

@@ -18,6 +18,8 @@ export interface ApiObserver {
   answered?(door: string, route: string, method: string, status: number, code: string | undefined, seconds: number): void
   /** A request of `companyId` was refused 429 RATE_LIMITED: over its budget of `kind` requests (`http/rate-limit.ts`). */
   rateLimited?(companyId: string, door: string, kind: 'get' | 'post', nowMs: number): void
+  /** A programme of `companyId` was refused 429 QUOTA_EXCEEDED: over its storage quota of the day (`apply/quota.ts`). */
+  quotaExceeded?(companyId: string, nowMs: number): void
   /** A revoked or expired token was presented. */
   deadToken?(token: TokenRecord, reason: 'revoked' | 'expired', nowMs: number): void
 }

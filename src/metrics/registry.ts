@@ -30,6 +30,8 @@ export interface MetricSources {
   expiries(): ReadonlyArray<{ readonly what: string; readonly atMs: number }>
   /** Today's programme against delivery over every site (the plugin wires `apply/realisation.ts`). */
   realisationToday?(): RealisationGauges
+  /** Each company's bytes of programmes accepted today (Paris) and its quota (apply/quota.ts). */
+  quotaToday?(): ReadonlyArray<{ readonly company: string; readonly bytes: number; readonly limit: number }>
   /** Whether this instance leads those sharing the store (store/leadership.ts); absent: it is the only one. */
   leading?(): boolean
   nowMs(): number
@@ -54,6 +56,7 @@ export async function createMetrics (sources: MetricSources, given?: Registry) {
   const handshakes = add(new Counter({ name: 'epx_tls_handshakes_total', help: 'TLS handshakes completed on the API door', registers }))
   const handshakeFailures = add(new Counter({ name: 'epx_tls_handshake_failures_total', help: 'TLS handshakes that failed, by node error code', labelNames: ['reason'], registers }))
   const rateLimited = add(new Counter({ name: 'epx_rate_limited_total', help: 'API requests refused 429 RATE_LIMITED (over the company\'s request budget), by company and door (inbound, outbound)', labelNames: ['company', 'door'], registers }))
+  const quotaExceeded = add(new Counter({ name: 'epx_quota_exceeded_total', help: 'Programmes refused 429 QUOTA_EXCEEDED (over the company\'s storage quota of the day), by company', labelNames: ['company'], registers }))
   const authRefusals = add(new Counter({ name: 'epx_auth_refusals_total', help: 'Requests refused by the authentication chain, by error code', labelNames: ['code'], registers }))
   const programmes = add(new Counter({ name: 'epx_programmes_total', help: 'Programme_Soutirage received after authentication, by outcome (accepted, rejected)', labelNames: ['status'], registers }))
   const instructions = add(new Counter({ name: 'epx_instructions_total', help: 'Instructions (one per site of a programme), by status: accepted, applied (by the solver), infeasible (over the needs)', labelNames: ['status'], registers }))
@@ -110,6 +113,15 @@ export async function createMetrics (sources: MetricSources, given?: Registry) {
       for (const [company, ms] of safely(sources.lastFetchByCompany) ?? []) this.set({ company }, ms / 1000)
     },
   }))
+  const quotaGauge = (name: string, help: string, field: 'bytes' | 'limit') => add(new Gauge({
+    name, help, labelNames: ['company'], registers,
+    collect () {
+      this.reset()
+      for (const q of (sources.quotaToday && safely(sources.quotaToday)) ?? []) this.set({ company: q.company }, q[field])
+    },
+  }))
+  quotaGauge('epx_quota_bytes', 'Bytes of programmes each company has had accepted today (Europe/Paris): its use of the storage quota, counted in the store for every instance', 'bytes')
+  quotaGauge('epx_quota_limit_bytes', 'Each company\'s storage quota, bytes of programmes a Paris day (its own, or inbound.maxBytesPerCompanyPerDay)', 'limit')
   add(new Gauge({
     name: 'epx_leader', help: '1 while this instance leads the instances sharing its store (it runs the publication schedule and retention), else 0; always 1 with an LMDB store', registers,
     collect () { this.set(sources.leading?.() === false ? 0 : 1) },
@@ -140,6 +152,7 @@ export async function createMetrics (sources: MetricSources, given?: Registry) {
       if (code !== undefined && refusalCodes.has(code)) authRefusals.inc({ code })
     },
     rateLimited (company: string, door: string): void { rateLimited.inc({ company, door }) },
+    quotaExceeded (company: string): void { quotaExceeded.inc({ company }) },
     handshake (): void { handshakes.inc() },
     handshakeFailed (reason: string): void { handshakeFailures.inc({ reason }) },
     programme (accepted: boolean, company: string, sites: number, atMs: number): void {

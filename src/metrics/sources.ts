@@ -22,6 +22,7 @@ export function metricSources (deps: {
   readonly expiries: () => readonly Expiry[]
   readonly realisationToday?: () => RealisationGauges
   readonly leading?: () => boolean
+  readonly quotaToday?: MetricSources['quotaToday']
 }): MetricSources {
   const tomorrow = () => addDays(parisDateOf(deps.clock.now()), 1)
   let newest: { key: string; ms: number | undefined } = { key: '', ms: undefined }
@@ -50,5 +51,6 @@ export function metricSources (deps: {
     expiries: deps.expiries,
     ...(deps.realisationToday ? { realisationToday: deps.realisationToday } : {}),
     ...(deps.leading ? { leading: deps.leading } : {}),
+    ...(deps.quotaToday ? { quotaToday: deps.quotaToday } : {}),
   }
 }

@@ -23,7 +23,7 @@ export type AuditAction =
   | 'publication.run'
   | 'token.created' | 'token.revoked' | 'token.refused'
   | 'company.created' | 'company.suspended' | 'company.resumed' | 'company.rebound'
-  | 'company.limits' | 'company.rate-limited'
+  | 'company.limits' | 'company.rate-limited' | 'company.quota-exceeded'
   | 'user.login' | 'user.login-failed' | 'user.logout' | 'user.changed' | 'user.unlocked'
 
 export interface AuditEvent {

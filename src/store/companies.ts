@@ -30,6 +30,11 @@ export interface CompanyRecord {
    * `api.rateLimit` (DECISIONS.md "Rate limits and quotas"); absent: the configuration's.
    */
   readonly rateLimit?: { readonly get?: RequestBudget; readonly post?: RequestBudget }
+  /**
+   * Its own storage quota, bytes of programmes a Paris day (`epx company limits
+   * --quota-bytes`), in place of `inbound.maxBytesPerCompanyPerDay`; absent: the configuration's.
+   */
+  readonly quotaBytesPerDay?: number
 }
 
 /** A token bucket's budget: its refill rate and its size. */

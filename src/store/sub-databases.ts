@@ -40,4 +40,5 @@ export const SUB_DATABASES: Readonly<Record<string, { readonly binary: boolean }
   tenure: { binary: false },
   withdrawals: { binary: false },
   deliveries: { binary: false },
+  quota: { binary: false },
 }

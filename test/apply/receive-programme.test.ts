@@ -3,6 +3,7 @@ import pino from 'pino'
 import { openStore, type StoreFaults } from '../../src/store/open-store.ts'
 import { openInstructions } from '../../src/store/instructions.ts'
 import { openInbound, receiveProgramme, type ReceiveParts } from '../../src/apply/receive-programme.ts'
+import { storageQuota } from '../../src/apply/quota.ts'
 import { createProgrammeReader } from '../../src/apply/read-programme.ts'
 import { tenancyGuard } from '../../src/apply/tenancy-guard.ts'
 import { openCompanies } from '../../src/store/companies.ts'
@@ -17,7 +18,7 @@ const caller: Caller = { companyId: 'acme', tokenId: 'tok', certFingerprint256: 
 const at = new Date('2026-11-21T12:30:00Z')
 const bytes = (o: ProgrammeOptions = {}) => Buffer.from(JSON.stringify(programme({ slots: 2, ...o })))
 
-async function setup (t: Test, o: { offThreadBytes?: number; faults?: StoreFaults; reads?: boolean; now?: Date } = {}) {
+async function setup (t: Test, o: { offThreadBytes?: number; faults?: StoreFaults; reads?: boolean; now?: Date; quotaBytes?: number } = {}) {
   const dir = t.testdir()
   const faults: StoreFaults = o.faults ?? {}
   const store = openStore(dir, { faults })
@@ -34,6 +35,7 @@ async function setup (t: Test, o: { offThreadBytes?: number; faults?: StoreFault
   const open = () => openInbound({
     store, solver, log, clock: { now: () => o.now ?? at },
     options: { maxSites: 100, requireContiguous: false, offThreadBytes: o.offThreadBytes }, reads: o.reads,
+    ...(o.quotaBytes === undefined ? {} : { quota: storageQuota(store, o.quotaBytes) }),
   })
   const inbound = await open()
   t.teardown(() => inbound.close())
@@ -206,6 +208,16 @@ t.test('a big body read off the thread gives the same outcome as a small one', a
   t.same(b, a)
   const bad = await worker.inbound.receive(bytes({ sites: 3 }), caller, at)
   t.equal(bad.accepted, false)
+})
+
+// DECISIONS.md "Rate limits and quotas": the bytes charged are the body's, wherever it was read.
+t.test('a big body read off the thread is charged its whole size to the storage quota', async t => {
+  const body = bytes({ sites: 2 })
+  const size = body.length
+  const { inbound } = await setup(t, { offThreadBytes: 0, quotaBytes: 2 * size - 1 })
+  t.equal((await inbound.receive(body, caller, at)).accepted, true)
+  const second = await inbound.receive(bytes({ sites: 2, emittedAt: '2026-11-21T12:01:00Z' }), caller, at)
+  t.match(second, { accepted: false, error: { code: 'QUOTA_EXCEEDED', message: new RegExp(`: ${size} bytes .*of programmes accepted today`) } }, 'the first counted in full, the second would cross')
 })
 
 t.test('opening queues again what is effective, so a restart loses nothing', async t => {

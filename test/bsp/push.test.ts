@@ -110,3 +110,15 @@ t.test('a 429 over the company\'s POST budget is retried after Retry-After, then
   const gaveUp = await pushProgramme({ client, programme: programme(), attempts: 1, timing })
   t.match(gaveUp, { kind: 'retry', status: 429, retryAfterSecs: 4 })
 })
+
+t.test('a 429 over the company\'s storage quota is not retried: the answer says to wait until the next Paris day', async t => {
+  const size = Buffer.byteLength(JSON.stringify(programme()))
+  const epx = await startEpx(t, { dataDir: join(t.testdir(), 'epx'), config: { inbound: { maxBytesPerCompanyPerDay: size } } })
+  const { client } = await inboundBsp(t, epx)
+  const waits: number[] = []
+  t.match(await pushProgramme({ client, programme: programme(), timing: noWait }), { kind: 'received' }, 'the day\'s one programme')
+  const r = await pushProgramme({ client, programme: programme({ emittedAt: '2026-11-21T12:29:00Z' }), onRetry: (why, ms) => waits.push(ms), timing: noWait })
+  // 12:30 UTC on 21 November: the next Paris day starts at 23:00 UTC.
+  t.match(r, { kind: 'retry', status: 429, code: 'QUOTA_EXCEEDED', retryAfterSecs: 37800, detail: /over its storage quota/ })
+  t.same(waits, [], 'no wait, no second try')
+})

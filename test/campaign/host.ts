@@ -74,7 +74,7 @@ async function main (): Promise<void> {
     send({ type: 'memory', heapUsed: m.heapUsed, rss: m.rss, rssAnon: rssAnon(), gcExposed: Boolean(gc) })
   })
   // The campaign's clients are one company each, as fast as they can: no request budget in their way.
-  const config = { publish: { schedule: false }, ...o.config, api: { host: '127.0.0.1', port: 0, rateLimit: { get: { perSecond: 1_000_000, burst: 1_000_000 }, post: { perSecond: 1_000_000, burst: 1_000_000 } }, ...(o.config?.api as object | undefined) } }
+  const config = { publish: { schedule: false }, inbound: { maxBytesPerCompanyPerDay: 2 ** 50 }, ...o.config, api: { host: '127.0.0.1', port: 0, rateLimit: { get: { perSecond: 1_000_000, burst: 1_000_000 }, post: { perSecond: 1_000_000, burst: 1_000_000 } }, ...(o.config?.api as object | undefined) } }
   let handle
   try {
     ({ handle } = await loadPlugin(repoRoot, ref.host, config))

@@ -237,17 +237,18 @@ t.test('company history: every change of the perimeter and the status, oldest fi
   t.match(ghost.err, /no company 'ghost'/)
 })
 
-t.test('company limits sets, shows and resets a company\'s own request budgets, audited', async t => {
+t.test('company limits sets, shows and resets a company\'s own request budgets and storage quota, audited', async t => {
   const d = await initializedDataDir(t)
   t.equal((await epx(d, 'company', 'add', 'hasty', '--name', 'Hasty')).code, 0)
   const shown = await epx(d, 'company', 'limits', 'hasty')
-  t.equal(shown.out, 'company hasty: GET and HEAD the configuration\'s (api.rateLimit); POST the configuration\'s (api.rateLimit)', 'none of its own at first')
+  t.equal(shown.lines[0], 'company hasty: GET and HEAD the configuration\'s (api.rateLimit); POST the configuration\'s (api.rateLimit)', 'none of its own at first')
+  t.match(shown.lines[1], /^storage quota: 0 bytes of 536870912 bytes \(512 MiB\) used on \d{4}-\d\d-\d\d \(Europe\/Paris; 0 programme\(s\) accepted; the configuration's \(inbound\.maxBytesPerCompanyPerDay\)\); resets at 00:00 Paris time/)
   const set = await epx(d, 'company', 'limits', 'hasty', '--get', '100/1000', '--post', '0.5/3')
   t.equal(set.code, 0, set.err)
-  t.equal(set.out, 'company hasty: GET and HEAD 100/s, bursts of 1000; POST 0.5/s, bursts of 3')
+  t.equal(set.lines[0], 'company hasty: GET and HEAD 100/s, bursts of 1000; POST 0.5/s, bursts of 3')
   t.same((await stored(d, 'hasty'))?.rateLimit, { get: { perSecond: 100, burst: 1000 }, post: { perSecond: 0.5, burst: 3 } })
   t.match((await epx(d, 'company', 'show', 'hasty')).out, /request budgets:\s+GET and HEAD 100\/s, bursts of 1000; POST 0\.5\/s, bursts of 3/, 'show says them too')
-  t.equal((await epx(d, 'company', 'limits', 'hasty', '--get', 'default')).out, 'company hasty: GET and HEAD the configuration\'s (api.rateLimit); POST 0.5/s, bursts of 3', 'one back to the configuration\'s')
+  t.equal((await epx(d, 'company', 'limits', 'hasty', '--get', 'default')).lines[0], 'company hasty: GET and HEAD the configuration\'s (api.rateLimit); POST 0.5/s, bursts of 3', 'one back to the configuration\'s')
   await epx(d, 'company', 'limits', 'hasty', '--post', 'default')
   t.notOk(Object.hasOwn((await stored(d, 'hasty'))!, 'rateLimit'), 'none of its own: no rateLimit key left')
   for (const bad of ['100', '0/10', '5/0', '5/1.5', 'x/y', '5/2000000']) {
@@ -256,13 +257,29 @@ t.test('company limits sets, shows and resets a company\'s own request budgets, 
     t.match(r.err, /expected RATE\/BURST/)
   }
   t.equal((await epx(d, 'company', 'limits', 'nobody', '--get', '1/1')).code, 1, 'no such company')
+
+  const quota = await epx(d, 'company', 'limits', 'hasty', '--quota-bytes', '256MiB')
+  t.equal(quota.code, 0, quota.err)
+  t.match(quota.lines[1], /^storage quota: 0 bytes of 268435456 bytes \(256 MiB\) used on .*; its own\)/)
+  t.equal((await stored(d, 'hasty'))?.quotaBytesPerDay, 268435456)
+  t.match((await epx(d, 'company', 'show', 'hasty')).out, /storage quota:\s+0 bytes of 268435456 bytes \(256 MiB\) used on/, 'show says it with today\'s use')
+  t.match(JSON.parse((await epx(d, 'company', 'show', 'hasty', '--json')).out), { quotaBytesPerDay: 268435456, quotaToday: { bytes: 0, programmes: 0, limit: 268435456 } })
+  for (const bad of ['0', '1.5', '2TiB', '1125899906842625', 'lots']) {
+    const r = await epx(d, 'company', 'limits', 'hasty', '--quota-bytes', bad)
+    t.equal(r.code, 2, `--quota-bytes ${bad}: a usage error`)
+    t.match(r.err, /expected a whole number of bytes from 1 to 1125899906842624 \(1 PiB\), optionally followed by KiB, MiB or GiB/)
+  }
+  await epx(d, 'company', 'limits', 'hasty', '--quota-bytes', 'default')
+  t.notOk(Object.hasOwn((await stored(d, 'hasty'))!, 'quotaBytesPerDay'), 'back to the configuration\'s: no key left')
   const store = openStore(inDataDir(d, 'epx.lmdb'))
   try {
     const records = openAudit(store).list({ action: 'company.limits' })
     t.same(records.map(r => [r.subject, r.details]), [
-      ['hasty', { rateLimit: { get: { perSecond: 100, burst: 1000 }, post: { perSecond: 0.5, burst: 3 } } }],
-      ['hasty', { rateLimit: { post: { perSecond: 0.5, burst: 3 } } }],
-      ['hasty', { rateLimit: 'default' }],
+      ['hasty', { rateLimit: { get: { perSecond: 100, burst: 1000 }, post: { perSecond: 0.5, burst: 3 } }, quotaBytesPerDay: 'default' }],
+      ['hasty', { rateLimit: { post: { perSecond: 0.5, burst: 3 } }, quotaBytesPerDay: 'default' }],
+      ['hasty', { rateLimit: 'default', quotaBytesPerDay: 'default' }],
+      ['hasty', { rateLimit: 'default', quotaBytesPerDay: 268435456 }],
+      ['hasty', { rateLimit: 'default', quotaBytesPerDay: 'default' }],
     ], 'each change audited, in order; the refused ones not')
   } finally { await store.close() }
 })

@@ -23,6 +23,7 @@
  * - Everything is closed by `t.teardown`; `close()` is idempotent.
  * @module
  */
+import { Readable } from 'node:stream'
 import type { Test } from 'tap'
 import pino from 'pino'
 import { Agent, request as undiciRequest, type Dispatcher } from 'undici'
@@ -59,6 +60,8 @@ export interface TestRequest {
   readonly token?: string
   readonly headers?: Readonly<Record<string, string>>
   readonly body?: string | Buffer | object
+  /** Sends the body without a Content-Length (chunked), as a client streaming it does. */
+  readonly chunked?: boolean
 }
 
 export interface TestResponse {
@@ -212,7 +215,8 @@ export async function startEpx (t: Test, opts: StartEpxOptions = {}): Promise<Te
         if (typeof r.body === 'object' && !Buffer.isBuffer(r.body)) headers['content-type'] = 'application/json'
       }
       Object.assign(headers, r.headers)
-      const res = await undiciRequest(url, { method: (r.method ?? 'GET') as 'GET', headers, body, dispatcher: agentFor(r.cert) })
+      const sent = r.chunked && body !== undefined ? Readable.from([Buffer.from(body)]) : body
+      const res = await undiciRequest(url, { method: (r.method ?? 'GET') as 'GET', headers, body: sent, dispatcher: agentFor(r.cert) })
       const text = await res.body.text()
       // The door's worker tells the solver's thread of a request (its log line, a token's
       // use, a saved programme to queue) after answering it, within its flush interval:

@@ -75,8 +75,11 @@ export async function migratedDatabase (cluster: PostgresCluster, name = `epx_${
 export function storesOf (t: Test, kind: StoreKind): KindStores {
   const cluster = () => fileCluster(t)
   const databaseOf = async (dir: string): Promise<string> => {
+    // The cluster first: its first start makes `databases` anew, and a name set in the map
+    // it replaced would be forgotten (the file's first folder reopened on another database).
+    const c = cluster()
     let name = databases.get(dir)
-    if (!name) databases.set(dir, name = await migratedDatabase(cluster()))
+    if (!name) databases.set(dir, name = await migratedDatabase(c))
     return name
   }
   return {

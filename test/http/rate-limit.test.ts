@@ -3,10 +3,10 @@
 // on every answer to an authenticated caller. Through the real door (TLS, undici), with
 // the test's clock driving the buckets' refill.
 import t, { type Test } from 'tap'
-import tls from 'node:tls'
 import { request } from 'undici'
-import { testPki, type KeyPairPem } from '../helpers/certs.ts'
+import type { KeyPairPem } from '../helpers/certs.ts'
 import { startEpx, type TestEpx } from '../helpers/epx.ts'
+import { headOnly } from '../helpers/tls-request.ts'
 import { eventually } from '../helpers/eventually.ts'
 import { INBOUND_PATH, programme } from '../helpers/programme.ts'
 import { OUTBOUND_PATH } from '../../src/http/route.ts'
@@ -103,24 +103,3 @@ t.test('a POST over its budget is refused before its body is read, in the inboun
   epx.clock.advance(2000)
   t.equal((await epx.request({ method: 'POST', path: INBOUND_PATH, ...acme, body: programme({ targetDate: day, slots: 4 }) })).status, 202, 'two seconds later, one more POST')
 })
-
-/** Sends a request head announcing `length` bytes of body, never the body; resolves to the whole answer (head and body). */
-function headOnly (url: URL, who: Who, length: number): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const s = tls.connect({ host: url.hostname, port: Number(url.port), ca: testPki().serverCa.certPem, cert: who.cert.certPem, key: who.cert.keyPem })
-    let got = ''
-    const timer = setTimeout(() => { s.destroy(); reject(new Error(`no answer without the body; got ${JSON.stringify(got)}`)) }, 10_000)
-    s.setEncoding('latin1')
-    const done = () => { clearTimeout(timer); s.destroy(); resolve(got) }
-    s.on('data', d => {
-      got += d
-      const end = got.indexOf('\r\n\r\n')
-      const length = /\r\ncontent-length: (\d+)/i.exec(got)
-      if (end !== -1 && length && got.length >= end + 4 + Number(length[1])) done()
-    })
-    s.on('error', reject)
-    s.once('close', done)
-    s.once('secureConnect', () => s.write([`POST ${INBOUND_PATH} HTTP/1.1`, `host: ${url.host}`, `authorization: Bearer ${who.token}`,
-      'content-type: application/json', `content-length: ${length}`, '', ''].join('\r\n')))
-  })
-}

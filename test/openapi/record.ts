@@ -196,6 +196,11 @@ async function record (t: Test): Promise<Recorded[]> {
   await go('GET sites', 'rateLimited', 'Over the company\'s GET budget (the perimeter read spends it too)', sites(asHasty))
   await epx.request(post({ ...asHasty, body: undefined, headers: { 'content-type': 'text/plain' } }))
   await go('POST', 'rateLimited', 'Over the company\'s POST budget: refused before its body was read', post(asHasty))
+  // A company whose storage quota is one byte a day (epx company limits --quota-bytes): any programme would cross it.
+  const { cert: thriftyCert } = await epx.addCompany('thrifty')
+  await epx.companies.update('thrifty', c => ({ ...c, quotaBytesPerDay: 1 }))
+  const { secret: thrifty } = await epx.addToken('thrifty', ['inbound:programme-soutirage'])
+  await go('POST', 'quotaExceeded', 'Over the company\'s storage quota of the day: refused whole; send nothing before Retry-After (the next Paris day)', post({ cert: thriftyCert, token: thrifty }))
 
   // A problem type's page: no certificate, no token.
   await go('GET page', 'page', 'The page of rate-limited', { path: '/errors/rate-limited', cert: null })

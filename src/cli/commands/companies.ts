@@ -16,7 +16,7 @@ import type { CliIo, Command } from '../io.ts'
 import { withStore } from '../settings.ts'
 import { formatTable } from '../table.ts'
 import { pinCommands } from './company-pins.ts'
-import { describeBudgets, limitsCommand } from './company-limits.ts'
+import { describeBudgets, describeQuota, limitsCommand, quotaDayOf } from './company-limits.ts'
 
 const addSpec: CommandSpec = {
   usage: 'epx company add ID --name NAME [--cert-subject DN] [--sites all|PRM...]',
@@ -124,20 +124,21 @@ function statusCommand (name: 'suspend' | 'resume', status: CompanyRecord['statu
 const showSpec: CommandSpec = {
   usage: 'epx company show ID [--json]',
   summary: 'show one company',
-  about: 'Shows a company: name, status, certificate binding, perimeter, request budgets and a count of its tokens.',
+  about: 'Shows a company: name, status, certificate binding, perimeter, request budgets, storage quota with today\'s use, and a count of its tokens.',
   positionals: ['ID'],
   options: { json: { type: 'boolean', help: 'print the record as JSON' } },
 }
 
 const show = defineCommand(showSpec, async (args, io) => {
   const id = checkCompanyId(args.positionals[0]!, showSpec)
-  const { company, tokens } = await withStore(io.dataDir, store => ({
-    company: openCompanies(store).get(id),
-    tokens: openTokens(store).list(id),
-  }))
-  if (!company) throw new EpxError('EPX_NOT_FOUND', [`no company '${id}' (see 'epx company list')`])
+  const { company, tokens, day } = await withStore(io.dataDir, (store, settings) => {
+    const company = openCompanies(store).get(id)
+    return { company, tokens: openTokens(store).list(id), day: company && quotaDayOf(store, settings, company) }
+  })
+  if (!company || !day) throw new EpxError('EPX_NOT_FOUND', [`no company '${id}' (see 'epx company list')`])
   if (args.flag('json')) {
-    io.out(JSON.stringify(asShown(company), null, 2))
+    const quotaToday = { date: day.date, bytes: day.used.bytes, programmes: day.used.programmes, limit: day.limit, resetsAt: new Date(day.resetsAtMs).toISOString() }
+    io.out(JSON.stringify({ ...asShown(company), quotaToday }, null, 2))
     return
   }
   const now = Date.now()
@@ -150,6 +151,7 @@ const show = defineCommand(showSpec, async (args, io) => {
     ...pinRows(company),
     ['perimeter:', describePerimeter(company.perimeter)],
     ['request budgets:', describeBudgets(company)],
+    ['storage quota:', describeQuota(day)],
     ['created:', company.createdAt],
     ['tokens:', `${live} usable, ${tokens.length - live} revoked or expired`],
   ])) io.out(line)

@@ -1,6 +1,6 @@
 /**
  * Admin page "Entreprises": create, suspend and resume, certificate
- * subject binding, perimeter. The rules are `epx company`'s (auth/company-rules.ts,
+ * subject binding, perimeter, limits (`company-limits.ts`). The rules are `epx company`'s (auth/company-rules.ts,
  * store/companies.ts). Suspending a company also ends its members' sessions. Every change
  * answers with a redirect (post/redirect/get), so a reload never repeats it.
  * @module
@@ -20,6 +20,7 @@ import type { Viewer } from '../viewer.ts'
 import { auditConsole } from '../audit.ts'
 import { setFlash, takeFlash } from '../session.ts'
 import { companyIdProblemFr, readCertSubjectFr, readPerimeterFr, unmanagedWarning } from './wording.ts'
+import { limitsRoute, limitsSection } from './company-limits.ts'
 
 const ADMIN = { config: { access: 'admin' as const } }
 const STATUS_LABELS = { active: 'active', suspended: 'suspendue' } as const
@@ -101,6 +102,7 @@ ${form('subject', html`<p><label for="certSubject">Sujet lié</label><input id="
 ${form('perimeter', html`<p><label for="sites">Sites</label><textarea id="sites" name="sites" rows="3" cols="60" aria-describedby="sites-hint">${c.perimeter === 'all' ? 'all' : c.perimeter.join(', ')}</textarea>
 <span id="sites-hint" class="hint">« all » ou des identifiants PRM séparés par des virgules.</span></p>
 <p><button type="submit">Enregistrer le périmètre</button></p>`)}
+${limitsSection(deps, viewer, c)}
 ${historySection(deps.tenure.historyOf(c.id))}
 <p><a href="/admin/companies">Toutes les entreprises</a></p>`,
   })
@@ -209,6 +211,11 @@ export function companiesAdmin (app: FastifyInstance, deps: ConsoleDeps): void {
     deps.log.info({ company: c.id, status, by: request.viewer!.username }, 'console: company status')
     auditConsole(deps, request.viewer!.username, status === 'suspended' ? 'company.suspended' : 'company.resumed', c.id)
     return saved(request, reply, next, status === 'suspended' ? 'Entreprise suspendue.' : 'Entreprise réactivée.')
+  })
+
+  limitsRoute(app, deps, {
+    companyOf, notFound, saved,
+    page: (reply, viewer, c, problem) => detailPage(reply, deps, viewer, c, undefined, problem),
   })
 
   app.post('/admin/companies/:id/subject', ADMIN, async (request, reply) => {
