@@ -40,4 +40,7 @@ export const SUB_DATABASES: Readonly<Record<string, { readonly binary: boolean }
   tenure: { binary: false },
   withdrawals: { binary: false },
   deliveries: { binary: false },
+  events: { binary: false },
+  'event-heads': { binary: false },
+  'event-throttle': { binary: false },
 }
