@@ -18,6 +18,8 @@ export interface ErrorSpec {
   readonly title?: string
   /** The problem's `code` when it differs from the catalogue's (the outbound door's name for it). */
   readonly problemCode?: string
+  /** The error's `details` are the problem's extension members (RFC 9457 §3.2), not `invalid_params`. */
+  readonly extensions?: boolean
   /**
    * Response headers the code always carries, whoever throws it (lower-case names):
    * fixed, or made from the error's arguments (those of `message`). A header the thrower
@@ -47,9 +49,10 @@ export const catalogue = {
   MTLS_REQUIRED: { status: 403, message: '%s', slug: 'mtls-required', title: 'Forbidden' },
   COMPANY_SUSPENDED: { status: 403, message: 'company %s is suspended', slug: 'company-suspended', title: 'Forbidden' },
   SCOPE_DENIED: { status: 403, message: "token lacks scope '%s'", slug: 'scope-denied', title: 'Forbidden', headers: (scope: string) => bearerChallenge('insufficient_scope', scope) },
-  UNKNOWN_PATH: { status: 404, message: 'no resource at %s; check the base URL and the path (/api/v0.5/energy-programs/besoins-agreges, /api/v0.5/energy-programs/programme-soutirage or /api/v0.5/energy-programs/realise)', slug: 'unknown-path', title: 'Not Found' },
+  UNKNOWN_PATH: { status: 404, message: 'no resource at %s; check the base URL and the path (/api/v0.5/energy-programs/besoins-agreges, /api/v0.5/energy-programs/programme-soutirage, /api/v0.5/energy-programs/realise or /api/v0.5/energy-programs/evenements)', slug: 'unknown-path', title: 'Not Found' },
   NOT_PUBLISHED: { status: 404, message: 'no Besoins_Agreges is published for site %s on %s; retry in 5 minutes at the earliest', slug: 'not-found', title: 'Not Found', headers: { 'retry-after': '300' } },
   NOTHING_TO_COMPARE: { status: 404, message: 'nothing to compare for site %s on %s: no programme of yours in force that day and no meter value; meter values arrive as quarter-hours close', slug: 'not-found', title: 'Not Found' },
+  CURSOR_EXPIRED: { status: 410, message: 'apres=%s is before the oldest event kept (events are kept events.retentionDays): read the state again (besoins-agreges, programme status, realise), then continue with apres=%s', slug: 'cursor-expired', title: 'Gone', extensions: true },
   METHOD_NOT_ALLOWED: { status: 405, message: '%s is not allowed here; allowed: %s', slug: 'method-not-allowed', title: 'Method Not Allowed', headers: (_method: string, allow: string) => ({ allow }) },
   PAYLOAD_TOO_LARGE: { status: 413, message: 'body exceeds the limit of %d bytes', slug: 'payload-too-large', title: 'Payload Too Large' },
   UNSUPPORTED_MEDIA_TYPE: { status: 415, message: "Content-Type must be application/json, got '%s'", slug: 'unsupported-media-type', title: 'Unsupported Media Type' },
@@ -85,13 +88,14 @@ export type ErrorCode = keyof typeof catalogue
  * The codes each API door can answer, in the catalogue's order: the OpenAPI description
  * (test/openapi/describe.ts) and docs/errors.md list these, and the door renders them.
  * `status` is the programme status read (GET on the inbound path), rendered as inbound errors;
- * `realise` the realisation read, rendered as outbound problems.
+ * `realise` the realisation read and `evenements` the events feed, rendered as outbound problems.
  */
 export const DOOR_CODES = {
   outbound: ['INVALID_QUERY', 'UNAUTHORIZED', 'MTLS_REQUIRED', 'COMPANY_SUSPENDED', 'SCOPE_DENIED', 'NOT_PUBLISHED', 'RATE_LIMITED', 'NO_STORE', 'INTERNAL'],
   inbound: ['INVALID_PROGRAMME_SOUTIRAGE_REQUEST', 'UNAUTHORIZED', 'MTLS_REQUIRED', 'COMPANY_SUSPENDED', 'SCOPE_DENIED', 'PAYLOAD_TOO_LARGE', 'UNSUPPORTED_MEDIA_TYPE', 'RATE_LIMITED', 'NO_STORE', 'INTERNAL'],
   status: ['INVALID_QUERY', 'UNAUTHORIZED', 'MTLS_REQUIRED', 'COMPANY_SUSPENDED', 'SCOPE_DENIED', 'RATE_LIMITED', 'NO_STORE', 'INTERNAL'],
   realise: ['INVALID_QUERY', 'UNAUTHORIZED', 'MTLS_REQUIRED', 'COMPANY_SUSPENDED', 'SCOPE_DENIED', 'NOTHING_TO_COMPARE', 'RATE_LIMITED', 'NO_STORE', 'INTERNAL'],
+  evenements: ['INVALID_QUERY', 'UNAUTHORIZED', 'MTLS_REQUIRED', 'COMPANY_SUSPENDED', 'SCOPE_DENIED', 'CURSOR_EXPIRED', 'RATE_LIMITED', 'NO_STORE', 'INTERNAL'],
 } as const satisfies Record<string, readonly ErrorCode[]>
 
 /** The `code` of an outbound problem (DECISIONS.md "Outbound": every problem carries one). */

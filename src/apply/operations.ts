@@ -16,6 +16,7 @@ import { addDays, parisDateOf } from '../contract/paris-day.ts'
 import { publicationRun } from './audit-events.ts'
 import type { ProgrammeCount } from './programme-records.ts'
 import type { Metering } from '../store/metering.ts'
+import type { Events } from '../store/events.ts'
 import type { Leadership } from '../store/leadership.ts'
 
 /** What the service's events become in metrics: metrics/registry.ts answers it, the domain knows no registry. */
@@ -33,6 +34,8 @@ export interface OperationsDeps {
   readonly deliveries: Pick<Deliveries, 'prune'>
   /** Meter values: kept as long as the instructions they are compared with. */
   readonly metering?: Pick<Metering, 'prune'>
+  /** The companies' events, kept `events.retentionDays` (their own, counted from when written). */
+  readonly events?: Pick<Events, 'prune'>
   readonly retentionDays: { readonly instructions: number; readonly deliveries: number }
   /** Retention runs only while this says so: instances sharing a store leave it to their leader (default: always). */
   readonly leads?: () => boolean
@@ -131,7 +134,8 @@ export function createOperations (deps: OperationsDeps) {
           const instructions = await deps.instructions.prune(before)
           const receipts = await deps.deliveries.prune(addDays(today, -deps.retentionDays.deliveries))
           const meterDays = await deps.metering?.prune(before) ?? 0
-          if (audited || instructions || receipts || meterDays) log.info({ audited, instructions, receipts, meterDays }, 'expired audit records, instructions, delivery receipts and meter values removed')
+          const events = await deps.events?.prune(now.getTime()) ?? 0
+          if (audited || instructions || receipts || meterDays || events) log.info({ audited, instructions, receipts, meterDays, events }, 'expired audit records, instructions, delivery receipts, meter values and events removed')
         })
       } catch (err) {
         if (deps.leads && !deps.leads()) log.info({}, 'retention stopped: this instance no longer leads')

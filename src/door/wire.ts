@@ -27,6 +27,9 @@ import type { Route } from '../http/route.ts'
 import { inboundRoute } from '../http/inbound-route.ts'
 import { outboundRoute } from '../http/outbound-route.ts'
 import { realiseRoute } from '../http/realise-route.ts'
+import { eventsRoute } from '../http/events-route.ts'
+import type { Events } from '../store/events.ts'
+import type { EventBell } from '../store/event-bell.ts'
 import type { Metering } from '../store/metering.ts'
 import { openTenure } from '../store/tenure.ts'
 import type { HoldersDuring } from '../apply/realisation.ts'
@@ -97,6 +100,9 @@ export interface DoorParts {
   readonly flags: Pick<InstructionFlags, 'get'>
   /** The meter values the host reports (the realise read). */
   readonly metering: Metering
+  /** The companies' events (the feed) and the bell their writes ring. */
+  readonly events: Pick<Events, 'page'>
+  readonly bell: EventBell
   readonly audit: Audit
   /** Receives programmes (saves them, hands them to the solver's queue) and reports the door's refusals. */
   readonly inbound: Pick<Inbound, 'receive' | 'refusedAtDoor'>
@@ -130,6 +136,7 @@ function routesOf (parts: DoorParts, host: HostPort): Route[] {
     inboundRoute({ maxBodyBytes: config.inbound.maxBodyBytes, inbound: parts.inbound, status: { instructions: parts.instructions, flags: parts.flags } }),
     outboundRoute({ revisions: parts.revisions, receipts: { record: host.tell.receipt } }),
     realiseRoute({ instructions: parts.instructions, metering: parts.metering, tolerance: config.delivery, holders: holdersOf(parts.store) }),
+    eventsRoute({ events: parts.events, bell: parts.bell }),
   ]
 }
 

@@ -32,9 +32,11 @@ export interface Route {
   readonly door: Door
   readonly scope: Scope
   readonly methods: Readonly<Partial<Record<'GET' | 'HEAD' | 'POST', RouteHandler>>>
+  /** The door closes: answers still waiting (the events feed's) go now. */
+  close?(): void
 }
 
-export { INBOUND_PATH, OUTBOUND_PATH, REALISE_PATH } from '../contract/paths.ts'
+export { EVENTS_PATH, INBOUND_PATH, OUTBOUND_PATH, REALISE_PATH } from '../contract/paths.ts'
 
 /**
  * Every API answer (200, 202, 304, every error of both doors) says its Content-Type is

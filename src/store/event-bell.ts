@@ -22,11 +22,14 @@ export interface EventBell {
   readonly cell: SharedArrayBuffer
   /** Events were written (and are durable): every waiter of every thread reads again. */
   ring(): void
+  /** How many times it rang: read before what a wait would miss (`wait`'s `since`). */
+  count(): number
   /**
-   * Resolves when the bell rings, when `ms` have passed, or when `release` is called;
-   * `release` also drops the wait (a waiting request that ends otherwise).
+   * Resolves when the bell rings after `count()` was `since` (at once if it has already),
+   * when `ms` have passed, or when `release` is called; `release` also drops the wait (a
+   * waiting request that ends otherwise).
    */
-  wait(ms: number): { readonly rung: Promise<void>; release(): void }
+  wait(ms: number, since: number): { readonly rung: Promise<void>; release(): void }
   /** Every wait of this thread ends now (the door closes). */
   releaseAll(): void
 }
@@ -34,19 +37,23 @@ export interface EventBell {
 /** A bell over `cell` (a new one without it). */
 export function openEventBell (cell: SharedArrayBuffer = new SharedArrayBuffer(4)): EventBell {
   const count = new Int32Array(cell)
-  const waiters = new Set<() => void>()
+  /** Each waiter of this thread, with the count it last saw. */
+  const waiters = new Map<() => void, number>()
   /** One `waitAsync` for all this thread's waiters, armed while there are any. */
   let armed = false
 
   const wake = (): void => {
-    const all = [...waiters]
+    const all = [...waiters.keys()]
     waiters.clear()
     for (const w of all) w()
   }
   const arm = (): void => {
     if (armed || waiters.size === 0) return
-    armed = true
     const seen = Atomics.load(count, 0)
+    // A ring between a waiter's look and this one: it is told now, not at the next ring.
+    for (const [w, since] of waiters) if (since !== seen) w()
+    if (waiters.size === 0) return
+    armed = true
     const result = waitAsync(count, 0, seen)
     const settled = (): void => {
       armed = false
@@ -63,7 +70,9 @@ export function openEventBell (cell: SharedArrayBuffer = new SharedArrayBuffer(4
       Atomics.add(count, 0, 1)
       Atomics.notify(count, 0)
     },
-    wait (ms) {
+    count: () => Atomics.load(count, 0),
+    wait (ms, since) {
+      if (Atomics.load(count, 0) !== since) return { rung: Promise.resolve(), release: () => {} }
       let release = (): void => {}
       const rung = new Promise<void>(resolve => {
         const timer = setTimeout(() => done(), ms)
@@ -73,7 +82,7 @@ export function openEventBell (cell: SharedArrayBuffer = new SharedArrayBuffer(4
           resolve()
         }
         release = done
-        waiters.add(done)
+        waiters.set(done, since)
       })
       arm()
       return { rung, release }
