@@ -12,7 +12,8 @@ const DAY = '2026-11-22'
 const ALL: Scope[] = ['outbound:evenements', 'inbound:programme-soutirage']
 
 async function company (epx: TestEpx, id: string, perimeter: 'all' | string[], scopes: Scope[] = ALL) {
-  const { cert } = await epx.addCompany(id, { perimeter })
+  // Added now: its first event (its perimeter) is not past retention already.
+  const { cert } = await epx.addCompany(id, { perimeter, since: epx.clock.now().toISOString() })
   const { secret } = await epx.addToken(id, scopes)
   const feed = (query: Record<string, string> = {}) => epx.request({ method: 'GET', path: EVENTS_PATH, query, cert, token: secret })
   const send = (emittedAt = '2026-11-21T12:00:00Z') => epx.request({ method: 'POST', path: INBOUND_PATH, cert, token: secret, body: programme({ sites: [siteId(1)], slots: 4, emittedAt }) })
@@ -70,7 +71,7 @@ t.test('every bad parameter is a 400 problem naming it and saying what to give',
     t.match(problem.invalid_params[0].reason, reason)
     t.match(problem.detail, name)
   }
-  const twice = await epx.request({ method: 'GET', path: `${EVENTS_PATH}?limite=5&limite=6`, cert: (await epx.addCompany('twice', { perimeter: [] })).cert, token: (await epx.addToken('twice', ALL)).secret })
+  const twice = await epx.request({ method: 'GET', path: `${EVENTS_PATH}?limite=5&limite=6`, cert: (await epx.addCompany('twice', { perimeter: [], since: epx.clock.now().toISOString() })).cert, token: (await epx.addToken('twice', ALL)).secret })
   t.equal(twice.status, 400)
   t.match(twice.json().invalid_params, [{ name: 'limite', reason: 'must be given once' }])
 
@@ -159,7 +160,8 @@ t.test('a waiting answer ends at once, and cleanly, when the door closes', async
   const waiting = acme.feed({ apres: suivant, attente: '30' })
   await new Promise(resolve => setTimeout(resolve, 300))
   const started = performance.now()
-  await epx.close()
+  // The plugin's close, not the harness's: that one waits for its client's requests first.
+  await epx.handle.close()
   const res = await waiting
   t.equal(res.status, 200)
   t.same(res.json(), { evenements: [], suivant })
