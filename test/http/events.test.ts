@@ -20,7 +20,7 @@ async function company (epx: TestEpx, id: string, perimeter: 'all' | string[], s
   return { feed, send }
 }
 
-const open = (t: Parameters<typeof startEpx>[0]) => startEpx(t, { checkResponses: false })
+const open = (t: Parameters<typeof startEpx>[0]) => startEpx(t)
 
 t.test('a company reads its events oldest first, page after page, from the cursor it was given', async t => {
   const epx = await open(t)

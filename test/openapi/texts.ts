@@ -63,6 +63,14 @@ export const REALISE_DESCRIPTION = [
   'A site outside your perimeter, or a day with neither your programme nor a meter value, answers 404 NOTHING_TO_COMPARE. Errors are problem+json, as for besoins-agreges.',
 ].join(' ')
 
+export const EVENTS_DESCRIPTION = [
+  'An extension of the contract (its two operations are unchanged), so that a BSP need not poll: what changed for your company, as events, oldest first. A Besoins_Agreges',
+  'of your perimeter published (`besoins_agreges.publie`), one of your instructions changing status (`instruction.statut`), a quarter-hour you may read in GET realise changed',
+  '(`realise.modifie`), your perimeter changed (`perimetre.modifie`). Keep `suivant` and send it as `apres`; with `attente` an answer with nothing to give waits up to that many',
+  'seconds and goes as soon as an event is written. Events are kept a few days (events.retentionDays, 7 by default): an older cursor answers 410 CURSOR_EXPIRED, and you read',
+  'the state again (besoins-agreges, the status read, realise) before going on from its `suivant`. Scope outbound:evenements. Errors are problem+json, as for besoins-agreges.',
+].join(' ')
+
 export const STATUS_DESCRIPTION = [
   'An extension of the contract (its two operations are unchanged): your company\'s instructions for target_date, newest first,',
   'each with its status: `received` (stored; a late one, every period begun before it was received, stays so and is never applied), `queued` (handed to the solver for its next cycle), `applied` (with `applied_at` and the solver `cycle`),',
@@ -82,13 +90,14 @@ export const BEARER_DESCRIPTION = [
 
 /** What each code means to a BSP and what to do about it. */
 export const ADVICE: Partial<Record<ErrorCode, string>> = {
-  INVALID_QUERY: 'site_id or target_date missing, repeated or malformed; `invalid_params` (outbound) or `error.details` (status read) names each. Fix the request; do not retry as is.',
+  INVALID_QUERY: 'a query parameter missing, repeated, unknown or malformed (site_id, target_date; apres, limite, attente for the events); `invalid_params` (outbound) or `error.details` (status read) names each. Fix the request; do not retry as is.',
   INVALID_PROGRAMME_SOUTIRAGE_REQUEST: 'the programme was refused as a whole (nothing stored); `error.details` maps each faulty field (JSON Pointer) to what to fix (a slot whose power, energie_kwh * 3600 / slot_duration_secs, is above the service\'s sanity bound, 100,000 kW per site by default, at its energie_kwh). Fix and send again.',
   UNAUTHORIZED: 'no Bearer token, or one unknown, expired or revoked (`error="invalid_token"` in WWW-Authenticate). Get a new token; retrying will not help.',
   MTLS_REQUIRED: 'no client certificate, one the service\'s CA did not issue or has revoked, or one not bound to the token\'s company. Present your company\'s certificate.',
   COMPANY_SUSPENDED: 'your company is suspended by the service. Contact the service operator.',
   SCOPE_DENIED: 'the token lacks this endpoint\'s scope (named in WWW-Authenticate). Use a token with that scope.',
   NOTHING_TO_COMPARE: 'no programme of yours in force and no meter value for this site and day, or a site outside your perimeter. Meter values arrive as quarter-hours close.',
+  CURSOR_EXPIRED: 'the cursor `apres` is older than the oldest event kept: events were missed. Read the state again (besoins-agreges, the status read, realise), then go on with `apres` = the problem\'s `suivant`; `oldest_id` is the oldest event kept.',
   NOT_PUBLISHED: 'nothing published for this site and day (yet), or a site outside your perimeter. Retry after Retry-After (300 s) at the earliest.',
   UNKNOWN_PATH: 'no such path (a typo, or a wrong base URL or version segment /api/v0.5/). Fix the path; retrying as is will not help.',
   METHOD_NOT_ALLOWED: 'the path does not serve this method; `Allow` lists those it does.',
