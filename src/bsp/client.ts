@@ -13,7 +13,7 @@ import type { BesoinsAgreges } from '../contract/besoins-agreges.ts'
 import type { Receipt, ReceiptEntry } from '../contract/receipt.ts'
 import type { StatusBody as ProgrammeStatus, StatusEntry as ProgrammeStatusEntry } from '../contract/programme-status.ts'
 import type { Creneau, RealiseBody, Totaux, Verdict } from '../contract/realise.ts'
-import { INBOUND_PATH as PROGRAMME_PATH, OUTBOUND_PATH as BESOINS_PATH, REALISE_PATH } from '../contract/paths.ts'
+import { EVENTS_PATH, INBOUND_PATH as PROGRAMME_PATH, OUTBOUND_PATH as BESOINS_PATH, REALISE_PATH } from '../contract/paths.ts'
 
 
 export interface BspClientOptions {
@@ -85,6 +85,23 @@ export type RealiseAnswer =
   | Refused
   | Unreachable
 
+/** One event of the feed (DECISIONS.md "Events for BSPs"): its id, type and instant, and its type's members. */
+export interface BspEvent {
+  readonly id: string
+  readonly type: 'besoins_agreges.publie' | 'instruction.statut' | 'realise.modifie' | 'perimetre.modifie'
+  readonly occurred_at: string
+  readonly [member: string]: unknown
+}
+
+/** What GET evenements (the events feed, an extension of the contract) answered. */
+export type EventsAnswer =
+  | { readonly kind: 'events'; readonly events: readonly BspEvent[]; readonly next: string }
+  /** 410 CURSOR_EXPIRED: events were missed. Read the state again, then go on from `next`. */
+  | { readonly kind: 'expired'; readonly next: string; readonly oldest?: string; readonly message: string }
+  | Retry
+  | Refused
+  | Unreachable
+
 export interface BspClient {
   /** GET besoins-agreges; `etag`/`lastModified` of the last 200 make it conditional. */
   getBesoins(q: { siteId: string; targetDate: string; etag?: string; lastModified?: string }): Promise<BesoinsAnswer>
@@ -94,6 +111,8 @@ export interface BspClient {
   getProgrammeStatus(q: { targetDate: string; siteId?: string; etag?: string }): Promise<StatusAnswer>
   /** GET realise: a site's day, programmed against delivered; `etag` of the last answer makes it conditional. */
   getRealise(q: { siteId: string; targetDate: string; etag?: string }): Promise<RealiseAnswer>
+  /** GET evenements: your events after `after` (absent: the oldest kept); with `waitSecs`, the answer waits that long for one. */
+  getEvents(q: { after?: string; limit?: number; waitSecs?: number }): Promise<EventsAnswer>
   close(): Promise<void>
 }
 
@@ -193,6 +212,19 @@ export function createBspClient (opts: BspClientOptions): BspClient {
 
     getRealise: q => read(endpoint(REALISE_PATH, { site_id: q.siteId, target_date: q.targetDate }), q.etag,
       (realise, etag): RealiseAnswer => ({ kind: 'realise', realise: realise as RealiseBody, etag })),
+
+    async getEvents (q) {
+      const a = await call(endpoint(EVENTS_PATH, {
+        apres: q.after, limite: q.limit === undefined ? undefined : String(q.limit), attente: q.waitSecs === undefined ? undefined : String(q.waitSecs),
+      }), { method: 'GET', headers: { accept: 'application/json' } })
+      if (!('status' in a)) return a
+      const body = readJson(a.text) as { evenements?: BspEvent[]; suivant?: string; oldest_id?: string; code?: string; detail?: string } | undefined
+      if (a.status === 200) return body && Array.isArray(body.evenements) && typeof body.suivant === 'string' ? { kind: 'events', events: body.evenements, next: body.suivant } : notJson(a)
+      if (a.status === 410 && body?.code === 'CURSOR_EXPIRED' && typeof body.suivant === 'string') {
+        return { kind: 'expired', next: body.suivant, ...(body.oldest_id ? { oldest: body.oldest_id } : {}), message: body.detail ?? 'the cursor expired' }
+      }
+      return failed(a)
+    },
 
     close: () => agent.close(),
   }
