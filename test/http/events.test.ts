@@ -190,3 +190,14 @@ t.test('a cursor before the oldest event kept: 410 CURSOR_EXPIRED with the oldes
   t.same(resumed.evenements.map((e: any) => e.id), [eventId(4)])
   t.equal((await acme.feed({ apres: ids[2] })).status, 200, 'the last id retention removed is still a cursor: nothing was missed after it')
 })
+
+t.test('a wait longer than api.requestTimeoutMs is not cut: the request was whole before it waited', async t => {
+  const epx = await startEpx(t, { config: { api: { requestTimeoutMs: 500, headersTimeoutMs: 500 } } })
+  const acme = await company(epx, 'acme', [siteId(1)])
+  const { suivant } = (await acme.feed()).json()
+  const started = performance.now()
+  const res = await acme.feed({ apres: suivant, attente: '2' })
+  t.equal(res.status, 200)
+  t.same(res.json(), { evenements: [], suivant })
+  t.ok(performance.now() - started >= 1900, 'it waited its 2 s')
+})
