@@ -9,7 +9,7 @@
  * whole-process CPU per connection for a full TLS 1.2 handshake against a resumed one.
  * @module
  */
-import type { Child } from './child.ts'
+import type { Child } from '../test/helpers/child.ts'
 import type { ChurnResult, ChurnSpec } from './churn.ts'
 import type { LoadResult, RunSpec } from './load.ts'
 import type { WindowReport } from './servers/harness.ts'

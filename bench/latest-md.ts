@@ -30,7 +30,7 @@ export interface LatestResults {
   }>
 }
 
-const SERVER_ORDER = ['A', 'B', 'C', 'E', 'E-pg']
+const SERVER_ORDER = ['A', 'B', 'D', 'C', 'E', 'E-pg']
 /** E's threads as servers/harness.ts names them, in the order the page prints them. */
 const THREADS: ReadonlyArray<[key: string, shown: string]> = [['epx-door', 'door'], ['main', "main (the solver's)"], ['other', 'other']]
 

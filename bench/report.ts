@@ -10,9 +10,9 @@ import { join } from 'node:path'
 import { cpus } from 'node:os'
 import { renderLatestMd, type LatestResults } from './latest-md.ts'
 
-export type ServerName = 'A' | 'B' | 'C' | 'E' | 'E-pg'
-/** Every server, in the order of the table (E-pg: E on the PostgreSQL store). */
-export const SERVERS: readonly ServerName[] = ['A', 'B', 'C', 'E', 'E-pg']
+export type ServerName = 'A' | 'B' | 'D' | 'C' | 'E' | 'E-pg'
+/** Every server, in the order of the table (D beside B, its peer doing epx's work; E-pg: E on the PostgreSQL store). */
+export const SERVERS: readonly ServerName[] = ['A', 'B', 'D', 'C', 'E', 'E-pg']
 /** The server whose cost includes another process's: PostgreSQL's CPU over the same window. */
 export const E_PG = 'E-pg'
 export const SCENARIOS = ['GET 200', 'GET 304', 'POST 1×96', 'POST 100×96'] as const
@@ -162,7 +162,7 @@ export function printTable (out: {
 }): void {
   const lines: string[] = []
   lines.push('')
-  lines.push(`${pad('scenario', 13)}${pad('server', 8)}${pad('req/s', 26)}${pad('p50 ms', 22)}${pad('p99 ms', 22)}${pad('CPU µs/req', 28)}ratio (E/A | E/B | E/C)`)
+  lines.push(`${pad('scenario', 13)}${pad('server', 8)}${pad('req/s', 26)}${pad('p50 ms', 22)}${pad('p99 ms', 22)}${pad('CPU µs/req', 28)}ratio (E/A | E/B | E/C | E/D)`)
   for (const sc of SCENARIOS) {
     for (const sv of SERVERS) {
       const mine = out.samples.filter(s => s.scenario === sc && s.server === sv)
@@ -172,7 +172,7 @@ export function printTable (out: {
         continue
       }
       const ratio = sv === 'E'
-        ? `${fmt(spread(ratios(out.samples, sc, 'A')), 2)} | ${fmt(spread(ratios(out.samples, sc, 'B')), 2)} | ${fmt(spread(ratios(out.samples, sc, 'C')), 2)}`
+        ? `${fmt(spread(ratios(out.samples, sc, 'A')), 2)} | ${fmt(spread(ratios(out.samples, sc, 'B')), 2)} | ${fmt(spread(ratios(out.samples, sc, 'C')), 2)} | ${fmt(spread(ratios(out.samples, sc, 'D')), 2)}`
         : sv === E_PG ? `÷B ${fmt(spread(ratios(out.samples, sc, 'B', E_PG)), 2)} | ÷E ${fmt(spread(ratios(out.samples, sc, 'E', E_PG)), 2)} | ÷C ${fmt(spread(ratios(out.samples, sc, 'C', E_PG)), 2)}`
           : ''
       lines.push(pad(sc, 13) + pad(sv, 8) +

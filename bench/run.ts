@@ -1,5 +1,6 @@
 /**
- * `npm run bench [-- --quick]`: A (bare node:https), B (Fastify), C (Fastify + a durable
+ * `npm run bench [-- --quick]`: A (bare node:https), B (Fastify), D (Fastify doing epx's
+ * work per request: log, caller's check, store reads), C (Fastify + a durable
  * LMDB commit), E (epx through the reference host) and E-pg (the same on the PostgreSQL
  * store, a throwaway cluster: `postgres.ts`) side by side in one run, each in its own process, loaded in alternation
  * by a separate load process; then E alone for publication, a large programme and memory.
@@ -8,7 +9,7 @@
  * Then the host probe (event-loop delay, main-thread CPU, handshakes; `host-probe.ts`).
  * Options: --quick, --rounds N, --max-rounds N, --budget S, --duration MS, --first-warmup MS,
  * --only "GET 200,POST 1×96,sustained,host" (or none; "E-pg": E-pg's rows alone, with the servers they compare with), --no-special, --special "publication,programme,rss,ops"
- * (E's special measurements to run, default all), --servers A,B,C,E,E-pg, --connections N,
+ * (E's special measurements to run, default all), --servers A,B,C,D,E,E-pg, --connections N,
  * --profile (each window profiled inside its server, its worker threads too; bench/results/profiles/<server>-<window>[-workerN].cpuprofile),
  * --client-nice N (the rounds' load client's nice value; default E's door's, api.workerNice).
  * @module
@@ -24,7 +25,7 @@ import { ensureDevPki, issueCert, pkiPaths, readClientCa } from '../src/auth/pki
 import { INBOUND_PATH, OUTBOUND_PATH } from '../src/http/route.ts'
 import { configSchema } from '../src/config-schema.ts'
 import { besoinsAgreges, benchEmittedAt, benchTargetDate, programme, siteId, siteIds } from './fixtures.ts'
-import { Child } from './child.ts'
+import { Child } from '../test/helpers/child.ts'
 import { E_PG, SCENARIOS, SERVERS, type Sample, type Scenario, type ServerName } from './report.ts'
 import { countersPerRequest, startBenchPostgres, type BenchPostgres } from './postgres.ts'
 import { measureSpecials, SPECIAL_PARTS, type SpecialPart, type Specials } from './specials.ts'
@@ -155,7 +156,7 @@ async function main (): Promise<void> {
     'POST 1×96': programme(targetDate, 1, emittedAt).body,
     'POST 100×96': programme(targetDate, 100, emittedAt).body,
   }
-  const status: Record<ServerName, string> = { A: 'ok', B: 'ok', C: 'ok', E: 'ok', 'E-pg': 'ok' }
+  const status: Record<ServerName, string> = { A: 'ok', B: 'ok', D: 'ok', C: 'ok', E: 'ok', 'E-pg': 'ok' }
   // --profile: each measurement window is profiled inside its server (servers/harness.ts).
   const profileEnv: Record<string, string> = args.profile ? { BENCH_PROFILE_DIR: join(here, 'results', 'profiles') } : {}
 
@@ -218,11 +219,13 @@ async function main (): Promise<void> {
       status[E_PG] = firstLine((err as Error).message)
     }
   } else status[E_PG] = 'left out (--servers)'
-  for (const [name, file] of [['A', 'servers/bare.ts'], ['B', 'servers/fastify.ts'], ['C', 'servers/fastify-lmdb.ts']] as const) {
-    // C only where it is measured: its POSTs write to disk.
-    if (name === 'C' && !wantedServers.includes('C')) { status.C = 'left out (--servers)'; continue }
+  // D: E's tokens and the GET's document in its own store (servers/fastify-full.ts).
+  const dEnv = JSON.stringify({ dir: join(tmp, 'd'), clientCertPem: client.certPem, secrets, siteId: siteId(0), targetDate })
+  for (const [name, file] of [['A', 'servers/bare.ts'], ['B', 'servers/fastify.ts'], ['D', 'servers/fastify-full.ts'], ['C', 'servers/fastify-lmdb.ts']] as const) {
+    // C and D only where they are measured: their POSTs write to disk.
+    if ((name === 'C' || name === 'D') && !wantedServers.includes(name)) { status[name] = 'left out (--servers)'; continue }
     if (name === 'A' && onlyEpg) { status.A = `left out (--only ${E_PG})`; continue }
-    const c = startChild(name, file, { BENCH_CONFIG: baseCfg, BENCH_C_DIR: join(tmp, 'c'), ...profileEnv })
+    const c = startChild(name, file, { BENCH_CONFIG: baseCfg, BENCH_C_DIR: join(tmp, 'c'), BENCH_D: dEnv, ...profileEnv })
     try {
       const r = await c.next('ready', 60_000)
       servers[name] = { child: c, port: Number(r.port), etag: 'W/"bench-baseline"' }

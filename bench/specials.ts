@@ -9,7 +9,7 @@
 import { loadavg } from 'node:os'
 import { addDays } from '../src/contract/paris-day.ts'
 import { INBOUND_PATH, OUTBOUND_PATH, REALISE_PATH } from '../src/http/route.ts'
-import type { Child } from './child.ts'
+import type { Child } from '../test/helpers/child.ts'
 import { programme, SAME_SIZE_SITE } from './fixtures.ts'
 import type { LoadResult, RunSpec } from './load.ts'
 import { servedIn } from './host-probe.ts'

@@ -251,7 +251,7 @@ export function buildOutput (i: SummaryInput) {
     scenarios[sc] = {
       servers: perServer,
       ratios: {
-        'E/A': ratio('A'), 'E/B': ratio('B'), 'E/C': ratio('C'),
+        'E/A': ratio('A'), 'E/B': ratio('B'), 'E/C': ratio('C'), 'E/D': ratio('D'),
         // E-pg's with PostgreSQL's CPU (what its targets use), then without it.
         'E-pg/B': ratio('B', E_PG), 'E-pg/E': ratio('E', E_PG), 'E-pg/C': ratio('C', E_PG),
         'E-pg/B without PostgreSQL': ratio('B', E_PG, false), 'E-pg/E without PostgreSQL': ratio('E', E_PG, false), 'E-pg/C without PostgreSQL': ratio('C', E_PG, false),

@@ -9,7 +9,7 @@
 import { closeSync, fdatasyncSync, mkdtempSync, openSync, rmSync, writeSync } from 'node:fs'
 import { loadavg } from 'node:os'
 import { join } from 'node:path'
-import type { Child } from './child.ts'
+import type { Child } from '../test/helpers/child.ts'
 import type { RateResult, RateSpec, RateStream, StreamResult } from './open-loop.ts'
 import type { ServerName } from './report.ts'
 import { servedIn } from './host-probe.ts'

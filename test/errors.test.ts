@@ -32,10 +32,14 @@ t.test('docs/errors.md documents no code the catalogue lacks', async t => {
   t.same([...documented.keys()].filter(c => !Object.hasOwn(catalogue, c)), [])
 })
 
-t.test('wire codes that leave through problem+json have a slug and a title', async t => {
-  for (const [code, spec] of Object.entries(catalogue)) {
-    if (code.startsWith('EPX_')) continue
+t.test('wire codes that leave through problem+json have a slug and a title, and their help in English and in French, one line each', async t => {
+  for (const [code, spec] of Object.entries(catalogue) as Array<[string, ErrorSpec]>) {
+    if (code.startsWith('EPX_')) {
+      t.equal(spec.help, undefined, `${code}: an operator code has no page`)
+      continue
+    }
     t.ok('slug' in spec && 'title' in spec, code)
+    for (const lang of ['en', 'fr'] as const) t.match(spec.help?.[lang], /^[^\n]{10,}$/, `${code}: help.${lang}`)
   }
 })
 

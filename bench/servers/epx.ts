@@ -3,7 +3,7 @@
  * through its manifest (`loadPlugin`), with a real LMDB store in a temporary data folder
  * (E-pg: the same server on a PostgreSQL store, `postgres` in its options),
  * a company bound to the bench's client certificate, real tokens, and a published
- * revision for the GET scenarios. Default configuration (one log line per request,
+ * revision for the GET scenarios. Default configuration (the request log as it ships,
  * written by pino to a file, as a daemon would), schedules off so nothing runs unasked.
  *
  * Extra messages: `publish` (one publication, timed with the window tools: wall, CPU,

@@ -9,22 +9,8 @@
  */
 import { open } from 'lmdb'
 import { failStart } from './harness.ts'
-import { startFastifyPeer } from './fastify-peer.ts'
+import { lmdbPersist, startFastifyPeer } from './fastify-peer.ts'
 
 const dir = process.env.BENCH_C_DIR
 if (!dir) failStart('C', new Error('BENCH_C_DIR is not set: C is started by bench/run.ts'))
-else {
-  const db = open({ path: dir, compression: false })
-  startFastifyPeer('C', async (p, id) => {
-    await db.transaction(() => {
-      for (const s of p.sites) {
-        db.put(`${s.site_id}/${p.target_date}/${id}`, {
-          instruction_id: id, site_id: s.site_id, target_date: p.target_date, emitted_at: p.emitted_at,
-          slot_duration_secs: p.slot_duration_secs,
-          slots: s.energie_programmee.map(e => [e.debut_utc, e.energie_kwh]),
-        })
-      }
-    })
-    await db.flushed
-  }).catch(err => failStart('C', err))
-}
+else startFastifyPeer('C', { persist: lmdbPersist(open({ path: dir, compression: false })) }).catch(err => failStart('C', err))

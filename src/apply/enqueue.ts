@@ -6,7 +6,8 @@
  * With the API door in its worker, the worker saves and checks, and this thread only
  * hands over what it was sent (`handOver`). With instances sharing one store, each
  * feeds its own solver what the others saved too, as their changes reach its replica
- * (`handChanged`). A withdrawal (a site changing hands, or the operator's) is read from
+ * (`handChanged`): the change feed reports only theirs, so a save of this instance's
+ * reaches its solver by one path, the door's. A withdrawal (a site changing hands, or the operator's) is read from
  * the store's withdrawal log, whoever wrote it: what is in force after it is handed, or
  * the solver's input of that site and day is cleared (`pollWithdrawals`).
  * @module
@@ -87,7 +88,7 @@ export interface Enqueuer {
    * Its statuses are the writer's: nothing is written here. A site and day the store
    * cannot read now (its change feed reconnecting) is read again, with backoff, until it
    * answers; what is effective then is queued. One the solver was last handed as it
-   * stands (the door's hand-over of the same save) is not queued twice.
+   * stands (a feed that reconnects reports again what it had reported) is not queued twice.
    */
   handChanged(changes: ReadonlyMap<string, readonly unknown[]>): void
   /** Stops listening to the solver's cycles, writes pending statuses and resolves once every status write has settled. */
@@ -369,9 +370,10 @@ class StatusWrites {
 }
 
 /**
- * What the solver was last handed per target date and site: the door's hand-over of a
- * save and the change feed's report of the same rows (the door's worker writes through
- * a store of its own, whose rows the feed tells apart from no other instance's) feed it once.
+ * What the solver was last handed per target date and site, so the same is not handed
+ * twice: a re-send that changes nothing, another instance's save reported again (its
+ * feed reconnected), or a save of this process's the feed took for another writer's
+ * (one it was too far behind to tell apart, store/postgres/own-writes.ts).
  */
 class HandedLog {
   readonly #clock: Clock

@@ -18,12 +18,18 @@ export interface AuthorizeInput {
   readonly cert: CertVerdict
   /** The raw `Authorization` header, if any. */
   readonly authorization: string | undefined
-  /** The scope the endpoint requires. */
-  readonly scope: Scope
+  /**
+   * The scope the endpoint requires; `ANY_SCOPE`: any token of the company will do (a read
+   * of the company's own perimeter, DECISIONS.md "Authentication and tenancy").
+   */
+  readonly scope: Scope | typeof ANY_SCOPE
   readonly now: Date
   /** The store generation (`store/generation.ts`) the door read for this request. */
   readonly generation: number
 }
+
+/** What an endpoint open to every token of the company asks for instead of a scope. */
+export const ANY_SCOPE = 'any'
 
 export interface AuthorizerDeps {
   readonly tokens: Pick<Tokens, 'byHash' | 'touch'>
@@ -83,7 +89,7 @@ function lookUp (authorization: string | undefined, deps: AuthorizerDeps, genera
 }
 
 /** Checks 2 (live token) to 5 on resolved records, in order. */
-function checkFound (found: Found, cert: CertVerdict & { ok: true }, scope: Scope, nowMs: number, deps: AuthorizerDeps): Caller {
+function checkFound (found: Found, cert: CertVerdict & { ok: true }, scope: Scope | typeof ANY_SCOPE, nowMs: number, deps: AuthorizerDeps): Caller {
   const { token } = found
   const state = tokenState(token, nowMs, found.expiresAtMs)
   if (state !== 'active') deps.onDeadToken?.(token, state, nowMs)
@@ -102,7 +108,7 @@ function checkFound (found: Found, cert: CertVerdict & { ok: true }, scope: Scop
   if (company.status !== 'active') throw new EpxError('COMPANY_SUSPENDED', [company.id])
 
   // 5. The token carries the endpoint's scope.
-  if (!token.scopes.includes(scope)) throw new EpxError('SCOPE_DENIED', [scope])
+  if (scope !== ANY_SCOPE && !token.scopes.includes(scope)) throw new EpxError('SCOPE_DENIED', [scope])
 
   // Throttled, not awaited, never fails the request.
   if (!(nowMs - found.lastUsedMs < 60_000)) {

@@ -3,7 +3,7 @@
  * the BSP's client certificate, the Bearer token on every request, and each answer read
  * into what a BSP acts on (a document and its validators, "nothing new", "retry after
  * N s", a refusal with its code, or a service out of reach), for the contract's two calls
- * and the two reads of its extensions (status, realise). Nothing but a misuse of the
+ * and the reads of its extensions (status, realise, sites). Nothing but a misuse of the
  * options is thrown. What to do with an answer (retry, wait, write) is pull.ts's and
  * push.ts's business.
  * @module
@@ -13,7 +13,8 @@ import type { BesoinsAgreges } from '../contract/besoins-agreges.ts'
 import type { Receipt, ReceiptEntry } from '../contract/receipt.ts'
 import type { StatusBody as ProgrammeStatus, StatusEntry as ProgrammeStatusEntry } from '../contract/programme-status.ts'
 import type { Creneau, RealiseBody, Totaux, Verdict } from '../contract/realise.ts'
-import { EVENTS_PATH, INBOUND_PATH as PROGRAMME_PATH, OUTBOUND_PATH as BESOINS_PATH, REALISE_PATH } from '../contract/paths.ts'
+import type { SiteEntry, SitesBody } from '../contract/sites.ts'
+import { EVENTS_PATH, INBOUND_PATH as PROGRAMME_PATH, OUTBOUND_PATH as BESOINS_PATH, REALISE_PATH, SITES_PATH } from '../contract/paths.ts'
 
 
 export interface BspClientOptions {
@@ -85,6 +86,14 @@ export type RealiseAnswer =
   | Refused
   | Unreachable
 
+/** What GET sites (your company's perimeter, an extension of the contract) answered. */
+export type SitesAnswer =
+  | { readonly kind: 'sites'; readonly sites: SitesBody; readonly etag?: string }
+  | { readonly kind: 'unchanged'; readonly etag?: string }
+  | Retry
+  | Refused
+  | Unreachable
+
 /** One event of the feed (DECISIONS.md "Events for BSPs"): its id, type and instant, and its type's members. */
 export interface BspEvent {
   readonly id: string
@@ -111,13 +120,15 @@ export interface BspClient {
   getProgrammeStatus(q: { targetDate: string; siteId?: string; etag?: string }): Promise<StatusAnswer>
   /** GET realise: a site's day, programmed against delivered; `etag` of the last answer makes it conditional. */
   getRealise(q: { siteId: string; targetDate: string; etag?: string }): Promise<RealiseAnswer>
+  /** GET sites: your company's perimeter, with since when it holds each site (any token of the company); `etag` of the last answer makes it conditional. */
+  getSites(q?: { etag?: string }): Promise<SitesAnswer>
   /** GET evenements: your events after `after` (absent: the oldest kept); with `waitSecs`, the answer waits that long for one. */
   getEvents(q: { after?: string; limit?: number; waitSecs?: number }): Promise<EventsAnswer>
   close(): Promise<void>
 }
 
 export type { BesoinsAgreges, BesoinsSite, JalonBesoin, PuissanceDisponible } from '../contract/besoins-agreges.ts'
-export type { Receipt, ReceiptEntry, ProgrammeStatus, ProgrammeStatusEntry, RealiseBody, Creneau, Totaux, Verdict }
+export type { Receipt, ReceiptEntry, ProgrammeStatus, ProgrammeStatusEntry, RealiseBody, Creneau, Totaux, Verdict, SitesBody, SiteEntry }
 
 type Headers = Record<string, string | string[] | undefined>
 interface Answer { readonly status: number; readonly headers: Headers; readonly text: string }
@@ -213,6 +224,8 @@ export function createBspClient (opts: BspClientOptions): BspClient {
     getRealise: q => read(endpoint(REALISE_PATH, { site_id: q.siteId, target_date: q.targetDate }), q.etag,
       (realise, etag): RealiseAnswer => ({ kind: 'realise', realise: realise as RealiseBody, etag })),
 
+    getSites: (q = {}) => read(endpoint(SITES_PATH), q.etag,
+      (sites, etag): SitesAnswer => ({ kind: 'sites', sites: sites as SitesBody, etag })),
     async getEvents (q) {
       const a = await call(endpoint(EVENTS_PATH, {
         apres: q.after, limite: q.limit === undefined ? undefined : String(q.limit), attente: q.waitSecs === undefined ? undefined : String(q.waitSecs),

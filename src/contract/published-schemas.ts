@@ -308,6 +308,30 @@ export function realiseJsonSchema (): JsonSchema {
   }
 }
 
+/** The perimeter read's body (`contract/sites.ts`): an extension of the contract. */
+export function sitesJsonSchema (): JsonSchema {
+  return {
+    title: 'Sites: your company\'s perimeter (extension)',
+    description: 'The sites your company may read and program, in site order, never another company\'s. `perimeter` `all`: every site the service manages (the list is then empty).',
+    type: 'object',
+    required: ['perimeter', 'sites'],
+    properties: {
+      perimeter: { type: 'string', enum: ['sites', 'all'] },
+      sites: {
+        type: 'array',
+        items: {
+          type: 'object',
+          required: ['site_id'],
+          properties: {
+            site_id: { type: 'string', pattern: PRM_PATTERN },
+            held_since: { type: 'string', format: 'date-time', pattern: UTC_INSTANT_PATTERN, description: 'Since when your company has held the site without a break (UTC); absent when the service\'s history does not say.' },
+          },
+        },
+      },
+    },
+  }
+}
+
 /** GET evenements: a page of the caller company's events (DECISIONS.md "Events for BSPs", an extension). */
 export function eventsFeedJsonSchema (): JsonSchema {
   const instant = { type: 'string', format: 'date-time', pattern: UTC_INSTANT_PATTERN }

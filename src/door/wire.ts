@@ -23,16 +23,17 @@ import { openSessions } from '../store/sessions.ts'
 import type { Audit } from '../store/audit.ts'
 import type { Inbound } from '../apply/receive-programme.ts'
 import { listenApi, type ApiListener } from '../http/listener.ts'
-import type { Route } from '../http/route.ts'
+import type { AnyRoute } from '../http/route.ts'
 import { inboundRoute } from '../http/inbound-route.ts'
 import { outboundRoute } from '../http/outbound-route.ts'
 import { realiseRoute } from '../http/realise-route.ts'
+import { sitesRoute } from '../http/sites-route.ts'
+import { errorPageRoutes } from '../http/error-pages.ts'
 import { eventsRoute } from '../http/events-route.ts'
 import type { Events } from '../store/events.ts'
 import type { EventBell } from '../store/event-bell.ts'
 import type { Metering } from '../store/metering.ts'
-import { openTenure } from '../store/tenure.ts'
-import type { HoldersDuring } from '../apply/realisation.ts'
+import { openTenure, type Tenure } from '../store/tenure.ts'
 import type { ApiObserver } from '../http/observer.ts'
 import { listenMetrics } from '../metrics/server.ts'
 import type { AskAnswers, Asks, SidePorts } from './protocol.ts'
@@ -129,21 +130,25 @@ function apiUrlOf (host: string, port: number): URL {
   return new URL(`https://${host.includes(':') ? `[${host}]` : host}:${port}`)
 }
 
-/** The API's routes: every path a BSP reaches is registered here. */
-function routesOf (parts: DoorParts, host: HostPort): Route[] {
+/** The API's routes: every path a BSP reaches is registered here, the problem types' pages too. */
+function routesOf (parts: DoorParts, host: HostPort): AnyRoute[] {
   const { config } = parts
+  // Who held a site when (DECISIONS.md "Tenure"): a company's realise read covers its own tenure.
+  const tenure = openTenure(parts.store)
   return [
     inboundRoute({ maxBodyBytes: config.inbound.maxBodyBytes, inbound: parts.inbound, status: { instructions: parts.instructions, flags: parts.flags } }),
     outboundRoute({ revisions: parts.revisions, receipts: { record: host.tell.receipt } }),
-    realiseRoute({ instructions: parts.instructions, metering: parts.metering, tolerance: config.delivery, holders: holdersOf(parts.store) }),
+    realiseRoute({ instructions: parts.instructions, metering: parts.metering, tolerance: config.delivery, holders: (siteId, fromMs, untilMs) => tenure.holdersDuring(siteId, fromMs, untilMs) }),
+    sitesRoute({ heldSince: (companyId, siteId) => heldSince(tenure, companyId, siteId) }),
     eventsRoute({ events: parts.events, bell: parts.bell }),
+    ...errorPageRoutes(),
   ]
 }
 
-/** Who held a site when (DECISIONS.md "Tenure"): a company's realise read covers its own tenure. */
-function holdersOf (store: Store): HoldersDuring {
-  const tenure = openTenure(store)
-  return (siteId, fromMs, untilMs) => tenure.holdersDuring(siteId, fromMs, untilMs)
+/** Since when the company has held the site without a break: the start of its span that has not ended. */
+function heldSince (tenure: Pick<Tenure, 'heldSpans'>, companyId: string, siteId: string): number | undefined {
+  const last = tenure.heldSpans(companyId, siteId, -Infinity, Number.MAX_SAFE_INTEGER).at(-1)
+  return last?.untilMs === Number.MAX_SAFE_INTEGER ? last.fromMs : undefined
 }
 
 export async function openDoor (parts: DoorParts, host: HostPort): Promise<OpenDoor> {

@@ -16,7 +16,7 @@ import type { Tokens } from '../store/tokens.ts'
 import { createAuthorizer } from '../auth/authorize.ts'
 import { clientCertVerdict } from '../auth/client-cert.ts'
 import { watchCrl } from '../auth/revocation.ts'
-import type { Caller, Door, Route } from './route.ts'
+import { NO_CREDENTIALS, type AnyRoute, type Caller, type Door, type PageHandler, type RouteHandler } from './route.ts'
 import { Context } from './request-context.ts'
 import { createRouter } from './router.ts'
 import { renderError, sendError } from './render-error.ts'
@@ -28,6 +28,7 @@ import type { ApiObserver } from './observer.ts'
 import { keepTickObjects } from './tick-objects.ts'
 import { budgetKindOf, createRateLimiter, type Bucket } from './rate-limit.ts'
 import { EpxError } from '../errors.ts'
+import { createReadSummary, isSummarizedRead } from './read-summary.ts'
 
 export interface ListenApiOptions {
   readonly config: Readonly<EpxConfig>
@@ -37,7 +38,7 @@ export interface ListenApiOptions {
   readonly store: Store
   readonly companies: Companies
   readonly tokens: Tokens
-  readonly routes: readonly Route[]
+  readonly routes: readonly AnyRoute[]
   /** Metrics and audit (plugin.ts); none: nothing is told. */
   readonly observer?: ApiObserver
 }
@@ -63,7 +64,7 @@ interface RequestState {
   readonly method: string
   readonly target: string
   caller: Caller | undefined
-  route: Route | undefined
+  route: AnyRoute | undefined
   door: Door | undefined
   /** The request budget it spent from, once its caller is known (its answer's RateLimit headers). */
   bucket: Bucket | undefined
@@ -114,9 +115,12 @@ export async function listenApi (opts: ListenApiOptions): Promise<ApiListener> {
   const baseUrl = (api.publicBaseUrl ?? url.origin).replace(/\/+$/, '')
   const router = createRouter(opts.routes, url.origin)
   // The metrics' route label: the path's last segment, made once per route.
-  const routeLabels = new Map(opts.routes.map(r => [r, r.path.slice(r.path.lastIndexOf('/') + 1)]))
+  const routeLabels = new Map(opts.routes.map(r => [r, r.scope === NO_CREDENTIALS ? r.label : r.path.slice(r.path.lastIndexOf('/') + 1)]))
   const authorizer = createAuthorizer({ tokens: opts.tokens, companies: opts.companies, onDeadToken: opts.observer?.deadToken })
   const limiter = createRateLimiter(api.rateLimit)
+  const reads = api.logRequests && api.logReads === 'summary'
+    ? createReadSummary(log, api.readSummarySeconds, () => clock.now().getTime())
+    : undefined
   server.on('error', (err: Error) => log.error({ err }, 'api listener error'))
 
   // Responses in progress: close() asks them to end their connection when done.
@@ -169,11 +173,14 @@ export async function listenApi (opts: ListenApiOptions): Promise<ApiListener> {
     const status = !closed || res.headersSent ? res.statusCode : undefined
     opts.observer?.answered?.(state.door ?? 'none', state.route ? routeLabels.get(state.route)! : 'none', state.method, status ?? 0, state.code, (performance.now() - state.started) / 1000)
     if (!api.logRequests) return
-    // Exactly one line per request, written when the exchange ends (or is cut).
-    const line: Record<string, unknown> = {
-      method: state.method, path: loggablePath(state.target), status,
-      durationMs: Math.round((performance.now() - state.started) * 10) / 10,
+    const durationMs = Math.round((performance.now() - state.started) * 10) / 10
+    // A successful read is counted in the periodic summary (read-summary.ts), unless cut.
+    if (reads && state.caller && !state.failed && !(closed && !res.writableFinished) && isSummarizedRead(state.method, status)) {
+      reads.count(state.caller.companyId, routeLabels.get(state.route!)!, status!, durationMs)
+      return
     }
+    // Exactly one line per other request, written when the exchange ends (or is cut).
+    const line: Record<string, unknown> = { method: state.method, path: loggablePath(state.target), status, durationMs }
     if (state.code !== undefined) line.code = state.code
     if (state.failed) line.err = state.failure
     if (closed && !res.writableFinished) line.aborted = true
@@ -201,8 +208,15 @@ export async function listenApi (opts: ListenApiOptions): Promise<ApiListener> {
     if (closing) closeWhenDone(res)
     try {
       const m = router.match(state.method, state.target)
-      state.route = m.route
-      state.door = m.route.door
+      const { route } = m
+      state.route = route
+      state.door = route.door
+      if (route.scope === NO_CREDENTIALS) {
+        // The API's own documentation (a problem type's page): nobody's data, so no token and
+        // no certificate beyond what the handshake asked for, and no company's budget.
+        ;(m.handler as PageHandler)(req, res)
+        return
+      }
       // One Date per request: the same instant authenticates and stamps the request.
       const now = clock.now()
       // For every cache behind the request (callers, latest revisions).
@@ -210,7 +224,7 @@ export async function listenApi (opts: ListenApiOptions): Promise<ApiListener> {
       const caller = state.caller = authorizer({
         cert: clientCertVerdict(req.socket as TLSSocket, revocation),
         authorization: req.headers.authorization,
-        scope: m.route.scope,
+        scope: route.scope,
         now,
         generation,
       }, req.socket)
@@ -225,7 +239,7 @@ export async function listenApi (opts: ListenApiOptions): Promise<ApiListener> {
       res.setHeader('ratelimit', bucket.remaining())
       // Expect: 100-continue is honoured only once the caller is known (RFC 9110 §10.1.1).
       if (expectContinue) res.writeContinue()
-      const done = m.handler(req, res, new Context(m, caller, now, generation, callerLog))
+      const done = (m.handler as RouteHandler)(req, res, new Context(m, caller, now, generation, callerLog))
       if (done) done.then(undefined, (err: unknown) => fail(req, res, state, err))
     } catch (err) {
       fail(req, res, state, err)
@@ -264,10 +278,10 @@ export async function listenApi (opts: ListenApiOptions): Promise<ApiListener> {
 
   const close = () => {
     revocation?.close()
-    if (!closing) for (const r of opts.routes) r.close?.()
+    if (!closing) for (const r of opts.routes) if ('close' in r) r.close?.()
     closing ??= new Promise<void>(resolve => {
       const cut = setTimeout(() => { for (const s of sockets) s.destroy() }, CLOSE_GRACE_MS)
-      server.close(() => { clearTimeout(cut); afterHandlesReleased(resolve) })
+      server.close(() => { clearTimeout(cut); reads?.close(); afterHandlesReleased(resolve) })
       server.closeIdleConnections()
       for (const res of inflight) closeWhenDone(res)
     })

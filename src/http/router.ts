@@ -4,11 +4,12 @@
  * @module
  */
 import { EpxError } from '../errors.ts'
-import type { Route, RouteHandler } from './route.ts'
+import type { AnyRoute, PageHandler, RouteHandler } from './route.ts'
 
 export interface RouteMatch {
-  readonly route: Route
-  readonly handler: RouteHandler
+  readonly route: AnyRoute
+  /** A `PageHandler` when the route is a `PageRoute`. */
+  readonly handler: RouteHandler | PageHandler
   /** The request target as a URL on `origin` (query string kept for the handler). */
   readonly url: URL
 }
@@ -17,7 +18,7 @@ export interface Router {
   /** The route for a method and request target; throws UNKNOWN_PATH or METHOD_NOT_ALLOWED. */
   match(method: string, target: string): RouteMatch
   /** The door of a path, if a route serves it (to render errors in its format). */
-  routeOf(target: string): Route | undefined
+  routeOf(target: string): AnyRoute | undefined
 }
 
 /** Order of the `Allow` header, whatever order a route lists its methods in. */
@@ -32,7 +33,7 @@ const SIMPLE_PATH = /^\/[A-Za-z0-9_~.\/-]*$/
 /** A match whose URL is parsed only when a handler asks for it. */
 class Match implements RouteMatch {
   #url: URL | undefined
-  constructor (readonly route: Route, readonly handler: RouteHandler, url: URL | undefined,
+  constructor (readonly route: AnyRoute, readonly handler: RouteHandler | PageHandler, url: URL | undefined,
     private readonly target: string, private readonly parse: (target: string) => URL | undefined) {
     this.#url = url
   }
@@ -45,12 +46,13 @@ class Match implements RouteMatch {
 /** Longest path echoed in a 404 message. */
 const MAX_ECHO = 200
 
-export function createRouter (routes: readonly Route[], origin: string): Router {
-  const byPath = new Map<string, { route: Route; allow: string }>()
+export function createRouter (routes: readonly AnyRoute[], origin: string): Router {
+  const byPath = new Map<string, { route: AnyRoute; allow: string }>()
   for (const route of routes) {
     if (byPath.has(route.path)) throw new TypeError(`two routes for ${route.path}`)
     // HEAD is allowed only where the route lists it: no implicit GET-for-HEAD.
-    const allow = METHOD_ORDER.filter(m => route.methods[m]).join(', ')
+    const methods: Readonly<Partial<Record<string, unknown>>> = route.methods
+    const allow = METHOD_ORDER.filter(m => methods[m]).join(', ')
     byPath.set(route.path, { route, allow })
   }
 
@@ -81,7 +83,7 @@ export function createRouter (routes: readonly Route[], origin: string): Router 
         const path = (at?.path ?? target).slice(0, MAX_ECHO)
         throw new EpxError('UNKNOWN_PATH', [path])
       }
-      const handler = (entry.route.methods as Record<string, RouteHandler | undefined>)[method]
+      const handler = (entry.route.methods as Record<string, RouteHandler | PageHandler | undefined>)[method]
       if (!handler || !Object.hasOwn(entry.route.methods, method)) {
         throw new EpxError('METHOD_NOT_ALLOWED', [method.slice(0, 20), entry.allow])
       }

@@ -41,9 +41,11 @@ export interface VerifiedTable {
 
 /**
  * What a store opened by another thread of this process (the API door's worker) needs
- * of this one: structured-cloneable, opaque to everything but the engine.
+ * of this one: structured-cloneable, opaque to everything but the engine. The PostgreSQL
+ * engine's: whether the change feed is up, and where each thread notes its commits so
+ * the feed reports none of them as another writer's.
  */
-export type StoreThreadShare = { readonly availability: SharedArrayBuffer }
+export type StoreThreadShare = { readonly availability: SharedArrayBuffer; readonly ownWrites: SharedArrayBuffer }
 
 export interface BackupResult {
   readonly dir: string

@@ -72,7 +72,7 @@ export function openConfiguredStore (store: EpxConfig['store'], opts: Configured
     mapSizeBytes: store.mapSizeBytes,
     ...(beside ? { openInThisProcess: true } : {}),
     ...(postgres
-      ? { postgres: beside ? { ...postgres, pool: { ...postgres.pool, max: beside.poolSize }, follow: false, ...(beside.share ? { availability: beside.share.availability } : {}) } : postgres }
+      ? { postgres: beside ? { ...postgres, pool: { ...postgres.pool, max: beside.poolSize }, follow: false, ...(beside.share ? { availability: beside.share.availability, ownWrites: beside.share.ownWrites } : {}) } : postgres }
       : {}),
   })
 }

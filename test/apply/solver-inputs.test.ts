@@ -1,7 +1,9 @@
 // How many inputs a solver gets for one programme: each site once per change, whichever
 // door saved it (its worker thread or the solver's thread), whichever store holds it,
 // whichever instance it was posted to (PostgreSQL: scripts/postgres-cluster.ts, a throwaway
-// cluster; fails, never skips, without it). The door on the solver's thread saves through
+// cluster; fails, never skips, without it). A save reaches its own instance's solver
+// through its door's hand-over alone, the change feed reporting only the other instances'
+// saves. The door on the solver's thread saves through
 // the same store calls whichever store holds them: `npm test` runs it on LMDB and on one
 // instance, EPX_LONG=1 (helpers/long.ts) on every store and with two instances too.
 import t, { type Test } from 'tap'
@@ -21,12 +23,15 @@ const settle = () => new Promise(resolve => setTimeout(resolve, FEED_SETTLES_MS)
 const started = (t: Test, dir: string, inWorker: boolean, store?: Record<string, unknown>) =>
   startEpx(t, { dataDir: dir, config: { api: { inWorker }, ...(store ? { store } : {}) } })
 
-/** Posts `o` through `epx` as company `acme` (added there); resolves once its door has told the solver's thread. */
+/**
+ * Posts `o` as company `acme` (added through `epx`) to `epx`, or to `to` (another instance
+ * on the same database); resolves once the 202 is in.
+ */
 async function poster (epx: TestEpx) {
   const { cert } = await epx.addCompany('acme')
   const { secret } = await epx.addToken('acme', ['inbound:programme-soutirage'])
-  return async (o: ProgrammeOptions) => {
-    const res = await epx.request({ method: 'POST', path: INBOUND_PATH, cert, token: secret, body: programme(o) })
+  return async (o: ProgrammeOptions, to = epx) => {
+    const res = await to.request({ method: 'POST', path: INBOUND_PATH, cert, token: secret, body: programme(o) })
     if (res.status !== 202) throw new Error(`${res.status} ${res.text}`)
   }
 }
@@ -58,7 +63,7 @@ for (const inWorker of [true, false]) {
   }
 
   if (storeKinds.includes('postgres') && (inWorker || LONG)) {
-    t.test(`two instances on one database, ${door}: a 2-site programme posted to A is 2 inputs for A's solver and 2 for B's`, async t => {
+    t.test(`two instances on one database, ${door}: a 2-site programme posted to either is 2 inputs for A's solver and 2 for B's`, async t => {
       const cluster = fileCluster(t)
       const store = { kind: 'postgres', postgres: { connectionString: cluster.url(await migratedDatabase(cluster)) } }
       const dir = t.testdir()
@@ -68,8 +73,15 @@ for (const inWorker of [true, false]) {
       await post({ sites: 2 })
       await until('B\'s solver fed', () => b.ref.pending().length >= 2, { ms: 5000 })
       await settle()
-      t.same(fed(a), two('20261121T120000Z'), 'A: each site once')
-      t.same(fed(b), two('20261121T120000Z'), 'B: each site once')
+      t.same(fed(a), two('20261121T120000Z'), 'posted to A: A\'s solver, each site once (its door\'s hand-over)')
+      t.same(fed(b), two('20261121T120000Z'), 'posted to A: B\'s solver, each site once (its change feed)')
+      // The other way: a newer programme through B.
+      await post({ sites: 2, emittedAt: '2026-11-21T12:10:00Z' }, b)
+      await until('A\'s solver fed', () => a.ref.pending().length >= 4, { ms: 5000 })
+      await settle()
+      const both = [...two('20261121T120000Z'), ...two('20261121T121000Z')].sort()
+      t.same(fed(b), both, 'posted to B: B\'s solver, each site once more')
+      t.same(fed(a), both, 'posted to B: A\'s solver, each site once more')
     })
   }
 }

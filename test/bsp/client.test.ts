@@ -49,11 +49,13 @@ t.test('every call keeps the path of the base URL, and reads the problem+json of
   t.match(await client.postProgramme({}), wrong)
   t.match(await client.getProgrammeStatus({ targetDate: '2026-11-22' }), wrong)
   t.match(await client.getRealise(site), wrong)
+  t.match(await client.getSites(), wrong)
   t.same(paths.map(p => p.split('?')[0]), [
     '/gw/epx/api/v0.5/energy-programs/besoins-agreges',
     '/gw/epx/api/v0.5/energy-programs/programme-soutirage',
     '/gw/epx/api/v0.5/energy-programs/programme-soutirage',
     '/gw/epx/api/v0.5/energy-programs/realise',
+    '/gw/epx/api/v0.5/energy-programs/sites',
   ])
 })
 
@@ -61,7 +63,7 @@ t.test('a TLS failure is returned, as every other failure, never thrown', async 
   // The client trusts another CA than the one that signed the server's certificate.
   const client = await server(t, () => ({ status: 200, body: '{}' }), { ca: testPki().clientCa.certPem })
   const site = { siteId: 'PRM30000000000001', targetDate: '2026-11-22' }
-  for (const answer of [await client.getBesoins(site), await client.postProgramme({}), await client.getProgrammeStatus({ targetDate: '2026-11-22' }), await client.getRealise(site)]) {
+  for (const answer of [await client.getBesoins(site), await client.postProgramme({}), await client.getProgrammeStatus({ targetDate: '2026-11-22' }), await client.getRealise(site), await client.getSites()]) {
     t.match(answer, { kind: 'unreachable', detail: /certificate/ })
   }
 })

@@ -113,12 +113,37 @@ t.test('every sample of the guide runs as written against a real service, and do
   t.match(pyUnpublished.stderr, /^POST programme-soutirage: 400 INVALID_PROGRAMME_SOUTIRAGE_REQUEST: /m)
   t.equal(pyUnpublished.exit, 1)
 
-  const postPath = `f"{BASE}/programme-soutirage", json=`
+  const postPath = `f"{BASE}/programme-soutirage", token_in`
   t.ok(pythonBlock.code.includes(postPath), 'the Python POST, to change its path')
-  const pyPostWrong = await runSample({ ...pythonBlock, code: pythonBlock.code.replace(postPath, `f"{BASE}/programme-soutirag", json=`) }, 'python-post-wrong-path', off, epx.url.port)
+  const pyPostWrong = await runSample({ ...pythonBlock, code: pythonBlock.code.replace(postPath, `f"{BASE}/programme-soutirag", token_in`) }, 'python-post-wrong-path', off, epx.url.port)
   t.match(pyPostWrong.stderr, /^POST programme-soutirage: 404 UNKNOWN_PATH: no resource at /m, 'Python: a problem+json 404 on the POST is read, no KeyError')
   t.notMatch(pyPostWrong.stderr, /Traceback|KeyError/)
   t.equal(pyPostWrong.exit, 1)
+
+  // A company over its GET budget (one request a second, no burst: epx company limits): the
+  // Python sample's GET is answered 429, waits Retry-After, and is sent again.
+  const { cert: hastyCert } = await epx.addCompany('hasty')
+  await epx.companies.update('hasty', c => ({ ...c, rateLimit: { get: { perSecond: 1, burst: 1 }, post: { perSecond: 1, burst: 1 } } }))
+  const { secret: hastyOut } = await epx.addToken('hasty', ['outbound:besoins-agreges'])
+  const { secret: hastyIn } = await epx.addToken('hasty', ['inbound:programme-soutirage'])
+  const hasty = join(root, 'hasty')
+  mkdirSync(hasty)
+  writeFileSync(join(hasty, 'client.crt'), hastyCert.certPem)
+  writeFileSync(join(hasty, 'client.key'), hastyCert.keyPem)
+  writeFileSync(join(hasty, 'out.token'), hastyOut + '\n', { mode: 0o600 })
+  writeFileSync(join(hasty, 'in.token'), hastyIn + '\n', { mode: 0o600 })
+  for (const f of ['ca.crt', 'other-cas.pem']) symlinkSync(join(dir, f), join(hasty, f))
+  const spent = await epx.request({ path: '/api/v0.5/energy-programs/besoins-agreges', query: { site_id: siteId(1), target_date: tomorrow }, cert: hastyCert, token: hastyOut })
+  t.equal(spent.status, 200, 'the budget\'s one request, spent')
+  // The service's clock stands still unless told: once it has refused the sample (its log line
+  // is written before the answer leaves), it moves a second every 100 ms, so the budget refills.
+  const ticking = setInterval(() => {
+    if (epx.logs().some(l => l.code === 'RATE_LIMITED' && l.companyId === 'hasty')) epx.clock.advance(1000)
+  }, 100)
+  const pyLimited = await runSample(pythonBlock, 'python-rate-limited', hasty, epx.url.port).finally(() => clearInterval(ticking))
+  t.equal(pyLimited.exit, 0, `Python over its budget: it waits and goes on${pyLimited.exit ? ': ' + pyLimited.stderr : ''}`)
+  t.match(pyLimited.stdout, /^(over the request budget: wait 1 s\n)+fetched \S+Z (92|96|100) periods$/m, 'Python: a 429 with Retry-After: 1, then the GET again, answered')
+  t.match(pyLimited.stdout, new RegExp(`^ProgrammeSoutirage-${tomorrow}-rev-\\S+ ${siteId(1)} (92|96|100) \\w+ `, 'm'), 'Python: then the POST')
 })
 
 /** A sample run as written (the service's port aside) in `cwd`, with CA bundles that do not know the service. */

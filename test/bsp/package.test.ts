@@ -40,7 +40,7 @@ t.test(`a BSP installs the client from its tarball in a folder of its own, runs 
   // The link npx has just run, without npm's start (a second a call on a loaded machine).
   const bsp = (...args: string[]) => run(join(app, 'node_modules/.bin/epx-bsp'), args, { cwd: app })
   t.match(help.stdout, /^Usage: epx-bsp <subcommand>/)
-  t.match(help.stdout, /pull .*\n.*push .*\n.*status .*\n.*realise /)
+  t.match(help.stdout, /pull .*\n.*push .*\n.*status .*\n.*realise .*\n.*sites /)
   const pullHelp = await bsp('pull', '--help')
   t.match(pullHelp.stdout, /^Usage: epx-bsp pull --url URL/)
   await t.rejects(bsp('push'), { code: 2, stderr: /epx-bsp: missing FILE/ }, 'a usage error names the bin')
@@ -71,6 +71,8 @@ t.test(`a BSP installs the client from its tarball in a folder of its own, runs 
   t.same(json.totaux, { energie_programmee_kwh: 4, energie_realisee_kwh: 3.5, manque_kwh: 0.5, verdicts: { met: 0, short: 1, curtailment_respected: 1, curtailment_broken: 0, no_data: 0, unconstrained: 94 }, tardifs: 0 })
   await t.rejects(bsp('realise', ...conn.slice(0, -4), '--site', siteId(2), '--date', '2026-11-22'),
     { code: 1, stderr: /^epx-bsp: NOTHING_TO_COMPARE: nothing to compare for site PRM30000000000002 on 2026-11-22/ })
+  const sites = await bsp('sites', ...conn.slice(0, -4))
+  t.match(sites.stderr, /^epx-bsp: your company's perimeter is every site the service manages$/m, 'the perimeter read, with a token of other scopes')
   // `epx-bsp realise … | head -1`: the reader gone after its line, the bin ends quietly.
   const headed = await run('bash', ['-c', `node_modules/.bin/epx-bsp realise ${conn.map(a => `'${a}'`).join(' ')} | head -1; exit "\${PIPESTATUS[0]}"`], { cwd: app })
   t.match(headed.stdout, /^DEBUT_UTC +FIN_UTC/)
@@ -139,8 +141,11 @@ t.test('epx-bsp speaks as itself: help, version, usage errors name the bin', asy
   t.match(bare.err.join('\n'), /Usage: epx-bsp <subcommand>/)
   const unknown = io()
   t.equal(await runBspCli(['fetch'], unknown.io), 2)
-  t.match(unknown.err.join('\n'), /^epx-bsp: unknown subcommand 'epx-bsp fetch'; expected one of: pull, push, status, realise/)
+  t.match(unknown.err.join('\n'), /^epx-bsp: unknown subcommand 'epx-bsp fetch'; expected one of: pull, push, status, realise, sites/)
   const realise = io()
   t.equal(await runBspCli(['realise', '--help'], realise.io), 0)
   t.match(realise.out.join('\n'), /^Usage: epx-bsp realise --url URL .* --site PRM --date YYYY-MM-DD \[--json\]/)
+  const sites = io()
+  t.equal(await runBspCli(['sites', '--help'], sites.io), 0)
+  t.match(sites.out.join('\n'), /^Usage: epx-bsp sites --url URL .*\[--json\]/)
 })

@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { Agent } from 'undici'
-import { Child } from './child.ts'
+import { Child } from '../helpers/child.ts'
 import { openStore } from '../../src/store/open-store.ts'
 import { openCompanies } from '../../src/store/companies.ts'
 import { openTokens } from '../../src/store/tokens.ts'
@@ -89,6 +89,7 @@ export async function seedDataDir (dataDir: string, companies: ReadonlyArray<{ i
 /** Starts the daemon; resolves once it serves (or rejects with why it did not). */
 export async function startHost (o: HostOptions, opts: { execArgv?: string[]; timeoutMs?: number } = {}): Promise<{ child: Child; port: number; origin: string }> {
   const child = new Child('campaign-host', HOST_JS, {
+    tsx: false,
     execArgv: opts.execArgv, env: { CAMPAIGN_HOST: JSON.stringify(o), CAMPAIGN_HOST_DEADLINE_MS: String(40 * 60_000) },
   })
   try {

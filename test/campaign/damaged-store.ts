@@ -9,7 +9,7 @@
 import { openSync, closeSync, writeSync, statSync, truncateSync } from 'node:fs'
 import { randomBytes } from 'node:crypto'
 import { join } from 'node:path'
-import { Child } from './child.ts'
+import { Child } from '../helpers/child.ts'
 import { HOST_JS, seedDataDir, tempDir } from './daemon.ts'
 import { all, info, type Figure } from './report.ts'
 
@@ -38,7 +38,7 @@ export async function damagedStores (): Promise<DamageCase[]> {
     const dataDir = tempDir('damaged')
     await seedDataDir(dataDir, [{ id: 'bsp' }])
     apply(join(dataDir, 'epx.lmdb/data.mdb'))
-    const child = new Child('damaged-host', HOST_JS, { env: { CAMPAIGN_HOST: JSON.stringify({ dataDir, sites: 3 }) } })
+    const child = new Child('damaged-host', HOST_JS, { tsx: false, env: { CAMPAIGN_HOST: JSON.stringify({ dataDir, sites: 3 }) } })
     try {
       const a = await child.next('activation', 30_000)
       // Still up a moment later: a rejection that leaves a native crash behind would show here.

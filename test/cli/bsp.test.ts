@@ -170,7 +170,7 @@ t.test('the token comes from a file or EPX_BSP_TOKEN, never an argument', async 
 
 t.test('epx bsp reads no data folder: --data is refused, its help does not offer it', async t => {
   const { root, conn } = await setup(t)
-  for (const sub of ['pull', 'push', 'status', 'realise', 'events']) {
+  for (const sub of ['pull', 'push', 'status', 'realise', 'sites', 'events']) {
     const help = await runEpx(root, 'bsp', sub, '--help')
     t.equal(help.code, 0)
     t.notMatch(help.out, /--data/, `epx bsp ${sub} --help offers no --data`)
@@ -195,6 +195,7 @@ t.test('--url with a path: the API\'s paths are appended to it (a service behind
     ['push', 'programme-soutirage', [file]],
     ['status', 'programme-soutirage', ['--date', DAY]],
     ['realise', 'realise', ['--site', siteId(1), '--date', DAY]],
+    ['sites', 'sites', []],
   ] as const) {
     const r = await runEpx(root, 'bsp', sub, ...prefixed, ...rest)
     t.equal(r.code, 1, `epx bsp ${sub} refused`)
@@ -271,4 +272,22 @@ t.test('epx bsp events: what changed since the saved cursor, the cursor saved on
   const bad = await runEpx(root, 'bsp', 'events', ...conn, '--wait', '31')
   t.equal(bad.code, 2)
   t.match(bad.err, /--wait 31 is not a whole number from 0 to 30/)
+})
+
+t.test('epx bsp sites: your company\'s perimeter, read over the API with any of its tokens', async t => {
+  // bolt is added before acme's "all sites" (a month before the clock), so it holds its two sites (DECISIONS.md "Tenure").
+  const { root, epx, files, conn } = await setup(t)
+  const { cert } = await epx.addCompany('bolt', { perimeter: [siteId(2), siteId(1)], since: '2026-10-01T00:00:00Z' })
+  const { secret } = await epx.addToken('bolt', ['outbound:realise'])
+  writeFileSync(files.cert, cert.certPem)
+  writeFileSync(files.key, cert.keyPem)
+  writeFileSync(files.token, secret + '\n', { mode: 0o600 })
+  const r = await runEpx(root, 'bsp', 'sites', ...conn)
+  t.equal(r.code, 0, r.err)
+  t.match(r.lines[0], /^SITE_ID +HELD_SINCE$/)
+  t.match(r.lines.slice(1), [new RegExp(`^${siteId(1)} +2026-10-01T00:00:00\\.000Z$`), new RegExp(`^${siteId(2)} +2026-10-01T00:00:00\\.000Z$`)])
+  t.equal(r.lines.length, 3)
+  t.match(r.err, /2 site\(s\) in your company's perimeter/)
+  const json = JSON.parse((await runEpx(root, 'bsp', 'sites', ...conn, '--json')).out)
+  t.same(json, { perimeter: 'sites', sites: [{ site_id: siteId(1), held_since: '2026-10-01T00:00:00.000Z' }, { site_id: siteId(2), held_since: '2026-10-01T00:00:00.000Z' }] })
 })

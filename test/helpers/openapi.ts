@@ -18,6 +18,8 @@
  * exercise), and test/host/fixtures/activation-cycles.ts, which measures the heap of
  * repeated activations: loading this oracle there would be measured too.
  *
+ * A templated path (`/errors/{slug}`) serves every path it matches; an answer that is not
+ * JSON (a problem type's HTML page) is checked as a string.
  * A path the description does not serve is checked against `components.responses.UnknownPath`
  * (404), and a method a path does not list against the 405 its operations list (in the
  * format of the path's door): those answers are documented too, so none goes unchecked.
@@ -63,8 +65,20 @@ export async function conformsToDescription (req: { method: string; path: string
   }
 }
 
+/** The description's item of a path: its own, or a templated one's (`/errors/{slug}`). */
+function itemOf (doc: Document, path: string): Document['paths'][string] | undefined {
+  const own = doc.paths[path]
+  if (own) return own
+  for (const [template, item] of Object.entries(doc.paths)) {
+    if (!template.includes('{')) continue
+    const pattern = new RegExp('^' + template.split(/\{[^}]+\}/).map(p => p.replace(/[.*+?^$()|[\]\\]/g, '\\$&')).join('[^/]+') + '$')
+    if (pattern.test(path)) return item
+  }
+  return undefined
+}
+
 function check (doc: Document, req: { method: string; path: string }, res: Response): string[] {
-  const item = doc.paths[req.path]
+  const item = itemOf(doc, req.path)
   const op = item?.[req.method.toLowerCase()]
   let described: Described | undefined
   if (!item) described = res.status === 404 ? doc.components.responses.UnknownPath : undefined
@@ -92,11 +106,14 @@ function check (doc: Document, req: { method: string; path: string }, res: Respo
   const media = described.content[type]
   if (!media) return [...problems, `Content-Type ${JSON.stringify(type)}; described: ${Object.keys(described.content).join(', ')}`]
   if (head) return problems
-  let body: unknown
-  try {
-    body = JSON.parse(res.text)
-  } catch {
-    return [...problems, 'the body is not JSON']
+  let body: unknown = res.text
+  // A page (text/html) is its text; a JSON answer is its value.
+  if (/json/.test(type)) {
+    try {
+      body = JSON.parse(res.text)
+    } catch {
+      return [...problems, 'the body is not JSON']
+    }
   }
   const v = validator(media.schema)
   if (!v(body)) problems.push(...(v.errors ?? []).map(e => `body${e.instancePath}: ${e.message ?? e.keyword} ${JSON.stringify(e.params)}`))

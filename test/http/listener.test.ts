@@ -274,3 +274,37 @@ t.test('startEpx restart(): same data folder, new listener, data kept', async t 
   await epx.restart({ solver: true })
   t.not(epx.ref, ref, 'a new reference host')
 })
+
+t.test('successful reads are counted in a periodic summary, every other request keeps its line (docs/operating.md "What is logged where")', async t => {
+  for (const logReads of ['summary', 'each'] as const) {
+    const epx = await startEpx(t, { config: { api: { logReads, readSummarySeconds: 1 } } })
+    const { cert } = await epx.addCompany('acme')
+    const { secret } = await epx.addToken('acme', ['outbound:besoins-agreges'])
+    const day = '2026-11-22'
+    await epx.handle.publish({ targetDate: day })
+    const get = (site: number, headers: Record<string, string> = {}) =>
+      epx.request({ path: OUTBOUND_PATH, query: { site_id: `PRM3000000000000${site}`, target_date: day }, cert, token: secret, headers })
+    const before = epx.logs().length
+    const first = await get(1)
+    t.equal(first.status, 200)
+    await get(2)
+    await get(1)
+    t.equal((await get(1, { 'if-none-match': first.headers.etag! })).status, 304)
+    t.equal((await epx.request({ path: '/nope', cert, token: secret })).status, 404)
+    const lines = () => epx.logs().slice(before)
+    const requests = () => lines().filter(l => l.msg === 'api request')
+    const summary = () => lines().filter(l => l.msg === 'api reads')
+    if (logReads === 'summary') {
+      for (let i = 0; i < 300 && summary().length < 2; i++) await new Promise(r => setTimeout(r, 10))
+      t.same(requests().map(l => l.status), [404], 'the refusal has its line, the reads none')
+      t.match(summary().sort((a, b) => a.status - b.status), [
+        { level: 30, companyId: 'acme', route: 'besoins-agreges', status: 200, count: 3, meanMs: Number, maxMs: Number, fromUtc: String, untilUtc: String },
+        { companyId: 'acme', route: 'besoins-agreges', status: 304, count: 1 },
+      ], 'one summary line per company, route and status')
+    } else {
+      for (let i = 0; i < 300 && requests().length < 5; i++) await new Promise(r => setTimeout(r, 10))
+      t.same(requests().map(l => l.status), [200, 200, 200, 304, 404], '"each": a line per read')
+      t.same(summary(), [])
+    }
+  }
+})

@@ -277,3 +277,30 @@ t.test('a past day\'s figures for each company do not change when the site chang
     t.equal(beta.json().code, 'NOTHING_TO_COMPARE')
   }
 })
+
+t.test('a site handed over at 10:00 Paris: each company is judged on the quarter-hours that began while it held the site, by its own instruction (DECISIONS.md "Tenure")', async t => {
+  const epx = await startEpx(t)
+  const acme = await company(epx, 'acme', [siteId(1), siteId(2)])
+  t.equal((await acme.send({ kwh: () => 2 })).status, 202)
+  await epx.ref.runCycle()
+  // 09:00 UTC is 10:00 in Paris: quarter-hour 40 of the day begins at the transfer.
+  epx.clock.set('2026-11-22T09:00:00Z')
+  await openCompanies(epx.store, { onePerSite: false, now: () => epx.clock.now().getTime() }).update('acme', c => ({ ...c, perimeter: [siteId(2)] }))
+  const beta = await company(epx, 'beta', [siteId(1)])
+  const sent = await beta.send({ emittedAt: '2026-11-22T09:00:00Z', kwh: () => 3 })
+  t.equal(sent.status, 202, sent.text)
+  await epx.ref.runCycle()
+  epx.clock.set('2026-11-23T00:00:00Z')
+  await epx.handle.reportMetering(Array.from({ length: 96 }, (_, j) => reading(siteId(1), j, 2.5)))
+
+  const mine = (await acme.realise({ site_id: siteId(1), target_date: DAY })).json()
+  const theirs = (await beta.realise({ site_id: siteId(1), target_date: DAY })).json()
+  const judged = (body: any) => body.creneaux.filter((c: any) => 'verdict' in c)
+  t.same(judged(mine).map((c: any) => [c.energie_programmee_kwh, c.verdict]), Array(40).fill([2, 'met']),
+    'acme: the 40 quarter-hours begun before 10:00, by its instruction')
+  t.equal(judged(mine)[39].fin_utc, '2026-11-22T09:00:00Z')
+  t.same(judged(theirs).map((c: any) => [c.energie_programmee_kwh, c.verdict]), Array(56).fill([3, 'short']),
+    'beta: the 56 from 10:00 on, by its own')
+  t.equal(judged(theirs)[0].debut_utc, '2026-11-22T09:00:00Z')
+  t.equal(mine.totaux.energie_realisee_kwh + theirs.totaux.energie_realisee_kwh, 96 * 2.5, 'every metered quarter-hour counted once, for one company')
+})

@@ -6,22 +6,24 @@
  * recorded responses, so the description says what the door really sends.
  * @module
  */
-import { catalogue, DOOR_CODES, EpxError, problemCodeOf, type ErrorCode } from '../../src/errors.ts'
+import { catalogue, DOOR_CODES, EpxError, problemCodeOf, type ErrorCode, type ErrorSpec } from '../../src/errors.ts'
 import { renderError } from '../../src/http/render-error.ts'
-import { EVENTS_PATH, INBOUND_PATH, OUTBOUND_PATH, REALISE_PATH, type Door } from '../../src/http/route.ts'
+import { EVENTS_PATH, INBOUND_PATH, OUTBOUND_PATH, REALISE_PATH, SITES_PATH, type Door } from '../../src/http/route.ts'
 import {
   besoinsAgregesJsonSchema, eventsFeedJsonSchema, inboundErrorJsonSchema, JSON_SCHEMA_DIALECT, problemJsonSchema, programmeSoutirageJsonSchema,
-  programmeStatusJsonSchema, realiseJsonSchema, receiptJsonSchema, type JsonSchema,
+  programmeStatusJsonSchema, realiseJsonSchema, receiptJsonSchema, sitesJsonSchema, type JsonSchema,
 } from '../../src/contract/published-schemas.ts'
+import { ERRORS_PATH, problemSlugs } from '../../src/http/error-pages.ts'
 import { EXAMPLE_BASE_URL, type Recorded } from './record.ts'
-import { ADVICE, API_DESCRIPTION, EVENTS_DESCRIPTION, HEADER_SPECS, INBOUND_DESCRIPTION, MTLS_DESCRIPTION, BEARER_DESCRIPTION, REALISE_DESCRIPTION, STATUS_DESCRIPTION } from './texts.ts'
+import { API_DESCRIPTION, EVENTS_DESCRIPTION, HEADER_SPECS, INBOUND_DESCRIPTION, MTLS_DESCRIPTION, BEARER_DESCRIPTION, PAGE_DESCRIPTION, REALISE_DESCRIPTION, SITES_DESCRIPTION, STATUS_DESCRIPTION } from './texts.ts'
 
 export const SCHEMA_FILES = { besoins: 'schemas/besoins-agreges.json', programme: 'schemas/programme-soutirage.json' } as const
 
 /** An operation's kind: the two of the contract, and the status read (an extension, rendered by the inbound door). */
 type Kind = keyof typeof DOOR_CODES
-const doorOf = (kind: Kind): Door => kind === 'outbound' || kind === 'realise' || kind === 'evenements' ? 'outbound' : 'inbound'
-const SCOPE_OF: Record<Kind, string> = { outbound: 'outbound:besoins-agreges', inbound: 'inbound:programme-soutirage', status: 'inbound:programme-soutirage', realise: 'outbound:realise', evenements: 'outbound:evenements' }
+const doorOf = (kind: Kind): Door => kind === 'outbound' || kind === 'realise' || kind === 'sites' || kind === 'evenements' ? 'outbound' : 'inbound'
+/** The scope each kind's token needs; none for the perimeter read (any token of the company). */
+const SCOPE_OF: Record<Kind, string | undefined> = { outbound: 'outbound:besoins-agreges', inbound: 'inbound:programme-soutirage', status: 'inbound:programme-soutirage', realise: 'outbound:realise', evenements: 'outbound:evenements', sites: undefined }
 const statusOf = (code: ErrorCode): number => (catalogue[code] as { status: number }).status
 
 /** The service's terms are its operator's (package.json: UNLICENSED): no open licence is granted. */
@@ -89,12 +91,32 @@ export function describeApi (recorded: readonly Recorded[], opts: { version: str
           ...operation('evenements', of('GET evenements'), { head: false }),
         },
       },
+      [SITES_PATH]: {
+        get: {
+          operationId: 'getSites',
+          summary: 'Your company\'s perimeter: its sites, and since when it holds each (extension of the contract)',
+          description: SITES_DESCRIPTION,
+          'x-epx-extension': true,
+          ...operation('sites', of('GET sites'), { head: false }),
+        },
+        head: {
+          operationId: 'headSites',
+          summary: 'The headers the perimeter read would send, without the body (extension of the contract)',
+          'x-epx-extension': true,
+          ...operation('sites', [...of('HEAD sites'), ...of('GET sites').filter(r => r.status !== 200)], { head: true }),
+        },
+      },
+      [`${ERRORS_PATH}{slug}`]: {
+        get: { operationId: 'getProblemType', summary: 'The page of a problem type: what it means and what to do, in English and in French', description: PAGE_DESCRIPTION, ...page(of('GET page'), false) },
+        head: { operationId: 'headProblemType', summary: 'The headers of a problem type\'s page, without the body', ...page(of('HEAD page'), true) },
+      },
     },
     components: {
       schemas: {
         Receipt: receiptJsonSchema(),
         ProgrammeStatus: programmeStatusJsonSchema(),
         Realise: realiseJsonSchema(),
+        Sites: sitesJsonSchema(),
         Evenements: eventsFeedJsonSchema(),
         InboundError: inboundErrorJsonSchema([...DOOR_CODES.inbound, 'INVALID_QUERY', 'METHOD_NOT_ALLOWED']),
         Problem: problemJsonSchema(),
@@ -104,6 +126,8 @@ export function describeApi (recorded: readonly Recorded[], opts: { version: str
         MethodNotAllowedOutbound: otherResponse('outbound', of('other').filter(r => r.request.path.startsWith(OUTBOUND_PATH)), 405, 'METHOD_NOT_ALLOWED'),
         MethodNotAllowedInbound: otherResponse('inbound', of('other').filter(r => r.request.path.startsWith(INBOUND_PATH)), 405, 'METHOD_NOT_ALLOWED'),
         MethodNotAllowedRealise: otherResponse('outbound', of('other').filter(r => r.request.path.startsWith(REALISE_PATH)), 405, 'METHOD_NOT_ALLOWED'),
+        MethodNotAllowedSites: otherResponse('outbound', of('other').filter(r => r.request.path.startsWith(SITES_PATH)), 405, 'METHOD_NOT_ALLOWED'),
+        MethodNotAllowedPage: otherResponse('outbound', of('other').filter(r => r.request.path.startsWith(ERRORS_PATH)), 405, 'METHOD_NOT_ALLOWED'),
         MethodNotAllowedEvenements: otherResponse('outbound', of('other').filter(r => r.request.path.startsWith(EVENTS_PATH)), 405, 'METHOD_NOT_ALLOWED'),
       },
       securitySchemes: {
@@ -135,7 +159,7 @@ function operation (kind: Kind, recorded: readonly Recorded[], o: { head: boolea
     const codes = kindCodes.filter(c => statusOf(c) === status)
     const seen = recorded.filter(r => r.status === status)
     responses[String(status)] = status === statusOf('METHOD_NOT_ALLOWED') && codes.length === 0
-      ? { $ref: `#/components/responses/MethodNotAllowed${kind === 'realise' ? 'Realise' : kind === 'evenements' ? 'Evenements' : door === 'outbound' ? 'Outbound' : 'Inbound'}` }
+      ? { $ref: `#/components/responses/MethodNotAllowed${kind === 'realise' ? 'Realise' : kind === 'sites' ? 'Sites' : kind === 'evenements' ? 'Evenements' : door === 'outbound' ? 'Outbound' : 'Inbound'}` }
       : status === statusOf('UNKNOWN_PATH') && codes.length === 0 && seen.length === 0
         ? { $ref: '#/components/responses/UnknownPath' }
         : response(kind, status, codes, seen.length ? seen : rendered(door, codes), o.head)
@@ -158,6 +182,10 @@ function operation (kind: Kind, recorded: readonly Recorded[], o: { head: boolea
         { name: 'target_date', in: 'query', required: true, description: 'The Europe/Paris day, YYYY-MM-DD', schema: { type: 'string', format: 'date' }, example: '2026-11-22' },
         { name: 'If-None-Match', in: 'header', required: false, description: 'The ETag last received for this site and day: 304 when no programme and no meter value changed.', schema: { type: 'string' } },
       ]
+    : kind === 'sites'
+    ? [
+        { name: 'If-None-Match', in: 'header', required: false, description: 'The ETag last received: 304 while your perimeter is unchanged.', schema: { type: 'string' } },
+      ]
     : door === 'outbound'
     ? [
         { name: 'site_id', in: 'query', required: true, description: 'The site, PRM followed by 14 digits', schema: { type: 'string', pattern: '^PRM[0-9]{14}$' }, example: 'PRM30000000000001' },
@@ -176,27 +204,51 @@ function operation (kind: Kind, recorded: readonly Recorded[], o: { head: boolea
     : undefined
   return {
     tags: [door],
-    security: [{ mutualTLS: [], bearer: [scope] }],
+    security: [{ mutualTLS: [], bearer: scope === undefined ? [] : [scope] }],
     ...(parameters.length ? { parameters } : {}),
     ...(requestBody ? { requestBody } : {}),
     responses,
   }
 }
 
+/**
+ * A problem type's page (`src/http/error-pages.ts`): no credentials (`security: []`), HTML,
+ * one per slug of the catalogue; an unknown slug is an unknown path.
+ */
+function page (recorded: readonly Recorded[], head: boolean) {
+  const ok = recorded.filter(r => r.status === 200)
+  return {
+    tags: ['outbound'],
+    security: [],
+    'x-epx-extension': true,
+    parameters: [{ name: 'slug', in: 'path', required: true, description: 'The last segment of a problem\'s `type`', schema: { type: 'string', enum: [...problemSlugs().keys()] }, example: 'rate-limited' }],
+    responses: {
+      200: {
+        description: 'The page: the status and title of the problem type, then each code that carries it, what it means and what to do, in English and in French.',
+        headers: headersOf(ok, 200),
+        ...(head ? {} : { content: { 'text/html': { schema: { type: 'string' } } } }),
+      },
+      404: { $ref: '#/components/responses/UnknownPath' },
+      405: { $ref: '#/components/responses/MethodNotAllowedPage' },
+    },
+  }
+}
+
 /** A response of a status: its headers (from the runs), its body schema, its examples. */
 function response (kind: Kind, status: number, codes: readonly ErrorCode[], seen: readonly Recorded[], head: boolean) {
   const door = doorOf(kind)
-  const lines = codes.map(c => `- \`${door === 'outbound' ? problemCodeOf(c) : c}\`: ${ADVICE[c] ?? ''}`)
+  const lines = codes.map(c => `- \`${door === 'outbound' ? problemCodeOf(c) : c}\`: ${(catalogue[c] as ErrorSpec).help?.en ?? ''}`)
   const description = status === 200 ? (kind === 'status'
     ? 'Your company\'s instructions for the day, newest first. Keep the ETag and send it as If-None-Match on the next read.'
     : kind === 'realise' ? 'The day, every quarter-hour, programmed against delivered. Keep the ETag and send it as If-None-Match on the next read.'
+    : kind === 'sites' ? 'Your company\'s sites, in site order. Keep the ETag and send it as If-None-Match on the next read.'
     : kind === 'evenements' ? 'Your events after the cursor, oldest first. Keep `suivant` and send it as `apres` on the next read.'
     : 'The latest revision. Keep ETag and Last-Modified for the next poll, and emitted_at for audit.')
     : status === 202 ? 'Persisted on disk. Each instruction says what will become of it: `queued` (applied at the next solver cycle), `superseded` (a later programme is in force) or `late` (a programme for today whose every period had begun before it was received: kept, never applied). `message` sums it up and never says "will be applied" of what will not be.'
       : status === 304 ? 'Nothing new since the ETag (or date) you sent. No body; the validators are repeated.'
         : lines.join('\n')
   const media = seen.map(r => (r.headers['content-type'] ?? '').split(';')[0]!).find(Boolean)
-  const schema = status === 200 ? (kind === 'status' ? { $ref: '#/components/schemas/ProgrammeStatus' } : kind === 'realise' ? { $ref: '#/components/schemas/Realise' } : kind === 'evenements' ? { $ref: '#/components/schemas/Evenements' } : { $ref: SCHEMA_FILES.besoins })
+  const schema = status === 200 ? (kind === 'status' ? { $ref: '#/components/schemas/ProgrammeStatus' } : kind === 'realise' ? { $ref: '#/components/schemas/Realise' } : kind === 'evenements' ? { $ref: '#/components/schemas/Evenements' } : kind === 'sites' ? { $ref: '#/components/schemas/Sites' } : { $ref: SCHEMA_FILES.besoins })
     : status === 202 ? { $ref: '#/components/schemas/Receipt' }
       // message and details named again: linters that close each branch of an allOf (Redocly's
       // example check) would otherwise read them as properties the branch does not allow.

@@ -11,7 +11,7 @@ import { join } from 'node:path'
 import type { Test } from 'tap'
 import { startEpx, type TestRequest } from '../helpers/epx.ts'
 import { programme } from '../helpers/programme.ts'
-import { EVENTS_PATH, INBOUND_PATH, OUTBOUND_PATH, REALISE_PATH } from '../../src/http/route.ts'
+import { EVENTS_PATH, INBOUND_PATH, OUTBOUND_PATH, REALISE_PATH, SITES_PATH } from '../../src/http/route.ts'
 import { openEvents } from '../../src/store/events.ts'
 
 /** `{base_url}` in the examples (problem `type`s). */
@@ -21,7 +21,7 @@ const RECORD_MAX_BODY = 16_384
 
 export interface Recorded {
   /** Operation key: `GET`, `HEAD`, `POST`, or `other` (unknown path, other method). */
-  readonly operation: 'GET' | 'HEAD' | 'POST' | 'GET status' | 'HEAD status' | 'GET realise' | 'HEAD realise' | 'GET evenements' | 'other'
+  readonly operation: 'GET' | 'HEAD' | 'POST' | 'GET status' | 'HEAD status' | 'GET realise' | 'HEAD realise' | 'GET sites' | 'HEAD sites' | 'GET page' | 'HEAD page' | 'GET evenements' | 'other'
   /** What this example shows, e.g. `notPublished`. */
   readonly name: string
   readonly summary: string
@@ -82,7 +82,7 @@ async function record (t: Test): Promise<Recorded[]> {
       request: { method: r.method ?? 'GET', path: url.pathname + url.search, headers, ...(typeof r.body === 'object' ? { body: r.body } : r.body !== undefined ? { body: String(r.body).slice(0, 200) } : {}) },
       status: res.status,
       headers: resHeaders,
-      ...(res.text === '' ? {} : { body: res.json() }),
+      ...(res.text === '' ? {} : { body: /json/.test(res.headers['content-type'] ?? '') ? res.json() : res.text }),
     })
     return res
   }
@@ -186,6 +186,23 @@ async function record (t: Test): Promise<Recorded[]> {
   await go('HEAD realise', 'realise', 'The headers of the realise read, no body', realised(pair, { method: 'HEAD' }))
   await go('other', 'methodNotAllowedRealise', 'A method realise does not serve', realised(pair, { method: 'POST' }))
 
+  // A company of two sites, added before acme (so it, not acme's "all sites", holds them: DECISIONS.md
+  // "Tenure"), added last so the reads above are acme's: its perimeter read, with a token of any scope.
+  const { cert: pairCert } = await epx.addCompany('pair', { perimeter: [site, 'PRM30000000000002'], since: '2026-10-01T00:00:00Z' })
+  const { secret: pairToken } = await epx.addToken('pair', ['outbound:realise'])
+  const sites = (o: Partial<TestRequest> = {}): TestRequest => ({ method: 'GET', path: SITES_PATH, cert: pairCert, token: pairToken, ...o })
+  const perimeter = await go('GET sites', 'sites', 'Your company\'s sites, and since when it holds each', sites())
+  await go('GET sites', 'notModified', 'If-None-Match with the ETag last received: the perimeter is unchanged', sites({ headers: { 'if-none-match': perimeter.headers.etag! } }))
+  await go('GET sites', 'allSites', 'A perimeter of every site the service manages', sites({ cert, token: outbound }))
+  await go('GET sites', 'noToken', 'No Authorization header', sites({ token: undefined }))
+  await go('GET sites', 'noCertificate', 'No client certificate', sites({ cert: null }))
+  await go('GET sites', 'suspended', 'The company is suspended', sites({ cert: suspendedCert, token: suspended }))
+  epx.faults.unavailable = true
+  await go('GET sites', 'storeUnavailable', 'The store cannot answer', sites())
+  epx.faults.unavailable = false
+  await go('HEAD sites', 'sites', 'The headers of the perimeter read, no body', sites({ method: 'HEAD' }))
+  await go('other', 'methodNotAllowedSites', 'A method sites does not serve', sites({ method: 'POST' }))
+
   // A company whose budgets are one request (epx company limits): its second request of a kind is over budget.
   const { cert: hastyCert } = await epx.addCompany('hasty')
   await epx.companies.update('hasty', c => ({ ...c, rateLimit: { get: { perSecond: 1, burst: 1 }, post: { perSecond: 1, burst: 1 } } }))
@@ -195,10 +212,15 @@ async function record (t: Test): Promise<Recorded[]> {
   await go('GET', 'rateLimited', 'Over the company\'s GET budget: wait Retry-After', get(pair, asHasty))
   await go('GET status', 'rateLimited', 'Over the company\'s GET budget (the status read spends it too)', status({ target_date: day }, asHasty))
   await go('GET realise', 'rateLimited', 'Over the company\'s GET budget (the realise read spends it too)', realised(pair, asHasty))
+  await go('GET sites', 'rateLimited', 'Over the company\'s GET budget (the perimeter read spends it too)', sites(asHasty))
   await go('GET evenements', 'rateLimited', 'Over the company\'s GET budget (the events feed spends it too)', feed({}, asHasty))
   await epx.request(post({ ...asHasty, body: undefined, headers: { 'content-type': 'text/plain' } }))
   await go('POST', 'rateLimited', 'Over the company\'s POST budget: refused before its body was read', post(asHasty))
 
+  // A problem type's page: no certificate, no token.
+  await go('GET page', 'page', 'The page of rate-limited', { path: '/errors/rate-limited', cert: null })
+  await go('HEAD page', 'page', 'Its headers, no body', { method: 'HEAD', path: '/errors/rate-limited', cert: null })
+  await go('other', 'methodNotAllowedPage', 'A method a problem type\'s page does not serve', { method: 'POST', path: '/errors/rate-limited', cert: null })
   await go('other', 'unknownPath', 'A path the API does not serve', { path: '/api/v0.5/energy-programs/unknown', cert, token: outbound })
   await go('other', 'methodNotAllowedOutbound', 'A method besoins-agreges does not serve', get(pair, { method: 'DELETE' }))
   await go('other', 'methodNotAllowedInbound', 'A method programme-soutirage does not serve', post({ method: 'DELETE', body: undefined }))

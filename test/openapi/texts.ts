@@ -1,10 +1,9 @@
 /**
  * The prose of the description: what a BSP developer reads next to each status and
- * header. What the API does comes from the door (describe.ts); what to do about it is here.
+ * header. What the API does comes from the door (describe.ts); what to do about each error, from
+ * the catalogue (`src/errors.ts` `help`).
  * @module
  */
-import type { ErrorCode } from '../../src/errors.ts'
-
 export const API_DESCRIPTION = [
   'The BSP-facing API of epx: pull the Besoins_Agreges the service publishes (GET), send a Programme_Soutirage (POST).',
   '',
@@ -25,6 +24,8 @@ export const API_DESCRIPTION = [
   '',
   'Reading outcomes (an extension of the contract, marked x-epx-extension): GET programme-soutirage?target_date=D[&site_id=S] answers',
   'what became of your company\'s instructions for a day (queued, applied with its cycle, superseded, withdrawn), with its ETag for 304.',
+  'GET sites answers your company\'s perimeter (its sites, since when it holds each), with any of its tokens.',
+  'A problem\'s `type`, {base_url}/errors/<slug>, answers a page saying what the error means and what to do (no credentials needed).',
   '',
   'The JSON Schemas of the two documents are files beside this description (schemas/). The guide for BSP developers is docs/bsp-guide.md.',
 ].join('\n')
@@ -63,6 +64,20 @@ export const REALISE_DESCRIPTION = [
   'A site outside your perimeter, or a day with neither your programme nor a meter value, answers 404 NOTHING_TO_COMPARE. Errors are problem+json, as for besoins-agreges.',
 ].join(' ')
 
+export const SITES_DESCRIPTION = [
+  'An extension of the contract (its two operations are unchanged): the sites of your company\'s perimeter, the ones you may pull and program, in site order,',
+  'each with `held_since`, since when your company has held it without a break (UTC). Never a site outside your perimeter: it says nothing of which other sites exist.',
+  'Any token of your company may read it, whatever its scopes (no scope is needed); the same certificate checks apply.',
+  'A perimeter of every site the service manages answers `perimeter: "all"` and an empty list.',
+  'Send the ETag back as If-None-Match: 304 while your perimeter is unchanged. Errors are problem+json, as for besoins-agreges.',
+].join(' ')
+
+export const PAGE_DESCRIPTION = [
+  'A problem\'s `type` is `{base_url}/errors/<slug>`, `{base_url}` being the service\'s public base URL (its `api.publicBaseUrl`): dereferenced, it answers',
+  'this page, for a person reading a log or a problem (RFC 9457 §3.1.1). No token and no client certificate are needed: the page is documentation, nobody\'s data.',
+  'Branch on the problem\'s `code`, never on this page or on its `type`.',
+].join(' ')
+
 export const EVENTS_DESCRIPTION = [
   'An extension of the contract (its two operations are unchanged), so that a BSP need not poll: what changed for your company, as events, oldest first. A Besoins_Agreges',
   'of your perimeter published (`besoins_agreges.publie`), one of your instructions changing status (`instruction.statut`), a quarter-hour you may read in GET realise changed',
@@ -87,26 +102,6 @@ export const BEARER_DESCRIPTION = [
   'Scopes: `outbound:besoins-agreges` for GET/HEAD besoins-agreges, `inbound:programme-soutirage` for POST (and the status read, GET/HEAD) programme-soutirage.',
   'Absent, unknown, expired or revoked: 401 with WWW-Authenticate. Without the scope: 403 SCOPE_DENIED.',
 ].join(' ')
-
-/** What each code means to a BSP and what to do about it. */
-export const ADVICE: Partial<Record<ErrorCode, string>> = {
-  INVALID_QUERY: 'a query parameter missing, repeated, unknown or malformed (site_id, target_date; apres, limite, attente for the events); `invalid_params` (outbound) or `error.details` (status read) names each. Fix the request; do not retry as is.',
-  INVALID_PROGRAMME_SOUTIRAGE_REQUEST: 'the programme was refused as a whole (nothing stored); `error.details` maps each faulty field (JSON Pointer) to what to fix (a slot whose power, energie_kwh * 3600 / slot_duration_secs, is above the service\'s sanity bound, 100,000 kW per site by default, at its energie_kwh). Fix and send again.',
-  UNAUTHORIZED: 'no Bearer token, or one unknown, expired or revoked (`error="invalid_token"` in WWW-Authenticate). Get a new token; retrying will not help.',
-  MTLS_REQUIRED: 'no client certificate, one the service\'s CA did not issue or has revoked, or one not bound to the token\'s company. Present your company\'s certificate.',
-  COMPANY_SUSPENDED: 'your company is suspended by the service. Contact the service operator.',
-  SCOPE_DENIED: 'the token lacks this endpoint\'s scope (named in WWW-Authenticate). Use a token with that scope.',
-  NOTHING_TO_COMPARE: 'no programme of yours in force and no meter value for this site and day, or a site outside your perimeter. Meter values arrive as quarter-hours close.',
-  CURSOR_EXPIRED: 'the cursor `apres` is older than the oldest event kept: events were missed. Read the state again (besoins-agreges, the status read, realise), then go on with `apres` = the problem\'s `suivant`; `oldest_id` is the oldest event kept.',
-  NOT_PUBLISHED: 'nothing published for this site and day (yet), or a site outside your perimeter. Retry after Retry-After (300 s) at the earliest.',
-  UNKNOWN_PATH: 'no such path (a typo, or a wrong base URL or version segment /api/v0.5/). Fix the path; retrying as is will not help.',
-  METHOD_NOT_ALLOWED: 'the path does not serve this method; `Allow` lists those it does.',
-  PAYLOAD_TOO_LARGE: 'the body is over the service\'s limit (default 10 MiB). Split the programme by sites.',
-  UNSUPPORTED_MEDIA_TYPE: 'Content-Type must be application/json.',
-  RATE_LIMITED: 'your company is over its request budget (GET and HEAD together, or POST); nothing was done. Wait Retry-After seconds, then pace your requests by the RateLimit header (r: requests left, t: seconds until the budget is whole). A POST over budget is refused before its body is read: send it again after Retry-After.',
-  NO_STORE: 'the service\'s storage cannot answer for now; nothing was stored. Retry after Retry-After (5 s), with backoff; re-sending the same programme is safe (same emitted_at, same instruction ids).',
-  INTERNAL: 'an unexpected fault of the service; nothing was applied. Retry later, and report it if it persists.',
-}
 
 /**
  * The headers the description documents, by their canonical name. `varies`: depends on

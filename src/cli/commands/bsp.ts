@@ -1,5 +1,5 @@
 /**
- * `epx bsp pull|push|status|realise|events`: the reference BSP client (src/bsp/) from the command line, for a
+ * `epx bsp pull|push|status|realise|sites|events`: the reference BSP client (src/bsp/) from the command line, for a
  * BSP trying the API and for the service's own checks. The connection options are shared
  * here; the token is read from a file or EPX_BSP_TOKEN, never from an argument (an
  * argument shows in `ps` and in shell history).
@@ -49,6 +49,7 @@ export const bspSubcommands: Promise<readonly Command[]> = Promise.all([
   import('./bsp-push.ts').then(m => m.pushCommand),
   import('./bsp-status.ts').then(m => m.statusCommand),
   import('./bsp-realise.ts').then(m => m.realiseCommand),
+  import('./bsp-sites.ts').then(m => m.sitesCommand),
   import('./bsp-events.ts').then(m => m.eventsCommand),
 ])
 
@@ -57,7 +58,7 @@ type Failed = Extract<StatusAnswer, { kind: 'retry' | 'refused' | 'unreachable' 
 type Answered<A> = Exclude<A, { kind: 'unchanged' | Failed['kind'] }>
 
 /**
- * One read over the API (`epx bsp status`, `epx bsp realise`): its document goes to `show`;
+ * One read over the API (`epx bsp status`, `epx bsp realise`, `epx bsp sites`): its document goes to `show`;
  * a 304 is quiet; a retry, a refusal or a service out of reach is told, exit 1; the client
  * is closed whatever happens.
  */

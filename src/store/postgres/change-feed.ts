@@ -16,10 +16,10 @@ import { drop, type Connections } from './connections.ts'
 import type { LocalReplica } from './local-replica.ts'
 import { checkSchema } from './migrate.ts'
 import { decodeKey } from './records.ts'
+import type { OwnWrites } from './own-writes.ts'
 import { ensureFollowable, finishLoad } from './replica-load.ts'
 import { CHANGE_CHANNEL, type RecordRow } from './schema.ts'
 import { CATCH_UP_SQL } from './sql.ts'
-import type { OwnWrites } from './write-batch.ts'
 
 const CATCH_UP_PAGE = 5000
 const BACKOFF_MIN_MS = 100
@@ -106,8 +106,10 @@ export class ChangeFeed {
   #report (rows: readonly RecordRow[]): void {
     if (!this.#caughtUpOnce || this.#listeners.size === 0) return
     const changes = new Map<string, Key[]>()
+    // This process's commits, the door's worker's included (own-writes.ts): not another writer's.
+    const mine = this.#d.own.mineAbove(this.#reported)
     for (const row of rows) {
-      if (this.#d.own.has(Number(row.seq))) continue
+      if (mine(Number(row.seq))) continue
       let keys = changes.get(row.db)
       if (!keys) changes.set(row.db, keys = [])
       keys.push(decodeKey(row.key))
@@ -130,11 +132,10 @@ export class ChangeFeed {
           local.prepare(rows)
           await local.root.transaction(() => local.applyRows(rows))
         }
-        // A write of this store committing now: its range is known once it returns.
-        while (own.inflight) await own.inflight.then(() => new Promise(resolve => setImmediate(resolve)))
+        // A write of this process committing now (of any of its threads): its range is known once it settles.
+        await own.settled()
         this.#report(rows)
         this.#reported = Number(rows[rows.length - 1]!.seq)
-        own.forgetThrough(this.#reported)
       }
       if (rows.length < CATCH_UP_PAGE) return
     }

@@ -67,7 +67,7 @@ export function openPostgresStore (path: string, opts: PostgresEngineOptions): S
     ready: () => !env.faults.unavailable && replica.ready(),
     onApplied: listener => replica.onApplied(listener),
     verify: () => replica.verify(),
-    threadShare: () => ({ availability: replica.availability }),
+    threadShare: () => ({ availability: replica.availability, ownWrites: replica.ownWrites }),
     db (name, o = {}) {
       if (state.writing && !env.opened(name)) throw new Error(`sub-database ${name} opened inside writeDurable: open it before (the recording transaction is aborted, and the handle with it)`)
       return env.handle(name, o, d => {

@@ -5,8 +5,8 @@
  *   cursor, and `segment-mirror.ts` for revisions' bytes;
  * - `write-batch.ts`: this instance's writes, committed in the database first;
  * - `change-feed.ts`: other writers' changes, followed (one store per process does: the
- *   door's worker shares the main store's replica and reads its availability cell), and
- *   `replica-load.ts` for a replica loaded whole and verified;
+ *   door's worker shares the main store's replica, reads its availability cell and notes
+ *   its commits in `own-writes.ts`), and `replica-load.ts` for a replica loaded whole and verified;
  * - `pruner.ts`: old removals dropped from the database;
  * - `connections.ts`: the pool and the feed's connection.
  * @module
@@ -22,7 +22,8 @@ import { Connections, describePool } from './connections.ts'
 import { LocalReplica } from './local-replica.ts'
 import { startPruner } from './pruner.ts'
 import { verifyWhenAtSnapshot, type Verification } from './verify.ts'
-import { OwnWrites, WriteBatches } from './write-batch.ts'
+import { OwnWrites } from './own-writes.ts'
+import { WriteBatches } from './write-batch.ts'
 
 export type { AppliedChanges } from '../engine.ts'
 
@@ -37,6 +38,8 @@ export interface PostgresStoreOptions {
   readonly follow?: boolean
   /** The following store's availability cell (`Store.threadShare()`), for a store that does not follow. */
   readonly availability?: SharedArrayBuffer
+  /** The following store's record of this process's commits (`Store.threadShare()`, own-writes.ts), where a store that does not follow notes its own. */
+  readonly ownWrites?: SharedArrayBuffer
   /** The database in messages and logs (never a password). Default: host/database of `pool`. */
   readonly describe?: string
   /** A failure to connect as what to check (connect.ts), or undefined for any other error. */
@@ -68,6 +71,8 @@ export interface Replica {
   readonly opened: Promise<void>
   /** [0] = 1 while the store can answer (the feed is up and caught up). */
   readonly availability: SharedArrayBuffer
+  /** This process's commits (own-writes.ts), noted by every store opened beside this one. */
+  readonly ownWrites: SharedArrayBuffer
   ready(): boolean
   /** A put (`removed` false) or remove made by a running job. */
   record(db: string, key: Key, value: unknown, removed: boolean): void
@@ -86,7 +91,7 @@ export function openReplica (host: ReplicaHost, options: PostgresStoreOptions): 
   const cell = new Int32Array(availability)
   const connections = new Connections(options.pool, where, host.log)
   const local = new LocalReplica(host.root, host.path, host.rawDb)
-  const own = new OwnWrites(follow)
+  const own = new OwnWrites(options.ownWrites)
   const feed = follow
     ? new ChangeFeed({ local, connections, own, cell, where, log: host.log, pollMs: options.pollMs, forgetUnsavedStructures: host.forgetUnsavedStructures })
     : undefined
@@ -110,6 +115,7 @@ export function openReplica (host: ReplicaHost, options: PostgresStoreOptions): 
   return {
     opened,
     availability,
+    ownWrites: own.buffer,
     ready: () => !closed && Atomics.load(cell, 0) === 1,
     record: (db, key, value, removed) => writes.record(db, key, value, removed),
     runBatch: jobs => writes.run(jobs),

@@ -20,21 +20,10 @@ import { LEADER_HOLDER_SQL } from './leader.ts'
 import { binaryOf, type LocalReplica } from './local-replica.ts'
 import { encodeKey, encodeValue } from './records.ts'
 import type { RecordRow } from './schema.ts'
+import type { OwnWrites } from './own-writes.ts'
 import { beginBatchSql, isQueryTimeout, writeStatements, type Write } from './sql.ts'
 
 const ABORT = Symbol('abort the recording transaction')
-
-/** Seq ranges this store wrote itself, so the feed does not report them as another writer's. */
-export class OwnWrites {
-  /** A write between its COMMIT and the note of its range: the feed waits for it. */
-  inflight: Promise<void> | undefined
-  #ranges: Array<[number, number]> = []
-  constructor (readonly noted: boolean) {}
-  note (lo: number, hi: number): void { if (this.noted) this.#ranges.push([lo, hi]) }
-  has (seq: number): boolean { return this.#ranges.some(([lo, hi]) => seq >= lo && seq <= hi) }
-  /** Ranges all at or below `seq` are reported past: forgotten. */
-  forgetThrough (seq: number): void { this.#ranges = this.#ranges.filter(([, hi]) => hi > seq) }
-}
 
 export interface WriteBatchDeps {
   readonly root: RootDatabase
@@ -100,6 +89,7 @@ export class WriteBatches {
     const client = await this.#d.connections.checkout()
     if (attempt.abandoned) { client.release(); gone() }
     let broken: Error | undefined
+    let committing = false
     // A connection lost while checked out is an 'error' on the client (the query fails too):
     // unheard, it would end the process.
     const heard = (err: Error) => { broken = err }
@@ -131,14 +121,16 @@ export class WriteBatches {
         lo ||= Number(part.rows[0]!.lo)
         gone()
       }
-      const committing = client.query(statements[statements.length - 1]!) as unknown as Promise<QueryResult<{ lo: string; hi: string }>[]>
-      // The feed may see these rows before this continuation runs: it waits to tell them apart.
-      own.inflight = committing.then(() => {}, () => {})
-      const done = await committing
+      // The feed (this thread's or the solver's) may see these rows before this continuation
+      // runs: it waits for the commit to settle to tell them apart from another writer's.
+      own.begin()
+      committing = true
+      const done = await (client.query(statements[statements.length - 1]!) as unknown as Promise<QueryResult<{ lo: string; hi: string }>[]>)
       lo ||= Number(done[0]!.rows[0]!.lo)
       const hi = Number(done[0]!.rows[0]!.hi)
       own.note(lo, hi)
-      own.inflight = undefined
+      own.settle()
+      committing = false
       try {
         await root.transaction(() => local.applyOwn(writes.values(), hi))
       } catch (err) {
@@ -153,7 +145,7 @@ export class WriteBatches {
       else try { await client.query('ROLLBACK') } catch { broken = err as Error }
       throw err
     } finally {
-      own.inflight = undefined
+      if (committing) own.settle()
       client.off('error', heard)
       client.release(broken)
     }

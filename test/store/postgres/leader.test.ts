@@ -56,7 +56,7 @@ t.test("the leader's session terminated (pg_terminate_backend): it stops leading
   t.ok(pid, 'the lock has a holder')
   const terminatedAt = Date.now()
   cluster.psql(`SELECT pg_terminate_backend(${pid!})`)
-  await until('the old leader stops leading', () => !leader.isLeader(), { ms: 1000, everyMs: 20 })
+  await until('the old leader stops leading', () => !leader.isLeader(), { ms: 5000, everyMs: 20 })
   t.same(seen, [false], 'its listeners were told it lost')
   await until('a leader again', () => other.isLeader() || leader.isLeader(), { everyMs: 20 })
   t.ok(Date.now() - terminatedAt < 10_000, `a new leader within 10 s (${Date.now() - terminatedAt} ms)`)
@@ -87,7 +87,7 @@ t.test('a database restart: leadership is lost by all, then exactly one leads ag
   b.onChange(l => { if (!l) lostBy.push('b') })
   cluster.stop()
   try {
-    await until('nobody leads while the database is down', () => !a.isLeader() && !b.isLeader(), { ms: 3000, everyMs: 20 })
+    await until('nobody leads while the database is down', () => !a.isLeader() && !b.isLeader(), { ms: 5000, everyMs: 20 })
     await new Promise(resolve => setTimeout(resolve, 500))
     t.notOk(a.isLeader() || b.isLeader(), 'still nobody')
   } finally {
@@ -140,7 +140,7 @@ t.test('the lock is a plain advisory lock: a session that holds it keeps every i
   await new Promise(resolve => setTimeout(resolve, 300))
   t.notOk(l.isLeader(), 'held elsewhere: not the leader')
   await squatter.query('SELECT pg_advisory_unlock($1, $2)', [LEADER_LOCK.classId, LEADER_LOCK.objId])
-  await until('released: leads', () => l.isLeader(), { ms: 2000, everyMs: 20 })
+  await until('released: leads', () => l.isLeader(), { ms: 5000, everyMs: 20 })
 })
 
 /** A session that takes the leader lock and then says nothing: a leader frozen (SIGSTOP, a VM paused), as the server sees it. */
@@ -167,9 +167,11 @@ t.test('a leader silent past its lease (frozen) is replaced within leaseMs + ret
   t.teardown(() => l.close())
   await new Promise(resolve => setTimeout(resolve, 500))
   t.notOk(l.isLeader(), 'within the lease the holder keeps it')
-  await until('the other leads', () => l.isLeader(), { ms: 3000, everyMs: 20 })
+  await until('the other leads', () => l.isLeader(), { ms: 5000, everyMs: 20 })
   const ms = Date.now() - frozenAt
-  t.ok(ms >= lease.leaseMs && ms <= lease.leaseMs + lease.retryMs + 500, `replaced after ${ms} ms (lease ${lease.leaseMs} ms + retry ${lease.retryMs} ms)`)
+  // The upper bound leaves a loaded machine (CI runs three Node lines on 2 cores) 1.5 s of
+  // scheduling slack; quiet, the take-over lands within 200 ms of the lease.
+  t.ok(ms >= lease.leaseMs && ms <= lease.leaseMs + lease.retryMs + 1500, `replaced after ${ms} ms (lease ${lease.leaseMs} ms + retry ${lease.retryMs} ms)`)
   t.not(holderPid(db), frozenPid, 'PostgreSQL shows the new holder')
   t.ok(log.lines.some(line => line.level === 'warn' && /did not renew its leadership for 1 s: its session was ended, this instance takes over/.test(line.msg ?? '')), 'a warn line says why')
   await t.rejects(frozen.query('SELECT 1'), 'the frozen session, resumed, finds itself ended')
@@ -191,7 +193,7 @@ t.test('a leader whose process was frozen past its lease knows it does not lead 
   // This whole process stops for 1.3 s: no timer, no socket read, in either instance.
   Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, lease.leaseMs + 300)
   t.notOk(leader.isLeader(), 'past its lease: not leading, at once')
-  await until('a leader again', () => other.isLeader() || leader.isLeader(), { ms: 3000, everyMs: 20 })
+  await until('a leader again', () => other.isLeader() || leader.isLeader(), { ms: 5000, everyMs: 20 })
   await new Promise(resolve => setTimeout(resolve, 300))
   t.equal(Number(a.isLeader()) + Number(b.isLeader()), 1, 'exactly one')
 })
@@ -222,7 +224,7 @@ t.test('a fenced write of a deposed leader commits nothing; an unfenced write be
   cluster.psql(`SELECT pg_terminate_backend(${leadership.backendPid()!})`, db)
   const usurper = await frozenLeader(t, db)
   t.ok(usurper)
-  await until('this instance knows it no longer leads', () => !leadership.isLeader(), { ms: 2000, everyMs: 20 })
+  await until('this instance knows it no longer leads', () => !leadership.isLeader(), { ms: 5000, everyMs: 20 })
   const plain = store.writeDurable(() => { d.putSync('plain', 3) })
   await writer.query('COMMIT')
   await t.rejects(fenced, { code: 'NO_STORE' }, 'the deposed leader\'s fenced write is refused')

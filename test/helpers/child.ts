@@ -1,7 +1,7 @@
 /**
- * The campaign's daemon as a child process: the built host (plain JavaScript, no TypeScript
- * loader), talked to over IPC, every wait bounded by a timeout, and always ended (politely,
- * then SIGKILL) so a row can never hang.
+ * Child processes of the bench and the campaign: forked (with tsx unless already built),
+ * talked to over IPC, every wait bounded by a timeout, and always ended (politely, then
+ * SIGKILL) so a run can never hang.
  * @module
  */
 import { fork, type ChildProcess } from 'node:child_process'
@@ -16,10 +16,11 @@ export class Child {
   #stderr = ''
   #exited: Promise<number | null>
 
-  constructor (name: string, file: string, opts: { env?: Record<string, string>; execArgv?: string[] } = {}) {
+  /** `tsx: false` for a file already built to JavaScript (E: no TypeScript loader in the process). */
+  constructor (name: string, file: string, opts: { env?: Record<string, string>; execArgv?: string[]; tsx?: boolean } = {}) {
     this.name = name
     this.proc = fork(file, [], {
-      execArgv: opts.execArgv ?? [],
+      execArgv: [...(opts.tsx === false ? [] : ['--import=tsx']), ...(opts.execArgv ?? [])],
       env: { ...process.env, ...opts.env },
       stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
     })
@@ -39,16 +40,21 @@ export class Child {
   /** The last lines the child wrote on stderr (why it failed, usually). */
   get stderrTail (): string { return this.#stderr.trim().split('\n').slice(-6).join('\n') }
 
+  send (msg: object): void {
+    if (!this.alive || !this.proc.connected) throw new Error(`${this.name} is not running${this.#why()}`)
+    this.proc.send(msg)
+  }
+
   #why (): string {
     const tail = this.stderrTail
     return tail ? `: ${tail}` : ''
   }
 
-  /** The next message of `type`; rejects on a `failed` message, exit, or timeout. */
+  /** The next message of `type`; rejects on `failed`/`error` messages, exit, or timeout. */
   async next (type: string, timeoutMs: number): Promise<Reply> {
     const deadline = Date.now() + timeoutMs
     for (;;) {
-      const i = this.#inbox.findIndex(m => m.type === type || m.type === 'failed')
+      const i = this.#inbox.findIndex(m => m.type === type || m.type === 'failed' || m.type === 'error')
       if (i >= 0) {
         const m = this.#inbox.splice(i, 1)[0]!
         if (m.type !== type) throw new Error(String(m.message ?? `${this.name} failed`))
@@ -66,15 +72,14 @@ export class Child {
 
   /** Sends and waits for the answer. */
   async ask (msg: object, type: string, timeoutMs: number): Promise<Reply> {
-    if (!this.alive || !this.proc.connected) throw new Error(`${this.name} is not running${this.#why()}`)
-    this.proc.send(msg)
+    this.send(msg)
     return this.next(type, timeoutMs)
   }
 
-  /** Asks the child to exit, then kills it after `graceMs`. */
+  /** Asks the child to exit (so a --cpu-prof profile gets written), then kills it. */
   async stop (graceMs = 5000): Promise<void> {
     if (!this.alive) return
-    try { this.proc.send({ type: 'exit' }) } catch { /* already gone */ }
+    try { this.send({ type: 'exit' }) } catch { /* already gone */ }
     const timer = setTimeout(() => this.proc.kill('SIGKILL'), graceMs)
     await this.#exited
     clearTimeout(timer)
