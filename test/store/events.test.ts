@@ -1,7 +1,7 @@
 import t, { type Test as Tap } from 'tap'
 import { join } from 'node:path'
 import type { Store } from '../../src/store/open-store.ts'
-import { eventId, openEvents, type EventDraft } from '../../src/store/events.ts'
+import { eventId, EVENTS_DB, openEvents, type EventDraft } from '../../src/store/events.ts'
 import { openEventBell } from '../../src/store/event-bell.ts'
 import { announceEvents } from '../../src/store/events.ts'
 import { openRevisions, type RevisionDraft } from '../../src/store/revisions.ts'
@@ -267,6 +267,25 @@ for (const kind of storeKinds) t.test(kind, async t => {
         const ids = all(store, 'acme').map(e => e.id)
         t.same(ids, Array.from({ length: 40 }, (_, i) => eventId(i + 1)), `${store === a ? 'a' : 'b'} reads ids 1 to 40, once each`)
       }
+    })
+
+    t.test('another instance\'s events reach this one through its change feed, named as events: what rings the bell here (plugin.ts)', async t => {
+      const root = t.testdir()
+      const database = await stores.databaseOf(join(root, 'a'))
+      const connect = { pool: { ...stores.cluster().connection(database), max: 4 } }
+      const a = await stores.openStore(join(root, 'a'), { postgres: connect })
+      t.teardown(() => a.close())
+      const b = await stores.openStore(join(root, 'b'), { postgres: connect })
+      t.teardown(() => b.close())
+      const bell = openEventBell()
+      const heard = b.onApplied(changes => { if (changes.has(EVENTS_DB)) bell.ring() })
+      t.teardown(heard)
+      const before = bell.count()
+      const rung = bell.wait(30_000, before).rung
+      await a.writeDurable(() => openEvents(a).appendSync([{ companyId: 'acme', type: 'realise.modifie', fields: '"n":1' }], T0))
+      await rung
+      t.ok(bell.count() > before, 'rung by the feed, not by the wait\'s end')
+      t.equal(openEvents(b).lastSeq('acme'), 1, 'and the event is in this replica when it rings')
     })
   }
 })
