@@ -130,6 +130,15 @@ export const configSchema = {
         sessionMaxHours: { type: 'integer', minimum: 1, default: 12, description: 'A session ends this long after its login, used or not.' },
       },
     },
+    events: {
+      type: 'object',
+      additionalProperties: false,
+      default: {},
+      description: 'The events of each company, read by the feed GET evenements (DECISIONS.md "Events for BSPs").',
+      properties: {
+        retentionDays: { type: 'integer', minimum: 1, default: 7, description: 'Events older than this are removed; a cursor before the oldest kept answers 410 CURSOR_EXPIRED.' },
+      },
+    },
     audit: {
       type: 'object',
       additionalProperties: false,

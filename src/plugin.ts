@@ -32,6 +32,8 @@ import { metricSources } from './metrics/sources.ts'
 import { expositionOf, readinessOf, type ReadyCheck } from './metrics/server.ts'
 import { watchExpiries } from './metrics/expiries.ts'
 import { eachTakeover, type Leadership } from './store/leadership.ts'
+import { openEventBell, type EventBell } from './store/event-bell.ts'
+import { announceEvents, EVENTS_DB, openEvents } from './store/events.ts'
 
 const { version, engines } = createRequire(import.meta.url)('../package.json') as { version: string; engines: { node: string } }
 
@@ -85,6 +87,7 @@ export async function createEpx (host: Host, rawConfig: unknown, internals: Inte
   try {
     const a: Activation = { host, config, log, bin, internals, later: {} }
     const store = await openEpxStore(a)
+    const bell = ringOnEvents(a, store)
     // Of the instances sharing the store, only the leader runs the schedule and retention.
     const leadership = store.leadership()
     const companies = openCompanies(store, { now: () => host.clock.now().getTime() })
@@ -95,9 +98,9 @@ export async function createEpx (host: Host, rawConfig: unknown, internals: Inte
     const { instructions } = inbound
     const { metering, deliveries } = openDeliveryRecords(a, store)
     const metrics = a.later.metrics = await startMetrics(a, { tokens, companies, quota, revisions, instructions, deliveries, metering, leadership })
-    const ops = a.later.ops = startOperations(a, { audit, metrics, instructions, quota, deliveries, metering, leadership })
+    const ops = a.later.ops = startOperations(a, { store, audit, metrics, instructions, quota, deliveries, metering, leadership })
     const served = await openServingDoor(a, {
-      store, companies, tokens, revisions, publisher, instructions, flags, audit, inbound, quota, metering, deliveries, metrics, ops,
+      store, companies, tokens, revisions, publisher, instructions, flags, audit, inbound, quota, metering, deliveries, metrics, ops, bell,
     })
     if (config.publish.schedule) {
       const schedule = startSchedule({ config: config.publish, publisher, revisions, solver: host.solver, clock: host.clock, log: log.child({ area: 'schedule' }), leadership })
@@ -151,6 +154,18 @@ function openPublishing ({ host, config, log, bin, later }: Activation, store: S
   return publication
 }
 
+/**
+ * The process's event bell (DECISIONS.md "Events for BSPs"): every event this thread's
+ * store writes rings it once durable, and so do the events the change feed brings from
+ * other instances; the door's feed waits on it, in whichever thread it runs.
+ */
+function ringOnEvents ({ bin, later }: Activation, store: Store): EventBell {
+  const bell = openEventBell()
+  announceEvents(store, { bell, written: (type, n) => later.metrics?.eventsWritten(type, n) })
+  bin.add(store.onApplied(changes => { if (changes.has(EVENTS_DB)) bell.ring() }))
+  return bell
+}
+
 /** Before the API listens, so no newer programme can be overtaken by an old one. */
 async function openInboundPath ({ host, config, log, bin, later }: Activation, store: Store, revisions: Publication['revisions']) {
   const audit = openAudit(store, config.audit)
@@ -171,7 +186,7 @@ async function openInboundPath ({ host, config, log, bin, later }: Activation, s
 function openDeliveryRecords ({ host, config, bin, later }: Activation, store: Store): { metering: Metering; deliveries: Deliveries } {
   // Meter values the host reports, kept as long as the instructions (docs/http-api.md "Programme against delivery").
   const metering = openMetering(store, {
-    now: () => host.clock.now().getTime(), retentionDays: config.inbound.retentionDays, onChanged: changes => later.today?.changed(changes),
+    now: () => host.clock.now().getTime(), retentionDays: config.inbound.retentionDays, onChanged: changes => later.today?.changed(changes), tellsOwed: true,
   })
   // Before the store closes: a report already called finishes its writes (docs/plugin-contract.md).
   bin.add(() => metering.close())
@@ -201,9 +216,9 @@ async function startMetrics ({ host, config, bin, later }: Activation, parts: {
 }
 
 function startOperations ({ host, config, log, bin }: Activation, parts: {
-  audit: Audit; metrics: EpxMetrics | undefined; instructions: Inbound['instructions']; quota: StorageQuota; deliveries: Deliveries; metering: Metering; leadership: Leadership
+  store: Store; audit: Audit; metrics: EpxMetrics | undefined; instructions: Inbound['instructions']; quota: StorageQuota; deliveries: Deliveries; metering: Metering; leadership: Leadership
 }): Operations {
-  const { audit, metrics, instructions, quota, deliveries, metering, leadership } = parts
+  const { store, audit, metrics, instructions, quota, deliveries, metering, leadership } = parts
   const ops = createOperations({
     audit,
     metrics,
@@ -211,6 +226,7 @@ function startOperations ({ host, config, log, bin }: Activation, parts: {
     quota: quota.uses,
     deliveries,
     metering,
+    events: openEvents(store, { retentionDays: config.events.retentionDays }),
     retentionDays: { instructions: config.inbound.retentionDays, deliveries: config.publish.retentionDays },
     leads: leadership.isLeader,
     fenced: leadership.fenced,
@@ -232,9 +248,9 @@ function startOperations ({ host, config, log, bin }: Activation, parts: {
 async function openServingDoor ({ host, config, log, bin, internals }: Activation, parts: {
   store: Store; companies: Companies; tokens: Tokens; revisions: Publication['revisions']; publisher: Publication['publisher']
   instructions: Inbound['instructions']; flags: InstructionFlags; audit: Audit; inbound: Inbound; quota: StorageQuota; metering: Metering
-  deliveries: Deliveries; metrics: EpxMetrics | undefined; ops: Operations
+  deliveries: Deliveries; metrics: EpxMetrics | undefined; ops: Operations; bell: EventBell
 }): Promise<Door | OpenDoor> {
-  const { store, companies, tokens, revisions, publisher, instructions, flags, audit, inbound, quota, metering, deliveries, metrics, ops } = parts
+  const { store, companies, tokens, revisions, publisher, instructions, flags, audit, inbound, quota, metering, deliveries, metrics, ops, bell } = parts
   const observer = { ...metrics, deadToken: ops.deadToken, rateLimited: ops.rateLimited, quotaExceeded: ops.quotaExceeded }
   // What /readyz checks: state of this thread, wherever the metrics listener runs.
   let door: Door | undefined
@@ -261,7 +277,7 @@ async function openServingDoor ({ host, config, log, bin, internals }: Activatio
   }
   const served = config.api.inWorker
     ? door = await startDoor({
-      start: { config, dataDir: host.dataDir, storePath: store.path, ...(store.threadShare() ? { storeShare: store.threadShare() } : {}) },
+      start: { config, dataDir: host.dataDir, storePath: store.path, eventBell: bell.cell, ...(store.threadShare() ? { storeShare: store.threadShare() } : {}) },
       clock: host.clock,
       log,
       faults: internals.storeFaults,
@@ -277,6 +293,7 @@ async function openServingDoor ({ host, config, log, bin, internals }: Activatio
     })
     : await openDoor({
       config, dataDir: host.dataDir, store, companies, tokens, revisions, instructions, flags, audit, inbound, quota, clock: host.clock, log, metering,
+      events: openEvents(store), bell,
     }, portHere({ observer, receipts: deliveries, tokens, answers }))
   bin.add(() => served.close())
   bin.add(() => { apiListening = false })

@@ -16,6 +16,7 @@ import { addDays, parisDateOf } from '../contract/paris-day.ts'
 import { publicationRun } from './audit-events.ts'
 import type { ProgrammeCount } from './programme-records.ts'
 import type { Metering } from '../store/metering.ts'
+import type { Events } from '../store/events.ts'
 import type { Leadership } from '../store/leadership.ts'
 import type { QuotaUses } from '../store/quota.ts'
 
@@ -37,6 +38,8 @@ export interface OperationsDeps {
   readonly metering?: Pick<Metering, 'prune'>
   /** Each company's bytes accepted per day (the storage quota): kept as long as the instructions. */
   readonly quota?: Pick<QuotaUses, 'prune'>
+  /** The companies' events, kept `events.retentionDays` (their own, counted from when written). */
+  readonly events?: Pick<Events, 'prune'>
   readonly retentionDays: { readonly instructions: number; readonly deliveries: number }
   /** Retention runs only while this says so: instances sharing a store leave it to their leader (default: always). */
   readonly leads?: () => boolean
@@ -156,8 +159,9 @@ export function createOperations (deps: OperationsDeps) {
           const receipts = await deps.deliveries.prune(addDays(today, -deps.retentionDays.deliveries))
           const meterDays = await deps.metering?.prune(before) ?? 0
           const quotaDays = await deps.quota?.prune(before) ?? 0
-          if (audited || instructions || receipts || meterDays || quotaDays) {
-            log.info({ audited, instructions, receipts, meterDays, quotaDays }, 'expired audit records, instructions, delivery receipts, meter values and quota counts removed')
+          const events = await deps.events?.prune(now.getTime()) ?? 0
+          if (audited || instructions || receipts || meterDays || quotaDays || events) {
+            log.info({ audited, instructions, receipts, meterDays, quotaDays, events }, 'expired audit records, instructions, delivery receipts, meter values, quota counts and events removed')
           }
         })
       } catch (err) {

@@ -14,7 +14,7 @@ import type { Receipt, ReceiptEntry } from '../contract/receipt.ts'
 import type { StatusBody as ProgrammeStatus, StatusEntry as ProgrammeStatusEntry } from '../contract/programme-status.ts'
 import type { Creneau, RealiseBody, Totaux, Verdict } from '../contract/realise.ts'
 import type { SiteEntry, SitesBody } from '../contract/sites.ts'
-import { INBOUND_PATH as PROGRAMME_PATH, OUTBOUND_PATH as BESOINS_PATH, REALISE_PATH, SITES_PATH } from '../contract/paths.ts'
+import { EVENTS_PATH, INBOUND_PATH as PROGRAMME_PATH, OUTBOUND_PATH as BESOINS_PATH, REALISE_PATH, SITES_PATH } from '../contract/paths.ts'
 
 
 export interface BspClientOptions {
@@ -99,6 +99,23 @@ export type SitesAnswer =
   | Refused
   | Unreachable
 
+/** One event of the feed (DECISIONS.md "Events for BSPs"): its id, type and instant, and its type's members. */
+export interface BspEvent {
+  readonly id: string
+  readonly type: 'besoins_agreges.publie' | 'instruction.statut' | 'realise.modifie' | 'perimetre.modifie'
+  readonly occurred_at: string
+  readonly [member: string]: unknown
+}
+
+/** What GET evenements (the events feed, an extension of the contract) answered. */
+export type EventsAnswer =
+  | { readonly kind: 'events'; readonly events: readonly BspEvent[]; readonly next: string }
+  /** 410 CURSOR_EXPIRED: events were missed. Read the state again, then go on from `next`. */
+  | { readonly kind: 'expired'; readonly next: string; readonly oldest?: string; readonly message: string }
+  | Retry
+  | Refused
+  | Unreachable
+
 export interface BspClient {
   /** GET besoins-agreges; `etag`/`lastModified` of the last 200 make it conditional. */
   getBesoins(q: { siteId: string; targetDate: string; etag?: string; lastModified?: string }): Promise<BesoinsAnswer>
@@ -110,6 +127,8 @@ export interface BspClient {
   getRealise(q: { siteId: string; targetDate: string; etag?: string }): Promise<RealiseAnswer>
   /** GET sites: your company's perimeter, with since when it holds each site (any token of the company); `etag` of the last answer makes it conditional. */
   getSites(q?: { etag?: string }): Promise<SitesAnswer>
+  /** GET evenements: your events after `after` (absent: the oldest kept); with `waitSecs`, the answer waits that long for one. */
+  getEvents(q: { after?: string; limit?: number; waitSecs?: number }): Promise<EventsAnswer>
   close(): Promise<void>
 }
 
@@ -212,6 +231,18 @@ export function createBspClient (opts: BspClientOptions): BspClient {
 
     getSites: (q = {}) => read(endpoint(SITES_PATH), q.etag,
       (sites, etag): SitesAnswer => ({ kind: 'sites', sites: sites as SitesBody, etag })),
+    async getEvents (q) {
+      const a = await call(endpoint(EVENTS_PATH, {
+        apres: q.after, limite: q.limit === undefined ? undefined : String(q.limit), attente: q.waitSecs === undefined ? undefined : String(q.waitSecs),
+      }), { method: 'GET', headers: { accept: 'application/json' } })
+      if (!('status' in a)) return a
+      const body = readJson(a.text) as { evenements?: BspEvent[]; suivant?: string; oldest_id?: string; code?: string; detail?: string } | undefined
+      if (a.status === 200) return body && Array.isArray(body.evenements) && typeof body.suivant === 'string' ? { kind: 'events', events: body.evenements, next: body.suivant } : notJson(a)
+      if (a.status === 410 && body?.code === 'CURSOR_EXPIRED' && typeof body.suivant === 'string') {
+        return { kind: 'expired', next: body.suivant, ...(body.oldest_id ? { oldest: body.oldest_id } : {}), message: body.detail ?? 'the cursor expired' }
+      }
+      return failed(a)
+    },
 
     close: () => agent.close(),
   }

@@ -8,7 +8,7 @@
  */
 export {
   createBspClient, type BspClient, type BspClientOptions,
-  type BesoinsAnswer, type ProgrammeAnswer, type StatusAnswer, type RealiseAnswer, type SitesAnswer, type Retry, type Refused, type Unreachable,
+  type BesoinsAnswer, type ProgrammeAnswer, type StatusAnswer, type RealiseAnswer, type SitesAnswer, type EventsAnswer, type BspEvent, type Retry, type Refused, type Unreachable,
   type BesoinsAgreges, type BesoinsSite, type JalonBesoin, type PuissanceDisponible,
   type Receipt, type ReceiptEntry, type ProgrammeStatus, type ProgrammeStatusEntry, type RealiseBody, type Creneau, type Totaux, type Verdict, type SitesBody, type SiteEntry,
 } from './client.ts'

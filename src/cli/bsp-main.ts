@@ -1,5 +1,5 @@
 /**
- * `epx-bsp pull|push|status|realise|sites`: the bin of the BSP client package (packages/epx-bsp/), the
+ * `epx-bsp pull|push|status|realise|sites|events`: the bin of the BSP client package (packages/epx-bsp/), the
  * same commands as `epx bsp ...` without the service's side: a BSP installs the client
  * alone, and `npx epx-bsp` runs it. Help and usage lines name `epx-bsp`.
  * @module

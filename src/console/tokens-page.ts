@@ -9,7 +9,7 @@ import { createToken } from '../auth/issue-token.ts'
 import { tokenState, type TokenState } from '../store/tokens.ts'
 import { parseDuration } from '../auth/tokens.ts'
 import { SCOPES, isScope, type Scope } from '../contract/scopes.ts'
-import { INBOUND_PATH, OUTBOUND_PATH, REALISE_PATH } from '../contract/paths.ts'
+import { EVENTS_PATH, INBOUND_PATH, OUTBOUND_PATH, REALISE_PATH } from '../contract/paths.ts'
 import { addDays, parisDateOf } from '../contract/paris-day.ts'
 import type { TokenRecord } from '../store/tokens.ts'
 import { companyInView, fieldText, fieldValues, mayActFor } from './access.ts'
@@ -25,6 +25,7 @@ const SCOPE_LABELS: Record<Scope, string> = {
   'outbound:besoins-agreges': 'Lire les Besoins agrégés (GET besoins-agreges)',
   'inbound:programme-soutirage': 'Envoyer des programmes (POST programme-soutirage)',
   'outbound:realise': 'Lire le réalisé : programmé contre soutiré (GET realise)',
+  'outbound:evenements': 'Être prévenu des changements (GET evenements)',
 }
 const EXPIRIES = [['7d', '7 jours'], ['30d', '30 jours'], ['90d', '90 jours'], ['365d', '1 an'], ['never', 'Sans expiration']] as const
 const STATE_LABELS: Record<TokenState, string> = { active: 'actif', expired: 'expiré', revoked: 'révoqué' }
@@ -124,6 +125,9 @@ async function curlLines (deps: ConsoleDeps, secret: string, scopes: readonly Sc
   if (scopes.includes('outbound:realise')) {
     const yesterday = addDays(parisDateOf(deps.clock.now()), -1)
     lines.push(`curl -i ${tls} -H "Authorization: Bearer ${secret}" "${base}${REALISE_PATH}?site_id=${site}&target_date=${yesterday}"`)
+  }
+  if (scopes.includes('outbound:evenements')) {
+    lines.push(`curl -i ${tls} -H "Authorization: Bearer ${secret}" "${base}${EVENTS_PATH}?limite=100&attente=30"`)
   }
   if (scopes.includes('inbound:programme-soutirage')) {
     lines.push(`curl -i ${tls} -H "Authorization: Bearer ${secret}" -H "Content-Type: application/json" --data-binary @programme.json "${base}${INBOUND_PATH}"`)

@@ -7,5 +7,7 @@ export const INBOUND_PATH = '/api/v0.5/energy-programs/programme-soutirage'
 export const OUTBOUND_PATH = '/api/v0.5/energy-programs/besoins-agreges'
 /** The realisation read (docs/http-api.md "Programme against delivery"): an extension under the same base. */
 export const REALISE_PATH = '/api/v0.5/energy-programs/realise'
+/** The events feed (DECISIONS.md "Events for BSPs"): an extension under the same base. */
+export const EVENTS_PATH = '/api/v0.5/energy-programs/evenements'
 /** The caller company's perimeter (DECISIONS.md "Authentication and tenancy"): an extension under the same base. */
 export const SITES_PATH = '/api/v0.5/energy-programs/sites'

@@ -43,7 +43,7 @@ function errorAgain (e: SerializedError): Error {
 /** What the solver's thread does with what the door told. */
 export interface EventsInDeps {
   readonly log: Logger
-  readonly observer: ApiObserver & { storeError?(): void }
+  readonly observer: ApiObserver & { storeError?(): void; eventsWritten?(type: string, n: number): void }
   readonly receipts: { record(companyId: string, siteId: string, targetDate: string, emittedAtMs: number, status: 200 | 304, atMs: number): void }
   readonly tokens: { touch(token: TokenRecord, nowMs: number): void }
   readonly programme?: (count: ProgrammeCount) => void
@@ -85,7 +85,8 @@ export function eventsIn (deps: EventsInDeps): EventsIn {
       case 'rateLimited': deps.observer.rateLimited?.(e.companyId, e.door, e.kind, e.nowMs); return
       case 'quotaExceeded': deps.observer.quotaExceeded?.(e.companyId, e.nowMs); return
       case 'touch': deps.tokens.touch(e.token, e.nowMs); return
-      case 'storeError': deps.observer.storeError?.()
+      case 'storeError': deps.observer.storeError?.(); return
+      case 'eventsWritten': deps.observer.eventsWritten?.(e.type, e.n)
     }
   }
 

@@ -27,6 +27,8 @@ export interface DoorStart {
   readonly storePath: string
   /** store.kind "postgres": the main store's availability cell (its change feed is up), read by the worker's store. */
   readonly storeShare?: StoreThreadShare
+  /** The process's event bell (store/event-bell.ts): the door's feed wakes on every thread's events. */
+  readonly eventBell: SharedArrayBuffer
   /** The port to bind: the configured one at first, the one first bound after a restart. */
   readonly port: number
   /** The console's and the metrics listener's ports, likewise (they live in the door's worker). */
@@ -108,6 +110,8 @@ export type RareEvent =
   | { readonly e: 'handshakeFailed'; readonly reason: string }
   | { readonly e: 'deadToken'; readonly token: TokenRecord; readonly reason: 'revoked' | 'expired'; readonly nowMs: number }
   | { readonly e: 'storeError' }
+  /** Events this thread wrote, durable (`epx_events_written_total`). */
+  | { readonly e: 'eventsWritten'; readonly type: string; readonly n: number }
   /** A request refused 429 RATE_LIMITED (`ApiObserver.rateLimited`). */
   | { readonly e: 'rateLimited'; readonly companyId: string; readonly door: string; readonly kind: 'get' | 'post'; readonly nowMs: number }
   /** A programme refused 429 QUOTA_EXCEEDED (`ApiObserver.quotaExceeded`). */

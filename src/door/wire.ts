@@ -30,6 +30,9 @@ import { outboundRoute } from '../http/outbound-route.ts'
 import { realiseRoute } from '../http/realise-route.ts'
 import { sitesRoute } from '../http/sites-route.ts'
 import { errorPageRoutes } from '../http/error-pages.ts'
+import { eventsRoute } from '../http/events-route.ts'
+import type { Events } from '../store/events.ts'
+import type { EventBell } from '../store/event-bell.ts'
 import type { Metering } from '../store/metering.ts'
 import { openTenure, type Tenure } from '../store/tenure.ts'
 import type { ApiObserver } from '../http/observer.ts'
@@ -99,6 +102,9 @@ export interface DoorParts {
   readonly flags: Pick<InstructionFlags, 'get'>
   /** The meter values the host reports (the realise read). */
   readonly metering: Metering
+  /** The companies' events (the feed) and the bell their writes ring. */
+  readonly events: Pick<Events, 'page'>
+  readonly bell: EventBell
   readonly audit: Audit
   /** Receives programmes (saves them, hands them to the solver's queue) and reports the door's refusals. */
   readonly inbound: Pick<Inbound, 'receive' | 'refusedAtDoor'>
@@ -137,6 +143,7 @@ function routesOf (parts: DoorParts, host: HostPort): AnyRoute[] {
     outboundRoute({ revisions: parts.revisions, receipts: { record: host.tell.receipt } }),
     realiseRoute({ instructions: parts.instructions, metering: parts.metering, tolerance: config.delivery, holders: (siteId, fromMs, untilMs) => tenure.holdersDuring(siteId, fromMs, untilMs) }),
     sitesRoute({ heldSince: (companyId, siteId) => heldSince(tenure, companyId, siteId) }),
+    eventsRoute({ events: parts.events, bell: parts.bell }),
     ...errorPageRoutes(),
   ]
 }

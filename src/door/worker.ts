@@ -31,6 +31,8 @@ import { createProgrammeReader } from '../apply/read-programme.ts'
 import { receiveProgramme, type ReceiveParts } from '../apply/receive-programme.ts'
 import { managedSites } from '../apply/managed-sites.ts'
 import { openMetering } from '../store/metering.ts'
+import { openEventBell } from '../store/event-bell.ts'
+import { announceEvents, openEvents } from '../store/events.ts'
 import { bindFaults, clockOf, errorData, type DoorFault, type DoorStart, type FaultCause, type FromDoor, type ToDoor } from './protocol.ts'
 import { eventsOut } from './events-out.ts'
 import { sitesToQueue } from '../apply/enqueue.ts'
@@ -128,6 +130,9 @@ async function open (): Promise<OpenDoor> {
     besideThisProcess: { share: start.storeShare, poolSize: WORKER_POOL_SIZE },
   })
   await store.opened
+  // This thread's writes (programmes, the console's perimeters) ring the process's bell too.
+  const bell = openEventBell(start.eventBell)
+  announceEvents(store, { bell, written: (type, n) => events.event({ e: 'eventsWritten', type, n }) })
   const revisions = openRevisions(store, { retentionDays: config.publish.retentionDays })
   const reader = createProgrammeReader(config.inbound)
   const audit = openAudit(store, config.audit)
@@ -172,6 +177,7 @@ async function open (): Promise<OpenDoor> {
       config, dataDir: start.dataDir, ports: { api: start.port, ...start.sidePorts },
       store, companies: openCompanies(store, { now: () => clock.now().getTime() }), tokens: openTokens(store), revisions, instructions, flags, audit, inbound, quota, clock, log,
       metering: openMetering(store, { now: () => clock.now().getTime(), retentionDays: config.inbound.retentionDays }),
+      events: openEvents(store), bell,
       listen: whenFree,
     }, host)
   } catch (err) {

@@ -280,6 +280,7 @@ export async function listenApi (opts: ListenApiOptions): Promise<ApiListener> {
 
   const close = () => {
     revocation?.close()
+    if (!closing) for (const r of opts.routes) if ('close' in r) r.close?.()
     closing ??= new Promise<void>(resolve => {
       const cut = setTimeout(() => { for (const s of sockets) s.destroy() }, CLOSE_GRACE_MS)
       server.close(() => { clearTimeout(cut); reads?.close(); afterHandlesReleased(resolve) })

@@ -52,6 +52,8 @@ export function problemBody (e: EpxError, baseUrl: string): ProblemBody {
   if (e.status === 400) {
     body.invalid_params = Object.entries(e.details ?? {}).map(([name, reason]) => ({ name, reason }))
   }
+  // RFC 9457 §3.2: what the client needs to go on (CURSOR_EXPIRED's oldest id), as members of the problem.
+  if ((spec as { readonly extensions?: boolean }).extensions && e.details) Object.assign(body, e.details)
   body.code = problemCodeOf(e.code)
   return body
 }

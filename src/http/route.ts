@@ -34,6 +34,8 @@ export interface Route {
   /** The token's scope the route needs; `any`: every token of the company (the perimeter read). */
   readonly scope: Scope | typeof ANY_SCOPE
   readonly methods: Readonly<Partial<Record<'GET' | 'HEAD' | 'POST', RouteHandler>>>
+  /** The door closes: answers still waiting (the events feed's) go now. */
+  close?(): void
 }
 
 /** What a route of the API's own documentation asks of a caller: nothing (`error-pages.ts`). */
@@ -59,7 +61,7 @@ export interface PageRoute {
 /** Every route the door serves. */
 export type AnyRoute = Route | PageRoute
 
-export { INBOUND_PATH, OUTBOUND_PATH, REALISE_PATH, SITES_PATH } from '../contract/paths.ts'
+export { EVENTS_PATH, INBOUND_PATH, OUTBOUND_PATH, REALISE_PATH, SITES_PATH } from '../contract/paths.ts'
 
 /**
  * Every API answer (200, 202, 304, every error of both doors) says its Content-Type is

@@ -66,6 +66,7 @@ export async function createMetrics (sources: MetricSources, given?: Registry) {
   const runSites = add(new Counter({ name: 'epx_publication_sites_total', help: 'Sites of publication runs, by result (published, failed)', labelNames: ['result'], registers }))
   const lastSuccess = add(new Gauge({ name: 'epx_publication_last_success_timestamp_seconds', help: 'End of the last publication run with no failed site', registers }))
   const workerFaults = add(new Counter({ name: 'epx_api_worker_faults_total', help: 'Faults that ended the API door\'s worker thread (restarted at once), by cause (exception, rejection, heap, exit)', labelNames: ['cause'], registers }))
+  const eventsWritten = add(new Counter({ name: 'epx_events_written_total', help: 'Events written for the companies\' feeds (DECISIONS.md "Events for BSPs"), by type', labelNames: ['type'], registers }))
   const storeErrors = add(new Counter({ name: 'epx_store_errors_total', help: 'Durable store writes that failed (each one a 503 NO_STORE or a lost background write)', registers }))
 
   const loop = sampleLoopDelay()
@@ -172,6 +173,7 @@ export async function createMetrics (sources: MetricSources, given?: Registry) {
       if (failed === 0) lastSuccess.set(endMs / 1000)
     },
     storeError (): void { storeErrors.inc() },
+    eventsWritten (type: string, n: number): void { eventsWritten.inc({ type }, n) },
     workerFault (cause: string): void { workerFaults.inc({ cause }) },
     /** Unregisters every epx metric (a host's registry outlives the plugin) and stops the loop monitor. */
     close (): void {

@@ -10,6 +10,7 @@ import { openAudit, type AuditActor } from './audit.ts'
 import { openTenure } from './tenure.ts'
 import { auditWithdrawals, openWithdrawals } from './withdrawals.ts'
 import { parisDateOf } from '../contract/paris-day.ts'
+import { openEvents } from './events.ts'
 
 export interface CompanyRecord {
   readonly id: string
@@ -149,6 +150,7 @@ export function openCompanies (store: Store, opts: CompaniesOptions = {}): Compa
   const tenure = openTenure(store)
   const withdrawals = openWithdrawals(store)
   const audit = openAudit(store)
+  const events = openEvents(store)
   /**
    * Inside the write, before the record is put: the change joins the perimeter history,
    * and a site that changes hands withdraws its former holder's instructions of the
@@ -168,6 +170,9 @@ export function openCompanies (store: Store, opts: CompaniesOptions = {}): Compa
       atMs,
     })
     auditWithdrawals(audit, withdrawn, by.actor, atMs)
+    if (!before || !samePerimeter(before.perimeter, after.perimeter)) {
+      events.appendSync([{ companyId: after.id, type: 'perimetre.modifie', fields: perimeterChange(before?.perimeter ?? [], after.perimeter) }], atMs)
+    }
   }
   // String keys only: the msgpack shapes live under a symbol key of the same db.
   const all = (): CompanyRecord[] => [...db.getRange()].filter(e => typeof e.key === 'string').map(e => e.value)
@@ -217,6 +222,24 @@ export function openCompanies (store: Store, opts: CompaniesOptions = {}): Compa
     },
   }
   return companies
+}
+
+/**
+ * The members of a `perimetre.modifie` (DECISIONS.md "Events for BSPs"): the sites added
+ * and removed between two lists; `all_sites` whether the perimeter is now every site.
+ * From a list to every site, both lists are empty; from every site to a list, that list
+ * is `sites_added`: it is the whole perimeter now.
+ */
+export function perimeterChange (before: CompanyRecord['perimeter'], after: CompanyRecord['perimeter']): string {
+  let added: readonly string[] = []
+  let removed: readonly string[] = []
+  if (after !== 'all') {
+    const was = new Set(before === 'all' ? [] : before)
+    const now = new Set(after)
+    added = after.filter(s => !was.has(s))
+    removed = before === 'all' ? [] : before.filter(s => !now.has(s))
+  }
+  return `"sites_added":${JSON.stringify(added)},"sites_removed":${JSON.stringify(removed)},"all_sites":${after === 'all'}`
 }
 
 function samePerimeter (a: CompanyRecord['perimeter'], b: CompanyRecord['perimeter']): boolean {

@@ -76,6 +76,12 @@ export interface Store {
    * lands only if this instance still leads when it commits.
    */
   writeDurable<T>(fn: () => T): Promise<T>
+  /**
+   * Inside a `writeDurable` fn: runs `fn` once that write is durable (after the call
+   * resolves); never if it fails. What tells other readers of a change (store/event-bell.ts)
+   * after, never before, the change is there to read.
+   */
+  afterDurable(fn: () => void): void
   /** Mutable fault switches (tests only). */
   readonly faults: StoreFaults
   /**

@@ -23,6 +23,8 @@ export interface Job {
   fence?: number
   /** Set by the batch: the fence no longer held, the job was not run. */
   fencedOut?: boolean
+  /** What its fn asked to run once it is durable (`GroupCommit.afterDurable`). */
+  after?: Array<() => void>
 }
 
 export interface GroupCommitOptions {
@@ -44,11 +46,15 @@ export interface GroupCommit {
   push(job: Job, guard: () => void): void
   /** Resolves once every queued job is answered. */
   drained(): Promise<void>
+  /** Inside a job's fn: `fn` runs once that job is durable, after it resolves; never if it fails. */
+  afterDurable(fn: () => void): void
 }
 
 export function groupCommit (o: GroupCommitOptions): GroupCommit {
   let queue: Job[] = []
   let batching: Promise<void> | undefined
+  /** The job whose fn runs now: what `afterDurable` attaches to. */
+  let running: Job | undefined
 
   /** A write that did not land: its caller gets NO_STORE, the fault log counts it (not after close()). */
   const refuse = (job: Job, err: EpxError): void => {
@@ -76,9 +82,16 @@ export function groupCommit (o: GroupCommitOptions): GroupCommit {
     for (const job of jobs) {
       // Not a store fault: the write was not this instance's to make any more.
       if (job.fencedOut) job.reject(notLeading())
-      else if (job.ok) { job.resolve(job.result); landed = true } else refuse(job, storeUnavailable(job.error))
+      else if (job.ok) { job.resolve(job.result); landed = true; if (job.after) runAfter(job.after) } else refuse(job, storeUnavailable(job.error))
     }
     if (landed) o.faultLog.succeeded()
+  }
+
+  /** What a durable job asked for: a throw is a bug of its caller's, never the other jobs' answer. */
+  const runAfter = (after: ReadonlyArray<() => void>): void => {
+    for (const fn of after) {
+      try { fn() } catch (err) { queueMicrotask(() => { throw err }) }
+    }
   }
 
   const runBatches = async (): Promise<void> => {
@@ -93,9 +106,15 @@ export function groupCommit (o: GroupCommitOptions): GroupCommit {
     push (job, guard) {
       // A refusal is a rejection, and a fault, like every other failure.
       try { guard() } catch (err) { refuse(job, err as EpxError); return }
-      queue.push(job)
+      // A copy whose fn says it runs, so a call of `afterDurable` inside it finds its job.
+      const mine: Job = { ...job, fn: () => { running = mine; try { return job.fn() } finally { running = undefined } } }
+      queue.push(mine)
       batching ??= runBatches()
     },
     drained: () => batching ?? Promise.resolve(),
+    afterDurable (fn) {
+      if (!running) throw new Error('afterDurable outside writeDurable: there is no write to wait for')
+      ;(running.after ??= []).push(fn)
+    },
   }
 }

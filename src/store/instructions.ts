@@ -19,6 +19,7 @@ import { instructionIdPrefix, targetDateOfInstructionId } from '../contract/ids.
 import { decodeState, encodeState, entryOf, instructionTree, recordKey, stateKey } from './instruction-tree.ts'
 import { openInForce, type InForce } from './in-force.ts'
 import { withdrawalLog } from './withdrawals.ts'
+import { instructionStatusFields, openEvents, type EventDraft } from './events.ts'
 
 /**
  * The effective instruction of a (target_date, site_id). `emittedAtNanos` (within the
@@ -127,6 +128,16 @@ export function openInstructions (store: Store): Instructions {
   const effective = store.db<EffectiveRef>('instruction-effective')             // [target_date, site_id]
   const recent = new RecentSaves()
   const inForce = openInForce(store)
+  // DECISIONS.md "Events for BSPs": each status change of an instruction is an `instruction.statut` of its company, in the write that makes it.
+  const events = openEvents(store)
+  /** The company that sent an instruction (its record's head), for the event of its status. */
+  const companyOf = (instructionId: string, siteId: string): string | undefined => senderOf(tree, undefined, siteId, tree.get(recordKey(instructionId, siteId)))
+  /** The event of a status set outside a save (queued, applied), when the instruction is known. */
+  const statusEvent = (r: InstructionRef, status: 'queued' | 'applied', extra = ''): EventDraft | undefined => {
+    const companyId = companyOf(r.instructionId, r.siteId)
+    const targetDate = targetDateOfInstructionId(r.instructionId)
+    return companyId && targetDate ? { companyId, type: 'instruction.statut', fields: instructionStatusFields(r.instructionId, r.siteId, targetDate, status, extra) } : undefined
+  }
 
   const stateOf = (instructionId: string, siteId: string): InstructionState | undefined => {
     const bytes = tree.get(stateKey(instructionId, siteId))
@@ -146,7 +157,9 @@ export function openInstructions (store: Store): Instructions {
       const out = await store.writeDurable((): boolean[] | Error => {
         const refused = guard?.()
         if (refused) return refused
-        const saved = putBatch(tree, effective, inForce, batch, at, status)
+        const drafts: EventDraft[] = []
+        const saved = putBatch(tree, effective, inForce, batch, at, status, drafts)
+        events.appendSync(drafts, Date.parse(at))
         alongside?.()
         recent.add(batch)
         return saved
@@ -209,7 +222,13 @@ export function openInstructions (store: Store): Instructions {
     markQueued (refs: readonly InstructionRef[], at: string): Promise<void> {
       return store.writeDurable(() => {
         const next = encodeState({ status: 'queued', at })
-        for (const r of refs) advance(r, next)
+        const drafts: EventDraft[] = []
+        for (const r of refs) {
+          const was = advance(r, next)
+          const event = was && was.status !== 'queued' ? statusEvent(r, 'queued') : undefined
+          if (event) drafts.push(event)
+        }
+        events.appendSync(drafts, Date.parse(at))
       })
     },
 
@@ -247,13 +266,17 @@ export function openInstructions (store: Store): Instructions {
       const atMs = Date.parse(at)
       return store.writeDurable(() => {
         const next = encodeState({ status: 'applied', cycle, at })
+        const drafts: EventDraft[] = []
         for (const r of refs) {
           // A cycle told again of an instruction it applied already changes nothing in the timeline.
           const was = advance(r, next)
           if (!was || was.status === 'applied') continue
           const targetDate = targetDateOfInstructionId(r.instructionId)
           if (targetDate) inForce.putAppliedSync(targetDate, r.siteId, atMs, r.instructionId, cycle)
+          const event = statusEvent(r, 'applied', `,"cycle":${cycle}`)
+          if (event) drafts.push(event)
         }
+        events.appendSync(drafts, atMs)
       })
     },
 
@@ -269,7 +292,7 @@ type EffectiveIndex = StoreDb<EffectiveRef>
  * effective index where it wins, with the change of what is in force (`in-force.ts`, one
  * put a site that wins). Per site, whether it is now the effective one.
  */
-function putBatch (tree: Tree, effective: EffectiveIndex, inForce: InForce, batch: InstructionBatch, at: string, status: 'received' | 'queued'): boolean[] {
+function putBatch (tree: Tree, effective: EffectiveIndex, inForce: InForce, batch: InstructionBatch, at: string, status: 'received' | 'queued', events: EventDraft[]): boolean[] {
   const fresh = encodeState({ status, at })
   // Most saves supersede nothing: the superseded status is encoded only when needed.
   let superseded: Uint8Array | undefined
@@ -302,10 +325,15 @@ function putBatch (tree: Tree, effective: EffectiveIndex, inForce: InForce, batc
     if (wins && current && !current.inForce && current.instructionId !== batch.instructionId) inForce.backfillSync(batch.targetDate, siteId)
     tree.putSync(recordKey(batch.instructionId, siteId), siteRecord(batch, i))
     tree.putSync(stateKey(batch.instructionId, siteId), wins ? fresh : late ? (received ??= encodeState({ status: 'received', at })) : stale())
+    const announced = wins ? (status === 'queued' ? 'queued' : undefined) : late ? 'late' : 'superseded'
+    if (announced) events.push({ companyId: companyId(), type: 'instruction.statut', fields: instructionStatusFields(batch.instructionId, siteId, batch.targetDate, announced) })
     // A re-send is already the effective one: nothing to rewrite there.
     if (wins && current?.instructionId !== batch.instructionId) {
       if (current) {
+        // Its company, read before its status changes: usually this one, a former holder's otherwise.
+        const formerSender = senderOf(tree, current, siteId)
         tree.putSync(stateKey(current.instructionId, siteId), stale())
+        if (formerSender) events.push({ companyId: formerSender, type: 'instruction.statut', fields: instructionStatusFields(current.instructionId, siteId, batch.targetDate, 'superseded') })
       }
       effective.putSync(day, mine)
       inForce.putReceivedSync(batch.targetDate, siteId, atMs, mine, companyId())

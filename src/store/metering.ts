@@ -21,6 +21,8 @@ import { isPrm } from '../contract/ids.ts'
 import { utcInstantMs } from '../contract/instants.ts'
 import { addDays, parisDateOf, parisDayMs } from '../contract/paris-day.ts'
 import { storeUnavailable } from './open-store.ts'
+import { openTenure } from './tenure.ts'
+import { openEvents } from './events.ts'
 
 const SLOT_MS = 900_000
 /** The solver's thread given to one slice of checking before a turn of its event loop. */
@@ -72,12 +74,50 @@ export interface MeteringOptions {
   readonly retentionDays: number
   /** Told after each batch is durable: which (day, site) changed. */
   readonly onChanged?: (changed: ReadonlyArray<{ targetDate: string; siteId: string }>) => void
+  /**
+   * This handle tells the `realise.modifie` events owed (DECISIONS.md "Events for BSPs": at
+   * most one per site and day every 5 minutes) when they come due, those of a former run
+   * included: the handle that takes the host's reports (plugin.ts).
+   */
+  readonly tellsOwed?: boolean
 }
 
 export function openMetering (store: Store, opts: MeteringOptions): Metering {
   const db = store.db<Uint8Array>('metering', { binary: true })
   let tail: Promise<unknown> = Promise.resolve()
   let closed = false
+  const tenure = openTenure(store)
+  const events = openEvents(store)
+  /** The one timer of the next owed event: set for when it is due, not a poll. */
+  let owedTimer: NodeJS.Timeout | undefined
+  const tellOwedLater = (): void => {
+    if (!opts.tellsOwed || closed) return
+    let due: number | undefined
+    try { due = events.nextOwedMs() } catch { return }   // the store cannot answer: the next report tries again
+    if (due === undefined) return
+    clearTimeout(owedTimer)
+    owedTimer = setTimeout(() => {
+      owedTimer = undefined
+      tail = tail.then(() => events.flushOwed(opts.now())).catch(() => {}).then(tellOwedLater)
+    }, Math.max(0, due - opts.now()))
+    owedTimer.unref()
+  }
+  /** Inside the write: the companies that may read a changed quarter-hour of each site's day (its holders then). */
+  const announce = (batch: ReadonlyArray<{ targetDate: string; siteId: string; kwh: Float64Array }>, nowMs: number): void => {
+    const changed: Array<{ companyId: string; siteId: string; targetDate: string }> = []
+    for (const d of batch) {
+      const { startMs, endMs } = parisDayMs(d.targetDate)
+      for (const h of tenure.holdersDuring(d.siteId, startMs, endMs)) {
+        const from = Math.max(0, Math.ceil((h.fromMs - startMs) / SLOT_MS))
+        const to = Math.min(d.kwh.length, Math.ceil((h.untilMs - startMs) / SLOT_MS))
+        for (let k = from; k < to; k++) {
+          if (!Number.isNaN(d.kwh[k]!)) { changed.push({ companyId: h.companyId, siteId: d.siteId, targetDate: d.targetDate }); break }
+        }
+      }
+    }
+    events.realiseChangedSync(changed, nowMs)
+  }
+  tellOwedLater()
 
   const read = (targetDate: string, siteId: string): Float64Array | undefined => {
     const bytes = db.get([targetDate, siteId])
@@ -145,9 +185,11 @@ export function openMetering (store: Store, opts: MeteringOptions): Metering {
           for (let k = 0; k < d.kwh.length; k++) if (!Number.isNaN(d.kwh[k]!)) kwh[k] = d.kwh[k]!
           db.putSync([d.targetDate, d.siteId], new Uint8Array(kwh.buffer))
         }
+        announce(batch, nowMs)
       })
       opts.onChanged?.(batch.map(d => ({ targetDate: d.targetDate, siteId: d.siteId })))
     }
+    tellOwedLater()
     return { accepted, refusedCount, refused }
   }
 
@@ -180,6 +222,7 @@ export function openMetering (store: Store, opts: MeteringOptions): Metering {
     },
     async close () {
       closed = true
+      clearTimeout(owedTimer)
       await tail
     },
   }

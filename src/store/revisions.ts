@@ -13,6 +13,7 @@ import { openGeneration } from './generation.ts'
 import { formatUtcInstant, httpDate } from '../contract/instants.ts'
 import { BoundedCache } from '../bounded-cache.ts'
 import { orphanSegments, pruneRevisions } from './revision-retention.ts'
+import { jsonText, openEvents, perimeterReaders, type EventDraft } from './events.ts'
 
 /** What is known of a revision without its document. */
 export interface RevisionMeta {
@@ -149,6 +150,22 @@ export function openRevisions (store: Store, opts: { retentionDays: number }): R
   }
 
   const stager = new Stager(segments)
+  // DECISIONS.md "Events for BSPs": one `besoins_agreges.publie` per site and company whose perimeter holds it, in the commit's write.
+  const events = openEvents(store)
+  const readersNow = perimeterReaders(store)
+
+  /** Inside the commit: the events of its revisions, each one's members made once, whatever its readers. */
+  const announce = (final: readonly RevisionMeta[], nowMs: number): void => {
+    const readers = readersNow()
+    const drafts: EventDraft[] = []
+    for (const meta of final) {
+      const who = readers(meta.siteId)
+      if (!who.length) continue
+      const fields = `"site_id":"${meta.siteId}","target_date":"${meta.targetDate}","etag":${jsonText(meta.etag)},"emitted_at":"${meta.emittedAt}"`
+      for (const companyId of who) drafts.push({ companyId, type: 'besoins_agreges.publie', fields })
+    }
+    events.appendSync(drafts, nowMs)
+  }
 
   const api: Revisions = {
     latest (siteId: string, targetDate: string, knownGeneration?: number): RevisionMeta | undefined {
@@ -220,6 +237,7 @@ export function openRevisions (store: Store, opts: { retentionDays: number }): R
             bytesDb.putSync([meta.segment, meta.offset], bytes)
           }
         }
+        announce(final, nowMs)
         generation.bump()
         return final
       })

@@ -41,4 +41,7 @@ export const SUB_DATABASES: Readonly<Record<string, { readonly binary: boolean }
   withdrawals: { binary: false },
   deliveries: { binary: false },
   quota: { binary: false },
+  events: { binary: false },
+  'event-heads': { binary: false },
+  'event-throttle': { binary: false },
 }

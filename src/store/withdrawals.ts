@@ -21,6 +21,7 @@ import { openAudit, type Audit, type AuditActor } from './audit.ts'
 import { openTenure } from './tenure.ts'
 import { openInForce, type InForce } from './in-force.ts'
 import { parisDateOf } from '../contract/paris-day.ts'
+import { instructionStatusFields, openEvents } from './events.ts'
 
 export const WITHDRAWALS_DB = 'withdrawals'
 const SEQ = 'seq'
@@ -89,6 +90,7 @@ export function openWithdrawals (store: Store): Withdrawals {
   const counter = store.db<number>(WITHDRAWALS_DB)
   const lastSeq = (): number => counter.get(SEQ) ?? 0
   const inForce = openInForce(store)
+  const events = openEvents(store)
 
   return {
     withdrawSync (req) {
@@ -108,6 +110,11 @@ export function openWithdrawals (store: Store): Withdrawals {
         out.push(w)
       }
       if (out.length) counter.putSync(SEQ, seq)
+      // DECISIONS.md "Events for BSPs": the company whose instruction it was is told, in this write.
+      events.appendSync(out.map(w => ({
+        companyId: w.companyId, type: 'instruction.statut',
+        fields: instructionStatusFields(w.instructionId, w.siteId, w.targetDate, 'withdrawn', `,"reason":"${w.reason}"`),
+      })), req.atMs)
       const days = recomputeEffective(tree, effective, inForce, found, withdrawn, req.holderAfter, at)
       for (const { siteId, targetDate, best, gone } of days.values()) {
         const next = best && { instructionId: best.instructionId, companyId: best.companyId, ...best.emitted }

@@ -14,7 +14,7 @@ async function setup (t: Parameters<typeof startEpx>[0]) {
   const root = t.testdir()
   const epx = await startEpx(t, { sites: 2, dataDir: join(root, 'epx') })
   const { cert } = await epx.addCompany('acme')
-  const { secret } = await epx.addToken('acme', ['outbound:besoins-agreges', 'inbound:programme-soutirage', 'outbound:realise'])
+  const { secret } = await epx.addToken('acme', ['outbound:besoins-agreges', 'inbound:programme-soutirage', 'outbound:realise', 'outbound:evenements'])
   const files = { cert: join(root, 'bsp.crt'), key: join(root, 'bsp.key'), ca: join(root, 'ca.crt'), token: join(root, 'token') }
   writeFileSync(files.cert, cert.certPem)
   writeFileSync(files.key, cert.keyPem)
@@ -170,7 +170,7 @@ t.test('the token comes from a file or EPX_BSP_TOKEN, never an argument', async 
 
 t.test('epx bsp reads no data folder: --data is refused, its help does not offer it', async t => {
   const { root, conn } = await setup(t)
-  for (const sub of ['pull', 'push', 'status', 'realise', 'sites']) {
+  for (const sub of ['pull', 'push', 'status', 'realise', 'sites', 'events']) {
     const help = await runEpx(root, 'bsp', sub, '--help')
     t.equal(help.code, 0)
     t.notMatch(help.out, /--data/, `epx bsp ${sub} --help offers no --data`)
@@ -237,6 +237,41 @@ t.test('epx bsp realise: a site\'s day, programmed against delivered, read over 
   const none = await runEpx(root, 'bsp', 'realise', ...conn, '--site', siteId(2), '--date', DAY)
   t.equal(none.code, 1)
   t.match(none.err, /NOTHING_TO_COMPARE: nothing to compare for site PRM30000000000002 on 2026-11-22/)
+})
+
+t.test('epx bsp events: what changed since the saved cursor, the cursor saved once printed, a cursor expired told', async t => {
+  const { root, epx, conn } = await setup(t)
+  const cursor = join(root, 'cursor')
+  await epx.handle.publish({ targetDate: DAY })
+  const first = await runEpx(root, 'bsp', 'events', ...conn, '--cursor-file', cursor)
+  t.equal(first.code, 0, first.err)
+  const published = first.lines.filter(l => l.includes('besoins_agreges.publie'))
+  t.equal(published.length, 2, 'both sites of the publication')
+  t.match(published[0], new RegExp(`^\\d{15} \\S+Z besoins_agreges\\.publie site_id=${siteId(1)} target_date=${DAY} etag=W/"\\S+" emitted_at=\\S+Z$`))
+  t.equal(readFileSync(cursor, 'utf8').trim(), first.lines.at(-1)!.split(' ')[0], 'the cursor is the last event printed')
+
+  const none = await runEpx(root, 'bsp', 'events', ...conn, '--cursor-file', cursor)
+  t.same([none.code, none.out], [0, ''], 'nothing new since')
+  const file = join(root, 'p.json')
+  writeFileSync(file, JSON.stringify(programme({ sites: [siteId(1)], slots: 2 })))
+  t.equal((await runEpx(root, 'bsp', 'push', ...conn, file)).code, 0)
+  const json = await runEpx(root, 'bsp', 'events', ...conn, '--cursor-file', cursor, '--json', '--wait', '1')
+  t.match(JSON.parse(json.lines[0]!), { type: 'instruction.statut', site_id: siteId(1), status: 'queued' })
+
+  // Retention 8 days on: the saved cursor is older than every event kept.
+  const { openEvents } = await import('../../src/store/events.ts')
+  await openEvents(epx.store, { retentionDays: 7 }).prune(epx.clock.now().getTime() + 8 * 86_400_000)
+  writeFileSync(cursor, '000000000000001\n')
+  const expired = await runEpx(root, 'bsp', 'events', ...conn, '--cursor-file', cursor)
+  t.equal(expired.code, 1)
+  t.match(expired.err, /CURSOR_EXPIRED: .*read the state again/)
+  t.equal(readFileSync(cursor, 'utf8').trim(), '000000000000001', 'the cursor is kept until the state is read again')
+  t.equal((await runEpx(root, 'bsp', 'events', ...conn, '--cursor-file', cursor, '--reset')).code, 0)
+  t.not(readFileSync(cursor, 'utf8').trim(), '000000000000001')
+  t.equal((await runEpx(root, 'bsp', 'events', ...conn, '--cursor-file', cursor)).code, 0, 'and it goes on')
+  const bad = await runEpx(root, 'bsp', 'events', ...conn, '--wait', '31')
+  t.equal(bad.code, 2)
+  t.match(bad.err, /--wait 31 is not a whole number from 0 to 30/)
 })
 
 t.test('epx bsp sites: your company\'s perimeter, read over the API with any of its tokens', async t => {

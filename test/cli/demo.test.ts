@@ -51,12 +51,12 @@ t.test('epx demo (npm start) on a fresh folder: company, certificate, one token 
   t.match(out, /added company demo-bsp \(perimeter: all sites\)/)
   for (const f of ['client.crt', 'client.key', 'ca.crt', 'programme.json']) t.ok(existsSync(join(cwd, 'var/epx/demo', f)), `var/epx/demo/${f}`)
   const tokens = [...out.matchAll(/^ {2}(\S+)\s+(tok_[0-9a-f]+)\s+(epx_\S+)$/gm)]
-  t.same(tokens.map(m => m[1]).sort(), ['inbound:programme-soutirage', 'outbound:besoins-agreges', 'outbound:realise'], 'one token per scope')
+  t.same(tokens.map(m => m[1]).sort(), ['inbound:programme-soutirage', 'outbound:besoins-agreges', 'outbound:evenements', 'outbound:realise'], 'one token per scope')
   for (const m of tokens) t.ok(looksLikeToken(m[3]!))
 
   const curls = out.split('\n').filter(l => l.startsWith('curl '))
-  t.equal(curls.length, 4)
-  const [get, post, realise, conditional] = curls as [string, string, string, string]
+  t.equal(curls.length, 5)
+  const [get, post, realise, conditional, events] = curls as [string, string, string, string, string]
   t.match(out, /programmed \d{4}-\d{2}-\d{2} and \d{4}-\d{2}-\d{2} for every site \(demo-bsp\), with simulated meter values for the day before/)
   t.match(realise, /"https:\/\/localhost:\d+\/api\/v0\.5\/energy-programs\/realise\?site_id=PRM\d{14}&target_date=\d{4}-\d{2}-\d{2}"$/)
   t.equal(await statusOf(realise, cwd), 200, 'the day before answers at once: programmed, and metered')
@@ -84,6 +84,8 @@ t.test('epx demo (npm start) on a fresh folder: company, certificate, one token 
   }
   const postStatus = await statusOf(post, cwd)
   t.equal(postStatus, 202, 'POST passes mTLS, the token and validation, and is accepted')
+  t.match(events, /"https:\/\/localhost:\d+\/api\/v0\.5\/energy-programs\/evenements\?limite=100&attente=30"$/)
+  t.equal(await statusOf(events, cwd), 200, 'the events feed answers at once: the programme just sent is news')
   const metrics = /metrics, health and readiness on (http:\/\/127\.0\.0\.1:\d+\/)metrics/.exec(out)
   t.ok(metrics, 'the demo serves metrics on a loopback port of their own')
   if (metrics) t.match(await (await fetch(new URL('metrics', metrics[1]!))).text(), /epx_programmes_total\{status="accepted"\} 1/)
@@ -139,6 +141,6 @@ t.test('epx demo (npm start) on a fresh folder: company, certificate, one token 
   t.same(applied.map((i: { status: string; cycle?: number }) => [i.status, i.cycle]), Array(5).fill(['applied', 1]), 'epx instructions list: the same')
 
   const list = await epx(join(cwd, 'var/epx'), 'token', 'list', '--company', 'demo-bsp')
-  t.equal(list.lines.length, 4, 'the three demo tokens are in the store')
+  t.equal(list.lines.length, 5, 'the four demo tokens are in the store')
   t.notOk(list.out.includes('epx_'), 'and token list does not show their secrets')
 })

@@ -33,7 +33,7 @@ const EVERY_METRIC = [
   'epx_programme_last_accepted_timestamp_seconds', 'epx_publication_runs_total', 'epx_publication_duration_seconds_count',
   'epx_publication_sites_total', 'epx_publication_last_success_timestamp_seconds', 'epx_store_errors_total',
   'epx_event_loop_delay_seconds', 'epx_publication_tomorrow_age_seconds', 'epx_programme_tomorrow_instructions',
-  'epx_bsp_last_fetch_timestamp_seconds', 'epx_certificate_expiry_timestamp_seconds', 'epx_leader',
+  'epx_bsp_last_fetch_timestamp_seconds', 'epx_certificate_expiry_timestamp_seconds', 'epx_leader', 'epx_events_written_total',
 ]
 
 t.test('after a day of traffic, /metrics on its own loopback listener shows every metric with a non-zero sample', async t => {
@@ -90,6 +90,11 @@ t.test('after a day of traffic, /metrics on its own loopback listener shows ever
   t.same(Object.fromEntries(samples(page.text, 'epx_programmes_total')), { '{status="accepted"}': 1, '{status="rejected"}': 2 })
   t.match(Object.fromEntries(samples(page.text, 'epx_instructions_total')), { '{status="accepted"}': 1, '{status="applied"}': 1, '{status="infeasible"}': 1 })
   t.equal(samples(page.text, 'epx_store_errors_total').get(''), 1)
+  // The companies' events (DECISIONS.md "Events for BSPs"): the solver's thread's and the door's alike.
+  const events = samples(page.text, 'epx_events_written_total')
+  t.equal(events.get('{type="besoins_agreges.publie"}'), 3, 'one a site of acme\'s perimeter (every site)')
+  t.equal(events.get('{type="perimetre.modifie"}'), 1)
+  t.ok((events.get('{type="instruction.statut"}') ?? 0) >= 1, 'the programme the door saved, queued')
   t.equal(samples(page.text, 'epx_publication_tomorrow_age_seconds').get(''), 60, 'published a minute ago by the injected clock')
   t.equal(samples(page.text, 'epx_programme_tomorrow_instructions').get(''), 1)
   t.ok(samples(page.text, 'epx_tls_handshake_failures_total').size >= 1)

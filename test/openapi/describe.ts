@@ -8,22 +8,22 @@
  */
 import { catalogue, DOOR_CODES, EpxError, problemCodeOf, type ErrorCode, type ErrorSpec } from '../../src/errors.ts'
 import { renderError } from '../../src/http/render-error.ts'
-import { INBOUND_PATH, OUTBOUND_PATH, REALISE_PATH, SITES_PATH, type Door } from '../../src/http/route.ts'
+import { EVENTS_PATH, INBOUND_PATH, OUTBOUND_PATH, REALISE_PATH, SITES_PATH, type Door } from '../../src/http/route.ts'
 import {
-  besoinsAgregesJsonSchema, inboundErrorJsonSchema, JSON_SCHEMA_DIALECT, problemJsonSchema, programmeSoutirageJsonSchema,
+  besoinsAgregesJsonSchema, eventsFeedJsonSchema, inboundErrorJsonSchema, JSON_SCHEMA_DIALECT, problemJsonSchema, programmeSoutirageJsonSchema,
   programmeStatusJsonSchema, realiseJsonSchema, receiptJsonSchema, sitesJsonSchema, type JsonSchema,
 } from '../../src/contract/published-schemas.ts'
 import { ERRORS_PATH, problemSlugs } from '../../src/http/error-pages.ts'
 import { EXAMPLE_BASE_URL, type Recorded } from './record.ts'
-import { API_DESCRIPTION, HEADER_SPECS, INBOUND_DESCRIPTION, MTLS_DESCRIPTION, BEARER_DESCRIPTION, PAGE_DESCRIPTION, REALISE_DESCRIPTION, SITES_DESCRIPTION, STATUS_DESCRIPTION } from './texts.ts'
+import { API_DESCRIPTION, EVENTS_DESCRIPTION, HEADER_SPECS, INBOUND_DESCRIPTION, MTLS_DESCRIPTION, BEARER_DESCRIPTION, PAGE_DESCRIPTION, REALISE_DESCRIPTION, SITES_DESCRIPTION, STATUS_DESCRIPTION } from './texts.ts'
 
 export const SCHEMA_FILES = { besoins: 'schemas/besoins-agreges.json', programme: 'schemas/programme-soutirage.json' } as const
 
 /** An operation's kind: the two of the contract, and the status read (an extension, rendered by the inbound door). */
 type Kind = keyof typeof DOOR_CODES
-const doorOf = (kind: Kind): Door => kind === 'outbound' || kind === 'realise' || kind === 'sites' ? 'outbound' : 'inbound'
+const doorOf = (kind: Kind): Door => kind === 'outbound' || kind === 'realise' || kind === 'sites' || kind === 'evenements' ? 'outbound' : 'inbound'
 /** The scope each kind's token needs; none for the perimeter read (any token of the company). */
-const SCOPE_OF: Record<Kind, string | undefined> = { outbound: 'outbound:besoins-agreges', inbound: 'inbound:programme-soutirage', status: 'inbound:programme-soutirage', realise: 'outbound:realise', sites: undefined }
+const SCOPE_OF: Record<Kind, string | undefined> = { outbound: 'outbound:besoins-agreges', inbound: 'inbound:programme-soutirage', status: 'inbound:programme-soutirage', realise: 'outbound:realise', evenements: 'outbound:evenements', sites: undefined }
 const statusOf = (code: ErrorCode): number => (catalogue[code] as { status: number }).status
 
 /** The service's terms are its operator's (package.json: UNLICENSED): no open licence is granted. */
@@ -82,6 +82,15 @@ export function describeApi (recorded: readonly Recorded[], opts: { version: str
           ...operation('realise', [...of('HEAD realise'), ...of('GET realise').filter(r => r.status !== 200)], { head: true }),
         },
       },
+      [EVENTS_PATH]: {
+        get: {
+          operationId: 'getEvenements',
+          summary: 'What changed for your company since a cursor, waiting for it if asked (extension of the contract)',
+          description: EVENTS_DESCRIPTION,
+          'x-epx-extension': true,
+          ...operation('evenements', of('GET evenements'), { head: false }),
+        },
+      },
       [SITES_PATH]: {
         get: {
           operationId: 'getSites',
@@ -108,6 +117,7 @@ export function describeApi (recorded: readonly Recorded[], opts: { version: str
         ProgrammeStatus: programmeStatusJsonSchema(),
         Realise: realiseJsonSchema(),
         Sites: sitesJsonSchema(),
+        Evenements: eventsFeedJsonSchema(),
         InboundError: inboundErrorJsonSchema([...DOOR_CODES.inbound, 'INVALID_QUERY', 'METHOD_NOT_ALLOWED']),
         Problem: problemJsonSchema(),
       },
@@ -118,6 +128,7 @@ export function describeApi (recorded: readonly Recorded[], opts: { version: str
         MethodNotAllowedRealise: otherResponse('outbound', of('other').filter(r => r.request.path.startsWith(REALISE_PATH)), 405, 'METHOD_NOT_ALLOWED'),
         MethodNotAllowedSites: otherResponse('outbound', of('other').filter(r => r.request.path.startsWith(SITES_PATH)), 405, 'METHOD_NOT_ALLOWED'),
         MethodNotAllowedPage: otherResponse('outbound', of('other').filter(r => r.request.path.startsWith(ERRORS_PATH)), 405, 'METHOD_NOT_ALLOWED'),
+        MethodNotAllowedEvenements: otherResponse('outbound', of('other').filter(r => r.request.path.startsWith(EVENTS_PATH)), 405, 'METHOD_NOT_ALLOWED'),
       },
       securitySchemes: {
         mutualTLS: { type: 'mutualTLS', description: MTLS_DESCRIPTION },
@@ -148,7 +159,7 @@ function operation (kind: Kind, recorded: readonly Recorded[], o: { head: boolea
     const codes = kindCodes.filter(c => statusOf(c) === status)
     const seen = recorded.filter(r => r.status === status)
     responses[String(status)] = status === statusOf('METHOD_NOT_ALLOWED') && codes.length === 0
-      ? { $ref: `#/components/responses/MethodNotAllowed${kind === 'realise' ? 'Realise' : kind === 'sites' ? 'Sites' : door === 'outbound' ? 'Outbound' : 'Inbound'}` }
+      ? { $ref: `#/components/responses/MethodNotAllowed${kind === 'realise' ? 'Realise' : kind === 'sites' ? 'Sites' : kind === 'evenements' ? 'Evenements' : door === 'outbound' ? 'Outbound' : 'Inbound'}` }
       : status === statusOf('UNKNOWN_PATH') && codes.length === 0 && seen.length === 0
         ? { $ref: '#/components/responses/UnknownPath' }
         : response(kind, status, codes, seen.length ? seen : rendered(door, codes), o.head)
@@ -158,6 +169,12 @@ function operation (kind: Kind, recorded: readonly Recorded[], o: { head: boolea
         { name: 'target_date', in: 'query', required: true, description: 'The Europe/Paris day, YYYY-MM-DD', schema: { type: 'string', format: 'date' }, example: '2026-11-22' },
         { name: 'site_id', in: 'query', required: false, description: 'Only this site (PRM followed by 14 digits); a site outside your perimeter answers as one with no instruction', schema: { type: 'string', pattern: '^PRM[0-9]{14}$' }, example: 'PRM30000000000001' },
         { name: 'If-None-Match', in: 'header', required: false, description: 'The ETag last received for this query: 304 when no status changed.', schema: { type: 'string' } },
+      ]
+    : kind === 'evenements'
+    ? [
+        { name: 'apres', in: 'query', required: false, description: 'The cursor: an event id (`id`, or `suivant` of the last answer). Absent: from the oldest event kept.', schema: { type: 'string', pattern: '^[0-9]{1,15}$' }, example: '000000000000042' },
+        { name: 'limite', in: 'query', required: false, description: 'At most this many events (1 to 1000, default 100).', schema: { type: 'integer', minimum: 1, maximum: 1000, default: 100 } },
+        { name: 'attente', in: 'query', required: false, description: 'With nothing to give, wait up to this many seconds (0 to 30, default 0) for an event: the answer goes as soon as one is written.', schema: { type: 'integer', minimum: 0, maximum: 30, default: 0 } },
       ]
     : kind === 'realise'
     ? [
@@ -225,12 +242,13 @@ function response (kind: Kind, status: number, codes: readonly ErrorCode[], seen
     ? 'Your company\'s instructions for the day, newest first. Keep the ETag and send it as If-None-Match on the next read.'
     : kind === 'realise' ? 'The day, every quarter-hour, programmed against delivered. Keep the ETag and send it as If-None-Match on the next read.'
     : kind === 'sites' ? 'Your company\'s sites, in site order. Keep the ETag and send it as If-None-Match on the next read.'
+    : kind === 'evenements' ? 'Your events after the cursor, oldest first. Keep `suivant` and send it as `apres` on the next read.'
     : 'The latest revision. Keep ETag and Last-Modified for the next poll, and emitted_at for audit.')
     : status === 202 ? 'Persisted on disk. Each instruction says what will become of it: `queued` (applied at the next solver cycle), `superseded` (a later programme is in force) or `late` (a programme for today whose every period had begun before it was received: kept, never applied). `message` sums it up and never says "will be applied" of what will not be.'
       : status === 304 ? 'Nothing new since the ETag (or date) you sent. No body; the validators are repeated.'
         : lines.join('\n')
   const media = seen.map(r => (r.headers['content-type'] ?? '').split(';')[0]!).find(Boolean)
-  const schema = status === 200 ? (kind === 'status' ? { $ref: '#/components/schemas/ProgrammeStatus' } : kind === 'realise' ? { $ref: '#/components/schemas/Realise' } : kind === 'sites' ? { $ref: '#/components/schemas/Sites' } : { $ref: SCHEMA_FILES.besoins })
+  const schema = status === 200 ? (kind === 'status' ? { $ref: '#/components/schemas/ProgrammeStatus' } : kind === 'realise' ? { $ref: '#/components/schemas/Realise' } : kind === 'evenements' ? { $ref: '#/components/schemas/Evenements' } : kind === 'sites' ? { $ref: '#/components/schemas/Sites' } : { $ref: SCHEMA_FILES.besoins })
     : status === 202 ? { $ref: '#/components/schemas/Receipt' }
       // message and details named again: linters that close each branch of an allOf (Redocly's
       // example check) would otherwise read them as properties the branch does not allow.

@@ -11,7 +11,8 @@ import { join } from 'node:path'
 import type { Test } from 'tap'
 import { startEpx, type TestRequest } from '../helpers/epx.ts'
 import { programme } from '../helpers/programme.ts'
-import { INBOUND_PATH, OUTBOUND_PATH, REALISE_PATH, SITES_PATH } from '../../src/http/route.ts'
+import { EVENTS_PATH, INBOUND_PATH, OUTBOUND_PATH, REALISE_PATH, SITES_PATH } from '../../src/http/route.ts'
+import { openEvents } from '../../src/store/events.ts'
 
 /** `{base_url}` in the examples (problem `type`s). */
 export const EXAMPLE_BASE_URL = 'https://epx.example.com'
@@ -20,7 +21,7 @@ const RECORD_MAX_BODY = 16_384
 
 export interface Recorded {
   /** Operation key: `GET`, `HEAD`, `POST`, or `other` (unknown path, other method). */
-  readonly operation: 'GET' | 'HEAD' | 'POST' | 'GET status' | 'HEAD status' | 'GET realise' | 'HEAD realise' | 'GET sites' | 'HEAD sites' | 'GET page' | 'HEAD page' | 'other'
+  readonly operation: 'GET' | 'HEAD' | 'POST' | 'GET status' | 'HEAD status' | 'GET realise' | 'HEAD realise' | 'GET sites' | 'HEAD sites' | 'GET page' | 'HEAD page' | 'GET evenements' | 'other'
   /** What this example shows, e.g. `notPublished`. */
   readonly name: string
   readonly summary: string
@@ -59,6 +60,7 @@ async function record (t: Test): Promise<Recorded[]> {
   const { secret: outbound } = await epx.addToken('acme', ['outbound:besoins-agreges'])
   const { secret: inbound } = await epx.addToken('acme', ['inbound:programme-soutirage'])
   const { secret: realise } = await epx.addToken('acme', ['outbound:realise'])
+  const { secret: evenements } = await epx.addToken('acme', ['outbound:evenements'])
   const { cert: suspendedCert } = await epx.addCompany('dormant', { status: 'suspended' })
   const { secret: suspended } = await epx.addToken('dormant', ['outbound:besoins-agreges', 'inbound:programme-soutirage'])
   const site = 'PRM30000000000001'
@@ -98,6 +100,23 @@ async function record (t: Test): Promise<Recorded[]> {
   await go('GET', 'suspended', 'The company is suspended', get(pair, { cert: suspendedCert, token: suspended }))
   await go('GET', 'scopeDenied', 'A token without outbound:besoins-agreges', get(pair, { token: inbound }))
   await go('GET', 'notPublished', 'Nothing published for the pair (yet)', get({ site_id: site, target_date: '2026-11-23' }))
+
+  // The events feed, after the company's first event (its perimeter, which retention may already have taken: it was added 30 days ago).
+  const feed = (query: Record<string, string>, o: Partial<TestRequest> = {}): TestRequest =>
+    ({ method: 'GET', path: EVENTS_PATH, query, cert, token: evenements, ...o })
+  const events = await go('GET evenements', 'evenements', 'Your events after a cursor: the publication of a site of your perimeter', feed({ apres: '000000000000001', limite: '100' }))
+  await go('GET evenements', 'nothingNew', 'Nothing after the cursor (and attente=0, the default): the same cursor back', feed({ apres: events.json().suivant }))
+  await go('GET evenements', 'invalidQuery', 'limite out of range, attente not a number of seconds', feed({ limite: '0', attente: 'soon' }))
+  await go('GET evenements', 'noToken', 'No Authorization header', feed({}, { token: undefined }))
+  await go('GET evenements', 'noCertificate', 'No client certificate', feed({}, { cert: null }))
+  await go('GET evenements', 'scopeDenied', 'A token without outbound:evenements', feed({}, { token: outbound }))
+  epx.faults.unavailable = true
+  await go('GET evenements', 'storeUnavailable', 'The store cannot answer', feed({}))
+  epx.faults.unavailable = false
+  await go('other', 'methodNotAllowedEvenements', 'A method evenements does not serve', feed({}, { method: 'POST' }))
+  // Retention 8 days on: every event so far is gone, and a cursor from before them expired.
+  await openEvents(epx.store, { retentionDays: 7 }).prune(epx.clock.now().getTime() + 8 * 86_400_000)
+  await go('GET evenements', 'cursorExpired', 'A cursor older than the oldest event kept: read the state again, then go on from suivant', feed({ apres: '000000000000001' }))
   epx.faults.unavailable = true
   await go('GET', 'storeUnavailable', 'The store cannot answer', get(pair))
   epx.faults.unavailable = false
@@ -187,13 +206,14 @@ async function record (t: Test): Promise<Recorded[]> {
   // A company whose budgets are one request (epx company limits): its second request of a kind is over budget.
   const { cert: hastyCert } = await epx.addCompany('hasty')
   await epx.companies.update('hasty', c => ({ ...c, rateLimit: { get: { perSecond: 1, burst: 1 }, post: { perSecond: 1, burst: 1 } } }))
-  const { secret: hasty } = await epx.addToken('hasty', ['outbound:besoins-agreges', 'inbound:programme-soutirage', 'outbound:realise'])
+  const { secret: hasty } = await epx.addToken('hasty', ['outbound:besoins-agreges', 'inbound:programme-soutirage', 'outbound:realise', 'outbound:evenements'])
   const asHasty = { cert: hastyCert, token: hasty }
   await epx.request(get(pair, asHasty))
   await go('GET', 'rateLimited', 'Over the company\'s GET budget: wait Retry-After', get(pair, asHasty))
   await go('GET status', 'rateLimited', 'Over the company\'s GET budget (the status read spends it too)', status({ target_date: day }, asHasty))
   await go('GET realise', 'rateLimited', 'Over the company\'s GET budget (the realise read spends it too)', realised(pair, asHasty))
   await go('GET sites', 'rateLimited', 'Over the company\'s GET budget (the perimeter read spends it too)', sites(asHasty))
+  await go('GET evenements', 'rateLimited', 'Over the company\'s GET budget (the events feed spends it too)', feed({}, asHasty))
   await epx.request(post({ ...asHasty, body: undefined, headers: { 'content-type': 'text/plain' } }))
   await go('POST', 'rateLimited', 'Over the company\'s POST budget: refused before its body was read', post(asHasty))
   // A company whose storage quota is one byte a day (epx company limits --quota-bytes): any programme would cross it.

@@ -81,6 +81,14 @@ export const PAGE_DESCRIPTION = [
   'Branch on the problem\'s `code`, never on this page or on its `type`.',
 ].join(' ')
 
+export const EVENTS_DESCRIPTION = [
+  'An extension of the contract (its two operations are unchanged), so that a BSP need not poll: what changed for your company, as events, oldest first. A Besoins_Agreges',
+  'of your perimeter published (`besoins_agreges.publie`), one of your instructions changing status (`instruction.statut`), a quarter-hour you may read in GET realise changed',
+  '(`realise.modifie`), your perimeter changed (`perimetre.modifie`). Keep `suivant` and send it as `apres`; with `attente` an answer with nothing to give waits up to that many',
+  'seconds and goes as soon as an event is written. Events are kept a few days (events.retentionDays, 7 by default): an older cursor answers 410 CURSOR_EXPIRED, and you read',
+  'the state again (besoins-agreges, the status read, realise) before going on from its `suivant`. Scope outbound:evenements. Errors are problem+json, as for besoins-agreges.',
+].join(' ')
+
 export const STATUS_DESCRIPTION = [
   'An extension of the contract (its two operations are unchanged): your company\'s instructions for target_date, newest first,',
   'each with its status: `received` (stored; a late one, every period begun before it was received, stays so and is never applied), `queued` (handed to the solver for its next cycle), `applied` (with `applied_at` and the solver `cycle`),',

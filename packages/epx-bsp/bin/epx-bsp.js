@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// `epx-bsp pull|push|status|realise|sites`: see `epx-bsp --help`.
+// `epx-bsp pull|push|status|realise|sites|events`: see `epx-bsp --help`.
 import { main } from '../dist/cli.js'
 
 await main()

@@ -1,5 +1,5 @@
 /**
- * `epx bsp pull|push|status|realise|sites`: the reference BSP client (src/bsp/) from the command line, for a
+ * `epx bsp pull|push|status|realise|sites|events`: the reference BSP client (src/bsp/) from the command line, for a
  * BSP trying the API and for the service's own checks. The connection options are shared
  * here; the token is read from a file or EPX_BSP_TOKEN, never from an argument (an
  * argument shows in `ps` and in shell history).
@@ -50,6 +50,7 @@ export const bspSubcommands: Promise<readonly Command[]> = Promise.all([
   import('./bsp-status.ts').then(m => m.statusCommand),
   import('./bsp-realise.ts').then(m => m.realiseCommand),
   import('./bsp-sites.ts').then(m => m.sitesCommand),
+  import('./bsp-events.ts').then(m => m.eventsCommand),
 ])
 
 type Failed = Extract<StatusAnswer, { kind: 'retry' | 'refused' | 'unreachable' }>

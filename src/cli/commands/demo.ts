@@ -242,6 +242,11 @@ async function showTryIt (io: CliIo, run: Running, bundle: CertBundle, tokens: r
   io.out(`etag=$(curl -sS -o /dev/null -D - ${tls} ${todayRealise} | tr -d '\\r' | awk 'tolower($1) == "etag:" { print $2 }')`)
   io.out(`curl -i ${tls} -H "If-None-Match: $etag" ${todayRealise}`)
   io.out('')
+  // DECISIONS.md "Events for BSPs": the same news, told instead of polled (docs/bsp-guide.md "Be told instead of polling").
+  io.out(`# Be told instead of polling: what changed for ${DEMO_COMPANY}, oldest first; with nothing new it waits up to 30 s.`)
+  io.out('# Send the answer\'s "suivant" back as apres=... on the next call')
+  io.out(`curl -i ${tls} -H "Authorization: Bearer ${tokenOf('outbound:evenements')}" "${base}${API}/evenements?limite=100&attente=30"`)
+  io.out('')
   const data = io.dataDir === resolve(DEFAULT_DATA_DIR) ? '' : ` --data ${shellPath(io.dataDir)}`
   io.out(`In another terminal: npx epx${data} token list, npx epx${data} company list, npx epx${data} sites list.`)
   io.out(`Then: npx epx${data} audit list (who sent what), npx epx${data} deliveries --date ${tomorrow} (who fetched what),`)

@@ -77,6 +77,7 @@ export function openPostgresStore (path: string, opts: PostgresEngineOptions): S
       })
     },
     guard: checks.readable,
+    afterDurable: fn => writes.afterDurable(fn),
     leadership: () => {
       if (state.closed) throw storeUnavailable()
       return leader ??= pgLeadership({ connection: opts.postgres.pool, log: opts.log })
