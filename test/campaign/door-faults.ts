@@ -57,7 +57,7 @@ export async function doorFaults (o: { faults: number; budgetMs: number }): Prom
   const report = join(tempDir('door-faults'), 'report.jsonl')
   const loadStart = loadavg()
   const child = spawn(process.execPath, [
-    '--import=./test/helpers/tsx-with-source-text.mjs', '--import=./test/helpers/built-workers.mjs', 'test/door/faults.test.ts',
+    '--import=./test/helpers/ts-loader.mjs', '--import=./test/helpers/built-workers.mjs', 'test/door/faults.test.ts',
   ], {
     cwd: root, stdio: ['ignore', 'pipe', 'pipe'],
     env: {

@@ -1,5 +1,5 @@
 /**
- * `--import` for test processes (see .taprc): sets `EPX_BUILT_WORKERS` to dist/ when its
+ * `--import` for test processes (see .taprc), for what they start. It sets `EPX_BUILT_WORKERS` to dist/ when its
  * worker bundles are newer than every file of src/ (tap's `before:` has just built them),
  * so a test's door and programme workers load the bundle of today's sources
  * (src/apply/read-programme.ts `workerSource`) instead of starting tsx and compiling
@@ -30,4 +30,20 @@ try {
   if (built >= newestUnder(join(root, 'src'))) process.env.EPX_BUILT_WORKERS = dist
 } catch {
   // No dist/ yet: the workers run the sources.
+}
+
+/**
+ * Without coverage (`--disable-coverage`: the Node 22 and 24 lines of CI, a file run alone),
+ * the threads and the node processes a test starts do without tap's process tracker
+ * (@tapjs/processinfo, which tap puts in NODE_OPTIONS, and Node applies to every worker
+ * too): in each one it started a loader thread of its own and read every module loaded,
+ * ~0.6 s of CPU per door thread's start, and the suite starts one per activation
+ * (test/http/inbound.test.ts alone: 38.6 s of CPU with it, 17.7 s without). With coverage
+ * it stays: it is what measures the code that runs in the door's thread and in the CLI's
+ * processes.
+ */
+if (process.env._TAPJS_PROCESSINFO_COVERAGE_ === '0' && process.env.NODE_OPTIONS?.includes('@tapjs/processinfo')) {
+  const rest = process.env.NODE_OPTIONS.replace(/"?--(?:import|loader)=[^\s"]*@tapjs\/processinfo[^\s"]*"?/g, '').trim()
+  if (rest) process.env.NODE_OPTIONS = rest
+  else delete process.env.NODE_OPTIONS
 }

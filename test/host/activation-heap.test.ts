@@ -21,7 +21,7 @@ function childEnv (): NodeJS.ProcessEnv {
 /** Runs the cycles in a fresh process with --expose-gc, so this test's own heap is not measured. */
 function runCycles (): Promise<{ heapMb: Record<string, number>; statuses: string[] }> {
   return new Promise((ok, fail) => {
-    const child = spawn(process.execPath, ['--expose-gc', '--import=./test/helpers/tsx-with-source-text.mjs', 'test/host/fixtures/activation-cycles.ts'], {
+    const child = spawn(process.execPath, ['--expose-gc', '--import=./test/helpers/ts-loader.mjs', 'test/host/fixtures/activation-cycles.ts'], {
       cwd: root, env: childEnv(), stdio: ['ignore', 'pipe', 'pipe'],
     })
     // A timed-out test must not leave its cycles running (seen: one kept a core busy after tap gave up).

@@ -8,7 +8,7 @@ import { fileURLToPath } from 'node:url'
 t.test('a full disk answers 503 NO_STORE, leaves no unhandled rejection behind, logs one error line with its cause and one on recovery, and prints nothing to stderr', async t => {
   const fixture = fileURLToPath(new URL('./fixtures/disk-full.ts', import.meta.url))
   // 2048 blocks: 1 MiB or 2 MiB depending on the shell's block size, either way too small.
-  const run = spawnSync('sh', ['-c', 'ulimit -f 2048 && exec "$0" --import=./test/helpers/tsx-with-source-text.mjs "$1"', process.execPath, fixture], {
+  const run = spawnSync('sh', ['-c', 'ulimit -f 2048 && exec "$0" --import=./test/helpers/ts-loader.mjs "$1"', process.execPath, fixture], {
     cwd: fileURLToPath(new URL('../..', import.meta.url)),
     encoding: 'utf8',
     timeout: 90_000,

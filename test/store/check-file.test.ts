@@ -9,7 +9,7 @@ import { dataFolderWithStore, FIXTURE, ROOT } from './fixtures/damaged.ts'
 // it (a CLI command beside `epx start`): its pages and meta pages move under our reads.
 t.test('a healthy store under a writer in another process always passes the check', async t => {
   const { dir } = await dataFolderWithStore(t)
-  const writer = spawn(process.execPath, ['--import=./test/helpers/tsx-with-source-text.mjs', FIXTURE, dir, 'write'], { cwd: ROOT, stdio: ['pipe', 'pipe', 'inherit'] })
+  const writer = spawn(process.execPath, ['--import=./test/helpers/ts-loader.mjs', FIXTURE, dir, 'write'], { cwd: ROOT, stdio: ['pipe', 'pipe', 'inherit'] })
   let gone = false
   const exited = new Promise<number | null>(resolve => writer.on('close', code => { gone = true; resolve(code) }))
   let out = ''

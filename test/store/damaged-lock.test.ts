@@ -10,7 +10,7 @@ import { dataFolderWithStore, FIXTURE, openInChild, overwrite, ROOT } from './fi
 t.test('a damaged lock.mdb: refused while another process has the store open, rebuilt by LMDB once it is alone', async t => {
   const { dir } = await dataFolderWithStore(t)
   const lockFile = join(dir, 'epx.lmdb', 'lock.mdb')
-  const holder = spawn(process.execPath, ['--import=./test/helpers/tsx-with-source-text.mjs', FIXTURE, dir, 'hold'], { cwd: ROOT, stdio: ['pipe', 'pipe', 'inherit'] })
+  const holder = spawn(process.execPath, ['--import=./test/helpers/ts-loader.mjs', FIXTURE, dir, 'hold'], { cwd: ROOT, stdio: ['pipe', 'pipe', 'inherit'] })
   const exited = new Promise<number | null>(resolve => holder.on('close', resolve))
   await new Promise<void>((resolve, reject) => {
     holder.stdout.on('data', d => { if (String(d).includes('holding')) resolve() })
