@@ -157,15 +157,17 @@ export function openEvents (store: Store, options: EventsOptions = {}): Events {
       if (drafts.length === 0) return
       if (stamp.ms !== atMs) stamp = { ms: atMs, iso: new Date(atMs).toISOString() }
       const at = `","occurred_at":"${stamp.iso}",`
-      const lasts = new Map<string, number>()
+      // Each company's head read once per write (a POST's one event costs one read, one put of each).
+      const lasts = new Map<string, { last: number; pruned: number }>()
       const counts = new Map<EventType, number>()
       for (const d of drafts) {
-        const seq = (lasts.get(d.companyId) ?? headOf(d.companyId).last) + 1
-        lasts.set(d.companyId, seq)
+        let head = lasts.get(d.companyId)
+        if (!head) lasts.set(d.companyId, head = { ...headOf(d.companyId) })
+        const seq = ++head.last
         db.putSync([d.companyId, seq], [atMs, `{"id":"${eventId(seq)}","type":"${d.type}${at}${d.fields}}`])
         counts.set(d.type, (counts.get(d.type) ?? 0) + 1)
       }
-      for (const [companyId, last] of lasts) heads.putSync(companyId, { last, pruned: headOf(companyId).pruned })
+      for (const [companyId, head] of lasts) heads.putSync(companyId, head)
       store.afterDurable(() => {
         opts.bell?.ring()
         if (opts.written) for (const [type, n] of counts) opts.written(type, n)
