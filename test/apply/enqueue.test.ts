@@ -73,8 +73,8 @@ t.test('a received programme is queued in the same write that stores it, before 
 t.test('a site superseded between the commit and the hand-over is not fed', async t => {
   const { instructions, enqueuer, queue } = setup(t)
   const older = batch({ emittedAt: '2026-11-21T10:00:00Z' })
-  const effective = await instructions.save(older, 'x', 'queued')
-  await instructions.save(batch({ emittedAt: '2026-11-21T11:00:00Z' }), 'x', 'queued')
+  const effective = await instructions.save(older, '2026-11-21T12:00:00.000Z', 'queued')
+  await instructions.save(batch({ emittedAt: '2026-11-21T11:00:00Z' }), '2026-11-21T12:00:00.000Z', 'queued')
   await enqueuer.enqueueBatch(older, effective, 'queued')
   t.same(queue, [], 'read back: another save ran since')
   t.equal(instructions.get(older.instructionId, siteId(1))!.state.status, 'superseded')
@@ -84,8 +84,8 @@ t.test('a superseded instruction is not fed, and a cycle cannot make it applied'
   const { instructions, enqueuer, queue, cycle, settle } = setup(t)
   const newer = batch({ emittedAt: '2026-11-21T11:00:00Z' })
   const older = batch({ emittedAt: '2026-11-21T10:00:00Z' })
-  await saveAndQueue(newer, 'x', { instructions, enqueuer })
-  await saveAndQueue(older, 'x', { instructions, enqueuer })
+  await saveAndQueue(newer, '2026-11-21T12:00:00.000Z', { instructions, enqueuer })
+  await saveAndQueue(older, '2026-11-21T12:00:00.000Z', { instructions, enqueuer })
   t.same(queue.map(i => i.instructionId), [newer.instructionId])
   queue.push({ instructionId: older.instructionId, siteId: siteId(1), targetDate: '2026-11-22', periods: [] })
   cycle(3)
@@ -96,7 +96,7 @@ t.test('a superseded instruction is not fed, and a cycle cannot make it applied'
 
 t.test('a solver that refuses the inputs does not turn a durable programme into an error', async t => {
   const { instructions, enqueuer, settle } = setup(t, { enqueueNextCycle: () => { throw new Error('queue full') } })
-  const receipt = await saveAndQueue(batch({}), 'x', { instructions, enqueuer })
+  const receipt = await saveAndQueue(batch({}), '2026-11-21T12:00:00.000Z', { instructions, enqueuer })
   t.equal(receipt.count, 1)
   await settle()
   t.equal(instructions.list()[0]!.state.status, 'received', 'left for the next activation to queue')
@@ -118,9 +118,9 @@ t.test('a floor handed to the solver is always finite: a slot whose power is not
 
 t.test('requeue takes the effective instructions of today and later, not of past days', async t => {
   const { instructions, enqueuer, queue } = setup(t)
-  await saveAndQueue(batch({ targetDate: '2026-11-20', emittedAt: '2026-11-19T10:00:00Z' }), 'x', { instructions, enqueuer })
+  await saveAndQueue(batch({ targetDate: '2026-11-20', emittedAt: '2026-11-19T10:00:00Z' }), '2026-11-19T12:00:00.000Z', { instructions, enqueuer })
   // Received the day before: when the service starts again at 12:30Z, its periods are over, not late.
-  await saveAndQueue(batch({ targetDate: '2026-11-21', emittedAt: '2026-11-20T10:00:00Z', sites: 70 }, '2026-11-20T10:00:00.000Z'), 'x', { instructions, enqueuer })
+  await saveAndQueue(batch({ targetDate: '2026-11-21', emittedAt: '2026-11-20T10:00:00Z', sites: 70 }, '2026-11-20T10:00:00.000Z'), '2026-11-20T12:00:00.000Z', { instructions, enqueuer })
   queue.length = 0
   t.equal(await enqueuer.requeueEffective(), 70, 'in several turns')
   t.same(new Set(queue.map(i => i.targetDate)), new Set(['2026-11-21']))
@@ -128,7 +128,7 @@ t.test('requeue takes the effective instructions of today and later, not of past
   // Today's periods already over (the clock stands at 12:30Z) are kept, not fed to the solver.
   t.same(queue[0]!.periods, [], 'its two slots are over')
   t.equal(instructions.get(queue[0]!.instructionId, queue[0]!.siteId)!.slots.length, 2, 'and kept')
-  await saveAndQueue(batch({ targetDate: '2026-11-22', emittedAt: '2026-11-21T10:00:00Z' }), 'x', { instructions, enqueuer })
+  await saveAndQueue(batch({ targetDate: '2026-11-22', emittedAt: '2026-11-21T10:00:00Z' }), '2026-11-21T12:00:00.000Z', { instructions, enqueuer })
   queue.length = 0
   await enqueuer.requeueEffective()
   const tomorrow = queue.find(i => i.targetDate === '2026-11-22')!
@@ -151,7 +151,7 @@ t.test('a late instruction (every period begun when received) is not handed when
 
 t.test('a cycle acknowledged before the queued statuses are written still ends applied', async t => {
   const { instructions, enqueuer, cycle, settle } = setup(t)
-  await saveAndQueue(batch({}), 'x', { instructions, enqueuer })
+  await saveAndQueue(batch({}), '2026-11-21T12:00:00.000Z', { instructions, enqueuer })
   cycle(5)   // within the delay: the pending `queued` write goes first
   await settle()
   t.same(instructions.list()[0]!.state, { status: 'applied', cycle: 5, at: '2026-11-21T12:31:00.000Z' })
@@ -221,7 +221,7 @@ t.test('another instance\'s late programme (every period begun when its change a
 t.test('changes of statuses and flags feed nothing (each instance writes its own solver\'s statuses)', async t => {
   const { instructions, enqueuer, queue } = setup(t)
   const b = batch({ sites: 1 })
-  await instructions.save(b, 'x', 'queued')
+  await instructions.save(b, '2026-11-21T12:00:00.000Z', 'queued')
   enqueuer.handChanged(new Map([['instructions', [[b.instructionId, siteId(1), 's'], [b.instructionId, siteId(1), 'f']]], ['audit', [[1, 2]]]]))
   await enqueuer.close()
   t.same(queue, [])
@@ -230,9 +230,9 @@ t.test('changes of statuses and flags feed nothing (each instance writes its own
 t.test('a re-send of the same instruction (its record rewritten, the effective index not) is fed again', async t => {
   const { instructions, enqueuer, queue } = setup(t)
   const b = batch({ sites: 1, kwh: () => 1 })
-  await instructions.save(b, 'x', 'queued')
+  await instructions.save(b, '2026-11-21T12:00:00.000Z', 'queued')
   const again = batch({ sites: 1, kwh: () => 2 })
-  await instructions.save(again, 'y', 'queued')
+  await instructions.save(again, '2026-11-21T12:01:00.000Z', 'queued')
   enqueuer.handChanged(savedKeys(again, false))
   await enqueuer.close()
   t.same(queue.map(i => i.periods.map(p => p.minKw)), [[8, 8]], 'the rewritten slots')
@@ -242,8 +242,8 @@ t.test('what another instance saved and a newer save superseded since: the newer
   const { instructions, enqueuer, queue } = setup(t)
   const older = batch({ sites: 1, emittedAt: '2026-11-21T12:00:00Z', kwh: () => 1 })
   const newer = batch({ sites: 1, emittedAt: '2026-11-21T12:05:00Z', kwh: () => 2 })
-  await instructions.save(older, 'x', 'queued')
-  await instructions.save(newer, 'y', 'queued')
+  await instructions.save(older, '2026-11-21T12:00:00.000Z', 'queued')
+  await instructions.save(newer, '2026-11-21T12:01:00.000Z', 'queued')
   enqueuer.handChanged(savedKeys(older))
   await enqueuer.close()
   t.same(queue.map(i => i.instructionId), [newer.instructionId])
@@ -252,7 +252,7 @@ t.test('what another instance saved and a newer save superseded since: the newer
 t.test('another instance\'s programme for a day that is over is not fed; removals (retention) feed nothing', async t => {
   const { instructions, enqueuer, queue } = setup(t)
   const past = batch({ targetDate: '2026-11-20', emittedAt: '2026-11-19T10:00:00Z' })
-  await instructions.save(past, 'x', 'queued')
+  await instructions.save(past, '2026-11-21T12:00:00.000Z', 'queued')
   enqueuer.handChanged(savedKeys(past))
   enqueuer.handChanged(new Map([['instruction-effective', [['2026-11-22', siteId(9)]]]]))
   await enqueuer.close()
@@ -263,7 +263,7 @@ t.test('another instance\'s programmes wait for the hand-overs before them, and 
   const { instructions, enqueuer, queue } = setup(t)
   const mine = batch({ sites: 100, emittedAt: '2026-11-21T12:00:00Z', kwh: () => 1 })
   const theirs = batch({ sites: 100, emittedAt: '2026-11-21T12:05:00Z', kwh: () => 2 })
-  await instructions.save(theirs, 'x', 'queued')
+  await instructions.save(theirs, '2026-11-21T12:00:00.000Z', 'queued')
   enqueuer.handOver([mine], () => {})
   enqueuer.handChanged(savedKeys(theirs))
   t.ok(queue.length < 100, 'not all in one turn')
@@ -275,7 +275,7 @@ t.test('another instance\'s programmes wait for the hand-overs before them, and 
 t.test('a solver that refuses another instance\'s programme: logged, no status written back', async t => {
   const { instructions, enqueuer, settle } = setup(t, { enqueueNextCycle: () => { throw new Error('queue full') } })
   const b = batch({ sites: 1 })
-  await instructions.save(b, 'x', 'queued')
+  await instructions.save(b, '2026-11-21T12:00:00.000Z', 'queued')
   enqueuer.handChanged(savedKeys(b))
   await enqueuer.close()
   await settle()
@@ -286,7 +286,7 @@ t.test('another instance\'s programme the store cannot read yet is read again, w
   const { log, lines } = recordingLog()
   const { store, instructions, enqueuer, queue } = setup(t, {}, { log })
   const b = batch({ sites: 2, kwh: () => 1 })
-  await instructions.save(b, 'x', 'queued')
+  await instructions.save(b, '2026-11-21T12:00:00.000Z', 'queued')
   store.faults.unavailable = true   // what a reconnecting change feed answers
   enqueuer.handChanged(savedKeys(b))
   await new Promise(resolve => setTimeout(resolve, 800))   // read at 0, 100, 300, 700 ms
@@ -306,14 +306,14 @@ t.test('what is owed and superseded meanwhile: the newer programme is fed, once;
   const older = batch({ sites: 1, emittedAt: '2026-11-21T12:00:00Z', kwh: () => 1 })
   const newer = batch({ sites: 1, emittedAt: '2026-11-21T12:05:00Z', kwh: () => 2 })
   const today = batch({ sites: 1, targetDate: '2026-11-21', emittedAt: '2026-11-20T12:00:00Z' })
-  await instructions.save(older, 'x', 'queued')
-  await instructions.save(today, 'x', 'queued')
+  await instructions.save(older, '2026-11-21T12:00:00.000Z', 'queued')
+  await instructions.save(today, '2026-11-21T12:00:00.000Z', 'queued')
   store.faults.unavailable = true
   enqueuer.handChanged(savedKeys(older))
   enqueuer.handChanged(savedKeys(today))
   await new Promise(resolve => setTimeout(resolve, 50))
   store.faults.unavailable = false
-  await instructions.save(newer, 'y', 'queued')
+  await instructions.save(newer, '2026-11-21T12:01:00.000Z', 'queued')
   enqueuer.handChanged(savedKeys(newer))
   now = new Date('2026-11-21T23:30:00Z')   // 00:30 in Paris: the 21st is over
   await new Promise(resolve => setTimeout(resolve, 400))

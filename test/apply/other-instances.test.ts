@@ -63,7 +63,7 @@ t.test('statuses B writes for its solver feed nothing back to A, and the reverse
   const a = await instance(t, db, 'a')
   const b = await instance(t, db, 'b')
   const p = batch({ sites: 1 })
-  await a.inbound.instructions.save(p, 'x', 'queued')
+  await a.inbound.instructions.save(p, '2026-11-21T12:00:00.000Z', 'queued')
   await until('B fed', () => b.queue.length === 1, { ms: 5000 })
   await b.inbound.instructions.markApplied([{ instructionId: p.instructionId, siteId: siteId(1) }], 3, '2026-11-21T12:31:00.000Z')
   await a.inbound.instructions.markApplied([{ instructionId: p.instructionId, siteId: siteId(1) }], 9, '2026-11-21T12:31:00.000Z')
@@ -78,8 +78,8 @@ t.test('a newer programme through B supersedes A\'s on both solvers: the last in
   const b = await instance(t, db, 'b')
   const older = batch({ sites: 2, emittedAt: '2026-11-21T12:00:00Z', kwh: () => 1 })
   const newer = batch({ sites: 2, emittedAt: '2026-11-21T12:05:00Z', kwh: () => 2 })
-  await a.inbound.instructions.save(older, 'x', 'queued')
-  await b.inbound.instructions.save(newer, 'y', 'queued')
+  await a.inbound.instructions.save(older, '2026-11-21T12:00:00.000Z', 'queued')
+  await b.inbound.instructions.save(newer, '2026-11-21T12:01:00.000Z', 'queued')
   await until('A fed the newer one', () => a.queue.some(i => i.instructionId === newer.instructionId), { ms: 5000 })
   await new Promise(resolve => setTimeout(resolve, 300))
   for (const k of [1, 2]) {
@@ -94,8 +94,8 @@ t.test('a newer programme through B supersedes A\'s on both solvers: the last in
 t.test('an instance that starts feeds its solver, from the database, every effective instruction whose day is not over', async t => {
   const db = await migratedDatabase(cluster)
   const a = await instance(t, db, 'a')
-  await a.inbound.instructions.save(batch({ sites: 2, targetDate: '2026-11-22', emittedAt: '2026-11-21T10:00:00Z' }), 'x', 'queued')
-  await a.inbound.instructions.save(batch({ sites: 1, targetDate: '2026-11-20', emittedAt: '2026-11-19T10:00:00Z' }), 'x', 'queued')
+  await a.inbound.instructions.save(batch({ sites: 2, targetDate: '2026-11-22', emittedAt: '2026-11-21T10:00:00Z' }), '2026-11-21T12:00:00.000Z', 'queued')
+  await a.inbound.instructions.save(batch({ sites: 1, targetDate: '2026-11-20', emittedAt: '2026-11-19T10:00:00Z' }), '2026-11-21T12:00:00.000Z', 'queued')
   const b = await instance(t, db, 'b-new')   // a fresh replica: loaded from the database at open
   t.same(b.queue.map(i => [i.targetDate, i.siteId]), [['2026-11-22', siteId(1)], ['2026-11-22', siteId(2)]], 'tomorrow\'s, not the day that is over')
 })

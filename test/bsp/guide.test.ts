@@ -34,7 +34,7 @@ function parisDay (offset: number): string {
 }
 
 t.test('the guide\'s blocks: every shell, Python and Node one runs; only the generators\' is left out', async t => {
-  t.same(runnable.map(b => b.lang), ['sh', 'python', 'js', 'js', 'js', 'sh'])
+  t.same(runnable.map(b => b.lang), ['sh', 'python', 'js', 'js', 'js', 'sh', 'sh'])
   t.same(blocks.filter(b => b.info.includes('no-test')).map(b => b.code.includes('openapi-generator')), [true])
   for (const b of runnable) t.notMatch(b.code, /\b20\d\d-\d\d-\d\d\b/, `the block at line ${b.line} computes its dates`)
 })
@@ -47,6 +47,7 @@ t.test('every sample of the guide runs as written against a real service, and do
   const { secret: outToken } = await epx.addToken('acme', ['outbound:besoins-agreges'])
   const { secret: inToken } = await epx.addToken('acme', ['inbound:programme-soutirage'])
   const { secret: realiseToken } = await epx.addToken('acme', ['outbound:realise'])
+  const { secret: eventsToken } = await epx.addToken('acme', ['outbound:evenements'])
   t.same((await epx.handle.publish({ targetDate: tomorrow })).failed, [], 'tomorrow is published')
 
   const dir = join(root, 'bsp')
@@ -58,6 +59,7 @@ t.test('every sample of the guide runs as written against a real service, and do
   writeFileSync(join(dir, 'out.token'), outToken + '\n', { mode: 0o600 })
   writeFileSync(join(dir, 'in.token'), inToken + '\n', { mode: 0o600 })
   writeFileSync(join(dir, 'realise.token'), realiseToken + '\n', { mode: 0o600 })
+  writeFileSync(join(dir, 'events.token'), eventsToken + '\n', { mode: 0o600 })
   // No programme.json: the samples write what they read (the curl one its own, before posting it).
   // A CA bundle that does not know the service: a sample that fell back on it would fail its TLS check.
   writeFileSync(join(dir, 'other-cas.pem'), pki.clientCa.certPem)
@@ -72,7 +74,7 @@ t.test('every sample of the guide runs as written against a real service, and do
     t.equal(res.exit, 0, `the ${b.lang} block at line ${b.line} runs and ends${res.exit ? ': ' + res.stderr : ''}`)
     outputs.push(res.stdout)
   }
-  const [curl, python, pull, watched, push, cli] = outputs as [string, string, string, string, string, string]
+  const [curl, python, pull, watched, push, cli, events] = outputs as [string, string, string, string, string, string, string]
   t.match(curl, /^304$/m, 'curl: the ETag sent back answers 304')
   t.match(curl, /"status":"received"/, 'curl: the programme posted')
   t.match(curl, new RegExp(`"target_date":"${tomorrow}","count":[1-9]`), 'curl: the status read lists it')
@@ -88,6 +90,8 @@ t.test('every sample of the guide runs as written against a real service, and do
   t.match(cli, new RegExp(`ProgrammeSoutirage-${tomorrow}-rev-\\S+ ${siteId(1)} \\d+ (queued|superseded)`), 'epx-bsp push')
   t.match(cli, /^DEBUT_UTC +FIN_UTC +PROGRAMMEE_KWH +REALISEE_KWH +VERDICT +MANQUE_KWH$/m, 'epx-bsp realise: the day slot by slot')
   t.match(cli, /Z +\d+\.\d{3} +– +no_data$/m, 'epx-bsp realise: tomorrow programmed, not metered yet')
+  t.match(events, /"type":"besoins_agreges\.publie"/, 'curl: the events feed tells of the publication')
+  t.match(events, /"type":"instruction\.statut"/, 'curl: and of the programmes posted')
 
   // Off the happy path, in a folder of their own: the same samples, one thing changed each.
   const [curlBlock, pythonBlock] = [runnable[0]!, runnable[1]!]
@@ -146,10 +150,11 @@ t.test('every sample of the guide runs as written against a real service, and do
   t.match(pyLimited.stdout, new RegExp(`^ProgrammeSoutirage-${tomorrow}-rev-\\S+ ${siteId(1)} (92|96|100) \\w+ `, 'm'), 'Python: then the POST')
 })
 
-/** A sample run as written (the service's port aside) in `cwd`, with CA bundles that do not know the service. */
+/** A sample run as written (the service's port and the feed's wait aside) in `cwd`, with CA bundles that do not know the service. */
 async function runSample (b: Block, name: string, cwd: string, port: string): Promise<{ exit: number; stdout: string; stderr: string }> {
   const file = join(cwd, `${name}.${{ sh: 'sh', python: 'py', js: 'mjs' }[b.lang]}`)
-  writeFileSync(file, b.code.replaceAll('https://localhost:8443', `https://localhost:${port}`))
+  // The feed's wait is cut to a second: nothing happens after the samples' last request.
+  writeFileSync(file, b.code.replaceAll('https://localhost:8443', `https://localhost:${port}`).replaceAll('attente=30', 'attente=1'))
   const env = { ...process.env, REQUESTS_CA_BUNDLE: join(cwd, 'other-cas.pem'), CURL_CA_BUNDLE: join(cwd, 'other-cas.pem'), NODE_OPTIONS: '' }
   const [cmd, args] = b.lang === 'sh' ? ['bash', ['-e', '-o', 'pipefail', file]] : b.lang === 'python' ? ['python3', [file]] : [process.execPath, [file]]
   const res = await run(cmd, args as string[], { cwd, env, timeout: 60_000 }).catch(e => e as { code: number; stdout: string; stderr: string })
