@@ -4,7 +4,7 @@
 import t from 'tap'
 import { INBOUND_PATH, programme, siteId } from '../helpers/programme.ts'
 import { epx } from '../helpers/cli.ts'
-import { call, startInstance, twoInstances, type Instance } from '../helpers/instances.ts'
+import { call, replicaEqualsDatabase, startInstance, twoInstances, type Instance } from '../helpers/instances.ts'
 import { parisDateOf } from '../../src/contract/paris-day.ts'
 
 const tomorrow = parisDateOf(new Date(Date.now() + 86_400_000))
@@ -36,4 +36,6 @@ t.test('a programme accepted by A and one by B fill the quota: the third is refu
   t.match(shown.out, new RegExp(`storage quota:\\s+${2 * SIZE} bytes .* used on .*2 programme\\(s\\) accepted`), 'epx company show, from B\'s folder, says the one count')
   const metrics = await call(bsp, new URL('/metrics', a.metrics))
   t.match(metrics.text, `epx_quota_bytes{company="acme"} ${2 * SIZE}`, 'A\'s gauge reads the same count')
+  await replicaEqualsDatabase(t, dirA, 'A')
+  await replicaEqualsDatabase(t, dirB, 'B')
 })

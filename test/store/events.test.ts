@@ -244,7 +244,8 @@ for (const kind of storeKinds) t.test(kind, async t => {
   })
 
   if (kind === 'postgres') {
-    t.test('two instances on one database give one company one sequence of ids, whoever writes', async t => {
+    /** Two instances on one database, each its own replica (they end equal to it: store-kinds.ts). */
+    const twoInstances = async (t: Tap) => {
       const root = t.testdir()
       const database = await stores.databaseOf(join(root, 'a'))
       const connect = { pool: { ...stores.cluster().connection(database), max: 4 } }
@@ -252,6 +253,11 @@ for (const kind of storeKinds) t.test(kind, async t => {
       t.teardown(() => a.close())
       const b = await stores.openStore(join(root, 'b'), { postgres: connect })
       t.teardown(() => b.close())
+      return { a, b }
+    }
+
+    t.test('two instances on one database give one company one sequence of ids, whoever writes', async t => {
+      const { a, b } = await twoInstances(t)
       const ea = openEvents(a)
       const eb = openEvents(b)
       const writes: Array<Promise<void>> = []
@@ -270,13 +276,7 @@ for (const kind of storeKinds) t.test(kind, async t => {
     })
 
     t.test('another instance\'s events reach this one through its change feed, named as events: what rings the bell here (plugin.ts)', async t => {
-      const root = t.testdir()
-      const database = await stores.databaseOf(join(root, 'a'))
-      const connect = { pool: { ...stores.cluster().connection(database), max: 4 } }
-      const a = await stores.openStore(join(root, 'a'), { postgres: connect })
-      t.teardown(() => a.close())
-      const b = await stores.openStore(join(root, 'b'), { postgres: connect })
-      t.teardown(() => b.close())
+      const { a, b } = await twoInstances(t)
       const bell = openEventBell()
       const heard = b.onApplied(changes => { if (changes.has(EVENTS_DB)) bell.ring() })
       t.teardown(heard)

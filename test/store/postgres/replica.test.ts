@@ -168,6 +168,10 @@ t.test('what a store opened beside this one writes (the door\'s worker\'s) is no
   t.same(told.filter(id => !id.startsWith('other-')), [], 'nothing this process wrote, through either store')
   t.same(told.filter(id => id.startsWith('other-')).sort(), [...ids.other, 'other-last'].sort(), 'each of the other instance\'s writes once')
   t.ok(ids.beside.every(id => mainTokens!.get(id) !== undefined), 'what the beside store wrote is in the replica all the same')
+  for (const [name, store] of [['this instance', main], ['the other', other]] as const) {
+    const v = await store.verify()
+    t.same(v?.kind === 'compared' ? v.differ : v, [], `${name}'s replica equals the database`)
+  }
 })
 
 t.test('a replica of another database is cleared and loaded from the one it now follows', async t => {
