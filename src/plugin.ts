@@ -46,6 +46,8 @@ export interface Internals {
   readonly onDoor?: (door: Door) => void
   /** The door's worker's heap limit in MB (default door/supervisor.ts's): a test reaches it. */
   readonly doorHeapMb?: number
+  /** The door's first N worker starts end before they listen, telling nothing: a test reaches it. */
+  readonly doorSilentStarts?: number
   /** The Node.js version checked against `engines.node` (default: this process's). */
   readonly nodeVersion?: string
 }
@@ -282,6 +284,7 @@ async function openServingDoor ({ host, config, log, bin, internals }: Activatio
       log,
       faults: internals.storeFaults,
       ...(internals.doorHeapMb ? { heapMb: internals.doorHeapMb } : {}),
+      ...(internals.doorSilentStarts ? { silentStarts: internals.doorSilentStarts } : {}),
       handOver: (batches, done) => inbound.handOver(batches, done),
       onRestart: () => inbound.requeueEffective(),
       // Counted only where they are shown: the worker sends none when metrics are off.

@@ -39,6 +39,8 @@ export interface DoorStart {
   readonly faults?: SharedArrayBuffer
   /** What the solver's thread listens to: the door records nothing else. */
   readonly observed: Observed
+  /** Test seam: end at once with code 0, telling nothing (a thread that never reached its code). */
+  readonly endSilently?: boolean
 }
 
 export interface SidePorts { readonly console: number; readonly metrics: number }

@@ -33,6 +33,8 @@ export interface DoorDeps {
   readonly faults?: StoreFaults
   /** The worker's old-generation limit in MB (default `HEAP_MB`). */
   readonly heapMb?: number
+  /** Test seam: the first N workers started end before they listen, telling nothing. */
+  readonly silentStarts?: number
   /** Hands batches the worker saved to the solver's queue, in order; then `done`. */
   handOver(batches: HandedBatch[], done: () => void): void
   /** After a restart: queue again what the dead worker may have saved without telling. */
@@ -115,6 +117,23 @@ const STANDBY_AFTER_MS = 1000
 const FAULT_BOUND_MS = 5000
 /** How long close() waits for the worker to drain and end before it terminates it. */
 const CLOSE_BOUND_MS = 5000
+/**
+ * How many times the first worker is started when it ends before it listens without
+ * telling why (exit code 0, no error, no `failed`). A worker that tells of a failure (its
+ * port taken, its store refused) fails the activation at once. One that ends unheard has
+ * not reached its own code: on Node 20 under a module loader's hooks (coverage, an APM's
+ * `--import`), a thread whose modules were still loading has been seen to end so, once in
+ * a test suite's thousands of activations; a second start is the restart a door that died
+ * later would get.
+ */
+const SILENT_START_TRIES = 3
+
+/** A worker that ended before it listened and told nothing of why. */
+class EndedUnheard extends Error {
+  constructor (readonly exitCode: number) {
+    super(`the api worker exited with code ${exitCode} before it listened`)
+  }
+}
 
 export async function startDoor (deps: DoorDeps): Promise<Door> {
   const door = new DoorSupervisor(deps)
@@ -176,7 +195,7 @@ class DoorSupervisor implements Keeper {
   get threadCount (): number { return this.#threads.size }
 
   async start (): Promise<Spawned> {
-    const first = await this.#launcher.spawn(this.#deps.start.config.api.port).started
+    const first = await this.#firstListening()
     if (!this.#threads.has(first.worker)) throw new Error('the api worker exited right after it listened')
     this.#url = first.url
     this.#port = Number(first.url.port)
@@ -187,6 +206,17 @@ class DoorSupervisor implements Keeper {
     this.#serving(first.worker)
     this.#standby.later()
     return first
+  }
+
+  async #firstListening (): Promise<Spawned> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.#launcher.spawn(this.#deps.start.config.api.port).started
+      } catch (err) {
+        if (!(err instanceof EndedUnheard) || err.exitCode !== 0 || attempt === SILENT_START_TRIES || this.closing) throw err
+        this.#deps.log.warn({ attempt, exitCode: err.exitCode }, 'the api worker ended before it listened and told no error; starting it again')
+      }
+    }
   }
 
   died (): void {
@@ -464,6 +494,7 @@ class WorkerLauncher {
   readonly #threads: DoorThreads
   readonly #syncs: SyncQuestions
   readonly #keeper: Keeper
+  #silentStarts: number
 
   constructor (deps: DoorDeps, threads: DoorThreads, syncs: SyncQuestions, keeper: Keeper) {
     this.#deps = deps
@@ -477,6 +508,7 @@ class WorkerLauncher {
     this.#threads = threads
     this.#syncs = syncs
     this.#keeper = keeper
+    this.#silentStarts = deps.silentStarts ?? 0
   }
 
   spawn (port: number, sidePorts?: SidePorts, standby = false): Starting {
@@ -489,7 +521,8 @@ class WorkerLauncher {
     const source = nice === 0 ? module : nicerFirst(nice) + (how.eval ? String(module) : `import(${JSON.stringify(String(module))})`)
     const events = eventsIn(deps)
     this.#threads.read(events)
-    const workerData: DoorStart = { ...deps.start, port, sidePorts, clock, faults: this.#faults, observed: this.#observed, ...(standby ? { standby } : {}) }
+    const endSilently = this.#silentStarts > 0 && this.#silentStarts-- > 0
+    const workerData: DoorStart = { ...deps.start, port, sidePorts, clock, faults: this.#faults, observed: this.#observed, ...(standby ? { standby } : {}), ...(endSilently ? { endSilently } : {}) }
     const worker = new Worker(source, {
       ...how, ...(nice === 0 ? {} : { eval: true }), workerData, transferList,
       resourceLimits: { maxOldGenerationSizeMb: deps.heapMb ?? HEAP_MB, maxYoungGenerationSizeMb: YOUNG_GENERATION_MB },
@@ -552,7 +585,7 @@ class WorkerLauncher {
       asked?.close()
       this.#syncs.releaseAll()
       this.#threads.forget(events)
-      if (!listening) reject(new Error(`the api worker exited with code ${code} before it listened`))
+      if (!listening) reject(new EndedUnheard(code))
       else if (worker === keeper.current) {
         // Asked to close, it ends: no fault.
         if (!faulted && !keeper.closing) {

@@ -45,6 +45,7 @@ import { keepTickObjects } from '../http/tick-objects.ts'
 keepTickObjects()
 const port = parentPort!
 const start = workerData as DoorStart
+if (start.endSilently) process.exit(0)
 nameThisThread('epx-door')
 const post = (m: FromDoor, transfer?: ArrayBuffer[]) => port.postMessage(m, transfer)
 

@@ -4,6 +4,7 @@ import { join } from 'node:path'
 import { startEpx } from '../helpers/epx.ts'
 import type { Door } from '../../src/door/supervisor.ts'
 import { until } from '../helpers/eventually.ts'
+import { OUTBOUND_PATH } from '../../src/http/route.ts'
 
 // docs/plugin-contract.md "Guarantees": a host's close() ends every thread epx started. The
 // door's supervisor starts threads in several states (serving, a standby loading or waiting,
@@ -35,4 +36,18 @@ t.test('close() at a fault, with the standby open: the serving worker, its succe
     t.equal(door.threads, 0, `close() ${after} ms after the fault: no thread of the door runs once it resolved`)
     await epx.close()
   }
+})
+
+t.test('a first worker that ends before it listens and tells nothing is started again, twice at most; a third such end fails the activation with its exit code', async t => {
+  let door!: Door
+  const epx = await startEpx(t, { config: { api: { inWorker: true, standbyWorker: false } }, doorSilentStarts: 2, onDoor: d => { door = d } })
+  t.ok(door.up, 'the third start listens')
+  const warned = epx.logs().filter(l => l.msg === 'the api worker ended before it listened and told no error; starting it again')
+  t.same(warned.map(l => [l.level, l.attempt, l.exitCode]), [[40, 1, 0], [40, 2, 0]], 'each silent end logged at warn')
+  const { cert } = await epx.addCompany('acme')
+  t.equal((await epx.request({ path: OUTBOUND_PATH, cert })).status, 401, 'and it serves (a request without a token: 401)')
+  await epx.close()
+
+  await t.rejects(startEpx(t, { config: { api: { inWorker: true, standbyWorker: false } }, doorSilentStarts: 3 }),
+    { message: 'the api worker exited with code 0 before it listened' }, 'three silent ends: the activation fails, saying so')
 })

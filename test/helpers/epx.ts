@@ -50,6 +50,8 @@ export interface StartEpxOptions {
   readonly onDoor?: Internals['onDoor']
   /** The door's worker's heap limit (to reach it). */
   readonly doorHeapMb?: number
+  /** The door's first N worker starts end before they listen, telling nothing. */
+  readonly doorSilentStarts?: number
 }
 
 export interface TestRequest {
@@ -138,6 +140,7 @@ export async function startEpx (t: Test, opts: StartEpxOptions = {}): Promise<Te
   const open = async () => createEpx(ref.host, config, {
     storeFaults: faults,
     ...(opts.doorHeapMb ? { doorHeapMb: opts.doorHeapMb } : {}),
+    ...(opts.doorSilentStarts ? { doorSilentStarts: opts.doorSilentStarts } : {}),
     onDoor: d => { door = d; opts.onDoor?.(d) },
     // Records written as stored, overlapping perimeters included (two "all sites" companies
     // are common in tests); test/store/companies.test.ts and the CLI and console tests hold one BSP per site.
