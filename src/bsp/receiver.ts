@@ -36,6 +36,8 @@ export interface WebhookReceiverOptions {
   readonly nowSeconds?: () => number
   /** A body above this many bytes is refused with 413 (default 1 MiB; an event is a few hundred bytes). */
   readonly maxBodyBytes?: number
+  /** `webhookReceiver` tells each answer of 400 or more here, e.g. to log why a delivery was refused. */
+  readonly onRefused?: (refusal: { readonly method: string; readonly url: string; readonly status: number; readonly reason: string }) => void
 }
 
 export interface WebhookRequest {
@@ -120,14 +122,15 @@ function parseEvent (body: string | Uint8Array): BspEvent | string {
 export function webhookReceiver (o: WebhookReceiverOptions): (req: IncomingMessage, res: ServerResponse) => void {
   const handle = createWebhookHandler(o)
   const max = o.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES
-  const send = (res: ServerResponse, a: WebhookAnswer, head: boolean) => {
+  const send = (req: IncomingMessage, res: ServerResponse, a: WebhookAnswer, head: boolean) => {
+    if (a.status >= 400) o.onRefused?.({ method: req.method ?? '', url: req.url ?? '', status: a.status, reason: a.body })
     res.writeHead(a.status, { 'content-type': 'text/plain; charset=utf-8', 'x-content-type-options': 'nosniff', ...a.headers })
     res.end(head ? undefined : a.body)
   }
   return (req, res) => {
     const tooLarge = () => {
       res.setHeader('connection', 'close')
-      send(res, { status: 413, body: `the body is over ${max} bytes` }, false)
+      send(req, res, { status: 413, body: `the body is over ${max} bytes` }, false)
     }
     if (Number(req.headers['content-length'] ?? 0) > max) return tooLarge()
     const chunks: Buffer[] = []
@@ -142,7 +145,7 @@ export function webhookReceiver (o: WebhookReceiverOptions): (req: IncomingMessa
     req.on('error', () => req.destroy())
     req.on('end', () => {
       handle({ method: req.method ?? 'GET', url: req.url ?? '/', headers: req.headers, body: Buffer.concat(chunks) })
-        .then(a => send(res, a, req.method === 'HEAD'), err => send(res, { status: 500, body: String(err) }, false))
+        .then(a => send(req, res, a, req.method === 'HEAD'), err => send(req, res, { status: 500, body: String(err) }, false))
     })
   }
 }
