@@ -21,8 +21,8 @@ const spec: CommandSpec = {
   dataDir: false,
   summary: 'receive the service\'s webhooks: each verified event printed as a JSON line',
   about: [
-    'Listens for the webhooks the service sends to an endpoint its operator registered for your',
-    'company (epx webhook add COMPANY URL): answers the registration check (GET ?echo=VALUE), verifies',
+    'Listens for the webhooks the service sends to an endpoint registered for your company (in the',
+    'console, or by the operator: epx webhook add COMPANY URL): answers the registration check (GET ?echo=VALUE), verifies',
     'each delivery\'s signature and timestamp (Standard Webhooks), prints each event once as a JSON line',
     'on stdout (a delivery sent again is acknowledged, not printed), and tells each refusal on stderr.',
     'The service calls https:// URLs only: give --tls-cert and --tls-key, or put it behind your TLS front.',
