@@ -135,3 +135,25 @@ t.test('the POST states every refusal of DECISIONS.md "Inbound"; Problem require
   t.notMatch(receipt.description, /will be applied/, 'no "will be applied" for an entry that will not be')
   t.match(receipt.description, /`queued` goes to the solver at its next cycle/)
 })
+
+t.test('webhooks: the check at registration, and a POST per event type with the Standard Webhooks headers and the feed\'s event schema; the example delivery verifies', async t => {
+  const doc = JSON.parse(readFileSync(DESCRIPTION_PATH, 'utf8'))
+  t.same(Object.keys(doc.webhooks), ['registrationCheck', 'besoins_agreges.publie', 'instruction.statut', 'realise.modifie', 'perimetre.modifie'])
+  t.same(doc.webhooks.registrationCheck.get.parameters.map((p: any) => [p.name, p.in, p.required]), [['echo', 'query', true]])
+  const feedItems = doc.components.schemas.Evenements.properties.evenements.items.oneOf.map((r: any) => r.$ref)
+  for (const [type, { post }] of Object.entries(doc.webhooks).slice(1) as Array<[string, any]>) {
+    t.same(post.parameters.map((p: any) => [p.name, p.in, p.required]), [['webhook-id', 'header', true], ['webhook-timestamp', 'header', true], ['webhook-signature', 'header', true]], type)
+    const ref = post.requestBody.content['application/json'].schema.$ref
+    t.ok(feedItems.includes(ref), `${type}: the body is the feed's event schema`)
+    t.equal(doc.components.schemas[ref.split('/').at(-1)].properties.type.const, type)
+    t.same(Object.keys(post.responses).sort(), ['2XX', '401', 'default'])
+  }
+  const { verifyWebhook } = await import('../src/contract/webhook-signature.ts')
+  const post = doc.webhooks['besoins_agreges.publie'].post
+  const headers = Object.fromEntries(post.parameters.map((p: any) => [p.name, p.example]))
+  const secret = /signed under `(whsec_[^`]+)`/.exec(post.parameters[2].description)![1]!
+  const body = post.requestBody.content['application/json'].examples.recorded.value
+  t.match(verifyWebhook({ secret, headers, body: JSON.stringify(body), nowSeconds: Number(headers['webhook-timestamp']) }), { ok: true, id: body.id }, 'the example is signed under the secret it names')
+  const { Ajv2020 } = await import('ajv/dist/2020.js')
+  t.ok(new Ajv2020({ strict: false, validateFormats: false }).validate(doc.components.schemas.BesoinsAgregesPublie, body), 'and is an event of its type')
+})

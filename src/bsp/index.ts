@@ -2,8 +2,8 @@
  * `epx-bsp` (packages/epx-bsp/, and `epx-gateway/bsp` in this repository): the reference BSP client. The two calls with a client certificate
  * and a Bearer token on one keep-alive pool (`createBspClient`), pulling by the book
  * (`pullRound`, `watch`), sending a programme after the server's own checks
- * (`pushProgramme`, `checkProgramme`), checking a webhook delivery's signature
- * (`verifyWebhook`). docs/bsp-guide.md shows it in use.
+ * (`pushProgramme`, `checkProgramme`), receiving the service's webhooks (`webhookReceiver`,
+ * `createWebhookHandler`, or the signature check alone: `verifyWebhook`). docs/bsp-guide.md shows it in use.
  * @module
  */
 export {
@@ -18,3 +18,4 @@ export { watch, DEFAULT_INTERVAL_SECS, type WatchOptions } from './watch.ts'
 export { pushProgramme, type PushOptions, type PushResult } from './push.ts'
 export { backoffMs, firstAttemptAt, realTiming, type Timing } from './timing.ts'
 export { verifyWebhook, DEFAULT_TOLERANCE_SECONDS, type VerifyWebhookOptions, type WebhookVerdict } from '../contract/webhook-signature.ts'
+export { webhookReceiver, createWebhookHandler, seenIds, type WebhookReceiverOptions, type WebhookRequest, type WebhookAnswer, type SeenIds } from './receiver.ts'

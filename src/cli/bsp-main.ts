@@ -1,5 +1,5 @@
 /**
- * `epx-bsp pull|push|status|realise|sites|events`: the bin of the BSP client package (packages/epx-bsp/), the
+ * `epx-bsp pull|push|status|realise|sites|events|receive`: the bin of the BSP client package (packages/epx-bsp/), the
  * same commands as `epx bsp ...` without the service's side: a BSP installs the client
  * alone, and `npx epx-bsp` runs it. Help and usage lines name `epx-bsp`.
  * @module
@@ -23,7 +23,7 @@ export async function runBspCli (argv: readonly string[], io: { out(line: string
     out(process.env.EPX_BSP_VERSION ?? 'unknown')
     return 0
   }
-  const group = commandGroup('bsp', 'the reference BSP client of the Energy Programs eXchange: pull Besoins_Agreges, push a Programme_Soutirage, read what became of it',
+  const group = commandGroup('bsp', 'the reference BSP client of the Energy Programs eXchange: pull Besoins_Agreges, push a Programme_Soutirage, read what became of it, receive its webhooks',
     async () => (await import('./commands/bsp.ts')).bspSubcommands)
   try {
     // No data folder: dataDir is never read by these commands.

@@ -332,20 +332,43 @@ export function sitesJsonSchema (): JsonSchema {
   }
 }
 
-/** GET evenements: a page of the caller company's events (DECISIONS.md "Events for BSPs", an extension). */
-export function eventsFeedJsonSchema (): JsonSchema {
+const EVENT_ID = { type: 'string', pattern: '^[0-9]{15}$', description: 'Opaque; strictly increasing for your company (as a string and as a number).' }
+
+/**
+ * Each type of event, as the feed lists it and a webhook delivers it (DECISIONS.md "Events
+ * for BSPs", an extension), by its `type`.
+ */
+export function eventJsonSchemas (): Record<'besoins_agreges.publie' | 'instruction.statut' | 'realise.modifie' | 'perimetre.modifie', JsonSchema> {
   const instant = { type: 'string', format: 'date-time', pattern: UTC_INSTANT_PATTERN }
   const site = { type: 'string', pattern: '^PRM[0-9]{14}$' }
   const day = { type: 'string', format: 'date' }
-  const id = { type: 'string', pattern: '^[0-9]{15}$', description: 'Opaque; strictly increasing for your company (as a string and as a number).' }
   const event = (type: string, description: string, properties: Record<string, JsonSchema>, required: readonly string[]): JsonSchema => ({
     title: type,
     description,
     type: 'object',
     additionalProperties: false,
     required: ['id', 'type', 'occurred_at', ...required],
-    properties: { id, type: { const: type }, occurred_at: { ...instant, description: 'When it happened (UTC).' }, ...properties },
+    properties: { id: EVENT_ID, type: { const: type }, occurred_at: { ...instant, description: 'When it happened (UTC).' }, ...properties },
   })
+  return {
+    'besoins_agreges.publie': event('besoins_agreges.publie', 'A Besoins_Agreges of a site of your perimeter was published: GET besoins-agreges with this ETag answers it.',
+      { site_id: site, target_date: day, etag: { type: 'string', pattern: '^W/"[A-Za-z0-9_-]+"$' }, emitted_at: instant }, ['site_id', 'target_date', 'etag', 'emitted_at']),
+    'instruction.statut': event('instruction.statut', 'One of your instructions changed status: `queued`, `applied` (with its solver cycle), `superseded`, `withdrawn` (with its reason) or `late`.',
+      {
+        instruction_id: { type: 'string' }, site_id: site, target_date: day,
+        status: { enum: ['queued', 'applied', 'superseded', 'withdrawn', 'late'] },
+        cycle: { type: 'integer', description: 'With `applied`: the solver cycle.' },
+        reason: { enum: ['site-left-perimeter', 'withdrawn'], description: 'With `withdrawn`: the site left your perimeter, or the operator withdrew it.' },
+      }, ['instruction_id', 'site_id', 'target_date', 'status']),
+    'realise.modifie': event('realise.modifie', 'A quarter-hour of the site and day you may read in GET realise changed (at most one such event per site and day every 5 minutes).',
+      { site_id: site, target_date: day }, ['site_id', 'target_date']),
+    'perimetre.modifie': event('perimetre.modifie', 'Your perimeter changed. `all_sites`: it is now every site. From every site to a list, `sites_added` is the whole list.',
+      { sites_added: { type: 'array', items: site }, sites_removed: { type: 'array', items: site }, all_sites: { type: 'boolean' } }, ['sites_added', 'sites_removed', 'all_sites']),
+  }
+}
+
+/** GET evenements: a page of the caller company's events (DECISIONS.md "Events for BSPs", an extension). */
+export function eventsFeedJsonSchema (): JsonSchema {
   return {
     title: 'Events of your company (extension)',
     description: 'Your company\'s events after `apres`, oldest first. Continue with `apres` = `suivant`; nothing new gives an empty list and the same `suivant`.',
@@ -353,28 +376,8 @@ export function eventsFeedJsonSchema (): JsonSchema {
     additionalProperties: false,
     required: ['evenements', 'suivant'],
     properties: {
-      evenements: {
-        type: 'array',
-        maxItems: 1000,
-        items: {
-          oneOf: [
-            event('besoins_agreges.publie', 'A Besoins_Agreges of a site of your perimeter was published: GET besoins-agreges with this ETag answers it.',
-              { site_id: site, target_date: day, etag: { type: 'string', pattern: '^W/"[A-Za-z0-9_-]+"$' }, emitted_at: instant }, ['site_id', 'target_date', 'etag', 'emitted_at']),
-            event('instruction.statut', 'One of your instructions changed status: `queued`, `applied` (with its solver cycle), `superseded`, `withdrawn` (with its reason) or `late`.',
-              {
-                instruction_id: { type: 'string' }, site_id: site, target_date: day,
-                status: { enum: ['queued', 'applied', 'superseded', 'withdrawn', 'late'] },
-                cycle: { type: 'integer', description: 'With `applied`: the solver cycle.' },
-                reason: { enum: ['site-left-perimeter', 'withdrawn'], description: 'With `withdrawn`: the site left your perimeter, or the operator withdrew it.' },
-              }, ['instruction_id', 'site_id', 'target_date', 'status']),
-            event('realise.modifie', 'A quarter-hour of the site and day you may read in GET realise changed (at most one such event per site and day every 5 minutes).',
-              { site_id: site, target_date: day }, ['site_id', 'target_date']),
-            event('perimetre.modifie', 'Your perimeter changed. `all_sites`: it is now every site. From every site to a list, `sites_added` is the whole list.',
-              { sites_added: { type: 'array', items: site }, sites_removed: { type: 'array', items: site }, all_sites: { type: 'boolean' } }, ['sites_added', 'sites_removed', 'all_sites']),
-          ],
-        },
-      },
-      suivant: id,
+      evenements: { type: 'array', maxItems: 1000, items: { oneOf: Object.values(eventJsonSchemas()) } },
+      suivant: EVENT_ID,
     },
   }
 }

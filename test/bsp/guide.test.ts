@@ -3,10 +3,14 @@
  * and Node blocks, in the guide's order, in a folder holding what the guide says a BSP
  * has (bundle, token files, a programme), with `epx-bsp` installed there. Only the service
  * address changes (the test's port for 8443). A block fenced with `no-test` needs tools
- * from a registry (the client generators); it is the only kind left out.
+ * from a registry (the client generators); it is the only kind left out. The webhook
+ * receivers (fenced `receiver`) are servers: each is started on a free port (for 8080), sent
+ * the requests the service would send, and stopped.
  */
 import t from 'tap'
-import { execFile } from 'node:child_process'
+import { execFile, spawn } from 'node:child_process'
+import { once } from 'node:events'
+import { createServer, type AddressInfo } from 'node:net'
 import { existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -14,6 +18,10 @@ import { promisify } from 'node:util'
 import { startEpx } from '../helpers/epx.ts'
 import { testPki } from '../helpers/certs.ts'
 import { siteId } from '../helpers/programme.ts'
+import { eventually } from '../helpers/eventually.ts'
+import { request } from 'undici'
+import { newWebhookSecret, verifyWebhook, webhookHeaders } from '../../src/contract/webhook-signature.ts'
+import { eventsFeedJsonSchema } from '../../src/contract/published-schemas.ts'
 
 const run = promisify(execFile)
 const ROOT = fileURLToPath(new URL('../../', import.meta.url))
@@ -25,7 +33,9 @@ interface Block { readonly lang: string; readonly info: string; readonly code: s
 const blocks: Block[] = [...GUIDE.matchAll(/^```(\w*)([^\n]*)\n([\s\S]*?)^```$/gm)].map(m => ({
   lang: m[1]!, info: m[2]!.trim(), code: m[3]!, line: GUIDE.slice(0, m.index).split('\n').length,
 }))
-const runnable = blocks.filter(b => ['sh', 'python', 'js'].includes(b.lang) && !b.info.includes('no-test'))
+const runnable = blocks.filter(b => ['sh', 'python', 'js'].includes(b.lang) && !b.info.includes('no-test') && b.info !== 'receiver')
+/** The webhook receivers: servers, run until the test has sent them its requests. */
+const receivers = blocks.filter(b => b.info === 'receiver')
 
 /** YYYY-MM-DD of a Europe/Paris day, today + offset. */
 function parisDay (offset: number): string {
@@ -35,6 +45,7 @@ function parisDay (offset: number): string {
 
 t.test('the guide\'s blocks: every shell, Python and Node one runs; only the generators\' is left out', async t => {
   t.same(runnable.map(b => b.lang), ['sh', 'python', 'js', 'js', 'js', 'sh', 'sh'])
+  t.same(receivers.map(b => b.lang), ['js', 'python', 'sh'])
   t.same(blocks.filter(b => b.info.includes('no-test')).map(b => b.code.includes('openapi-generator')), [true])
   for (const b of runnable) t.notMatch(b.code, /\b20\d\d-\d\d-\d\d\b/, `the block at line ${b.line} computes its dates`)
 })
@@ -63,10 +74,7 @@ t.test('every sample of the guide runs as written against a real service, and do
   // No programme.json: the samples write what they read (the curl one its own, before posting it).
   // A CA bundle that does not know the service: a sample that fell back on it would fail its TLS check.
   writeFileSync(join(dir, 'other-cas.pem'), pki.clientCa.certPem)
-  // epx-bsp installed in the folder, as `npm install ./epx-bsp-*.tgz` leaves it (test/bsp/package.test.ts installs the tarball itself).
-  mkdirSync(join(dir, 'node_modules/.bin'), { recursive: true })
-  await run(process.execPath, [join(ROOT, 'scripts/build-bsp-package.mjs'), '--out', join(dir, 'node_modules/epx-bsp'), '--no-types'], { cwd: ROOT })
-  symlinkSync('../epx-bsp/bin/epx-bsp.js', join(dir, 'node_modules/.bin/epx-bsp'))
+  await installEpxBsp(dir)
 
   const outputs: string[] = []
   for (const [i, b] of runnable.entries()) {
@@ -150,13 +158,89 @@ t.test('every sample of the guide runs as written against a real service, and do
   t.match(pyLimited.stdout, new RegExp(`^ProgrammeSoutirage-${tomorrow}-rev-\\S+ ${siteId(1)} (92|96|100) \\w+ `, 'm'), 'Python: then the POST')
 })
 
-/** A sample run as written (the service's port and the feed's wait aside) in `cwd`, with CA bundles that do not know the service. */
-async function runSample (b: Block, name: string, cwd: string, port: string): Promise<{ exit: number; stdout: string; stderr: string }> {
+t.test('the webhook request shown is signed as it says, and its body is an event of the feed', async t => {
+  const [head, body] = blocks.find(b => b.lang === 'http')!.code.trimEnd().split('\n\n') as [string, string]
+  const headers = Object.fromEntries(head.split('\n').slice(1).map(l => l.split(': ')).map(([k, v]) => [k!.toLowerCase(), v]))
+  const secret = /signed under the secret\s+`(whsec_[^`]+)`/.exec(GUIDE)![1]!
+  const at = Number(headers['webhook-timestamp'])
+  t.same(verifyWebhook({ secret, headers, body, nowSeconds: at }), { ok: true, id: '000000000000042', timestampSeconds: at })
+  t.equal(JSON.parse(body).id, headers['webhook-id'], 'webhook-id is the event\'s id')
+  const { Ajv2020 } = await import('ajv/dist/2020.js')
+  const valid = new Ajv2020({ strict: false }).compile(eventsFeedJsonSchema())
+  const ok = valid({ evenements: [JSON.parse(body)], suivant: headers['webhook-id'] })
+  t.ok(ok, ok ? 'an event as the feed lists it' : JSON.stringify(valid.errors))
+})
+
+t.test('the guide\'s webhook receivers, as written: the registration check answered, a delivery the service signs taken once, a tampered, stale or foreign one refused', async t => {
+  const dir = t.testdir()
+  await installEpxBsp(dir)
+  const secret = newWebhookSecret()
+  writeFileSync(join(dir, 'webhook.secret'), secret + '\n', { mode: 0o600 })
+  for (const [i, b] of receivers.entries()) {
+    const port = await freePort()
+    const { cmd, args, env } = sample(b, `receiver-${i}`, dir, b.code.replace(/\b8080\b/g, String(port)))
+    // A process group of its own: `npx epx-bsp` is a shell, npx and node, all stopped at the end.
+    const child = spawn(cmd, args, { cwd: dir, env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] })
+    let [stdout, stderr] = ['', '']
+    child.stdout.setEncoding('utf8').on('data', d => { stdout += d })
+    child.stderr.setEncoding('utf8').on('data', d => { stderr += d })
+    const exited = new Promise(resolve => child.on('close', resolve))
+    const url = `http://127.0.0.1:${port}/hooks/epx`
+    const id = `00000000000010${i}`
+    const send = async (o: { query?: string; headers?: Record<string, string>; body?: string } = {}) => {
+      const res = await request(url + (o.query ?? ''), { method: o.body === undefined ? 'GET' : 'POST', headers: { 'content-type': 'application/json', ...o.headers }, body: o.body })
+      return { status: res.statusCode, text: await res.body.text() }
+    }
+    try {
+      // Ready once it answers the service's check at registration.
+      const echo = await eventually(() => send({ query: '?echo=k7Qz-9' }).catch(() => undefined), r => r !== undefined, { ms: 60_000, everyMs: 100 })
+      t.same(echo, { status: 200, text: 'k7Qz-9' }, `${b.lang} at line ${b.line}: the echo check${echo ? '' : ': ' + stderr}`)
+      const body = JSON.stringify({ id, type: 'instruction.statut', occurred_at: new Date().toISOString(), instruction_id: 'ProgrammeSoutirage-2026-11-22-rev-20261121T120000Z', site_id: 'PRM30000000000001', target_date: '2026-11-22', status: 'applied', cycle: 42 })
+      const now = Math.floor(Date.now() / 1000)
+      const signed = webhookHeaders([secret], id, now, body)
+      t.equal((await send({ headers: signed, body })).status, 200, `${b.lang}: a delivery the service signs is taken`)
+      t.equal((await send({ headers: signed, body })).status, 200, `${b.lang}: sent again, it is acknowledged`)
+      t.equal((await send({ headers: signed, body: body.replace('"cycle":42', '"cycle":43') })).status, 401, `${b.lang}: a tampered body is refused`)
+      t.equal((await send({ headers: webhookHeaders([secret], id, now - 600, body), body })).status, 401, `${b.lang}: a stale timestamp is refused`)
+      t.equal((await send({ headers: webhookHeaders([newWebhookSecret()], id, now, body), body })).status, 401, `${b.lang}: another secret's signature is refused`)
+    } finally {
+      try { process.kill(-child.pid!, 'SIGTERM') } catch { /* it ended by itself: its stderr is in the assertions */ }
+      await exited
+    }
+    t.equal(stdout.split(id).length - 1, 1, `${b.lang}: the event handled once: ${stdout}`)
+    t.match(stdout, b.lang === 'sh' ? `"id":"${id}","type":"instruction.statut"` : `${id} instruction.statut`)
+  }
+})
+
+/** A port free on loopback a moment ago. */
+async function freePort (): Promise<number> {
+  const server = createServer().listen(0, '127.0.0.1')
+  await once(server, 'listening')
+  const { port } = server.address() as AddressInfo
+  await new Promise(resolve => server.close(resolve))
+  return port
+}
+
+/** epx-bsp installed in the folder, as `npm install ./epx-bsp-*.tgz` leaves it (test/bsp/package.test.ts installs the tarball itself). */
+async function installEpxBsp (dir: string): Promise<void> {
+  mkdirSync(join(dir, 'node_modules/.bin'), { recursive: true })
+  await run(process.execPath, [join(ROOT, 'scripts/build-bsp-package.mjs'), '--out', join(dir, 'node_modules/epx-bsp'), '--no-types'], { cwd: ROOT })
+  symlinkSync('../epx-bsp/bin/epx-bsp.js', join(dir, 'node_modules/.bin/epx-bsp'))
+}
+
+/** A sample written to a file in `cwd`, and the command that runs it there, with CA bundles that do not know the service. */
+function sample (b: Block, name: string, cwd: string, code: string): { cmd: string; args: string[]; env: NodeJS.ProcessEnv } {
   const file = join(cwd, `${name}.${{ sh: 'sh', python: 'py', js: 'mjs' }[b.lang]}`)
-  // The feed's wait is cut to a second: nothing happens after the samples' last request.
-  writeFileSync(file, b.code.replaceAll('https://localhost:8443', `https://localhost:${port}`).replaceAll('attente=30', 'attente=1'))
+  writeFileSync(file, code)
   const env = { ...process.env, REQUESTS_CA_BUNDLE: join(cwd, 'other-cas.pem'), CURL_CA_BUNDLE: join(cwd, 'other-cas.pem'), NODE_OPTIONS: '' }
   const [cmd, args] = b.lang === 'sh' ? ['bash', ['-e', '-o', 'pipefail', file]] : b.lang === 'python' ? ['python3', [file]] : [process.execPath, [file]]
-  const res = await run(cmd, args as string[], { cwd, env, timeout: 60_000 }).catch(e => e as { code: number; stdout: string; stderr: string })
+  return { cmd: cmd as string, args: args as string[], env }
+}
+
+/** A sample run as written (the service's port and the feed's wait aside) in `cwd`. */
+async function runSample (b: Block, name: string, cwd: string, port: string): Promise<{ exit: number; stdout: string; stderr: string }> {
+  // The feed's wait is cut to a second: nothing happens after the samples' last request.
+  const { cmd, args, env } = sample(b, name, cwd, b.code.replaceAll('https://localhost:8443', `https://localhost:${port}`).replaceAll('attente=30', 'attente=1'))
+  const res = await run(cmd, args, { cwd, env, timeout: 60_000 }).catch(e => e as { code: number; stdout: string; stderr: string })
   return { exit: (res as { code?: number }).code ?? 0, stdout: res.stdout, stderr: res.stderr }
 }

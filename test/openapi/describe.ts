@@ -10,11 +10,12 @@ import { catalogue, DOOR_CODES, EpxError, problemCodeOf, type ErrorCode, type Er
 import { renderError } from '../../src/http/render-error.ts'
 import { EVENTS_PATH, INBOUND_PATH, OUTBOUND_PATH, REALISE_PATH, SITES_PATH, type Door } from '../../src/http/route.ts'
 import {
-  besoinsAgregesJsonSchema, eventsFeedJsonSchema, inboundErrorJsonSchema, JSON_SCHEMA_DIALECT, problemJsonSchema, programmeSoutirageJsonSchema,
+  besoinsAgregesJsonSchema, inboundErrorJsonSchema, JSON_SCHEMA_DIALECT, problemJsonSchema, programmeSoutirageJsonSchema,
   programmeStatusJsonSchema, realiseJsonSchema, receiptJsonSchema, sitesJsonSchema, type JsonSchema,
 } from '../../src/contract/published-schemas.ts'
 import { ERRORS_PATH, problemSlugs } from '../../src/http/error-pages.ts'
 import { EXAMPLE_BASE_URL, type Recorded } from './record.ts'
+import { describeWebhooks } from './webhooks.ts'
 import { API_DESCRIPTION, EVENTS_DESCRIPTION, HEADER_SPECS, INBOUND_DESCRIPTION, MTLS_DESCRIPTION, BEARER_DESCRIPTION, PAGE_DESCRIPTION, REALISE_DESCRIPTION, SITES_DESCRIPTION, STATUS_DESCRIPTION } from './texts.ts'
 
 export const SCHEMA_FILES = { besoins: 'schemas/besoins-agreges.json', programme: 'schemas/programme-soutirage.json' } as const
@@ -37,6 +38,7 @@ export interface Described {
 export function describeApi (recorded: readonly Recorded[], opts: { version: string; maxSites: number }): Described {
   const of = (op: Recorded['operation']) => recorded.filter(r => r.operation === op)
   const get = operation('outbound', of('GET'), { head: false })
+  const webhooks = describeWebhooks(of('GET evenements'))
   const document = {
     openapi: '3.1.0',
     jsonSchemaDialect: JSON_SCHEMA_DIALECT,
@@ -45,6 +47,7 @@ export function describeApi (recorded: readonly Recorded[], opts: { version: str
     tags: [
       { name: 'outbound', description: 'Besoins_Agreges, published by the service, pulled by the BSP' },
       { name: 'inbound', description: 'Programme_Soutirage, sent by the BSP' },
+      webhooks.tag,
     ],
     paths: {
       [OUTBOUND_PATH]: {
@@ -111,13 +114,14 @@ export function describeApi (recorded: readonly Recorded[], opts: { version: str
         head: { operationId: 'headProblemType', summary: 'The headers of a problem type\'s page, without the body', ...page(of('HEAD page'), true) },
       },
     },
+    webhooks: webhooks.webhooks,
     components: {
       schemas: {
         Receipt: receiptJsonSchema(),
         ProgrammeStatus: programmeStatusJsonSchema(),
         Realise: realiseJsonSchema(),
         Sites: sitesJsonSchema(),
-        Evenements: eventsFeedJsonSchema(),
+        ...webhooks.schemas,
         InboundError: inboundErrorJsonSchema([...DOOR_CODES.inbound, 'INVALID_QUERY', 'METHOD_NOT_ALLOWED']),
         Problem: problemJsonSchema(),
       },

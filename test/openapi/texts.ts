@@ -28,6 +28,7 @@ export const API_DESCRIPTION = [
   'Reading outcomes (an extension of the contract, marked x-epx-extension): GET programme-soutirage?target_date=D[&site_id=S] answers',
   'what became of your company\'s instructions for a day (queued, applied with its cycle, superseded, withdrawn), with its ETag for 304.',
   'GET sites answers your company\'s perimeter (its sites, since when it holds each), with any of its tokens.',
+  'GET evenements answers what changed for your company since a cursor; the same events are POSTed to the https endpoints your company registered (`webhooks`).',
   'A problem\'s `type`, {base_url}/errors/<slug>, answers a page saying what the error means and what to do (no credentials needed).',
   '',
   'The JSON Schemas of the two documents are files beside this description (schemas/). The guide for BSP developers is docs/bsp-guide.md.',
@@ -87,6 +88,22 @@ export const EVENTS_DESCRIPTION = [
   '(`realise.modifie`), your perimeter changed (`perimetre.modifie`). Keep `suivant` and send it as `apres`; with `attente` an answer with nothing to give waits up to that many',
   'seconds and goes as soon as an event is written. Events are kept a few days (events.retentionDays, 7 by default): an older cursor answers 410 CURSOR_EXPIRED, and you read',
   'the state again (besoins-agreges, the status read, realise) before going on from its `suivant`. Scope outbound:evenements. Errors are problem+json, as for besoins-agreges.',
+].join(' ')
+
+/** A secret the example deliveries are signed under (docs/bsp-guide.md shows one signed under it too). */
+export const EXAMPLE_WEBHOOK_SECRET = 'whsec_Mdt8zQ+Xk0wR3bNcY6fHq2LvJp9sT1aE'
+
+export const WEBHOOK_DESCRIPTION = [
+  'An extension of the contract: the events of GET evenements, each POSTed as it happens to the https endpoints your company registered for its type (web console, or',
+  'the operator\'s `epx webhook add COMPANY URL`), following Standard Webhooks 1.0. Verify before trusting: the three headers present, `webhook-timestamp` within 5 minutes',
+  'of your clock, and one `v1` signature of `webhook-signature` equal, compared in constant time, to yours; refuse anything else with 401. At least once: a 2xx answer is',
+  'a delivery, anything else is sent again, so deduplicate by `webhook-id`. Per endpoint, events come one at a time, in id order. After 24 h of failed attempts the endpoint',
+  'is marked failing; read the feed from the last id you handled (`apres`) to catch up.',
+].join(' ')
+
+export const WEBHOOK_CHECK_DESCRIPTION = [
+  'When an endpoint is registered, the service sends it `GET <url>?echo=<random value>`, with no signature; the endpoint must answer 200 with that value as its whole body.',
+  'The endpoint\'s secret (`whsec_` followed by base64) is then shown once.',
 ].join(' ')
 
 export const STATUS_DESCRIPTION = [

@@ -1,5 +1,5 @@
 /**
- * `epx bsp pull|push|status|realise|sites|events`: the reference BSP client (src/bsp/) from the command line, for a
+ * `epx bsp pull|push|status|realise|sites|events|receive`: the reference BSP client (src/bsp/) from the command line, for a
  * BSP trying the API and for the service's own checks. The connection options are shared
  * here; the token is read from a file or EPX_BSP_TOKEN, never from an argument (an
  * argument shows in `ps` and in shell history).
@@ -51,6 +51,7 @@ export const bspSubcommands: Promise<readonly Command[]> = Promise.all([
   import('./bsp-realise.ts').then(m => m.realiseCommand),
   import('./bsp-sites.ts').then(m => m.sitesCommand),
   import('./bsp-events.ts').then(m => m.eventsCommand),
+  import('./bsp-receive.ts').then(m => m.receiveCommand),
 ])
 
 type Failed = Extract<StatusAnswer, { kind: 'retry' | 'refused' | 'unreachable' }>
