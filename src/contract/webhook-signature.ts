@@ -89,7 +89,7 @@ export function verifyWebhook (o: VerifyWebhookOptions): WebhookVerdict {
   const ts = Number(timestamp)
   const now = o.nowSeconds ?? Math.floor(Date.now() / 1000)
   const tolerance = o.toleranceSeconds ?? DEFAULT_TOLERANCE_SECONDS
-  if (Math.abs(now - ts) > tolerance) return { ok: false, reason: `webhook-timestamp is ${now - ts} s from this clock, beyond ${tolerance} s` }
+  if (Math.abs(now - ts) > tolerance) return { ok: false, reason: `webhook-timestamp is ${Math.abs(now - ts)} s ${now >= ts ? 'behind' : 'ahead of'} this clock, beyond the ${tolerance} s tolerated` }
   const given = signatures.split(' ').filter(s => s.startsWith('v1,')).map(s => Buffer.from(s.slice(3), 'base64'))
   for (const secret of typeof o.secret === 'string' ? [o.secret] : o.secret) {
     const expected = Buffer.from(signWebhook(secret, id, ts, o.body).slice(3), 'base64')
