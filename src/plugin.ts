@@ -34,6 +34,8 @@ import { watchExpiries } from './metrics/expiries.ts'
 import { eachTakeover, type Leadership } from './store/leadership.ts'
 import { openEventBell, type EventBell } from './store/event-bell.ts'
 import { announceEvents, EVENTS_DB, openEvents } from './store/events.ts'
+import { startDeliverer, type Deliverer } from './webhooks/deliverer.ts'
+import { connectOptionsOf } from './webhooks/echo-check.ts'
 
 const { version, engines } = createRequire(import.meta.url)('../package.json') as { version: string; engines: { node: string } }
 
@@ -48,6 +50,8 @@ export interface Internals {
   readonly doorHeapMb?: number
   /** The Node.js version checked against `engines.node` (default: this process's). */
   readonly nodeVersion?: string
+  /** Hands the webhook deliverer to a test (to wake it after moving the host's clock). */
+  readonly onWebhooks?: (deliverer: Deliverer) => void
 }
 
 class Disposer {
@@ -106,6 +110,7 @@ export async function createEpx (host: Host, rawConfig: unknown, internals: Inte
       const schedule = startSchedule({ config: config.publish, publisher, revisions, solver: host.solver, clock: host.clock, log: log.child({ area: 'schedule' }), leadership })
       bin.add(() => schedule.stop())
     }
+    startWebhooks(a, store, bell)
     const { consoleUrl, metricsUrl } = served
     log.info({ url: served.url.href, consoleUrl: consoleUrl?.href, version, ...(metricsUrl ? { metricsUrl: metricsUrl.href } : {}) }, 'epx activated')
     return handleOf(a, served, publisher, metering)
@@ -164,6 +169,19 @@ function ringOnEvents ({ bin, later }: Activation, store: Store): EventBell {
   announceEvents(store, { bell, written: (type, n) => later.metrics?.eventsWritten(type, n) })
   bin.add(store.onApplied(changes => { if (changes.has(EVENTS_DB)) bell.ring() }))
   return bell
+}
+
+/**
+ * Webhook delivery (webhooks/deliverer.ts), once the door is up. On this thread: its work
+ * is waiting for the endpoints' answers, with a JSON parse, an HMAC and a store write per
+ * event, each a step of its own between the solver's callbacks, never a loop that holds
+ * the thread; the door's worker is the place for it should the endpoints grow many.
+ */
+function startWebhooks ({ host, config, log, bin, internals }: Activation, store: Store, bell: EventBell): void {
+  if (!config.webhooks.enabled) return
+  const deliverer = startDeliverer({ store, bell, clock: host.clock, log: log.child({ area: 'webhooks' }), connect: connectOptionsOf(config.webhooks, host.dataDir) })
+  bin.add(() => deliverer.close())
+  internals.onWebhooks?.(deliverer)
 }
 
 /** Before the API listens, so no newer programme can be overtaken by an old one. */
