@@ -31,7 +31,7 @@ const ALLOWED: Readonly<Record<string, readonly string[]>> = {
   'bsp/': ['contract/'],
   'door/': ['http/', 'console/', 'metrics/', 'apply/', 'auth/', 'publish/', 'store/', 'contract/', 'host/contract.ts', 'config.ts', 'errors.ts', 'os-thread.ts'],
   'host/': ['host/contract.ts', 'contract/', 'errors.ts', 'bounded-cache.ts'],
-  'cli/': ['bsp/', 'apply/', 'auth/', 'publish/', 'store/', 'store/postgres/', 'contract/', 'host/', 'host/contract.ts', 'config.ts', 'errors.ts'],
+  'cli/': ['bsp/', 'webhooks/', 'apply/', 'auth/', 'publish/', 'store/', 'store/postgres/', 'contract/', 'host/', 'host/contract.ts', 'config.ts', 'errors.ts'],
   'plugin.ts': ['door/', 'webhooks/', 'metrics/', 'apply/', 'publish/', 'store/', 'contract/', 'host/', 'host/contract.ts', 'config.ts'],
   'index.ts': ['plugin.ts', 'host/contract.ts', 'config.ts', 'errors.ts'],
 }
