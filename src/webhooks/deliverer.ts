@@ -188,7 +188,8 @@ export function startDeliverer (o: DelivererOptions): Deliverer {
       } catch (err) {
         exchange = { error: errorText(err), latencyMs: 0 }
       }
-      if (closed) return   // abandoned: the event goes again after the restart
+      // Cut short by close(): the event goes again after the restart. An answer that came is written down.
+      if (closed && exchange.status === undefined) return
       const at = now()
       const entry = { atMs: startMs, eventId: next.id, ...exchange }
       const ok = exchange.status !== undefined && exchange.status >= 200 && exchange.status < 300
