@@ -167,6 +167,28 @@ t.test('a loopback endpoint is refused without webhooks.allowPrivateNetworks: no
   t.equal(r.received.length, 0)
 })
 
+t.test('an endpoint another instance holds (one killed mid-delivery) is taken over once its lease lapses', async t => {
+  const store = await open(t)
+  await addCompany(store)
+  const clock = new ManualClock(new Date(T0))
+  let secret = ''
+  const r = await startReceiver(t, { secret: () => secret, nowSeconds: () => Math.floor(clock.now().getTime() / 1000) })
+  const hook = await addEndpoint(store, r.url)
+  secret = hook.secret
+  const hooks = openWebhooks(store)
+  await store.writeDurable(() => hooks.claimSync(hook.id, 'killed', T0, T0 + 60_000))
+  const { deliverer } = deliver(t, store, clock)
+  await emit(store, 2)
+  clock.advance(59_999)
+  deliverer.wake()
+  await new Promise(resolve => setTimeout(resolve, 50))
+  t.equal(r.received.length, 0, 'nothing while its lease runs')
+  clock.advance(1)
+  deliverer.wake()
+  await until('both delivered', () => r.ids().length === 2)
+  t.equal(hooks.leaseOf(hook.id)?.owner, deliverer.owner)
+})
+
 t.test('postgres: two instances deliver each event once, and one goes on when the other closes', async t => {
   const pg = storesOf(t, 'postgres')
   const root = t.testdir()
