@@ -1,5 +1,4 @@
 import t, { type Test as Tap } from 'tap'
-import { join } from 'node:path'
 import type { Store } from '../../src/store/open-store.ts'
 import { ManualClock, systemClock } from '../../src/host/reference-host.ts'
 import type { Clock } from '../../src/host/contract.ts'
@@ -10,7 +9,7 @@ import { openAudit } from '../../src/store/audit.ts'
 import { newWebhookId, openWebhooks } from '../../src/store/webhooks.ts'
 import { newWebhookSecret } from '../../src/contract/webhook-signature.ts'
 import { MAX_RETRY_MS, RETRY_FOR_MS, startDeliverer, type Deliverer } from '../../src/webhooks/deliverer.ts'
-import { storesOf } from '../helpers/store-kinds.ts'
+import { storesOf, twoStores } from '../helpers/store-kinds.ts'
 import { startReceiver, WEBHOOK_CA } from '../helpers/webhook-receiver.ts'
 import { eventually, until } from '../helpers/eventually.ts'
 
@@ -190,14 +189,7 @@ t.test('an endpoint another instance holds (one killed mid-delivery) is taken ov
 })
 
 t.test('postgres: two instances deliver each event once, and one goes on when the other closes', async t => {
-  const pg = storesOf(t, 'postgres')
-  const root = t.testdir()
-  const database = await pg.databaseOf(join(root, 'a'))
-  const connect = { pool: { ...pg.cluster().connection(database), max: 4 } }
-  const a = await pg.openStore(join(root, 'a'), { postgres: connect })
-  t.teardown(() => a.close())
-  const b = await pg.openStore(join(root, 'b'), { postgres: connect })
-  t.teardown(() => b.close())
+  const { a, b } = await twoStores(t, storesOf(t, 'postgres'))
   await addCompany(a)
   let secret = ''
   const r = await startReceiver(t, { secret: () => secret })
