@@ -140,10 +140,10 @@ export function startDeliverer (o: DelivererOptions): Deliverer {
       } while (this.again && !closed)
     }
 
-    poolFor (url: URL): Pool {
+    async poolFor (url: URL): Promise<Pool> {
       if (!this.pool || this.poolUrl !== url.origin) {
         void this.pool?.close().catch(() => {})
-        this.pool = endpointPool(url, o.connect)
+        this.pool = await endpointPool(url, o.connect)
         this.poolUrl = url.origin
       }
       return this.pool
@@ -181,7 +181,7 @@ export function startDeliverer (o: DelivererOptions): Deliverer {
       let exchange: Exchange
       try {
         const url = checkEndpointUrl(e.url, o.connect.allowPrivateNetworks)
-        exchange = await postEvent(this.poolFor(url), url, {
+        exchange = await postEvent(await this.poolFor(url), url, {
           eventId: next.id, body: next.body, secrets: secretsInForce(e, startMs), timestampSeconds: Math.floor(startMs / 1000),
           timeoutMs: o.connect.requestTimeoutMs, signal: aborts.signal,
         })
