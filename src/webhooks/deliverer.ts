@@ -244,11 +244,19 @@ export function startDeliverer (o: DelivererOptions): Deliverer {
     for (const [id, r] of runners) if (!ids.has(id)) { runners.delete(id); void r.close() }
   }
 
+  let unreadable = false
   async function loop (): Promise<void> {
     while (!closed) {
       const since = bell.count()
       woken = false
-      try { scan() } catch (err) { log.warn({ err: errorText(err) }, 'webhook endpoints unreadable now') }
+      try {
+        scan()
+        unreadable = false
+      } catch (err) {
+        // Once per episode: the store's own fault log says the rest.
+        if (!unreadable) log.warn({ err: errorText(err) }, 'webhook endpoints unreadable now; delivery resumes with the store')
+        unreadable = true
+      }
       if (woken) continue
       const wait = bell.wait(RESCAN_MS, since)
       release = wait.release
@@ -271,7 +279,10 @@ export function startDeliverer (o: DelivererOptions): Deliverer {
       await running
       await Promise.all([...runners.values()].map(r => r.close()))
       // Another instance may go on at once, not a lease later.
-      await store.writeDurable(() => hooks.releaseSync(owner)).catch(() => {})
+      const holds = (): boolean => hooks.list().some(e => hooks.leaseOf(e.id)?.owner === owner)
+      try {
+        if (holds()) await store.writeDurable(() => hooks.releaseSync(owner))
+      } catch {}   // a store that cannot answer: the leases lapse
     },
   }
 }
