@@ -80,6 +80,26 @@ t.test('events go in id order, each signed with the endpoint\'s secret, the body
   t.same(openWebhooks(store).log(hook.id).map(l => l.status), [204, 204, 204, 204, 204])
 })
 
+t.test('during a rotation\'s overlap each delivery verifies with the old secret and with the new one', async t => {
+  const store = await open(t)
+  await addCompany(store)
+  const newer = newWebhookSecret()
+  let older = ''
+  const byOld = await startReceiver(t, { secret: () => older })
+  const byNew = await startReceiver(t, { secret: () => newer })
+  const first = await addEndpoint(store, byOld.url)
+  older = first.secret
+  const second = await addEndpoint(store, byNew.url)
+  await store.writeDurable(() => {
+    openWebhooks(store).rotateSync(first.id, newer, Date.now(), 86_400_000)
+    openWebhooks(store).rotateSync(second.id, newer, Date.now(), 86_400_000)
+  })
+  deliver(t, store, systemClock)
+  await emit(store, 1)
+  await until('both delivered', () => byOld.ids().length === 1 && byNew.ids().length === 1)
+  t.ok(byOld.received[0]!.verdict.ok && byNew.received[0]!.verdict.ok, 'a receiver holding either secret verifies')
+})
+
 t.test('an answer other than 2xx is tried again after 5 s, then 10 s, until it is taken', async t => {
   const store = await open(t)
   await addCompany(store)
