@@ -24,7 +24,7 @@ import type { Pool } from 'undici'
 import type { Clock, Logger } from '../host/contract.ts'
 import type { Store } from '../store/open-store.ts'
 import type { EventBell } from '../store/event-bell.ts'
-import { openEvents, seqOfEventId, type EventType } from '../store/events.ts'
+import { eventId, openEvents, seqOfEventId, type EventType } from '../store/events.ts'
 import { openCompanies } from '../store/companies.ts'
 import { openAudit } from '../store/audit.ts'
 import { openWebhooks, secretsInForce, WEBHOOK_DBS, type DeliveryState, type Settlement, type WebhookEndpoint } from '../store/webhooks.ts'
@@ -166,10 +166,11 @@ export function startDeliverer (o: DelivererOptions): Deliverer {
         }
         if (closed) return
         if (next.kind !== 'event') {
-          const log = next.kind === 'expired'
-            ? { atMs: at, eventId: '', error: `events up to ${next.cursor} were removed (events.retentionDays) before delivery: the feed's state reads recover them`, latencyMs: 0 }
+          // Skipped (not a type it wants), or gone with retention: nothing to send, the cursor moves on.
+          const gone = next.kind === 'expired'
+            ? { atMs: at, eventId: '', error: `events up to ${eventId(next.cursor)} were removed (events.retentionDays) before delivery: the state reads recover what they said`, latencyMs: 0 }
             : undefined
-          await this.settle(at, { fromCursor: state.cursor, cursor: next.cursor, leaseUntilMs: at + leaseMs, ...(log ? { log } : {}) })
+          await this.settle(at, { fromCursor: state.cursor, cursor: next.cursor, leaseUntilMs: at + leaseMs, ...(gone ? { log: gone } : {}) })
           continue
         }
         await this.attempt(e, state, next)

@@ -159,6 +159,24 @@ t.test('after 24 h of failures the endpoint is failing: audited, its cursor kept
   t.ok(new Set(r.received.map(x => x.id)).size === 1, 'only the first event was ever tried')
 })
 
+t.test('events removed by retention before their delivery are logged as such, and delivery goes on after them', async t => {
+  const store = await open(t)
+  await addCompany(store)
+  let secret = ''
+  const r = await startReceiver(t, { secret: () => secret })
+  const hook = await addEndpoint(store, r.url)
+  secret = hook.secret
+  await emit(store, 3)
+  const pruned = openEvents(store).lastSeq('acme')
+  await openEvents(store, { retentionDays: 1 }).prune(T0 + 2 * 86_400_000)
+  deliver(t, store, systemClock)
+  await emit(store, 1, 'realise.modifie', 'acme', T0 + 2 * 86_400_000)
+  await until('the next one delivered', () => r.ids().length === 1)
+  t.equal(Number(r.ids()[0]), pruned + 1)
+  const hooks = openWebhooks(store)
+  t.match(hooks.log(hook.id).at(-1), { eventId: '', error: /events up to 0+\d+ were removed \(events\.retentionDays\) before delivery/ })
+})
+
 t.test('an endpoint that never answers delays no other', async t => {
   const store = await open(t)
   await addCompany(store)
