@@ -101,7 +101,8 @@ const listSpec: CommandSpec = {
   summary: 'list endpoints with their state (never a secret)',
   about: [
     'Lists the endpoints: company, URL, types, state (delivering; retrying, with the attempts and the',
-    'next try; failing since when) and the last event delivered. `epx webhook log ID` shows the attempts.',
+    'next try; failing since when; paused while the company is suspended) and the last event delivered.',
+    '`epx webhook log ID` shows the attempts.',
   ].join('\n'),
   options: {
     company: { type: 'string', arg: 'ID', help: 'only the endpoints of this company' },
@@ -114,9 +115,11 @@ const list = defineCommand(listSpec, async (args, io) => {
   if (companyId !== undefined) checkCompanyId(companyId, listSpec)
   const shown = await withStore(io.dataDir, store => {
     const hooks = openWebhooks(store)
+    const companies = openCompanies(store)
     return hooks.list(companyId).map(e => {
       const s = hooks.stateOf(e.id)
       const state = e.failingSince ? `failing since ${e.failingSince}`
+        : companies.get(e.companyId)?.status !== 'active' ? 'paused: the company is suspended'
         : s.retry ? `retrying (${s.retry.attempts} failed, next ${new Date(s.retry.nextMs).toISOString()})` : 'delivering'
       // Explicit fields: the secrets never leave the store here.
       return { id: e.id, company: e.companyId, url: e.url, types: e.types, state, delivered: eventId(s.cursor), createdAt: e.createdAt, failingSince: e.failingSince ?? null }
