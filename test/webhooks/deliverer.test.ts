@@ -177,6 +177,25 @@ t.test('events removed by retention before their delivery are logged as such, an
   t.match(hooks.log(hook.id).at(-1), { eventId: '', error: /events up to 0+\d+ were removed \(events\.retentionDays\) before delivery/ })
 })
 
+t.test('nothing is sent while the company is suspended; what waited goes once it resumes', async t => {
+  const store = await open(t)
+  await addCompany(store)
+  let secret = ''
+  const r = await startReceiver(t, { secret: () => secret })
+  const hook = await addEndpoint(store, r.url)
+  secret = hook.secret
+  const companies = openCompanies(store, { now: () => T0 })
+  await companies.update('acme', c => ({ ...c, status: 'suspended' }))
+  const { deliverer } = deliver(t, store, systemClock)
+  await emit(store, 2)
+  await new Promise(resolve => setTimeout(resolve, 50))
+  t.equal(r.received.length, 0)
+  await companies.update('acme', c => ({ ...c, status: 'active' }))
+  deliverer.wake()
+  await until('what waited delivered', () => r.ids().length >= 2)
+  t.equal(openWebhooks(store).stateOf(hook.id).retry, undefined)
+})
+
 t.test('an endpoint that never answers delays no other', async t => {
   const store = await open(t)
   await addCompany(store)
