@@ -139,6 +139,18 @@ export const configSchema = {
         retentionDays: { type: 'integer', minimum: 1, default: 7, description: 'Events older than this are removed; a cursor before the oldest kept answers 410 CURSOR_EXPIRED.' },
       },
     },
+    webhooks: {
+      type: 'object',
+      additionalProperties: false,
+      default: {},
+      description: 'Webhooks: the events of each company POSTed to the HTTPS endpoints it registered (DECISIONS.md "Events for BSPs"; `epx webhook`).',
+      properties: {
+        enabled: { type: 'boolean', default: true, description: 'Deliver to the registered endpoints. False: none is called (the feed still has every event).' },
+        allowPrivateNetworks: { type: 'boolean', default: false, description: 'Allow endpoints whose host is or resolves to a loopback, private or link-local address. Off: such an endpoint is refused at registration and at every delivery.' },
+        requestTimeoutMs: { type: 'integer', minimum: 100, maximum: 60000, default: 10000, description: 'How long a delivery (connection, request and answer) may take; longer is a failure, retried as any other.' },
+        caFile: { type: 'string', minLength: 1, description: 'PEM certificates trusted for endpoints beside the system\'s roots (an endpoint under a private CA); relative to the data folder.' },
+      },
+    },
     audit: {
       type: 'object',
       additionalProperties: false,

@@ -86,6 +86,8 @@ export const catalogue = {
   EPX_BACKUP_FAILED: { exit: 1, message: 'cannot back up the store to %s: %s (nothing was written there)' },
   EPX_STORE_CONNECT_FAILED: { exit: 1, message: 'cannot connect to PostgreSQL (%s): %s' },
   EPX_STORE_COPY_FAILED: { exit: 1, message: 'cannot copy the store into PostgreSQL (%s): %s' },
+  EPX_WEBHOOK_REFUSED: { exit: 1, message: 'webhook endpoint %s refused: %s' },
+  EPX_WEBHOOK_ECHO_FAILED: { exit: 1, message: 'webhook endpoint %s failed the echo check: %s; it must answer GET <url>?echo=<value> with 200 and the value alone as its body (DECISIONS.md "Events for BSPs"), then add it again' },
   EPX_STORE_VERIFY_FAILED: { exit: 1, message: 'the replica %s is not confirmed equal to PostgreSQL (%s): %s' },
 } as const satisfies Record<string, ErrorSpec>
 

@@ -34,6 +34,9 @@ import { watchExpiries } from './metrics/expiries.ts'
 import { eachTakeover, type Leadership } from './store/leadership.ts'
 import { openEventBell, type EventBell } from './store/event-bell.ts'
 import { announceEvents, EVENTS_DB, openEvents } from './store/events.ts'
+import { openWebhooks } from './store/webhooks.ts'
+import { startDeliverer, type Deliverer } from './webhooks/deliverer.ts'
+import { connectOptionsOf } from './webhooks/echo-check.ts'
 
 const { version, engines } = createRequire(import.meta.url)('../package.json') as { version: string; engines: { node: string } }
 
@@ -50,6 +53,8 @@ export interface Internals {
   readonly doorSilentStarts?: number
   /** The Node.js version checked against `engines.node` (default: this process's). */
   readonly nodeVersion?: string
+  /** Hands the webhook deliverer to a test (to wake it after moving the host's clock). */
+  readonly onWebhooks?: (deliverer: Deliverer) => void
 }
 
 class Disposer {
@@ -99,7 +104,7 @@ export async function createEpx (host: Host, rawConfig: unknown, internals: Inte
     const { audit, flags, inbound, quota } = await openInboundPath(a, store, revisions)
     const { instructions } = inbound
     const { metering, deliveries } = openDeliveryRecords(a, store)
-    const metrics = a.later.metrics = await startMetrics(a, { tokens, companies, quota, revisions, instructions, deliveries, metering, leadership })
+    const metrics = a.later.metrics = await startMetrics(a, { store, tokens, companies, quota, revisions, instructions, deliveries, metering, leadership })
     const ops = a.later.ops = startOperations(a, { store, audit, metrics, instructions, quota, deliveries, metering, leadership })
     const served = await openServingDoor(a, {
       store, companies, tokens, revisions, publisher, instructions, flags, audit, inbound, quota, metering, deliveries, metrics, ops, bell,
@@ -108,6 +113,7 @@ export async function createEpx (host: Host, rawConfig: unknown, internals: Inte
       const schedule = startSchedule({ config: config.publish, publisher, revisions, solver: host.solver, clock: host.clock, log: log.child({ area: 'schedule' }), leadership })
       bin.add(() => schedule.stop())
     }
+    startWebhooks(a, store, bell)
     const { consoleUrl, metricsUrl } = served
     log.info({ url: served.url.href, consoleUrl: consoleUrl?.href, version, ...(metricsUrl ? { metricsUrl: metricsUrl.href } : {}) }, 'epx activated')
     return handleOf(a, served, publisher, metering)
@@ -168,6 +174,19 @@ function ringOnEvents ({ bin, later }: Activation, store: Store): EventBell {
   return bell
 }
 
+/**
+ * Webhook delivery (webhooks/deliverer.ts), once the door is up. On this thread: its work
+ * is waiting for the endpoints' answers, with a JSON parse, an HMAC and a store write per
+ * event, each a step of its own between the solver's callbacks, never a loop that holds
+ * the thread; the door's worker is the place for it should the endpoints grow many.
+ */
+function startWebhooks ({ host, config, log, bin, internals }: Activation, store: Store, bell: EventBell): void {
+  if (!config.webhooks.enabled) return
+  const deliverer = startDeliverer({ store, bell, clock: host.clock, log: log.child({ area: 'webhooks' }), connect: connectOptionsOf(config.webhooks, host.dataDir) })
+  bin.add(() => deliverer.close())
+  internals.onWebhooks?.(deliverer)
+}
+
 /** Before the API listens, so no newer programme can be overtaken by an old one. */
 async function openInboundPath ({ host, config, log, bin, later }: Activation, store: Store, revisions: Publication['revisions']) {
   const audit = openAudit(store, config.audit)
@@ -199,14 +218,16 @@ function openDeliveryRecords ({ host, config, bin, later }: Activation, store: S
 }
 
 async function startMetrics ({ host, config, bin, later }: Activation, parts: {
-  tokens: Tokens; companies: Companies; quota: StorageQuota; revisions: Publication['revisions']; instructions: Inbound['instructions']; deliveries: Deliveries; metering: Metering; leadership: Leadership
+  store: Store; tokens: Tokens; companies: Companies; quota: StorageQuota; revisions: Publication['revisions']; instructions: Inbound['instructions']; deliveries: Deliveries; metering: Metering; leadership: Leadership
 }): Promise<EpxMetrics | undefined> {
   if (!config.metrics.enabled && !host.metricsRegistry) return undefined
   const { tokens, companies, quota, revisions, instructions, deliveries, metering, leadership } = parts
+  const webhooks = openWebhooks(parts.store)
   const expiries = watchExpiries(host.dataDir, config.api.tls, () => host.clock.now().getTime())
   const t = later.today = realisationToday({ instructions, metering, tolerance: config.delivery }, () => parisDateOf(host.clock.now()))
   const m = await createMetrics(metricSources({
     clock: host.clock, generation: tokens.generation, revisions, instructions, deliveries, expiries, realisationToday: () => t.read(), leading: leadership.isLeader,
+    webhooksFailing: () => webhooks.failingByCompany(),
     quotaToday: () => {
       const now = host.clock.now()
       return companies.list().map(c => { const d = quota.dayOf(c, now); return { company: c.id, bytes: d.used.bytes, limit: d.limit } })

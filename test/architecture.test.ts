@@ -24,14 +24,15 @@ const ALLOWED: Readonly<Record<string, readonly string[]>> = {
   'auth/': ['store/', 'contract/', 'host/contract.ts', 'errors.ts', 'bounded-cache.ts'],
   'publish/': ['store/', 'contract/', 'host/contract.ts', 'config.ts', 'errors.ts'],
   'apply/': ['auth/', 'publish/', 'store/', 'contract/', 'host/contract.ts', 'errors.ts', 'bounded-cache.ts', 'os-thread.ts'],
+  'webhooks/': ['store/', 'contract/', 'host/contract.ts', 'config.ts', 'errors.ts'],
   'metrics/': ['auth/', 'store/', 'contract/', 'host/contract.ts', 'config.ts', 'errors.ts'],
   'http/': ['apply/', 'auth/', 'store/', 'contract/', 'host/contract.ts', 'config.ts', 'errors.ts', 'bounded-cache.ts'],
   'console/': ['apply/', 'auth/', 'publish/', 'store/', 'contract/', 'host/contract.ts', 'config.ts', 'errors.ts'],
   'bsp/': ['contract/'],
   'door/': ['http/', 'console/', 'metrics/', 'apply/', 'auth/', 'publish/', 'store/', 'contract/', 'host/contract.ts', 'config.ts', 'errors.ts', 'os-thread.ts'],
   'host/': ['host/contract.ts', 'contract/', 'errors.ts', 'bounded-cache.ts'],
-  'cli/': ['bsp/', 'apply/', 'auth/', 'publish/', 'store/', 'store/postgres/', 'contract/', 'host/', 'host/contract.ts', 'config.ts', 'errors.ts'],
-  'plugin.ts': ['door/', 'metrics/', 'apply/', 'publish/', 'store/', 'contract/', 'host/', 'host/contract.ts', 'config.ts'],
+  'cli/': ['bsp/', 'webhooks/', 'apply/', 'auth/', 'publish/', 'store/', 'store/postgres/', 'contract/', 'host/', 'host/contract.ts', 'config.ts', 'errors.ts'],
+  'plugin.ts': ['door/', 'webhooks/', 'metrics/', 'apply/', 'publish/', 'store/', 'contract/', 'host/', 'host/contract.ts', 'config.ts'],
   'index.ts': ['plugin.ts', 'host/contract.ts', 'config.ts', 'errors.ts'],
 }
 

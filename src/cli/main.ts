@@ -37,6 +37,8 @@ export const commands: readonly Command[] = [
     async () => (await import('./commands/instructions.ts')).instructionsSubcommands),
   commandGroup('audit', 'the audit trail: who sent, published, created or revoked what, and when',
     async () => (await import('./commands/audit.ts')).auditSubcommands),
+  commandGroup('webhook', 'webhook endpoints of a company\'s events: add (echo check, secret shown once), list, log, remove, rotate-secret, redeliver',
+    async () => (await import('./commands/webhooks.ts')).webhookSubcommands),
   lazyCommand('deliveries', 'per company, which sites fetched the latest Besoins_Agreges of a day',
     async () => (await import('./commands/deliveries.ts')).deliveriesCommand),
   lazyCommand('realise', 'programme against delivery: per site of a day, programmed and metered energy, verdicts',

@@ -25,6 +25,7 @@ export type AuditAction =
   | 'company.created' | 'company.suspended' | 'company.resumed' | 'company.rebound'
   | 'company.limits' | 'company.rate-limited' | 'company.quota-exceeded'
   | 'user.login' | 'user.login-failed' | 'user.logout' | 'user.changed' | 'user.unlocked'
+  | 'webhook.added' | 'webhook.removed' | 'webhook.rotated' | 'webhook.redelivered' | 'webhook.failing'
 
 export interface AuditEvent {
   readonly actor: AuditActor

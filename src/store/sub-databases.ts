@@ -44,4 +44,8 @@ export const SUB_DATABASES: Readonly<Record<string, { readonly binary: boolean }
   events: { binary: false },
   'event-heads': { binary: false },
   'event-throttle': { binary: false },
+  webhooks: { binary: false },
+  'webhook-state': { binary: false },
+  'webhook-leases': { binary: false },
+  'webhook-log': { binary: false },
 }

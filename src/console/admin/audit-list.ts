@@ -36,6 +36,11 @@ export const ACTION_LABELS: Readonly<Record<AuditAction, string>> = {
   'user.logout': 'déconnexion',
   'user.changed': 'utilisateur modifié',
   'user.unlocked': 'verrou d\'adresse levé',
+  'webhook.added': 'webhook ajouté',
+  'webhook.removed': 'webhook supprimé',
+  'webhook.rotated': 'secret de webhook renouvelé',
+  'webhook.redelivered': 'webhook relancé',
+  'webhook.failing': 'webhook en échec (24 h sans livraison)',
 }
 
 /** The families an action filter may name (`token.`: every token action). */
@@ -46,6 +51,7 @@ export const ACTION_FAMILIES: Readonly<Record<string, string>> = {
   'token.': 'jetons',
   'company.': 'entreprises',
   'user.': 'utilisateurs de la console',
+  'webhook.': 'webhooks',
 }
 
 /** How far back the list reaches when no `since` is given. */
