@@ -131,12 +131,26 @@ t.test('rotate: a new secret shown once, the old one signing beside it for the o
   t.match(audit.list({ action: 'webhook.rotated' }), [{ actor: { kind: 'console', user: 'alice' }, subject: id, details: { companyId: 'acme', overlapHours: 24 } }])
   shown.unshift(secret)
 
+  // Retries ran out (as the deliverer settles it, under a lease of its own a minute ahead of the deliverer's).
+  const late = epx.clock.now().getTime() + 120_000
+  await epx.store.writeDurable(() => {
+    hooks.claimSync(id, 'test', late, late + 1000)
+    hooks.settleSync(id, 'test', late, { fromCursor: hooks.stateOf(id).cursor, failingSinceMs: late, leaseUntilMs: late })
+  })
+  await page.reload()
+  await t.resolveMatch(page.locator('dl.facts').textContent(), /Étaten échec depuis 21\/11\/2026 13:32/)
+  await page.goto(new URL('/webhooks', url).href)
+  await t.resolveMatch(page.getByRole('row', { name: new RegExp(id) }).textContent(), /en échec depuis 21\/11\/2026 13:32/, 'the list says so too')
+  await page.goto(new URL(`/webhooks/${id}`, url).href)
+
   const from = receiver.ids()[0]!
   await page.getByLabel('À partir de l\'événement').fill(from)
   t.equal(await submit(page, 'Renvoyer'), 303)
   await t.resolveMatch(page.getByRole('status').first().textContent(), `renvoyés à partir de ${from}`)
   t.match(audit.list({ action: 'webhook.redelivered' }), [{ actor: { kind: 'console', user: 'alice' }, subject: id, details: { companyId: 'acme', from } }])
   t.ok(hooks.stateOf(id).cursor < Number(from), 'the cursor moved back before it')
+  t.equal(hooks.get(id)!.failingSince, undefined, 'no longer failing')
+  await t.resolveMatch(page.locator('dl.facts').textContent(), /Étatactif/)
 
   await page.getByLabel('À partir de l\'événement').fill('999999999')
   t.equal(await submit(page, 'Renvoyer'), 400)
@@ -160,6 +174,20 @@ t.test('a user of another company neither sees nor changes them: 404 as for a mi
   t.equal(posted.status(), 303, 'a member adds to its own company only, whatever the form says')
   t.equal(hooks.list('acme').length, 1)
   t.equal(hooks.list('beta').length, 1)
+})
+
+t.test('an admin sees every company\'s, and how many a company has from its page', async t => {
+  const root = await addUser(epx.store, { username: 'root', admin: true, companyId: null }, Date.now())
+  const page = await member('root', root.password, '/admin/companies/acme')
+  await t.resolveMatch(page.getByRole('row', { name: /^Webhooks/ }).textContent(), /^Webhooks1 \(voir\)$/)
+  await page.getByRole('row', { name: /^Webhooks/ }).getByRole('link', { name: 'voir' }).click()
+  await page.waitForLoadState()
+  t.equal(new URL(page.url()).search, '?company=acme')
+  await t.resolveMatch(page.getByRole('row', { name: new RegExp(id) }).textContent(), /acme/, 'with its company')
+  await page.locator('#filter').selectOption('')
+  await page.getByRole('button', { name: 'Filtrer' }).click()
+  await page.waitForLoadState()
+  await t.resolveMatch(page.getByRole('table', { name: /^Webhooks/ }).getByRole('row').count(), 3, 'every company\'s: a header and two rows')
 })
 
 t.test('remove after a confirmation: nothing more is sent to it; audited', async t => {
