@@ -73,13 +73,13 @@ ${endpointRows(views, viewer, 'Aucun webhook pour l\'instant.')}`,
       ? html`Nouveau secret du webhook <code>${e.id}</code> ; l'ancien signe encore jusqu'au ${parisTime(shown.rotated.untilMs, 'minute')}.`
       : html`Webhook <code>${e.id}</code> ajouté pour ${e.companyId} : il reçoit les événements à partir du prochain.`
     return reply.page({
-      title: 'Webhook',
+      title: `Webhook ${e.id}`,
       body: html`${shown ? secretBox(shown.secret, lead) : ''}
 ${o.notice ? html`<p class="notice" role="status">${o.notice}</p>` : ''}
 ${o.problem ? html`<p class="error" role="alert">${o.problem}</p>` : ''}
 ${endpointFacts(viewOf(e), deps.clock.now().getTime())}
-${endpointForms(viewer, e)}
-${deliveryLog(hooks.log(e.id, LOG_SHOWN))}`,
+${deliveryLog(hooks.log(e.id, LOG_SHOWN))}
+${endpointForms(viewer, e)}`,
     })
   }
 
