@@ -190,10 +190,13 @@ t.test('an admin sees every company\'s, and how many a company has from its page
   await t.resolveMatch(page.getByRole('table', { name: /^Webhooks/ }).getByRole('row').count(), 3, 'every company\'s: a header and two rows')
 })
 
-t.test('remove after a confirmation: nothing more is sent to it; audited', async t => {
+t.test('remove after a confirmation (CSRF as every form): nothing more is sent to it; audited', async t => {
   const page = await member('alice', alice.password, `/webhooks/${id}`)
   await page.getByRole('link', { name: 'Retirer ce webhook' }).click()
   await page.waitForLoadState()
+  const forged = await page.request.post(new URL(`/webhooks/${id}/remove`, url).href, { form: { _csrf: 'not-the-session-s' }, headers: { origin: url.origin }, maxRedirects: 0 })
+  t.equal(forged.status(), 403, 'without the session\'s CSRF token: refused')
+  t.ok(hooks.get(id), 'and kept')
   t.equal(await submit(page, 'Retirer le webhook'), 303)
   await t.resolveMatch(page.getByRole('status').textContent(), `Le webhook ${id} est retiré`)
   t.equal(hooks.get(id), undefined)
