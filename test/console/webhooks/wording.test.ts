@@ -1,6 +1,6 @@
 import t from 'tap'
 import { createServer } from 'node:https'
-import type { AddressInfo, Socket } from 'node:net'
+import type { AddressInfo } from 'node:net'
 import { isEpxError, type EpxError } from '../../../src/errors.ts'
 import { echoCheck } from '../../../src/webhooks/echo-check.ts'
 import { refusalFr } from '../../../src/console/webhooks/wording.ts'
@@ -67,7 +67,7 @@ t.test('each failed echo, in French, with what the endpoint must answer', async 
   }
 
   // An HTTPS server that takes the request and never answers; then the same port closed.
-  const sockets = new Set<Socket>()
+  const sockets = new Set<{ destroy(): void }>()
   const { server: pair } = testPki()
   const silent = createServer({ cert: pair.certPem, key: pair.keyPem }, () => {})
   silent.on('connection', s => { sockets.add(s) })
