@@ -34,6 +34,7 @@ import { watchExpiries } from './metrics/expiries.ts'
 import { eachTakeover, type Leadership } from './store/leadership.ts'
 import { openEventBell, type EventBell } from './store/event-bell.ts'
 import { announceEvents, EVENTS_DB, openEvents } from './store/events.ts'
+import { openWebhooks } from './store/webhooks.ts'
 import { startDeliverer, type Deliverer } from './webhooks/deliverer.ts'
 import { connectOptionsOf } from './webhooks/echo-check.ts'
 
@@ -101,7 +102,7 @@ export async function createEpx (host: Host, rawConfig: unknown, internals: Inte
     const { audit, flags, inbound, quota } = await openInboundPath(a, store, revisions)
     const { instructions } = inbound
     const { metering, deliveries } = openDeliveryRecords(a, store)
-    const metrics = a.later.metrics = await startMetrics(a, { tokens, companies, quota, revisions, instructions, deliveries, metering, leadership })
+    const metrics = a.later.metrics = await startMetrics(a, { store, tokens, companies, quota, revisions, instructions, deliveries, metering, leadership })
     const ops = a.later.ops = startOperations(a, { store, audit, metrics, instructions, quota, deliveries, metering, leadership })
     const served = await openServingDoor(a, {
       store, companies, tokens, revisions, publisher, instructions, flags, audit, inbound, quota, metering, deliveries, metrics, ops, bell,
@@ -215,14 +216,16 @@ function openDeliveryRecords ({ host, config, bin, later }: Activation, store: S
 }
 
 async function startMetrics ({ host, config, bin, later }: Activation, parts: {
-  tokens: Tokens; companies: Companies; quota: StorageQuota; revisions: Publication['revisions']; instructions: Inbound['instructions']; deliveries: Deliveries; metering: Metering; leadership: Leadership
+  store: Store; tokens: Tokens; companies: Companies; quota: StorageQuota; revisions: Publication['revisions']; instructions: Inbound['instructions']; deliveries: Deliveries; metering: Metering; leadership: Leadership
 }): Promise<EpxMetrics | undefined> {
   if (!config.metrics.enabled && !host.metricsRegistry) return undefined
   const { tokens, companies, quota, revisions, instructions, deliveries, metering, leadership } = parts
+  const webhooks = openWebhooks(parts.store)
   const expiries = watchExpiries(host.dataDir, config.api.tls, () => host.clock.now().getTime())
   const t = later.today = realisationToday({ instructions, metering, tolerance: config.delivery }, () => parisDateOf(host.clock.now()))
   const m = await createMetrics(metricSources({
     clock: host.clock, generation: tokens.generation, revisions, instructions, deliveries, expiries, realisationToday: () => t.read(), leading: leadership.isLeader,
+    webhooksFailing: () => webhooks.failingByCompany(),
     quotaToday: () => {
       const now = host.clock.now()
       return companies.list().map(c => { const d = quota.dayOf(c, now); return { company: c.id, bytes: d.used.bytes, limit: d.limit } })

@@ -32,6 +32,8 @@ export interface MetricSources {
   realisationToday?(): RealisationGauges
   /** Each company's bytes of programmes accepted today (Paris) and its quota (apply/quota.ts). */
   quotaToday?(): ReadonlyArray<{ readonly company: string; readonly bytes: number; readonly limit: number }>
+  /** Webhook endpoints marked failing, by company (store/webhooks.ts). */
+  webhooksFailing?(): ReadonlyMap<string, number>
   /** Whether this instance leads those sharing the store (store/leadership.ts); absent: it is the only one. */
   leading?(): boolean
   nowMs(): number
@@ -123,6 +125,13 @@ export async function createMetrics (sources: MetricSources, given?: Registry) {
   }))
   quotaGauge('epx_quota_bytes', 'Bytes of programmes each company has had accepted today (Europe/Paris): its use of the storage quota, counted in the store for every instance', 'bytes')
   quotaGauge('epx_quota_limit_bytes', 'Each company\'s storage quota, bytes of programmes a Paris day (its own, or inbound.maxBytesPerCompanyPerDay)', 'limit')
+  add(new Gauge({
+    name: 'epx_webhooks_failing', help: 'Webhook endpoints marked failing (24 h of failed deliveries; `epx webhook redeliver` resumes one), by company', labelNames: ['company'], registers,
+    collect () {
+      this.reset()
+      for (const [company, n] of (sources.webhooksFailing && safely(sources.webhooksFailing)) ?? []) this.set({ company }, n)
+    },
+  }))
   add(new Gauge({
     name: 'epx_leader', help: '1 while this instance leads the instances sharing its store (it runs the publication schedule and retention), else 0; always 1 with an LMDB store', registers,
     collect () { this.set(sources.leading?.() === false ? 0 : 1) },

@@ -23,6 +23,7 @@ export function metricSources (deps: {
   readonly realisationToday?: () => RealisationGauges
   readonly leading?: () => boolean
   readonly quotaToday?: MetricSources['quotaToday']
+  readonly webhooksFailing?: MetricSources['webhooksFailing']
 }): MetricSources {
   const tomorrow = () => addDays(parisDateOf(deps.clock.now()), 1)
   let newest: { key: string; ms: number | undefined } = { key: '', ms: undefined }
@@ -52,5 +53,6 @@ export function metricSources (deps: {
     ...(deps.realisationToday ? { realisationToday: deps.realisationToday } : {}),
     ...(deps.leading ? { leading: deps.leading } : {}),
     ...(deps.quotaToday ? { quotaToday: deps.quotaToday } : {}),
+    ...(deps.webhooksFailing ? { webhooksFailing: deps.webhooksFailing } : {}),
   }
 }

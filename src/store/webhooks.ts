@@ -98,6 +98,8 @@ export interface Webhooks {
   list(companyId?: string): WebhookEndpoint[]
   stateOf(id: string): DeliveryState
   leaseOf(id: string): Lease | undefined
+  /** The endpoints marked failing, counted by company (the metric `epx_webhooks_failing`). */
+  failingByCompany(): Map<string, number>
   /** The last `limit` attempts, newest first. */
   log(id: string, limit?: number): DeliveryLogEntry[]
   /** Inside `writeDurable`: a new endpoint whose cursor is `cursor` (the company's last event: only what comes after). */
@@ -157,6 +159,11 @@ export function openWebhooks (store: Store): Webhooks {
     },
     stateOf,
     leaseOf: id => leases.get(id),
+    failingByCompany () {
+      const out = new Map<string, number>()
+      for (const e of api.list()) if (e.failingSince) out.set(e.companyId, (out.get(e.companyId) ?? 0) + 1)
+      return out
+    },
     log (id, limit = LOG_KEEP) {
       const out: DeliveryLogEntry[] = []
       for (const { value } of logs.getRange({ start: [id, Number.MAX_SAFE_INTEGER], end: [id, -1], reverse: true, limit })) out.push(value)

@@ -140,10 +140,10 @@ export function startDeliverer (o: DelivererOptions): Deliverer {
       } while (this.again && !closed)
     }
 
-    poolFor (url: URL): Pool {
+    async poolFor (url: URL): Promise<Pool> {
       if (!this.pool || this.poolUrl !== url.origin) {
         void this.pool?.close().catch(() => {})
-        this.pool = endpointPool(url, o.connect)
+        this.pool = await endpointPool(url, o.connect)
         this.poolUrl = url.origin
       }
       return this.pool
@@ -181,14 +181,15 @@ export function startDeliverer (o: DelivererOptions): Deliverer {
       let exchange: Exchange
       try {
         const url = checkEndpointUrl(e.url, o.connect.allowPrivateNetworks)
-        exchange = await postEvent(this.poolFor(url), url, {
+        exchange = await postEvent(await this.poolFor(url), url, {
           eventId: next.id, body: next.body, secrets: secretsInForce(e, startMs), timestampSeconds: Math.floor(startMs / 1000),
           timeoutMs: o.connect.requestTimeoutMs, signal: aborts.signal,
         })
       } catch (err) {
         exchange = { error: errorText(err), latencyMs: 0 }
       }
-      if (closed) return   // abandoned: the event goes again after the restart
+      // Cut short by close(): the event goes again after the restart. An answer that came is written down.
+      if (closed && exchange.status === undefined) return
       const at = now()
       const entry = { atMs: startMs, eventId: next.id, ...exchange }
       const ok = exchange.status !== undefined && exchange.status >= 200 && exchange.status < 300
@@ -243,11 +244,19 @@ export function startDeliverer (o: DelivererOptions): Deliverer {
     for (const [id, r] of runners) if (!ids.has(id)) { runners.delete(id); void r.close() }
   }
 
+  let unreadable = false
   async function loop (): Promise<void> {
     while (!closed) {
       const since = bell.count()
       woken = false
-      try { scan() } catch (err) { log.warn({ err: errorText(err) }, 'webhook endpoints unreadable now') }
+      try {
+        scan()
+        unreadable = false
+      } catch (err) {
+        // Once per episode: the store's own fault log says the rest.
+        if (!unreadable) log.warn({ err: errorText(err) }, 'webhook endpoints unreadable now; delivery resumes with the store')
+        unreadable = true
+      }
       if (woken) continue
       const wait = bell.wait(RESCAN_MS, since)
       release = wait.release
@@ -270,7 +279,10 @@ export function startDeliverer (o: DelivererOptions): Deliverer {
       await running
       await Promise.all([...runners.values()].map(r => r.close()))
       // Another instance may go on at once, not a lease later.
-      await store.writeDurable(() => hooks.releaseSync(owner)).catch(() => {})
+      const holds = (): boolean => hooks.list().some(e => hooks.leaseOf(e.id)?.owner === owner)
+      try {
+        if (holds()) await store.writeDurable(() => hooks.releaseSync(owner))
+      } catch {}   // a store that cannot answer: the leases lapse
     },
   }
 }

@@ -32,7 +32,7 @@ export async function echoCheck (text: string, connect: ConnectOptions): Promise
   const value = randomBytes(12).toString('base64url')
   const target = new URL(url)
   target.searchParams.set('echo', value)
-  const pool = endpointPool(url, connect)
+  const pool = await endpointPool(url, connect)
   try {
     const res = await pool.request({ method: 'GET', path: target.pathname + target.search, headers: { 'user-agent': 'epx-webhooks' }, signal: AbortSignal.timeout(connect.requestTimeoutMs) })
     const body = (await res.body.text()).trim()

@@ -6,7 +6,7 @@
  * answer is a result, a 2xx a delivery; a network error or a timeout is one too.
  * @module
  */
-import { Pool } from 'undici'
+import type { Pool } from 'undici'
 import { rootCertificates } from 'node:tls'
 import { webhookHeaders } from '../contract/webhook-signature.ts'
 import { isEpxError } from '../errors.ts'
@@ -31,8 +31,12 @@ export interface Exchange {
 const ANSWER_LIMIT = 64 * 1024
 const ERROR_TEXT = 300
 
+/** undici, loaded with the first endpoint: a plugin no company registered one with never loads it. */
+let undici: Promise<typeof import('undici')> | undefined
+
 /** An endpoint's pool: one connection, the checked resolution, the timeouts. */
-export function endpointPool (url: URL, o: ConnectOptions): Pool {
+export async function endpointPool (url: URL, o: ConnectOptions): Promise<Pool> {
+  const { Pool } = await (undici ??= import('undici'))
   return new Pool(url.origin, {
     connections: 1,
     pipelining: 1,

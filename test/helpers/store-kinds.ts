@@ -15,6 +15,7 @@
  * @module
  */
 import { existsSync } from 'node:fs'
+import { join } from 'node:path'
 import pg from 'pg'
 import type { Test } from 'tap'
 import { openStore as openAnyStore, type OpenStoreOptions, type Store } from '../../src/store/open-store.ts'
@@ -99,6 +100,22 @@ export function storesOf (t: Test, kind: StoreKind): KindStores {
       return endsEqual(store)
     },
   }
+}
+
+/**
+ * PostgreSQL: two instances on one database, each its own replica in a folder of
+ * `t.testdir()`, closed when `t` ends (each then compared with the database, as every
+ * store of `openStore` is).
+ */
+export async function twoStores (t: Test, stores: KindStores): Promise<{ a: Store; b: Store }> {
+  const root = t.testdir()
+  const database = await stores.databaseOf(join(root, 'a'))
+  const connect = { pool: { ...stores.cluster().connection(database), max: 4 } }
+  const a = await stores.openStore(join(root, 'a'), { postgres: connect })
+  t.teardown(() => a.close())
+  const b = await stores.openStore(join(root, 'b'), { postgres: connect })
+  t.teardown(() => b.close())
+  return { a, b }
 }
 
 /**

@@ -1,5 +1,4 @@
 import t, { type Test as Tap } from 'tap'
-import { join } from 'node:path'
 import type { Store } from '../../src/store/open-store.ts'
 import { eventId, EVENTS_DB, openEvents, type EventDraft } from '../../src/store/events.ts'
 import { openEventBell } from '../../src/store/event-bell.ts'
@@ -12,7 +11,7 @@ import { createProgrammeCheck } from '../../src/apply/check-programme.ts'
 import type { InstructionBatch } from '../../src/contract/instruction.ts'
 import { coverageOf } from '../../src/contract/paris-day.ts'
 import { programme, siteId } from '../helpers/programme.ts'
-import { storeKinds, storesOf } from '../helpers/store-kinds.ts'
+import { storeKinds, storesOf, twoStores } from '../helpers/store-kinds.ts'
 import { sized } from '../helpers/long.ts'
 
 // DECISIONS.md "Events for BSPs": each company's events, written in the write of the change
@@ -245,16 +244,7 @@ for (const kind of storeKinds) t.test(kind, async t => {
 
   if (kind === 'postgres') {
     /** Two instances on one database, each its own replica (they end equal to it: store-kinds.ts). */
-    const twoInstances = async (t: Tap) => {
-      const root = t.testdir()
-      const database = await stores.databaseOf(join(root, 'a'))
-      const connect = { pool: { ...stores.cluster().connection(database), max: 4 } }
-      const a = await stores.openStore(join(root, 'a'), { postgres: connect })
-      t.teardown(() => a.close())
-      const b = await stores.openStore(join(root, 'b'), { postgres: connect })
-      t.teardown(() => b.close())
-      return { a, b }
-    }
+    const twoInstances = (t: Tap) => twoStores(t, stores)
 
     t.test('two instances on one database give one company one sequence of ids, whoever writes', async t => {
       const { a, b } = await twoInstances(t)

@@ -1,8 +1,7 @@
 import t, { type Test as Tap } from 'tap'
-import { join } from 'node:path'
 import type { Store } from '../../src/store/open-store.ts'
 import { LOG_KEEP, openWebhooks, secretsInForce, type WebhookEndpoint } from '../../src/store/webhooks.ts'
-import { storeKinds, storesOf } from '../helpers/store-kinds.ts'
+import { storeKinds, storesOf, twoStores } from '../helpers/store-kinds.ts'
 
 // DECISIONS.md "Events for BSPs": an endpoint keeps a cursor into its company's events, a
 // bounded log of attempts, and a lease that lets one instance at a time deliver to it.
@@ -93,13 +92,7 @@ for (const kind of storeKinds) t.test(kind, async t => {
 
   if (kind === 'postgres') {
     t.test('two instances on one database: one lease between them, whichever claims first', async t => {
-      const root = t.testdir()
-      const database = await stores.databaseOf(join(root, 'a'))
-      const connect = { pool: { ...stores.cluster().connection(database), max: 4 } }
-      const a = await stores.openStore(join(root, 'a'), { postgres: connect })
-      t.teardown(() => a.close())
-      const b = await stores.openStore(join(root, 'b'), { postgres: connect })
-      t.teardown(() => b.close())
+      const { a, b } = await twoStores(t, stores)
       await a.writeDurable(() => openWebhooks(a).addSync(endpoint('wh_1'), 0))
       const claims = await Promise.all([a, b, a, b].map((s, i) => s.writeDurable(() => openWebhooks(s).claimSync('wh_1', s === a ? 'a' : 'b', T0 + i, T0 + 60_000))))
       const winner = claims[0] ? 'a' : 'b'

@@ -1,5 +1,4 @@
 import t, { type Test as Tap } from 'tap'
-import { join } from 'node:path'
 import type { Store } from '../../src/store/open-store.ts'
 import { ManualClock, systemClock } from '../../src/host/reference-host.ts'
 import type { Clock } from '../../src/host/contract.ts'
@@ -10,7 +9,7 @@ import { openAudit } from '../../src/store/audit.ts'
 import { newWebhookId, openWebhooks } from '../../src/store/webhooks.ts'
 import { newWebhookSecret } from '../../src/contract/webhook-signature.ts'
 import { MAX_RETRY_MS, RETRY_FOR_MS, startDeliverer, type Deliverer } from '../../src/webhooks/deliverer.ts'
-import { storesOf } from '../helpers/store-kinds.ts'
+import { storesOf, twoStores } from '../helpers/store-kinds.ts'
 import { startReceiver, WEBHOOK_CA } from '../helpers/webhook-receiver.ts'
 import { eventually, until } from '../helpers/eventually.ts'
 
@@ -167,15 +166,30 @@ t.test('a loopback endpoint is refused without webhooks.allowPrivateNetworks: no
   t.equal(r.received.length, 0)
 })
 
+t.test('an endpoint another instance holds (one killed mid-delivery) is taken over once its lease lapses', async t => {
+  const store = await open(t)
+  await addCompany(store)
+  const clock = new ManualClock(new Date(T0))
+  let secret = ''
+  const r = await startReceiver(t, { secret: () => secret, nowSeconds: () => Math.floor(clock.now().getTime() / 1000) })
+  const hook = await addEndpoint(store, r.url)
+  secret = hook.secret
+  const hooks = openWebhooks(store)
+  await store.writeDurable(() => hooks.claimSync(hook.id, 'killed', T0, T0 + 60_000))
+  const { deliverer } = deliver(t, store, clock)
+  await emit(store, 2)
+  clock.advance(59_999)
+  deliverer.wake()
+  await new Promise(resolve => setTimeout(resolve, 50))
+  t.equal(r.received.length, 0, 'nothing while its lease runs')
+  clock.advance(1)
+  deliverer.wake()
+  await until('both delivered', () => r.ids().length === 2)
+  t.equal(hooks.leaseOf(hook.id)?.owner, deliverer.owner)
+})
+
 t.test('postgres: two instances deliver each event once, and one goes on when the other closes', async t => {
-  const pg = storesOf(t, 'postgres')
-  const root = t.testdir()
-  const database = await pg.databaseOf(join(root, 'a'))
-  const connect = { pool: { ...pg.cluster().connection(database), max: 4 } }
-  const a = await pg.openStore(join(root, 'a'), { postgres: connect })
-  t.teardown(() => a.close())
-  const b = await pg.openStore(join(root, 'b'), { postgres: connect })
-  t.teardown(() => b.close())
+  const { a, b } = await twoStores(t, storesOf(t, 'postgres'))
   await addCompany(a)
   let secret = ''
   const r = await startReceiver(t, { secret: () => secret })
@@ -198,4 +212,5 @@ t.test('postgres: two instances deliver each event once, and one goes on when th
   await emit(left.store, 3)
   await until('the three after delivered', () => r.ids().length >= n + 3, { ms: 30_000 })
   t.equal(new Set(r.ids()).size, r.ids().length, 'still once each')
+  await left.deliverer.close()   // before its store, which then ends equal to its database
 })

@@ -1,8 +1,9 @@
 import t from 'tap'
 import { join } from 'node:path'
+import { request } from 'undici'
 import { openStore } from '../../src/store/open-store.ts'
 import { openEvents } from '../../src/store/events.ts'
-import { newWebhookId, openWebhooks } from '../../src/store/webhooks.ts'
+import { newWebhookId, openWebhooks, WEBHOOKS_DB } from '../../src/store/webhooks.ts'
 import { newWebhookSecret } from '../../src/contract/webhook-signature.ts'
 import { startEpx } from '../helpers/epx.ts'
 import { startReceiver } from '../helpers/webhook-receiver.ts'
@@ -35,11 +36,17 @@ t.test('epx started by the host delivers its events; closed and started again on
   const last = openEvents(down).lastSeq('acme')
   await down.close()
 
-  const again = await startEpx(t, { now: NOW, config, dataDir: first.dataDir })
+  const again = await startEpx(t, { now: NOW, config: { ...config, metrics: { enabled: true, port: 0 } }, dataDir: first.dataDir })
   await until('the missed events delivered', () => r.ids().length === 7)
   const ids = r.ids()
   t.same(ids, [...new Set(ids)].sort(), 'each once, in id order')
   t.equal(Number(ids.at(-1)), last, 'up to the last one written')
   t.ok(r.received.every(x => x.verdict.ok), 'every one signed')
   await until('the cursor after the last one', () => openWebhooks(again.store).stateOf(id).cursor === last)
+
+  // An endpoint marked failing is a gauge per company (docs/operating.md's alert).
+  const endpoint = openWebhooks(again.store).get(id)!
+  await again.store.writeDurable(() => again.store.db(WEBHOOKS_DB).putSync(id, { ...endpoint, failingSince: NOW }))
+  const metrics = await (await request(new URL('/metrics', again.handle.metricsUrl))).body.text()
+  t.match(metrics, /^epx_webhooks_failing\{company="acme"\} 1$/m)
 })
