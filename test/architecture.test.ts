@@ -27,7 +27,7 @@ const ALLOWED: Readonly<Record<string, readonly string[]>> = {
   'webhooks/': ['store/', 'contract/', 'host/contract.ts', 'config.ts', 'errors.ts'],
   'metrics/': ['auth/', 'store/', 'contract/', 'host/contract.ts', 'config.ts', 'errors.ts'],
   'http/': ['apply/', 'auth/', 'store/', 'contract/', 'host/contract.ts', 'config.ts', 'errors.ts', 'bounded-cache.ts'],
-  'console/': ['apply/', 'auth/', 'publish/', 'store/', 'contract/', 'host/contract.ts', 'config.ts', 'errors.ts'],
+  'console/': ['webhooks/', 'apply/', 'auth/', 'publish/', 'store/', 'contract/', 'host/contract.ts', 'config.ts', 'errors.ts'],
   'bsp/': ['contract/'],
   'door/': ['http/', 'console/', 'metrics/', 'apply/', 'auth/', 'publish/', 'store/', 'contract/', 'host/contract.ts', 'config.ts', 'errors.ts', 'os-thread.ts'],
   'host/': ['host/contract.ts', 'contract/', 'errors.ts', 'bounded-cache.ts'],

@@ -21,6 +21,8 @@ import type { InstructionFlags } from '../store/instruction-flags.ts'
 import type { LoginThrottle } from './login-throttle.ts'
 import type { EpxConfig } from '../config.ts'
 import type { StorageQuota } from '../apply/quota.ts'
+import type { Webhooks } from '../store/webhooks.ts'
+import type { ConnectOptions } from '../webhooks/post-event.ts'
 
 export interface ConsoleDeps {
   readonly store: Store
@@ -51,6 +53,12 @@ export interface ConsoleDeps {
   readonly session: { readonly idleMs: number; readonly maxMs: number }
   /** The company page's limits: the configuration's request budgets, and the storage quota with each company's use of the day (built by server.ts). */
   readonly limits: { readonly rateLimit: EpxConfig['api']['rateLimit']; readonly quota: StorageQuota }
+  /**
+   * The webhook pages: the endpoints, each company's last event (a new endpoint starts
+   * after it), and how the echo check connects, read from the configuration when asked
+   * (built by server.ts).
+   */
+  readonly webhooks: { readonly endpoints: Webhooks; lastEvent(companyId: string): number; connect(): ConnectOptions }
   /** The login throttle, shared by the login form and the password change (built by server.ts). */
   readonly loginThrottle: LoginThrottle
 }

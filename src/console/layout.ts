@@ -20,6 +20,7 @@ const NAV: readonly NavEntry[] = [
   { href: '/programmes', label: 'Programmes' },
   { href: '/realise', label: 'Réalisé' },
   { href: '/tokens', label: "Jetons d'accès" },
+  { href: '/webhooks', label: 'Webhooks' },
   { href: '/admin/companies', label: 'Entreprises', admin: true },
   { href: '/admin/users', label: 'Utilisateurs', admin: true },
   { href: '/admin/publish', label: 'Publier maintenant', admin: true },

@@ -28,9 +28,13 @@ import { tokensPage } from './tokens-page.ts'
 import { besoinsPages } from './pages/besoins.ts'
 import { programmesPages } from './pages/programmes.ts'
 import { realisePages } from './pages/realise.ts'
+import { webhooksPages } from './webhooks/pages.ts'
+import { openWebhooks } from '../store/webhooks.ts'
+import { openEvents } from '../store/events.ts'
+import { connectOptionsOf } from '../webhooks/echo-check.ts'
 
 /** The page modules, in registration order; the navigation (layout.ts) shows an entry once its route exists. */
-const PAGES: readonly ConsolePage[] = [besoinsPages, programmesPages, realisePages, tokensPage, ...adminPages]
+const PAGES: readonly ConsolePage[] = [besoinsPages, programmesPages, realisePages, tokensPage, webhooksPages, ...adminPages]
 
 /**
  * The assets folder: beside this module in the sources, `../src/console/assets` from
@@ -59,7 +63,7 @@ export function isLoopbackHost (host: string): boolean {
 export interface ConsoleOptions {
   readonly config: EpxConfig
   readonly dataDir: string
-  readonly deps: Omit<ConsoleDeps, 'session' | 'flags' | 'loginThrottle' | 'realisation' | 'tenure' | 'deliveries' | 'limits'>
+  readonly deps: Omit<ConsoleDeps, 'session' | 'flags' | 'loginThrottle' | 'realisation' | 'tenure' | 'deliveries' | 'limits' | 'webhooks'>
   /** Test seam: tighter login limits. */
   readonly loginLimits?: ThrottleLimits
 }
@@ -93,6 +97,7 @@ export async function buildConsole (opts: ConsoleOptions): Promise<FastifyInstan
   const { config, dataDir } = opts
   const { Fastify, fastifyCookie, fastifyFormbody, fastifyHelmet, fastifyRateLimit, fastifyStatic } = await loadFastify()
   const tenure = openTenure(opts.deps.store)
+  const events = openEvents(opts.deps.store)
   const deps: ConsoleDeps = {
     ...opts.deps,
     flags: openInstructionFlags(opts.deps.store),
@@ -106,6 +111,12 @@ export async function buildConsole (opts: ConsoleOptions): Promise<FastifyInstan
       holders: (siteId, fromMs, untilMs) => tenure.holdersDuring(siteId, fromMs, untilMs),
     },
     limits: { rateLimit: config.api.rateLimit, quota: storageQuota(opts.deps.store, config.inbound.maxBytesPerCompanyPerDay) },
+    webhooks: {
+      endpoints: openWebhooks(opts.deps.store),
+      lastEvent: companyId => events.lastSeq(companyId),
+      // Read at each check, as `epx webhook add` does: a CA file put in place later is seen.
+      connect: () => connectOptionsOf(config.webhooks, dataDir),
+    },
     loginThrottle: createLoginThrottle(opts.loginLimits),
     session: { idleMs: config.console.sessionIdleMinutes * 60_000, maxMs: config.console.sessionMaxHours * 3_600_000 },
   }

@@ -71,6 +71,8 @@ function detailPage (reply: FastifyReply, deps: ConsoleDeps, viewer: Viewer, c: 
   const tokens = deps.tokens.list(c.id)
   const live = tokens.filter(t => tokenState(t, nowMs) === 'active').length
   const members = deps.users.list().filter(u => u.companyId === c.id)
+  const hooks = deps.webhooks.endpoints.list(c.id)
+  const failing = hooks.filter(e => e.failingSince).length
   const pins = pinsOf(c)
   const form = (action: string, inner: SafeHtml) => html`<form method="post" action="/admin/companies/${c.id}/${action}">${csrfField(viewer)}${inner}</form>`
   return reply.page({
@@ -86,6 +88,7 @@ ${warning ? html`<p class="warning" role="alert">${warning}</p>` : ''}
 <tr><th scope="row">Empreintes épinglées</th><td>${pins.length ? pins.map(p => html`<code>${p}</code><br>`) : 'aucune (le sujet seul décide)'}</td></tr>
 <tr><th scope="row">Périmètre</th><td>${c.perimeter === 'all' ? 'tous les sites' : c.perimeter.join(', ')}</td></tr>
 <tr><th scope="row">Jetons</th><td>${tokens.length === 0 ? 'aucun' : `${live} utilisable${live > 1 ? 's' : ''} sur ${tokens.length}`} (<a href="/tokens?company=${c.id}">voir</a>)</td></tr>
+<tr><th scope="row">Webhooks</th><td>${hooks.length === 0 ? 'aucun' : `${hooks.length}${failing ? `, dont ${failing} en échec` : ''}`} (<a href="/webhooks?company=${c.id}">voir</a>)</td></tr>
 <tr><th scope="row">Utilisateurs</th><td>${members.length ? members.map(u => u.username).join(', ') : 'aucun'}</td></tr>
 <tr><th scope="row">Créée</th><td>${parisTimeOrDash(c.createdAt)}</td></tr>
 </tbody></table>
