@@ -58,7 +58,13 @@ export interface ConsoleDeps {
    * after it), and how the echo check connects, read from the configuration when asked
    * (built by server.ts).
    */
-  readonly webhooks: { readonly endpoints: Webhooks; lastEvent(companyId: string): number; connect(): ConnectOptions }
+  readonly webhooks: {
+    readonly endpoints: Webhooks
+    lastEvent(companyId: string): number
+    connect(): ConnectOptions
+    /** After a change is durable: the process's deliverer looks again now, not at its next rescan. */
+    changed(): void
+  }
   /** The login throttle, shared by the login form and the password change (built by server.ts). */
   readonly loginThrottle: LoginThrottle
 }

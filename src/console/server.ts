@@ -31,6 +31,7 @@ import { realisePages } from './pages/realise.ts'
 import { webhooksPages } from './webhooks/pages.ts'
 import { openWebhooks } from '../store/webhooks.ts'
 import { openEvents } from '../store/events.ts'
+import type { EventBell } from '../store/event-bell.ts'
 import { connectOptionsOf } from '../webhooks/echo-check.ts'
 
 /** The page modules, in registration order; the navigation (layout.ts) shows an entry once its route exists. */
@@ -66,6 +67,8 @@ export interface ConsoleOptions {
   readonly deps: Omit<ConsoleDeps, 'session' | 'flags' | 'loginThrottle' | 'realisation' | 'tenure' | 'deliveries' | 'limits' | 'webhooks'>
   /** Test seam: tighter login limits. */
   readonly loginLimits?: ThrottleLimits
+  /** The process's event bell: rung after a change of webhooks, so the deliverer looks at once. */
+  readonly bell?: EventBell
 }
 
 export interface RunningConsole {
@@ -116,6 +119,7 @@ export async function buildConsole (opts: ConsoleOptions): Promise<FastifyInstan
       lastEvent: companyId => events.lastSeq(companyId),
       // Read at each check, as `epx webhook add` does: a CA file put in place later is seen.
       connect: () => connectOptionsOf(config.webhooks, dataDir),
+      changed: () => opts.bell?.ring(),
     },
     loginThrottle: createLoginThrottle(opts.loginLimits),
     session: { idleMs: config.console.sessionIdleMinutes * 60_000, maxMs: config.console.sessionMaxHours * 3_600_000 },

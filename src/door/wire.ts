@@ -184,6 +184,7 @@ export async function openDoor (parts: DoorParts, host: HostPort): Promise<OpenD
           sites: () => host.ask({ ask: 'sites' }),
           clock: parts.clock, log: log.child({ area: 'console' }), apiUrl,
         },
+        bell: parts.bell,
       })
       closers.push(() => prepared.close())
       return prepared

@@ -8,7 +8,8 @@
  * (plugin.ts). A waiting thread sleeps in `Atomics.waitAsync`: no timer, no poll.
  *
  * A ring says "read again", never what changed: a waiter that finds nothing new for its
- * company waits again. Another process writing to an LMDB store (the CLI) rings nothing: a
+ * company waits again. The console rings it after a change of webhooks too, for the
+ * deliverer (webhooks/deliverer.ts), which waits on it. Another process writing to an LMDB store (the CLI) rings nothing: a
  * waiting read sees its events at the end of its wait, when it reads again anyway.
  * @module
  */

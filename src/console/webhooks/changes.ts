@@ -24,7 +24,7 @@ function audited<T> (deps: Deps, user: string, action: AuditAction, subject: str
     const done = change()
     deps.audit.appendSync({ actor: { kind: 'console', user }, action, subject, outcome: 'ok', details }, deps.clock.now().getTime())
     return done
-  })
+  }).then(done => { deps.webhooks.changed(); return done })
 }
 
 /** Checks `url` (form, address, echo; throws the check's refusal), then registers it from the company's next event on. */
