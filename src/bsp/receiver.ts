@@ -24,8 +24,12 @@ export interface SeenIds {
 }
 
 export interface WebhookReceiverOptions {
-  /** The endpoint's secret (`whsec_...`), or several while a rotation overlaps (any one may match). */
-  readonly secret: string | readonly string[]
+  /**
+   * The endpoint's secret (`whsec_...`), or several while a rotation overlaps (any one may
+   * match); a function is asked at each delivery (a secret kept in a file that a rotation
+   * rewrites, or one not known yet when the receiver starts to answer the registration check).
+   */
+  readonly secret: string | readonly string[] | (() => string | readonly string[])
   /** Called once per verified event; answer quickly (the service waits for the answer before the next event). */
   readonly onEvent: (event: BspEvent) => void | Promise<void>
   /** Where handled ids are kept, to answer a delivery sent again without handling it twice. */
@@ -82,8 +86,10 @@ export function createWebhookHandler (o: WebhookReceiverOptions): (req: WebhookR
       return echo === null ? { status: 400, body: 'a GET is the service\'s registration check, with ?echo=VALUE' } : { status: 200, body: echo }
     }
     if (req.method !== 'POST') return { status: 405, body: `${req.method} is not a delivery: the service POSTs events`, headers: { allow: 'GET, HEAD, POST' } }
+    const secret = typeof o.secret === 'function' ? o.secret() : o.secret
+    if (secret.length === 0) return { status: 401, body: 'this receiver has no secret yet: give it the whsec_ secret shown when the endpoint was registered' }
     const verdict = verifyWebhook({
-      secret: o.secret, headers: req.headers, body: req.body,
+      secret, headers: req.headers, body: req.body,
       ...(o.toleranceSeconds !== undefined ? { toleranceSeconds: o.toleranceSeconds } : {}),
       ...(o.nowSeconds ? { nowSeconds: o.nowSeconds() } : {}),
     })

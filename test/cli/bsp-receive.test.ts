@@ -9,11 +9,12 @@ import { testPki } from '../helpers/certs.ts'
 
 // `epx bsp receive` (`epx-bsp receive`): an endpoint for the service's webhooks on a port, over real TLS on loopback.
 
-t.test('epx bsp receive: the echo check answered, each verified event printed once as a JSON line, refusals told on stderr, SIGTERM ends it', async t => {
+t.test('epx bsp receive: the echo check answered before the secret is known, the secret file read at each delivery, each verified event printed once as a JSON line, refusals told on stderr, SIGTERM ends it', async t => {
   const dir = t.testdir()
   const [previous, next] = [newWebhookSecret(), newWebhookSecret()]
   const pki = testPki()
-  writeFileSync(join(dir, 'webhook.secret'), `${previous}\n${next}\n`, { mode: 0o600 })
+  // Empty at the start, as when the endpoint is registered once the receiver answers the check.
+  writeFileSync(join(dir, 'webhook.secret'), '', { mode: 0o600 })
   writeFileSync(join(dir, 'server.crt'), pki.server.certPem)
   writeFileSync(join(dir, 'server.key'), pki.server.keyPem)
   const child = spawn(process.execPath, [BIN, 'bsp', 'receive', '--port', '0', '--secret-file', 'webhook.secret', '--tls-cert', 'server.crt', '--tls-key', 'server.key'],
@@ -39,6 +40,9 @@ t.test('epx bsp receive: the echo check answered, each verified event printed on
   const body = JSON.stringify({ id: '000000000000042', type: 'perimetre.modifie', occurred_at: new Date().toISOString(), sites_added: ['PRM30000000000001'], sites_removed: [], all_sites: false })
 
   t.same(await send('/hooks?echo=3f9a', { method: 'GET' }), { status: 200, text: '3f9a' })
+  t.same(await send('/hooks', { headers: webhookHeaders([next], '000000000000042', now, body), body }),
+    { status: 401, text: 'this receiver has no secret yet: give it the whsec_ secret shown when the endpoint was registered' })
+  writeFileSync(join(dir, 'webhook.secret'), `${previous}\n${next}\n`)
   t.equal((await send('/hooks', { headers: webhookHeaders([next], '000000000000042', now, body), body })).status, 200)
   t.equal((await send('/hooks', { headers: webhookHeaders([previous], '000000000000042', now, body), body })).status, 200, 'sent again, under the other secret of the rotation')
   // The receiver's clock has moved on a little since `now`: on a loaded machine, a second or more.
@@ -47,6 +51,7 @@ t.test('epx bsp receive: the echo check answered, each verified event printed on
   t.equal(await exited, 0, 'SIGTERM ends it')
   t.same(stdout.trimEnd().split('\n').map(l => JSON.parse(l)), [JSON.parse(body)], 'the event printed once, as the service sent it')
   t.match(stderr, /refused POST \/hooks: 401 webhook-timestamp is 36\d\d s behind this clock/)
+  t.match(stderr, /webhook\.secret holds no secret yet: the registration check is answered, deliveries are refused until it does/)
 })
 
 t.test('epx bsp receive: the secret from a file or EPX_BSP_WEBHOOK_SECRET, never an argument; each mistake named', async t => {

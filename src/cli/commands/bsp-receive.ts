@@ -53,14 +53,37 @@ export const receiveCommand = defineCommand(spec, async (args, io) => {
       throw usageError(spec, `cannot read --${name} ${path}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`)
     }
   }
-  const secrets = (args.string('secret-file') !== undefined ? read('secret-file') : process.env[SECRET_ENV] ?? '').split(/\s+/).filter(Boolean)
-  if (secrets.length === 0) throw usageError(spec, `no secret: give --secret-file FILE or set ${SECRET_ENV} (never the secret itself as an argument)`)
-  const bad = secrets.find(s => !/^whsec_[A-Za-z0-9+/]+={0,2}$/.test(s))
-  if (bad) throw usageError(spec, `a secret is whsec_ followed by base64, as the service showed it; got one starting ${JSON.stringify(bad.slice(0, 8))}`)
+  const secretsIn = (text: string): string[] => {
+    const secrets = text.split(/\s+/).filter(Boolean)
+    const bad = secrets.find(s => !/^whsec_[A-Za-z0-9+/]+={0,2}$/.test(s))
+    if (bad) throw usageError(spec, `a secret is whsec_ followed by base64, as the service showed it; got one starting ${JSON.stringify(bad.slice(0, 8))}`)
+    return secrets
+  }
+  const file = args.string('secret-file')
+  // The file is read again at each delivery: a rotation rewrites it with no restart, and it
+  // may be empty at the start, when the endpoint is registered after the receiver answers
+  // the registration check (`epx webhook add ... | tail -1 > FILE`).
+  const fileSecrets = (): string[] => {
+    try {
+      return secretsIn(readFileSync(file!, 'utf8'))
+    } catch (err) {
+      io.err(`epx: cannot use --secret-file ${file}: ${(err as Error).message}`)
+      return []
+    }
+  }
+  let secret: string[] | (() => string[])
+  if (file !== undefined) {
+    const first = secretsIn(read('secret-file'))
+    if (first.length === 0) io.err(`epx: ${file} holds no secret yet: the registration check is answered, deliveries are refused until it does`)
+    secret = fileSecrets
+  } else {
+    secret = secretsIn(process.env[SECRET_ENV] ?? '')
+    if (secret.length === 0) throw usageError(spec, `no secret: give --secret-file FILE or set ${SECRET_ENV} (never the secret itself as an argument)`)
+  }
   const tls = args.string('tls-cert') !== undefined ? { cert: read('tls-cert'), key: read('tls-key') } : undefined
 
   const receiver = webhookReceiver({
-    secret: secrets, seen: seenIds(),
+    secret, seen: seenIds(),
     ...(tolerance !== undefined ? { toleranceSeconds: Number(tolerance) } : {}),
     onEvent: event => { io.out(JSON.stringify(event)) },
     onRefused: r => { io.err(`epx: refused ${r.method} ${r.url}: ${r.status} ${r.reason}`) },
