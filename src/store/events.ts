@@ -126,7 +126,7 @@ export function openEvents (store: Store, options: EventsOptions = {}): Events {
    * unless every event expired, and writes the head then: newer events are above it. A
    * company's seqs kept are one run (each write gives the next, retention removes the
    * oldest first), so a seq kept whose next is absent is the last: two point reads, where
-   * a range read inside a write costs a cursor (~5 µs a call measured).
+   * a range read inside a write opens a cursor at each call (bench/README.md#the-events-of-a-post).
    */
   const lastOf = (companyId: string): number => {
     const guess = seen.get(companyId)
