@@ -16,6 +16,8 @@ export interface EventsOut {
   handshake(): void
   receipt(companyId: string, siteId: string, targetDate: string, emittedAtMs: number, status: 200 | 304, atMs: number): void
   event(e: RareEvent): void
+  /** Events written for the companies' feeds (the metric `epx_events_written_total`): counted here, one record per type a flush. */
+  eventsWritten(type: string, n: number): void
   /**
    * Hands sites of a saved (durable) batch to the solver's queue with the next flush: at
    * once from a quiet door, within `flushMs` from a busy one (DECISIONS.md: "right after
@@ -41,6 +43,8 @@ export function eventsOut (post: (m: EventsMessage, transfer?: ArrayBuffer[]) =>
   let records: string[] = []
   const receipts = new Map<string, unknown[]>()
   let handshakes = 0
+  /** Per type, events written since the last flush: one count a flush, not a record per write (each POST writes one). */
+  const written = new Map<string, number>()
   let handOvers: Array<{ batch: BatchSlots; sites: readonly number[] }> = []
   let timer: NodeJS.Timeout | undefined
   let immediate: NodeJS.Immediate | undefined
@@ -153,6 +157,10 @@ export function eventsOut (post: (m: EventsMessage, transfer?: ArrayBuffer[]) =>
       if (e.e === 'programme' && !o.observed.programmes) return
       add(jsonOf([R.EVENT, e]))
     },
+    eventsWritten (type, n) {
+      written.set(type, (written.get(type) ?? 0) + n)
+      arm()
+    },
     // load-bearing: POST 1 × 96, the solver's thread 25–28 → ~7 µs a POST with the log off (bench/README.md#the-doors-events-in-one-message-per-flush)
     handOver (batch, sites) {
       // One message carries every POST's hand-over of a busy flush: a message per POST
@@ -170,10 +178,12 @@ export function eventsOut (post: (m: EventsMessage, transfer?: ArrayBuffer[]) =>
   function flush (): void {
     if (timer) { clearTimeout(timer); timer = undefined }
     if (immediate) { clearImmediate(immediate); immediate = undefined }
-    if (records.length === 0 && receipts.size === 0 && handOvers.length === 0 && handshakes === 0) return
+    if (records.length === 0 && receipts.size === 0 && handOvers.length === 0 && handshakes === 0 && written.size === 0) return
     sentAt = Date.now()
     const parts = records
     records = []
+    for (const [type, n] of written) parts.push(JSON.stringify([R.EVENT, { e: 'eventsWritten', type, n }]))
+    written.clear()
     for (const r of receipts.values()) parts.push(JSON.stringify(r))
     receipts.clear()
     if (handshakes) { parts.push(`[${R.HANDSHAKES},${handshakes}]`); handshakes = 0 }

@@ -133,7 +133,7 @@ async function open (): Promise<OpenDoor> {
   await store.opened
   // This thread's writes (programmes, the console's perimeters) ring the process's bell too.
   const bell = openEventBell(start.eventBell)
-  announceEvents(store, { bell, written: (type, n) => events.event({ e: 'eventsWritten', type, n }) })
+  announceEvents(store, { bell, written: events.eventsWritten })
   const revisions = openRevisions(store, { retentionDays: config.publish.retentionDays })
   const reader = createProgrammeReader(config.inbound)
   const audit = openAudit(store, config.audit)

@@ -12,8 +12,12 @@
  * and strictly increasing compared as numbers or as strings.
  *
  * Keys: `events` `[company_id, seq]` → `[atMs, JSON text]` (the event as served, made
- * once, when written); `event-heads` `company_id` → `{last, pruned}`: the last seq given,
- * and the last one retention removed (an `apres` before it expired).
+ * once, when written); `event-heads` `company_id` → `{last, pruned}`, written by retention
+ * only: the last seq given when it ran, and the last one it removed (an `apres` before it
+ * expired). The last seq given is the company's newest event's, read back in the write
+ * that gives the next; the head's only once retention removed every one. So a write of
+ * events touches one tree, not two: each tree a commit touches costs its pages' copies
+ * (bench/README.md#b-trees-per-durable-commit).
  * @module
  */
 import type { Store } from './open-store.ts'
@@ -115,8 +119,36 @@ export function openEvents (store: Store, options: EventsOptions = {}): Events {
 
   const throttle = store.db<{ atMs: number; owed?: 1 } | 1>(EVENT_THROTTLE_DB)
   const headOf = (companyId: string): Head => heads.get(companyId) ?? { last: 0, pruned: 0 }
+  /** Per company, the last seq this handle gave or read: a guess, checked at each use (another thread, process or instance writes too). */
+  const seen = new Map<string, number>()
+  /**
+   * The last seq given to a company: its newest event's. Retention keeps the newest one
+   * unless every event expired, and writes the head then: newer events are above it. A
+   * company's seqs kept are one run (each write gives the next, retention removes the
+   * oldest first), so a seq kept whose next is absent is the last: two point reads, where
+   * a range read inside a write opens a cursor at each call (bench/README.md#the-events-of-a-post).
+   */
+  const lastOf = (companyId: string): number => {
+    const guess = seen.get(companyId)
+    if (guess !== undefined && db.doesExist([companyId, guess]) && !db.doesExist([companyId, guess + 1])) return guess
+    let last = heads.get(companyId)?.last ?? 0
+    for (const key of db.getKeys({ start: [companyId, MAX_SEQ], end: [companyId, 0], reverse: true, limit: 1 })) last = (key as [string, number])[1]
+    seen.set(companyId, last)
+    return last
+  }
   const realiseOf = (companyId: string, siteId: string, targetDate: string): EventDraft =>
     ({ companyId, type: 'realise.modifie', fields: `"site_id":"${siteId}","target_date":"${targetDate}"` })
+
+  /** The companies that have events, in key order: one key read each, past the previous one's. */
+  function * companiesWithEvents (): Generator<string> {
+    let start: [string, number] | [string] = ['']
+    for (;;) {
+      const first = [...db.getKeys({ start, limit: 1 })][0] as [string, number] | undefined
+      if (!first) return
+      yield first[0]
+      start = [first[0], MAX_SEQ]
+    }
+  }
 
   const api: Events = {
     realiseChangedSync (changed, nowMs) {
@@ -157,17 +189,16 @@ export function openEvents (store: Store, options: EventsOptions = {}): Events {
       if (drafts.length === 0) return
       if (stamp.ms !== atMs) stamp = { ms: atMs, iso: new Date(atMs).toISOString() }
       const at = `","occurred_at":"${stamp.iso}",`
-      // Each company's head read once per write (a POST's one event costs one read, one put of each).
-      const lasts = new Map<string, { last: number; pruned: number }>()
+      // Each company's last seq read once per write (a POST's one event costs one read, one put).
+      const lasts = new Map<string, number>()
       const counts = new Map<EventType, number>()
       for (const d of drafts) {
-        let head = lasts.get(d.companyId)
-        if (!head) lasts.set(d.companyId, head = { ...headOf(d.companyId) })
-        const seq = ++head.last
+        const seq = (lasts.get(d.companyId) ?? lastOf(d.companyId)) + 1
+        lasts.set(d.companyId, seq)
         db.putSync([d.companyId, seq], [atMs, `{"id":"${eventId(seq)}","type":"${d.type}${at}${d.fields}}`])
         counts.set(d.type, (counts.get(d.type) ?? 0) + 1)
       }
-      for (const [companyId, head] of lasts) heads.putSync(companyId, head)
+      for (const [companyId, seq] of lasts) seen.set(companyId, seq)
       store.afterDurable(() => {
         opts.bell?.ring()
         if (opts.written) for (const [type, n] of counts) opts.written(type, n)
@@ -175,8 +206,7 @@ export function openEvents (store: Store, options: EventsOptions = {}): Events {
     },
 
     page (companyId, after, limit) {
-      const head = heads.get(companyId)
-      if (!head) return { kind: 'page', events: [], next: eventId(after ?? 0) }
+      const head = headOf(companyId)
       if (after !== undefined && after < head.pruned) {
         const first = [...db.getKeys({ start: [companyId, head.pruned + 1], end: [companyId, MAX_SEQ], limit: 1 })][0] as [string, number] | undefined
         return { kind: 'expired', oldest: first && eventId(first[1]), resume: eventId(head.pruned) }
@@ -191,12 +221,12 @@ export function openEvents (store: Store, options: EventsOptions = {}): Events {
       return { kind: 'page', events, next: eventId(next) }
     },
 
-    lastSeq: companyId => heads.get(companyId)?.last ?? 0,
+    lastSeq: lastOf,
 
     async prune (nowMs) {
       const cutoff = nowMs - retentionMs
       let removed = 0
-      for (const companyId of [...heads.getKeys()].filter(k => typeof k === 'string') as string[]) {
+      for (const companyId of companiesWithEvents()) {
         for (;;) {
           const expired: number[] = []
           for (const { key, value } of db.getRange({ start: [companyId, 0], end: [companyId, MAX_SEQ], limit: PRUNE_CHUNK })) {
@@ -206,9 +236,10 @@ export function openEvents (store: Store, options: EventsOptions = {}): Events {
           }
           if (!expired.length) break
           await store.writeDurable(() => {
+            // The last seq given, read before the removal may take the newest event.
+            const last = lastOf(companyId)
             for (const seq of expired) db.removeSync([companyId, seq])
-            const head = headOf(companyId)
-            heads.putSync(companyId, { last: head.last, pruned: Math.max(head.pruned, expired.at(-1)!) })
+            heads.putSync(companyId, { last, pruned: Math.max(headOf(companyId).pruned, expired.at(-1)!) })
           })
           removed += expired.length
           if (expired.length < PRUNE_CHUNK) break

@@ -74,6 +74,21 @@ t.test('metrics\' events are recorded only when the solver\'s thread has metrics
   t.equal(off.messages.length, 0, 'nothing to send, no message')
 })
 
+t.test('events written for the feeds: one count per type a flush, the sum of its writes', async t => {
+  const p = pair(t)
+  for (let i = 0; i < 40; i++) p.door.eventsWritten('instruction.statut', 1)
+  p.door.eventsWritten('besoins_agreges.publie', 3)
+  p.door.eventsWritten('besoins_agreges.publie', 2)
+  p.door.flush()
+  t.same(p.eventsWritten, [['instruction.statut', 40], ['besoins_agreges.publie', 5]])
+  t.equal(records(p.messages[0]!).length, 2, 'two records in the message, not 42')
+  p.door.eventsWritten('instruction.statut', 1)
+  p.door.flush()
+  t.same(p.eventsWritten.at(-1), ['instruction.statut', 1], 'the next flush counts from zero')
+  await new Promise(r => setImmediate(r))
+  t.equal(p.messages.length, 2)
+})
+
 t.test('a saved programme\'s hand-over: the chosen sites and their slots alone, sent at once from a quiet door', async t => {
   const p = pair(t)
   const b = batch('P1', ['S0', 'S1', 'S2'], 4)

@@ -27,11 +27,12 @@ export function eventsPair (t: Test, o: { observed?: Observed; handOver?: (b: Ha
   const answered: unknown[][] = []
   const programmes: unknown[] = []
   let handshakes = 0
+  const eventsWritten: Array<[string, number]> = []
   const handed: HandedBatch[][] = []
   const messages: EventsMessage[] = []
   const main = eventsIn({
     log,
-    observer: { answered: (...a) => { answered.push(a) }, handshake: () => { handshakes++ } },
+    observer: { answered: (...a) => { answered.push(a) }, handshake: () => { handshakes++ }, eventsWritten: (type, n) => { eventsWritten.push([type, n]) } },
     receipts: { record: (...a) => { receipts.push(a) } },
     tokens: { touch () {} },
     programme: c => { programmes.push(c) },
@@ -43,7 +44,7 @@ export function eventsPair (t: Test, o: { observed?: Observed; handOver?: (b: Ha
     main.read(copy)
   }, { observed: o.observed ?? ALL, flushMs: o.flushMs ?? 60_000, maxRecords: 1000, errorJson: err => pino.stdSerializers.err(err) })
   t.teardown(() => door.flush())
-  return { door, lines, receipts, answered, programmes, handed, messages, handshakes: () => handshakes, main }
+  return { door, lines, receipts, answered, programmes, eventsWritten, handed, messages, handshakes: () => handshakes, main }
 }
 
 export const records = (m: EventsMessage) => JSON.parse(m.text) as unknown[][]

@@ -192,6 +192,33 @@ for (const kind of storeKinds) t.test(kind, async t => {
     t.same(events.page('acme', 10, 10).kind === 'page' && JSON.parse((events.page('acme', 10, 10) as any).events[0]).id, eventId(11), 'ids go on after retention')
   })
 
+  t.test('handles of one store writing in turn, a write rolled back, retention of every company: one run of ids each, none given twice', async t => {
+    const store = await open(t)
+    // The door's and the solver's modules each open their own handle: each one's last id is only a guess.
+    const [a, b] = [openEvents(store, { retentionDays: 1 }), openEvents(store, { retentionDays: 1 })]
+    const write = (events: typeof a, companyId: string, atMs = T0) =>
+      store.writeDurable(() => events.appendSync([{ companyId, type: 'realise.modifie', fields: '"n":1' }, { companyId, type: 'realise.modifie', fields: '"n":2' }], atMs))
+    await write(a, 'acme')
+    await write(b, 'acme')
+    await write(b, 'bolt')
+    await write(a, 'acme')
+    store.faults.failWriteAfter = 1   // after its first event's put
+    await t.rejects(write(a, 'acme'), { code: 'NO_STORE' })
+    store.faults.failWriteAfter = undefined
+    await write(b, 'acme')
+    await write(a, 'acme')
+    t.same(all(store, 'acme').map(e => e.id), Array.from({ length: 10 }, (_, i) => eventId(i + 1)), 'acme: 1 to 10, whichever handle wrote, the rolled-back ids given again')
+    t.same(all(store, 'bolt').map(e => e.id), [eventId(1), eventId(2)])
+    t.equal(a.lastSeq('acme'), 10)
+    t.equal(b.lastSeq('bolt'), 2)
+    t.equal(await b.prune(T0 + 2 * 86_400_000), 12, 'every company\'s expired events, acme\'s and bolt\'s')
+    t.equal(a.lastSeq('acme'), 10, 'every event gone: the last id given is still known')
+    await write(a, 'acme', T0 + 2 * 86_400_000)
+    await write(b, 'bolt', T0 + 2 * 86_400_000)
+    t.same(all(store, 'acme').map(e => e.id), [eventId(11), eventId(12)])
+    t.same(all(store, 'bolt').map(e => e.id), [eventId(3), eventId(4)])
+  })
+
   t.test('ids go on across a restart, and the bell rings once a write with events is durable', async t => {
     const dir = t.testdir()
     const first = await stores.openStore(dir)
