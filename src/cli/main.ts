@@ -47,7 +47,7 @@ export const commands: readonly Command[] = [
     async () => (await import('./commands/store.ts')).storeSubcommands),
   lazyCommand('start', 'run the reference solver host with the epx plugin (Ctrl+C stops it)',
     async () => (await import('./commands/start.ts')).startCommand),
-  commandGroup('bsp', 'the reference BSP client: pull Besoins_Agreges, push a Programme_Soutirage, read what became of it and what was delivered',
+  commandGroup('bsp', 'the reference BSP client: pull Besoins_Agreges, push a Programme_Soutirage, read what became of it and what was delivered, receive webhooks',
     async () => (await import('./commands/bsp.ts')).bspSubcommands),
   lazyCommand('demo', 'the demo of npm start: init, demo company, certificate, tokens, then start',
     async () => (await import('./commands/demo.ts')).demoCommand),

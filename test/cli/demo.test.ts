@@ -1,18 +1,28 @@
 import t from 'tap'
-import { execFile } from 'node:child_process'
+import { execFile, spawn } from 'node:child_process'
+import { createServer } from 'node:net'
 import { existsSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { promisify } from 'node:util'
 import { Agent, request } from 'undici'
 import { conformance } from '../helpers/openapi.ts'
 import { looksLikeToken } from '../../src/auth/tokens.ts'
-import { epx, startEpx } from '../helpers/cli.ts'
+import { BIN, epx, startEpx } from '../helpers/cli.ts'
 
 const run = promisify(execFile)
 
 /** Splits a printed shell command into words (double and single quotes, as sh does for these lines). */
 function shellWords (line: string): string[] {
   return [...line.matchAll(/"([^"]*)"|'([^']*)'|(\S+)/g)].map(m => m[1] ?? m[2] ?? m[3]!)
+}
+
+function freePort (): Promise<number> {
+  return new Promise(resolve => {
+    const server = createServer().listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number }
+      server.close(() => resolve(port))
+    })
+  })
 }
 
 async function hasCurl (): Promise<boolean> {
@@ -132,6 +142,25 @@ t.test('epx demo (npm start) on a fresh folder: company, certificate, one token 
   } finally {
     await bsp.close()
   }
+
+  // The webhook lines, as pasted (`npx epx` is this checkout's bin; a free port for the printed one).
+  const hooks = out.split('\n').filter(l => l.startsWith(': > ') || l.startsWith('npx epx bsp receive ') || l.includes(' webhook add '))
+  t.equal(hooks.length, 3, 'a secret file, a receiver, its registration')
+  const port = await freePort()
+  const [empty, receiver, add] = hooks.map(l => l.replaceAll('npx epx', `${process.execPath} ${BIN}`).replaceAll(':8445/', `:${port}/`).replace('--port 8445', `--port ${port}`)) as [string, string, string]
+  t.match(add, / webhook add demo-bsp https:\/\/localhost:\d+\/ \| tail -n 1 > \.\/var\/epx\/demo\/webhook\.secret$/)
+  await run('sh', ['-c', empty], { cwd })
+  const listening = spawn('sh', ['-c', `exec ${receiver.replace(/ &$/, '')}`], { cwd, stdio: ['ignore', 'ignore', 'pipe'] })
+  t.teardown(() => { listening.kill('SIGKILL') })
+  let said = ''
+  await new Promise<void>((resolve, reject) => {
+    listening.stderr!.setEncoding('utf8').on('data', (d: string) => { said += d; if (said.includes('listening on')) resolve() })
+    listening.once('exit', code => reject(new Error(`the receiver exited (${code}): ${said}`)))
+  })
+  t.match(said, /webhook\.secret holds no secret yet/, 'the receiver answers the check before it has a secret')
+  await run('sh', ['-c', add], { cwd })
+  t.match(readFileSync(join(cwd, 'var/epx/demo/webhook.secret'), 'utf8'), /^whsec_[A-Za-z0-9+/]+={0,2}\n$/, 'registered after the echo check (loopback allowed, the demo CA trusted): the secret in the file')
+  listening.kill('SIGTERM')
 
   demo.child.kill('SIGINT')
   t.equal(await demo.exited, 0, 'Ctrl+C stops it cleanly')

@@ -5,7 +5,7 @@
  * working directory.
  * @module
  */
-import { writeFileSync } from 'node:fs'
+import { readFileSync, writeFileSync } from 'node:fs'
 import { isAbsolute, join, relative, resolve } from 'node:path'
 import { SCOPES } from '../../contract/scopes.ts'
 import { formatUtcInstant } from '../../contract/instants.ts'
@@ -22,7 +22,7 @@ import { openUsers } from '../../store/users.ts'
 import { cliActor } from '../../store/audit.ts'
 import { defineCommand, type CommandSpec } from '../define-command.ts'
 import { DEFAULT_DATA_DIR, type CliIo } from '../io.ts'
-import { withStore } from '../settings.ts'
+import { settingsPath, withStore } from '../settings.ts'
 import { issueBundle, type CertBundle } from './certs.ts'
 import { initDataDir, reportInit } from './init.ts'
 import { browserUrl, serve, serveOptions, serveOverrides, type Running } from './start.ts'
@@ -32,6 +32,8 @@ const DEMO_COMPANY = 'demo-bsp'
 const DEMO_ADMIN = 'admin'
 const DEMO_MEMBER = 'demo-bsp-user'
 const API = '/api/v0.5/energy-programs'
+/** Where the printed webhook receiver listens. */
+const DEMO_WEBHOOK_PORT = 8445
 /** The demo's solver cycle, seconds (`--cycle` changes it). */
 const DEMO_CYCLE_SECONDS = 10
 /** The solver cycle a seeded programme reads as applied by: a host numbers its cycles from 1 at each start. */
@@ -161,9 +163,24 @@ async function demoAccounts (store: Store): Promise<DemoAccount[]> {
   return made
 }
 
+/**
+ * The demo's webhooks may call a receiver on this machine, under the demo's own CA: written
+ * into its settings once (an operator's own `webhooks` section is left as it is), since
+ * `epx webhook add`, another process, reads them there too.
+ */
+function allowLoopbackWebhooks (io: CliIo): void {
+  const file = settingsPath(io.dataDir)
+  const settings = JSON.parse(readFileSync(file, 'utf8')) as { plugin?: Record<string, unknown> }
+  if (settings.plugin?.webhooks !== undefined) return
+  settings.plugin = { ...settings.plugin, webhooks: { allowPrivateNetworks: true, caFile: 'pki/ca.crt' } }
+  writeFileSync(file, JSON.stringify(settings, null, 2) + '\n')
+  io.out(`demo: webhooks may call this machine, trusting the demo's CA (plugin.webhooks in ${shellPath(file)})`)
+}
+
 async function prepare (io: CliIo): Promise<{ bundle: CertBundle; tokens: CreatedToken[]; accounts: DemoAccount[] }> {
   const created = initDataDir(io.dataDir)
   if (created.length) reportInit(io.dataDir, created, io)
+  allowLoopbackWebhooks(io)
   const { tokens, accounts } = await withStore(io.dataDir, async (store, settings) => {
     // The demo programs and meters the day before too: its company has held every site
     // since a week before, or that day would not be its own (DECISIONS.md "Tenure").
@@ -248,11 +265,29 @@ async function showTryIt (io: CliIo, run: Running, bundle: CertBundle, tokens: r
   io.out(`curl -i ${tls} -H "Authorization: Bearer ${tokenOf('outbound:evenements')}" "${base}${API}/evenements?limite=100&attente=30"`)
   io.out('')
   const data = io.dataDir === resolve(DEFAULT_DATA_DIR) ? '' : ` --data ${shellPath(io.dataDir)}`
+  showWebhooks(io, bundle, data)
   io.out(`In another terminal: npx epx${data} token list, npx epx${data} company list, npx epx${data} sites list.`)
   io.out(`Then: npx epx${data} audit list (who sent what), npx epx${data} deliveries --date ${tomorrow} (who fetched what),`)
   io.out(`npx epx${data} realise --date ${yesterday} (programmed against delivered), ` +
     `npx epx${data} instructions list and show ID (what is infeasible)` + (run.handle.metricsUrl ? `, curl ${run.handle.metricsUrl.href}metrics.` : '.'))
   io.out('Ctrl+C stops the service.')
+}
+
+/**
+ * The same events pushed (docs/bsp-guide.md "Webhooks"): a receiver on loopback serving the
+ * demo's server certificate, then its registration, whose last line is the secret the
+ * receiver reads at each delivery (it answers the registration check before it has one).
+ */
+function showWebhooks (io: CliIo, bundle: CertBundle, data: string): void {
+  const pki = (name: string) => shellPath(join(io.dataDir, 'pki', name))
+  const secret = shellPath(join(bundle.dir, 'webhook.secret'))
+  io.out(`# Or be told by webhooks: a receiver on this machine, then its registration for ${DEMO_COMPANY} (the secret, shown`)
+  io.out('# once, goes to the file the receiver reads). Each event is printed as a JSON line: POST the programme above')
+  io.out('# and see instruction.statut "queued", then "applied". A running service sees a new endpoint within 30 s.')
+  io.out(`: > ${secret}`)
+  io.out(`npx epx bsp receive --port ${DEMO_WEBHOOK_PORT} --secret-file ${secret} --tls-cert ${pki('server.crt')} --tls-key ${pki('server.key')} &`)
+  io.out(`npx epx${data} webhook add ${DEMO_COMPANY} https://localhost:${DEMO_WEBHOOK_PORT}/ | tail -n 1 > ${secret}`)
+  io.out('')
 }
 
 export const demoCommand = defineCommand(spec, async (args, io) => {
