@@ -117,6 +117,8 @@ export interface Webhooks {
   claimSync(id: string, owner: string, nowMs: number, untilMs: number): boolean
   /** Inside `writeDurable`: drops `owner`'s leases (it closes: another instance may go on at once). */
   releaseSync(owner: string): void
+  /** Inside `writeDurable`: drops every lease not `owner`'s (a store no other instance writes: they were its predecessors'). */
+  releaseOthersSync(owner: string): void
   /**
    * Inside `writeDurable`: writes an attempt's outcome if `owner` still holds the
    * endpoint's lease at `nowMs` (false: another instance took it over; nothing written).
@@ -208,6 +210,9 @@ export function openWebhooks (store: Store): Webhooks {
     },
     releaseSync (owner) {
       for (const { key, value } of leases.getRange()) if (typeof key === 'string' && value.owner === owner) leases.removeSync(key)
+    },
+    releaseOthersSync (owner) {
+      for (const { key, value } of leases.getRange()) if (typeof key === 'string' && value.owner !== owner) leases.removeSync(key)
     },
     settleSync (id, owner, nowMs, s) {
       const e = endpoints.get(id)

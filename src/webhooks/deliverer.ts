@@ -247,6 +247,16 @@ export function startDeliverer (o: DelivererOptions): Deliverer {
 
   let unreadable = false
   async function loop (): Promise<void> {
+    // A store no other instance writes (LMDB: one service per folder) has one deliverer, this
+    // one: a lease of another owner is a predecessor's, killed before it could release it.
+    // Taken at once, not a lease later (a shared store waits for it to lapse: its holder may live).
+    if (!store.shared) {
+      try {
+        if (hooks.list().some(e => { const l = hooks.leaseOf(e.id); return l !== undefined && l.owner !== owner })) {
+          await store.writeDurable(() => hooks.releaseOthersSync(owner))
+        }
+      } catch {}   // a store that cannot answer: its leases lapse, as on a shared one
+    }
     while (!closed) {
       const since = bell.count()
       woken = false

@@ -223,8 +223,8 @@ t.test('a loopback endpoint is refused without webhooks.allowPrivateNetworks: no
   t.equal(r.received.length, 0)
 })
 
-t.test('an endpoint another instance holds (one killed mid-delivery) is taken over once its lease lapses', async t => {
-  const store = await open(t)
+t.test('postgres: an endpoint another instance holds (one killed mid-delivery) is taken over once its lease lapses', async t => {
+  const store = await open(t, storesOf(t, 'postgres'))
   await addCompany(store)
   const clock = new ManualClock(new Date(T0))
   let secret = ''
@@ -242,6 +242,22 @@ t.test('an endpoint another instance holds (one killed mid-delivery) is taken ov
   clock.advance(1)
   deliverer.wake()
   await until('both delivered', () => r.ids().length === 2)
+  t.equal(hooks.leaseOf(hook.id)?.owner, deliverer.owner)
+})
+
+t.test('lmdb: a lease a killed predecessor left (one service per folder) is taken at once, not a lease later', async t => {
+  const store = await open(t)
+  await addCompany(store)
+  const clock = new ManualClock(new Date(T0))
+  let secret = ''
+  const r = await startReceiver(t, { secret: () => secret, nowSeconds: () => Math.floor(clock.now().getTime() / 1000) })
+  const hook = await addEndpoint(store, r.url)
+  secret = hook.secret
+  const hooks = openWebhooks(store)
+  await store.writeDurable(() => hooks.claimSync(hook.id, 'killed', T0, T0 + 60_000))
+  await emit(store, 2)
+  const { deliverer } = deliver(t, store, clock)
+  await until('both delivered with the clock still', () => r.ids().length === 2)
   t.equal(hooks.leaseOf(hook.id)?.owner, deliverer.owner)
 })
 

@@ -27,6 +27,9 @@ t.test('epx started by the host delivers its events; closed and started again on
   }, openEvents(store).lastSeq('acme')))
   await first.handle.publish()
   await until('the publication\'s events delivered', () => r.ids().length === 3)
+  // The receiver counts an event when it answers; the deliverer, once the answer reached it
+  // and its cursor moved. Closed before that, the event would be sent again (at least once).
+  await until('their deliveries recorded', () => openWebhooks(store).stateOf(id).cursor === openEvents(store).lastSeq('acme'))
   await first.close()
 
   // Written while epx is down, as another process (the CLI) writes the store.
