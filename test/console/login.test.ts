@@ -2,7 +2,7 @@ import t from 'tap'
 import { addUser } from '../../src/auth/accounts.ts'
 import { openAudit } from '../../src/store/audit.ts'
 import { openSessions, type SessionRecord } from '../../src/store/sessions.ts'
-import { accessibilityProblems, launchBrowser, login, newPage, screenshot, signIn } from '../helpers/browser.ts'
+import { accessibilityProblems, launchBrowser, login, newContext, newPage, screenshot, signIn } from '../helpers/browser.ts'
 import { startEpx } from '../helpers/epx.ts'
 
 // One epx and one browser for the whole file; each test has its own browser context.
@@ -40,15 +40,15 @@ t.test('a user logs in and out; the session cookie is __Host-, Secure, HttpOnly,
 })
 
 t.test('a new session id at each login', async t => {
-  const page = await newPage(t, browser)
-  await signIn(page, url, 'alice', member.password)
-  const first = (await page.context().cookies())[0]!.value
+  const context = await newContext(t, browser)
+  await signIn(context, url, 'alice', member.password)
+  const first = (await context.cookies())[0]!.value
   // Logging in again over a live session (the form of another tab) replaces its id.
-  const again = await page.request.post(new URL('/login', url).href, {
+  const again = await context.request.post(new URL('/login', url).href, {
     form: { username: 'alice', password: member.password }, headers: { origin: url.origin }, maxRedirects: 0,
   })
   t.equal(again.status(), 303)
-  const second = (await page.context().cookies())[0]!.value
+  const second = (await context.cookies())[0]!.value
   t.not(first, second)
 })
 
@@ -97,8 +97,8 @@ t.test('repeated failures on an account are throttled before any hashing: 429 wi
 })
 
 t.test('next after login: a plain path of this console only, anything else the default page, never an error', async t => {
-  const page = await newPage(t, browser)
-  const loginWith = (next: string) => page.request.post(new URL('/login', url).href, {
+  const context = await newContext(t, browser)
+  const loginWith = (next: string) => context.request.post(new URL('/login', url).href, {
     form: { username: 'alice', password: member.password, next }, headers: { origin: url.origin }, maxRedirects: 0,
   })
   t.equal((await loginWith('/tokens?state=all')).headers().location, '/tokens?state=all', 'a path of the console, with its query')
@@ -108,7 +108,7 @@ t.test('next after login: a plain path of this console only, anything else the d
     t.equal(r.status(), 303, JSON.stringify(next.slice(0, 40)))
     t.equal(r.headers().location, '/', `${JSON.stringify(next.slice(0, 40))}: the default page`)
   }
-  const loggedOut = await newPage(t, browser)
+  const loggedOut = await newContext(t, browser)
   const form = await loggedOut.request.get(new URL(`/login?next=${encodeURIComponent('/\t/evil.example')}`, url).href)
   t.equal(form.status(), 200)
   t.match(await form.text(), '<input type="hidden" name="next" value="/">', 'the form carries the default page, not the tab')

@@ -26,7 +26,7 @@ async function noAccessibilityProblem (t: Test, page: Page, name: string): Promi
 
 t.test('a token made in the console works on the API over mTLS (200), then is revoked in the console (401 on the next request)', async t => {
   const page = await newPage(t, browser)
-  await login(page, url, 'alice', member.password)
+  t.equal(await signIn(page, url, 'alice', member.password), 303)
   await page.goto(new URL('/tokens', url).href)
   await noAccessibilityProblem(t, page, 'tokens')
   await page.getByLabel('Lire les Besoins agrégés').check()

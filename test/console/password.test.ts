@@ -1,7 +1,7 @@
 import t from 'tap'
 import { addUser } from '../../src/auth/accounts.ts'
 import { openUsers } from '../../src/store/users.ts'
-import { accessibilityProblems, launchBrowser, login, newPage, screenshot, signIn } from '../helpers/browser.ts'
+import { accessibilityProblems, launchBrowser, login, newContext, newPage, screenshot, signIn } from '../helpers/browser.ts'
 import { startEpx } from '../helpers/epx.ts'
 
 // "Mot de passe": a user changes its own password, in chromium. One epx and one browser.
@@ -58,7 +58,7 @@ t.test('a user changes its own password: the current one is checked, the new one
   t.match(page.url(), /\/tokens$/, 'this browser stays logged in')
   await elsewhere.goto(new URL('/tokens', url).href)
   t.match(elsewhere.url(), /\/login/, 'the other session has ended')
-  const fresh = await newPage(t, browser)
+  const fresh = await newContext(t, browser)
   t.equal(await signIn(fresh, url, 'dora', user.password), 401, 'the old password is refused')
   t.equal(await signIn(fresh, url, 'dora', 'the second of passwords'), 303, 'the new one logs in')
 })

@@ -3,7 +3,7 @@ import type { Page } from 'playwright-core'
 import { addUser } from '../../../src/auth/accounts.ts'
 import { openRevisions } from '../../../src/store/revisions.ts'
 import { openUsers } from '../../../src/store/users.ts'
-import { launchBrowser, login, newPage } from '../../helpers/browser.ts'
+import { launchBrowser, login, newPage, signIn } from '../../helpers/browser.ts'
 import { startEpx } from '../../helpers/epx.ts'
 
 // Post/redirect/get: every admin form answers with a redirect, so reloading the page it
@@ -19,7 +19,8 @@ const users = openUsers(epx.store)
 
 async function adminPage (): Promise<Page> {
   const page = await newPage(t, browser)
-  await login(page, url, 'root', admin.password)
+  // The login POST alone (the form's own test is test/console/login.test.ts): a page less to render.
+  if (await signIn(page, url, 'root', admin.password) !== 303) throw new Error('root could not log in')
   return page
 }
 

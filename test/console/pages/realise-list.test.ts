@@ -47,6 +47,9 @@ async function operator (t: Test): Promise<RealiseListDeps> {
   }
 }
 
+// One operator for the file: its 96,000 readings take seconds to write, and every test only reads.
+const deps = await operator(t)
+
 async function list (deps: RealiseListDeps, viewer: Viewer, q: RealiseQuery = {}): Promise<RealiseDayModel> {
   const r = await loadRealiseDay(deps, viewer, q)
   if (r.status !== 200) throw new Error(`status ${r.status} ${'message' in r ? r.message : ''}`)
@@ -54,7 +57,6 @@ async function list (deps: RealiseListDeps, viewer: Viewer, q: RealiseQuery = {}
 }
 
 t.test('1,000 sites: a page of 100 with each site\'s holder, the sites in default in one step, the counts over all pages', async t => {
-  const deps = await operator(t)
   const m = await list(deps, admin)
   t.equal(m.targetDate, DAY, 'yesterday by default')
   t.equal(m.rows.length, 100)
@@ -75,7 +77,6 @@ t.test('1,000 sites: a page of 100 with each site\'s holder, the sites in defaul
 })
 
 t.test('by holder: an admin\'s company filter; a member sees its own sites, itself as holder, and its own quarter-hours', async t => {
-  const deps = await operator(t)
   const beta = await list(deps, admin, { company_id: 'beta' })
   t.equal(beta.counts.sites, 501, 'beta\'s 500 and site 1 from noon')
   t.equal(beta.counts.defaut, 1)
@@ -88,7 +89,6 @@ t.test('by holder: an admin\'s company filter; a member sees its own sites, itse
 })
 
 t.test('pages: every site once, forwards and back; the same filters in every link', async t => {
-  const deps = await operator(t)
   // Each page load computes the day of every site (the counts and totals are over all of them): one walk.
   for (const sort of ['-manque'] as const) {
     const seen: string[] = []
@@ -110,7 +110,6 @@ t.test('pages: every site once, forwards and back; the same filters in every lin
 })
 
 t.test('a wrong filter says what to write', async t => {
-  const deps = await operator(t)
   t.match(await loadRealiseDay(deps, admin, { sort: 'price' }), { status: 400, message: /Tri « price » inconnu : site, -site, -manque/ })
   t.match(await loadRealiseDay(deps, admin, { defaut: 'yes' }), { status: 400, message: /defaut=1/ })
 })
