@@ -39,6 +39,8 @@ export const RETRY_FOR_MS = 86_400_000
 const LEASE_MS = 60_000
 /** What the CLI changed in an LMDB store is seen within this (another process rings no bell). */
 const RESCAN_MS = 30_000
+/** How long close() lets an attempt under way finish before it cuts it short. */
+const CLOSE_GRACE_MS = 1_000
 /** After a store fault, a runner tries again this much later. */
 const FAULT_PAUSE_MS = 5_000
 /** Events read at once while looking for the next one an endpoint wants. */
@@ -64,7 +66,7 @@ export interface Deliverer {
   readonly owner: string
   /** Look at every endpoint now (a test that moved its clock; a change made elsewhere). */
   wake(): void
-  /** Stops: attempts under way are abandoned (their events are sent again later), leases released. */
+  /** Stops: an attempt under way has a second to finish (then it is cut short, and its event goes again later); leases released. */
   close(): Promise<void>
 }
 
@@ -163,6 +165,10 @@ export function startDeliverer (o: DelivererOptions): Deliverer {
         // Renewed with every write; claimed anew only when it may lapse within an attempt.
         if (!(lease?.owner === owner && lease.untilMs - at > leaseMs / 2)) {
           if (!await store.writeDurable(() => hooks.claimSync(this.id, owner, at, at + leaseMs))) continue
+          // Taken from another instance: its last deliveries are read again, now that the claim's
+          // write has caught this replica up with them (a cursor read before could be behind,
+          // and the event it points past would be sent twice).
+          if (lease !== undefined && lease.owner !== owner) continue
         }
         if (closed) return
         if (next.kind !== 'event') {
@@ -285,10 +291,14 @@ export function startDeliverer (o: DelivererOptions): Deliverer {
       if (closed) return
       closed = true
       offApplied()
-      aborts.abort()
+      // An attempt under way has CLOSE_GRACE_MS to bring its answer, which is then written
+      // down (a receiver that answered in time is not sent the event again); one that takes
+      // longer is cut short, and its event goes again after the restart (at least once).
+      const cut = setTimeout(() => aborts.abort(), CLOSE_GRACE_MS)
       wake()
       await running
       await Promise.all([...runners.values()].map(r => r.close()))
+      clearTimeout(cut)
       // Another instance may go on at once, not a lease later.
       const holds = (): boolean => hooks.list().some(e => hooks.leaseOf(e.id)?.owner === owner)
       try {
