@@ -10,6 +10,7 @@
 //
 // Steps are drawn from a seeded PRNG: `seed N` is printed, EPX_PROPERTY_SEED=N reruns
 // it, EPX_PROPERTY_STEPS sets how many.
+import { until } from '../helpers/eventually.ts'
 import t, { type Test } from 'tap'
 import pino from 'pino'
 import pg, { type PoolConfig } from 'pg'
@@ -178,14 +179,23 @@ async function property (t: Test, seed: number, steps: number): Promise<void> {
 
   for (const inst of instances) {
     await inst.up()
+    // After a last step's cut its change feed reconnects: until then its reads answer NO_STORE (a 503 at the door).
+    await until(`${inst.name}'s store ready`, () => inst.store!.ready(), { ms: 15_000, everyMs: 20 })
     let v = await inst.store!.verify()
     for (let i = 0; i < 50 && v?.kind === 'not-at-snapshot'; i++) { await sleep(100); v = await inst.store!.verify() }
     t.same(v?.kind === 'compared' ? v.differ : v, [], `${inst.name}'s replica equals the database`)
   }
-  const inForce = instances[0]!.inForce()
+  // A cut in the last step may be noticed by a change feed only now: its reads answer
+  // NO_STORE (a 503 at the door) until it has reconnected; read once they answer.
+  const inForceOf = async (inst: typeof instances[number]): Promise<Map<string, string>> => {
+    let read: Map<string, string> | undefined
+    await until(`${inst.name}'s store answers`, () => { try { read = inst.inForce(); return true } catch { return false } }, { ms: 15_000, everyMs: 20 })
+    return read!
+  }
+  const inForce = await inForceOf(instances[0]!)
   t.ok(inForce.size > 0, `${inForce.size} site-days have an instruction in force`)
   for (const inst of instances) {
-    t.same([...inst.inForce()].sort(), [...inForce].sort(), `${inst.name} holds the same instructions in force`)
+    t.same([...await inForceOf(inst)].sort(), [...inForce].sort(), `${inst.name} holds the same instructions in force`)
     // The feed hands what it owes with backoff, up to 5 s apart, after a reconnection.
     const start = Date.now()
     const same = () => JSON.stringify([...inst.lastHanded()].sort()) === JSON.stringify([...inForce].sort())

@@ -104,6 +104,7 @@ export function openReplica (host: ReplicaHost, options: PostgresStoreOptions): 
   })
   const stopPruning = feed ? startPruner(connections, () => feed.up(), host.log, host.path) : () => {}
   let closed = false
+  const verifyOnce = () => connections.withClient(client => verifyWhenAtSnapshot(local, client))
 
   const opened = feed
     ? feed.opened.catch(err => {
@@ -119,7 +120,10 @@ export function openReplica (host: ReplicaHost, options: PostgresStoreOptions): 
     ready: () => !closed && Atomics.load(cell, 0) === 1,
     record: (db, key, value, removed) => writes.record(db, key, value, removed),
     runBatch: jobs => writes.run(jobs),
-    verify: () => connections.withClient(client => verifyWhenAtSnapshot(local, client)),
+    // Read only, so tried twice: a pooled connection whose server side ended since it was
+    // last used (a database restart, a terminated backend) fails at its first write (EPIPE)
+    // and is dropped; the second try has a fresh one. A failure that lasts fails both.
+    verify: () => verifyOnce().catch(() => verifyOnce()),
     onApplied: listener => feed ? feed.onApplied(listener) : () => {},
     async close () {
       if (closed) return
