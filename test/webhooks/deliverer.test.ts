@@ -223,8 +223,8 @@ t.test('a loopback endpoint is refused without webhooks.allowPrivateNetworks: no
   t.equal(r.received.length, 0)
 })
 
-t.test('postgres: an endpoint another instance holds (one killed mid-delivery) is taken over once its lease lapses', async t => {
-  const store = await open(t, storesOf(t, 'postgres'))
+/** An endpoint whose lease a killed instance left, running until T0 + 60 s; the receiver on `clock`. */
+async function leftLeased (t: Tap, store: Store) {
   await addCompany(store)
   const clock = new ManualClock(new Date(T0))
   let secret = ''
@@ -233,6 +233,12 @@ t.test('postgres: an endpoint another instance holds (one killed mid-delivery) i
   secret = hook.secret
   const hooks = openWebhooks(store)
   await store.writeDurable(() => hooks.claimSync(hook.id, 'killed', T0, T0 + 60_000))
+  return { clock, r, hook, hooks }
+}
+
+t.test('postgres: an endpoint another instance holds (one killed mid-delivery) is taken over once its lease lapses', async t => {
+  const store = await open(t, storesOf(t, 'postgres'))
+  const { clock, r, hook, hooks } = await leftLeased(t, store)
   const { deliverer } = deliver(t, store, clock)
   await emit(store, 2)
   clock.advance(59_999)
@@ -247,14 +253,7 @@ t.test('postgres: an endpoint another instance holds (one killed mid-delivery) i
 
 t.test('lmdb: a lease a killed predecessor left (one service per folder) is taken at once, not a lease later', async t => {
   const store = await open(t)
-  await addCompany(store)
-  const clock = new ManualClock(new Date(T0))
-  let secret = ''
-  const r = await startReceiver(t, { secret: () => secret, nowSeconds: () => Math.floor(clock.now().getTime() / 1000) })
-  const hook = await addEndpoint(store, r.url)
-  secret = hook.secret
-  const hooks = openWebhooks(store)
-  await store.writeDurable(() => hooks.claimSync(hook.id, 'killed', T0, T0 + 60_000))
+  const { clock, r, hook, hooks } = await leftLeased(t, store)
   await emit(store, 2)
   const { deliverer } = deliver(t, store, clock)
   await until('both delivered with the clock still', () => r.ids().length === 2)
