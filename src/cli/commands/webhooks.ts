@@ -9,20 +9,18 @@
  */
 import { EpxError } from '../../errors.ts'
 import { openCompanies } from '../../store/companies.ts'
-import { cliActor, openAudit, type AuditAction } from '../../store/audit.ts'
+import { cliActor, openAudit } from '../../store/audit.ts'
 import { EVENT_TYPES, eventId, openEvents, seqOfEventId, type EventType } from '../../store/events.ts'
-import { newWebhookId, openWebhooks, type WebhookEndpoint, type Webhooks } from '../../store/webhooks.ts'
+import { openWebhooks, type WebhookEndpoint, type Webhooks } from '../../store/webhooks.ts'
 import type { Store } from '../../store/open-store.ts'
-import { newWebhookSecret } from '../../contract/webhook-signature.ts'
-import { connectOptionsOf, echoCheck } from '../../webhooks/echo-check.ts'
+import { connectOptionsOf } from '../../webhooks/echo-check.ts'
+import { addEndpoint, MAX_OVERLAP_HOURS, OVERLAP_HOURS, redeliver as redeliverFrom, removeEndpoint, rotateSecret, type WebhookChanges } from '../../webhooks/changes.ts'
 import { defineCommand, usageError, type CommandSpec } from '../define-command.ts'
 import type { Command } from '../io.ts'
 import { withStore } from '../settings.ts'
 import { printList } from '../table.ts'
 import { checkCompanyId } from './companies.ts'
 
-/** How long a rotated-out secret still signs beside the new one, by default. */
-const OVERLAP_HOURS = 24
 const WEBHOOK_ID = /^wh_[0-9a-f]{16}$/
 
 function checkWebhookId (id: string, spec: CommandSpec): string {
@@ -36,14 +34,9 @@ function endpointOf (hooks: Webhooks, id: string): WebhookEndpoint {
   return e
 }
 
-/** A change and its audit record, in one durable write. */
-function audited<T> (store: Store, action: AuditAction, subject: string, details: Record<string, unknown>, change: () => T): Promise<T> {
-  const audit = openAudit(store)
-  return store.writeDurable(() => {
-    const done = change()
-    audit.appendSync({ actor: cliActor(), action, subject, outcome: 'ok', details }, Date.now())
-    return done
-  })
+/** A change made from this command line, audited as the operator's. */
+function changesOf (store: Store): WebhookChanges {
+  return { store, audit: openAudit(store), actor: cliActor(), now: Date.now }
 }
 
 const addSpec: CommandSpec = {
@@ -76,14 +69,7 @@ const add = defineCommand(addSpec, async (args, io) => {
   const types = readTypes(args.string('types'))
   const added = await withStore(io.dataDir, async (store, settings) => {
     if (!openCompanies(store).get(companyId)) throw new EpxError('EPX_NOT_FOUND', [`no company '${companyId}' (see 'epx company list')`])
-    const url = await echoCheck(args.positionals[1]!, connectOptionsOf(settings.config.webhooks, io.dataDir))
-    const endpoint: WebhookEndpoint = {
-      id: newWebhookId(), companyId, url: url.href, types, secrets: [{ secret: newWebhookSecret() }], createdAt: new Date().toISOString(),
-    }
-    const hooks = openWebhooks(store)
-    const events = openEvents(store)
-    await audited(store, 'webhook.added', endpoint.id, { companyId, url: endpoint.url, types }, () => hooks.addSync(endpoint, events.lastSeq(companyId)))
-    return endpoint
+    return addEndpoint(changesOf(store), connectOptionsOf(settings.config.webhooks, io.dataDir), companyId, args.positionals[1]!, types)
   })
   const secret = added.secrets[0]!.secret
   if (args.flag('json')) {
@@ -175,7 +161,7 @@ const remove = defineCommand(removeSpec, async (args, io) => {
   const e = await withStore(io.dataDir, store => {
     const hooks = openWebhooks(store)
     const e = endpointOf(hooks, id)
-    return audited(store, 'webhook.removed', id, { companyId: e.companyId, url: e.url }, () => hooks.removeSync(id)).then(() => e)
+    return removeEndpoint(changesOf(store), e).then(() => e)
   })
   io.out(`removed webhook ${id} of company ${e.companyId} (${e.url})`)
 })
@@ -189,22 +175,19 @@ const rotateSpec: CommandSpec = {
     'secret is shown once, alone on the last line.',
   ].join('\n'),
   positionals: ['ID'],
-  options: { 'overlap-hours': { type: 'string', arg: 'H', help: `hours the old secret still signs (default ${OVERLAP_HOURS}, 0 to 168)` } },
+  options: { 'overlap-hours': { type: 'string', arg: 'H', help: `hours the old secret still signs (default ${OVERLAP_HOURS}, 0 to ${MAX_OVERLAP_HOURS})` } },
 }
 
 const rotate = defineCommand(rotateSpec, async (args, io) => {
   const id = checkWebhookId(args.positionals[0]!, rotateSpec)
   const hoursText = args.string('overlap-hours') ?? String(OVERLAP_HOURS)
   const hours = /^\d{1,3}$/.test(hoursText) ? Number(hoursText) : NaN
-  if (!(hours <= 168)) throw usageError(rotateSpec, `--overlap-hours ${hoursText}: a whole number of hours from 0 to 168`)
-  const secret = newWebhookSecret()
-  const now = Date.now()
-  const e = await withStore(io.dataDir, store => {
-    const hooks = openWebhooks(store)
-    const e = endpointOf(hooks, id)
-    return audited(store, 'webhook.rotated', id, { companyId: e.companyId, overlapHours: hours }, () => hooks.rotateSync(id, secret, now, hours * 3_600_000)).then(() => e)
+  if (!(hours <= MAX_OVERLAP_HOURS)) throw usageError(rotateSpec, `--overlap-hours ${hoursText}: a whole number of hours from 0 to ${MAX_OVERLAP_HOURS}`)
+  const { e, secret, oldUntilMs } = await withStore(io.dataDir, async store => {
+    const e = endpointOf(openWebhooks(store), id)
+    return { e, ...await rotateSecret(changesOf(store), e, hours) }
   })
-  io.out(`webhook ${id} of company ${e.companyId} signs with a new secret; the previous one signs beside it until ${new Date(now + hours * 3_600_000).toISOString()}`)
+  io.out(`webhook ${id} of company ${e.companyId} signs with a new secret; the previous one signs beside it until ${new Date(oldUntilMs).toISOString()}`)
   io.out('the new secret follows, shown this once:')
   io.out(secret)
 })
@@ -226,16 +209,13 @@ const redeliver = defineCommand(redeliverSpec, async (args, io) => {
   const fromText = args.string('from')
   const from = fromText === undefined ? undefined : seqOfEventId(fromText)
   if (fromText !== undefined && !(from !== undefined && from >= 1)) throw usageError(redeliverSpec, `--from ${fromText}: an event id, digits as the feed gives it (e.g. 000000000000042)`)
-  const { e, cursor } = await withStore(io.dataDir, async store => {
-    const hooks = openWebhooks(store)
-    const e = endpointOf(hooks, id)
+  const { e, next } = await withStore(io.dataDir, async store => {
+    const e = endpointOf(openWebhooks(store), id)
     const last = openEvents(store).lastSeq(e.companyId)
     if (from !== undefined && from > last) throw new EpxError('EPX_NOT_FOUND', [`company ${e.companyId} has no event ${fromText}: its last is ${eventId(last)}`])
-    const cursor = from === undefined ? hooks.stateOf(id).cursor : from - 1
-    await audited(store, 'webhook.redelivered', id, { companyId: e.companyId, from: eventId(cursor + 1) }, () => hooks.rewindSync(id, cursor))
-    return { e, cursor }
+    return { e, next: await redeliverFrom(changesOf(store), e, from) }
   })
-  io.out(`webhook ${id} of company ${e.companyId} delivers again from event ${eventId(cursor + 1)} on, in order${e.failingSince ? ` (it was failing since ${e.failingSince})` : ''}`)
+  io.out(`webhook ${id} of company ${e.companyId} delivers again from event ${next} on, in order${e.failingSince ? ` (it was failing since ${e.failingSince})` : ''}`)
 })
 
 export const webhookSubcommands: readonly Command[] = [add, list, log, remove, rotate, redeliver]

@@ -21,7 +21,7 @@ import { one } from '../pages/respond.ts'
 import { setFlash, takeFlash } from '../session.ts'
 import { parisTime } from '../time.ts'
 import type { Viewer } from '../viewer.ts'
-import { addEndpoint, MAX_OVERLAP_HOURS, redeliver, removeEndpoint, rotateSecret } from './changes.ts'
+import { addEndpoint, MAX_OVERLAP_HOURS, redeliver, removeEndpoint, rotateSecret, type WebhookChanges } from '../../webhooks/changes.ts'
 import { addForm, deliveryLog, endpointFacts, endpointForms, endpointPath, endpointRows, secretBox, WEBHOOKS_PATH, type AddForm, type EndpointView } from './view.ts'
 import { refusalFr } from './wording.ts'
 
@@ -30,6 +30,11 @@ const WEBHOOK_ID = /^wh_[0-9a-f]{16}$/
 const LOG_SHOWN = 50
 
 interface Shown { readonly secret: string; readonly rotated?: { readonly untilMs: number } }
+
+/** A change made by a console user: audited as theirs, and the deliverer told at once. */
+function changesBy (deps: ConsoleDeps, user: string): WebhookChanges {
+  return { store: deps.store, audit: deps.audit, actor: { kind: 'console', user }, now: () => deps.clock.now().getTime(), changed: () => deps.webhooks.changed() }
+}
 
 export function webhooksPages (app: FastifyInstance, deps: ConsoleDeps): void {
   const hooks = deps.webhooks.endpoints
@@ -104,7 +109,7 @@ ${endpointForms(viewer, e)}`,
     if (problem) return listPage(reply.code(400), viewer, companyId, { ...form, problem })
     let added: WebhookEndpoint
     try {
-      added = await addEndpoint(deps, viewer.username, companyId, url, types as EventType[])
+      added = await addEndpoint(changesBy(deps, viewer.username), deps.webhooks.connect(), companyId, url, types as EventType[])
     } catch (err) {
       if (!isEpxError(err) || (err.code !== 'EPX_WEBHOOK_REFUSED' && err.code !== 'EPX_WEBHOOK_ECHO_FAILED')) throw err
       deps.log.info({ company: companyId, by: viewer.username, code: err.code }, 'console: webhook refused')
@@ -130,10 +135,9 @@ ${endpointForms(viewer, e)}`,
     const text = fieldText(request.body, 'overlap')
     const hours = /^\d{1,3}$/.test(text) ? Number(text) : NaN
     if (!(hours <= MAX_OVERLAP_HOURS)) return endpointPage(request, reply.code(400), e, { problem: `Durée invalide : un nombre entier d'heures de 0 à ${MAX_OVERLAP_HOURS}.` })
-    const nowMs = deps.clock.now().getTime()
-    const secret = await rotateSecret(deps, request.viewer!.username, e, hours)
+    const { secret, oldUntilMs } = await rotateSecret(changesBy(deps, request.viewer!.username), e, hours)
     deps.log.info({ webhook: e.id, company: e.companyId, by: request.viewer!.username }, 'console: webhook secret rotated')
-    await setFlash(request, deps, endpointPath(e.id), { secret, rotated: { untilMs: nowMs + hours * 3_600_000 } } satisfies Shown)
+    await setFlash(request, deps, endpointPath(e.id), { secret, rotated: { untilMs: oldUntilMs } } satisfies Shown)
     return reply.redirect(endpointPath(e.id), 303)
   })
 
@@ -147,7 +151,7 @@ ${endpointForms(viewer, e)}`,
     if (text !== '' && !(seq !== undefined && seq >= 1)) problem = `« ${text} » n'est pas un identifiant d'événement : des chiffres, tels que le flux les donne (par exemple 000000000000042).`
     else if (seq !== undefined && seq > last) problem = `${e.companyId} n'a pas d'événement ${text} : son dernier est ${eventId(last)}.`
     if (problem) return endpointPage(request, reply.code(400), e, { problem })
-    const from = await redeliver(deps, request.viewer!.username, e, seq)
+    const from = await redeliver(changesBy(deps, request.viewer!.username), e, seq)
     return reply.redirect(`${endpointPath(e.id)}?redelivered=${from}`, 303)
   })
 
@@ -167,7 +171,7 @@ son journal de livraison est effacé. Les événements restent dans le flux GET 
   app.post(`${WEBHOOKS_PATH}/:id/remove`, async (request, reply) => {
     const e = ownEndpoint(request)
     if (!e) return notFound(reply)
-    await removeEndpoint(deps, request.viewer!.username, e)
+    await removeEndpoint(changesBy(deps, request.viewer!.username), e)
     deps.log.info({ webhook: e.id, company: e.companyId, by: request.viewer!.username }, 'console: webhook removed')
     return reply.redirect(`${WEBHOOKS_PATH}?removed=${e.id}`, 303)
   })

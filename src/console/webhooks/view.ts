@@ -11,7 +11,7 @@ import { csrfField } from '../layout.ts'
 import { frNumber } from '../numbers.ts'
 import { parisHeader, parisTime, parisTimeOrDash } from '../time.ts'
 import type { Viewer } from '../viewer.ts'
-import { MAX_OVERLAP_HOURS, OVERLAP_HOURS } from './changes.ts'
+import { MAX_OVERLAP_HOURS, OVERLAP_HOURS } from '../../webhooks/changes.ts'
 import { TYPE_LABELS } from './wording.ts'
 
 export const WEBHOOKS_PATH = '/webhooks'
