@@ -15,7 +15,14 @@
  * Workers do not inherit these hooks on Node 20: src/apply/read-programme.ts
  * `workerSource` says how the door's and the programme's workers load.
  */
-import { register } from 'node:module'
+import module from 'node:module'
+
+// Node >= 22.1 keeps what V8 compiled of each module in the temp folder's node-compile-cache,
+// for the next process: ~0.2 s of CPU less to load the store, Fastify and tap. Through the
+// environment it also reaches the hooks' thread (registered after it), the door's and the
+// programme's worker threads and the node processes a test starts (the CLI's).
+const cache = module.enableCompileCache?.()
+if (cache?.directory) process.env.NODE_COMPILE_CACHE = cache.directory
 
 process.setSourceMapsEnabled(true)
-register('./ts-hooks.mjs', import.meta.url)
+module.register('./ts-hooks.mjs', import.meta.url)
