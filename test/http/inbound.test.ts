@@ -1,5 +1,5 @@
 import t, { type Test as Tap } from 'tap'
-import { startEpx } from '../helpers/epx.ts'
+import { startEpx, TEST_DOOR_IN_WORKER } from '../helpers/epx.ts'
 import { INBOUND_PATH, programme, siteId, type ProgrammeOptions } from '../helpers/programme.ts'
 import { openInstructions } from '../../src/store/instructions.ts'
 import { eventually } from '../helpers/eventually.ts'
@@ -17,7 +17,24 @@ async function setup (t: Tap, o: { now?: string; config?: Record<string, any>; p
   return { epx, cert, secret, tokenId, post, send, instructions }
 }
 
-/** Status writes after the 202 are not awaited by the request: wait for them. */
+/**
+ * One epx per door placement for the tests whose requests are all refused (a door's start
+ * is most of a test's CPU here): nothing they send is stored or queued, so each finds the
+ * epx as empty as one of its own, and checks so where it matters. Its company `acme` may
+ * send for every site, `solo` for site 1 only. A test that is answered 202 starts its own.
+ */
+const refusing = new Map<boolean, ReturnType<typeof refusingEpx>>()
+async function refusingEpx (inWorker: boolean) {
+  const acme = await setup(t, { config: { api: { inWorker } } })
+  const { cert } = await acme.epx.addCompany('solo', { perimeter: [siteId(1)] })
+  const { secret } = await acme.epx.addToken('solo', ['inbound:programme-soutirage'])
+  const postSolo = (body: object) => acme.epx.request({ method: 'POST', path: INBOUND_PATH, cert, token: secret, body, headers: { 'content-type': 'application/json' } })
+  return { ...acme, postSolo }
+}
+const refusals = (inWorker = TEST_DOOR_IN_WORKER) => {
+  if (!refusing.has(inWorker)) refusing.set(inWorker, refusingEpx(inWorker))
+  return refusing.get(inWorker)!
+}
 
 const ID = 'ProgrammeSoutirage-2026-11-22-rev-20261121T120000Z'
 
@@ -136,10 +153,10 @@ t.test('a store failure in the middle of a programme is 503 NO_STORE with Retry-
 })
 
 t.test('validation failures through the door: 400 with the pointer to the faulty field', async t => {
-  const { post, epx } = await setup(t, { perimeter: [siteId(1)] })
+  const { postSolo, epx } = await refusals()
   const b = programme({ sites: 2, slots: 4 })
   b.sites[0]!.energie_programmee[2]!.debut_utc = '2026-11-21T23:31:00Z'
-  const res = await post(b)
+  const res = await postSolo(b)
   t.equal(res.status, 400)
   const { error } = res.json()
   t.equal(error.code, 'INVALID_PROGRAMME_SOUTIRAGE_REQUEST')
@@ -164,7 +181,7 @@ t.test('a big programme is parsed off the request thread and stored like a small
 })
 
 t.test('a token without the inbound scope is refused by the door before the body is read', async t => {
-  const { epx, cert } = await setup(t)
+  const { epx, cert } = await refusals()
   const { secret } = await epx.addToken('acme', ['outbound:besoins-agreges'])
   const res = await epx.request({ method: 'POST', path: INBOUND_PATH, cert, token: secret, body: programme() })
   t.equal(res.status, 403)
@@ -241,7 +258,7 @@ t.test('an emitted_at in years 0000 to 0099 is accepted through the door and nam
 })
 
 t.test('a target_date in year 0050 is refused at /target_date, saying Paris time then has no quarter-hour grid', async t => {
-  const { post } = await setup(t)
+  const { post } = await refusals()
   const b = programme({ slots: 1, emittedAt: '0050-06-14T12:00:00Z' })
   b.target_date = '0050-06-15'
   b.sites[0]!.energie_programmee = [{ debut_utc: '0050-06-15T00:00:00Z', fin_utc: '0050-06-15T00:15:00Z', energie_kwh: 1 }]
@@ -252,7 +269,7 @@ t.test('a target_date in year 0050 is refused at /target_date, saying Paris time
 })
 
 t.test('an instant refusal says what is wrong in error.details under the field pointer', async t => {
-  const { post } = await setup(t)
+  const { post } = await refusals()
   const b = programme({ slots: 2, emittedAt: '2026-11-21T13:00:00+01:00' })
   b.sites[0]!.energie_programmee[1]!.debut_utc = '2026-11-21T23:15:00.000001Z'
   const res = await post(b)
@@ -272,28 +289,9 @@ t.test('a big programme (parsed in the worker) keeps emitted_at to the nanosecon
   t.equal(instructions().get('ProgrammeSoutirage-2026-11-22-rev-20261121T100000.000000001Z', siteId(40))!.state.status, 'superseded')
 })
 
-t.test('what cannot be honoured is refused with 400 at its pointer, in the thread and in the door\'s worker', async t => {
-  for (const inWorker of [false, true]) {
-    const { post, epx } = await setup(t, { config: { api: { inWorker } } })
-    const refuse = async (b: object, pointer: string, message: RegExp) => {
-      const res = await post(b)
-      t.equal(res.status, 400, `${pointer} (inWorker ${inWorker})`)
-      t.equal(res.json().error.code, 'INVALID_PROGRAMME_SOUTIRAGE_REQUEST')
-      t.same(Object.keys(res.json().error.details), [pointer])
-      t.match(res.json().error.details[pointer], message)
-    }
-    await refuse(programme({ emittedAt: '2062-11-21T12:00:00Z', slots: 1 }), '/emitted_at', /ahead of this server's clock \(2026-11-21T12:30:00\.000Z\)/)
-    await refuse(programme({ targetDate: '2020-01-01', slots: 1 }), '/target_date', /^the day is over: 2020-01-01 is before today \(2026-11-21/)
-    await refuse(programme({ targetDate: '2026-12-01', slots: 1 }), '/target_date', /too far ahead: the latest target_date accepted today \(2026-11-21, Europe\/Paris\) is 2026-11-28/)
-    await refuse(programme({ sites: [siteId(1), 'PRM99999999999999'], slots: 1 }), '/sites/1/site_id', /^site PRM99999999999999 is not managed by this service's solver/)
-    t.same(epx.ref.pending(), [], 'nothing queued')
-    t.equal((await post(programme({ emittedAt: '2026-11-21T12:34:00Z', slots: 1 }))).status, 202, 'within the skew')
-  }
-})
-
 t.test('a slot above the sanity bound (inbound.maxSiteKw) is 400 at its energie_kwh, in the thread and in the door\'s worker: 1e306 kWh never becomes an infinite floor', async t => {
   for (const inWorker of [false, true]) {
-    const { post, epx, instructions } = await setup(t, { config: { api: { inWorker } } })
+    const { post, epx, instructions } = await refusals(inWorker)
     const b = programme({ targetDate: '2026-11-21', slots: 96 })
     b.sites[0]!.energie_programmee[60]!.energie_kwh = 1e306
     const res = await post(b)
@@ -310,6 +308,26 @@ t.test('a slot above the sanity bound (inbound.maxSiteKw) is 400 at its energie_
   const res = await post(programme({ slots: 2 }))   // 2.5 kWh a quarter-hour: 10 kW
   t.equal(res.status, 400)
   t.match(res.json().error.details['/sites/0/energie_programmee/0/energie_kwh'], /sanity bound of 5 kW per site/)
+})
+
+// After every other test on the refusing epx: its last request is accepted.
+t.test('what cannot be honoured is refused with 400 at its pointer, in the thread and in the door\'s worker', async t => {
+  for (const inWorker of [false, true]) {
+    const { post, epx } = await refusals(inWorker)
+    const refuse = async (b: object, pointer: string, message: RegExp) => {
+      const res = await post(b)
+      t.equal(res.status, 400, `${pointer} (inWorker ${inWorker})`)
+      t.equal(res.json().error.code, 'INVALID_PROGRAMME_SOUTIRAGE_REQUEST')
+      t.same(Object.keys(res.json().error.details), [pointer])
+      t.match(res.json().error.details[pointer], message)
+    }
+    await refuse(programme({ emittedAt: '2062-11-21T12:00:00Z', slots: 1 }), '/emitted_at', /ahead of this server's clock \(2026-11-21T12:30:00\.000Z\)/)
+    await refuse(programme({ targetDate: '2020-01-01', slots: 1 }), '/target_date', /^the day is over: 2020-01-01 is before today \(2026-11-21/)
+    await refuse(programme({ targetDate: '2026-12-01', slots: 1 }), '/target_date', /too far ahead: the latest target_date accepted today \(2026-11-21, Europe\/Paris\) is 2026-11-28/)
+    await refuse(programme({ sites: [siteId(1), 'PRM99999999999999'], slots: 1 }), '/sites/1/site_id', /^site PRM99999999999999 is not managed by this service's solver/)
+    t.same(epx.ref.pending(), [], 'nothing queued')
+    t.equal((await post(programme({ emittedAt: '2026-11-21T12:34:00Z', slots: 1 }))).status, 202, 'within the skew')
+  }
 })
 
 t.test('a programme for today whose every period had begun is answered 202 late: stored, never fed, never said to be applied', async t => {
