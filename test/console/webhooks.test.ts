@@ -30,9 +30,20 @@ const audit = openAudit(epx.store)
 const shown: string[] = []
 const receiver = await startReceiver(t, { secret: () => shown, nowSeconds: () => epx.clock.now().getTime() / 1000 })
 
+/**
+ * A user's page, at `path`: one per user for the file, signed in once (login.test.ts tests
+ * logging in; here each sign-in cost a scrypt hash and a browser context with its renderer).
+ */
+const pages = new Map<string, Promise<Page>>()
 async function member (username: string, password: string, path: string): Promise<Page> {
-  const page = await newPage(t, browser)
-  t.equal(await signIn(page, url, username, password), 303)
+  if (!pages.has(username)) {
+    pages.set(username, (async () => {
+      const page = await newPage(t, browser)
+      t.equal(await signIn(page, url, username, password), 303)
+      return page
+    })())
+  }
+  const page = await pages.get(username)!
   await page.goto(new URL(path, url).href)
   return page
 }
