@@ -1,7 +1,7 @@
 import t from 'tap'
 import type { Page } from 'playwright-core'
 import { addUser } from '../../src/auth/accounts.ts'
-import { accessibilityProblems, launchBrowser, newPage, screenshot, screenshotOf, signIn } from '../helpers/browser.ts'
+import { accessibilityProblems, launchBrowser, newPage, pagePerUser, screenshot, screenshotOf, signIn } from '../helpers/browser.ts'
 import { startEpx } from '../helpers/epx.ts'
 import { LONG } from '../helpers/long.ts'
 import { INBOUND_PATH, programme, siteId } from '../helpers/programme.ts'
@@ -35,12 +35,8 @@ if (posted.status !== 202) throw new Error(`${posted.status} ${posted.text}`)
 const besoins = `/besoins-agreges?site_id=${siteId(1)}&target_date=${TOMORROW}`
 const detail = `/programmes/${FLAGGED}/${siteId(1)}`
 
-async function phone (username: string, password: string): Promise<Page> {
-  const page = await newPage(t, browser)
-  await page.setViewportSize({ width: 390, height: 844 })
-  t.equal(await signIn(page, url, username, password), 303)
-  return page
-}
+/** The user's page on a phone's screen: one for the file, each test going to its page first. */
+const phone = pagePerUser(t, browser, url, page => page.setViewportSize({ width: 390, height: 844 }))
 
 /** How wide the page is against the screen (the document scrolls sideways when wider). */
 const widths = (page: Page) => page.evaluate('[document.documentElement.scrollWidth, window.innerWidth]') as Promise<[number, number]>

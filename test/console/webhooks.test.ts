@@ -4,7 +4,7 @@ import { addUser } from '../../src/auth/accounts.ts'
 import { openAudit } from '../../src/store/audit.ts'
 import { openEvents } from '../../src/store/events.ts'
 import { openWebhooks, secretsInForce } from '../../src/store/webhooks.ts'
-import { accessibilityProblems, launchBrowser, newPage, screenshot, signIn } from '../helpers/browser.ts'
+import { accessibilityProblems, launchBrowser, pagePerUser, screenshot } from '../helpers/browser.ts'
 import { startEpx } from '../helpers/epx.ts'
 import { eventually, until } from '../helpers/eventually.ts'
 import { siteId } from '../helpers/programme.ts'
@@ -30,20 +30,10 @@ const audit = openAudit(epx.store)
 const shown: string[] = []
 const receiver = await startReceiver(t, { secret: () => shown, nowSeconds: () => epx.clock.now().getTime() / 1000 })
 
-/**
- * A user's page, at `path`: one per user for the file, signed in once (login.test.ts tests
- * logging in; here each sign-in cost a scrypt hash and a browser context with its renderer).
- */
-const pages = new Map<string, Promise<Page>>()
+const signedIn = pagePerUser(t, browser, url)
+/** The user's page (one for the file: login.test.ts tests logging in), at `path`. */
 async function member (username: string, password: string, path: string): Promise<Page> {
-  if (!pages.has(username)) {
-    pages.set(username, (async () => {
-      const page = await newPage(t, browser)
-      t.equal(await signIn(page, url, username, password), 303)
-      return page
-    })())
-  }
-  const page = await pages.get(username)!
+  const page = await signedIn(username, password)
   await page.goto(new URL(path, url).href)
   return page
 }

@@ -74,6 +74,28 @@ export async function signIn (page: Page | BrowserContext, consoleUrl: URL, user
 }
 
 /**
+ * A page per user for the whole file (`t`: the file's), signed in with the login POST at its
+ * first use and shared by the tests that are not about logging in (test/console/login.test.ts
+ * is), each going to its page first: a browser context, its renderer and a scrypt hash less
+ * per test. `setUp` readies a new page before it signs in (a phone's viewport).
+ */
+export function pagePerUser (t: Test, browser: Browser, consoleUrl: URL, setUp?: (page: Page) => Promise<void>): (username: string, password: string) => Promise<Page> {
+  const pages = new Map<string, Promise<Page>>()
+  return (username, password) => {
+    if (!pages.has(username)) {
+      pages.set(username, (async () => {
+        const page = await newPage(t, browser)
+        await setUp?.(page)
+        const status = await signIn(page, consoleUrl, username, password)
+        if (status !== 303) throw new Error(`${username} could not sign in: ${status}`)
+        return page
+      })())
+    }
+    return pages.get(username)!
+  }
+}
+
+/**
  * The whole page by default; `{ fullPage: false }` keeps the viewport (a long table's top, for
  * docs/). Only with `EPX_SCREENSHOTS=1` (`npm run test:screenshots`): a picture asserts
  * nothing, and rendering and encoding 21 of them cost `npm test` ~7 s of CPU.

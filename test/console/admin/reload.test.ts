@@ -3,7 +3,7 @@ import type { Page } from 'playwright-core'
 import { addUser } from '../../../src/auth/accounts.ts'
 import { openRevisions } from '../../../src/store/revisions.ts'
 import { openUsers } from '../../../src/store/users.ts'
-import { launchBrowser, login, newPage, signIn } from '../../helpers/browser.ts'
+import { launchBrowser, login, newPage, pagePerUser } from '../../helpers/browser.ts'
 import { startEpx } from '../../helpers/epx.ts'
 
 // Post/redirect/get: every admin form answers with a redirect, so reloading the page it
@@ -17,12 +17,10 @@ const admin = await addUser(epx.store, { username: 'root', admin: true, companyI
 await addUser(epx.store, { username: 'alice', admin: false, companyId: 'acme' }, Date.now())
 const users = openUsers(epx.store)
 
-async function adminPage (): Promise<Page> {
-  const page = await newPage(t, browser)
-  // The login POST alone (the form's own test is test/console/login.test.ts): a page less to render.
-  if (await signIn(page, url, 'root', admin.password) !== 303) throw new Error('root could not log in')
-  return page
-}
+// One page for the admin's tests, signed in with the login POST alone (the form's own test is
+// test/console/login.test.ts); each test goes to its page first.
+const signedIn = pagePerUser(t, browser, url)
+const adminPage = () => signedIn('root', admin.password)
 
 /** Clicks a form's button; resolves to the status of the POST (the page then shows where it was sent). */
 async function submit (page: Page, button: string): Promise<number> {
