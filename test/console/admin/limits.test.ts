@@ -2,7 +2,7 @@ import t from 'tap'
 import type { Page } from 'playwright-core'
 import { addUser } from '../../../src/auth/accounts.ts'
 import { openAudit } from '../../../src/store/audit.ts'
-import { launchBrowser, newPage, signIn } from '../../helpers/browser.ts'
+import { launchBrowser, pagePerUser } from '../../helpers/browser.ts'
 import { startEpx } from '../../helpers/epx.ts'
 import { eventually } from '../../helpers/eventually.ts'
 import { INBOUND_PATH, programme } from '../../helpers/programme.ts'
@@ -18,10 +18,11 @@ const { cert } = await epx.addCompany('acme', { perimeter: [epx.ref.sites[0]!.si
 const { secret } = await epx.addToken('acme', ['inbound:programme-soutirage'])
 const root = await addUser(epx.store, { username: 'root', admin: true, companyId: null }, Date.now())
 
+// One page for the admin's tests, signed in with the login POST alone (the form's own test is
+// test/console/login.test.ts); each test starts on the company's page.
+const signedIn = pagePerUser(t, browser, url)
 async function adminPage (): Promise<Page> {
-  const page = await newPage(t, browser)
-  // The login POST alone (the form's own test is test/console/login.test.ts): a page less to render.
-  if (await signIn(page, url, 'root', root.password) !== 303) throw new Error('root could not log in')
+  const page = await signedIn('root', root.password)
   await page.goto(new URL('/admin/companies/acme', url).href)
   return page
 }
