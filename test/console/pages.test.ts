@@ -2,7 +2,7 @@ import t, { type Test } from 'tap'
 import type { Page } from 'playwright-core'
 import { addUser } from '../../src/auth/accounts.ts'
 import { OUTBOUND_PATH } from '../../src/contract/paths.ts'
-import { accessibilityProblems, launchBrowser, login, newPage, screenshot, signIn } from '../helpers/browser.ts'
+import { accessibilityProblems, launchBrowser, login, newPage, pagePerUser, screenshot, signIn } from '../helpers/browser.ts'
 import { startEpx } from '../helpers/epx.ts'
 
 // One epx and one browser for the file; the clock stands on 2026-11-21, so "tomorrow" is the 22nd.
@@ -19,14 +19,16 @@ const site = epx.ref.sites[0]!.site_id
 const TOMORROW = '2026-11-22'
 await epx.handle.publish({ targetDate: TOMORROW })
 
+// alice's page, shared by her two tests (login.test.ts tests logging in).
+const signedIn = pagePerUser(t, browser, url)
+
 async function noAccessibilityProblem (t: Test, page: Page, name: string): Promise<void> {
   t.same(await accessibilityProblems(page), [], `${name}: no serious or critical accessibility problem`)
   await screenshot(page, name)
 }
 
 t.test('a token made in the console works on the API over mTLS (200), then is revoked in the console (401 on the next request)', async t => {
-  const page = await newPage(t, browser)
-  t.equal(await signIn(page, url, 'alice', member.password), 303)
+  const page = await signedIn('alice', member.password)
   await page.goto(new URL('/tokens', url).href)
   await noAccessibilityProblem(t, page, 'tokens')
   await page.getByLabel('Lire les Besoins agrégés').check()
@@ -64,8 +66,7 @@ t.test('a token made in the console works on the API over mTLS (200), then is re
 
 t.test("a member cannot reach another company's token nor an admin page by editing the URL; nothing leaks", async t => {
   const beta = await epx.addToken('beta', ['outbound:besoins-agreges'])
-  const page = await newPage(t, browser)
-  await signIn(page, url, 'alice', member.password)
+  const page = await signedIn('alice', member.password)
   for (const path of [`/tokens/${beta.id}/revoke`, '/tokens/tok_0000000000000000/revoke']) {
     const r = await page.goto(new URL(path, url).href)
     t.equal(r?.status(), 404, `${path}: 404, the same for another company's token and for none`)
