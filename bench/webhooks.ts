@@ -19,7 +19,7 @@ import { loadavg } from 'node:os'
 import { join } from 'node:path'
 import type { Child } from '../test/helpers/child.ts'
 import { cli } from './fairness.ts'
-import { siteIds } from './fixtures.ts'
+import { siteId } from './fixtures.ts'
 import { DELAY_MAX_MS, DELAY_P99_OVER_QUIET_MS } from './host-probe.ts'
 import { fmt, spread, type Target } from './report.ts'
 import type { EndpointReport } from './webhook-receivers.ts'
@@ -107,14 +107,13 @@ export async function measureWebhooks (i: WebhookInput): Promise<WebhookRow> {
   const perEndpoint = Math.floor(sites / WEBHOOK_ENDPOINTS)
   if (perEndpoint < 1) throw new Error(`--webhook-sites ${sites}: at least ${WEBHOOK_ENDPOINTS}, a tenth of them to each endpoint`)
   const latencyMs = i.latencyMs ?? 0
-  const ids = siteIds(perEndpoint * WEBHOOK_ENDPOINTS)
-  const companies = Array.from({ length: WEBHOOK_ENDPOINTS }, (_, k) => ({
-    id: `bsp-${String(k + 1).padStart(2, '0')}`, sites: ids.slice(k * perEndpoint, (k + 1) * perEndpoint),
-  }))
+  const total = perEndpoint * WEBHOOK_ENDPOINTS
+  // Company k holds the k-th tenth of the sites.
+  const companies = Array.from({ length: WEBHOOK_ENDPOINTS }, (_, k) => ({ id: `bsp-${String(k + 1).padStart(2, '0')}`, firstSite: k * perEndpoint, sites: perEndpoint }))
   const webhooks = { enabled: true, allowPrivateNetworks: true, caFile: i.tls.caFile }
   // `epx webhook add`, another process, reads the plugin's settings from the data folder, as the demo writes them.
   mkdirSync(i.dataDir, { recursive: true })
-  writeFileSync(join(i.dataDir, 'epx.config.json'), JSON.stringify({ host: { sites: ids.length }, plugin: { store: { path: 'epx.lmdb' }, webhooks } }, null, 2))
+  writeFileSync(join(i.dataDir, 'epx.config.json'), JSON.stringify({ host: { sites: total }, plugin: { store: { path: 'epx.lmdb' }, webhooks } }, null, 2))
 
   const receivers = i.start('webhook receivers', 'webhook-receivers.ts', {})
   let e: Child | undefined
@@ -123,7 +122,7 @@ export async function measureWebhooks (i: WebhookInput): Promise<WebhookRow> {
     const { ports } = await receivers.ask({ type: 'listen', count: WEBHOOK_ENDPOINTS, certFile: i.tls.serverCertFile, keyFile: i.tls.serverKeyFile, latencyMs }, 'listening', 30_000) as unknown as { ports: number[] }
     e = i.start('E (webhooks)', i.eServer, {
       BENCH_CONFIG: JSON.stringify({ serverCertFile: i.tls.serverCertFile, serverKeyFile: i.tls.serverKeyFile, clientCaFile: i.tls.clientCaFile, documentFile: '', etag: '', lastModified: '' }),
-      BENCH_E: JSON.stringify({ dataDir: i.dataDir, sites: ids.length, clientSubject: 'CN=unused,O=Bench', publishSiteIds: [], targetDate: i.targetDate, companies, webhooks }),
+      BENCH_E: JSON.stringify({ dataDir: i.dataDir, sites: total, clientSubject: 'CN=unused,O=Bench', publishSiteIds: [], targetDate: i.targetDate, companies, webhooks }),
     })
     await e.next('ready', 120_000)
     const publish = async (hold: boolean, siteIds?: readonly string[]) => {
@@ -137,7 +136,7 @@ export async function measureWebhooks (i: WebhookInput): Promise<WebhookRow> {
     for (let n = 0; n < (i.quick ? 1 : 2); n++) {
       const b = await publish(false)
       baseline.push({ wallMs: b.wallMs, cpuMs: b.cpuMs, delay: b.delay })
-      process.stderr.write(`  webhooks: publication of ${ids.length} sites with no endpoint: ${b.wallMs.toFixed(0)} ms, CPU ${b.cpuMs.toFixed(0)} ms, loop delay p99 ${b.delay.p99Ms.toFixed(1)} ms, max ${b.delay.maxMs.toFixed(1)} ms\n`)
+      process.stderr.write(`  webhooks: publication of ${total} sites with no endpoint: ${b.wallMs.toFixed(0)} ms, CPU ${b.cpuMs.toFixed(0)} ms, loop delay p99 ${b.delay.p99Ms.toFixed(1)} ms, max ${b.delay.maxMs.toFixed(1)} ms\n`)
     }
 
     // 2. One endpoint per company, as an operator registers it (from the company's next event on).
@@ -152,7 +151,7 @@ export async function measureWebhooks (i: WebhookInput): Promise<WebhookRow> {
     // A daemon at 08:00 has delivered before: one event to each endpoint first (the HTTP client
     // loaded with the first endpoint, each endpoint's lease claimed, its first connection made).
     await receivers.ask({ type: 'expect', perEndpoint: 1, targetDate: i.targetDate }, 'expecting', 10_000)
-    await publish(false, companies.map(c => c.sites[0]!))
+    await publish(false, companies.map(c => siteId(c.firstSite)))
     await receivers.next('delivered', 60_000)
     const warm = faultsOf((await receivers.ask({ type: 'report' }, 'report', 10_000) as unknown as { endpoints: EndpointReport[] }).endpoints, 1)
     if (warm.faults) throw new Error(`the first delivery to each endpoint: ${warm.first}`)
@@ -187,7 +186,7 @@ export async function measureWebhooks (i: WebhookInput): Promise<WebhookRow> {
         `(quiet ${quiet.p99Ms.toFixed(1)}), max ${run.after.delay.maxMs.toFixed(1)} ms; ${faults} faults${first ? `: ${first}` : ''} (load ${loadAvg.toFixed(1)})\n`)
       if (!delivered) break
     }
-    return { sites: ids.length, endpoints: WEBHOOK_ENDPOINTS, perEndpoint, latencyMs, baseline, registerMs, runs }
+    return { sites: total, endpoints: WEBHOOK_ENDPOINTS, perEndpoint, latencyMs, baseline, registerMs, runs }
   } finally {
     await e?.stop()
     await receivers.stop()

@@ -27,7 +27,7 @@ import { openTokens } from '../../src/store/tokens.ts'
 import { hashToken, newTokenId, newTokenSecret } from '../../src/auth/tokens.ts'
 import type { Scope } from '../../src/contract/scopes.ts'
 import { canonicalSubject } from '../../src/auth/subject.ts'
-import { SAME_SIZE_SITE } from '../fixtures.ts'
+import { SAME_SIZE_SITE, siteIds } from '../fixtures.ts'
 import { failStart, send, serveControl, serverConfig, type ControlMessage } from './harness.ts'
 
 export interface EpxBenchOptions {
@@ -45,10 +45,10 @@ export interface EpxBenchOptions {
    */
   readonly postgres?: { readonly connectionString: string }
   /**
-   * The companies and their perimeters (bench/webhooks.ts: ten BSPs of a tenth of the
-   * sites each); absent, `bench-bsp` holds every site and has the tokens.
+   * The companies and their perimeters, `sites` sites from `firstSite` on (bench/webhooks.ts:
+   * ten BSPs of a tenth of the sites each); absent, `bench-bsp` holds every site and has the tokens.
    */
-  readonly companies?: ReadonlyArray<{ readonly id: string; readonly sites: readonly string[] }>
+  readonly companies?: ReadonlyArray<{ readonly id: string; readonly firstSite: number; readonly sites: number }>
   /** The plugin's `webhooks` section (bench/webhooks.ts), when not its defaults. */
   readonly webhooks?: Readonly<Record<string, unknown>>
 }
@@ -99,7 +99,7 @@ async function seed (o: EpxBenchOptions): Promise<Record<'outbound' | 'inbound' 
     const companies = openCompanies(store, { now: () => Date.parse(since) })
     if (o.companies) {
       for (const c of o.companies) {
-        await companies.add({ id: c.id, name: c.id, status: 'active', certSubject: `CN=${c.id},O=Bench`, perimeter: c.sites, createdAt: since })
+        await companies.add({ id: c.id, name: c.id, status: 'active', certSubject: `CN=${c.id},O=Bench`, perimeter: siteIds(c.firstSite + c.sites).slice(c.firstSite), createdAt: since })
       }
       return undefined
     }
