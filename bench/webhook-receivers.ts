@@ -14,6 +14,7 @@
  */
 import { createServer, type Server } from 'node:https'
 import { readFileSync } from 'node:fs'
+import { setPriority } from 'node:os'
 import type { AddressInfo } from 'node:net'
 import { webhookReceiver } from '../src/bsp/receiver.ts'
 import type { BspEvent } from '../src/bsp/client.ts'
@@ -110,6 +111,8 @@ async function listen (count: number, certFile: string, keyFile: string, latency
   return servers.map(s => (s.address() as AddressInfo).port)
 }
 
+// A BSP's receiver runs on another machine: here, niced, it never takes a core from the solver's thread.
+if (process.env.BENCH_RECEIVERS_NICE) setPriority(process.pid, Number(process.env.BENCH_RECEIVERS_NICE))
 const deadlineMs = Number(process.env.BENCH_CHILD_DEADLINE_MS ?? 20 * 60_000)
 setTimeout(() => process.exit(3), deadlineMs).unref()
 process.on('disconnect', () => process.exit(0))

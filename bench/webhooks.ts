@@ -27,6 +27,12 @@ import { valueTarget } from './targets.ts'
 
 export const WEBHOOK_SITES = 10_000
 export const WEBHOOK_ENDPOINTS = 10
+/**
+ * The receivers' nice value: a BSP's endpoint runs on another machine, so here it must not
+ * take a core from the solver's thread at every delivery it wakes for (bench/README.md
+ * "The load client's priority" says the same of the rounds' client).
+ */
+export const RECEIVERS_NICE = 10
 /** The publication row's target (bench/README.md "Targets"), held with deliveries under way too. */
 export const PUBLICATION_WALL_MS = 1500
 
@@ -57,6 +63,7 @@ export interface WebhookRow {
   readonly endpoints: number
   readonly perEndpoint: number
   readonly latencyMs: number
+  readonly receiversNice: number
   /** The publications before any endpoint was registered (the first one warms up). */
   readonly baseline: ReadonlyArray<{ readonly wallMs: number; readonly cpuMs: number; readonly delay: Delay }>
   /** `epx webhook add` of every endpoint, one after the other, each answering the echo check. */
@@ -77,6 +84,8 @@ export interface WebhookInput {
   readonly sites?: number
   /** The receivers' fixed latency before their 200, ms (default 0). */
   readonly latencyMs?: number
+  /** The receivers' nice value (default RECEIVERS_NICE). */
+  readonly nice?: number
 }
 
 const msg = (err: unknown) => String((err as Error)?.message ?? err).split('\n')[0]!.slice(0, 300)
@@ -107,6 +116,7 @@ export async function measureWebhooks (i: WebhookInput): Promise<WebhookRow> {
   const perEndpoint = Math.floor(sites / WEBHOOK_ENDPOINTS)
   if (perEndpoint < 1) throw new Error(`--webhook-sites ${sites}: at least ${WEBHOOK_ENDPOINTS}, a tenth of them to each endpoint`)
   const latencyMs = i.latencyMs ?? 0
+  const nice = i.nice ?? RECEIVERS_NICE
   const total = perEndpoint * WEBHOOK_ENDPOINTS
   // Company k holds the k-th tenth of the sites.
   const companies = Array.from({ length: WEBHOOK_ENDPOINTS }, (_, k) => ({ id: `bsp-${String(k + 1).padStart(2, '0')}`, firstSite: k * perEndpoint, sites: perEndpoint }))
@@ -115,7 +125,7 @@ export async function measureWebhooks (i: WebhookInput): Promise<WebhookRow> {
   mkdirSync(i.dataDir, { recursive: true })
   writeFileSync(join(i.dataDir, 'epx.config.json'), JSON.stringify({ host: { sites: total }, plugin: { store: { path: 'epx.lmdb' }, webhooks } }, null, 2))
 
-  const receivers = i.start('webhook receivers', 'webhook-receivers.ts', {})
+  const receivers = i.start('webhook receivers', 'webhook-receivers.ts', { BENCH_RECEIVERS_NICE: String(nice) })
   let e: Child | undefined
   try {
     await receivers.next('ready', 60_000)
@@ -186,7 +196,7 @@ export async function measureWebhooks (i: WebhookInput): Promise<WebhookRow> {
         `(quiet ${quiet.p99Ms.toFixed(1)}), max ${run.after.delay.maxMs.toFixed(1)} ms; ${faults} faults${first ? `: ${first}` : ''} (load ${loadAvg.toFixed(1)})\n`)
       if (!delivered) break
     }
-    return { sites: total, endpoints: WEBHOOK_ENDPOINTS, perEndpoint, latencyMs, baseline, registerMs, runs }
+    return { sites: total, endpoints: WEBHOOK_ENDPOINTS, perEndpoint, latencyMs, receiversNice: nice, baseline, registerMs, runs }
   } finally {
     await e?.stop()
     await receivers.stop()
@@ -224,7 +234,7 @@ export function webhookLines (w: WebhookRow | { readonly error: string }): strin
   if ('error' in w) return [`Webhooks at the publication failed: ${w.error}`]
   const d = (x: Delay) => `${x.p99Ms.toFixed(1)} / ${x.maxMs.toFixed(1)}`
   const lines = [
-    `Webhooks at the publication: ${w.sites} sites, ${w.endpoints} companies of ${w.perEndpoint} sites, one endpoint each (BSP kit receivers in a child process, ${w.latencyMs} ms before each 200); ` +
+    `Webhooks at the publication: ${w.sites} sites, ${w.endpoints} companies of ${w.perEndpoint} sites, one endpoint each (BSP kit receivers in a child process at nice ${w.receiversNice}, ${w.latencyMs} ms before each 200); ` +
       `${w.endpoints} × epx webhook add in ${w.registerMs.toFixed(0)} ms`,
     `  with no endpoint: publication ${w.baseline.map(b => `${b.wallMs.toFixed(0)} ms (CPU ${b.cpuMs.toFixed(0)} ms, loop p99 / max ${d(b.delay)} ms)`).join(', ')}`,
   ]
