@@ -64,8 +64,8 @@ export interface WebhookRow {
   readonly perEndpoint: number
   readonly latencyMs: number
   readonly receiversNice: number
-  /** The publications before any endpoint was registered (the first one warms up). */
-  readonly baseline: ReadonlyArray<{ readonly wallMs: number; readonly cpuMs: number; readonly delay: Delay }>
+  /** The publications before any endpoint was registered (the first one warms up); `after`, the probe over the seconds after each. */
+  readonly baseline: ReadonlyArray<{ readonly wallMs: number; readonly cpuMs: number; readonly delay: Delay; readonly after: Delay }>
   /** `epx webhook add` of every endpoint, one after the other, each answering the echo check. */
   readonly registerMs: number
   readonly runs: readonly WebhookRun[]
@@ -141,12 +141,16 @@ export async function measureWebhooks (i: WebhookInput): Promise<WebhookRow> {
       return { startedAtMs: Number(r.startedAtMs), wallMs: Number(r.wallMs), cpuMs: Number(r.cpuUs) / 1000, delay: delayOf(r.delay), failed: Number(r.failed) }
     }
 
-    // 1. The same publication with no endpoint yet: its own CPU, taken out of each run's.
+    // 1. The same publication with no endpoint yet: its own CPU, taken out of each run's, and
+    //    the loop's delay over the seconds after it (its collections, the machine's share).
     const baseline: WebhookRow['baseline'][number][] = []
     for (let n = 0; n < (i.quick ? 1 : 2); n++) {
-      const b = await publish(false)
-      baseline.push({ wallMs: b.wallMs, cpuMs: b.cpuMs, delay: b.delay })
-      process.stderr.write(`  webhooks: publication of ${total} sites with no endpoint: ${b.wallMs.toFixed(0)} ms, CPU ${b.cpuMs.toFixed(0)} ms, loop delay p99 ${b.delay.p99Ms.toFixed(1)} ms, max ${b.delay.maxMs.toFixed(1)} ms\n`)
+      const b = await publish(true)
+      await new Promise(resolve => setTimeout(resolve, i.quick ? 2000 : 5000))
+      const after = delayOf((await e.ask({ type: 'stop' }, 'window', 10_000)).delay)
+      baseline.push({ wallMs: b.wallMs, cpuMs: b.cpuMs, delay: b.delay, after })
+      process.stderr.write(`  webhooks: publication of ${total} sites with no endpoint: ${b.wallMs.toFixed(0)} ms, CPU ${b.cpuMs.toFixed(0)} ms, loop delay p99 ${b.delay.p99Ms.toFixed(1)} ms, ` +
+        `max ${b.delay.maxMs.toFixed(1)} ms; after it p99 ${after.p99Ms.toFixed(1)} ms, max ${after.maxMs.toFixed(1)} ms\n`)
     }
 
     // 2. One endpoint per company, as an operator registers it (from the company's next event on).
@@ -224,7 +228,7 @@ export function webhookTargets (w: WebhookRow | { readonly error: string } | und
     valueTarget('Webhooks: loop delay after the publication, p99 − quiet p99 (worst run)', DELAY_P99_OVER_QUIET_MS, 'ms', worst(runs, r => r.after.delay.p99Ms - r.quiet.p99Ms),
       why ?? `p99 ${runs.map(r => r.after.delay.p99Ms.toFixed(1)).join(', ')} ms, quiet ${runs.map(r => r.quiet.p99Ms.toFixed(1)).join(', ')} ms`),
     valueTarget('Webhooks: loop delay after the publication, max (worst run)', DELAY_MAX_MS, 'ms', worst(runs, r => r.after.delay.maxMs),
-      why ?? `during the publication ${runs.map(r => r.publication.delay.maxMs.toFixed(1)).join(', ')} ms; with no endpoint ${base?.delay.maxMs.toFixed(1)} ms`),
+      why ?? `during the publication ${runs.map(r => r.publication.delay.maxMs.toFixed(1)).join(', ')} ms; with no endpoint ${base?.delay.maxMs.toFixed(1)} ms, after it ${base?.after.maxMs.toFixed(1)} ms`),
     valueTarget(`Webhooks: publication of ${(row?.sites ?? WEBHOOK_SITES).toLocaleString('en')} sites with deliveries under way, wall (median)`, PUBLICATION_WALL_MS, 'ms', wall?.median,
       why ?? `with no endpoint ${base?.wallMs.toFixed(0)} ms`, wall),
   ]
@@ -236,7 +240,7 @@ export function webhookLines (w: WebhookRow | { readonly error: string }): strin
   const lines = [
     `Webhooks at the publication: ${w.sites} sites, ${w.endpoints} companies of ${w.perEndpoint} sites, one endpoint each (BSP kit receivers in a child process at nice ${w.receiversNice}, ${w.latencyMs} ms before each 200); ` +
       `${w.endpoints} × epx webhook add in ${w.registerMs.toFixed(0)} ms`,
-    `  with no endpoint: publication ${w.baseline.map(b => `${b.wallMs.toFixed(0)} ms (CPU ${b.cpuMs.toFixed(0)} ms, loop p99 / max ${d(b.delay)} ms)`).join(', ')}`,
+    `  with no endpoint: publication ${w.baseline.map(b => `${b.wallMs.toFixed(0)} ms (CPU ${b.cpuMs.toFixed(0)} ms, loop p99 / max ${d(b.delay)} ms, after it ${d(b.after)} ms)`).join(', ')}`,
   ]
   for (const [k, r] of w.runs.entries()) {
     lines.push(`  run ${k + 1} (load ${r.loadAvg.toFixed(1)}): delivered ${r.deliveredMs === undefined ? 'NOT ALL' : `${r.deliveredMs.toFixed(0)} ms`} after the publication's start; ` +
