@@ -367,7 +367,7 @@ async function main (): Promise<void> {
   // The 08:00 publication pushed to ten BSPs' endpoints: an E of its own, its receivers in a child.
   const webhooks: WebhookRow | { error: string } | undefined = !specialParts.includes('webhooks') ? undefined
     : await measureWebhooks({
-      start: (name, file, env) => startChild(name, file, env), eServer: E_SERVER,
+      start: (name, file, env) => startChild(name, file, { ...env, ...profileEnv }), eServer: E_SERVER,
       tls: { ...tlsFiles, caFile: pki.caCert }, dataDir: join(tmp, 'webhooks'), targetDate, quick,
       ...(args['webhook-sites'] ? { sites: Number(args['webhook-sites']) } : {}),
       ...(args['webhook-latency'] ? { latencyMs: Number(args['webhook-latency']) } : {}),
