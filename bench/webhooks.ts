@@ -115,7 +115,7 @@ export async function measureWebhooks (i: WebhookInput): Promise<WebhookRow> {
   const sites = i.sites ?? WEBHOOK_SITES
   const perEndpoint = Math.floor(sites / WEBHOOK_ENDPOINTS)
   // At most the reference host's 10,000 (`host.sites` of the epx.config.json the CLI reads).
-  if (perEndpoint < 1 || sites > WEBHOOK_SITES) throw new Error(`--webhook-sites ${sites}: from ${WEBHOOK_ENDPOINTS} to ${WEBHOOK_SITES}, a tenth of them to each endpoint`)
+  if (!(perEndpoint >= 1 && sites <= WEBHOOK_SITES)) throw new Error(`--webhook-sites ${sites}: from ${WEBHOOK_ENDPOINTS} to ${WEBHOOK_SITES}, a tenth of them to each endpoint`)
   const latencyMs = i.latencyMs ?? 0
   const nice = i.nice ?? RECEIVERS_NICE
   const total = perEndpoint * WEBHOOK_ENDPOINTS
