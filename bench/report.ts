@@ -195,7 +195,7 @@ export function printTable (out: {
   lines.push('')
   lines.push('Targets:')
   for (const t of out.targets) {
-    const m = t.measured === null ? 'n/a' : `${t.measured.toFixed(t.unit === '×' || t.measured < 10 ? 2 : 0)} ${t.unit}`
+    const m = t.measured === null ? 'n/a' : `${t.measured.toFixed(t.limit === 0 ? 0 : t.unit === '×' || t.measured < 10 ? 2 : 0)} ${t.unit}`
     const note = t.measured !== null && t.note ? ` — ${t.note}` : ''
     const within = t.interval && t.interval.n > 1 ? ` ${fmtInterval(t.interval)}` : ''
     lines.push(`  ${pad(t.name, 56)}${pad(t.target, 14)}${pad(m, 12)}${verdict(t)}${within}${note}`)

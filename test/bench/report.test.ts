@@ -134,6 +134,8 @@ t.test('the webhook row fails on any event missing, repeated or out of order; a 
   t.equal(verdict(once!), 'met', 'no percentage of a zero limit')
   t.match(webhookTargets(row(2))[0], { measured: 2, met: false })
   t.equal(verdict(webhookTargets(row(2))[0]!), 'MISSED by 2 events')
+  const { figure } = await import('../../bench/latest-md.ts')
+  t.equal(`${figure(2, 'events')} events`, '2 events', 'a count, whole on the page')
   t.match(p99, { measured: 1.5, met: true }, 'after the publication, against the quiet probe just before')
   t.match(max, { measured: 8, met: true })
   t.match(wall, { measured: 900, met: true })
