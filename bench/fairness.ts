@@ -36,7 +36,8 @@ export const POLITE_P99_RATIO = 1.2
 interface Bsp { readonly agent: Agent; readonly token: string }
 interface Running { readonly child: ChildProcess; readonly api: URL; readonly metrics: URL }
 
-function cli (dir: string, ...argv: string[]): Promise<string> {
+/** `epx` (the built CLI) on the data folder `dir`: the last line of its standard output. */
+export function cli (dir: string, ...argv: string[]): Promise<string> {
   return new Promise((ok, fail) => execFile(process.execPath, [BIN, '--data', dir, ...argv], { maxBuffer: 1 << 20 }, (err, out, errOut) =>
     err ? fail(new Error(`epx ${argv.join(' ')}: ${errOut || err.message}`)) : ok(out.trim().split('\n').at(-1)!)))
 }

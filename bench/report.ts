@@ -145,6 +145,8 @@ export function verdict (t: Target): string {
     return `UNRESOLVED (the interval ${t.interval.lo.toFixed(2)}–${t.interval.hi.toFixed(2)} holds the target ${t.limit}: more rounds or a quieter machine)`
   }
   if (t.measured === null || t.met === null) return `not measured${t.note ? ` (${t.note})` : ''}`
+  // A count that must be none (events lost): no percentage of a zero limit.
+  if (t.limit === 0) return t.met ? 'met' : `MISSED by ${t.measured} ${t.unit}`
   const pct = ((t.measured - t.limit) / t.limit) * 100
   const by = `${Math.abs(pct).toFixed(0)}% ${pct > 0 ? 'over' : 'under'} the target`
   // A ratio's excess is in points of the baseline ("+1.57 × A"), a figure's in its unit.
@@ -193,7 +195,7 @@ export function printTable (out: {
   lines.push('')
   lines.push('Targets:')
   for (const t of out.targets) {
-    const m = t.measured === null ? 'n/a' : `${t.measured.toFixed(t.unit === '×' || t.measured < 10 ? 2 : 0)} ${t.unit}`
+    const m = t.measured === null ? 'n/a' : `${t.measured.toFixed(t.limit === 0 ? 0 : t.unit === '×' || t.measured < 10 ? 2 : 0)} ${t.unit}`
     const note = t.measured !== null && t.note ? ` — ${t.note}` : ''
     const within = t.interval && t.interval.n > 1 ? ` ${fmtInterval(t.interval)}` : ''
     lines.push(`  ${pad(t.name, 56)}${pad(t.target, 14)}${pad(m, 12)}${verdict(t)}${within}${note}`)
@@ -222,7 +224,7 @@ export function renderSvg (targets: readonly Target[], title: string): string {
     if (t.measured === null) {
       return `${label}<text x="${left + 4}" y="${y + 17}" fill="#777">not measured${t.note ? ' — ' + esc(t.note) : ''}</text>`
     }
-    const r = t.measured / t.limit
+    const r = t.limit === 0 ? (t.measured > 0 ? Infinity : 0) : t.measured / t.limit
     const colour = t.unresolved ? '#d4a017' : t.met ? '#2e8b57' : '#c0392b'
     const band = t.interval && t.interval.n > 1 ? { min: t.interval.lo, max: t.interval.hi } : t.spread && t.spread.n > 1 ? t.spread : undefined
     const whisker = band

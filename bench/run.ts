@@ -11,7 +11,9 @@
  * --only "GET 200,POST 1×96,sustained,host" (or none; "fairness": bench/fairness.ts's two rows alone; "E-pg": E-pg's rows alone, with the servers they compare with), --no-special, --special "publication,programme,rss,ops,console"
  * (E's special measurements to run, default all), --servers A,B,C,D,E,E-pg, --connections N,
  * --profile (each window profiled inside its server, its worker threads too; bench/results/profiles/<server>-<window>[-workerN].cpuprofile),
- * --client-nice N (the rounds' load client's nice value; default E's door's, api.workerNice).
+ * --client-nice N (the rounds' load client's nice value; default E's door's, api.workerNice),
+ * --webhook-sites N, --webhook-latency MS, --webhook-nice N (`--special webhooks`: sites in all, 10,000 by default; the receivers'
+ * latency before each 200, 0 by default; their nice value, 10 by default).
  * @module
  */
 import { execFileSync } from 'node:child_process'
@@ -31,6 +33,7 @@ import { countersPerRequest, startBenchPostgres, type BenchPostgres } from './po
 import { measureSpecials, SPECIAL_PARTS, type SpecialPart, type Specials } from './specials.ts'
 import { measureOpsShare, type OpsShare } from './ops-share.ts'
 import { measureConsolePages } from './console-pages.ts'
+import { measureWebhooks, type WebhookRow } from './webhooks.ts'
 import { measureSustained, SUSTAINED, type Sustained } from './sustained.ts'
 import { FAIRNESS, runFairness } from './fairness.ts'
 import { buildOutput, scenariosToNarrow } from './summary.ts'
@@ -54,6 +57,9 @@ const { values: args } = parseArgs({
     connections: { type: 'string' },
     servers: { type: 'string', default: SERVERS.join(',') },
     'client-nice': { type: 'string' },
+    'webhook-sites': { type: 'string' },
+    'webhook-latency': { type: 'string' },
+    'webhook-nice': { type: 'string' },
   },
 })
 const quick = args.quick!
@@ -119,15 +125,17 @@ const tmp = mkdtempSync(join(tmpdir(), 'epx-bench-'))
 let pgCluster: BenchPostgres | undefined
 
 // Never hang: the whole run has a deadline, and every child dies with it (E-pg, a fifth
-// server in every round and in the sustained scenario, takes a quarter more time).
+// server in every round and in the sustained scenario, takes a quarter more time; the
+// webhook row, its own E over 10,000 sites, a minute in --quick and two in a full run).
+const extraMs = plan.budgetS * 1000 + (specialParts.includes('webhooks') ? (quick ? 3 : 5) * 60_000 : 0)
 const watchdog = setTimeout(() => {
   console.error('bench: watchdog expired, killing every child')
   for (const c of children) c.kill()
   pgCluster?.cluster.destroy()
   process.exit(1)
-}, (quick ? 8 * 60_000 : 38 * 60_000) + plan.budgetS * 1000)
+}, (quick ? 8 * 60_000 : 38 * 60_000) + extraMs)
 watchdog.unref()
-const childDeadline = String((quick ? 9 * 60_000 : 39 * 60_000) + plan.budgetS * 1000)
+const childDeadline = String((quick ? 9 * 60_000 : 39 * 60_000) + extraMs)
 
 function startChild (name: string, file: string, env: Record<string, string>, execArgv: string[] = []): Child {
   const built = file.endsWith('.js')
@@ -346,7 +354,7 @@ async function main (): Promise<void> {
   await pgCluster?.destroy()
 
   let specials: Specials | undefined
-  const eParts = specialParts.filter((x): x is Exclude<SpecialPart, 'ops' | 'console'> => x !== 'ops' && x !== 'console')
+  const eParts = specialParts.filter((x): x is Exclude<SpecialPart, 'ops' | 'console' | 'webhooks'> => x !== 'ops' && x !== 'console' && x !== 'webhooks')
   if (eParts.length && servers.E) {
     specials = await measureSpecials({
       parts: eParts,
@@ -356,6 +364,15 @@ async function main (): Promise<void> {
     }).catch((err: Error) => ({ error: firstLine(err.message) }))
   }
   await load.stop()
+  // The 08:00 publication pushed to ten BSPs' endpoints: an E of its own, its receivers in a child.
+  const webhooks: WebhookRow | { error: string } | undefined = !specialParts.includes('webhooks') ? undefined
+    : await measureWebhooks({
+      start: (name, file, env) => startChild(name, file, { ...env, ...profileEnv }), eServer: E_SERVER,
+      tls: { ...tlsFiles, caFile: pki.caCert }, dataDir: join(tmp, 'webhooks'), targetDate, quick,
+      ...(args['webhook-sites'] ? { sites: Number(args['webhook-sites']) } : {}),
+      ...(args['webhook-latency'] ? { latencyMs: Number(args['webhook-latency']) } : {}),
+      ...(args['webhook-nice'] ? { nice: Number(args['webhook-nice']) } : {}),
+    }).catch((err: Error) => ({ error: firstLine(err.message) }))
   // What operating epx adds: what the receipts add to a GET and the records to a POST, servers stopped.
   const ops: OpsShare | { error: string } | undefined = !specialParts.includes('ops') ? undefined
     : await measureOpsShare(join(tmp, 'ops-share')).catch((err: Error) => ({ error: firstLine(err.message) }))
@@ -366,7 +383,7 @@ async function main (): Promise<void> {
   if (plan.rounds > 0 && plan.scenarios.length > 0 && !samples.some(x => x.server === 'A' || x.server === 'B') && wantedServers.some(x => x === 'A' || x === 'B')) {
     throw new Error(`no baseline measurement succeeded: ${Object.entries(failures).map(([k, v]) => `${k}: ${v}`).join('; ')}`)
   }
-  const output = buildOutput({ samples, status, failures, specials, sustained, host, ops, consolePages, plan: { ...plan, clientNice, roundsLoadAvg: loadAvg, roundsRun: rounds, quick, argv: process.argv.slice(2) }, documentBytes: docBytes.length, documentSource, targetDate })
+  const output = buildOutput({ samples, status, failures, specials, sustained, host, ops, consolePages, webhooks, plan: { ...plan, clientNice, roundsLoadAvg: loadAvg, roundsRun: rounds, quick, argv: process.argv.slice(2) }, documentBytes: docBytes.length, documentSource, targetDate })
   output.print()
   if (rounds > 0 && plan.scenarios.length > 0) console.log(`\nRounds: ${rounds}, load client at nice ${clientNice}; load average ${loadAvg.start.toFixed(1)} at their start, ${loadAvg.end.toFixed(1)} at their end`)
   // A profiled run's figures carry the sampler's cost: they must not replace the results.

@@ -18,8 +18,8 @@ import { servedIn } from './host-probe.ts'
 export const PUBLICATION_SITES = 10_000
 export const LARGE_PROGRAMME_SITES = 1_000
 export const HISTORY_DAYS = 30
-/** What `--special` can name: E's measurements here, the operations' share (ops-share.ts) and the console's pages (console-pages.ts). */
-export const SPECIAL_PARTS = ['publication', 'programme', 'metering', 'rss', 'ops', 'console'] as const
+/** What `--special` can name: E's measurements here, the operations' share (ops-share.ts), the console's pages (console-pages.ts) and the publication's webhooks (webhooks.ts). */
+export const SPECIAL_PARTS = ['publication', 'programme', 'metering', 'rss', 'ops', 'console', 'webhooks'] as const
 export type SpecialPart = typeof SPECIAL_PARTS[number]
 
 export interface PublicationRun {

@@ -14,6 +14,7 @@ import { HISTORY_DAYS, LARGE_PROGRAMME_SITES, PUBLICATION_SITES, type Specials }
 import { POST_P99_TARGET_MS, type Sustained } from './sustained.ts'
 import type { OpsShare } from './ops-share.ts'
 import { consoleTargets, type ConsolePageTimes } from './console-pages.ts'
+import { webhookLines, webhookTargets, type WebhookRow } from './webhooks.ts'
 
 export interface SummaryInput {
   readonly samples: readonly Sample[]
@@ -29,6 +30,8 @@ export interface SummaryInput {
   readonly ops?: OpsShare | { readonly error: string }
   /** The console's pages at 1,000 and 10,000 sites (`console-pages.ts`). */
   readonly consolePages?: readonly ConsolePageTimes[] | { readonly error: string }
+  /** The 08:00 publication pushed to ten endpoints (`webhooks.ts`). */
+  readonly webhooks?: WebhookRow | { readonly error: string }
   readonly plan: Readonly<Record<string, unknown>> & { readonly quick: boolean }
   readonly documentBytes: number
   readonly documentSource: string
@@ -120,6 +123,7 @@ export function targetsOf (i: SummaryInput): Target[] {
     valueTarget('Delivery receipts: CPU per GET', 1, 'µs', i.ops && 'receiptNsPerGet' in i.ops ? i.ops.receiptNsPerGet / 1000 : undefined,
       i.ops && 'error' in i.ops ? i.ops.error : i.ops ? 'in one process, 10,000 sites polled round-robin (bench/ops-share.ts)' : 'E unavailable or --no-special'),
     ...consoleTargets(i.consolePages),
+    ...webhookTargets(i.webhooks),
   ]
 }
 
@@ -223,6 +227,7 @@ function extraLines (i: SummaryInput): string[] {
   }
   if (i.sustained) lines.push(...sustainedLines(i.sustained))
   if (i.host) lines.push(...hostLines(i.host))
+  if (i.webhooks) lines.push(...webhookLines(i.webhooks))
   if (sp?.metering) {
     const m = sp.metering
     lines.push(`Meter values, ${m.readings} readings (${PUBLICATION_SITES} sites × 1 day) in one reportMetering, ${m.runs}×: wall ${m.wallMs.toFixed(0)} ms, CPU ${m.cpuMs.toFixed(0)} ms (the largest), longest stall ${m.stallsMs.map(x => x.toFixed(1)).join(', ')} ms (load average ${m.loadAvg.map(x => x.toFixed(1)).join(', ')})`)
@@ -275,6 +280,7 @@ export function buildOutput (i: SummaryInput) {
     host: i.host ?? null,
     ops: i.ops ?? null,
     consolePages: i.consolePages ?? null,
+    webhooks: i.webhooks ?? null,
     failures: i.failures,
     samples: i.samples,
     targets: targets.map(t => ({

@@ -27,7 +27,7 @@ import { openTokens } from '../../src/store/tokens.ts'
 import { hashToken, newTokenId, newTokenSecret } from '../../src/auth/tokens.ts'
 import type { Scope } from '../../src/contract/scopes.ts'
 import { canonicalSubject } from '../../src/auth/subject.ts'
-import { SAME_SIZE_SITE } from '../fixtures.ts'
+import { SAME_SIZE_SITE, siteIds } from '../fixtures.ts'
 import { failStart, send, serveControl, serverConfig, type ControlMessage } from './harness.ts'
 
 export interface EpxBenchOptions {
@@ -44,6 +44,13 @@ export interface EpxBenchOptions {
    * the data folder's LMDB is then the instance's replica of it. Absent: E, LMDB alone.
    */
   readonly postgres?: { readonly connectionString: string }
+  /**
+   * The companies and their perimeters, `sites` sites from `firstSite` on (bench/webhooks.ts:
+   * ten BSPs of a tenth of the sites each); absent, `bench-bsp` holds every site and has the tokens.
+   */
+  readonly companies?: ReadonlyArray<{ readonly id: string; readonly firstSite: number; readonly sites: number }>
+  /** The plugin's `webhooks` section (bench/webhooks.ts), when not its defaults. */
+  readonly webhooks?: Readonly<Record<string, unknown>>
 }
 
 /**
@@ -79,8 +86,8 @@ const SERVER_NAME = process.env.BENCH_SERVER_NAME ?? 'E'
 
 const repoRoot = resolve(fileURLToPath(import.meta.url), '../../..')
 
-/** Company and tokens written before epx opens the store, as `epx companies add` would. */
-async function seed (o: EpxBenchOptions): Promise<Record<'outbound' | 'inbound' | 'realise', string>> {
+/** Company and tokens written before epx opens the store, as `epx companies add` would; no tokens for `companies`. */
+async function seed (o: EpxBenchOptions): Promise<Record<'outbound' | 'inbound' | 'realise', string> | undefined> {
   const store = openStore(join(o.dataDir, 'epx.lmdb'), o.postgres ? { postgres: { pool: { connectionString: o.postgres.connectionString } } } : {})
   try {
     await store.opened
@@ -90,6 +97,12 @@ async function seed (o: EpxBenchOptions): Promise<Record<'outbound' | 'inbound' 
     const since = new Date(Date.now() - 365 * 86_400_000).toISOString()
     // A restart over an existing data folder (the memory measurement) keeps the company.
     const companies = openCompanies(store, { now: () => Date.parse(since) })
+    if (o.companies) {
+      for (const c of o.companies) {
+        await companies.add({ id: c.id, name: c.id, status: 'active', certSubject: `CN=${c.id},O=Bench`, perimeter: siteIds(c.firstSite + c.sites).slice(c.firstSite), createdAt: since })
+      }
+      return undefined
+    }
     if (!companies.get('bench-bsp')) {
       await companies.add({
         id: 'bench-bsp', name: 'Bench BSP', status: 'active',
@@ -152,6 +165,7 @@ async function main (): Promise<void> {
     // Likewise its storage quota: the POST rows send gigabytes a run (1 PiB a day, the bound).
     inbound: { maxBytesPerCompanyPerDay: 2 ** 50 },
     ...(o.postgres ? { store: { kind: 'postgres', postgres: { connectionString: o.postgres.connectionString } } } : {}),
+    ...(o.webhooks ? { webhooks: o.webhooks } : {}),
   }
   // For experiments only (e.g. BENCH_E_API='{"logRequests":false}'): the bench's figures use the defaults.
   if (process.env.BENCH_E_API) Object.assign(config.api, JSON.parse(process.env.BENCH_E_API))
@@ -159,11 +173,15 @@ async function main (): Promise<void> {
 
   const control = serveControl(SERVER_NAME, async (msg: ControlMessage) => {
     if (msg.type === 'publish') {
-      await control.begin(`publish ${String(msg.targetDate)}`)
-      const report = await handle.publish({ targetDate: msg.targetDate as string })
+      // Every site, or `siteIds`. `probe`: the 1 ms loop-delay probe over the publication; `hold`: a
+      // window with the probe opens as it ends, for what follows it (webhook deliveries), closed by `stop`.
+      await control.begin(`publish ${String(msg.targetDate)}`, msg.probe === true || msg.hold === true)
+      const startedAtMs = Date.now()
+      const report = await handle.publish({ targetDate: msg.targetDate as string, ...(msg.siteIds ? { siteIds: msg.siteIds as string[] } : {}) })
       const w = await control.end()
+      if (msg.hold === true) await control.begin('after the publication', true)
       send({
-        type: 'published', wallMs: w.wallMs, cpuUs: w.cpuUserUs + w.cpuSystemUs, maxStallMs: w.maxStallMs,
+        type: 'published', startedAtMs, wallMs: w.wallMs, cpuUs: w.cpuUserUs + w.cpuSystemUs, maxStallMs: w.maxStallMs, delay: w.delay,
         published: report.published.length, failed: report.failed.length, firstFailure: report.failed[0]?.reason,
         rss: process.memoryUsage.rss(), ...linuxRss(),
       })

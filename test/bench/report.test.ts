@@ -115,3 +115,29 @@ t.test('latest.md: each figure with its spread, the interval a verdict rests on,
   t.notMatch(page, '| GET 200 |', 'a scenario left out has no row')
   t.match(page, '| GET 304 | 31 | 4.0 | 2.0 |', "E's threads, each the median of its rounds")
 })
+
+t.test('the webhook row fails on any event missing, repeated or out of order; a count that must be none is met at 0, missed by its count', async t => {
+  const { faultsOf, webhookTargets } = await import('../../bench/webhooks.ts')
+  const { verdict } = await import('../../bench/report.ts')
+  const endpoint = (over: object = {}) => ({ received: 3, distinct: 3, repeated: 0, outOfOrder: 0, unexpected: 0, refused: 0, ...over })
+  t.same(faultsOf([endpoint(), endpoint()], 3), { faults: 0 })
+  const bad = faultsOf([endpoint(), endpoint({ received: 3, distinct: 2, repeated: 1, outOfOrder: 1 })], 3)
+  t.equal(bad.faults, 3, 'one missing, one repeated, one out of order')
+  t.match(bad.first, /^endpoint 2: 2 of 3 events, 1 repeated, 1 out of order/)
+  const run = (faults: number) => ({
+    loadAvg: 1, quiet: { p99Ms: 1, maxMs: 2 }, publication: { wallMs: 900, cpuMs: 1000, delay: { p99Ms: 20, maxMs: 30 }, failed: 0 },
+    after: { wallMs: 5000, cpuMs: 4000, delay: { p99Ms: 2.5, maxMs: 8 } }, deliveredMs: 6000, cpuUsPerEvent: 400, rawCpuUsPerEvent: 500, faults, endpoints: [],
+  })
+  const row = (faults: number) => ({ sites: 30, endpoints: 10, perEndpoint: 3, latencyMs: 0, receiversNice: 10, baseline: [{ wallMs: 800, cpuMs: 900, delay: { p99Ms: 20, maxMs: 30 }, after: { p99Ms: 1, maxMs: 3 } }], registerMs: 1, runs: [run(0), run(faults)] })
+  const [once, p99, max, wall] = webhookTargets(row(0))
+  t.match(once, { measured: 0, met: true })
+  t.equal(verdict(once!), 'met', 'no percentage of a zero limit')
+  t.match(webhookTargets(row(2))[0], { measured: 2, met: false })
+  t.equal(verdict(webhookTargets(row(2))[0]!), 'MISSED by 2 events')
+  const { figure } = await import('../../bench/latest-md.ts')
+  t.equal(`${figure(2, 'events')} events`, '2 events', 'a count, whole on the page')
+  t.match(p99, { measured: 1.5, met: true }, 'after the publication, against the quiet probe just before')
+  t.match(max, { measured: 8, met: true })
+  t.match(wall, { measured: 900, met: true })
+  t.match(webhookTargets(undefined)[0], { measured: null, note: 'left out (--special)' })
+})
