@@ -59,6 +59,8 @@ export interface DelivererOptions {
   readonly connect: ConnectOptions
   /** How long a claim holds an endpoint (default 60 s). */
   readonly leaseMs?: number
+  /** Told of each attempt that brought an answer or an error (the metric `epx_webhook_deliveries_total`). */
+  readonly counted?: (companyId: string, outcome: 'delivered' | 'failed-attempt') => void
 }
 
 export interface Deliverer {
@@ -200,6 +202,7 @@ export function startDeliverer (o: DelivererOptions): Deliverer {
       const at = now()
       const entry = { atMs: startMs, eventId: next.id, ...exchange }
       const ok = exchange.status !== undefined && exchange.status >= 200 && exchange.status < 300
+      o.counted?.(e.companyId, ok ? 'delivered' : 'failed-attempt')
       if (ok) {
         await this.settle(at, { fromCursor: state.cursor, cursor: next.seq, log: entry, leaseUntilMs: at + leaseMs })
         return
