@@ -201,7 +201,7 @@ export const configSchema = {
                 keyFile: { type: 'string', minLength: 1, description: 'Key of certFile (PEM); relative to the data folder.' },
               },
             },
-            poolSize: { type: 'integer', minimum: 1, maximum: 100, default: 4, description: 'Most connections of the service\'s pool; its API worker keeps 2 of its own, and the change feed one more.' },
+            poolSize: { type: 'integer', minimum: 1, maximum: 100, default: 4, description: 'Most connections of the service\'s pool; its API worker keeps 2 of its own, the webhook deliverer\'s thread 1, and the change feed one more.' },
             statementTimeoutMs: { type: 'integer', minimum: 100, default: 5000, description: 'A statement running longer is cancelled by the server; its transaction then writes nothing (the request gets 503).' },
             connectTimeoutMs: { type: 'integer', minimum: 100, default: 5000, description: 'How long a connection may take to open (TCP, TLS and authentication).' },
           },

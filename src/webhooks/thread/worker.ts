@@ -32,6 +32,8 @@ const events = eventsOut(post, {
   observed: { answered: false, handshakes: false, programmes: false }, flushMs: FLUSH_MS, maxRecords: 1024, errorJson: err => serializeError(err),
 })
 const log = events.log.child({ area: 'webhooks' })
+/** store.kind "postgres": its connection beside the main thread's pool (the claims, the settlements: one write at a time). */
+const POOL_SIZE = 1
 
 async function open (): Promise<{ store: Store; deliverer: Deliverer }> {
   const { config } = start
@@ -39,7 +41,7 @@ async function open (): Promise<{ store: Store; deliverer: Deliverer }> {
   niceThisThread(config.api.workerNice)
   const store = openConfiguredStore(config.store, {
     dataDir: start.dataDir, path: start.storePath, log: events.log.child({ area: 'store' }), onWriteFailed: () => events.event({ e: 'storeError' }),
-    besideThisProcess: { share: start.storeShare, poolSize: 1 },
+    besideThisProcess: { share: start.storeShare, poolSize: POOL_SIZE },
   })
   try {
     await store.opened
