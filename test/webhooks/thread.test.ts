@@ -14,6 +14,7 @@ import { startEpx, TEST_DOOR_IN_WORKER, UNTHROTTLED } from '../helpers/epx.ts'
 import { startReceiver } from '../helpers/webhook-receiver.ts'
 import { testPki, writePki } from '../helpers/certs.ts'
 import { until } from '../helpers/eventually.ts'
+import { migratedDatabase, storeKinds, storesOf } from '../helpers/store-kinds.ts'
 
 // The webhook deliverer runs in a thread of its own (webhooks/thread/): its deliveries cost
 // the solver's event loop nothing, and a thread that dies is started again and goes on
@@ -148,4 +149,26 @@ t.test('with no endpoint, no thread is started; the first one registered starts 
   await until('the event delivered', () => r.ids().length === 1)
   await epx.close()
   t.equal(deliveries.owner, undefined, 'closed with the plugin')
+})
+
+t.test('on PostgreSQL: the thread\'s store beside the plugin\'s delivers, in order, and records each cursor in the database', { skip: !storeKinds.includes('postgres') && 'EPX_STORE_KINDS leaves PostgreSQL out' }, async t => {
+  const cluster = storesOf(t, 'postgres').cluster()
+  const database = await migratedDatabase(cluster)
+  const secret = newWebhookSecret()
+  const r = await startReceiver(t, { secret: () => secret, nowSeconds: () => Date.parse(NOW) / 1000 })
+  let deliveries!: DeliveryThread
+  const epx = await startEpx(t, {
+    now: NOW, config: { webhooks, store: { kind: 'postgres', postgres: { connectionString: cluster.url(database) } } }, onWebhooks: d => { deliveries = d },
+  })
+  await epx.addCompany('acme')
+  const id = await addEndpoint(epx.store, r.url, secret)
+  await deliveries.running()
+  await emit(epx.store, 0, 3, Date.parse(NOW))
+  const last = openEvents(epx.store).lastSeq('acme')
+  await until('three delivered', () => r.ids().length === 3)
+  t.same(r.ids().map(Number), [last - 2, last - 1, last], 'each once, in id order')
+  t.ok(r.received.every(x => x.verdict.ok), 'each one signed')
+  await until('the cursor after the last one', () => openWebhooks(epx.store).stateOf(id).cursor === last)
+  await epx.close()
+  t.equal(cluster.psql(`SELECT count(*) FROM epx_record WHERE db = 'webhook-leases' AND value IS NOT NULL`, database).trim(), '0', 'its lease released at close')
 })
