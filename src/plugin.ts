@@ -175,7 +175,7 @@ function ringOnEvents ({ bin, later }: Activation, store: Store): EventBell {
 
 /**
  * Webhook delivery (webhooks/deliverer.ts), once the door is up, in a thread of its own
- * (webhooks/thread/): its handshakes, requests, HMACs and store writes never take the
+ * (webhooks/thread/), started once a company has an endpoint: its handshakes, requests, HMACs and store writes never take the
  * solver's event loop. What crosses: its store opened beside this one, the event bell and
  * the host's clock (shared memory), wakes to it (a change of endpoints the change feed
  * brought: its store follows no feed), log lines and counts from it.

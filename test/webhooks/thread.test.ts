@@ -132,7 +132,7 @@ t.test('the deliverer\'s thread dies of an exception: logged, started again, and
   t.ok(ids.length - 10 <= 1, 'at most the event under way at the crash twice')
   t.ok(r.received.every(x => x.verdict.ok), 'each one signed')
   await epx.caughtUp()
-  await until('the fault logged', () => epx.logs().some(l => l.level === 50 && l.msg === 'the webhook deliverer\'s thread failed; restarting it'))
+  await until('the fault logged', () => epx.logs().some(l => l.level === 50 && l.area === 'webhooks' && l.msg === 'the webhook deliverer\'s thread failed; restarting it'))
   t.match(epx.logs().find(l => l.msg === 'the webhook deliverer\'s thread failed; restarting it'), { err: { message: 'webhook deliverer crash requested by a test' } })
 })
 

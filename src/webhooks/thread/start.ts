@@ -76,7 +76,8 @@ const LOOK_MS = 1000
 const CLOSE_BOUND_MS = 10_000
 
 export function startDeliveryThread (deps: DeliveryThreadDeps): DeliveryThread {
-  const { log } = deps
+  // Its own lines; the thread's come with their own bindings (worker.ts).
+  const log = deps.log.child({ area: 'webhooks' })
   const offset = systemOffset(deps.clock)
   const backoff = new Backoff()
   const readers = { receipts: { record () {} }, tokens: { touch () {} }, handOver: (_: unknown, done: () => void) => done() }
