@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 /**
  * Builds what a solver loads: `dist/index.js` (the plugin, `activate`) and
- * `dist/programme-worker.js` (the thread that parses large programmes), plain ESM for
+ * `dist/programme-worker.js` (the thread that parses large programmes), `dist/door-worker.js`
+ * and `dist/webhooks-worker.js` (the API door's and the webhook deliverer's threads), plain ESM for
  * Node 20. A daemon then runs epx without a TypeScript loader: tsx's loader thread alone
  * is ~37 MB of resident memory (bench/README.md "How to read the figures", Memory), and its helpers cost CPU on every request.
  * Also `dist/cli.js`, the operator's `epx` (bin/epx.js loads it): through tsx a command
@@ -26,7 +27,7 @@ const root = fileURLToPath(new URL('..', import.meta.url))
 const args = process.argv.slice(2)
 let outdir = resolve(root, 'dist')
 // bsp.js: the reference BSP client, `epx-gateway/bsp` (package.json "exports").
-let entryPoints = { index: 'src/index.ts', 'programme-worker': 'src/apply/programme-worker.ts', 'door-worker': 'src/door/worker.ts', bsp: 'src/bsp/index.ts' }
+let entryPoints = { index: 'src/index.ts', 'programme-worker': 'src/apply/programme-worker.ts', 'door-worker': 'src/door/worker.ts', 'webhooks-worker': 'src/webhooks/thread/worker.ts', bsp: 'src/bsp/index.ts' }
 let withCli = true
 let writeConfigSchema = false
 for (let i = 0; i < args.length; i++) {

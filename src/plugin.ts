@@ -34,9 +34,8 @@ import { watchExpiries } from './metrics/expiries.ts'
 import { eachTakeover, type Leadership } from './store/leadership.ts'
 import { openEventBell, type EventBell } from './store/event-bell.ts'
 import { announceEvents, EVENTS_DB, openEvents } from './store/events.ts'
-import { openWebhooks } from './store/webhooks.ts'
-import { startDeliverer, type Deliverer } from './webhooks/deliverer.ts'
-import { connectOptionsOf } from './webhooks/echo-check.ts'
+import { openWebhooks, WEBHOOK_DBS } from './store/webhooks.ts'
+import { startDeliveryThread, type DeliveryThread } from './webhooks/thread/start.ts'
 
 const { version, engines } = createRequire(import.meta.url)('../package.json') as { version: string; engines: { node: string } }
 
@@ -53,8 +52,8 @@ export interface Internals {
   readonly doorSilentStarts?: number
   /** The Node.js version checked against `engines.node` (default: this process's). */
   readonly nodeVersion?: string
-  /** Hands the webhook deliverer to a test (to wake it after moving the host's clock). */
-  readonly onWebhooks?: (deliverer: Deliverer) => void
+  /** Hands the webhook deliverer's thread to a test (to wake it after moving the host's clock, to crash it). */
+  readonly onWebhooks?: (deliveries: DeliveryThread) => void
 }
 
 class Disposer {
@@ -175,16 +174,26 @@ function ringOnEvents ({ bin, later }: Activation, store: Store): EventBell {
 }
 
 /**
- * Webhook delivery (webhooks/deliverer.ts), once the door is up. On this thread: its work
- * is waiting for the endpoints' answers, with a JSON parse, an HMAC and a store write per
- * event, each a step of its own between the solver's callbacks, never a loop that holds
- * the thread; the door's worker is the place for it should the endpoints grow many.
+ * Webhook delivery (webhooks/deliverer.ts), once the door is up, in a thread of its own
+ * (webhooks/thread/), started once a company has an endpoint: its handshakes, requests, HMACs and store writes never take the
+ * solver's event loop. What crosses: its store opened beside this one, the event bell and
+ * the host's clock (shared memory), wakes to it (a change of endpoints the change feed
+ * brought: its store follows no feed), log lines and counts from it.
  */
-function startWebhooks ({ host, config, log, bin, internals }: Activation, store: Store, bell: EventBell): void {
+function startWebhooks ({ host, config, log, bin, internals, later }: Activation, store: Store, bell: EventBell): void {
   if (!config.webhooks.enabled) return
-  const deliverer = startDeliverer({ store, bell, clock: host.clock, log: log.child({ area: 'webhooks' }), connect: connectOptionsOf(config.webhooks, host.dataDir) })
-  bin.add(() => deliverer.close())
-  internals.onWebhooks?.(deliverer)
+  const hooks = openWebhooks(store)
+  const metrics = later.metrics
+  const deliveries = startDeliveryThread({
+    start: { config, dataDir: host.dataDir, storePath: store.path, eventBell: bell.cell, ...(store.threadShare() ? { storeShare: store.threadShare() } : {}) },
+    clock: host.clock,
+    log,
+    hasEndpoints: () => hooks.list().length > 0,
+    observer: metrics ? { storeError: () => metrics.storeError(), webhookAttempts: (company, outcome, n) => metrics.webhookAttempts(company, outcome, n) } : {},
+  })
+  bin.add(() => deliveries.close())
+  bin.add(store.onApplied(changes => { if (WEBHOOK_DBS.some(db => changes.has(db))) deliveries.wake() }))
+  internals.onWebhooks?.(deliveries)
 }
 
 /** Before the API listens, so no newer programme can be overtaken by an old one. */
@@ -217,17 +226,24 @@ function openDeliveryRecords ({ host, config, bin, later }: Activation, store: S
   return { metering, deliveries }
 }
 
+/** Events read past an endpoint's cursor, at most, for the age of what it still has to deliver. */
+const UNDELIVERED_LOOK = 100
+
 async function startMetrics ({ host, config, bin, later }: Activation, parts: {
   store: Store; tokens: Tokens; companies: Companies; quota: StorageQuota; revisions: Publication['revisions']; instructions: Inbound['instructions']; deliveries: Deliveries; metering: Metering; leadership: Leadership
 }): Promise<EpxMetrics | undefined> {
   if (!config.metrics.enabled && !host.metricsRegistry) return undefined
   const { tokens, companies, quota, revisions, instructions, deliveries, metering, leadership } = parts
   const webhooks = openWebhooks(parts.store)
+  const events = openEvents(parts.store)
   const expiries = watchExpiries(host.dataDir, config.api.tls, () => host.clock.now().getTime())
   const t = later.today = realisationToday({ instructions, metering, tolerance: config.delivery }, () => parisDateOf(host.clock.now()))
   const m = await createMetrics(metricSources({
     clock: host.clock, generation: tokens.generation, revisions, instructions, deliveries, expiries, realisationToday: () => t.read(), leading: leadership.isLeader,
     webhooksFailing: () => webhooks.failingByCompany(),
+    // Cheap reads: each endpoint's state, then a few of its company's events after its cursor.
+    webhooksOldestUndelivered: () => webhooks.oldestUndelivered((companyId, cursor, types) =>
+      companies.get(companyId)?.status === 'active' ? events.firstDueMs(companyId, cursor, types, UNDELIVERED_LOOK) : undefined),
     quotaToday: () => {
       const now = host.clock.now()
       return companies.list().map(c => { const d = quota.dayOf(c, now); return { company: c.id, bytes: d.used.bytes, limit: d.limit } })

@@ -7,7 +7,8 @@ import { filesUnder, specifiersOf } from './helpers/imports.ts'
 // import. Lower rows first; an import goes down the table, never up. host/contract.ts is a
 // row of its own: the host's types, which every layer speaks, whereas the rest of host/
 // is the reference host that only the CLI and the plugin start. Each engine under store/
-// is a row of its own too.
+// is a row of its own too, and so is webhooks/thread/, the deliverer's thread, which the
+// door's thread machinery serves.
 const ALLOWED: Readonly<Record<string, readonly string[]>> = {
   'errors.ts': [],
   'bounded-cache.ts': [],
@@ -30,9 +31,10 @@ const ALLOWED: Readonly<Record<string, readonly string[]>> = {
   'console/': ['webhooks/', 'apply/', 'auth/', 'publish/', 'store/', 'contract/', 'host/contract.ts', 'config.ts', 'errors.ts'],
   'bsp/': ['contract/'],
   'door/': ['http/', 'console/', 'metrics/', 'apply/', 'auth/', 'publish/', 'store/', 'contract/', 'host/contract.ts', 'config.ts', 'errors.ts', 'os-thread.ts'],
+  'webhooks/thread/': ['door/', 'webhooks/', 'apply/', 'store/', 'host/contract.ts', 'config.ts', 'os-thread.ts'],
   'host/': ['host/contract.ts', 'contract/', 'errors.ts', 'bounded-cache.ts'],
   'cli/': ['bsp/', 'webhooks/', 'apply/', 'auth/', 'publish/', 'store/', 'store/postgres/', 'contract/', 'host/', 'host/contract.ts', 'config.ts', 'errors.ts'],
-  'plugin.ts': ['door/', 'webhooks/', 'metrics/', 'apply/', 'publish/', 'store/', 'contract/', 'host/', 'host/contract.ts', 'config.ts'],
+  'plugin.ts': ['door/', 'webhooks/thread/', 'metrics/', 'apply/', 'publish/', 'store/', 'contract/', 'host/', 'host/contract.ts', 'config.ts'],
   'index.ts': ['plugin.ts', 'host/contract.ts', 'config.ts', 'errors.ts'],
 }
 
@@ -52,12 +54,12 @@ const edges = files(src).flatMap(file => specifiersOf(readFileSync(file, 'utf8')
 // package.json and the manifest's schema, outside src/, are data, not layers.
 const inSrc = edges.filter(e => !e.to.startsWith('..'))
 
-/** The row of a path of src/: a root file, host/contract.ts, an engine under store/, or a top folder. */
+/** The row of a path of src/: a root file, host/contract.ts, an engine under store/, webhooks/thread/, or a top folder. */
 function rowOf (path: string): string {
   const parts = path.split('/')
   if (parts.length === 1) return path
   if (path === 'host/contract.ts') return path
-  if (parts[0] === 'store' && parts.length > 2) return `store/${parts[1]}/`
+  if ((parts[0] === 'store' || parts[0] === 'webhooks') && parts.length > 2) return `${parts[0]}/${parts[1]}/`
   return `${parts[0]}/`
 }
 
@@ -100,7 +102,7 @@ t.test('every arrow the table allows is one the code has', async t => {
 t.test('each folder of src/, each root file and each engine of store/ has its row', async t => {
   const top = readdirSync(src).filter(f => statSync(join(src, f)).isDirectory() ? true : f.endsWith('.ts'))
     .map(f => statSync(join(src, f)).isDirectory() ? `${f}/` : f)
-  const engines = readdirSync(join(src, 'store')).filter(f => statSync(join(src, 'store', f)).isDirectory()).map(f => `store/${f}/`)
+  const engines = ['store', 'webhooks'].flatMap(top => readdirSync(join(src, top)).filter(f => statSync(join(src, top, f)).isDirectory()).map(f => `${top}/${f}/`))
   // src/generated/ is written by the build (scripts/build.mjs) and may not be there yet.
   const rows = new Set(Object.keys(ALLOWED))
   t.same([...top, ...engines].filter(r => !rows.has(r)), [], 'folders and files without a row')

@@ -56,6 +56,10 @@ t.test('the door\'s worker loads neither pino nor fast-json-stringify\'s compile
   t.notMatch(code, /"fast-json-stringify"/)
 })
 
+t.test('the webhook deliverer\'s worker loads neither pino nor the console: only the store\'s packages and pino\'s error serializer (undici on its first delivery)', async t => {
+  t.same([...new Set(packagesOf('webhooks-worker.js'))].sort(), ['lmdb', 'luxon', 'msgpackr', 'ordered-binary', 'pino-std-serializers'])
+})
+
 /** The packages a built file imports (not node: modules, not its own chunks). */
 function packagesOf (file: string): string[] {
   const code = readFileSync(join(root, 'dist', file), 'utf8')

@@ -25,7 +25,7 @@ import type { TokenRecord } from '../store/tokens.ts'
 import type { ProgrammeCount } from '../apply/programme-records.ts'
 import type { HandedBatch } from '../apply/enqueue.ts'
 import type { ApiObserver } from '../http/observer.ts'
-import { MAX_SHAPES, R, type EventsMessage, type RareEvent, type Shape } from './protocol.ts'
+import { MAX_SHAPES, R, type EventsMessage, type RareEvent, type Shape, type WebhookOutcome } from './protocol.ts'
 
 interface SerializedError { readonly type?: string; readonly message?: string; readonly stack?: string }
 /** Error classes by name, so an error crosses with its type (`TypeError`, `EpxError`). */
@@ -43,7 +43,7 @@ function errorAgain (e: SerializedError): Error {
 /** What the solver's thread does with what the door told. */
 export interface EventsInDeps {
   readonly log: Logger
-  readonly observer: ApiObserver & { storeError?(): void; eventsWritten?(type: string, n: number): void }
+  readonly observer: ApiObserver & { storeError?(): void; eventsWritten?(type: string, n: number): void; webhookAttempts?(companyId: string, outcome: WebhookOutcome, n: number): void }
   readonly receipts: { record(companyId: string, siteId: string, targetDate: string, emittedAtMs: number, status: 200 | 304, atMs: number): void }
   readonly tokens: { touch(token: TokenRecord, nowMs: number): void }
   readonly programme?: (count: ProgrammeCount) => void
@@ -86,7 +86,8 @@ export function eventsIn (deps: EventsInDeps): EventsIn {
       case 'quotaExceeded': deps.observer.quotaExceeded?.(e.companyId, e.nowMs); return
       case 'touch': deps.tokens.touch(e.token, e.nowMs); return
       case 'storeError': deps.observer.storeError?.(); return
-      case 'eventsWritten': deps.observer.eventsWritten?.(e.type, e.n)
+      case 'eventsWritten': deps.observer.eventsWritten?.(e.type, e.n); return
+      case 'webhookAttempts': deps.observer.webhookAttempts?.(e.companyId, e.outcome, e.n)
     }
   }
 

@@ -6,7 +6,7 @@
  */
 import type { Logger } from '../host/contract.ts'
 import type { InstructionBatch } from '../contract/instruction.ts'
-import { MAX_SHAPES, R, type EventsMessage, type Level, type Observed, type RareEvent } from './protocol.ts'
+import { MAX_SHAPES, R, type EventsMessage, type Level, type Observed, type RareEvent, type WebhookOutcome } from './protocol.ts'
 
 /** The door's side. */
 export interface EventsOut {
@@ -18,6 +18,8 @@ export interface EventsOut {
   event(e: RareEvent): void
   /** Events written for the companies' feeds (the metric `epx_events_written_total`): counted here, one record per type a flush. */
   eventsWritten(type: string, n: number): void
+  /** A webhook delivery's attempt (the metric `epx_webhook_deliveries_total`): counted here, one record per company and outcome a flush. */
+  webhookAttempt(companyId: string, outcome: WebhookOutcome): void
   /**
    * Hands sites of a saved (durable) batch to the solver's queue with the next flush: at
    * once from a quiet door, within `flushMs` from a busy one (DECISIONS.md: "right after
@@ -45,6 +47,8 @@ export function eventsOut (post: (m: EventsMessage, transfer?: ArrayBuffer[]) =>
   let handshakes = 0
   /** Per type, events written since the last flush: one count a flush, not a record per write (each POST writes one). */
   const written = new Map<string, number>()
+  /** Likewise the webhook attempts, by company and outcome. */
+  const attempts = new Map<string, { companyId: string; outcome: WebhookOutcome; n: number }>()
   let handOvers: Array<{ batch: BatchSlots; sites: readonly number[] }> = []
   let timer: NodeJS.Timeout | undefined
   let immediate: NodeJS.Immediate | undefined
@@ -161,6 +165,13 @@ export function eventsOut (post: (m: EventsMessage, transfer?: ArrayBuffer[]) =>
       written.set(type, (written.get(type) ?? 0) + n)
       arm()
     },
+    webhookAttempt (companyId, outcome) {
+      const key = `${companyId}\0${outcome}`
+      const a = attempts.get(key)
+      if (a) a.n++
+      else attempts.set(key, { companyId, outcome, n: 1 })
+      arm()
+    },
     // load-bearing: POST 1 × 96, the solver's thread 25–28 → ~7 µs a POST with the log off (bench/README.md#the-doors-events-in-one-message-per-flush)
     handOver (batch, sites) {
       // One message carries every POST's hand-over of a busy flush: a message per POST
@@ -178,12 +189,14 @@ export function eventsOut (post: (m: EventsMessage, transfer?: ArrayBuffer[]) =>
   function flush (): void {
     if (timer) { clearTimeout(timer); timer = undefined }
     if (immediate) { clearImmediate(immediate); immediate = undefined }
-    if (records.length === 0 && receipts.size === 0 && handOvers.length === 0 && handshakes === 0 && written.size === 0) return
+    if (records.length === 0 && receipts.size === 0 && handOvers.length === 0 && handshakes === 0 && written.size === 0 && attempts.size === 0) return
     sentAt = Date.now()
     const parts = records
     records = []
     for (const [type, n] of written) parts.push(JSON.stringify([R.EVENT, { e: 'eventsWritten', type, n }]))
     written.clear()
+    for (const a of attempts.values()) parts.push(JSON.stringify([R.EVENT, { e: 'webhookAttempts', ...a }]))
+    attempts.clear()
     for (const r of receipts.values()) parts.push(JSON.stringify(r))
     receipts.clear()
     if (handshakes) { parts.push(`[${R.HANDSHAKES},${handshakes}]`); handshakes = 0 }

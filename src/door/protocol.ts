@@ -9,7 +9,7 @@
  * request.
  * @module
  */
-import type { MessagePort } from 'node:worker_threads'
+import { MessageChannel, type MessagePort } from 'node:worker_threads'
 import type { EpxConfig } from '../config.ts'
 import type { Clock } from '../host/contract.ts'
 import type { StoreFaults, StoreThreadShare } from '../store/open-store.ts'
@@ -114,12 +114,17 @@ export type RareEvent =
   | { readonly e: 'storeError' }
   /** Events this thread wrote, durable (`epx_events_written_total`). */
   | { readonly e: 'eventsWritten'; readonly type: string; readonly n: number }
+  /** Webhook attempts of the deliverer's thread (`epx_webhook_deliveries_total`), `n` of one company and outcome. */
+  | { readonly e: 'webhookAttempts'; readonly companyId: string; readonly outcome: WebhookOutcome; readonly n: number }
   /** A request refused 429 RATE_LIMITED (`ApiObserver.rateLimited`). */
   | { readonly e: 'rateLimited'; readonly companyId: string; readonly door: string; readonly kind: 'get' | 'post'; readonly nowMs: number }
   /** A programme refused 429 QUOTA_EXCEEDED (`ApiObserver.quotaExceeded`). */
   | { readonly e: 'quotaExceeded'; readonly companyId: string; readonly nowMs: number }
   /** A token's last use, written by the host's thread: its writes there are ordered with the host's own. */
   | { readonly e: 'touch'; readonly token: TokenRecord; readonly nowMs: number }
+
+/** What a webhook attempt came to: a 2xx, or anything else (tried again later, or the endpoint marked failing). */
+export type WebhookOutcome = 'delivered' | 'failed-attempt'
 
 /** Record kinds (exported for the tests that read messages). */
 export const R = {
@@ -206,6 +211,20 @@ export function answerClock (clock: Clock, port: MessagePort, cell: SharedArrayB
     Atomics.store(flag, 0, 1)
     Atomics.notify(flag, 0)
   })
+}
+
+/**
+ * The host's clock for a worker about to start (`offsetMs`: `systemOffset`'s reading): the
+ * system's with its offset, or asked of this thread over a new channel, whose port here
+ * (`asked`) is closed when the worker ends and whose other port travels in `transferList`.
+ */
+export function shareClock (clock: Clock, offsetMs: number | undefined): { clock: SharedClock; asked?: MessagePort; transferList: MessagePort[] } {
+  if (offsetMs !== undefined) return { clock: { kind: 'system', offsetMs }, transferList: [] }
+  const { port1, port2 } = new MessageChannel()
+  const cell = new SharedArrayBuffer(16)
+  answerClock(clock, port1, cell)
+  port1.unref()
+  return { clock: { kind: 'asked', cell, port: port2 }, asked: port1, transferList: [port2] }
 }
 
 /** How long the door waits for the main thread's answer before it reads its last one (a busy host). */

@@ -10,7 +10,7 @@
  * queued again (`onRestart`), so none whose hand-over was lost with the worker is missed.
  * @module
  */
-import { MessageChannel, Worker, type MessagePort } from 'node:worker_threads'
+import { Worker, type MessagePort } from 'node:worker_threads'
 import type { Clock, Logger } from '../host/contract.ts'
 import type { StoreFaults } from '../store/open-store.ts'
 import type { Tokens } from '../store/tokens.ts'
@@ -19,7 +19,7 @@ import type { ProgrammeCount } from '../apply/programme-records.ts'
 import { workerSource } from '../apply/read-programme.ts'
 import type { ApiObserver } from '../http/observer.ts'
 import {
-  answerClock, errorFrom, shareFaults, systemOffset,
+  errorFrom, shareClock, shareFaults, systemOffset,
   type AskAnswers, type DoorStart, type FaultCause, type FromDoor, type SharedClock, type SidePorts, type ToDoor,
 } from './protocol.ts'
 import { answerAsk } from './asks.ts'
@@ -294,10 +294,10 @@ class DoorSupervisor implements Keeper {
 }
 
 /**
- * Restarts' backoff. A new incident (the worker that died had been up STABLE_MS): at once.
+ * Restarts' backoff (the door's, and the webhook deliverer's thread's, webhooks/thread/start.ts). A new incident (the worker that died had been up STABLE_MS): at once.
  * A crash loop: FIRST_DELAY_MS, then twice as long each time, up to MAX_DELAY_MS.
  */
-class Backoff {
+export class Backoff {
   #delayMs = 0
   #startedAt = 0
 
@@ -535,12 +535,7 @@ class WorkerLauncher {
 
   /** The host's clock as the worker reads it: the system's with an offset, or asked of this thread. */
   #sharedClock (): { clock: SharedClock; asked?: MessagePort; transferList: MessagePort[] } {
-    if (this.#offset !== undefined) return { clock: { kind: 'system', offsetMs: this.#offset }, transferList: [] }
-    const { port1, port2 } = new MessageChannel()
-    const cell = new SharedArrayBuffer(16)
-    answerClock(this.#deps.clock, port1, cell)
-    port1.unref()
-    return { clock: { kind: 'asked', cell, port: port2 }, asked: port1, transferList: [port2] }
+    return shareClock(this.#deps.clock, this.#offset)
   }
 
   /** A worker's messages, errors and exit, from its start to its end. */

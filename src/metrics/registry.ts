@@ -34,6 +34,8 @@ export interface MetricSources {
   quotaToday?(): ReadonlyArray<{ readonly company: string; readonly bytes: number; readonly limit: number }>
   /** Webhook endpoints marked failing, by company (store/webhooks.ts). */
   webhooksFailing?(): ReadonlyMap<string, number>
+  /** Per company with webhook endpoints, when (ms) the oldest event they still have to deliver was written; undefined: none. */
+  webhooksOldestUndelivered?(): ReadonlyMap<string, number | undefined>
   /** Whether this instance leads those sharing the store (store/leadership.ts); absent: it is the only one. */
   leading?(): boolean
   nowMs(): number
@@ -69,6 +71,7 @@ export async function createMetrics (sources: MetricSources, given?: Registry) {
   const lastSuccess = add(new Gauge({ name: 'epx_publication_last_success_timestamp_seconds', help: 'End of the last publication run with no failed site', registers }))
   const workerFaults = add(new Counter({ name: 'epx_api_worker_faults_total', help: 'Faults that ended the API door\'s worker thread (restarted at once), by cause (exception, rejection, heap, exit)', labelNames: ['cause'], registers }))
   const eventsWritten = add(new Counter({ name: 'epx_events_written_total', help: 'Events written for the companies\' feeds (DECISIONS.md "Events for BSPs"), by type', labelNames: ['type'], registers }))
+  const webhookDeliveries = add(new Counter({ name: 'epx_webhook_deliveries_total', help: 'Webhook delivery attempts, by company and outcome (delivered: a 2xx; failed-attempt: anything else, tried again later)', labelNames: ['company', 'outcome'], registers }))
   const storeErrors = add(new Counter({ name: 'epx_store_errors_total', help: 'Durable store writes that failed (each one a 503 NO_STORE or a lost background write)', registers }))
 
   const loop = sampleLoopDelay()
@@ -133,6 +136,14 @@ export async function createMetrics (sources: MetricSources, given?: Registry) {
     },
   }))
   add(new Gauge({
+    name: 'epx_webhook_oldest_undelivered_seconds', help: 'Age of the oldest event an endpoint of the company (not failing) still has to deliver, by company with endpoints; 0 when none', labelNames: ['company'], registers,
+    collect () {
+      this.reset()
+      const now = sources.nowMs()
+      for (const [company, ms] of (sources.webhooksOldestUndelivered && safely(sources.webhooksOldestUndelivered)) ?? []) this.set({ company }, ms === undefined ? 0 : Math.max(0, (now - ms) / 1000))
+    },
+  }))
+  add(new Gauge({
     name: 'epx_leader', help: '1 while this instance leads the instances sharing its store (it runs the publication schedule and retention), else 0; always 1 with an LMDB store', registers,
     collect () { this.set(sources.leading?.() === false ? 0 : 1) },
   }))
@@ -184,6 +195,7 @@ export async function createMetrics (sources: MetricSources, given?: Registry) {
     storeError (): void { storeErrors.inc() },
     eventsWritten (type: string, n: number): void { eventsWritten.inc({ type }, n) },
     workerFault (cause: string): void { workerFaults.inc({ cause }) },
+    webhookAttempts (company: string, outcome: string, n: number): void { webhookDeliveries.inc({ company, outcome }, n) },
     /** Unregisters every epx metric (a host's registry outlives the plugin) and stops the loop monitor. */
     close (): void {
       loop.stop()

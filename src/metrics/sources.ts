@@ -24,6 +24,7 @@ export function metricSources (deps: {
   readonly leading?: () => boolean
   readonly quotaToday?: MetricSources['quotaToday']
   readonly webhooksFailing?: MetricSources['webhooksFailing']
+  readonly webhooksOldestUndelivered?: MetricSources['webhooksOldestUndelivered']
 }): MetricSources {
   const tomorrow = () => addDays(parisDateOf(deps.clock.now()), 1)
   let newest: { key: string; ms: number | undefined } = { key: '', ms: undefined }
@@ -54,5 +55,6 @@ export function metricSources (deps: {
     ...(deps.leading ? { leading: deps.leading } : {}),
     ...(deps.quotaToday ? { quotaToday: deps.quotaToday } : {}),
     ...(deps.webhooksFailing ? { webhooksFailing: deps.webhooksFailing } : {}),
+    ...(deps.webhooksOldestUndelivered ? { webhooksOldestUndelivered: deps.webhooksOldestUndelivered } : {}),
   }
 }

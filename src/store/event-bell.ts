@@ -9,7 +9,7 @@
  *
  * A ring says "read again", never what changed: a waiter that finds nothing new for its
  * company waits again. The console rings it after a change of webhooks too, for the
- * deliverer (webhooks/deliverer.ts), which waits on it. Another process writing to an LMDB store (the CLI) rings nothing: a
+ * deliverer (webhooks/deliverer.ts), which waits on it in its own thread. Another process writing to an LMDB store (the CLI) rings nothing: a
  * waiting read sees its events at the end of its wait, when it reads again anyway.
  * @module
  */

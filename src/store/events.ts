@@ -75,6 +75,12 @@ export interface Events {
   /** Sync: the last seq given to the company (0: none). */
   lastSeq(companyId: string): number
   /**
+   * Sync: when (ms) the first event after `after` of one of `types` was written, looking at
+   * the next `limit` events (none of them of `types`: the first one's, which is still to be
+   * read past); undefined when there is none after.
+   */
+  firstDueMs(companyId: string, after: number, types: readonly EventType[], limit: number): number | undefined
+  /**
    * Inside the write of meter values: a `realise.modifie` for each (company, site, day)
    * not told within REALISE_EVERY_MS; the others are owed, told by `flushOwed` once
    * their 5 minutes are over (the owed mark is durable with the values).
@@ -222,6 +228,15 @@ export function openEvents (store: Store, options: EventsOptions = {}): Events {
     },
 
     lastSeq: lastOf,
+
+    firstDueMs (companyId, after, types, limit) {
+      let first: number | undefined
+      for (const { value: [atMs, json] } of db.getRange({ start: [companyId, after + 1], end: [companyId, MAX_SEQ], limit })) {
+        first ??= atMs
+        if (types.includes((JSON.parse(json) as { type: EventType }).type)) return atMs
+      }
+      return first
+    },
 
     async prune (nowMs) {
       const cutoff = nowMs - retentionMs

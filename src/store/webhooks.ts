@@ -100,6 +100,12 @@ export interface Webhooks {
   leaseOf(id: string): Lease | undefined
   /** The endpoints marked failing, counted by company (the metric `epx_webhooks_failing`). */
   failingByCompany(): Map<string, number>
+  /**
+   * Per company with endpoints, when (ms) the oldest event one of its endpoints not failing
+   * still has to deliver was written; undefined: none owes any (the metric
+   * `epx_webhook_oldest_undelivered_seconds`). `dueMs` reads the company's events after a cursor.
+   */
+  oldestUndelivered(dueMs: (companyId: string, cursor: number, types: readonly EventType[]) => number | undefined): Map<string, number | undefined>
   /** The last `limit` attempts, newest first. */
   log(id: string, limit?: number): DeliveryLogEntry[]
   /** Inside `writeDurable`: a new endpoint whose cursor is `cursor` (the company's last event: only what comes after). */
@@ -164,6 +170,15 @@ export function openWebhooks (store: Store): Webhooks {
     failingByCompany () {
       const out = new Map<string, number>()
       for (const e of api.list()) if (e.failingSince) out.set(e.companyId, (out.get(e.companyId) ?? 0) + 1)
+      return out
+    },
+    oldestUndelivered (dueMs) {
+      const out = new Map<string, number | undefined>()
+      for (const e of api.list()) {
+        const ms = e.failingSince ? undefined : dueMs(e.companyId, stateOf(e.id).cursor, e.types)
+        const was = out.get(e.companyId)
+        out.set(e.companyId, ms === undefined ? was : was === undefined ? ms : Math.min(was, ms))
+      }
       return out
     },
     log (id, limit = LOG_KEEP) {

@@ -41,6 +41,13 @@ const LEASE_MS = 60_000
 const RESCAN_MS = 30_000
 /** How long close() lets an attempt under way finish before it cuts it short. */
 const CLOSE_GRACE_MS = 1_000
+/**
+ * After a ring or a wake, every endpoint is looked at once more this much later: a thread
+ * other than the writer's has been seen to read, right at the ring, a snapshot from just
+ * before the write (lmdb-js reuses its read transaction within a turn), and the next look
+ * would otherwise be RESCAN_MS away.
+ */
+const AGAIN_MS = 100
 /** After a store fault, a runner tries again this much later. */
 const FAULT_PAUSE_MS = 5_000
 /** Events read at once while looking for the next one an endpoint wants. */
@@ -59,6 +66,8 @@ export interface DelivererOptions {
   readonly connect: ConnectOptions
   /** How long a claim holds an endpoint (default 60 s). */
   readonly leaseMs?: number
+  /** Told of each attempt that brought an answer or an error (the metric `epx_webhook_deliveries_total`). */
+  readonly counted?: (companyId: string, outcome: 'delivered' | 'failed-attempt') => void
 }
 
 export interface Deliverer {
@@ -200,6 +209,7 @@ export function startDeliverer (o: DelivererOptions): Deliverer {
       const at = now()
       const entry = { atMs: startMs, eventId: next.id, ...exchange }
       const ok = exchange.status !== undefined && exchange.status >= 200 && exchange.status < 300
+      o.counted?.(e.companyId, ok ? 'delivered' : 'failed-attempt')
       if (ok) {
         await this.settle(at, { fromCursor: state.cursor, cursor: next.seq, log: entry, leaseUntilMs: at + leaseMs })
         return
@@ -252,6 +262,11 @@ export function startDeliverer (o: DelivererOptions): Deliverer {
   }
 
   let unreadable = false
+  let again: NodeJS.Timeout | undefined
+  const lookAgain = (): void => {
+    if (closed) return
+    try { scan() } catch {}   // a store that cannot answer: the loop's next scan says so
+  }
   async function loop (): Promise<void> {
     // A store no other instance writes (LMDB: one service per folder) has one deliverer, this
     // one: a lease of another owner is a predecessor's, killed before it could release it.
@@ -278,6 +293,9 @@ export function startDeliverer (o: DelivererOptions): Deliverer {
       const wait = bell.wait(RESCAN_MS, since)
       release = wait.release
       await wait.rung
+      // The last ring's, not each one's: a burst of events is looked at again once.
+      clearTimeout(again)
+      if (!closed) again = setTimeout(lookAgain, AGAIN_MS).unref()
     }
   }
 
@@ -291,6 +309,7 @@ export function startDeliverer (o: DelivererOptions): Deliverer {
       if (closed) return
       closed = true
       offApplied()
+      clearTimeout(again)
       // An attempt under way has CLOSE_GRACE_MS to bring its answer, which is then written
       // down (a receiver that answered in time is not sent the event again); one that takes
       // longer is cut short, and its event goes again after the restart (at least once).

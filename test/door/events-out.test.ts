@@ -89,6 +89,19 @@ t.test('events written for the feeds: one count per type a flush, the sum of its
   t.equal(p.messages.length, 2)
 })
 
+t.test('webhook attempts (the deliverer\'s thread uses the same events): one count per company and outcome a flush', async t => {
+  const p = pair(t)
+  for (let i = 0; i < 30; i++) p.door.webhookAttempt('acme', 'delivered')
+  p.door.webhookAttempt('acme', 'failed-attempt')
+  p.door.webhookAttempt('bravo', 'delivered')
+  p.door.flush()
+  t.same(p.webhookAttempts, [['acme', 'delivered', 30], ['acme', 'failed-attempt', 1], ['bravo', 'delivered', 1]])
+  t.equal(records(p.messages[0]!).length, 3, 'three records in the message, not 32')
+  p.door.webhookAttempt('acme', 'delivered')
+  p.door.flush()
+  t.same(p.webhookAttempts.at(-1), ['acme', 'delivered', 1], 'the next flush counts from zero')
+})
+
 t.test('a saved programme\'s hand-over: the chosen sites and their slots alone, sent at once from a quiet door', async t => {
   const p = pair(t)
   const b = batch('P1', ['S0', 'S1', 'S2'], 4)

@@ -14,7 +14,7 @@ import { fileURLToPath } from 'node:url'
 
 const root = fileURLToPath(new URL('../../', import.meta.url))
 const dist = join(root, 'dist')
-const BUNDLES = ['door-worker.js', 'programme-worker.js']
+const BUNDLES = ['door-worker.js', 'programme-worker.js', 'webhooks-worker.js']
 
 function newestUnder (dir) {
   let newest = 0

@@ -28,11 +28,12 @@ export function eventsPair (t: Test, o: { observed?: Observed; handOver?: (b: Ha
   const programmes: unknown[] = []
   let handshakes = 0
   const eventsWritten: Array<[string, number]> = []
+  const webhookAttempts: Array<[string, string, number]> = []
   const handed: HandedBatch[][] = []
   const messages: EventsMessage[] = []
   const main = eventsIn({
     log,
-    observer: { answered: (...a) => { answered.push(a) }, handshake: () => { handshakes++ }, eventsWritten: (type, n) => { eventsWritten.push([type, n]) } },
+    observer: { answered: (...a) => { answered.push(a) }, handshake: () => { handshakes++ }, eventsWritten: (type, n) => { eventsWritten.push([type, n]) }, webhookAttempts: (company, outcome, n) => { webhookAttempts.push([company, outcome, n]) } },
     receipts: { record: (...a) => { receipts.push(a) } },
     tokens: { touch () {} },
     programme: c => { programmes.push(c) },
@@ -44,7 +45,7 @@ export function eventsPair (t: Test, o: { observed?: Observed; handOver?: (b: Ha
     main.read(copy)
   }, { observed: o.observed ?? ALL, flushMs: o.flushMs ?? 60_000, maxRecords: 1000, errorJson: err => pino.stdSerializers.err(err) })
   t.teardown(() => door.flush())
-  return { door, lines, receipts, answered, programmes, eventsWritten, handed, messages, handshakes: () => handshakes, main }
+  return { door, lines, receipts, answered, programmes, eventsWritten, webhookAttempts, handed, messages, handshakes: () => handshakes, main }
 }
 
 export const records = (m: EventsMessage) => JSON.parse(m.text) as unknown[][]

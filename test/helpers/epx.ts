@@ -52,6 +52,8 @@ export interface StartEpxOptions {
   readonly doorHeapMb?: number
   /** The door's first N worker starts end before they listen, telling nothing. */
   readonly doorSilentStarts?: number
+  /** Told the webhook deliverer's thread at every activation (to wake it, to crash it). */
+  readonly onWebhooks?: Internals['onWebhooks']
 }
 
 export interface TestRequest {
@@ -142,6 +144,7 @@ export async function startEpx (t: Test, opts: StartEpxOptions = {}): Promise<Te
     ...(opts.doorHeapMb ? { doorHeapMb: opts.doorHeapMb } : {}),
     ...(opts.doorSilentStarts ? { doorSilentStarts: opts.doorSilentStarts } : {}),
     onDoor: d => { door = d; opts.onDoor?.(d) },
+    ...(opts.onWebhooks ? { onWebhooks: opts.onWebhooks } : {}),
     // Records written as stored, overlapping perimeters included (two "all sites" companies
     // are common in tests); test/store/companies.test.ts and the CLI and console tests hold one BSP per site.
     onStore: s => { store = s; companies = openCompanies(s, { onePerSite: false, now: () => clock.now().getTime() }); tokens = openTokens(s) },

@@ -1,6 +1,7 @@
 import t, { type Test as Tap } from 'tap'
 import type { Store } from '../../src/store/open-store.ts'
 import { LOG_KEEP, openWebhooks, secretsInForce, type WebhookEndpoint } from '../../src/store/webhooks.ts'
+import { openEvents } from '../../src/store/events.ts'
 import { storeKinds, storesOf, twoStores } from '../helpers/store-kinds.ts'
 
 // DECISIONS.md "Events for BSPs": an endpoint keeps a cursor into its company's events, a
@@ -32,6 +33,24 @@ for (const kind of storeKinds) t.test(kind, async t => {
     t.equal(await store.writeDurable(() => hooks.removeSync('wh_1')), false, 'a second removal finds none')
     t.equal(hooks.get('wh_1'), undefined)
     t.same([hooks.stateOf('wh_1').cursor, hooks.leaseOf('wh_1'), hooks.log('wh_1')], [0, undefined, []])
+  })
+
+  t.test('what waits (epx_webhook_oldest_undelivered_seconds): per company, the oldest event of a type wanted past a cursor, of the endpoints not failing', async t => {
+    const store = await open(t)
+    const hooks = openWebhooks(store)
+    const events = openEvents(store)
+    const due = (companyId: string, cursor: number, types: readonly string[]) => events.firstDueMs(companyId, cursor, types as never, 100)
+    await store.writeDurable(() => { hooks.addSync(endpoint('wh_1'), 0); hooks.addSync(endpoint('wh_2', 'bolt'), 0) })
+    t.same([...hooks.oldestUndelivered(due)], [['acme', undefined], ['bolt', undefined]], 'nothing written: nothing waits')
+    await store.writeDurable(() => events.appendSync([{ companyId: 'acme', type: 'perimetre.modifie', fields: '"n":1' }], T0))
+    await store.writeDurable(() => events.appendSync([{ companyId: 'acme', type: 'instruction.statut', fields: '"n":2' }], T0 + 1000))
+    await store.writeDurable(() => events.appendSync([{ companyId: 'acme', type: 'instruction.statut', fields: '"n":3' }], T0 + 2000))
+    t.same(hooks.oldestUndelivered(due).get('acme'), T0 + 1000, 'the first of a type it wants, past one it does not')
+    t.equal(events.firstDueMs('acme', 0, ['realise.modifie'], 2), T0, 'none wanted within the events read: the first one read')
+    t.equal(events.firstDueMs('acme', 3, ['instruction.statut'], 100), undefined, 'none past the last')
+    await store.writeDurable(() => hooks.addSync({ ...endpoint('wh_3'), types: ['perimetre.modifie'], failingSince: new Date(T0).toISOString() }, 0))
+    await store.writeDurable(() => hooks.addSync(endpoint('wh_4'), 2))
+    t.equal(hooks.oldestUndelivered(due).get('acme'), T0 + 1000, 'the oldest over its endpoints; a failing one, owed an older event, is left out')
   })
 
   t.test('a rotation signs with the new secret and the old one until the overlap ends', async t => {
