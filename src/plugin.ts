@@ -167,7 +167,7 @@ function openPublishing ({ host, config, log, bin, later }: Activation, store: S
  * other instances; the door's feed waits on it, in whichever thread it runs.
  */
 function ringOnEvents ({ bin, later }: Activation, store: Store): EventBell {
-  const bell = openEventBell()
+  const bell = openEventBell(undefined, () => store.latest())
   announceEvents(store, { bell, written: (type, n) => later.metrics?.eventsWritten(type, n) })
   bin.add(store.onApplied(changes => { if (changes.has(EVENTS_DB)) bell.ring() }))
   return bell

@@ -132,7 +132,7 @@ async function open (): Promise<OpenDoor> {
   })
   await store.opened
   // This thread's writes (programmes, the console's perimeters) ring the process's bell too.
-  const bell = openEventBell(start.eventBell)
+  const bell = openEventBell(start.eventBell, () => store.latest())
   announceEvents(store, { bell, written: events.eventsWritten })
   const revisions = openRevisions(store, { retentionDays: config.publish.retentionDays })
   const reader = createProgrammeReader(config.inbound)

@@ -70,6 +70,12 @@ export interface Store {
   /** Throws NO_STORE when the store cannot answer: for a read of what lives beside the records. */
   guard(): void
   /**
+   * This thread's next read sees every commit made so far, by any thread. lmdb-js keeps
+   * a thread's read snapshot until its next turn, so a thread told of another's commit
+   * within a turn (the event bell, a message) would read from before it.
+   */
+  latest(): void
+  /**
    * Runs `fn` as one transaction (all or nothing) and resolves once it is durable
    * (DECISIONS.md "Robustness"). Any failure becomes NO_STORE. Concurrent calls share
    * one commit; each stays all or nothing. Inside a fenced run (leadership.ts) the write

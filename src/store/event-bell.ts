@@ -35,8 +35,11 @@ export interface EventBell {
   releaseAll(): void
 }
 
-/** A bell over `cell` (a new one without it). */
-export function openEventBell (cell: SharedArrayBuffer = new SharedArrayBuffer(4)): EventBell {
+/**
+ * A bell over `cell` (a new one without it). `latest`: the thread's store read afresh
+ * (`Store.latest`) before a waiter is told of a ring, so it reads what the ring announces.
+ */
+export function openEventBell (cell: SharedArrayBuffer = new SharedArrayBuffer(4), latest: () => void = () => {}): EventBell {
   const count = new Int32Array(cell)
   /** Each waiter of this thread, with the count it last saw. */
   const waiters = new Map<() => void, number>()
@@ -44,6 +47,7 @@ export function openEventBell (cell: SharedArrayBuffer = new SharedArrayBuffer(4
   let armed = false
 
   const wake = (): void => {
+    latest()
     const all = [...waiters.keys()]
     waiters.clear()
     for (const w of all) w()
@@ -52,7 +56,7 @@ export function openEventBell (cell: SharedArrayBuffer = new SharedArrayBuffer(4
     if (armed || waiters.size === 0) return
     const seen = Atomics.load(count, 0)
     // A ring between a waiter's look and this one: it is told now, not at the next ring.
-    for (const [w, since] of waiters) if (since !== seen) w()
+    for (const [w, since] of waiters) if (since !== seen) { latest(); w() }
     if (waiters.size === 0) return
     armed = true
     const result = waitAsync(count, 0, seen)
@@ -73,7 +77,7 @@ export function openEventBell (cell: SharedArrayBuffer = new SharedArrayBuffer(4
     },
     count: () => Atomics.load(count, 0),
     wait (ms, since) {
-      if (Atomics.load(count, 0) !== since) return { rung: Promise.resolve(), release: () => {} }
+      if (Atomics.load(count, 0) !== since) { latest(); return { rung: Promise.resolve(), release: () => {} } }
       let release = (): void => {}
       const rung = new Promise<void>(resolve => {
         const timer = setTimeout(() => done(), ms)

@@ -41,13 +41,6 @@ const LEASE_MS = 60_000
 const RESCAN_MS = 30_000
 /** How long close() lets an attempt under way finish before it cuts it short. */
 const CLOSE_GRACE_MS = 1_000
-/**
- * After a ring or a wake, every endpoint is looked at once more this much later: a thread
- * other than the writer's has been seen to read, right at the ring, a snapshot from just
- * before the write (lmdb-js reuses its read transaction within a turn), and the next look
- * would otherwise be RESCAN_MS away.
- */
-const AGAIN_MS = 100
 /** After a store fault, a runner tries again this much later. */
 const FAULT_PAUSE_MS = 5_000
 /** Events read at once while looking for the next one an endpoint wants. */
@@ -100,7 +93,8 @@ export function startDeliverer (o: DelivererOptions): Deliverer {
   let release: () => void = () => {}
   /** A wake during a scan: scan again at once. */
   let woken = false
-  const wake = (): void => { woken = true; release() }
+  // Told by another thread (a change the feed brought): read what it wrote, not this turn's snapshot.
+  const wake = (): void => { store.latest(); woken = true; release() }
 
   /** The first event after `cursor` the endpoint wants, or how far to skip. */
   function nextFor (e: WebhookEndpoint, cursor: number): Next {
@@ -262,11 +256,6 @@ export function startDeliverer (o: DelivererOptions): Deliverer {
   }
 
   let unreadable = false
-  let again: NodeJS.Timeout | undefined
-  const lookAgain = (): void => {
-    if (closed) return
-    try { scan() } catch {}   // a store that cannot answer: the loop's next scan says so
-  }
   async function loop (): Promise<void> {
     // A store no other instance writes (LMDB: one service per folder) has one deliverer, this
     // one: a lease of another owner is a predecessor's, killed before it could release it.
@@ -293,9 +282,6 @@ export function startDeliverer (o: DelivererOptions): Deliverer {
       const wait = bell.wait(RESCAN_MS, since)
       release = wait.release
       await wait.rung
-      // The last ring's, not each one's: a burst of events is looked at again once.
-      clearTimeout(again)
-      if (!closed) again = setTimeout(lookAgain, AGAIN_MS).unref()
     }
   }
 
@@ -309,7 +295,6 @@ export function startDeliverer (o: DelivererOptions): Deliverer {
       if (closed) return
       closed = true
       offApplied()
-      clearTimeout(again)
       // An attempt under way has CLOSE_GRACE_MS to bring its answer, which is then written
       // down (a receiver that answered in time is not sent the event again); one that takes
       // longer is cut short, and its event goes again after the restart (at least once).

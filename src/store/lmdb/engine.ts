@@ -75,6 +75,7 @@ export function openLmdbStore (path: string, opts: LmdbStoreOptions = {}): Store
       return env.handle(name, o, d => guardedDb(d, checks))
     },
     guard: checks.readable,
+    latest: () => { if (!state.closed) env.root.resetReadTxn() },
     afterDurable: fn => writes.afterDurable(fn),
     leadership: () => soleInstance,
     writeDurable<T> (fn: () => T): Promise<T> {

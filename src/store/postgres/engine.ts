@@ -77,6 +77,7 @@ export function openPostgresStore (path: string, opts: PostgresEngineOptions): S
       })
     },
     guard: checks.readable,
+    latest: () => { if (!state.closed) env.root.resetReadTxn() },
     afterDurable: fn => writes.afterDurable(fn),
     leadership: () => {
       if (state.closed) throw storeUnavailable()

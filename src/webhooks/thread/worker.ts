@@ -46,7 +46,7 @@ async function open (): Promise<{ store: Store; deliverer: Deliverer }> {
   try {
     await store.opened
     const deliverer = startDeliverer({
-      store, bell: openEventBell(start.eventBell), clock: clockOf(start.clock), log,
+      store, bell: openEventBell(start.eventBell, () => store.latest()), clock: clockOf(start.clock), log,
       connect: connectOptionsOf(config.webhooks, start.dataDir), counted: events.webhookAttempt,
     })
     return { store, deliverer }

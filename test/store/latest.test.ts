@@ -1,0 +1,64 @@
+/**
+ * `Store.latest()`: a thread told of another thread's commit within one turn of its loop
+ * (the event bell, a message) reads that commit, not the snapshot lmdb-js keeps for the
+ * turn. The other thread here is a worker writing into the same LMDB environment, as the
+ * door's and the deliverer's do; the main thread blocks in `Atomics.wait` until that
+ * commit is made, so both reads are in one turn.
+ */
+import t, { type Test } from 'tap'
+import { createRequire } from 'node:module'
+import { Worker } from 'node:worker_threads'
+import { openStore, type Store } from '../../src/store/open-store.ts'
+import { openEventBell } from '../../src/store/event-bell.ts'
+
+const WRITER = `
+const { workerData } = require('node:worker_threads')
+const { open } = require(workerData.lmdb)
+const root = open({ path: workerData.path, noSubdir: false, maxDbs: 32, compression: false })
+const db = root.openDB({ name: 'latest-test', encoding: 'binary' })
+const flag = new Int32Array(workerData.flag)
+db.putSync('k', Buffer.from('after'))
+Atomics.store(flag, 0, 1)
+Atomics.notify(flag, 0)
+`
+
+/** Reads `k`, lets a worker commit 'after' to it (a synchronous write transaction), and reads it again in the same turn: the second read's value. */
+async function readAcrossCommit (t: Test, fresh: (store: Store) => void): Promise<string | undefined> {
+  const path = t.testdir()
+  const store = openStore(path)
+  t.teardown(() => store.close())
+  const db = store.db<Buffer>('latest-test', { binary: true })
+  await store.writeDurable(() => db.putSync('k', Buffer.from('before')))
+  await new Promise(resolve => setTimeout(resolve, 5))   // a turn of its own: the write's own reset is past
+  const flag = new Int32Array(new SharedArrayBuffer(4))
+  const worker = new Worker(WRITER, { eval: true, workerData: { path, lmdb: createRequire(import.meta.url).resolve('lmdb'), flag: flag.buffer } })
+  const ended = new Promise((resolve, reject) => { worker.once('exit', resolve); worker.once('error', reject) })
+  t.equal(db.get('k')?.toString(), 'before', 'the first read, which takes the turn\'s snapshot')
+  t.equal(Atomics.wait(flag, 0, 0, 30_000), 'ok', 'the worker committed while this turn went on')
+  fresh(store)
+  const second = db.get('k')?.toString()
+  await ended
+  return second
+}
+
+t.test('without latest(), a read later in the same turn sees the snapshot from before another thread\'s commit', async t => {
+  t.equal(await readAcrossCommit(t, () => {}), 'before', 'the turn\'s snapshot still')
+})
+
+t.test('after latest(), the same read sees that commit', async t => {
+  t.equal(await readAcrossCommit(t, store => store.latest()), 'after', 'the other thread\'s commit')
+})
+
+t.test('the event bell reads afresh before it tells a waiter of a ring: on a ring it waited for, and on one it missed', async t => {
+  let fresh = 0
+  const bell = openEventBell(undefined, () => { fresh++ })
+  const since = bell.count()
+  const waiting = bell.wait(30_000, since)
+  const other = openEventBell(bell.cell)
+  other.ring()
+  await waiting.rung
+  t.equal(fresh, 1, 'once before the waiter woke')
+  const missed = bell.wait(30_000, since)
+  await missed.rung
+  t.equal(fresh, 2, 'a waiter whose count is already behind is told at once, after a fresh read too')
+})
