@@ -24,7 +24,7 @@ import type { Pool } from 'undici'
 import type { Clock, Logger } from '../host/contract.ts'
 import type { Store } from '../store/open-store.ts'
 import type { EventBell } from '../store/event-bell.ts'
-import { eventId, openEvents, seqOfEventId, type EventType } from '../store/events.ts'
+import { EVENT_TYPES, eventId, openEvents, seqOfEventId, type EventType } from '../store/events.ts'
 import { openCompanies } from '../store/companies.ts'
 import { openAudit } from '../store/audit.ts'
 import { openWebhooks, secretsInForce, WEBHOOK_DBS, type DeliveryState, type Settlement, type WebhookEndpoint } from '../store/webhooks.ts'
@@ -43,8 +43,14 @@ const RESCAN_MS = 30_000
 const CLOSE_GRACE_MS = 1_000
 /** After a store fault, a runner tries again this much later. */
 const FAULT_PAUSE_MS = 5_000
-/** Events read at once while looking for the next one an endpoint wants. */
+/** Events read at once while looking for the next one an endpoint wants (of some types only). */
 const PAGE = 100
+/**
+ * How long a company found active is taken as such by a runner: its record holds its
+ * perimeter (10,000 sites: a decode dearer than the delivery's own reads), so it is not read
+ * again for every event of a burst. A suspension stops the deliveries within this.
+ */
+const COMPANY_READ_MS = 1_000
 
 /** The wait before the attempt that follows `failures` failed attempts. */
 export function retryDelayMs (failures: number): number {
@@ -98,7 +104,8 @@ export function startDeliverer (o: DelivererOptions): Deliverer {
 
   /** The first event after `cursor` the endpoint wants, or how far to skip. */
   function nextFor (e: WebhookEndpoint, cursor: number): Next {
-    const page = events.page(e.companyId, cursor, PAGE)
+    // An endpoint that wants every type wants the next event: one is read, not a page.
+    const page = events.page(e.companyId, cursor, e.types.length === EVENT_TYPES.length ? 1 : PAGE)
     if (page.kind === 'expired') return { kind: 'expired', cursor: Number(page.resume) }
     let last = cursor
     for (const body of page.events) {
@@ -117,6 +124,8 @@ export function startDeliverer (o: DelivererOptions): Deliverer {
     timer: NodeJS.Timeout | undefined
     pool: Pool | undefined
     poolUrl = ''
+    /** Until when (host's clock ms) its company is known active. */
+    activeUntilMs = 0
     constructor (readonly id: string) {}
 
     kick (): void {
@@ -155,11 +164,16 @@ export function startDeliverer (o: DelivererOptions): Deliverer {
     }
 
     async steps (): Promise<void> {
+      this.activeUntilMs = 0
       while (!closed) {
         const e = hooks.get(this.id)
-        if (!e || e.failingSince || companies.get(e.companyId)?.status !== 'active') return
-        const state = hooks.stateOf(this.id)
+        if (!e || e.failingSince) return
         const at = now()
+        if (at >= this.activeUntilMs) {
+          if (companies.get(e.companyId)?.status !== 'active') return
+          this.activeUntilMs = at + COMPANY_READ_MS
+        }
+        const state = hooks.stateOf(this.id)
         if (state.retry && state.retry.nextMs > at) return this.lookAt(state.retry.nextMs)
         const lease = hooks.leaseOf(this.id)
         if (lease && lease.owner !== owner && lease.untilMs > at) return this.lookAt(lease.untilMs)
