@@ -100,6 +100,26 @@ t.test('during a rotation\'s overlap each delivery verifies with the old secret 
   t.ok(byOld.received[0]!.verdict.ok && byNew.received[0]!.verdict.ok, 'a receiver holding either secret verifies')
 })
 
+t.test('an endpoint that does not answer within webhooks.requestTimeoutMs: the attempt is cut, logged as such, and tried again 5 s later', async t => {
+  const store = await open(t)
+  await addCompany(store)
+  const clock = new ManualClock(new Date(T0))
+  let secret = ''
+  const r = await startReceiver(t, { secret: () => secret, answer: () => undefined, nowSeconds: () => Math.floor(clock.now().getTime() / 1000) })
+  const hook = await addEndpoint(store, r.url)
+  secret = hook.secret
+  const hooks = openWebhooks(store)
+  const before = hooks.stateOf(hook.id).cursor
+  deliver(t, store, clock, { requestTimeoutMs: 300 })
+  await emit(store, 1)
+  await until('the attempt cut short', () => hooks.log(hook.id).length === 1)
+  const [entry] = hooks.log(hook.id)
+  t.equal(entry!.error, 'no answer within 300 ms (webhooks.requestTimeoutMs)')
+  t.equal(entry!.status, undefined, 'no status: nothing was answered')
+  t.equal(entry!.nextTryMs, T0 + 5000)
+  t.equal(hooks.stateOf(hook.id).cursor, before, 'the event is still to deliver')
+})
+
 t.test('an answer other than 2xx is tried again after 5 s, then 10 s, until it is taken', async t => {
   const store = await open(t)
   await addCompany(store)
