@@ -129,7 +129,7 @@ export async function createMetrics (sources: MetricSources, given?: Registry) {
   quotaGauge('epx_quota_bytes', 'Bytes of programmes each company has had accepted today (Europe/Paris): its use of the storage quota, counted in the store for every instance', 'bytes')
   quotaGauge('epx_quota_limit_bytes', 'Each company\'s storage quota, bytes of programmes a Paris day (its own, or inbound.maxBytesPerCompanyPerDay)', 'limit')
   add(new Gauge({
-    name: 'epx_webhooks_failing', help: 'Webhook endpoints marked failing (24 h of failed deliveries; `epx webhook redeliver` resumes one), by company', labelNames: ['company'], registers,
+    name: 'epx_webhook_endpoints_failing', help: 'Webhook endpoints marked failing (24 h of failed deliveries; `epx webhook redeliver` resumes one), by company', labelNames: ['company'], registers,
     collect () {
       this.reset()
       for (const [company, n] of (sources.webhooksFailing && safely(sources.webhooksFailing)) ?? []) this.set({ company }, n)

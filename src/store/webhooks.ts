@@ -98,7 +98,7 @@ export interface Webhooks {
   list(companyId?: string): WebhookEndpoint[]
   stateOf(id: string): DeliveryState
   leaseOf(id: string): Lease | undefined
-  /** The endpoints marked failing, counted by company (the metric `epx_webhooks_failing`). */
+  /** The endpoints marked failing, counted by company (the metric `epx_webhook_endpoints_failing`). */
   failingByCompany(): Map<string, number>
   /**
    * Per company with endpoints, when (ms) the oldest event one of its endpoints not failing

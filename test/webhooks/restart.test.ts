@@ -51,5 +51,5 @@ t.test('epx started by the host delivers its events; closed and started again on
   const endpoint = openWebhooks(again.store).get(id)!
   await again.store.writeDurable(() => again.store.db(WEBHOOKS_DB).putSync(id, { ...endpoint, failingSince: NOW }))
   const metrics = await (await request(new URL('/metrics', again.handle.metricsUrl))).body.text()
-  t.match(metrics, /^epx_webhooks_failing\{company="acme"\} 1$/m)
+  t.match(metrics, /^epx_webhook_endpoints_failing\{company="acme"\} 1$/m)
 })
