@@ -68,7 +68,7 @@ export async function postEvent (pool: Pool, url: URL, o: {
   const started = performance.now()
   const latency = (): number => Math.round(performance.now() - started)
   // One controller and a timer, not AbortSignal.any over AbortSignal.timeout: those two cost
-  // ~5 % of the deliverer's thread a delivery (bench/README.md "The 08:00 publication's webhooks").
+  // ~5 % of the deliverer's thread a delivery (bench/README.md#the-0800-publications-webhooks-benchwebhooksts).
   const bound = new AbortController()
   let timedOut = false
   const timer = setTimeout(() => { timedOut = true; bound.abort() }, o.timeoutMs)
