@@ -67,6 +67,16 @@ export type EventPage =
   /** `after` is before what retention kept: `oldest` is the oldest id kept (none: every one expired), `resume` the cursor to read them all from. */
   | { readonly kind: 'expired'; readonly oldest: string | undefined; readonly resume: string }
 
+/** The next event of some types after a cursor (`Events.nextOf`). */
+export type NextEvent =
+  /** The first of the types: its seq, when it was written, its JSON text as the feed serves it. */
+  | { readonly kind: 'event'; readonly seq: number; readonly atMs: number; readonly json: string }
+  /** None of the types among the events read: the last one's seq (to read past), the first one's time. */
+  | { readonly kind: 'skip'; readonly seq: number; readonly atMs: number }
+  | { readonly kind: 'none' }
+  /** The cursor is before what retention kept: `resume` is the cursor to go on from. */
+  | { readonly kind: 'expired'; readonly resume: number }
+
 export interface Events {
   /** Inside the caller's `writeDurable`: appends the events, each company's in order; the bell rings once it is durable. */
   appendSync(drafts: readonly EventDraft[], atMs: number): void
@@ -75,9 +85,14 @@ export interface Events {
   /** Sync: the last seq given to the company (0: none). */
   lastSeq(companyId: string): number
   /**
+   * Sync: the first event after `after` of one of `types`, looking at the next `limit` at
+   * most, each decoded only when reached (a webhook endpoint's next delivery).
+   */
+  nextOf(companyId: string, after: number, types: readonly EventType[], limit: number): NextEvent
+  /**
    * Sync: when (ms) the first event after `after` of one of `types` was written, looking at
    * the next `limit` events (none of them of `types`: the first one's, which is still to be
-   * read past); undefined when there is none after.
+   * read past; past an expired cursor, from the oldest kept); undefined when there is none after.
    */
   firstDueMs(companyId: string, after: number, types: readonly EventType[], limit: number): number | undefined
   /**
@@ -229,13 +244,21 @@ export function openEvents (store: Store, options: EventsOptions = {}): Events {
 
     lastSeq: lastOf,
 
-    firstDueMs (companyId, after, types, limit) {
-      let first: number | undefined
-      for (const { value: [atMs, json] } of db.getRange({ start: [companyId, after + 1], end: [companyId, MAX_SEQ], limit })) {
-        first ??= atMs
-        if (types.includes((JSON.parse(json) as { type: EventType }).type)) return atMs
+    nextOf (companyId, after, types, limit) {
+      const { pruned } = headOf(companyId)
+      if (after < pruned) return { kind: 'expired', resume: pruned }
+      let skip: NextEvent | undefined
+      for (const { key, value: [atMs, json] } of db.getRange({ start: [companyId, after + 1], end: [companyId, MAX_SEQ], limit })) {
+        const seq = (key as [string, number])[1]
+        if (types.includes((JSON.parse(json) as { type: EventType }).type)) return { kind: 'event', seq, atMs, json }
+        skip = { kind: 'skip', seq, atMs: skip?.kind === 'skip' ? skip.atMs : atMs }
       }
-      return first
+      return skip ?? { kind: 'none' }
+    },
+
+    firstDueMs (companyId, after, types, limit) {
+      const n = api.nextOf(companyId, Math.max(after, headOf(companyId).pruned), types, limit)
+      return n.kind === 'event' || n.kind === 'skip' ? n.atMs : undefined
     },
 
     async prune (nowMs) {

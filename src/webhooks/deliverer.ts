@@ -24,7 +24,7 @@ import type { Pool } from 'undici'
 import type { Clock, Logger } from '../host/contract.ts'
 import type { Store } from '../store/open-store.ts'
 import type { EventBell } from '../store/event-bell.ts'
-import { EVENT_TYPES, eventId, openEvents, seqOfEventId, type EventType } from '../store/events.ts'
+import { eventId, openEvents } from '../store/events.ts'
 import { openCompanies } from '../store/companies.ts'
 import { openAudit } from '../store/audit.ts'
 import { openWebhooks, secretsInForce, WEBHOOK_DBS, type DeliveryState, type Settlement, type WebhookEndpoint } from '../store/webhooks.ts'
@@ -43,7 +43,7 @@ const RESCAN_MS = 30_000
 const CLOSE_GRACE_MS = 1_000
 /** After a store fault, a runner tries again this much later. */
 const FAULT_PAUSE_MS = 5_000
-/** Events read at once while looking for the next one an endpoint wants (of some types only). */
+/** Events read at most while looking for the next one an endpoint wants (each decoded only when reached). */
 const PAGE = 100
 /**
  * How long a company found active is taken as such by a runner: its record holds its
@@ -104,17 +104,13 @@ export function startDeliverer (o: DelivererOptions): Deliverer {
 
   /** The first event after `cursor` the endpoint wants, or how far to skip. */
   function nextFor (e: WebhookEndpoint, cursor: number): Next {
-    // An endpoint that wants every type wants the next event: one is read, not a page.
-    const page = events.page(e.companyId, cursor, e.types.length === EVENT_TYPES.length ? 1 : PAGE)
-    if (page.kind === 'expired') return { kind: 'expired', cursor: Number(page.resume) }
-    let last = cursor
-    for (const body of page.events) {
-      const { id, type } = JSON.parse(body) as { id: string; type: EventType }
-      const seq = seqOfEventId(id)!
-      if (e.types.includes(type)) return { kind: 'event', seq, id, body }
-      last = seq
+    const n = events.nextOf(e.companyId, cursor, e.types, PAGE)
+    switch (n.kind) {
+      case 'event': return { kind: 'event', seq: n.seq, id: eventId(n.seq), body: n.json }
+      case 'skip': return { kind: 'skip', cursor: n.seq }
+      case 'expired': return { kind: 'expired', cursor: n.resume }
+      default: return n
     }
-    return last === cursor ? { kind: 'none' } : { kind: 'skip', cursor: last }
   }
 
   class Runner {

@@ -192,6 +192,24 @@ for (const kind of storeKinds) t.test(kind, async t => {
     t.same(events.page('acme', 10, 10).kind === 'page' && JSON.parse((events.page('acme', 10, 10) as any).events[0]).id, eventId(11), 'ids go on after retention')
   })
 
+  t.test('the next event of some types after a cursor (a webhook endpoint\'s next delivery): the first wanted, else how far to read past; expired before retention', async t => {
+    const store = await open(t)
+    const events = openEvents(store, { retentionDays: 7 })
+    const write = (atMs: number, type: EventDraft['type']) => store.writeDurable(() => events.appendSync([{ companyId: 'acme', type, fields: '"n":0' }], atMs))
+    await write(T0, 'perimetre.modifie')
+    await write(T0 + 1000, 'perimetre.modifie')
+    await write(T0 + 2000, 'instruction.statut')
+    const third = events.page('acme', 2, 1)
+    t.same(events.nextOf('acme', 0, ['instruction.statut'], 100), { kind: 'event', seq: 3, atMs: T0 + 2000, json: third.kind === 'page' ? third.events[0] : '' }, 'the first wanted, past two it does not want, as the feed serves it')
+    t.same(events.nextOf('acme', 0, ['instruction.statut'], 2), { kind: 'skip', seq: 2, atMs: T0 }, 'none wanted within the limit: the last read, the first one\'s time')
+    t.same(events.nextOf('acme', 3, ['instruction.statut'], 100), { kind: 'none' })
+    t.equal(events.firstDueMs('acme', 0, ['instruction.statut'], 100), T0 + 2000)
+    await write(T0 + 8 * 86_400_000, 'instruction.statut')
+    t.equal(await events.prune(T0 + 8 * 86_400_000), 3)
+    t.same(events.nextOf('acme', 1, ['instruction.statut'], 100), { kind: 'expired', resume: 3 }, 'a cursor before what retention kept')
+    t.equal(events.firstDueMs('acme', 1, ['instruction.statut'], 100), T0 + 8 * 86_400_000, 'what is due past an expired cursor: the oldest kept')
+  })
+
   t.test('handles of one store writing in turn, a write rolled back, retention of every company: one run of ids each, none given twice', async t => {
     const store = await open(t)
     // The door's and the solver's modules each open their own handle: each one's last id is only a guess.
