@@ -61,7 +61,7 @@ export async function doorFaults (o: { faults: number; budgetMs: number }): Prom
   ], {
     cwd: root, stdio: ['ignore', 'pipe', 'pipe'],
     env: {
-      ...process.env, EPX_DOOR_FAULTS: String(o.faults), EPX_DOOR_SIDE_FAULTS: String(o.faults),
+      ...process.env, EPX_SYSTEM: '1', EPX_DOOR_FAULTS: String(o.faults), EPX_DOOR_SIDE_FAULTS: String(o.faults),
       EPX_DOOR_BACK_MS: String(DOOR_BACK_MS), EPX_DOOR_FAULTS_REPORT: report,
     },
   })

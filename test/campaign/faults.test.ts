@@ -1,4 +1,4 @@
-// The `npm test` slice of the campaign's mTLS and disk-full rows (the same functions
+// The system tier's slice of the campaign's mTLS and disk-full rows (the same functions
 // `npm run campaign` runs; test/campaign/). The revoked and unpinned cells need
 // `api.tls.crlFile` and `epx company pin-cert`. The campaign's damaged-store row is not
 // repeated here: test/store/damaged-store.test.ts checks the same (every damage refused

@@ -1,4 +1,4 @@
-// The `npm test` slice of the campaign's fuzz and soak rows (test/campaign/fuzz.ts,
+// The system tier's slice of the campaign's fuzz and soak rows (test/campaign/fuzz.ts,
 // soak.ts; the full run posts 100,000 bodies and soaks for three minutes; `npm run
 // campaign -- --only fuzz,soak --requests N --soak-seconds N` picks other counts).
 import t from 'tap'

@@ -1,9 +1,12 @@
 /**
- * Row: the long system tests at full size. A test file that reads its size from
- * test/helpers/long.ts runs small in `npm test`; this row runs those files again through tap
- * with `EPX_LONG=1` (150,000 records for the store's scale and migration tests, more
- * activations, every page through axe at a phone's width, `npm run demo:ha`…). The door's
- * faults are left to the `faults` row, which runs that file at a larger size still. The files are found, not listed: importing helpers/long.ts enrols one.
+ * Row: the system tier at full size (docs/development.md "Test tiers"). `npm test` runs the
+ * files that import test/helpers/long.ts small and without their `SYSTEM_ONLY` tests, and
+ * leaves out the whole files `.taprc` excludes; `npm run test:system` runs all of them at
+ * `npm test`'s size; this row runs them with `EPX_LONG=1` (150,000 records for the store's
+ * scale and migration tests, more activations, every page through axe at a phone's width,
+ * `npm run demo:ha`…). The door's faults are left to the `faults` row, which runs that file
+ * at a larger size still. The files are found, not listed twice: importing helpers/long.ts
+ * enrols one, the `.taprc` list the others.
  * @module
  */
 import { spawn } from 'node:child_process'
@@ -28,25 +31,37 @@ export interface SystemResult {
   readonly tail: string
 }
 
-/** The test files that take their size from helpers/long.ts. */
-export function longTestFiles (): string[] {
+/** The whole files `.taprc` excludes from `npm test`: the system tier's (its `exclude:` list). */
+export function excludedTestFiles (): string[] {
+  const taprc = readFileSync(join(root, '.taprc'), 'utf8')
+  const list = /^exclude:\n((?:[ \t]+-[^\n]*\n|[ \t]*#[^\n]*\n)*)/m.exec(taprc)?.[1] ?? ''
+  return [...list.matchAll(/^[ \t]+-[ \t]*"?([^"\n#]+?)"?[ \t]*$/gm)].map(m => m[1]!)
+}
+
+/**
+ * The system tier's files (docs/development.md "Test tiers"): those that import
+ * helpers/long.ts, and the whole files `.taprc` leaves out of `npm test`; with `ownRows`,
+ * the door's faults too, which the campaign runs in a row of its own.
+ */
+export function systemTestFiles (o: { ownRows?: boolean } = {}): string[] {
   const walk = (dir: string): string[] => readdirSync(dir).flatMap(f => {
     const p = join(dir, f)
     return statSync(p).isDirectory() ? walk(p) : p.endsWith('.test.ts') ? [p] : []
   })
-  return walk(join(root, 'test'))
+  const enrolled = walk(join(root, 'test'))
     .filter(f => /from '(?:\.\.\/)+helpers\/long\.ts'/.test(readFileSync(f, 'utf8')))
     .map(f => relative(root, f))
-    .filter(f => !OWN_ROW.includes(f))
+  return [...new Set([...enrolled, ...excludedTestFiles()])]
+    .filter(f => o.ownRows || !OWN_ROW.includes(f))
     .sort()
 }
 
-/** Runs `files` (default: every long test file) through tap, at full size unless `long` is false. */
+/** Runs `files` (default: the system tier's) through tap, at full size unless `long` is false (then at npm test's size, the system tier's tests included). */
 export async function systemTests (o: { long: boolean; budgetMs: number; files?: readonly string[] }): Promise<SystemResult> {
-  const files = o.files ?? longTestFiles()
+  const files = o.files ?? systemTestFiles()
   const child = spawn(process.execPath, [join(root, 'node_modules/tap/dist/esm/run.mjs'), '--reporter=tap', '--disable-coverage', '--allow-incomplete-coverage', ...files], {
     cwd: root, stdio: ['ignore', 'pipe', 'pipe'],
-    env: { ...process.env, EPX_LONG: o.long ? '1' : '' },
+    env: { ...process.env, EPX_LONG: o.long ? '1' : '', EPX_SYSTEM: '1' },
   })
   let out = ''
   let tail = ''

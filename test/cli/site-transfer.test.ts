@@ -12,6 +12,7 @@ import { epx, initializedDataDir } from '../helpers/cli.ts'
 import { agentFor, call, consoleClient, instanceDir, sharedDatabase, startInstance, type Instance } from '../helpers/instances.ts'
 import { parisDateOf } from '../../src/contract/paris-day.ts'
 import { settingsPath } from '../../src/cli/settings.ts'
+import { SYSTEM_ONLY } from '../helpers/long.ts'
 
 const KEPT = [siteId(1), siteId(2), siteId(3)]
 const MOVED = [siteId(4), siteId(5)]
@@ -109,7 +110,8 @@ async function scenario (t: Test, posting: Instance, solving: Instance, demo: { 
   return { demoId, newId, targetDate }
 }
 
-t.test('LMDB: one instance, the CLI changes the perimeter from another process', async t => {
+// The system tier: the PostgreSQL case below is the harder path (another instance's solver); this one is the same rule on one instance.
+t.test('LMDB: one instance, the CLI changes the perimeter from another process', SYSTEM_ONLY, async t => {
   const dir = await initializedDataDir(t)
   // As instanceDir sets an instance up, on its LMDB store: startInstance waits for the console and the metrics.
   const s = JSON.parse(readFileSync(settingsPath(dir), 'utf8'))

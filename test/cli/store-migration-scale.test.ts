@@ -1,6 +1,6 @@
 // The documented migration at the size of a real deployment (docs/operating.md "The store:
 // LMDB or PostgreSQL"): an LMDB store of more than 150,000 records (EPX_LONG=1, `npm run
-// campaign`; 15,200 in `npm test`, the same steps), two BSP companies with
+// campaign`; 15,200 in the system tier (`npm run test:system`), the same steps), two BSP companies with
 // a token each, copied with `epx store copy --to postgres`, then `epx start` on a new
 // store.path: the replica is loaded from the database, serves both BSPs with their tokens
 // (200, never 401 "the Bearer token is unknown"), and equals the database.

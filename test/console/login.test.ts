@@ -4,6 +4,7 @@ import { openAudit } from '../../src/store/audit.ts'
 import { openSessions, type SessionRecord } from '../../src/store/sessions.ts'
 import { accessibilityProblems, launchBrowser, login, newContext, newPage, screenshot, signIn } from '../helpers/browser.ts'
 import { startEpx } from '../helpers/epx.ts'
+import { SYSTEM, SYSTEM_ONLY } from '../helpers/long.ts'
 
 // One epx and one browser for the whole file; each test has its own browser context.
 const epx = await startEpx(t, { config: { console: { enabled: true } } })
@@ -61,7 +62,8 @@ t.test('a wrong password is refused with 401 and a message, and no cookie', asyn
   await screenshot(page, 'login-refused')
 })
 
-t.test('repeated failures on an account are throttled before any hashing: 429 with Retry-After, even with the right password', async t => {
+// The system tier: the throttle's rules are test/console/login-throttle.test.ts's; this is them through the browser.
+t.test('repeated failures on an account are throttled before any hashing: 429 with Retry-After, even with the right password', SYSTEM_ONLY, async t => {
   await addUser(epx.store, { username: 'bob', admin: false, companyId: 'acme', password: 'the right password' }, Date.now())
   const page = await newPage(t, browser)
   for (let i = 0; i < 5; i++) t.equal(await signIn(page, url, 'bob', `wrong ${i}`), 401, `failure ${i + 1}`)
@@ -133,7 +135,7 @@ t.test('an address locked by failures on many accounts says so; an admin sees it
   await adminPage.goto(new URL('/admin/users', url).href)
   const row = adminPage.locator('table.address-locks tr', { hasText: '127.0.0.1' })
   await t.resolveMatch(row.count(), 1, 'the admin sees the locked address')
-  t.same(await accessibilityProblems(adminPage), [], 'users page with its locks: no serious or critical accessibility problem')
+  if (SYSTEM) t.same(await accessibilityProblems(adminPage), [], 'users page with its locks: no serious or critical accessibility problem')
   await row.getByRole('button', { name: 'Lever le verrou' }).click()
   await adminPage.waitForURL(/\/admin\/users$/)
   await t.resolveMatch(adminPage.getByRole('status').first().textContent(), /Le verrou de l'adresse .*127\.0\.0\.1 est levé\./)
@@ -186,7 +188,8 @@ t.test('a form posted without its CSRF token, or from a foreign Origin, is refus
   t.equal(same.status(), 303, 'the same request from the console itself goes through (the refusals above were the checks)')
 })
 
-t.test("disabling a user or suspending its company ends that user's session at the next click", async t => {
+// The system tier: test/auth/accounts.test.ts and test/console/server.test.ts end the sessions of a disabled user and of a suspended company.
+t.test("disabling a user or suspending its company ends that user's session at the next click", SYSTEM_ONLY, async t => {
   await epx.addCompany('beta')
   const carol = await addUser(epx.store, { username: 'carol', admin: false, companyId: 'beta' }, Date.now())
   const dave = await addUser(epx.store, { username: 'dave', admin: false, companyId: 'beta' }, Date.now())

@@ -122,7 +122,12 @@ export async function screenshotOf (locator: Locator, name: string): Promise<voi
  */
 const AXE_ONCE = `if (typeof window.axe !== 'object') {\n${axe.source}\n}`
 
-/** axe-core's serious and critical violations on the page as it is now: `rule: target…` lines. */
+/**
+ * axe-core's serious and critical violations on the page as it is now: `rule: target…` lines.
+ * axe is the costly part of a browser test (~2 s of CPU a check), so `npm test` reads each
+ * page once, in one state; its variants (another state, width or user of a page checked
+ * elsewhere) are read at full size only: `if (LONG) t.same(await accessibilityProblems(page), [])`.
+ */
 export async function accessibilityProblems (page: Page): Promise<string[]> {
   const result = await new AxeBuilder({ page, axeSource: AXE_ONCE }).setLegacyMode(true).options({ resultTypes: ['violations'] }).analyze()
   return result.violations

@@ -4,7 +4,7 @@ import { spawn } from 'node:child_process'
 import { resolve } from 'node:path'
 
 const root = resolve(import.meta.dirname, '../..')
-// `npm test` runs 100 cycles (~6 s of CPU less than 300); `npm run test:activation-heap`
+// The system tier (`npm run test:system`) runs 100 cycles (~6 s of CPU less than 300); `npm run test:activation-heap`
 // runs 300 (EPX_HEAP_CYCLES).
 const CYCLES = Number(process.env.EPX_HEAP_CYCLES ?? 100)
 

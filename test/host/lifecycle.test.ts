@@ -10,7 +10,7 @@ import { createReferenceHost } from '../../src/host/reference-host.ts'
 import { createEpx } from '../../src/plugin.ts'
 import { clientCert, testPki, writePki } from '../helpers/certs.ts'
 import { TEST_DOOR_IN_WORKER } from '../helpers/epx.ts'
-import { sized } from '../helpers/long.ts'
+import { SYSTEM_ONLY, sized } from '../helpers/long.ts'
 import { ManualClock } from '../../src/host/reference-host.ts'
 import { openStore } from '../../src/store/open-store.ts'
 import { openCompanies } from '../../src/store/companies.ts'
@@ -68,7 +68,8 @@ t.test('close() is idempotent and the second call waits for the same teardown', 
 /** Activations after the warm-up: a leak of a handle or a descriptor shows at the first; heap growth needs more. */
 const CYCLES = sized(5, 25)
 
-t.test('activating and closing many times in one process leaves handles, descriptors and memory flat', async t => {
+// The system tier: a run of cycles; close()'s teardown is the other tests' here, and npm run test:door-cycles runs 100.
+t.test('activating and closing many times in one process leaves handles, descriptors and memory flat', SYSTEM_ONLY, async t => {
   const dataDir = t.testdir()
   writePki(dataDir)
   const ref = createReferenceHost({ dataDir, clock: new ManualClock('2026-11-21T12:30:00Z'), sites: 2 })
