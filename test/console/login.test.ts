@@ -151,7 +151,8 @@ t.test('an address locked by failures on many accounts says so; an admin sees it
   t.ok(audited, 'the lift is in the audit trail, with the admin who did it')
 })
 
-t.test('a form posted without its CSRF token, or from a foreign Origin, is refused and changes nothing', async t => {
+// The system tier: test/console/server.test.ts refuses a form without its CSRF token or its origin; this is the browser's forms.
+t.test('a form posted without its CSRF token, or from a foreign Origin, is refused and changes nothing', SYSTEM_ONLY, async t => {
   const page = await newPage(t, browser)
   await signIn(page, url, 'root', admin.password)
   await page.goto(new URL('/admin/companies', url).href)

@@ -3,15 +3,12 @@ import type { Page } from 'playwright-core'
 import { addUser } from '../../src/auth/accounts.ts'
 import { accessibilityProblems, launchBrowser, newPage, pagePerUser, screenshot, screenshotOf, signIn } from '../helpers/browser.ts'
 import { startEpx } from '../helpers/epx.ts'
-import { SYSTEM, SYSTEM_ONLY } from '../helpers/long.ts'
 import { INBOUND_PATH, programme, siteId } from '../helpers/programme.ts'
 
 // Every console page at a phone's width (390 × 844), as an admin and as a member: no page
 // is wider than the screen (tables scroll in their own box, facts stack), the chart keeps
 // a readable size, and an infeasible programme is flagged wherever it shows.
-// Every page passes axe at that width in the system tier (`npm run test:system`); `npm test`
-// runs axe on one of them at that width, the chart's (the pages pass it at a desktop's width
-// in their own test files): axe is the costly part of a page's check.
+// Every page passes axe at that width (the system tier, .taprc).
 const epx = await startEpx(t, { config: { console: { enabled: true } } })
 const url = epx.handle.consoleUrl!
 const browser = await launchBrowser(t)
@@ -41,10 +38,7 @@ const phone = pagePerUser(t, browser, url, page => page.setViewportSize({ width:
 /** How wide the page is against the screen (the document scrolls sideways when wider). */
 const widths = (page: Page) => page.evaluate('[document.documentElement.scrollWidth, window.innerWidth]') as Promise<[number, number]>
 
-/** The page axe reads at 390 px in `npm test`: a chart and a table. */
-const AXE_SLICE = new Set(['phone-besoins'])
-
-t.test(`at 390 px no page is wider than the screen, and ${SYSTEM ? 'every page' : 'the chart\'s'} passes axe`, async t => {
+t.test('at 390 px no page is wider than the screen, and every page passes axe', async t => {
   const admin = await phone('root', root.password)
   const member = await phone('alice', alice.password)
   const pages: Array<[Page, string, string]> = [
@@ -59,7 +53,7 @@ t.test(`at 390 px no page is wider than the screen, and ${SYSTEM ? 'every page' 
     t.equal(r?.status(), 200, `${path}: 200`)
     const [scroll, screen] = await widths(page)
     t.ok(scroll <= screen, `${path} (${name.includes('member') ? 'member' : 'admin'}): ${scroll} px wide on a ${screen} px screen`)
-    if (SYSTEM || AXE_SLICE.has(name)) t.same(await accessibilityProblems(page), [], `${path}: no serious or critical accessibility problem`)
+    t.same(await accessibilityProblems(page), [], `${path}: no serious or critical accessibility problem`)
     await screenshot(page, name, { fullPage: false })
   }
   const [scroll, screen] = await widths(member)
@@ -100,8 +94,7 @@ t.test('at 390 px the chart keeps a readable size and scrolls in its own box; ta
   t.ok(facts!.y > term!.y, 'facts stack: the value under its term')
 })
 
-// The system tier: the flags themselves are test/console/programmes-page.test.ts's, at a desktop's width.
-t.test('an infeasible programme is flagged in the list, on its page, on each slot, and on the chart, whose scale it does not flatten', SYSTEM_ONLY, async t => {
+t.test('an infeasible programme is flagged in the list, on its page, on each slot, and on the chart, whose scale it does not flatten', async t => {
   const page = await newPage(t, browser)
   await signIn(page, url, 'alice', alice.password)
   await page.goto(new URL(`/programmes?target_date=${TOMORROW}`, url).href)
@@ -114,7 +107,7 @@ t.test('an infeasible programme is flagged in the list, on its page, on each slo
   const flagged = page.locator('table.slots tbody tr', { has: page.locator('td.over') })
   t.equal(await flagged.count(), 4, 'the four slots over the available power say so')
   await t.resolveMatch(flagged.first().locator('td').first().textContent(), '22/11/2026 10:00:00')
-  if (SYSTEM) t.same(await accessibilityProblems(page), [])
+  t.same(await accessibilityProblems(page), [])
   await screenshot(page, 'programme-infeasible', { fullPage: false })
 
   await page.goto(new URL(besoins, url).href)
@@ -124,7 +117,7 @@ t.test('an infeasible programme is flagged in the list, on its page, on each slo
   const top = Math.max(...(await page.locator('svg.chart g.grid text').allTextContents()).map(s => Number(s.replace(/\s/g, '').replace(',', '.'))).filter(Number.isFinite))
   t.ok(top < 8000, `the axis stays at the site's scale (top ${top} kW)`)
   t.equal(await page.locator('table.slots td.over').count(), 4, 'and the slot table flags them')
-  if (SYSTEM) t.same(await accessibilityProblems(page), [])
+  t.same(await accessibilityProblems(page), [])
   await page.setViewportSize({ width: 1200, height: 1000 })
   await screenshot(page, 'besoins-infeasible-top', { fullPage: false })
   await screenshotOf(page.locator('svg.chart'), 'besoins-chart-infeasible')

@@ -4,7 +4,6 @@ import { openInstructions } from '../../src/store/instructions.ts'
 import { accessibilityProblems, launchBrowser, newPage, screenshot, screenshotOf, signIn } from '../helpers/browser.ts'
 import { startEpx } from '../helpers/epx.ts'
 import { INBOUND_PATH, programme, siteId } from '../helpers/programme.ts'
-import { SYSTEM } from '../helpers/long.ts'
 
 // The "Programmes" pages of a real plugin activation, in chromium: programmes POSTed on the
 // API over mTLS, applied by the reference host's solver cycle. One epx and one browser.
@@ -97,7 +96,7 @@ t.test("the detail page: sender, emitted_at, each slot's floor or curtailment; a
   t.equal(await page.locator('dl.facts a.instruction').getAttribute('title'), ACME, 'its full id one click away')
   t.equal(await page.locator('svg.chart line.floor').count(), 92, 'and draws its floors')
   t.equal(await page.locator('svg.chart rect.curtailment').count(), 4, 'and its curtailments, on the same axis')
-  if (SYSTEM) t.same(await accessibilityProblems(page), [], 'the chart with an instruction: no serious or critical accessibility problem')
+  t.same(await accessibilityProblems(page), [], 'the chart with an instruction: no serious or critical accessibility problem')
   await page.setViewportSize({ width: 1200, height: 1000 })
   await screenshot(page, 'besoins-with-programme-top', { fullPage: false })
 })
@@ -123,7 +122,7 @@ t.test('an admin sees both companies, with who superseded what', async t => {
   const rows = admin.locator('table.programmes tbody tr')
   t.equal(await rows.count(), 3, "beta's two sites and acme's one")
   await t.resolveMatch(rows.filter({ hasText: siteId(1) }).filter({ hasText: 'beta-ops' }).locator('td').nth(2).textContent(), 'remplacée par rév. 21/11/2026 13:00:00')
-  if (SYSTEM) t.same(await accessibilityProblems(admin), [], "an admin's list: no serious or critical accessibility problem")
+  t.same(await accessibilityProblems(admin), [])
   await screenshot(admin, 'programmes-admin')
 })
 
@@ -164,7 +163,7 @@ t.test("a programme's chart draws the day's Besoins under it and the delivered e
   t.equal(ys.length, 48, 'every metered quarter-hour')
   t.ok(ys.every(y => baseline - y > 20), `delivered power stands clear of the axis (heights ${Math.min(...ys.map(y => baseline - y))} to ${Math.max(...ys.map(y => baseline - y))})`)
   t.ok(new Set(ys).size >= 4, 'and its 16 to 22 kW read as different heights, not one flat line')
-  if (SYSTEM) t.same(await accessibilityProblems(page), [], 'the chart with every series: no serious or critical accessibility problem')
+  t.same(await accessibilityProblems(page), [], 'the chart with every series: no serious or critical accessibility problem')
   await screenshot(page, 'programme-chart-clipped')
   await screenshotOf(chart, 'programme-chart-clipped-svg')
 })

@@ -4,7 +4,6 @@ import { addUser } from '../../src/auth/accounts.ts'
 import { accessibilityProblems, launchBrowser, newPage, screenshot, signIn } from '../helpers/browser.ts'
 import { startEpx } from '../helpers/epx.ts'
 import { INBOUND_PATH, programme, siteId } from '../helpers/programme.ts'
-import { SYSTEM } from '../helpers/long.ts'
 
 // Programme against delivery in the console, in chromium: a programme POSTed on the API,
 // meter values reported by the host, the programme page's second series, verdicts and
@@ -42,7 +41,7 @@ t.test('the programme page: delivered beside programmed on the chart, a verdict 
   t.match(await rows.nth(1).locator('td.verdict').textContent(), 'insuffisant (−1 kWh)')
   t.match(await rows.nth(3).locator('td.verdict').textContent(), 'pas de relevé')
   t.match(await rows.nth(4).locator('td.verdict').textContent(), 'effacement non respecté')
-  if (SYSTEM) t.same(await accessibilityProblems(page), [])
+  t.same(await accessibilityProblems(page), [])
   await screenshot(page, 'programme-realise')
 })
 
@@ -91,7 +90,7 @@ t.test('the sites in default: one click from the counts, and a shareable URL', a
   await page.goto(new URL(`/realise?target_date=${DAY}&q=${siteId(2).slice(-3)}`, url).href)
   t.equal(await rows.count(), 1, 'a site found by part of its PRM')
   t.match(await rows.nth(0).textContent(), siteId(2))
-  if (SYSTEM) t.same(await accessibilityProblems(page), [])
+  t.same(await accessibilityProblems(page), [])
 })
 
 t.test('a programme for today received late: the page shows when each was in force, the hours the former governed with its verdicts, the late slots as "reçu trop tard"', async t => {
@@ -117,7 +116,7 @@ t.test('a programme for today received late: the page shows when each was in for
   t.match(await rows.nth(36).locator('td.verdict').textContent(), 'atteint', '09:00, in force at its start: its own verdict')
   t.match(await rows.nth(37).locator('td.verdict').textContent(), 'insuffisant')
   t.equal(await rows.nth(38).locator('td.verdict').textContent(), 'une autre instruction était en vigueur')
-  if (SYSTEM) t.same(await accessibilityProblems(page), [])
+  t.same(await accessibilityProblems(page), [])
 
   await page.goto(new URL(`/programmes/ProgrammeSoutirage-${today}-rev-20261123T083000Z/${siteId(2)}`, url).href)
   t.match(await page.locator('dd.in-force').textContent(), /à ce jour$/)

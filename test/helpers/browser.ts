@@ -124,9 +124,10 @@ const AXE_ONCE = `if (typeof window.axe !== 'object') {\n${axe.source}\n}`
 
 /**
  * axe-core's serious and critical violations on the page as it is now: `rule: target…` lines.
- * axe is the costly part of a browser test (~2 s of CPU a check), so `npm test` reads each
- * page once, in one state; its variants (another state, width or user of a page checked
- * elsewhere) are read at full size only: `if (LONG) t.same(await accessibilityProblems(page), [])`.
+ * axe is the costly part of a browser test (~2 s of CPU a check), so `npm test` reads a
+ * page of its own once, in one state; its variants (another state or user of a page checked
+ * elsewhere) are read in the system tier only (docs/development.md "Test tiers"):
+ * `if (SYSTEM) t.same(await accessibilityProblems(page), [])`.
  */
 export async function accessibilityProblems (page: Page): Promise<string[]> {
   const result = await new AxeBuilder({ page, axeSource: AXE_ONCE }).setLegacyMode(true).options({ resultTypes: ['violations'] }).analyze()
