@@ -247,13 +247,14 @@ export function openEvents (store: Store, options: EventsOptions = {}): Events {
     nextOf (companyId, after, types, limit) {
       const { pruned } = headOf(companyId)
       if (after < pruned) return { kind: 'expired', resume: pruned }
-      let skip: NextEvent | undefined
+      let firstAtMs: number | undefined
+      let seq = after
       for (const { key, value: [atMs, json] } of db.getRange({ start: [companyId, after + 1], end: [companyId, MAX_SEQ], limit })) {
-        const seq = (key as [string, number])[1]
+        seq = (key as [string, number])[1]
         if (types.includes((JSON.parse(json) as { type: EventType }).type)) return { kind: 'event', seq, atMs, json }
-        skip = { kind: 'skip', seq, atMs: skip?.kind === 'skip' ? skip.atMs : atMs }
+        firstAtMs ??= atMs
       }
-      return skip ?? { kind: 'none' }
+      return firstAtMs === undefined ? { kind: 'none' } : { kind: 'skip', seq, atMs: firstAtMs }
     },
 
     firstDueMs (companyId, after, types, limit) {

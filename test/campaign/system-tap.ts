@@ -7,13 +7,7 @@
  * `faults` row runs larger still). Extra arguments go to tap (`-- --jobs 2`).
  * @module
  */
-import { spawn } from 'node:child_process'
-import { join, resolve } from 'node:path'
-import { systemTestFiles } from './system.ts'
+import { spawnSystemTap, systemTestFiles } from './system.ts'
 
-const root = resolve(import.meta.dirname, '../..')
-const files = systemTestFiles({ ownRows: true })
-const child = spawn(process.execPath, [join(root, 'node_modules/tap/dist/esm/run.mjs'), '--disable-coverage', '--allow-incomplete-coverage', ...process.argv.slice(2), ...files], {
-  cwd: root, stdio: 'inherit', env: { ...process.env, EPX_SYSTEM: '1' },
-})
+const child = spawnSystemTap(systemTestFiles({ ownRows: true }), { args: process.argv.slice(2), stdio: 'inherit' })
 child.once('close', (code, signal) => { process.exitCode = signal ? 1 : code ?? 1 })

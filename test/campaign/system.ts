@@ -9,7 +9,7 @@
  * enrols one, the `.taprc` list the others.
  * @module
  */
-import { spawn } from 'node:child_process'
+import { spawn, type ChildProcess } from 'node:child_process'
 import { readdirSync, readFileSync, statSync } from 'node:fs'
 import { join, relative, resolve } from 'node:path'
 import { all, info, zero, type Figure } from './report.ts'
@@ -56,17 +56,25 @@ export function systemTestFiles (o: { ownRows?: boolean } = {}): string[] {
     .sort()
 }
 
+/**
+ * tap over `files` without coverage, with the system tier on (`EPX_SYSTEM=1`) and `env`
+ * beside it: `npm run test:system` (its output inherited) and the campaign's row (read).
+ */
+export function spawnSystemTap (files: readonly string[], o: { args?: readonly string[]; env?: NodeJS.ProcessEnv; stdio: 'inherit' | 'pipe' }): ChildProcess {
+  return spawn(process.execPath, [join(root, 'node_modules/tap/dist/esm/run.mjs'), '--disable-coverage', '--allow-incomplete-coverage', ...o.args ?? [], ...files], {
+    cwd: root, stdio: o.stdio === 'inherit' ? 'inherit' : ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, ...o.env, EPX_SYSTEM: '1' },
+  })
+}
+
 /** Runs `files` (default: the system tier's) through tap, at full size unless `long` is false (then at npm test's size, the system tier's tests included). */
 export async function systemTests (o: { long: boolean; budgetMs: number; files?: readonly string[] }): Promise<SystemResult> {
   const files = o.files ?? systemTestFiles()
-  const child = spawn(process.execPath, [join(root, 'node_modules/tap/dist/esm/run.mjs'), '--reporter=tap', '--disable-coverage', '--allow-incomplete-coverage', ...files], {
-    cwd: root, stdio: ['ignore', 'pipe', 'pipe'],
-    env: { ...process.env, EPX_LONG: o.long ? '1' : '', EPX_SYSTEM: '1' },
-  })
+  const child = spawnSystemTap(files, { args: ['--reporter=tap'], env: { EPX_LONG: o.long ? '1' : '' }, stdio: 'pipe' })
   let out = ''
   let tail = ''
-  child.stdout.on('data', (d: Buffer) => { out += d.toString(); tail = (tail + d.toString()).slice(-4000) })
-  child.stderr.on('data', (d: Buffer) => { tail = (tail + d.toString()).slice(-4000) })
+  child.stdout!.on('data', (d: Buffer) => { out += d.toString(); tail = (tail + d.toString()).slice(-4000) })
+  child.stderr!.on('data', (d: Buffer) => { tail = (tail + d.toString()).slice(-4000) })
   const timer = setTimeout(() => child.kill('SIGKILL'), o.budgetMs)
   const exit = await new Promise<string>(ok => child.once('close', (code, signal) => ok(signal ?? String(code))))
   clearTimeout(timer)
