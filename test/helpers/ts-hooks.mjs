@@ -1,47 +1,71 @@
 /**
  * The load hook of ts-loader.mjs: a `.ts` file compiled to an ES module by esbuild, with
  * tsx's options (minified whitespace, kept names, this Node's syntax) so that coverage
- * counts the same functions and lines it did; any other file as Node loads it.
+ * counts the same functions and lines it did; any other file as Node loads it. `loadSync`
+ * is the in-thread form (`module.registerHooks`), `load` the hooks thread's (`module.register`).
  *
  * Each test process compiles again the same files (~150 for one loading epx and the
  * console): the output is kept on disk, in the temp folder's `epx-ts-<key>` (key: this
  * Node and esbuild), under the hash of the file's path and text, so only a file changed
- * since is compiled (esbuild starts its service process at the first).
+ * since is compiled. esbuild is loaded then, not before (~40 ms of a process's start).
  */
 import { createHash } from 'node:crypto'
 import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs'
 import { readFile } from 'node:fs/promises'
+import { createRequire } from 'node:module'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { transform, version } from 'esbuild'
+
+const require = createRequire(import.meta.url)
+const ESBUILD = JSON.parse(readFileSync(require.resolve('esbuild/package.json'), 'utf8')).version
+const HOOKS = readFileSync(fileURLToPath(import.meta.url), 'utf8')
+const CACHE = join(tmpdir(), `epx-ts-${process.versions.node}-${ESBUILD}-${process.getuid?.() ?? 0}`)
+mkdirSync(CACHE, { recursive: true })
 
 // tsconfig.json's options that change the JavaScript (the rest only type-check).
 const TSCONFIG = { compilerOptions: { verbatimModuleSyntax: true, useDefineForClassFields: true } }
+const optionsFor = path => ({
+  loader: 'ts', format: 'esm', target: `node${process.versions.node}`, minifyWhitespace: true, keepNames: true,
+  sourcemap: 'inline', sourcesContent: true, sourcefile: path, tsconfigRaw: TSCONFIG,
+})
 
-const CACHE = join(tmpdir(), `epx-ts-${process.versions.node}-${version}-${process.getuid?.() ?? 0}`)
-mkdirSync(CACHE, { recursive: true })
+// The options are part of this file, so its own text is in the key too.
+const keptOf = (path, text) => join(CACHE, createHash('sha256').update(HOOKS).update('\0').update(path).update('\0').update(text).digest('hex') + '.js')
 
-export async function load (url, context, nextLoad) {
-  if (!url.startsWith('file:') || !url.endsWith('.ts')) return nextLoad(url, context)
-  const path = fileURLToPath(url)
-  const text = await readFile(path, 'utf8')
-  // The options are part of this file, so its own text is in the key too.
-  const kept = join(CACHE, createHash('sha256').update(HOOKS).update('\0').update(path).update('\0').update(text).digest('hex') + '.js')
-  try {
-    return { format: 'module', source: await readFile(kept, 'utf8'), shortCircuit: true }
-  } catch {}
-  const { code } = await transform(text, {
-    loader: 'ts', format: 'esm', target: `node${process.versions.node}`, minifyWhitespace: true, keepNames: true,
-    sourcemap: 'inline', sourcesContent: true, sourcefile: path, tsconfigRaw: TSCONFIG,
-  })
+function keep (kept, code) {
   // Written aside and renamed: a process reading it at the same time sees all of it or nothing.
   const aside = `${kept}.${process.pid}`
   try {
     writeFileSync(aside, code)
     renameSync(aside, kept)
   } catch {}
-  return { format: 'module', source: code, shortCircuit: true }
 }
 
-const HOOKS = readFileSync(fileURLToPath(import.meta.url), 'utf8')
+const compiled = source => ({ format: 'module', source, shortCircuit: true })
+
+export function loadSync (url, context, nextLoad) {
+  if (!url.startsWith('file:') || !url.endsWith('.ts')) return nextLoad(url, context)
+  const path = fileURLToPath(url)
+  const text = readFileSync(path, 'utf8')
+  const kept = keptOf(path, text)
+  try {
+    return compiled(readFileSync(kept, 'utf8'))
+  } catch {}
+  const { code } = require('esbuild').transformSync(text, optionsFor(path))
+  keep(kept, code)
+  return compiled(code)
+}
+
+export async function load (url, context, nextLoad) {
+  if (!url.startsWith('file:') || !url.endsWith('.ts')) return nextLoad(url, context)
+  const path = fileURLToPath(url)
+  const text = await readFile(path, 'utf8')
+  const kept = keptOf(path, text)
+  try {
+    return compiled(await readFile(kept, 'utf8'))
+  } catch {}
+  const { code } = await require('esbuild').transform(text, optionsFor(path))
+  keep(kept, code)
+  return compiled(code)
+}
