@@ -33,7 +33,7 @@ try {
 }
 
 /**
- * Without coverage (`--disable-coverage`: the Node 22 and 24 lines of CI, a file run alone),
+ * Without coverage (every run but `npm run test:coverage`'s),
  * the threads and the node processes a test starts do without tap's process tracker
  * (@tapjs/processinfo, which tap puts in NODE_OPTIONS, and Node applies to every worker
  * too): in each one it started a loader thread of its own and read every module loaded,
