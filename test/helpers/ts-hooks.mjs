@@ -11,7 +11,6 @@
  */
 import { createHash } from 'node:crypto'
 import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs'
-import { readFile } from 'node:fs/promises'
 import { createRequire } from 'node:module'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -33,39 +32,40 @@ const optionsFor = path => ({
 // The options are part of this file, so its own text is in the key too.
 const keptOf = (path, text) => join(CACHE, createHash('sha256').update(HOOKS).update('\0').update(path).update('\0').update(text).digest('hex') + '.js')
 
-function keep (kept, code) {
-  // Written aside and renamed: a process reading it at the same time sees all of it or nothing.
+/** A `.ts` file of `url`: its path and text, and its compiled output when it is kept already. */
+function lookUp (url) {
+  if (!url.startsWith('file:') || !url.endsWith('.ts')) return undefined
+  const path = fileURLToPath(url)
+  const text = readFileSync(path, 'utf8')
+  const kept = keptOf(path, text)
+  try {
+    return { path, text, kept, source: readFileSync(kept, 'utf8') }
+  } catch {
+    return { path, text, kept, source: undefined }
+  }
+}
+
+/** Keeps `code` for the next process; written aside and renamed, so a process reading it at the same time sees all of it or nothing. */
+function keep ({ kept }, code) {
   const aside = `${kept}.${process.pid}`
   try {
     writeFileSync(aside, code)
     renameSync(aside, kept)
   } catch {}
+  return code
 }
 
 const compiled = source => ({ format: 'module', source, shortCircuit: true })
 
 export function loadSync (url, context, nextLoad) {
-  if (!url.startsWith('file:') || !url.endsWith('.ts')) return nextLoad(url, context)
-  const path = fileURLToPath(url)
-  const text = readFileSync(path, 'utf8')
-  const kept = keptOf(path, text)
-  try {
-    return compiled(readFileSync(kept, 'utf8'))
-  } catch {}
-  const { code } = require('esbuild').transformSync(text, optionsFor(path))
-  keep(kept, code)
-  return compiled(code)
+  const file = lookUp(url)
+  if (!file) return nextLoad(url, context)
+  return compiled(file.source ?? keep(file, require('esbuild').transformSync(file.text, optionsFor(file.path)).code))
 }
 
+// The hooks thread's: esbuild's asynchronous API there, its service process started once.
 export async function load (url, context, nextLoad) {
-  if (!url.startsWith('file:') || !url.endsWith('.ts')) return nextLoad(url, context)
-  const path = fileURLToPath(url)
-  const text = await readFile(path, 'utf8')
-  const kept = keptOf(path, text)
-  try {
-    return compiled(await readFile(kept, 'utf8'))
-  } catch {}
-  const { code } = await require('esbuild').transform(text, optionsFor(path))
-  keep(kept, code)
-  return compiled(code)
+  const file = lookUp(url)
+  if (!file) return nextLoad(url, context)
+  return compiled(file.source ?? keep(file, (await require('esbuild').transform(file.text, optionsFor(file.path))).code))
 }

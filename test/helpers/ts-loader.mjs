@@ -26,11 +26,13 @@ if (cache?.directory) process.env.NODE_COMPILE_CACHE = cache.directory
 
 process.setSourceMapsEnabled(true)
 
-// In the process's own thread, as tap's hooks are from Node 24.13.1 (@tapjs/core's rule:
-// `registerHooks` was buggy before): a hooks thread of ours, through which every module of
-// the process then loaded, cost each test process ~0.17 s of CPU on Node 24 (14 small test
-// files under tap, alternated: 19.3 s against 16.9 s). Older lines keep the hooks thread,
-// which tap's process tracker starts there anyway.
+// In the process's own thread, as tap's hooks are from Node 24.13.1 (`registerHooks` was
+// buggy before): a hooks thread of ours, through which every module of the process then
+// loaded, cost each test process ~0.17 s of CPU on Node 24 (14 small test files under tap,
+// alternated: 19.3 s against 16.9 s). Older lines keep the hooks thread, which tap's process
+// tracker starts there anyway. The rule is @tapjs/core's `registerHooks` export, written
+// again here: importing @tapjs/core would load tap's core into the fixtures' processes that
+// use this loader without tap (test/store/fixtures/, the disk-full and heap children).
 const [major, minor, patch] = process.versions.node.split('.').map(Number)
 if (module.registerHooks && (major > 24 || (major === 24 && (minor > 13 || (minor === 13 && patch >= 1))))) {
   const { loadSync } = await import('./ts-hooks.mjs')
