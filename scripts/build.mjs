@@ -52,11 +52,19 @@ for (let i = 0; i < args.length; i++) {
  * `npm install` and tap run, writes it) so that tsx runs of the sources use it too.
  * `json`: the committed JSON file published from that schema, written only when asked
  * (--write-config-schema), so a test can tell when the committed one lags its source.
+ * `vocabulary`: an export that adds the schema's keywords and formats to an ajv instance;
+ * `formats`: the export the generated module imports its formats' functions from.
  */
 const STANDALONE = [
   {
     source: 'src/config-schema.ts', schema: 'configSchema', options: 'configAjvOptions',
     out: 'src/generated/config-validator.js', json: { file: 'config.schema.json', text: 'configSchemaJson' },
+  },
+  {
+    // The programme's validator for the default site limit: each door thread compiled it at its start.
+    source: 'src/contract/programme-ajv.ts', schema: 'defaultProgrammeSchema', options: 'programmeAjvOptions',
+    vocabulary: 'addProgrammeVocabulary', formats: { name: 'programmeFormats', from: '../contract/programme-soutirage.ts' },
+    out: 'src/generated/programme-validator.js',
   },
 ]
 
@@ -64,7 +72,7 @@ const STANDALONE = [
 const stubGenerated = {
   name: 'stub-generated',
   setup (b) {
-    b.onResolve({ filter: /\/generated\/[^/]*-serializer\.js$/ }, a => ({ path: a.path, namespace: 'stub-generated' }))
+    b.onResolve({ filter: /\/generated\/[^/]*-(serializer|validator)\.js$/ }, a => ({ path: a.path, namespace: 'stub-generated' }))
     b.onLoad({ filter: /.*/, namespace: 'stub-generated' }, () => ({ contents: 'export default () => { throw new Error("build-time stub") }', loader: 'js' }))
   },
 }
@@ -102,7 +110,7 @@ try {
 try {
   for (const v of STANDALONE) {
     const mod = await importTs(v.source)
-    writeIfChanged(v.out, await standaloneValidator(mod[v.schema], mod[v.options], v.source))
+    writeIfChanged(v.out, await standaloneValidator(mod, v))
     writeIfChanged(v.out.replace(/\.js$/, '.d.ts'), [
       generatedBanner(v.source),
       "import type { ValidateFunction } from 'ajv'",
@@ -123,18 +131,20 @@ async function importTs (file) {
   return import('data:text/javascript,' + encodeURIComponent(out.outputFiles[0].text))
 }
 
-async function standaloneValidator (schema, options, source) {
-  const { Ajv } = await import('ajv')
+async function standaloneValidator (mod, v) {
+  const { Ajv, Name } = await import('ajv')
   const { default: standaloneCode } = await import('ajv/dist/standalone/index.js')
-  const ajv = new Ajv({ ...options, code: { source: true, esm: true } })
+  const ajv = new Ajv({ ...mod[v.options], code: { source: true, esm: true, ...(v.formats ? { formats: new Name(v.formats.name) } : {}) } })
+  if (v.vocabulary) mod[v.vocabulary](ajv)
   // A module is strict already; ajv's directive would follow our import, as a stray string.
-  const code = standaloneCode(ajv, ajv.compile(schema)).replace(/^"use strict";/, '')
+  const code = standaloneCode(ajv, ajv.compile(mod[v.schema])).replace(/^"use strict";/, '')
   // ajv's ESM output still calls require() for its runtime helpers (ucs2length for
   // minLength...): give the module one that resolves them from where it lies.
   const requireShim = code.includes('require(')
     ? 'import { createRequire } from "node:module";const require = createRequire(import.meta.url);\n'
     : ''
-  return `${generatedBanner(source)}\n${requireShim}${code}\n`
+  const formats = v.formats ? `import { ${v.formats.name} } from ${JSON.stringify(v.formats.from)};\n` : ''
+  return `${generatedBanner(v.source)}\n${formats}${requireShim}${code}\n`
 }
 
 async function standaloneSerializer (schema, source) {

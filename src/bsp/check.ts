@@ -7,11 +7,10 @@
  */
 import { Ajv2020 } from 'ajv/dist/2020.js'
 import { compileProgrammeValidator } from '../contract/compiled.ts'
+// The server's default `inbound.maxSites`; the server may allow fewer (it then says so).
+import { DEFAULT_MAX_SITES } from '../contract/programme-ajv.ts'
 import { besoinsAgregesJsonSchema, PUBLISHED_FORMATS } from '../contract/published-schemas.ts'
 import type { BesoinsAgreges } from '../contract/besoins-agreges.ts'
-
-/** The server's default `inbound.maxSites`; the server may allow fewer (it then says so). */
-const DEFAULT_MAX_SITES = 5000
 
 export type Checked<T> = { readonly ok: true; readonly value: T } | { readonly ok: false; readonly details: Readonly<Record<string, string>> }
 

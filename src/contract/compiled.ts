@@ -8,9 +8,10 @@ import { createRequire } from 'node:module'
 import type { ErrorObject, ValidateFunction } from 'ajv'
 // Generated from receiptSchema below by scripts/build.mjs: no fast-json-stringify (nor its ajv) at run time.
 import receiptSerializer from '../generated/receipt-serializer.js'
-import {
-  programmeFormats, programmeSoutirageSchema, type ProgrammeSoutirage,
-} from './programme-soutirage.ts'
+// Generated from programme-ajv.ts by scripts/build.mjs: the default limit's validator, no ajv at run time.
+import defaultValidator from '../generated/programme-validator.js'
+import { programmeFormats, programmeSoutirageSchema, type ProgrammeSoutirage } from './programme-soutirage.ts'
+import { addProgrammeVocabulary, DEFAULT_MAX_SITES, programmeAjvOptions } from './programme-ajv.ts'
 import { checkProgrammeRules, Details, type CheckedSlots, type RuleOptions } from './programme-rules.ts'
 
 export interface ValidatorOptions {
@@ -24,20 +25,29 @@ export type Validated =
 export type ProgrammeValidator = (body: unknown, rules: RuleOptions) => Validated
 
 /**
- * ajv is loaded by the first compilation, not with this module: the solver's thread imports
- * it (through the in-thread door's code) but, with the door in its worker, never compiles a
- * programme validator, and ajv's modules cost it ~1.5 MB of heap. A synchronous require
- * (ajv is CommonJS) keeps compileProgrammeValidator synchronous for its callers.
+ * ajv is loaded by the first compilation, not with this module, and only for a limit other
+ * than the default (programme-ajv.ts): the solver's thread imports this module (through the
+ * in-thread door's code) but, with the door in its worker, never compiles a programme
+ * validator, and ajv's modules cost a thread ~1.5 MB of heap. A synchronous require (ajv is
+ * CommonJS) keeps compileProgrammeValidator synchronous for its callers.
  */
 const loadAjv = () => (createRequire(import.meta.url)('ajv') as typeof import('ajv')).Ajv
 
+/** The schema's validator for a site limit: the build's for the default, compiled now for another. */
+export function schemaValidator (maxSites: number): ValidateFunction {
+  if (maxSites === DEFAULT_MAX_SITES) return defaultValidator
+  return compileSchemaValidator(maxSites)
+}
+
+/** ajv's compilation at run time, as the build's (a test holds the two equal). */
+export function compileSchemaValidator (maxSites: number): ValidateFunction {
+  const ajv = new (loadAjv())(programmeAjvOptions)
+  addProgrammeVocabulary(ajv)
+  return ajv.compile(programmeSoutirageSchema({ maxSites }))
+}
+
 export function compileProgrammeValidator (opts: ValidatorOptions): ProgrammeValidator {
-  const Ajv = loadAjv()
-  // verbose: failing errors carry their schema, where the `fix` message is.
-  const ajv = new Ajv({ allErrors: true, strict: true, verbose: true })
-  ajv.addKeyword({ keyword: 'fix', schemaType: ['string', 'object'] })
-  for (const [name, f] of Object.entries(programmeFormats)) ajv.addFormat(name, { type: 'string', validate: f.validate })
-  const validate = ajv.compile(programmeSoutirageSchema({ maxSites: opts.maxSites }))
+  const validate = schemaValidator(opts.maxSites)
 
   return (body, rules) => {
     const details = new Details()
