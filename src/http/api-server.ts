@@ -5,12 +5,13 @@
  * The request pipeline that runs on it is `listener.ts`.
  * @module
  */
-import { ServerResponse, type IncomingMessage } from 'node:http'
+import type { IncomingMessage } from 'node:http'
 import { createServer, type Server } from 'node:https'
 import { constants } from 'node:crypto'
 import { readFileSync } from 'node:fs'
 import { inDataDir, type EpxConfig } from '../config.ts'
 import { EpxError } from '../errors.ts'
+import { ServerResponse } from '../node-http.ts'
 
 /**
  * DECISIONS.md "Robustness": the certificate check is ours (`rejectUnauthorized: false`

@@ -6,11 +6,12 @@
  * live on the solver's thread, and this listener may not (`api.inWorker`, door/asks.ts).
  * @module
  */
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http'
+import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import type { Registry } from 'prom-client'
 import type { Logger } from '../host/contract.ts'
 import { EpxError } from '../errors.ts'
+import { createServer } from '../node-http.ts'
 
 /** One readiness check: ok, or why not. */
 export interface ReadyCheck {

@@ -7,8 +7,8 @@
  * @module
  */
 import { readFileSync } from 'node:fs'
-import { createServer as createHttpServer } from 'node:http'
 import { createServer as createHttpsServer } from 'node:https'
+import { createServer as createHttpServer } from '../../node-http.ts'
 import type { AddressInfo } from 'node:net'
 import { seenIds, webhookReceiver } from '../../bsp/receiver.ts'
 import { defineCommand, usageError, type CommandSpec } from '../define-command.ts'
