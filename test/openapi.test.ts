@@ -77,7 +77,6 @@ t.test('the published examples validate against their schemas, and every instant
 })
 
 t.test('the response check refuses what the description does not say', async t => {
-  await description()
   const get = { method: 'GET', path: OUTBOUND_PATH }
   const problem = (status: number, extra: object = {}) => JSON.stringify({ type: 'https://x.example/errors/not-found', title: 'Not Found', status, detail: 'no', code: 'NOT_PUBLISHED', ...extra })
   const budget = { 'ratelimit-policy': '"get";q=500;w=10', ratelimit: '"get";r=499;t=1' }

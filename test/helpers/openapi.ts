@@ -25,40 +25,123 @@
  * format of the path's door): those answers are documented too, so none goes unchecked.
  * @module
  */
-import { fileURLToPath } from 'node:url'
-import { dereference } from '@readme/openapi-parser'
+import { createHash } from 'node:crypto'
+import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs'
+import { createRequire } from 'node:module'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { fileURLToPath, pathToFileURL } from 'node:url'
 import { DecoratorHandler, type Dispatcher } from 'undici'
-import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js'
+import { Ajv2020, Name, type ValidateFunction } from 'ajv/dist/2020.js'
 import { PUBLISHED_FORMATS } from '../../src/contract/published-schemas.ts'
 
 export const DESCRIPTION_PATH = fileURLToPath(new URL('../../openapi/epx.openapi.json', import.meta.url))
 
 interface Response { readonly status: number; readonly headers: Readonly<Record<string, string | undefined>>; readonly text: string }
+/** A schema of the description: its validator's name in the oracle's module (see `oracle`). */
+type Schema = string
 interface Described {
-  readonly headers?: Record<string, { required?: boolean; schema: object }>
-  readonly content?: Record<string, { schema: object }>
+  readonly headers?: Record<string, { required?: boolean; schema: Schema }>
+  readonly content?: Record<string, { schema: Schema }>
 }
 interface Document {
   paths: Record<string, Record<string, { responses: Record<string, Described> }>>
   components: { responses: Record<string, Described> }
 }
+interface Oracle { readonly doc: Document; readonly validators: Readonly<Record<string, ValidateFunction>> }
 
-let loaded: Promise<Document> | undefined
-const ajv = new Ajv2020({ strict: false, allErrors: true })
-for (const [name, validate] of Object.entries(PUBLISHED_FORMATS)) ajv.addFormat(name, { type: 'string', validate })
-ajv.addFormat('uri', { type: 'string', validate: s => URL.canParse(s) })
-const compiled = new WeakMap<object, ValidateFunction>()
+const FORMATS = Object.fromEntries(Object.entries({ ...PUBLISHED_FORMATS, uri: (s: string) => URL.canParse(s) })
+  .map(([name, validate]) => [name, { type: 'string', validate } as const]))
+const newAjv = (o: object = {}) => {
+  const ajv = new Ajv2020({ strict: false, allErrors: true, ...o })
+  for (const [name, format] of Object.entries(FORMATS)) ajv.addFormat(name, format)
+  return ajv
+}
+const require = createRequire(import.meta.url)
+/** Only for its errorsText. */
+const ajv = newAjv()
+
+/**
+ * The oracle is kept on disk, in the temp folder's `epx-openapi-oracle-<uid>`, under the hash
+ * of the description, its schema files, ajv's version and this module's text: the description
+ * dereferenced, each schema in it replaced by a name, and ajv's standalone code of every
+ * schema under its name. Each test process that starts epx used to dereference and compile
+ * them again (~0.25 s of CPU each, about 65 processes in `npm test`); the first process after
+ * a change makes it, the others read it.
+ */
+let loaded: Promise<Oracle> | undefined
+function oracle (): Promise<Oracle> {
+  loaded ??= (async () => {
+    const root = fileURLToPath(new URL('../../openapi/', import.meta.url))
+    const hash = createHash('sha256')
+    for (const file of [DESCRIPTION_PATH, ...readdirSync(join(root, 'schemas')).sort().map(f => join(root, 'schemas', f))]) hash.update(file).update('\0').update(readFileSync(file)).update('\0')
+    hash.update(readFileSync(fileURLToPath(import.meta.url))).update(JSON.parse(readFileSync(require.resolve('ajv/package.json'), 'utf8')).version)
+    const dir = join(tmpdir(), `epx-openapi-oracle-${process.getuid?.() ?? 0}`)
+    const base = join(dir, hash.digest('hex'))
+    let doc: Document
+    try {
+      doc = JSON.parse(readFileSync(`${base}.json`, 'utf8')) as Document
+    } catch {
+      doc = await makeOracle(dir, base)
+    }
+    const make = (await import(pathToFileURL(`${base}.mjs`).href) as { default: (formats: object, req: NodeJS.Require) => Record<string, ValidateFunction> }).default
+    return { doc, validators: make(FORMATS, require) }
+  })()
+  return loaded
+}
+
+/** Dereferences the description, names its schemas and writes both files (module first: a reader finds the JSON only once the module is there). */
+async function makeOracle (dir: string, base: string): Promise<Document> {
+  const doc = await description() as Document
+  const names = new Map<string, string>()
+  const compiler = newAjv({ code: { source: true, formats: new Name('formats') } })
+  const nameOf = (schema: unknown): string => {
+    // The dereferenced description shares objects between places: one seen already is named.
+    if (typeof schema === 'string') return schema
+    const text = JSON.stringify(withoutIds(schema))
+    let name = names.get(text)
+    if (!name) {
+      name = `s${names.size}`
+      names.set(text, name)
+      compiler.addSchema(JSON.parse(text) as object, name)
+    }
+    return name
+  }
+  const described = (d: { headers?: Record<string, { schema: unknown }>; content?: Record<string, { schema: unknown }> }): void => {
+    for (const h of Object.values(d.headers ?? {})) h.schema = nameOf(h.schema)
+    for (const m of Object.values(d.content ?? {})) m.schema = nameOf(m.schema)
+  }
+  for (const item of Object.values(doc.paths)) for (const op of Object.values(item)) for (const r of Object.values(op.responses ?? {})) described(r as never)
+  for (const r of Object.values(doc.components.responses)) described(r as never)
+  const standaloneCode = (await import('ajv/dist/standalone/index.js')).default as unknown as (ajv: Ajv2020, refs: Record<string, string>) => string
+  const code = standaloneCode(compiler, Object.fromEntries([...names.values()].map(n => [n, n])))
+  mkdirSync(dir, { recursive: true })
+  // Oracles of earlier descriptions, a day old (a run still using one has read it by then).
+  for (const name of readdirSync(dir)) {
+    try {
+      if (Date.now() - statSync(join(dir, name)).mtimeMs > 86_400_000) rmSync(join(dir, name), { force: true })
+    } catch { /* removed by another process meanwhile */ }
+  }
+  const write = (file: string, text: string) => {
+    const draft = `${file}.${process.pid}`
+    writeFileSync(draft, text)
+    renameSync(draft, file)
+  }
+  write(`${base}.mjs`, `export default function (formats, require) {\nconst exports = {}, module = { exports };\n${code}\nreturn module.exports\n}\n`)
+  write(`${base}.json`, JSON.stringify(doc))
+  return doc
+}
 
 /** The description with every $ref (the schema files included) replaced by its target. */
-export function description (): Promise<Document> {
-  loaded ??= dereference(DESCRIPTION_PATH) as unknown as Promise<Document>
-  return loaded
+export async function description (): Promise<unknown> {
+  const { dereference } = await import('@readme/openapi-parser')
+  return dereference(DESCRIPTION_PATH)
 }
 
 /** Resolves when the response conforms to the description; rejects saying where it does not. */
 export async function conformsToDescription (req: { method: string; path: string }, res: Response): Promise<void> {
-  const doc = await description()
-  const problems = check(doc, req, res)
+  const o = await oracle()
+  const problems = check(o, req, res)
   if (problems.length) {
     throw new Error(`${req.method} ${req.path} answered ${res.status}, which openapi/epx.openapi.json does not describe:\n- ` +
       problems.join('\n- ') + '\n(a change to the API? run `npm run openapi` and commit the description)')
@@ -77,7 +160,7 @@ function itemOf (doc: Document, path: string): Document['paths'][string] | undef
   return undefined
 }
 
-function check (doc: Document, req: { method: string; path: string }, res: Response): string[] {
+function check ({ doc, validators }: Oracle, req: { method: string; path: string }, res: Response): string[] {
   const item = itemOf(doc, req.path)
   const op = item?.[req.method.toLowerCase()]
   let described: Described | undefined
@@ -94,7 +177,7 @@ function check (doc: Document, req: { method: string; path: string }, res: Respo
       if (h.required) problems.push(`header ${name} is missing`)
       continue
     }
-    const v = validator(h.schema)
+    const v = validators[h.schema]!
     if (!v(value)) problems.push(`header ${name}: ${JSON.stringify(value)} ${ajv.errorsText(v.errors)}`)
   }
   const head = req.method === 'HEAD'
@@ -115,7 +198,7 @@ function check (doc: Document, req: { method: string; path: string }, res: Respo
       return [...problems, 'the body is not JSON']
     }
   }
-  const v = validator(media.schema)
+  const v = validators[media.schema]!
   if (!v(body)) problems.push(...(v.errors ?? []).map(e => `body${e.instancePath}: ${e.message ?? e.keyword} ${JSON.stringify(e.params)}`))
   return problems
 }
@@ -163,16 +246,7 @@ class ConformingHandler extends Decorator {
   }
 }
 
-/** ajv per schema object; `$id`/`$schema` of the inlined schema files dropped (they repeat). */
-function validator (schema: object): ValidateFunction {
-  let v = compiled.get(schema)
-  if (!v) {
-    v = ajv.compile(withoutIds(schema) as object)
-    compiled.set(schema, v)
-  }
-  return v
-}
-
+/** `$id`/`$schema` of the inlined schema files dropped (they repeat). */
 function withoutIds (s: unknown): unknown {
   if (Array.isArray(s)) return s.map(withoutIds)
   if (s === null || typeof s !== 'object') return s
