@@ -75,7 +75,7 @@ export const configSchema = {
         },
         inWorker: { type: 'boolean', default: true, description: 'Serve the API (and the console and metrics listeners) from its own worker thread, off the solver\'s event loop, restarted with backoff if it dies. false: on the solver\'s thread (a host that counts every thread and megabyte, or runs epx where worker threads are not allowed; see docs/plugin-contract.md).' },
         workerNice: { type: 'integer', minimum: 0, maximum: 19, default: 10, description: 'With inWorker, how much nicer (lower in priority) the API door\'s thread (and the webhook deliverer\'s, with or without inWorker) is than the solver\'s (Linux; 0: the same; the result is 19 at most): when both want the CPU, the solver\'s thread goes first, and a burst of BSP handshakes delays its loop less.' },
-        standbyWorker: { type: 'boolean', default: true, description: 'With inWorker, keep a second door thread opened and waiting, so that after a fault of the door\'s thread only its binds are left before the door answers again (~10 ms, not a thread\'s start: ~0.3 s of CPU, seconds on a busy machine). Costs that thread\'s memory (docs/plugin-contract.md). false: a fault starts a thread afresh.' },
+        standbyWorker: { type: 'boolean', default: true, description: 'With inWorker, keep a second door thread opened and waiting, so that after a fault of the door\'s thread only its binds are left before the door answers again (~10 ms, not a thread\'s start: ~0.2 s of CPU, seconds on a busy machine). Costs that thread\'s memory (docs/plugin-contract.md). false: a fault starts a thread afresh.' },
       },
     },
     inbound: {

@@ -313,7 +313,7 @@ export class Backoff {
  * The standby door (`api.standbyWorker`): a worker that has opened everything a door opens
  * (its modules, the store, the validators, the console) and waits to bind. A fault hands
  * the ports to it: what is left between a fault and the door answering again is its
- * binds, not a worker's start (~0.3 s of CPU, seconds on a busy machine). A new standby
+ * binds, not a worker's start (~0.2 s of CPU, seconds on a busy machine). A new standby
  * starts as soon as one takes over, the first one STANDBY_AFTER_MS after the door's
  * start; one that ends before it is needed is not replaced until the next restart (never
  * a loop of starts).

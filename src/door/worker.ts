@@ -190,7 +190,7 @@ async function open (): Promise<OpenDoor> {
     throw err
   }
   // Nicer only once it serves (a standby: from its start): a door started afresh after a
-  // fault starts at the solver's priority (~0.3 s of CPU), or on a busy machine it would
+  // fault starts at the solver's priority (~0.2 s of CPU), or on a busy machine it would
   // take seconds to be back.
   if (!niced && !niceThisThread(config.api.workerNice)) log.info({ workerNice: config.api.workerNice }, 'the api worker runs at the solver\'s priority: this system lets no thread set its own (api.workerNice)')
   post({ type: 'listening', url: wired.url.href, consoleUrl: wired.consoleUrl?.href, metricsUrl: wired.metricsUrl?.href })

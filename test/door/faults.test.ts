@@ -28,7 +28,7 @@ const CLIENTS = 4
 /**
  * "The door back within a second" (README, "Plugin contract"): `npm run campaign` holds
  * it to that (EPX_DOOR_BACK_MS=1000), on a quiet machine. Under `npm test` the machine runs
- * other test files beside this one, and a worker's start (~0.3 s of CPU) takes what CPU is
+ * other test files beside this one, and a worker's start (~0.2 s of CPU) takes what CPU is
  * left (seen: 11 s with three files and a campaign on 2 cores): there the bound is against
  * a door that stays down.
  */

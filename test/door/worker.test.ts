@@ -18,7 +18,7 @@ import { holdsSharedLmdbLock, ownLmdbLocks } from '../helpers/lmdb-locks.ts'
 import { until } from '../helpers/eventually.ts'
 
 // With `api.inWorker`, the API door serves from its own thread: the host's thread only hears of it.
-// Each activation starts a worker (~0.3 s of CPU from dist/, 0.8 s through tsx): `npm test` runs
+// Each activation starts a worker (~0.2 s of CPU from dist/, 0.8 s through tsx): `npm test` runs
 // 2 cycles after the warm-up (a thread or descriptor left per cycle shows); `npm run
 // test:door-cycles` runs 100 (EPX_DOOR_CYCLES).
 const CYCLES = Number(process.env.EPX_DOOR_CYCLES ?? 2)

@@ -106,7 +106,7 @@ export interface TestEpx {
  * Where the API door serves in tests: in its worker, as the plugin ships (`api.inWorker`
  * defaults to true), unless a test asks for the solver's thread (`api.inWorker: false`)
  * or `EPX_TEST_DOOR=main` is set (`npm run test:main`, the whole suite with the door on
- * the test's thread). A worker start costs ~0.3 s of CPU from dist/ (built-workers.mjs).
+ * the test's thread). A worker start costs ~0.2 s of CPU from dist/ (built-workers.mjs).
  */
 export const TEST_DOOR_IN_WORKER = process.env.EPX_TEST_DOOR !== 'main'
 
@@ -127,7 +127,7 @@ export async function startEpx (t: Test, opts: StartEpxOptions = {}): Promise<Te
   const { api = {}, publish = {}, console: web = {}, ...rest } = opts.config ?? {}
   // The door's standby (`api.standbyWorker`, on in the plugin) only where a test asks for it
   // (the door's own tests and the faults'): it is a second door thread, started a second
-  // after the first, ~0.3 s of CPU more (the console's app too when it is on) in every test
+  // after the first, ~0.2 s of CPU more (the console's app too when it is on) in every test
   // that lives that long, for a fault the test never makes.
   const config = {
     ...rest, api: { host: '127.0.0.1', port: 0, inWorker: TEST_DOOR_IN_WORKER, standbyWorker: false, rateLimit: UNTHROTTLED, ...api }, publish: { schedule: false, ...publish }, console: { host: '127.0.0.1', port: 0, ...web },
