@@ -10,6 +10,7 @@ import type { Viewer } from '../../../src/console/viewer.ts'
 import { seedStore, type Seeded } from '../../helpers/seed.ts'
 import { admin, member, pageApp } from '../../helpers/console-app.ts'
 import { siteId } from '../../helpers/programme.ts'
+import { SYSTEM } from '../../helpers/long.ts'
 
 // The "Programmes" list at an operator's size: 1,000 sites held by two BSPs, one programme a
 // site. Filters, sort and keyset pages are query parameters; the counts are over the whole
@@ -85,7 +86,8 @@ t.test('company, site search and sort narrow the list; the counts follow the fil
 
 t.test('walking the pages while programmes arrive: every row there at the start seen once, none twice, back and forth the same', async t => {
   const { s, deps } = await operator(t)
-  for (const sort of ['emission', 'site', '-site'] as const) {
+  // The default order in npm test; the other two, the same walk on other keys, in the system tier.
+  for (const sort of SYSTEM ? ['emission', 'site', '-site'] as const : ['emission'] as const) {
     const start = new Set((await loadProgrammesAll(deps, sort)))
     const seen: string[] = []
     const pages: string[][] = []
