@@ -51,7 +51,7 @@ const LATE_REQUIRES = [
   // The programme validator's ajv, loaded by its first compilation (checkProgramme, for another site limit than the default).
   { filter: /[\\/]src[\\/]contract[\\/]compiled\.ts$/, loader: 'ts', call: "createRequire(import.meta.url)('ajv')", from: 'ajv' },
   // The default limit's validator, which scripts/build.mjs generates: ajv's runtime helper for minLength.
-  { filter: /[\\/]src[\\/]generated[\\/]programme-validator\.js$/, loader: 'js', call: 'require("ajv/dist/runtime/ucs2length").default', from: 'ajv/dist/runtime/ucs2length.js' },
+  { filter: /[\\/]src[\\/]generated[\\/]programme-validator\.js$/, loader: 'js', call: 'require("ajv/dist/runtime/ucs2length")', from: 'ajv/dist/runtime/ucs2length.js' },
 ]
 const bundledLateRequires = {
   name: 'bundled-late-requires',

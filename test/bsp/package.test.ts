@@ -80,12 +80,14 @@ t.test(`a BSP installs the client from its tarball in a folder of its own, runs 
 
   writeFileSync(join(app, 'use.mjs'), [
     "import { checkProgramme, createBspClient, pushProgramme, realTiming } from 'epx-bsp'",
-    "const checked = checkProgramme({ schema_version: 'v0.2' })",
+    // An empty emitted_by: the schema's minLength, which ajv's generated code checks with a helper of its runtime, bundled.
+    "const checked = checkProgramme({ schema_version: 'v0.2', emitted_by: '' })",
     "console.log(JSON.stringify({ ok: checked.ok, pointers: Object.keys(checked.details).sort(), fns: [typeof createBspClient, typeof pushProgramme, typeof realTiming.sleep] }))",
   ].join('\n'))
   const used = JSON.parse((await run(process.execPath, ['use.mjs'], { cwd: app })).stdout)
   t.match(used, { ok: false, fns: ['function', 'function', 'function'] })
   t.ok(used.pointers.includes('/type'), 'the server\'s own details, keyed by JSON Pointer')
+  t.ok(used.pointers.includes('/emitted_by'), 'an empty emitted_by found, as the server finds it')
   if (!LONG) return
 
   writeFileSync(join(app, 'use.ts'), [
