@@ -32,7 +32,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
 import { DecoratorHandler, type Dispatcher } from 'undici'
-import { Ajv2020, Name, type ValidateFunction } from 'ajv/dist/2020.js'
+import type { Ajv2020, ErrorObject, ValidateFunction } from 'ajv/dist/2020.js'
 import { PUBLISHED_FORMATS } from '../../src/contract/published-schemas.ts'
 
 export const DESCRIPTION_PATH = fileURLToPath(new URL('../../openapi/epx.openapi.json', import.meta.url))
@@ -52,14 +52,9 @@ interface Oracle { readonly doc: Document; readonly validators: Readonly<Record<
 
 const FORMATS = Object.fromEntries(Object.entries({ ...PUBLISHED_FORMATS, uri: (s: string) => URL.canParse(s) })
   .map(([name, validate]) => [name, { type: 'string', validate } as const]))
-const newAjv = (o: object = {}) => {
-  const ajv = new Ajv2020({ strict: false, allErrors: true, ...o })
-  for (const [name, format] of Object.entries(FORMATS)) ajv.addFormat(name, format)
-  return ajv
-}
 const require = createRequire(import.meta.url)
-/** Only for its errorsText. */
-const ajv = newAjv()
+/** ajv's own `errorsText`, without an ajv instance: a process that reads the oracle from disk loads none of ajv but its runtime helpers. */
+const errorsText = (errors: ErrorObject[] | null | undefined) => (errors ?? []).map(e => `data${e.instancePath} ${e.message}`).join(', ')
 
 /**
  * The oracle is kept on disk, in the temp folder's `epx-openapi-oracle-<uid>`, under the hash
@@ -94,7 +89,9 @@ function oracle (): Promise<Oracle> {
 async function makeOracle (dir: string, base: string): Promise<Document> {
   const doc = await description() as Document
   const names = new Map<string, string>()
-  const compiler = newAjv({ code: { source: true, formats: new Name('formats') } })
+  const { Ajv2020, Name } = await import('ajv/dist/2020.js')
+  const compiler = new Ajv2020({ strict: false, allErrors: true, code: { source: true, formats: new Name('formats') } })
+  for (const [name, format] of Object.entries(FORMATS)) compiler.addFormat(name, format)
   const nameOf = (schema: unknown): string => {
     // The dereferenced description shares objects between places: one seen already is named.
     if (typeof schema === 'string') return schema
@@ -178,7 +175,7 @@ function check ({ doc, validators }: Oracle, req: { method: string; path: string
       continue
     }
     const v = validators[h.schema]!
-    if (!v(value)) problems.push(`header ${name}: ${JSON.stringify(value)} ${ajv.errorsText(v.errors)}`)
+    if (!v(value)) problems.push(`header ${name}: ${JSON.stringify(value)} ${errorsText(v.errors)}`)
   }
   const head = req.method === 'HEAD'
   if (!described.content) {
