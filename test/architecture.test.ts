@@ -90,7 +90,9 @@ t.test('no module outside store/ names an engine: the kind is decided once, in t
   const outside = inSrc.filter(e => !e.from.startsWith('store/') && !e.from.startsWith('cli/commands/store') && ['store/lmdb/', 'store/postgres/'].includes(rowOf(e.to)))
   t.same(outside.map(e => `${e.from} → ${e.to}`), [], 'only the `epx store` commands may (they name the kinds)')
   for (const file of files(src).filter(f => !relative(src, f).startsWith('store/') && !relative(src, f).startsWith('cli/commands/store') && !relative(src, f).startsWith('config'))) {
-    t.notMatch(readFileSync(file, 'utf8'), /\.kind === ['"](?:lmdb|postgres)['"]/, `${relative(src, file)} does not branch on a store kind`)
+    const text = readFileSync(file, 'utf8')
+    t.notMatch(text, /\.kind === ['"](?:lmdb|postgres)['"]/, `${relative(src, file)} does not branch on a store kind`)
+    t.notMatch(text, /from ['"](?:lmdb|pg)['"]/, `${relative(src, file)} imports neither engine's library (types included)`)
   }
 })
 

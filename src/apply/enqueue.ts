@@ -19,7 +19,6 @@ import { parisDateOf } from '../contract/paris-day.ts'
 import { targetDateOfInstructionId } from '../contract/ids.ts'
 import type { InstructionRef, Instructions } from '../store/instructions.ts'
 import type { Withdrawals } from '../store/withdrawals.ts'
-import type { Key } from 'lmdb'
 import { entryOf } from '../store/instruction-tree.ts'
 import { periodsOf } from './to-constraints.ts'
 
@@ -504,7 +503,7 @@ export function changedDays (changes: ReadonlyMap<string, readonly unknown[]>): 
     days.set(`${key[0]}/${key[1]}`, [key[0], key[1]])
   }
   for (const key of changes.get('instructions') ?? []) {
-    if (entryOf(key as Key) !== 'record') continue
+    if (entryOf(key) !== 'record') continue
     const [instructionId, siteId] = key as [string, string]
     const targetDate = targetDateOfInstructionId(instructionId)
     if (targetDate) days.set(`${targetDate}/${siteId}`, [targetDate, siteId])

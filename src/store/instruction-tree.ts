@@ -33,8 +33,8 @@ export const recordKey = (instructionId: string, siteId: string): Key => [instru
 export const flagKey = (instructionId: string, siteId: string): Key => [instructionId, siteId, FLAG]
 export const stateKey = (instructionId: string, siteId: string): Key => [instructionId, siteId, STATE]
 
-/** What an entry of the tree is, from its key; undefined for a key that is not the tree's. */
-export function entryOf (key: Key): TreeEntry | undefined {
+/** What an entry of the tree is, from its key; undefined for a key that is not the tree's (or not a key). */
+export function entryOf (key: unknown): TreeEntry | undefined {
   if (!Array.isArray(key)) return undefined
   if (key.length === 2) return 'record'
   if (key.length === 3) return key[2] === STATE ? 'state' : key[2] === FLAG ? 'flag' : undefined
