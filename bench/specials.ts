@@ -67,7 +67,19 @@ export interface Specials {
      * state of a daemon that has kept 30 days, without the allocator high-water mark left
      * by writing 30 days in half a minute. The target is read on this figure.
      */
-    readonly restarted?: { readonly rssBytes: number; readonly rssAnonBytes?: number; readonly rssFileBytes?: number; readonly heapUsedBytes: number }
+    readonly restarted?: RssReading & {
+      /**
+       * The same process read again `SETTLE_MS` later: V8 gives back the young generation
+       * the publication grew once allocation has been low for a few seconds.
+       */
+      readonly settled?: RssReading
+    }
+    /**
+     * A fresh E with `api.standbyWorker: false` over the same history, after one more daily
+     * publication: what the door's warm standby costs, to weigh against its restart time
+     * (bench/README.md "Latest results": restarts with and without it).
+     */
+    readonly noStandby?: RssReading
   }
   readonly rssError?: string
 }
@@ -85,6 +97,17 @@ export interface SpecialsInput {
   readonly dataDir: string
   readonly baseConfig: object
 }
+
+export interface RssReading { readonly rssBytes: number; readonly rssAnonBytes?: number; readonly rssFileBytes?: number; readonly heapUsedBytes: number }
+
+/** How long after the publication the restarted process is read again (V8's memory reducer acts after ~6 s of low allocation). */
+export const SETTLE_MS = 10_000
+
+const reading = (m: Record<string, unknown>): RssReading => ({
+  rssBytes: Number(m.rss), heapUsedBytes: Number(m.heapUsed),
+  rssAnonBytes: m.rssAnon === undefined ? undefined : Number(m.rssAnon),
+  rssFileBytes: m.rssFile === undefined ? undefined : Number(m.rssFile),
+})
 
 const msg = (err: unknown) => String((err as Error)?.message ?? err).split('\n')[0]!.slice(0, 300)
 
@@ -248,17 +271,29 @@ export async function measureSpecials (i: SpecialsInput): Promise<Specials> {
         const r = await again.ask({ type: 'publish', targetDate: addDays(i.targetDate, days) }, 'published', 300_000)
         if (Number(r.failed)) throw new Error(`the daily publication after restart failed for ${String(r.failed)} sites`)
         const a = await again.ask({ type: 'rss' }, 'rss', 30_000)
-        out.rss = {
-          ...out.rss,
-          restarted: {
-            rssBytes: Number(a.rss), heapUsedBytes: Number(a.heapUsed),
-            rssAnonBytes: a.rssAnon === undefined ? undefined : Number(a.rssAnon),
-            rssFileBytes: a.rssFile === undefined ? undefined : Number(a.rssFile),
-          },
-        }
+        out.rss = { ...out.rss, restarted: reading(a) }
         process.stderr.write(`  RSS with ${PUBLICATION_SITES} sites × ${days} days, restarted, after one daily publication: ${(Number(a.rss) / 2 ** 20).toFixed(0)} MB\n`)
+        if (!i.quick) {
+          await new Promise(resolve => setTimeout(resolve, SETTLE_MS))
+          const later = await again.ask({ type: 'rss' }, 'rss', 30_000)
+          out.rss = { ...out.rss, restarted: { ...reading(a), settled: reading(later) } }
+          process.stderr.write(`  the same, ${SETTLE_MS / 1000} s later: ${(Number(later.rss) / 2 ** 20).toFixed(0)} MB\n`)
+        }
       } finally {
         await again.stop()
+      }
+      if (!i.quick) {
+        const bare = i.start({ ...env, BENCH_E_API: JSON.stringify({ standbyWorker: false }) })
+        try {
+          await bare.next('ready', 120_000)
+          const r = await bare.ask({ type: 'publish', targetDate: addDays(i.targetDate, days + 1) }, 'published', 300_000)
+          if (Number(r.failed)) throw new Error(`the daily publication without the standby failed for ${String(r.failed)} sites`)
+          const b = await bare.ask({ type: 'rss' }, 'rss', 30_000)
+          out.rss = { ...out.rss, noStandby: reading(b) }
+          process.stderr.write(`  the same without the door's standby: ${(Number(b.rss) / 2 ** 20).toFixed(0)} MB\n`)
+        } finally {
+          await bare.stop()
+        }
       }
     } catch (err) { out.rssError = msg(err) }
   } catch (err) {

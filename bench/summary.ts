@@ -10,7 +10,7 @@ import {
 import type { HostProbe } from './host-probe.ts'
 import { countLines, hostLines, hostTargets } from './host-summary.ts'
 import { roundsTarget, valueTarget } from './targets.ts'
-import { HISTORY_DAYS, LARGE_PROGRAMME_SITES, PUBLICATION_SITES, type Specials } from './specials.ts'
+import { HISTORY_DAYS, LARGE_PROGRAMME_SITES, PUBLICATION_SITES, SETTLE_MS, type RssReading, type Specials } from './specials.ts'
 import { POST_P99_TARGET_MS, type Sustained } from './sustained.ts'
 import type { OpsShare } from './ops-share.ts'
 import { consoleTargets, type ConsolePageTimes } from './console-pages.ts'
@@ -39,6 +39,19 @@ export interface SummaryInput {
 }
 
 const MB = 2 ** 20
+
+function rssText (r: RssReading): string {
+  return `RSS ${(r.rssBytes / MB).toFixed(0)} MB` +
+    (r.rssAnonBytes === undefined ? '' : ` (anonymous ${(r.rssAnonBytes / MB).toFixed(0)} MB, file-backed ${((r.rssFileBytes ?? 0) / MB).toFixed(0)} MB)`) +
+    `, V8 heap ${(r.heapUsedBytes / MB).toFixed(0)} MB used`
+}
+
+/** Beside the memory target: the same process once V8 gave back its young generation, and the restart without the standby. */
+function rssAside (r: NonNullable<Specials['rss']>): string {
+  const settled = r.restarted?.settled ? `; ${(r.restarted.settled.rssBytes / MB).toFixed(0)} MB ${SETTLE_MS / 1000} s later` : ''
+  const bare = r.noStandby ? `; without the door's standby ${(r.noStandby.rssBytes / MB).toFixed(0)} MB` : ''
+  return settled + bare
+}
 
 /** The CPU-per-request ratios bench/README.md "Targets" sets (whole process, all threads). */
 export const RATIO_TARGETS: ReadonlyArray<{ scenario: Scenario; base: 'A' | 'B' | 'C'; limit: number; name: string }> = [
@@ -116,7 +129,7 @@ export function targetsOf (i: SummaryInput): Target[] {
       // figure of the process that wrote all 30 days is printed beside it.
       sp?.rss ? (sp.rss.restarted ?? sp.rss).rssBytes / MB : undefined,
       sp?.rss && rssDays !== HISTORY_DAYS ? `--quick: ${rssDays} days stored, not ${HISTORY_DAYS}`
-        : sp?.rss ? (sp.rss.restarted ? `after a restart over the history and one daily publication; ${(sp.rss.rssBytes / MB).toFixed(0)} MB in the process that wrote it` : 'no restart measured: the process that wrote the history') : why(sp?.rssError)),
+        : sp?.rss ? (sp.rss.restarted ? `after a restart over the history and one daily publication; ${(sp.rss.rssBytes / MB).toFixed(0)} MB in the process that wrote it` + rssAside(sp.rss) : 'no restart measured: the process that wrote the history') : why(sp?.rssError)),
     sustainedTarget(i.sustained),
     sustainedTarget(i.sustained, E_PG),
     ...hostTargets(i.host),
@@ -211,11 +224,9 @@ function extraLines (i: SummaryInput): string[] {
       `V8 heap ${(r.heapUsedBytes / MB).toFixed(0)} MB used of ${(r.heapTotalBytes / MB).toFixed(0)} MB, external ${(r.externalBytes / MB).toFixed(0)} MB${r.gcExposed ? '' : ' (no gc exposed)'}` +
       (r.baseline ? `; at start, nothing stored: RSS ${(r.baseline.rssBytes / MB).toFixed(0)} MB` +
         (r.baseline.rssAnonBytes === undefined ? '' : ` (anonymous ${(r.baseline.rssAnonBytes / MB).toFixed(0)} MB, file-backed ${((r.baseline.rssFileBytes ?? 0) / MB).toFixed(0)} MB)`) : ''))
-    if (r.restarted) {
-      lines.push(`Memory after a restart over that history and one daily publication: RSS ${(r.restarted.rssBytes / MB).toFixed(0)} MB` +
-        (r.restarted.rssAnonBytes === undefined ? '' : ` (anonymous ${(r.restarted.rssAnonBytes / MB).toFixed(0)} MB, file-backed ${((r.restarted.rssFileBytes ?? 0) / MB).toFixed(0)} MB)`) +
-        `, V8 heap ${(r.restarted.heapUsedBytes / MB).toFixed(0)} MB used`)
-    }
+    if (r.restarted) lines.push(`Memory after a restart over that history and one daily publication: ${rssText(r.restarted)}`)
+    if (r.restarted?.settled) lines.push(`The same process ${SETTLE_MS / 1000} s later: ${rssText(r.restarted.settled)}`)
+    if (r.noStandby) lines.push(`A restart without the door's standby (api.standbyWorker false), after one more daily publication: ${rssText(r.noStandby)}`)
   }
   lines.push(...countLines(i.samples))
   lines.push(...dbLines(i.samples))
