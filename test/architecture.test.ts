@@ -76,6 +76,19 @@ t.test('every import of src/ goes down the folder table', async t => {
   t.same(bad, [], 'imports the table does not allow')
 })
 
+t.test('the table refuses arrows that go up or sideways between layers', async t => {
+  for (const [from, to] of [
+    ['apply/enqueue.ts', 'door/supervisor.ts'],   // the solver's side does not know the door's thread
+    ['apply/enqueue.ts', 'metrics/registry.ts'],
+    ['metrics/registry.ts', 'apply/enqueue.ts'],
+    ['config.ts', 'store/postgres/connect.ts'],   // the configuration names a kind; the engine checks its own options
+    ['store/postgres/connect.ts', 'config.ts'],
+    ['store/revisions.ts', 'store/postgres/schema.ts'],
+    ['store/tokens.ts', 'auth/tokens.ts'],         // records below the rules that use them
+    ['contract/paris-day.ts', 'host/reference-host.ts'],
+  ] as const) t.notOk(allowed({ from, to }), `${from} → ${to} is refused`)
+})
+
 t.test('within store/, only the factories reach an engine', async t => {
   t.notOk(allowed({ from: 'store/companies.ts', to: 'store/postgres/records.ts' }), 'a store module may not')
   t.notOk(allowed({ from: 'store/revisions.ts', to: 'store/lmdb/engine.ts' }), 'nor the LMDB engine')
