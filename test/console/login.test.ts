@@ -33,7 +33,7 @@ t.test('a user logs in and out; the session cookie is __Host-, Secure, HttpOnly,
   await page.waitForURL(/\/login\?logged_out=1$/)
   await t.resolveMatch(page.getByRole('status').textContent(), 'Vous êtes déconnecté.', 'the login page says so')
   // `autofocus` is applied at the page's first rendering update, which may come after its load.
-  const focused = await page.waitForFunction(() => document.activeElement?.id === 'username', null, { timeout: 5000 }).then(() => true, () => false)
+  const focused = await page.waitForFunction('document.activeElement?.id === "username"', null, { timeout: 5000 }).then(() => true, () => false)
   t.ok(focused, 'the login field has the focus')
   t.same(await page.context().cookies(), [], 'the cookie is cleared')
   // The old id no longer opens anything, even if a copy was kept.
