@@ -37,6 +37,12 @@ interface Answer {
   readonly kwh: Float64Array | undefined
   /** Which quarter-hours the company held (`heldKey`): a change of hands is a new answer. */
   readonly held: string
+  /**
+   * The store generation `held` was read at: every change of tenure is written with a
+   * company's record, which bumps it (store/generation.ts), so while it stands `held` does
+   * too, and a repeated GET does not replay the tenure history.
+   */
+  readonly generation: number
   /** The JSON's bytes; undefined: nothing to compare (404). */
   readonly body: Buffer | undefined
   readonly etag: string
@@ -51,11 +57,11 @@ const ANSWERS = 512
 export function realiseRoute (deps: RealiseDeps): Route {
   const answers = new BoundedCache<string, Answer>(ANSWERS)
 
-  const answerOf = (targetDate: string, siteId: string, companyId: string): Answer => {
+  const answerOf = (targetDate: string, siteId: string, companyId: string, generation: number): Answer => {
     const key = `${companyId} ${siteId} ${targetDate}`
     // Read before the perimeter check, so a store outage answers 503 for every site alike.
     const kept = answers.get(key)
-    const held = heldKey(deps, targetDate, siteId, companyId)
+    const held = kept?.generation === generation ? kept.held : heldKey(deps, targetDate, siteId, companyId)
     // Every change of what is in force changes the effective instruction (in-force.ts): that check covers the timeline.
     if (kept && deps.instructions.effectiveUnchanged(targetDate, siteId, kept.instruction) && deps.metering.unchanged(targetDate, siteId, kept.kwh) && kept.held === held) return kept
     const effective = deps.instructions.effectiveRecord(targetDate, siteId)
@@ -63,7 +69,7 @@ export function realiseRoute (deps: RealiseDeps): Route {
     const kwh = deps.metering.get(targetDate, siteId)?.kwh
     const found = realisation(deps, targetDate, siteId, companyId)
     const json = found && JSON.stringify(found)
-    const made: Answer = { instruction, kwh, held, body: json === undefined ? undefined : Buffer.from(json), etag: json ? realiseEtag(json) : '' }
+    const made: Answer = { instruction, kwh, held, generation, body: json === undefined ? undefined : Buffer.from(json), etag: json ? realiseEtag(json) : '' }
     answers.set(key, made)
     return made
   }
@@ -71,7 +77,7 @@ export function realiseRoute (deps: RealiseDeps): Route {
   const serve = (head: boolean) => (req: IncomingMessage, res: ServerResponse, ctx: RequestContext): void => {
     // A BSP polls the same few targets: a valid one is parsed once (the answer depends on the target alone).
     const { siteId, targetDate } = validQueries.getOrCompute(req.url ?? '', parseQuery, ctx)
-    const answer = answerOf(targetDate, siteId, ctx.caller.companyId)
+    const answer = answerOf(targetDate, siteId, ctx.caller.companyId, ctx.generation)
     // With tenure, the company's day is the quarter-hours it held (DECISIONS.md "In force, quarter-hour by
     // quarter-hour"), whatever its perimeter is now; without, its perimeter decides.
     if (answer.body === undefined || (!deps.holders && !inPerimeter(ctx.caller, siteId))) throw new EpxError('NOTHING_TO_COMPARE', [siteId, targetDate])

@@ -278,6 +278,27 @@ t.test('a past day\'s figures for each company do not change when the site chang
   }
 })
 
+t.test('an answer kept for a poller is made again when the site changes hands that day: the tenure is read again once the store moved', async t => {
+  const epx = await startEpx(t)
+  const acme = await company(epx, 'acme', [siteId(1), siteId(2)])
+  // No programme: only the tenure tells what is acme's (no effective instruction changes with it).
+  epx.clock.set('2026-11-22T08:00:00Z')
+  await epx.handle.reportMetering(Array.from({ length: 32 }, (_, j) => reading(siteId(1), j, 2.5)))
+  const first = await acme.realise({ site_id: siteId(1), target_date: DAY })
+  t.equal(first.status, 200, first.text)
+  t.equal((await acme.realise({ site_id: siteId(1), target_date: DAY })).headers.etag, first.headers.etag, 'polled again: the answer kept')
+  // 09:00 UTC is 10:00 in Paris: acme holds site 1 for the day's first 40 quarter-hours only.
+  epx.clock.set('2026-11-22T09:00:00Z')
+  await openCompanies(epx.store, { onePerSite: false, now: () => epx.clock.now().getTime() }).update('acme', c => ({ ...c, perimeter: [siteId(2)] }))
+  await company(epx, 'beta', [siteId(1)])
+  epx.clock.set('2026-11-23T00:00:00Z')
+  const after = await acme.realise({ site_id: siteId(1), target_date: DAY })
+  t.equal(after.status, 200, after.text)
+  t.not(after.headers.etag, first.headers.etag, 'a new answer')
+  t.equal(first.json().creneaux.length, 96, 'before: every quarter-hour of the day was acme\'s')
+  t.equal(after.json().creneaux.length, 40, 'after: the 40 it held')
+})
+
 t.test('a site handed over at 10:00 Paris: each company is judged on the quarter-hours that began while it held the site, by its own instruction (DECISIONS.md "Tenure")', async t => {
   const epx = await startEpx(t)
   const acme = await company(epx, 'acme', [siteId(1), siteId(2)])
