@@ -109,6 +109,8 @@ const reading = (m: Record<string, unknown>): RssReading => ({
   rssFileBytes: m.rssFile === undefined ? undefined : Number(m.rssFile),
 })
 
+const mb = (r: RssReading) => (r.rssBytes / 2 ** 20).toFixed(0)
+
 const msg = (err: unknown) => String((err as Error)?.message ?? err).split('\n')[0]!.slice(0, 300)
 
 export async function measureSpecials (i: SpecialsInput): Promise<Specials> {
@@ -118,15 +120,25 @@ export async function measureSpecials (i: SpecialsInput): Promise<Specials> {
   }
   const e = i.start(env)
   const out: { -readonly [K in keyof Specials]: Specials[K] } = {}
+  /** A fresh E over the stored history, after one more daily publication (`targetDate`): its memory then, and `SETTLE_MS` later with `settle`. */
+  const freshReading = async (childEnv: Record<string, string>, targetDate: string, settle: boolean): Promise<RssReading & { settled?: RssReading }> => {
+    const child = i.start(childEnv)
+    try {
+      await child.next('ready', 120_000)
+      const r = await child.ask({ type: 'publish', targetDate }, 'published', 300_000)
+      if (Number(r.failed)) throw new Error(`the daily publication of ${targetDate} after a restart failed for ${String(r.failed)} sites`)
+      const now = reading(await child.ask({ type: 'rss' }, 'rss', 30_000))
+      if (!settle) return now
+      await new Promise(resolve => setTimeout(resolve, SETTLE_MS))
+      return { ...now, settled: reading(await child.ask({ type: 'rss' }, 'rss', 30_000)) }
+    } finally {
+      await child.stop()
+    }
+  }
   try {
     const ready = await e.next('ready', 120_000)
     const secrets = ready.secrets as { inbound: string; outbound: string; realise: string }
-    const b = await e.ask({ type: 'rss' }, 'rss', 30_000)
-    const baseline = {
-      rssBytes: Number(b.rss), heapUsedBytes: Number(b.heapUsed),
-      rssAnonBytes: b.rssAnon === undefined ? undefined : Number(b.rssAnon),
-      rssFileBytes: b.rssFile === undefined ? undefined : Number(b.rssFile),
-    }
+    const baseline = reading(await e.ask({ type: 'rss' }, 'rss', 30_000))
     const publish = async (targetDate: string): Promise<PublicationRun & { firstFailure?: string; rssAnonMB: number; rssFileMB: number }> => {
       const r = await e.ask({ type: 'publish', targetDate }, 'published', 300_000)
       return {
@@ -256,44 +268,21 @@ export async function measureSpecials (i: SpecialsInput): Promise<Specials> {
       const seedWallMs = performance.now() - t0
       const m = await e.ask({ type: 'rss' }, 'rss', 30_000)
       out.rss = {
-        sites: PUBLICATION_SITES, days, seedWallMs, gcExposed: Boolean(m.gcExposed),
-        rssBytes: Number(m.rss), heapTotalBytes: Number(m.heapTotal), heapUsedBytes: Number(m.heapUsed), externalBytes: Number(m.external), arrayBuffersBytes: Number(m.arrayBuffers),
-        rssAnonBytes: m.rssAnon === undefined ? undefined : Number(m.rssAnon),
-        rssFileBytes: m.rssFile === undefined ? undefined : Number(m.rssFile),
+        sites: PUBLICATION_SITES, days, seedWallMs, gcExposed: Boolean(m.gcExposed), ...reading(m),
+        heapTotalBytes: Number(m.heapTotal), externalBytes: Number(m.external), arrayBuffersBytes: Number(m.arrayBuffers),
         baseline,
       }
-      process.stderr.write(`  RSS with ${PUBLICATION_SITES} sites × ${days} days, in the process that wrote them: ${(Number(m.rss) / 2 ** 20).toFixed(0)} MB\n`)
+      process.stderr.write(`  RSS with ${PUBLICATION_SITES} sites × ${days} days, in the process that wrote them: ${mb(out.rss)} MB\n`)
 
       await e.stop()
-      const again = i.start(env)
-      try {
-        await again.next('ready', 120_000)
-        const r = await again.ask({ type: 'publish', targetDate: addDays(i.targetDate, days) }, 'published', 300_000)
-        if (Number(r.failed)) throw new Error(`the daily publication after restart failed for ${String(r.failed)} sites`)
-        const a = await again.ask({ type: 'rss' }, 'rss', 30_000)
-        out.rss = { ...out.rss, restarted: reading(a) }
-        process.stderr.write(`  RSS with ${PUBLICATION_SITES} sites × ${days} days, restarted, after one daily publication: ${(Number(a.rss) / 2 ** 20).toFixed(0)} MB\n`)
-        if (!i.quick) {
-          await new Promise(resolve => setTimeout(resolve, SETTLE_MS))
-          const later = await again.ask({ type: 'rss' }, 'rss', 30_000)
-          out.rss = { ...out.rss, restarted: { ...reading(a), settled: reading(later) } }
-          process.stderr.write(`  the same, ${SETTLE_MS / 1000} s later: ${(Number(later.rss) / 2 ** 20).toFixed(0)} MB\n`)
-        }
-      } finally {
-        await again.stop()
-      }
+      const restarted = await freshReading(env, addDays(i.targetDate, days), !i.quick)
+      out.rss = { ...out.rss, restarted }
+      process.stderr.write(`  RSS with ${PUBLICATION_SITES} sites × ${days} days, restarted, after one daily publication: ${mb(restarted)} MB` +
+        (restarted.settled ? `, ${mb(restarted.settled)} MB ${SETTLE_MS / 1000} s later` : '') + '\n')
       if (!i.quick) {
-        const bare = i.start({ ...env, BENCH_E_API: JSON.stringify({ standbyWorker: false }) })
-        try {
-          await bare.next('ready', 120_000)
-          const r = await bare.ask({ type: 'publish', targetDate: addDays(i.targetDate, days + 1) }, 'published', 300_000)
-          if (Number(r.failed)) throw new Error(`the daily publication without the standby failed for ${String(r.failed)} sites`)
-          const b = await bare.ask({ type: 'rss' }, 'rss', 30_000)
-          out.rss = { ...out.rss, noStandby: reading(b) }
-          process.stderr.write(`  the same without the door's standby: ${(Number(b.rss) / 2 ** 20).toFixed(0)} MB\n`)
-        } finally {
-          await bare.stop()
-        }
+        const noStandby = await freshReading({ ...env, BENCH_E_API: JSON.stringify({ standbyWorker: false }) }, addDays(i.targetDate, days + 1), false)
+        out.rss = { ...out.rss, noStandby }
+        process.stderr.write(`  the same without the door's standby: ${mb(noStandby)} MB\n`)
       }
     } catch (err) { out.rssError = msg(err) }
   } catch (err) {

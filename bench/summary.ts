@@ -40,10 +40,13 @@ export interface SummaryInput {
 
 const MB = 2 ** 20
 
+/** " (anonymous N MB, file-backed N MB)" where Linux told them apart, else nothing. */
+function rssSplit (r: RssReading): string {
+  return r.rssAnonBytes === undefined ? '' : ` (anonymous ${(r.rssAnonBytes / MB).toFixed(0)} MB, file-backed ${((r.rssFileBytes ?? 0) / MB).toFixed(0)} MB)`
+}
+
 function rssText (r: RssReading): string {
-  return `RSS ${(r.rssBytes / MB).toFixed(0)} MB` +
-    (r.rssAnonBytes === undefined ? '' : ` (anonymous ${(r.rssAnonBytes / MB).toFixed(0)} MB, file-backed ${((r.rssFileBytes ?? 0) / MB).toFixed(0)} MB)`) +
-    `, V8 heap ${(r.heapUsedBytes / MB).toFixed(0)} MB used`
+  return `RSS ${(r.rssBytes / MB).toFixed(0)} MB${rssSplit(r)}, V8 heap ${(r.heapUsedBytes / MB).toFixed(0)} MB used`
 }
 
 /** Beside the memory target: the same process once V8 gave back its young generation, and the restart without the standby. */
@@ -219,11 +222,9 @@ function extraLines (i: SummaryInput): string[] {
   }
   if (sp?.rss) {
     const r = sp.rss
-    lines.push(`Memory with ${r.sites} sites × ${r.days} days stored (seeded in ${(r.seedWallMs / 1000).toFixed(0)} s): RSS ${(r.rssBytes / MB).toFixed(0)} MB, ` +
-      (r.rssAnonBytes === undefined ? '' : `(anonymous ${(r.rssAnonBytes / MB).toFixed(0)} MB, file-backed ${((r.rssFileBytes ?? 0) / MB).toFixed(0)} MB), `) +
+    lines.push(`Memory with ${r.sites} sites × ${r.days} days stored (seeded in ${(r.seedWallMs / 1000).toFixed(0)} s): RSS ${(r.rssBytes / MB).toFixed(0)} MB${rssSplit(r)}, ` +
       `V8 heap ${(r.heapUsedBytes / MB).toFixed(0)} MB used of ${(r.heapTotalBytes / MB).toFixed(0)} MB, external ${(r.externalBytes / MB).toFixed(0)} MB${r.gcExposed ? '' : ' (no gc exposed)'}` +
-      (r.baseline ? `; at start, nothing stored: RSS ${(r.baseline.rssBytes / MB).toFixed(0)} MB` +
-        (r.baseline.rssAnonBytes === undefined ? '' : ` (anonymous ${(r.baseline.rssAnonBytes / MB).toFixed(0)} MB, file-backed ${((r.baseline.rssFileBytes ?? 0) / MB).toFixed(0)} MB)`) : ''))
+      (r.baseline ? `; at start, nothing stored: RSS ${(r.baseline.rssBytes / MB).toFixed(0)} MB${rssSplit(r.baseline)}` : ''))
     if (r.restarted) lines.push(`Memory after a restart over that history and one daily publication: ${rssText(r.restarted)}`)
     if (r.restarted?.settled) lines.push(`The same process ${SETTLE_MS / 1000} s later: ${rssText(r.restarted.settled)}`)
     if (r.noStandby) lines.push(`A restart without the door's standby (api.standbyWorker false), after one more daily publication: ${rssText(r.noStandby)}`)
