@@ -178,12 +178,14 @@ t.test('close() while a restarted worker is starting: close() waits for it and e
   const { epx, door } = await setup(t)
   const withWorker = threads()
   const first = door().worker!
+  const tids = () => readdirSync('/proc/self/task')
+  const known = new Set(tids())
   const exited = new Promise(resolve => first.once('exit', resolve))
   first.postMessage({ type: 'crash' })
   await exited
-  // The first restart comes at once (no backoff): a few ms later the replacement is a
-  // thread loading the door, which takes tens of ms of CPU at least.
-  await sleep(5)
+  // The first restart comes at once (no backoff): close() as soon as the replacement's
+  // thread exists, while it loads the door (tens of ms of CPU at least).
+  await until('the replacement\'s thread', () => tids().some(id => !known.has(id)), { everyMs: 1 })
   t.notOk(door().up, 'close() comes while the restarted worker is starting')
   await epx.close()
   const atClose = threads()

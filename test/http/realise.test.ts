@@ -278,7 +278,7 @@ t.test('a past day\'s figures for each company do not change when the site chang
   }
 })
 
-t.test('an answer kept for a poller is made again when the site changes hands that day: the tenure is read again once the store moved', async t => {
+t.test('an answer kept for a poller is made again when the site changes hands that day: the tenure is read again once the store moved (DECISIONS.md "Tenure")', async t => {
   const epx = await startEpx(t)
   const acme = await company(epx, 'acme', [siteId(1), siteId(2)])
   // No programme: only the tenure tells what is acme's (no effective instruction changes with it).
