@@ -12,6 +12,12 @@
  * whatever happened; the feed, having fetched rows, waits (`settled`) for every commit
  * begun by then, so a range is noted before the feed decides whether its rows were this
  * process's.
+ *
+ * A ring slot is written under a tag (a seqlock): the note's index, cleared before its
+ * range is written and set after, so a reader knows a slot it reads is the note it wants,
+ * whole. Each reader copies the slots noted since its last read into a mirror of its own,
+ * so a catch-up reads the few ranges noted since, not the whole ring's BigInts (~16 µs a
+ * catch-up once the ring is full, on the solver's thread: bench/README.md "E-pg").
  * @module
  */
 
@@ -27,6 +33,8 @@ const BEGUN = 3
 const SETTLED = BEGUN + WRITERS
 const CELLS = SETTLED + WRITERS
 const HEADER_BYTES = Math.ceil(CELLS * 4 / 8) * 8
+/** Then a tag per slot (Int32), then the ranges (BigInt64 pairs). */
+const TAGS_BYTES = 4 * RING
 
 /** How long the feed waits for a commit to settle; past it, that commit is taken for lost (its thread ended while it committed). */
 const SETTLE_WAIT_MS = 2000
@@ -38,16 +46,24 @@ export class OwnWrites {
   /** What another thread of this process passes to `new OwnWrites(buffer)` to note its commits here. */
   readonly buffer: SharedArrayBuffer
   readonly #cells: Int32Array
+  readonly #tags: Int32Array
   readonly #ranges: BigInt64Array
   /** This handle's writer slot. */
   readonly #writer: number
   /** Writers taken for lost, with their counts then (begun, settled): not waited for again while those stand. */
   readonly #lost = new Map<number, readonly [number, number]>()
+  /** The ranges this handle has read, by slot (`mineAbove`): lo, hi; hi 0 for none. */
+  readonly #mirror = new Float64Array(2 * RING)
+  /** The index of the first note not yet copied to the mirror (Int32, wrapping as NOTED does). */
+  #unread = 0
 
-  constructor (buffer = new SharedArrayBuffer(HEADER_BYTES + 16 * RING)) {
-    this.buffer = buffer
-    this.#cells = new Int32Array(buffer, 0, CELLS)
-    this.#ranges = new BigInt64Array(buffer, HEADER_BYTES, 2 * RING)
+  constructor (buffer?: SharedArrayBuffer) {
+    this.buffer = buffer ?? new SharedArrayBuffer(HEADER_BYTES + TAGS_BYTES + 16 * RING)
+    this.#cells = new Int32Array(this.buffer, 0, CELLS)
+    this.#tags = new Int32Array(this.buffer, HEADER_BYTES, RING)
+    this.#ranges = new BigInt64Array(this.buffer, HEADER_BYTES + TAGS_BYTES, 2 * RING)
+    // A new ring's slots hold, as it were, the notes of the lap before the first (hi 0: no range).
+    if (!buffer) for (let slot = 0; slot < RING; slot++) this.#tags[slot] = slot - RING
     this.#writer = mod(Atomics.add(this.#cells, WRITER_COUNT, 1), WRITERS)
     // A slot taken again was a writer's long gone: what it left unsettled is not waited for.
     Atomics.store(this.#cells, SETTLED + this.#writer, Atomics.load(this.#cells, BEGUN + this.#writer))
@@ -58,11 +74,13 @@ export class OwnWrites {
 
   /** The seqs `[lo, hi]` a COMMIT wrote. */
   note (lo: number, hi: number): void {
-    const slot = 2 * mod(Atomics.add(this.#cells, NOTED, 1), RING)
-    // hi cleared first, set last: a reader that finds the same hi before and after reading lo read one range.
-    Atomics.store(this.#ranges, slot + 1, 0n)
-    Atomics.store(this.#ranges, slot, BigInt(lo))
-    Atomics.store(this.#ranges, slot + 1, BigInt(hi))
+    const index = Atomics.add(this.#cells, NOTED, 1)
+    const slot = mod(index, RING)
+    // The tag cleared first (to no index a reader looks for), set last.
+    Atomics.store(this.#tags, slot, ~index)
+    Atomics.store(this.#ranges, 2 * slot, BigInt(lo))
+    Atomics.store(this.#ranges, 2 * slot + 1, BigInt(hi))
+    Atomics.store(this.#tags, slot, index)
   }
 
   /** A commit begun by this handle ended (noted, or failed): a feed waiting for it goes on. */
@@ -114,13 +132,12 @@ export class OwnWrites {
    * a predicate to call in increasing seq order.
    */
   mineAbove (after: number): (seq: number) => boolean {
+    this.#readNotes()
+    const mirror = this.#mirror
     const ranges: Array<readonly [number, number]> = []
     for (let slot = 0; slot < 2 * RING; slot += 2) {
-      const hi = Atomics.load(this.#ranges, slot + 1)
-      if (hi === 0n || Number(hi) <= after) continue
-      const lo = Atomics.load(this.#ranges, slot)
-      if (Atomics.load(this.#ranges, slot + 1) !== hi || lo > hi) continue   // rewritten meanwhile: its new range is past what was fetched
-      ranges.push([Number(lo), Number(hi)])
+      const hi = mirror[slot + 1]!
+      if (hi > after && hi > 0 && mirror[slot]! <= hi) ranges.push([mirror[slot]!, hi])
     }
     ranges.sort((a, b) => a[0] - b[0])
     let k = 0
@@ -128,6 +145,34 @@ export class OwnWrites {
       while (k < ranges.length && ranges[k]![1] < seq) k++
       return k < ranges.length && ranges[k]![0] <= seq
     }
+  }
+
+  /**
+   * Copies to the mirror the notes made since the last read, of the last RING. A note
+   * still being written is read again next time (those after it are read now); one
+   * written over meanwhile is forgotten, as the ring forgets.
+   */
+  #readNotes (): void {
+    const noted = Atomics.load(this.#cells, NOTED)
+    let from = this.#unread
+    if (((noted - from) | 0) > RING) from = (noted - RING) | 0
+    let next = noted
+    for (let index = from; index !== noted; index = (index + 1) | 0) {
+      const slot = mod(index, RING)
+      const tag = Atomics.load(this.#tags, slot)
+      if (tag === index) {
+        const lo = Atomics.load(this.#ranges, 2 * slot)
+        const hi = Atomics.load(this.#ranges, 2 * slot + 1)
+        if (Atomics.load(this.#tags, slot) === index) {
+          this.#mirror[2 * slot] = Number(lo)
+          this.#mirror[2 * slot + 1] = Number(hi)
+          continue
+        }
+      }
+      // Not yet written (the tag a former note's, or cleared for this one): read it again.
+      if (next === noted && (tag === ~index || tag === ((index - RING) | 0) || tag === ~((index - RING) | 0))) next = index
+    }
+    this.#unread = next
   }
 }
 

@@ -1,6 +1,7 @@
 // This process's commits, as every thread notes them and the change feed reads them
 // (src/store/postgres/own-writes.ts): in shared memory, so another thread's note counts.
 import t from 'tap'
+import { Worker } from 'node:worker_threads'
 import { OwnWrites } from '../../../src/store/postgres/own-writes.ts'
 
 const mine = (own: OwnWrites, after: number, seqs: number[]) => { const is = own.mineAbove(after); return seqs.filter(is) }
@@ -73,4 +74,46 @@ t.test('a writer that takes the slot of one long gone (a door restarted 64 times
   t.notOk(settled, 'the successor\'s own commit is')
   successor.settle()
   await Promise.all([waiting, next])
+})
+
+t.test('another thread noting as fast as it can: each range it has noted is this process\'s at the next read, no seq between them ever is', async t => {
+  const feed = new OwnWrites()
+  // [noted, checked]: the door notes at most AHEAD past what the feed has checked, so
+  // what the feed checks is always within the ring's 1,024 (the ring forgets older ones).
+  const progress = new Int32Array(new SharedArrayBuffer(8))
+  const AHEAD = 400
+  const NOTES = 30_000
+  // The door's side in a real thread, so the feed reads slots as they are being written.
+  const door = new Worker(`
+    const { workerData } = require('node:worker_threads')
+    // TypeScript through tsx, as the door's worker loads it from src/ (apply/read-programme.ts workerSource).
+    import(${JSON.stringify(import.meta.resolve('tsx/esm/api'))}).then(m => { m.register(); return import(${JSON.stringify(new URL('../../../src/store/postgres/own-writes.ts', import.meta.url).href)}) }).then(({ OwnWrites }) => {
+      const own = new OwnWrites(workerData.buffer)
+      for (let i = 0; i < ${NOTES}; i++) {
+        for (let checked; i >= (checked = Atomics.load(workerData.progress, 1)) + ${AHEAD};) Atomics.wait(workerData.progress, 1, checked, 100)
+        own.begin(); own.note(10 * i, 10 * i + 1); own.settle()
+        Atomics.store(workerData.progress, 0, i + 1)
+      }
+    })`, { eval: true, workerData: { buffer: feed.buffer, progress } })
+  const ended = new Promise(resolve => door.once('exit', resolve))
+  let reads = 0
+  let wrong = ''
+  for (let done = 0; done < NOTES && !wrong;) {
+    done = Atomics.load(progress, 0)
+    // The last 500 noted: well inside the ring, so none of them may be forgotten.
+    const first = Math.max(0, done - 500)
+    const is = feed.mineAbove(10 * first - 1)
+    reads++
+    for (let i = first; i < done + 2 && !wrong; i++) {
+      if (i < done && !(is(10 * i) && is(10 * i + 1))) wrong = `note ${i} (${10 * i}-${10 * i + 1}) not recognised after ${done} noted`
+      if (is(10 * i + 5)) wrong = `seq ${10 * i + 5}, between two ranges, taken for this process's`
+    }
+    Atomics.store(progress, 1, done)
+    Atomics.notify(progress, 1)
+    if (reads % 64 === 0) await new Promise(resolve => setImmediate(resolve))
+  }
+  if (wrong) await door.terminate()
+  await ended
+  t.equal(wrong, '', `${reads} reads while ${NOTES} ranges were noted`)
+  t.ok(reads > 100, 'the reads interleaved with the notes')
 })
