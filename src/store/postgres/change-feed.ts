@@ -46,6 +46,8 @@ export class ChangeFeed {
   #connecting: Client | undefined
   #client: Client | undefined
   #reported = 0
+  /** The highest seq a notification named (a writer NOTIFYs the last seq it committed). */
+  #notified = 0
   #caughtUpOnce = false
   #catching: Promise<void> | undefined
   #again = false
@@ -122,6 +124,20 @@ export class ChangeFeed {
 
   async #catchUpOnce (client: Client): Promise<void> {
     const { local, own } = this.#d
+    // Up to what was notified, every seq this process's own commits (writers take turns
+    // under the lock, so no other writer's row lies inside them) and the replica holds them
+    // (applied by their writer): nothing to fetch and nothing to report. The query is saved,
+    // and the database's part of it, after each of the door's commits.
+    const notified = this.#notified
+    if (notified > this.#reported) {
+      // The notification may come before its writer has noted its range: its COMMIT's
+      // answer and the NOTIFY leave the database together.
+      await own.settled()
+      if (local.cursor() >= notified && own.coverAll(this.#reported, notified)) {
+        this.#reported = notified
+        return
+      }
+    }
     for (;;) {
       // Rows another thread of this process wrote (the door's) are in the replica already
       // (the cursor is shared): their values are not fetched again, and without a row
@@ -146,7 +162,12 @@ export class ChangeFeed {
     const client = await this.#d.connections.newClient()
     client.on('error', err => { if (this.#client === client) this.#down(err) })
     client.on('end', () => { if (this.#client === client) this.#down(new Error('the connection closed')) })
-    client.on('notification', () => { if (this.#client === client) this.catchUpSoon() })
+    client.on('notification', msg => {
+      if (this.#client !== client) return
+      const seq = Number(msg.payload)
+      if (seq > this.#notified) this.#notified = seq
+      this.catchUpSoon()
+    })
     this.#connecting = client
     try {
       if (this.#closed) throw new Error('the store was closed before it connected')
@@ -158,6 +179,8 @@ export class ChangeFeed {
       // Reconnecting: a write batch may have applied others' rows (the cursor moved) that
       // the feed had not reported yet; they are reported now, not skipped.
       this.#reported = this.#caughtUpOnce ? Math.min(this.#reported, local.cursor()) : local.cursor()
+      // What the last connection was notified of may be another database's (a failover to a copy).
+      this.#notified = 0
       await this.#catchUpOnce(client)
       if (local.loading()) await finishLoad(this.#d, client, () => this.#catchUpOnce(client))
       if (this.#closed) throw new Error('the store was closed while it connected')

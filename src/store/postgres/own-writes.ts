@@ -132,6 +132,31 @@ export class OwnWrites {
    * a predicate to call in increasing seq order.
    */
   mineAbove (after: number): (seq: number) => boolean {
+    const ranges = this.#rangesAbove(after)
+    let k = 0
+    return seq => {
+      while (k < ranges.length && ranges[k]![1] < seq) k++
+      return k < ranges.length && ranges[k]![0] <= seq
+    }
+  }
+
+  /**
+   * Whether every seq of `(after, upTo]` lies in a range noted here: then every row there
+   * is this process's (a sequence's gap, or a range not noted yet, says no).
+   */
+  coverAll (after: number, upTo: number): boolean {
+    const ranges = this.#rangesAbove(after)
+    let next = after + 1
+    for (const [lo, hi] of ranges) {
+      if (lo > next) return false
+      if (hi >= next) next = hi + 1
+      if (next > upTo) return true
+    }
+    return next > upTo
+  }
+
+  /** The ranges noted that end past `after`, by their start. */
+  #rangesAbove (after: number): Array<readonly [number, number]> {
     this.#readNotes()
     const mirror = this.#mirror
     const ranges: Array<readonly [number, number]> = []
@@ -140,11 +165,7 @@ export class OwnWrites {
       if (hi > after && hi > 0 && mirror[slot]! <= hi) ranges.push([mirror[slot]!, hi])
     }
     ranges.sort((a, b) => a[0] - b[0])
-    let k = 0
-    return seq => {
-      while (k < ranges.length && ranges[k]![1] < seq) k++
-      return k < ranges.length && ranges[k]![0] <= seq
-    }
+    return ranges
   }
 
   /**

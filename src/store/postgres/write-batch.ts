@@ -129,14 +129,17 @@ export class WriteBatches {
       lo ||= Number(done[0]!.rows[0]!.lo)
       const hi = Number(done[0]!.rows[0]!.hi)
       own.note(lo, hi)
-      own.settle()
-      committing = false
       try {
         await root.transaction(() => local.applyOwn(writes.values(), hi))
       } catch (err) {
         // Durable in the database: the feed brings it to the replica.
         this.#d.log?.warn({ path: local.path, err }, 'a committed write could not be applied to the local replica: the change feed catches it up')
         this.#d.catchUpSoon()
+      } finally {
+        // Settled once in the replica too: a feed that waited for it finds the rows there
+        // and need not fetch them (change-feed.ts).
+        committing = false
+        own.settle()
       }
     } catch (err) {
       // Past the bound the connection is dropped, not rolled back: a ROLLBACK would wait

@@ -117,3 +117,18 @@ t.test('another thread noting as fast as it can: each range it has noted is this
   t.equal(wrong, '', `${reads} reads while ${NOTES} ranges were noted`)
   t.ok(reads > 100, 'the reads interleaved with the notes')
 })
+
+t.test('the feed skips its catch-up only when every seq up to the one notified is in a range this process noted', async t => {
+  const feed = new OwnWrites()
+  const door = new OwnWrites(feed.buffer)
+  door.begin(); door.note(11, 14); door.settle()
+  feed.begin(); feed.note(15, 15); feed.settle()
+  door.begin(); door.note(16, 20); door.settle()
+  t.ok(feed.coverAll(10, 20), 'three ranges end to end, of two threads')
+  t.ok(feed.coverAll(12, 16), 'from inside a range, to inside another')
+  t.notOk(feed.coverAll(9, 20), 'seq 10, before them, may be another writer\'s')
+  t.notOk(feed.coverAll(10, 21), 'seq 21, after them, may be another writer\'s (or a commit not noted yet)')
+  door.begin(); door.note(23, 30); door.settle()
+  t.notOk(feed.coverAll(20, 30), 'a gap (21, 22): another writer\'s rows, or seqs a rolled-back transaction took')
+  t.ok(feed.coverAll(22, 30))
+})
