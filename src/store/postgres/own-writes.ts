@@ -17,7 +17,7 @@
  * range is written and set after, so a reader knows a slot it reads is the note it wants,
  * whole. Each reader copies the slots noted since its last read into a mirror of its own,
  * so a catch-up reads the few ranges noted since, not the whole ring's BigInts (~16 µs a
- * catch-up once the ring is full, on the solver's thread: bench/README.md "E-pg").
+ * catch-up once the ring is full, on the solver's thread: bench/README.md#e-pg-the-postgresql-store).
  * @module
  */
 
