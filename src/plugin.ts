@@ -322,7 +322,8 @@ async function openServingDoor ({ host, config, log, bin, internals }: Activatio
       faults: internals.storeFaults,
       ...(internals.doorHeapMb ? { heapMb: internals.doorHeapMb } : {}),
       ...(internals.doorSilentStarts ? { silentStarts: internals.doorSilentStarts } : {}),
-      handOver: (batches, done) => inbound.handOver(batches, done),
+      // What the door saved, read here once its commit is in this thread's snapshot.
+      handOver: (batches, done) => { store.fresh(); inbound.handOver(batches, done) },
       onRestart: () => inbound.requeueEffective(),
       // Counted only where they are shown: the worker sends none when metrics are off.
       ...(metrics ? { programme: (count: ProgrammeCount) => ops.programmeCounted(count) } : {}),

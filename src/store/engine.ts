@@ -76,6 +76,13 @@ export interface Store {
    */
   latest(): void
   /**
+   * This thread's next read sees every commit this process's threads have made (cheap
+   * when none has since the last call: one shared counter read). Called where a thread
+   * starts on what another may just have changed: the door's turn, a message from the
+   * door (environment.ts says why a turn alone is not enough).
+   */
+  fresh(): void
+  /**
    * Runs `fn` as one transaction (all or nothing) and resolves once it is durable
    * (DECISIONS.md "Robustness"). Any failure becomes NO_STORE. Concurrent calls share
    * one commit; each stays all or nothing. Inside a fenced run (leadership.ts) the write

@@ -3,13 +3,15 @@
  * (the event bell, a message) reads that commit, not the snapshot lmdb-js keeps for the
  * turn. The other thread here is a worker writing into the same LMDB environment, as the
  * door's and the deliverer's do; the main thread blocks in `Atomics.wait` until that
- * commit is made, so both reads are in one turn.
+ * commit is made, so both reads are in one turn. `Store.fresh()`: a thread that read
+ * within lmdb-js's snapshot window reads another thread's durable write all the same.
  */
 import t, { type Test } from 'tap'
 import { createRequire } from 'node:module'
 import { Worker } from 'node:worker_threads'
 import { openStore, type Store } from '../../src/store/open-store.ts'
 import { openEventBell } from '../../src/store/event-bell.ts'
+import { until } from '../helpers/eventually.ts'
 
 const WRITER = `
 const { workerData } = require('node:worker_threads')
@@ -61,4 +63,49 @@ t.test('the event bell reads afresh before it tells a waiter of a ring: on a rin
   const missed = bell.wait(30_000, since)
   await missed.rung
   t.equal(fresh, 2, 'a waiter whose count is already behind is told at once, after a fresh read too')
+})
+
+/**
+ * A store opened in a worker reads `k`, then waits (blocking its turn) while this thread
+ * commits 'after' through its own store and that commit is durable, then reads again: the
+ * door's case, a request right after the host changed something (a revocation, a pin).
+ */
+async function readAcrossDurableWrite (t: Test, fresh: boolean): Promise<{ first?: string; second?: string }> {
+  const path = t.testdir()
+  const store = openStore(path)
+  t.teardown(() => store.close())
+  const db = store.db<Buffer>('latest-test', { binary: true })
+  await store.writeDurable(() => db.putSync('k', Buffer.from('before')))
+  const flag = new Int32Array(new SharedArrayBuffer(4))
+  const reader = new Worker(`
+    const { parentPort, workerData } = require('node:worker_threads')
+    import(${JSON.stringify(import.meta.resolve('tsx/esm/api'))}).then(m => { m.register(); return import(${JSON.stringify(new URL('../../src/store/open-store.ts', import.meta.url).href)}) }).then(async ({ openStore }) => {
+      const store = openStore(workerData.path, { openInThisProcess: true })
+      const db = store.db('latest-test', { binary: true })
+      const flag = new Int32Array(workerData.flag)
+      const first = db.get('k')?.toString()
+      Atomics.store(flag, 0, 1)
+      Atomics.notify(flag, 0)
+      Atomics.wait(flag, 0, 1, 30000)
+      if (workerData.fresh) store.fresh()
+      const second = db.get('k')?.toString()
+      await store.close()
+      parentPort.postMessage({ first, second })
+    })`, { eval: true, workerData: { path, flag: flag.buffer, fresh } })
+  const answer = new Promise<{ first?: string; second?: string }>((resolve, reject) => { reader.once('message', resolve); reader.once('error', reject) })
+  await until('the reader\'s first read', () => Atomics.load(flag, 0) === 1, { ms: 30_000 })
+  await store.writeDurable(() => db.putSync('k', Buffer.from('after')))
+  Atomics.store(flag, 0, 2)
+  Atomics.notify(flag, 0)
+  const read = await answer
+  await new Promise(resolve => reader.once('exit', resolve))
+  return read
+}
+
+t.test('without fresh(), a thread that read just before another thread\'s durable write still reads from before it', async t => {
+  t.same(await readAcrossDurableWrite(t, false), { first: 'before', second: 'before' })
+})
+
+t.test('fresh(): a thread reads what another thread of the process has committed, whenever it last read', async t => {
+  t.same(await readAcrossDurableWrite(t, true), { first: 'before', second: 'after' })
 })

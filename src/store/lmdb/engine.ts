@@ -76,6 +76,7 @@ export function openLmdbStore (path: string, opts: LmdbStoreOptions = {}): Store
     },
     guard: checks.readable,
     latest: () => { if (!state.closed) env.root.resetReadTxn() },
+    fresh: () => { if (!state.closed) env.fresh() },
     afterDurable: fn => writes.afterDurable(fn),
     leadership: () => soleInstance,
     writeDurable<T> (fn: () => T): Promise<T> {

@@ -78,6 +78,7 @@ export function openPostgresStore (path: string, opts: PostgresEngineOptions): S
     },
     guard: checks.readable,
     latest: () => { if (!state.closed) env.root.resetReadTxn() },
+    fresh: () => { if (!state.closed) env.fresh() },
     afterDurable: fn => writes.afterDurable(fn),
     leadership: () => {
       if (state.closed) throw storeUnavailable()
