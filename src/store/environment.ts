@@ -67,7 +67,6 @@ export interface Environment {
  */
 const COMMITS_KEY = 'epx:commits'
 
-
 export function openEnvironment (path: string, opts: EnvironmentOptions = {}): Environment {
   try {
     mkdirSync(path, { recursive: true })
