@@ -137,6 +137,10 @@ export async function listenApi (opts: ListenApiOptions): Promise<ApiListener> {
   const forgetGeneration = () => { generation = undefined }
   const generationNow = (): number => {
     if (generation === undefined) {
+      // The turn's first request: its snapshot holds what another thread of this process has
+      // committed, however recently (a revocation, a pin: store/environment.ts), and the
+      // turn's requests read from it alone.
+      opts.store.fresh()
       generation = readStore(opts.tokens.generation)
       setImmediate(forgetGeneration).unref()
     }

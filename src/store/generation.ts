@@ -24,9 +24,6 @@ export function openGeneration (store: Store): Generation {
   const db = store.db<number>('generation')
   return {
     read (): number {
-      // Read first by whoever caches (the door once a turn): from a snapshot that holds
-      // whatever another thread of this process has committed (a revocation, a pin).
-      store.fresh()
       return db.get(KEY) ?? 0
     },
     bump (): void {
