@@ -146,6 +146,9 @@ const isAsset = (request: FastifyRequest) => request.url.startsWith('/assets/')
 export function installSessions (app: FastifyInstance, deps: ConsoleDeps): void {
   app.decorateRequest('viewer', null)
   app.addHook('onRequest', async (request, reply) => {
+    // A page reads what another thread of this process has just committed (a suspension
+    // through the host's store, a revocation: store/environment.ts), from a snapshot taken here.
+    deps.store.fresh()
     request.viewer = isAsset(request) ? null : await viewerOf(request, reply, deps)
   })
   app.addHook('preHandler', async (request, reply) => {
