@@ -78,8 +78,8 @@ export interface Store {
   /**
    * This thread's next read sees every commit this process's threads have made (cheap
    * when none has since the last call: one shared counter read). Called where a thread
-   * starts on what another may just have changed: the door's turn, a message from the
-   * door (environment.ts says why a turn alone is not enough).
+   * starts on what another may just have changed: the door's turn, a console request,
+   * a message from the door (environment.ts says why a turn alone is not enough).
    */
   fresh(): void
   /**
