@@ -61,6 +61,16 @@ t.test('an input\'s periods are built when the solver first reads them, once; a 
   ])
   t.same(JSON.parse(JSON.stringify(input)).periods, first, 'JSON carries them')
   t.same(structuredClone(input).periods, first, 'so does a structured clone')
+  t.same(Object.keys(input!), ['instructionId', 'siteId', 'targetDate', 'periods'], 'its fields, and nothing else, are enumerable')
+})
+
+t.test('every input shares one getter: no closure is made per input handed to the solver', async t => {
+  const { instructions, enqueuer, queue } = setup(t)
+  await saveAndQueue(batch({ sites: 3, kwh: k => k }), '2026-11-21T12:30:00.000Z', { instructions, enqueuer })
+  const getters = new Set(queue.map(i => Object.getOwnPropertyDescriptor(i, 'periods')?.get))
+  t.equal(queue.length, 3)
+  t.equal(getters.size, 1, 'an object literal\'s `get periods ()` makes one per input, and its accessor pair in the old generation')
+  t.not(queue[0]!.periods, queue[1]!.periods, 'each input builds its own periods all the same')
 })
 
 t.test('a received programme is queued in the same write that stores it, before the receipt', async t => {
