@@ -24,6 +24,12 @@ export const MAIN_THREAD_US = { logOn: 10, logOff: 2 } as const
 
 export interface Delay {
   readonly p50Ms: number; readonly p99Ms: number; readonly maxMs: number; readonly n: number
+  /**
+   * The probing thread (the host's main thread) over the window: its CPU (ms), the time it
+   * was ready and waited for a core (ms, the run queue's delay), and the times it was put on
+   * one. Linux schedstat; absent elsewhere.
+   */
+  readonly main?: { readonly runMs: number; readonly waitMs: number; readonly runs: number }
   /** New connections only: the whole process's CPU µs per connection (TLS 1.3 full handshake and one GET). */
   readonly cpuPerConnectionUs?: number
 }
@@ -107,7 +113,8 @@ async function newConnections (load: Child, server: Child, spec: ChurnSpec, labe
 
 const delayOf = (w: WindowReport): Delay => {
   if (!w.delay) throw new Error('the server sent no probe figures')
-  return { p50Ms: w.delay.p50Ms, p99Ms: w.delay.p99Ms, maxMs: w.delay.maxMs, n: w.delay.n }
+  const main = w.mainThreadCpuUs !== null && w.mainThreadWait ? { runMs: w.mainThreadCpuUs / 1000, waitMs: w.mainThreadWait.us / 1000, runs: w.mainThreadWait.runs } : undefined
+  return { p50Ms: w.delay.p50Ms, p99Ms: w.delay.p99Ms, maxMs: w.delay.maxMs, n: w.delay.n, ...(main ? { main } : {}) }
 }
 
 export async function measureHost (i: HostProbeInput): Promise<HostProbe> {

@@ -4,7 +4,7 @@
  * @module
  */
 import { fmt, SCENARIOS, SERVERS, spread, type Sample, type Target } from './report.ts'
-import { DELAY_MAX_MS, DELAY_P99_OVER_QUIET_MS, LOOP_CASES, MAIN_THREAD_US, type HostProbe } from './host-probe.ts'
+import { DELAY_MAX_MS, DELAY_P99_OVER_QUIET_MS, LOOP_CASES, MAIN_THREAD_US, type Delay, type HostProbe } from './host-probe.ts'
 import { roundsTarget, valueTarget } from './targets.ts'
 
 /**
@@ -22,7 +22,7 @@ export function hostTargets (h: HostProbe | undefined): Target[] {
     const ref = a?.[what] && a.quiet ? `A: p99 ${a[what]!.p99Ms.toFixed(1)} ms (quiet ${a.quiet.p99Ms.toFixed(1)}), max ${a[what]!.maxMs.toFixed(1)} ms` : 'A not measured'
     const over = e && quiet ? e.p99Ms - quiet.p99Ms : undefined
     out.push(valueTarget(`Loop delay, ${what}: E p99 − quiet p99`, DELAY_P99_OVER_QUIET_MS, 'ms', over,
-      over === undefined ? why ?? failed : `p99 ${e!.p99Ms.toFixed(1)} ms, quiet ${quiet!.p99Ms.toFixed(1)} ms; ${ref}`))
+      over === undefined ? why ?? failed : `p99 ${e!.p99Ms.toFixed(1)} ms, quiet ${quiet!.p99Ms.toFixed(1)} ms${waited(e!)}; ${ref}`))
     out.push(valueTarget(`Loop delay, ${what}: E max`, DELAY_MAX_MS, 'ms', e?.maxMs, e ? undefined : why ?? failed))
   }
   for (const scenario of ['GET 200', 'POST 1×96'] as const) {
@@ -40,12 +40,21 @@ export function hostTargets (h: HostProbe | undefined): Target[] {
   return out
 }
 
+/** `; the main thread ran 21 ms and waited 314 ms for a core (117 µs a run)`: where its delay went. */
+function waited (d: Delay): string {
+  const m = d.main
+  return m ? `; the main thread ran ${m.runMs.toFixed(0)} ms and waited ${m.waitMs.toFixed(0)} ms for a core (${(m.waitMs * 1000 / Math.max(1, m.runs)).toFixed(0)} µs a run)` : ''
+}
+
 export function hostLines (h: HostProbe): string[] {
   const lines = ['Host probe (inside the server process, monitorEventLoopDelay at 1 ms): event-loop delay p50 / p99 / max ms']
   for (const name of ['A', 'E'] as const) {
     const l = h.loop[name]
     if (!l) continue
     lines.push(`  ${name}  ` + LOOP_CASES.map(c => l[c] ? `${c} ${l[c]!.p50Ms.toFixed(1)} / ${l[c]!.p99Ms.toFixed(1)} / ${l[c]!.maxMs.toFixed(1)}` : `${c} n/a`).join('; '))
+    if (LOOP_CASES.some(c => l[c]?.main)) {
+      lines.push(`     its main thread ran / waited for a core, ms: ` + LOOP_CASES.map(c => l[c]?.main ? `${c} ${l[c]!.main!.runMs.toFixed(0)} / ${l[c]!.main!.waitMs.toFixed(0)}` : `${c} n/a`).join('; '))
+    }
   }
   const perConn = (['A', 'E'] as const).map(n => h.loop[n]?.['new connections']?.cpuPerConnectionUs).map((us, k) => us === undefined ? undefined : `${'AE'[k]} ${us.toFixed(0)} µs`).filter(Boolean)
   if (perConn.length) lines.push(`CPU per new connection (TLS 1.3 full handshake and one GET, whole process): ${perConn.join(', ')}`)

@@ -33,6 +33,13 @@ export interface WindowReport {
    */
   readonly mainThreadCpuUs: number | null
   /**
+   * Time the main thread was ready to run and waited for a core (the second field of the
+   * same schedstat: the run queue's delay), and how many times it was put on one; null
+   * where that file is missing. What the host-probe rows' loop delay is made of when the
+   * thread itself has little to do (bench/README.md#the-hosts-view-event-loop-delay-main-thread-cpu-handshakes-host-probets).
+   */
+  readonly mainThreadWait: { readonly us: number; readonly runs: number } | null
+  /**
    * The process's CPU time split by thread (Linux schedstat, µs): `main`, each thread
    * epx names (`epx-door`, `epx-programme`: src/os-thread.ts), and `other` (V8's
    * collector and compiler helpers, libuv's pool, lmdb-js's writer). Null where /proc is missing.
@@ -170,6 +177,7 @@ export function serveControl (name: string, extra?: (msg: ControlMessage) => Pro
       statuses,
       rssBytes: process.memoryUsage.rss(),
       mainThreadCpuUs: threadCpuUs?.main ?? null,
+      mainThreadWait: mainWaitOf(threads0, threads1),
       threadCpuUs,
       threadSwitches,
       heapAllocatedBytes: heap1 - heap0 + freed,
@@ -193,7 +201,7 @@ export function serveControl (name: string, extra?: (msg: ControlMessage) => Pro
   return { begin, end }
 }
 
-interface ThreadCounts { name: string; ns: number; voluntary: number; preempted: number }
+interface ThreadCounts { name: string; ns: number; waitNs: number; runs: number; voluntary: number; preempted: number }
 
 /** Every thread's time on the CPU so far (ns) and context switches, with its name (`main` for the main thread). */
 function threadCpuNs (): Map<string, ThreadCounts> | null {
@@ -201,12 +209,12 @@ function threadCpuNs (): Map<string, ThreadCounts> | null {
     const out = new Map<string, ThreadCounts>()
     for (const tid of readdirSync('/proc/self/task')) {
       try {
-        const ns = Number(readFileSync(`/proc/self/task/${tid}/schedstat`, 'latin1').split(' ')[0])
+        const [ns, waitNs, runs] = readFileSync(`/proc/self/task/${tid}/schedstat`, 'latin1').split(' ').map(Number) as [number, number, number]
         const comm = readFileSync(`/proc/self/task/${tid}/comm`, 'latin1').trim()
         const status = readFileSync(`/proc/self/task/${tid}/status`, 'latin1')
         const count = (key: string) => Number(new RegExp(`^${key}:\\s+(\\d+)`, 'm').exec(status)?.[1] ?? 0)
         out.set(tid, {
-          name: tid === String(process.pid) ? 'main' : comm === 'node' ? 'other' : comm, ns,
+          name: tid === String(process.pid) ? 'main' : comm === 'node' ? 'other' : comm, ns, waitNs, runs,
           voluntary: count('voluntary_ctxt_switches'), preempted: count('nonvoluntary_ctxt_switches'),
         })
       } catch {
@@ -217,6 +225,14 @@ function threadCpuNs (): Map<string, ThreadCounts> | null {
   } catch {
     return null
   }
+}
+
+/** The main thread's run-queue wait over a window (µs) and the times it was put on a core. */
+function mainWaitOf (before: Map<string, ThreadCounts> | null, after: Map<string, ThreadCounts> | null): WindowReport['mainThreadWait'] {
+  const tid = String(process.pid)
+  const b = before?.get(tid)
+  const a = after?.get(tid)
+  return a && b && Number.isFinite(a.waitNs) && Number.isFinite(b.waitNs) ? { us: (a.waitNs - b.waitNs) / 1000, runs: a.runs - b.runs } : null
 }
 
 /** CPU µs over a window by thread name; a thread that started in the window counts from 0. */
