@@ -95,7 +95,7 @@ export function checkSlots (batch: Pick<InstructionBatch, 'starts' | 'kwh' | 'sl
   if (slots.length === 0 && !overNeeds && !overPower) return undefined
   return {
     checkedAgainst: needs.emittedAt,
-    slots: Float64Array.from(slots),
+    slots,
     ...(overNeeds || overPower ? { day: { programmedKwh, needsKwh: needs.needsKwh, availableKwh: powerKwh } } : {}),
   }
 }
@@ -187,7 +187,7 @@ export function flaggedWarnings (log: Logger, windowMs = WARN_WINDOW_MS): Flagge
       windows.set(companyId, { endsMs: atMs + windowMs, more: 0, sites: 0, lastInstructionId: batch.instructionId })
       log.warn({
         companyId, instructionId: batch.instructionId, targetDate: batch.targetDate, sites: flagged.length, firstSite: first.siteId,
-        firstSlot: readableFlag({ ...first.flag, slots: first.flag.slots.subarray(0, 3) }).infeasibleSlots[0], day: first.flag.day,
+        firstSlot: readableFlag({ ...first.flag, slots: first.flag.slots.slice(0, 3) }).infeasibleSlots[0], day: first.flag.day,
       }, 'instruction asks more than the site can take (floor over the available power, or more energy than the needs): applied anyway, the solver decides; see epx instructions show')
     },
     flush () {

@@ -9,9 +9,9 @@ import { encodeInstructionRecords, type InstructionBatch, type Provenance } from
 import type { ProgrammeSoutirage } from '../contract/programme-soutirage.ts'
 import type { CheckedSlots } from '../contract/programme-rules.ts'
 
-/** Transferable buffers of a batch (for `postMessage`). */
+/** Transferable buffers of a batch (for `postMessage`), each once: the slots' starts and energies share one. */
 export function batchTransferList (b: InstructionBatch): ArrayBuffer[] {
-  return [b.records.buffer, b.recordEnds.buffer, b.starts.buffer, b.kwh.buffer, b.slotEnds.buffer] as ArrayBuffer[]
+  return [...new Set([b.records.buffer, b.recordEnds.buffer, b.starts.buffer, b.kwh.buffer, b.slotEnds.buffer] as ArrayBuffer[])]
 }
 
 /** The last id made: a BSP re-sends, several connections send the same programme. */

@@ -25,8 +25,12 @@ export interface FeasibilityFlag {
  */
 export interface FlagFound {
   readonly checkedAgainst: string
-  /** [start (ms since the epoch), floor kW, available kW] of each infeasible slot, in order. */
-  readonly slots: Float64Array
+  /**
+   * [start (ms since the epoch), floor kW, available kW] of each infeasible slot, in order.
+   * An array, not a Float64Array: a typed array of more than 8 numbers has a backing store
+   * of its own outside V8's heap, ~1 µs of CPU to make and free (bench/README.md#where-post-1--96-goes-e-against-c).
+   */
+  readonly slots: readonly number[]
   readonly day?: FeasibilityFlag['day']
 }
 
@@ -77,10 +81,10 @@ function encodeFlag (f: FlagFound): Uint8Array {
 const kw = (v: number): number => Math.round(v * KW_DECIMALS) / KW_DECIMALS
 
 /** Packed slots back to triplets. */
-function unpack (packed: Uint8Array): Float64Array {
+function unpack (packed: Uint8Array): number[] {
   const view = new DataView(packed.buffer, packed.byteOffset, packed.byteLength)
   const n = Math.floor(packed.byteLength / SLOT_BYTES)
-  const slots = new Float64Array(3 * n)
+  const slots = new Array<number>(3 * n)
   for (let k = 0; k < n; k++) {
     slots[3 * k] = view.getFloat64(k * SLOT_BYTES, true)
     slots[3 * k + 1] = kw(view.getFloat32(k * SLOT_BYTES + 8, true))

@@ -17,8 +17,8 @@ const start = Date.parse('2026-11-21T23:00:00Z')
 
 /** Every slot of a 100-quarter-hour day over its available power, with kW that float32 cannot hold exactly. */
 function wholeDay (): FlagFound {
-  const slots = new Float64Array(300)
-  for (let k = 0; k < 100; k++) slots.set([start + k * 900_000, 240.48 + k * 0.01, 123.45 + k], 3 * k)
+  const slots: number[] = []
+  for (let k = 0; k < 100; k++) slots.push(start + k * 900_000, 240.48 + k * 0.01, 123.45 + k)
   return { checkedAgainst: '2026-11-21T07:00:00Z', slots, day: { programmedKwh: 6012, needsKwh: 900, availableKwh: 3086.25 } }
 }
 

@@ -217,7 +217,7 @@ for (const kind of storeKinds) t.test(kind, async t => {
     const { store, instructions } = await open(t)
     const b = batch({ sites: 2 })
     await instructions.save(b, AT, 'queued', () => {
-      openInstructionFlags(store).putSync(b.instructionId, [{ siteId: siteId(1), flag: { checkedAgainst: AT, slots: new Float64Array([Date.parse(AT), 9, 1]) } }])
+      openInstructionFlags(store).putSync(b.instructionId, [{ siteId: siteId(1), flag: { checkedAgainst: AT, slots: [Date.parse(AT), 9, 1] } }])
     })
     const keys = [...instructionTree(store).getKeys()].filter(Array.isArray)
     t.same(keys, [

@@ -34,7 +34,7 @@ async function operator (t: Test): Promise<{ s: Seeded; deps: ProgrammesDeps; in
   const infeasible = [siteId(42), siteId(517), siteId(999)]
   for (const site of infeasible) {
     const n = Number(site.slice(-4))
-    await flags.put(idOf(hour(Math.floor((n - 1) / 100))), [{ siteId: site, flag: { checkedAgainst: '2026-11-21T08:00:00Z', slots: Float64Array.from([Date.parse('2026-11-21T23:00:00Z'), 8000, 87.8]) } }])
+    await flags.put(idOf(hour(Math.floor((n - 1) / 100))), [{ siteId: site, flag: { checkedAgainst: '2026-11-21T08:00:00Z', slots: [Date.parse('2026-11-21T23:00:00Z'), 8000, 87.8] } }])
   }
   return { s, deps: { instructions: s.instructions, companies: s.companies, sites: async () => SITES, clock: new ManualClock('2026-11-21T12:30:00Z'), flags }, infeasible }
 }

@@ -135,7 +135,7 @@ t.test('an instruction flagged infeasible says so in the list, in its facts and 
   const deps = await seeded(t)
   const flags = openInstructionFlags(seededStore.get(deps)!)
   const startMs = Date.parse(ok(loadProgramme({ ...deps, flags }, admin, C, siteId(1))).constraints[0]!.startUtc)
-  await flags.put(C, [{ siteId: siteId(1), flag: { checkedAgainst: '2026-11-21T08:00:00Z', slots: Float64Array.from([startMs, 8000, 87.8]) } }])
+  await flags.put(C, [{ siteId: siteId(1), flag: { checkedAgainst: '2026-11-21T08:00:00Z', slots: [startMs, 8000, 87.8] } }])
   const list = renderProgrammes(ok(await loadProgrammes({ ...deps, flags }, admin, {}))).toString()
   t.equal((list.match(/class="flag-infeasible badge"/g) ?? []).length, 1, 'one instruction flagged in the list')
   const detail = renderProgramme(ok(loadProgramme({ ...deps, flags }, admin, C, siteId(1)))).toString()
