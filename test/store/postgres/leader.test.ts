@@ -220,10 +220,19 @@ t.test('a fenced write of a deposed leader commits nothing; an unfenced write be
   const fenced = leadership.fenced(() => store.writeDurable(() => { d.putSync('deposed', 2) }))
   fenced.catch(() => {})
   await new Promise(resolve => setTimeout(resolve, 100))
-  // …while another instance ends this one's leadership session and takes the lock.
+  // …while another instance ends this one's leadership session and takes the lock. It asks
+  // first and waits in the lock's queue: PostgreSQL grants it as the ended session lets go,
+  // before this instance's next try from a new session (asked after the end, it could lose).
+  const usurper = new pg.Client(cluster.connection(db))
+  usurper.on('error', () => {})
+  await usurper.connect()
+  t.teardown(() => usurper.end().catch(() => {}))
+  const taken = usurper.query('SELECT pg_advisory_lock($1, $2)', [LEADER_LOCK.classId, LEADER_LOCK.objId])
+  const waiting = `SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted AND classid = ${LEADER_LOCK.classId} AND objid = ${LEADER_LOCK.objId}`
+  await until('the usurper waits for the lock', () => Number(cluster.psql(waiting, db).trim()) === 1, { ms: 5000, everyMs: 20 })
   cluster.psql(`SELECT pg_terminate_backend(${leadership.backendPid()!})`, db)
-  const usurper = await frozenLeader(t, db)
-  t.ok(usurper)
+  await taken
+  t.equal(holderPid(db), (usurper as unknown as { processID: number }).processID, 'the other instance holds the lock')
   await until('this instance knows it no longer leads', () => !leadership.isLeader(), { ms: 5000, everyMs: 20 })
   const plain = store.writeDurable(() => { d.putSync('plain', 3) })
   await writer.query('COMMIT')
