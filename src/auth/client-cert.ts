@@ -36,6 +36,8 @@ export interface ProvenIdentity {
   readonly chained: CertVerdict
   readonly issuer: unknown
   readonly serial: string
+  /** The certificate's notAfter, epoch ms (Infinity when it has none to read). */
+  readonly notAfterMs: number
 }
 
 /** A connection's identity, and the revocation generation its verdict was last checked at. */
@@ -53,14 +55,18 @@ const entries = new WeakMap<object, Entry>()
  * requests; the WeakMap lets the entry go with the socket. With a revocation list the
  * verdict is checked again only when the list's generation moves, so a keep-alive
  * request pays one number comparison and a certificate revoked meanwhile is refused on
- * its connection's next request.
+ * its connection's next request. A certificate that expires while its connection is
+ * open is refused from that connection's next request too: the handshake checked its
+ * validity once, and a connection may live on for as long as it keeps being used.
+ * `nowMs` is the system clock's, the one OpenSSL checked the handshake with.
  */
-export function clientCertVerdict (socket: PeerSocket, revocation?: RevocationCheck): CertVerdict {
+export function clientCertVerdict (socket: PeerSocket, revocation: RevocationCheck | undefined, nowMs: number): CertVerdict {
   const e = entries.get(socket) ?? enter(socket, readIdentity(socket))
-  if (revocation === undefined || e.generation === revocation.generation) return e.verdict
-  e.generation = revocation.generation
-  e.verdict = judge(e.proven, revocation)
-  return e.verdict
+  if (revocation !== undefined && e.generation !== revocation.generation) {
+    e.generation = revocation.generation
+    e.verdict = judge(e.proven, revocation)
+  }
+  return nowMs < e.proven.notAfterMs || !e.verdict.ok ? e.verdict : expired(e.proven.notAfterMs)
 }
 
 /** The identity a connection's own handshake proved (read once, shared with its verdict). */
@@ -83,7 +89,13 @@ export function judge (proven: ProvenIdentity, revocation?: RevocationCheck): Ce
 
 function readIdentity (socket: PeerSocket): ProvenIdentity {
   const cert = socket.getPeerCertificate()
-  return { chained: computeVerdict(socket, cert), issuer: cert?.issuer, serial: String(cert?.serialNumber ?? '') }
+  const notAfterMs = typeof cert?.valid_to === 'string' ? Date.parse(cert.valid_to) : NaN
+  return {
+    chained: computeVerdict(socket, cert),
+    issuer: cert?.issuer,
+    serial: String(cert?.serialNumber ?? ''),
+    notAfterMs: Number.isNaN(notAfterMs) ? Infinity : notAfterMs,
+  }
 }
 
 function enter (socket: object, proven: ProvenIdentity): Entry {
@@ -96,6 +108,14 @@ const REVOKED: CertVerdict = {
   ok: false,
   reason: 'the client certificate was revoked by its CA (it is listed in the CA\'s revocation list); ' +
     'ask your CA or the service operator for a new certificate and use it instead',
+}
+
+function expired (notAfterMs: number): CertVerdict {
+  return {
+    ok: false,
+    reason: `the client certificate expired at ${new Date(notAfterMs).toISOString()}, after this connection was opened; ` +
+      'connect again with a current certificate (ask your CA or the service operator for a new one)',
+  }
 }
 
 function isRevoked (e: ProvenIdentity, revocation: RevocationCheck): boolean {

@@ -226,7 +226,7 @@ export async function listenApi (opts: ListenApiOptions): Promise<ApiListener> {
       // For every cache behind the request (callers, latest revisions).
       const generation = generationNow()
       const caller = state.caller = authorizer({
-        cert: clientCertVerdict(req.socket as TLSSocket, revocation),
+        cert: clientCertVerdict(req.socket as TLSSocket, revocation, Date.now()),
         authorization: req.headers.authorization,
         scope: route.scope,
         now,

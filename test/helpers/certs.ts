@@ -141,6 +141,12 @@ export function expiredClientCert (subject: string): KeyPairPem {
   return signLeaf(subject, testPki().clientCa, { notBefore: new Date(Date.now() - 60 * DAY_MS), notAfter: new Date(Date.now() - 30 * DAY_MS) })
 }
 
+/** A certificate of the trusted client CA that stops being valid `validForMs` from now (whole seconds). */
+export function shortLivedClientCert (subject: string, validForMs: number): KeyPairPem & { notAfter: Date } {
+  const notAfter = new Date(Math.floor((Date.now() + validForMs) / 1000) * 1000)
+  return { ...signLeaf(subject, testPki().clientCa, { notBefore: new Date(Date.now() - 60_000), notAfter }), notAfter }
+}
+
 /** Like `issueCert` for a client, with the shared leaf key. */
 function signLeaf (subject: string, ca: KeyPairPem, validity = { notBefore: new Date(Date.now() - 60_000), notAfter: new Date(Date.now() + 30 * DAY_MS) }): KeyPairPem {
   const leafKeys = leafKeyPair()
