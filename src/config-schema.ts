@@ -43,7 +43,7 @@ export const configSchema = {
         keepAliveTimeoutMs: { type: 'integer', minimum: 0, default: 65000 },
         maxHeaderSize: { type: 'integer', minimum: 1024, default: 16384 },
         maxConnections: { type: 'integer', minimum: 1, default: 1024, description: 'Most open API connections (TLS handshakes included); past it new ones are closed at once, with one warn log line per episode.' },
-        maxRequestsPerSocket: { type: 'integer', minimum: 1, default: 1000, description: 'Requests served on one keep-alive connection; the last answer says Connection: close and the client reconnects.' },
+        maxRequestsPerSocket: { type: 'integer', minimum: 1, default: 10000, description: 'Requests served on one keep-alive connection; the last answer says Connection: close and the client reconnects (with a full mTLS handshake, a few ms of the door\'s CPU).' },
         logRequests: { type: 'boolean', default: true, description: 'Log the doors\' requests (docs/operating.md "What is logged where"): every refusal, failure and POST a line of its own; successful reads as `api.logReads` says. False: no request line at all (failures are still logged).' },
         logReads: { enum: ['summary', 'each'], default: 'summary', description: 'Successful reads (GET or HEAD answered 200 or 304): `summary` counts them per company, route and status in one line every `api.readSummarySeconds` (which site each token fetched is in the delivery receipts); `each` writes a line per read as for any other request.' },
         readSummarySeconds: { type: 'integer', minimum: 1, maximum: 3600, default: 60, description: 'How often the summary of successful reads is written (and once more when the door closes).' },
