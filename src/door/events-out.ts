@@ -7,6 +7,7 @@
 import type { Logger } from '../host/contract.ts'
 import type { InstructionBatch } from '../contract/instruction.ts'
 import { MAX_SHAPES, R, type EventsMessage, type Level, type Observed, type RareEvent, type WebhookOutcome } from './protocol.ts'
+import { pairKeyOf } from '../store/revisions.ts'
 
 /** The door's side. */
 export interface EventsOut {
@@ -14,7 +15,7 @@ export interface EventsOut {
   readonly log: Logger
   answered(door: string, route: string, method: string, status: number, code: string | undefined, seconds: number): void
   handshake(): void
-  receipt(companyId: string, siteId: string, targetDate: string, emittedAtMs: number, status: 200 | 304, atMs: number): void
+  receipt(companyId: string, siteId: string, targetDate: string, emittedAtMs: number, status: 200 | 304, atMs: number, pairKey?: string): void
   event(e: RareEvent): void
   /** Events written for the companies' feeds (the metric `epx_events_written_total`): counted here, one record per type a flush. */
   eventsWritten(type: string, n: number): void
@@ -43,7 +44,9 @@ export interface EventsOutOptions {
 
 export function eventsOut (post: (m: EventsMessage, transfer?: ArrayBuffer[]) => void, o: EventsOutOptions): EventsOut {
   let records: string[] = []
-  const receipts = new Map<string, unknown[]>()
+  /** Per company, then per pair (`pairKeyOf`): the last receipt of each since the last flush. */
+  const receipts = new Map<string, Map<string, unknown[]>>()
+  let receiptCount = 0
   let handshakes = 0
   /** Per type, events written since the last flush: one count a flush, not a record per write (each POST writes one). */
   const written = new Map<string, number>()
@@ -151,10 +154,21 @@ export function eventsOut (post: (m: EventsMessage, transfer?: ArrayBuffer[]) =>
       handshakes++
       arm()
     },
-    receipt (companyId, siteId, targetDate, emittedAtMs, status, atMs) {
+    receipt (companyId, siteId, targetDate, emittedAtMs, status, atMs, pairKey = pairKeyOf(siteId, targetDate)) {
       // Turned into JSON at the flush: of a site polled in a loop, only the last is sent.
-      receipts.set(`${companyId}\0${targetDate}${siteId}`, [R.RECEIPT, companyId, siteId, targetDate, emittedAtMs, status, atMs])
-      if (receipts.size >= o.maxRecords) flush()
+      // Keyed by texts the request already holds, none made here (a GET's own cost).
+      let ofCompany = receipts.get(companyId)
+      if (ofCompany === undefined) receipts.set(companyId, ofCompany = new Map())
+      const r = ofCompany.get(pairKey)
+      if (r !== undefined) {
+        r[4] = emittedAtMs
+        r[5] = status
+        r[6] = atMs
+      } else {
+        ofCompany.set(pairKey, [R.RECEIPT, companyId, siteId, targetDate, emittedAtMs, status, atMs])
+        receiptCount++
+      }
+      if (receiptCount >= o.maxRecords) flush()
       else arm()
     },
     event (e) {
@@ -189,7 +203,7 @@ export function eventsOut (post: (m: EventsMessage, transfer?: ArrayBuffer[]) =>
   function flush (): void {
     if (timer) { clearTimeout(timer); timer = undefined }
     if (immediate) { clearImmediate(immediate); immediate = undefined }
-    if (records.length === 0 && receipts.size === 0 && handOvers.length === 0 && handshakes === 0 && written.size === 0 && attempts.size === 0) return
+    if (records.length === 0 && receiptCount === 0 && handOvers.length === 0 && handshakes === 0 && written.size === 0 && attempts.size === 0) return
     sentAt = Date.now()
     const parts = records
     records = []
@@ -197,8 +211,9 @@ export function eventsOut (post: (m: EventsMessage, transfer?: ArrayBuffer[]) =>
     written.clear()
     for (const a of attempts.values()) parts.push(JSON.stringify([R.EVENT, { e: 'webhookAttempts', ...a }]))
     attempts.clear()
-    for (const r of receipts.values()) parts.push(JSON.stringify(r))
+    for (const ofCompany of receipts.values()) for (const r of ofCompany.values()) parts.push(JSON.stringify(r))
     receipts.clear()
+    receiptCount = 0
     if (handshakes) { parts.push(`[${R.HANDSHAKES},${handshakes}]`); handshakes = 0 }
     if (handOvers.length === 0) {
       post({ type: 'events', text: `[${parts.join(',')}]` })

@@ -55,7 +55,7 @@ export interface HostPort {
     /** Metrics of handshakes and answers, the audit of dead tokens. */
     readonly observer: ApiObserver
     /** A delivery receipt of a GET (the host's thread keeps the receipts). */
-    receipt(companyId: string, siteId: string, targetDate: string, emittedAtMs: number, status: 200 | 304, atMs: number): void
+    receipt(companyId: string, siteId: string, targetDate: string, emittedAtMs: number, status: 200 | 304, atMs: number, pairKey?: string): void
     /** A token's last use (written by the host's thread: ordered with its other writes). */
     touch(token: TokenRecord, nowMs: number): void
   }

@@ -11,7 +11,7 @@ import { BoundedCache } from '../bounded-cache.ts'
 import { isPrm } from '../contract/ids.ts'
 import { isCalendarDate } from '../contract/paris-day.ts'
 import { inPerimeter } from '../auth/tenancy.ts'
-import type { Revisions } from '../store/revisions.ts'
+import { pairKeyOf, type Revisions } from '../store/revisions.ts'
 import type { Deliveries } from '../store/deliveries.ts'
 import { isNotModified } from './conditional.ts'
 import { NOSNIFF, OUTBOUND_PATH, type RequestContext, type Route } from './route.ts'
@@ -29,16 +29,16 @@ export function outboundRoute (deps: OutboundDeps): Route {
   const { revisions } = deps
 
   const serve = (head: boolean) => (req: IncomingMessage, res: ServerResponse, ctx: RequestContext): void => {
-    const { siteId, targetDate } = readQuery(req.url ?? '', ctx)
+    const { siteId, targetDate, key } = readQuery(req.url ?? '', ctx)
     // Read before the perimeter check, so a store outage answers 503 for every site alike.
-    const latest = revisions.latest(siteId, targetDate, ctx.generation)
+    const latest = revisions.latest(siteId, targetDate, ctx.generation, key)
     // DECISIONS.md "Outbound": outside the perimeter answers exactly as "not published".
     if (!latest || !inPerimeter(ctx.caller, siteId)) throw notPublished(siteId, targetDate)
 
     const conditional = { ifNoneMatch: req.headers['if-none-match'], ifModifiedSince: req.headers['if-modified-since'] }
     if (isNotModified(conditional, { etag: latest.etag, lastModifiedMs: latest.emittedAtMs })) {
       // RFC 9110 §15.4.5: a 304 repeats the validators and Cache-Control, no body.
-      deps.receipts?.record(ctx.caller.companyId, siteId, targetDate, latest.emittedAtMs, 304, ctx.receivedAt.getTime())
+      deps.receipts?.record(ctx.caller.companyId, siteId, targetDate, latest.emittedAtMs, 304, ctx.receivedAt.getTime(), key)
       res.writeHead(304, { etag: latest.etag, 'last-modified': latest.lastModified, 'cache-control': CACHE_CONTROL, 'x-content-type-options': NOSNIFF })
       res.end()
       return
@@ -55,7 +55,7 @@ export function outboundRoute (deps: OutboundDeps): Route {
       'x-content-type-options': NOSNIFF,
     })
     res.end(bytes)
-    if (!head) deps.receipts?.record(ctx.caller.companyId, siteId, targetDate, latest.emittedAtMs, 200, ctx.receivedAt.getTime())
+    if (!head) deps.receipts?.record(ctx.caller.companyId, siteId, targetDate, latest.emittedAtMs, 200, ctx.receivedAt.getTime(), key)
   }
 
   return {
@@ -77,7 +77,8 @@ function readQuery (target: string, ctx: RequestContext): Pair {
   return validQueries.getOrCompute(target, parseQuery, ctx)
 }
 
-interface Pair { readonly siteId: string; readonly targetDate: string }
+/** A valid query; `key` (`pairKeyOf`) is made once with it, not at each of its requests. */
+interface Pair { readonly siteId: string; readonly targetDate: string; readonly key: string }
 const validQueries = new BoundedCache<string, Pair>(1024)
 
 function parseQuery (target: string, ctx: RequestContext): Pair {
@@ -88,7 +89,7 @@ function parseQuery (target: string, ctx: RequestContext): Pair {
   if (siteId === undefined || targetDate === undefined) {
     throw new EpxError('INVALID_QUERY', [Object.keys(details).join(', ')], { details })
   }
-  return { siteId, targetDate }
+  return { siteId, targetDate, key: pairKeyOf(siteId, targetDate) }
 }
 
 // Module-level, not a closure per request: under tsx every nested function costs a

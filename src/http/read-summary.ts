@@ -34,13 +34,15 @@ export function isSummarizedRead (method: string, status: number | undefined): b
 }
 
 export function createReadSummary (log: Logger, intervalSeconds: number, now: () => number): ReadSummary {
-  const tallies = new Map<string, Tally>()
+  // Per company, its few (route, status) tallies: found by comparing what the request
+  // already holds, with no key text made per read.
+  const tallies = new Map<string, Tally[]>()
   let since = now()
   const flush = () => {
     if (tallies.size === 0) { since = now(); return }
     const fromUtc = new Date(since).toISOString()
     const untilUtc = new Date(since = now()).toISOString()
-    for (const t of tallies.values()) {
+    for (const t of [...tallies.values()].flat()) {
       log.info({
         companyId: t.companyId, route: t.route, status: t.status, count: t.count,
         meanMs: Math.round(t.totalMs / t.count * 10) / 10, maxMs: t.maxMs, fromUtc, untilUtc,
@@ -52,9 +54,11 @@ export function createReadSummary (log: Logger, intervalSeconds: number, now: ()
   timer.unref()
   return {
     count (companyId, route, status, durationMs) {
-      const key = `${companyId}\u0000${route}\u0000${status}`
-      let t = tallies.get(key)
-      if (!t) tallies.set(key, t = { companyId, route, status, count: 0, totalMs: 0, maxMs: 0 })
+      let ofCompany = tallies.get(companyId)
+      if (ofCompany === undefined) tallies.set(companyId, ofCompany = [])
+      let t: Tally | undefined
+      for (const x of ofCompany) if (x.route === route && x.status === status) { t = x; break }
+      if (t === undefined) ofCompany.push(t = { companyId, route, status, count: 0, totalMs: 0, maxMs: 0 })
       t.count++
       t.totalMs += durationMs
       if (durationMs > t.maxMs) t.maxMs = durationMs

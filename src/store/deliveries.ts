@@ -7,6 +7,7 @@
  * @module
  */
 import type { Store } from './open-store.ts'
+import { pairKeyOf } from './revisions.ts'
 
 export interface DeliveryReceipt {
   readonly companyId: string
@@ -45,7 +46,7 @@ const MAX_ENTRIES = 100_000
 /** The receipts: recorded by the outbound door, listed by `epx deliveries` and the metrics. */
 export interface Deliveries {
   /** The GET path: one map lookup and a few field writes; no store access, no promise. */
-  record(companyId: string, siteId: string, targetDate: string, emittedAtMs: number, status: 200 | 304, atMs: number): void
+  record(companyId: string, siteId: string, targetDate: string, emittedAtMs: number, status: 200 | 304, atMs: number, pairKey?: string): void
   /** Writes the receipts changed since the last flush (one durable write); never rejects. */
   flush(): Promise<void>
   /** Flushes every `flushMs` until `close()`. */
@@ -95,10 +96,10 @@ export function openDeliveries (store: Store, opts: DeliveriesOptions = {}): Del
 
   const api: Deliveries = {
     /** The GET path: one map lookup and a few field writes; no store access, no promise. */
-    record (companyId: string, siteId: string, targetDate: string, emittedAtMs: number, status: 200 | 304, atMs: number): void {
+    record (companyId: string, siteId: string, targetDate: string, emittedAtMs: number, status: 200 | 304, atMs: number, pairKey = pairKeyOf(siteId, targetDate)): void {
       let m = byCompany.get(companyId)
       if (m === undefined) byCompany.set(companyId, m = new Map())
-      const key = targetDate + siteId   // fixed-width date: no separator needed
+      const key = pairKey
       const e = m.get(key)
       if (e === undefined) {
         const fresh: Entry = { companyId, siteId, targetDate, emittedAtMs, atMs, status, dirty: true }

@@ -49,6 +49,23 @@ t.test('receipts: the last of a company, site and day in a flush is the one sent
   t.same(p.receipts, [['acme', 'PRM1', '2026-11-22', 1000, 200, 49], ['acme', 'PRM2', '2026-11-22', 1000, 304, 7]])
 })
 
+t.test('receipts: each company\'s and each day\'s are their own, with or without the pair\'s kept key, and 1,000 of them make a flush', async t => {
+  const p = pair(t)
+  p.door.receipt('acme', 'PRM1', '2026-11-22', 1000, 200, 1, '2026-11-22PRM1')
+  p.door.receipt('beta', 'PRM1', '2026-11-22', 1000, 200, 2)
+  p.door.receipt('acme', 'PRM1', '2026-11-23', 2000, 200, 3)
+  p.door.receipt('acme', 'PRM1', '2026-11-22', 1500, 304, 4)   // the same pair as the first, its key made here
+  p.door.flush()
+  t.same(p.receipts, [['acme', 'PRM1', '2026-11-22', 1500, 304, 4], ['acme', 'PRM1', '2026-11-23', 2000, 200, 3], ['beta', 'PRM1', '2026-11-22', 1000, 200, 2]])
+  const sent = p.messages.length
+  for (let i = 0; i < 999; i++) p.door.receipt(i % 2 ? 'acme' : 'beta', `PRM${i}`, '2026-11-22', 1000, 200, i)
+  t.equal(p.messages.length, sent, '999 receipts wait for the flush')
+  p.door.receipt('acme', 'PRM1', '2026-11-22', 1000, 200, 5)
+  p.door.receipt('gamma', 'PRM1', '2026-11-22', 1000, 200, 6)
+  t.equal(p.messages.length, sent + 1, 'the 1,000th distinct one sends them')
+  t.equal(p.receipts.length, 3 + 1000)
+})
+
 t.test('metrics\' events are recorded only when the solver\'s thread has metrics', async t => {
   const on = pair(t)
   on.door.answered('outbound', 'besoins-agreges', 'GET', 200, undefined, 0.001)
