@@ -69,16 +69,53 @@ export function createApiServer (dataDir: string, api: EpxConfig['api']): Server
 export const ON_END = Symbol('epx on end')
 
 /**
+ * Set on a response by its door once the caller's budget is spent from: the `RateLimit-Policy`
+ * and `RateLimit` values every answer of its handler carries (DECISIONS.md "Rate limits and
+ * quotas"). An error the door renders carries its own and clears these.
+ */
+export const RATE_LIMIT = Symbol('epx rate limit')
+
+/**
  * A response that tells its door when it is ended, before the bytes go: the request's
  * log line then reaches the host's logger (across threads, door/worker.ts) before the
  * client has the answer, so a client that reads the log after its answer finds the line.
+ * Its head carries the caller's budget, added to the handler's own fields: a field set
+ * before `writeHead` (`setHeader`) sends node down its slow path, where every field of the
+ * head is set again one by one, each checked and lowercased into a table of its own
+ * (bench/README.md#where-the-doors-thread-spends-a-get).
  */
 export class ApiResponse<R extends IncomingMessage = IncomingMessage> extends ServerResponse<R> {
   declare [ON_END]?: (this: ServerResponse) => void
+  declare [RATE_LIMIT]?: readonly [policy: string, remaining: string]
   override end (...args: unknown[]): this {
     this[ON_END]?.()
     return (super.end as (...a: unknown[]) => this)(...args)
   }
+
+  // node's own signature, with its reason phrase optional (and its implicit call with the status alone).
+  override writeHead (statusCode: number, reasonOrHeaders?: unknown, headers?: unknown): this {
+    const write = super.writeHead as (code: number, a?: unknown, b?: unknown) => this
+    const limit = this[RATE_LIMIT]
+    if (limit === undefined) return write.call(this, statusCode, reasonOrHeaders, headers)
+    const reason = typeof reasonOrHeaders === 'string' ? reasonOrHeaders : undefined
+    const fields = flatFields(reason === undefined ? reasonOrHeaders : headers)
+    fields.push('ratelimit-policy', limit[0], 'ratelimit', limit[1])
+    return reason === undefined ? write.call(this, statusCode, fields) : write.call(this, statusCode, reason, fields)
+  }
+}
+
+/** `writeHead`'s headers (an object, `[name, value]` pairs or a flat list) as a new flat list. */
+function flatFields (headers: unknown): unknown[] {
+  const out: unknown[] = []
+  if (headers === undefined || headers === null) return out
+  if (Array.isArray(headers)) {
+    if (Array.isArray(headers[0])) for (const [k, v] of headers as unknown[][]) out.push(k, v)
+    else for (const x of headers) out.push(x)
+    return out
+  }
+  const o = headers as Record<string, unknown>
+  for (const k in o) if (Object.hasOwn(o, k)) out.push(k, o[k])
+  return out
 }
 
 export function listen (server: Server, host: string, port: number): Promise<void> {

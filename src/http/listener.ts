@@ -22,7 +22,7 @@ import { createRouter } from './router.ts'
 import { renderError, sendError } from './render-error.ts'
 import { isLingering, lingerAfterRefusal, lingerMaxBytes } from './linger.ts'
 import { capConnections } from './connection-cap.ts'
-import { afterHandlesReleased, createApiServer, listen, ON_END, type ApiResponse } from './api-server.ts'
+import { afterHandlesReleased, createApiServer, listen, ON_END, RATE_LIMIT, type ApiResponse } from './api-server.ts'
 import { keepSessionVerdicts } from './tls-sessions.ts'
 import type { ApiObserver } from './observer.ts'
 import { keepTickObjects } from './tick-objects.ts'
@@ -239,8 +239,7 @@ export async function listenApi (opts: ListenApiOptions): Promise<ApiListener> {
         opts.observer?.rateLimited?.(caller.companyId, m.route.door, kind, now.getTime())
         throw new EpxError('RATE_LIMITED', [caller.companyId, kind.toUpperCase(), bucket.perSecond, bucket.burst, bucket.retryAfterSeconds()])
       }
-      res.setHeader('ratelimit-policy', bucket.policy)
-      res.setHeader('ratelimit', bucket.remaining())
+      ;(res as ApiResponse)[RATE_LIMIT] = [bucket.policy, bucket.remaining()]
       // Expect: 100-continue is honoured only once the caller is known (RFC 9110 §10.1.1).
       if (expectContinue) res.writeContinue()
       const done = (m.handler as RouteHandler)(req, res, new Context(m, caller, now, generation, callerLog))
@@ -269,6 +268,7 @@ export async function listenApi (opts: ListenApiOptions): Promise<ApiListener> {
       const bodyUnread = declaresUnreadBody(req)
       // The refusal must reach a client still uploading: close only after its body (linger.ts).
       if (bodyUnread) lingerAfterRefusal(req, lingerBytes)
+      ;(res as ApiResponse)[RATE_LIMIT] = undefined   // the rendered error says the budget itself
       sendError(res, rendered, { head: state.method === 'HEAD', bodyUnread })
     } catch (bug) {
       // Only a bug in the error path itself lands here; never let it reach the host.
