@@ -106,7 +106,6 @@ export function eventsIn (deps: EventsInDeps): EventsIn {
           switch (r[0]) {
             case R.LINE: line(r); break
             case R.RECEIPT: deps.receipts.record(r[1], r[2], r[3], r[4], r[5], r[6]); break
-            case R.ANSWERED: { const l = labels[r[1]]!; deps.observer.answered?.(l[0], l[1], l[2], l[3], l[4], r[2]); break }
             case R.LOGGER: loggers[r[1]] = (loggers[r[2]] ?? deps.log).child(r[3]); break
             case R.SHAPE: shapes[r[1]] = { level: r[2], msg: r[3] ?? undefined, keys: r[4], errors: r[5] }; break
             case R.LABELS: labels[r[1]] = [r[2], r[3], r[4], r[5], r[6] ?? undefined]; break
@@ -124,6 +123,17 @@ export function eventsIn (deps: EventsInDeps): EventsIn {
           }
         } catch {
           // A host's logger or metric that throws must not stop the other records (nor reach the host).
+        }
+      }
+      const answered = m.answered
+      if (answered !== undefined && deps.observer.answered) {
+        for (let k = 0; k < answered.length; k += 2) {
+          const l = labels[answered[k]!]
+          try {
+            if (l !== undefined) deps.observer.answered(l[0], l[1], l[2], l[3], l[4], answered[k + 1]!)
+          } catch {
+            // As a record's: a host's metric that throws must not stop the others.
+          }
         }
       }
       if (batches.length === 0) return

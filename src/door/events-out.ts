@@ -136,18 +136,36 @@ export function eventsOut (post: (m: EventsMessage, transfer?: ArrayBuffer[]) =>
     add(jsonOf(values))
   }
 
-  const labelIds = new Map<string, number>()
+  /**
+   * The label sets met, by status, found by comparing the request's own texts (constants and
+   * node's interned method names): no key text made per request.
+   */
+  const labelsByStatus = new Map<number, Array<{ door: string; route: string; method: string; code: string | undefined; id: number }>>()
+  let labelCount = 0
+  const labelsId = (door: string, route: string, method: string, status: number, code: string | undefined): number => {
+    let known = labelsByStatus.get(status)
+    if (known === undefined) labelsByStatus.set(status, known = [])
+    for (const l of known) if (l.route === route && l.method === method && l.door === door && l.code === code) return l.id
+    const id = ++labelCount
+    known.push({ door, route, method, code, id })
+    add(JSON.stringify([R.LABELS, id, door, route, method, status, code ?? null]))
+    return id
+  }
+  /** (labels id, seconds) of the requests answered since the last flush; its size bounds a flush. */
+  const answers = new Float64Array(2 * o.maxRecords)
+  let answerCount = 0
+
   const out: EventsOut = {
     log: forwarding(0),
+    // A pair of numbers a request: a record text each cost the door's thread its number's
+    // formatting, and the solver's thread its parse (bench/README.md#where-the-doors-thread-spends-a-get).
     answered (door, route, method, status, code, seconds) {
       if (!o.observed.answered) return
-      const key = `${door}\0${route}\0${method}\0${status}\0${code ?? ''}`
-      let id = labelIds.get(key)
-      if (id === undefined) {
-        labelIds.set(key, id = labelIds.size + 1)
-        add(JSON.stringify([R.LABELS, id, door, route, method, status, code ?? null]))
-      }
-      add(`[${R.ANSWERED},${id},${seconds}]`)
+      const id = labelsId(door, route, method, status, code)
+      answers[answerCount++] = id
+      answers[answerCount++] = seconds
+      if (answerCount === answers.length) flush()
+      else arm()
     },
     handshake () {
       if (!o.observed.handshakes) return
@@ -203,7 +221,7 @@ export function eventsOut (post: (m: EventsMessage, transfer?: ArrayBuffer[]) =>
   function flush (): void {
     if (timer) { clearTimeout(timer); timer = undefined }
     if (immediate) { clearImmediate(immediate); immediate = undefined }
-    if (records.length === 0 && receiptCount === 0 && handOvers.length === 0 && handshakes === 0 && written.size === 0 && attempts.size === 0) return
+    if (records.length === 0 && answerCount === 0 && receiptCount === 0 && handOvers.length === 0 && handshakes === 0 && written.size === 0 && attempts.size === 0) return
     sentAt = Date.now()
     const parts = records
     records = []
@@ -215,8 +233,11 @@ export function eventsOut (post: (m: EventsMessage, transfer?: ArrayBuffer[]) =>
     receipts.clear()
     receiptCount = 0
     if (handshakes) { parts.push(`[${R.HANDSHAKES},${handshakes}]`); handshakes = 0 }
+    const answered = answerCount === 0 ? undefined : answers.slice(0, answerCount)
+    answerCount = 0
     if (handOvers.length === 0) {
-      post({ type: 'events', text: `[${parts.join(',')}]` })
+      if (answered === undefined) post({ type: 'events', text: `[${parts.join(',')}]` })
+      else post({ type: 'events', text: `[${parts.join(',')}]`, answered }, [answered.buffer])
       return
     }
     const batches = handOvers
@@ -241,7 +262,8 @@ export function eventsOut (post: (m: EventsMessage, transfer?: ArrayBuffer[]) =>
       at += 2 * n
       parts.push(JSON.stringify([R.HAND_OVER, batch.instructionId, batch.targetDate, batch.slotDurationSecs, sites.map(i => batch.siteIds[i]), slotEnds]))
     }
-    post({ type: 'events', text: `[${parts.join(',')}]`, slots }, [slots.buffer])
+    if (answered === undefined) post({ type: 'events', text: `[${parts.join(',')}]`, slots }, [slots.buffer])
+    else post({ type: 'events', text: `[${parts.join(',')}]`, slots, answered }, [slots.buffer, answered.buffer])
   }
   return out
 }

@@ -101,6 +101,11 @@ export interface EventsMessage {
   readonly text: string
   /** The hand-overs' slots, each batch's starts then its energies, in the order of their records. */
   readonly slots?: Float64Array
+  /**
+   * The answered requests, a (labels id, seconds) pair each, read after the records (their
+   * `R.LABELS` are in this message's or an earlier one's): numbers, not a record text each.
+   */
+  readonly answered?: Float64Array
 }
 
 /** What the solver's thread listens to, told to the door at its start (nothing else is recorded). */
@@ -136,8 +141,6 @@ export const R = {
   LINE: 2,
   /** [R.LABELS, id, door, route, method, status, code]: the labels of answered requests. */
   LABELS: 3,
-  /** [R.ANSWERED, labelsId, seconds]. */
-  ANSWERED: 4,
   /** [R.HANDSHAKES, count]. */
   HANDSHAKES: 5,
   /** [R.RECEIPT, companyId, siteId, targetDate, emittedAtMs, status, atMs]. */

@@ -91,6 +91,30 @@ t.test('metrics\' events are recorded only when the solver\'s thread has metrics
   t.equal(off.messages.length, 0, 'nothing to send, no message')
 })
 
+t.test('answered requests: their label sets cross once, then each request is a pair of numbers; as many as a flush\'s records make one (1,000 here)', async t => {
+  const p = pair(t)
+  const method = ['G', 'E', 'T'].join('')   // a text equal to 'GET' but not the same string
+  for (let i = 0; i < 999; i++) p.door.answered('outbound', 'besoins-agreges', i % 3 ? 'GET' : method, i % 2 ? 200 : 304, undefined, i / 1e6)
+  t.equal(p.messages.length, 0, '999 wait for the flush')
+  p.door.answered('inbound', 'programme-soutirage', 'POST', 400, 'INVALID', 0.5)
+  t.equal(p.messages.length, 1, 'the 1,000th sends them')
+  const m = p.messages[0]!
+  t.same(records(m).filter(r => r[0] === R.LABELS).map(r => r.slice(2)), [
+    ['outbound', 'besoins-agreges', 'GET', 304, null],
+    ['outbound', 'besoins-agreges', 'GET', 200, null],
+    ['inbound', 'programme-soutirage', 'POST', 400, 'INVALID'],
+  ], 'three label sets, each once')
+  t.equal(records(m).length, 3, 'no record per request')
+  t.equal(m.answered!.length, 2 * 1000)
+  t.equal(p.answered.length, 1000)
+  t.same(p.answered[997], ['outbound', 'besoins-agreges', 'GET', 200, undefined, 997 / 1e6])
+  t.same(p.answered[999], ['inbound', 'programme-soutirage', 'POST', 400, 'INVALID', 0.5])
+  p.door.answered('outbound', 'besoins-agreges', 'GET', 304, undefined, 0.25)
+  p.door.flush()
+  t.equal(records(p.messages[1]!).length, 0, 'a known label set is not sent again')
+  t.same(p.answered[1000], ['outbound', 'besoins-agreges', 'GET', 304, undefined, 0.25])
+})
+
 t.test('events written for the feeds: one count per type a flush, the sum of its writes', async t => {
   const p = pair(t)
   for (let i = 0; i < 40; i++) p.door.eventsWritten('instruction.statut', 1)
