@@ -35,6 +35,8 @@ const NEAREST: ReadonlyArray<readonly [string, RegExp]> = [
   ["the write's JavaScript", /putBatch|appendSync|writeInstructions|putSync|childTransaction|executeTxnCallbacks|runJobs|runOneBatch|saveAndQueue|charge|audit/],
   ["log lines and events to the solver's thread", /logLine|events-out|JS:\*?flush |receipt|pino|postMessage|MessagePort/],
   ['node: HTTP, TLS, sockets', /aesni|gcm|ghash|_http_|TLSWrap|ssl|SSL|tls|crypto|StreamBase|stream_base|llhttp|node::http|LibuvStreamWrap|uv__read|uv__write|uv__stream|tcp_|inet_|ip_|skb|sock_|__sys_|Socket|writev|Readable|Writable|streams\//],
+  // Last: what epx's own code runs that no group above names (its bundles, or src/ under tsx).
+  ["epx's own JavaScript: the route, authentication, the store's read, metrics and receipts", /\/dist\/[\w-]+\.js|\/\.build\/[\w-]+\.js|\/src\/[\w/-]+\.ts/],
 ]
 
 export const REST = "the rest: the kernel's scheduling, epoll, hand-offs between threads"

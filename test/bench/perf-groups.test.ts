@@ -18,6 +18,8 @@ t.test('else the frame nearest the leaf that a group names: node called by epx i
   t.equal(groupOf(['JS:*putBatch dist/door-worker.js:9720', 'JS:*executeTxnCallbacks lmdb/write.js:655', 'mdb_txn_commit']), "the write's JavaScript")
   t.equal(groupOf(['mdb_page_alloc', 'mdb_cursor_put', 'JS:*putBatch dist/door-worker.js:9720']), 'the LMDB commit and its flush')
   t.equal(groupOf(['finish_task_switch.isra.0', 'schedule', 'epoll_wait']), REST)
+  t.equal(groupOf(['Builtins_FindOrderedHashMapEntry', 'JS:*match file:///srv/epx/dist/door-worker.js:12313', 'JS:*parserOnIncoming node:_http_server:1026']),
+    "epx's own JavaScript: the route, authentication, the store's read, metrics and receipts", 'a builtin epx called is epx\'s, node above it or not')
 })
 
 t.test("samples are counted by thread: the door's and the others", async t => {
