@@ -80,6 +80,10 @@ t.test('the CLI writes the store while epx start runs, and the service sees each
   const url = new URL(`${OUTBOUND_PATH}?site_id=PRM30000000000001&target_date=2026-11-23`, run.match[1]!)
   const agent = bundleAgent(bundle)
   t.teardown(() => agent.close())
+  // An unexpected status says why: its body and the service's last log lines.
+  const told = (what: { status: number; body: string }, expected: number) => {
+    if (what.status !== expected) t.comment(`${what.status} ${what.body}\n${run.output().slice(-3000)}`)
+  }
   const get = async (token: string) => {
     const res = await request(url, { dispatcher: agent, headers: { authorization: `Bearer ${token}` } })
     return { status: res.statusCode, body: await res.body.text() }
@@ -92,6 +96,7 @@ t.test('the CLI writes the store while epx start runs, and the service sees each
 
   await epx(dir, 'company', 'suspend', 'acme')
   const suspended = await get(token)
+  told(suspended, 403)
   t.equal(suspended.status, 403)
   t.match(JSON.parse(suspended.body), { code: 'COMPANY_SUSPENDED' }, 'a suspension by the CLI applies at once')
 
@@ -105,12 +110,15 @@ t.test('the CLI writes the store while epx start runs, and the service sees each
   const etag = JSON.parse(published.out).published[0].etag as string
   t.not(etag, before.headers.etag, 'the CLI made a new revision')
   const after = await request(url, { dispatcher: agent, headers: { authorization: `Bearer ${token}` } })
-  await after.body.dump()
+  const afterBody = await after.body.text()
+  told({ status: after.statusCode, body: afterBody.slice(0, 500) }, 200)
   t.equal(after.statusCode, 200)
   t.equal(after.headers.etag, etag, 'a revision published by the CLI is served at once')
 
   await epx(dir, 'token', 'revoke', id)
-  t.equal((await get(token)).status, 401, 'a revocation by the CLI applies at once')
+  const revoked = await get(token)
+  told(revoked, 401)
+  t.equal(revoked.status, 401, 'a revocation by the CLI applies at once')
   run.child.kill('SIGTERM')
   t.equal(await run.exited, 0)
 })
