@@ -66,6 +66,18 @@ t.test('a loop without backoff is refused 429 once over its GET budget, while an
   t.equal((await eventually(() => openAudit(epx.store).list({ action: 'company.rate-limited' }), l => l.length > 1)).length, 2, 'the next hour\'s first refusal is audited again')
 })
 
+t.test('every answer after the budget is spent from says it once: a 304, and an error the door renders (404)', async t => {
+  const { epx, acme } = await withCompanies(t, { api: { rateLimit: { get: { perSecond: 2, burst: 5 } } } })
+  const first = await epx.request({ path: OUTBOUND_PATH, query: pair, ...acme })
+  t.equal(first.status, 200)
+  const notModified = await epx.request({ path: OUTBOUND_PATH, query: pair, ...acme, headers: { 'if-none-match': first.headers.etag! } })
+  t.equal(notModified.status, 304)
+  t.same([notModified.headers['ratelimit-policy'], notModified.headers.ratelimit], ['"get";q=5;w=3', '"get";r=3;t=1'], 'the 304: each field once')
+  const missing = await epx.request({ path: OUTBOUND_PATH, query: { site_id: site, target_date: '2026-12-31' }, ...acme })
+  t.equal(missing.status, 404)
+  t.same([missing.headers['ratelimit-policy'], missing.headers.ratelimit], ['"get";q=5;w=3', '"get";r=2;t=2'], 'the 404: each field once')
+})
+
 t.test('a company whose budget is raised passes the same loop', async t => {
   const { epx, acme } = await withCompanies(t, { api: { rateLimit: { get: { perSecond: 1, burst: 2 } } } })
   // (every test here sets api.rateLimit: the harness's default is unthrottled)
