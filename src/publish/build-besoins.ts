@@ -31,6 +31,62 @@ export function slotBoundaries (coverage: Coverage): readonly string[] {
   return out
 }
 
+/**
+ * A site's needs once checked: what its document is made from, kept by a publication run
+ * from the site's turn until its commit (and read again only if a commit must re-render
+ * it): a copy of the powers (the solver may reuse its arrays) and the milestones in
+ * wire form, ~1 KB, where the document's objects are ~7 KB (bench/README.md "A
+ * publication's garbage").
+ */
+export interface CheckedNeeds {
+  readonly site: Site
+  readonly jalons: readonly JalonBesoin[]
+  readonly power: readonly number[]
+}
+
+/** Checks a site's needs against its day. */
+export function checkNeeds (site: Site, needs: SiteNeeds, coverage: Coverage): CheckedNeeds {
+  // The serializer writes site_id unescaped: only a PRM id may reach it.
+  if (!isPrm(site.site_id)) throw new NeedsShapeError(`site id is not PRM followed by 14 digits: ${String(site.site_id).slice(0, 40)}`)
+  if (typeof site.site_name !== 'string') throw new NeedsShapeError('site name is not a string')
+  const kws = needs.availablePowerKw
+  // DECISIONS.md "Besoins_Agreges publication": one slot per quarter-hour of the coverage.
+  if (!Array.isArray(kws) || kws.length !== coverage.slots) {
+    throw new NeedsShapeError(`solver gave ${Array.isArray(kws) ? kws.length : 'no'} available-power slots, the day has ${coverage.slots}`)
+  }
+  const power = new Array<number>(coverage.slots)
+  for (let i = 0; i < coverage.slots; i++) {
+    const kw = kws[i]!
+    if (!Number.isFinite(kw)) throw new NeedsShapeError(`available power of slot ${i} is not a finite number`)
+    power[i] = kw
+  }
+  const jalons: JalonBesoin[] = needs.milestones.map((m, i) => ({
+    debut_utc: wireInstant(m.startUtc, `milestone ${i} start`),
+    deadline_utc: wireInstant(m.deadlineUtc, `milestone ${i} deadline`),
+    valeur_kwh: finite(m.energyKwh, `milestone ${i} energy`),
+    puissance_kW: finite(m.powerKw, `milestone ${i} power`),
+  }))
+  return { site, jalons, power }
+}
+
+/** The document of checked needs, without its emission time. */
+export function besoinsOf (checked: CheckedNeeds, coverage: Coverage, emittedBy: string, boundaries: readonly string[] = slotBoundaries(coverage)): BesoinsDraft {
+  const puissance = new Array<PuissanceDisponible>(coverage.slots)
+  for (let i = 0; i < coverage.slots; i++) {
+    puissance[i] = { debut_utc: boundaries[i]!, fin_utc: boundaries[i + 1]!, p_max_kw: checked.power[i]! }
+  }
+  return {
+    schema_version: BESOINS_SCHEMA_VERSION,
+    type: BESOINS_TYPE,
+    emitted_by: emittedBy,
+    target_date: coverage.targetDate,
+    coverage_start_utc: coverage.startUtc,
+    coverage_end_utc: coverage.endUtc,
+    slot_duration_secs: BESOINS_SLOT_SECS,
+    sites: [{ site_id: checked.site.site_id, site_name: checked.site.site_name, jalons_besoin: checked.jalons as JalonBesoin[], puissance_disponible: puissance }],
+  }
+}
+
 /** One site's document for one Paris day (one site per document: the pair is the storage key). */
 export function buildBesoins (args: {
   site: Site
@@ -39,38 +95,7 @@ export function buildBesoins (args: {
   emittedBy: string
   boundaries?: readonly string[]
 }): BesoinsDraft {
-  const { site, needs, coverage } = args
-  // The serializer writes site_id unescaped: only a PRM id may reach it.
-  if (!isPrm(site.site_id)) throw new NeedsShapeError(`site id is not PRM followed by 14 digits: ${String(site.site_id).slice(0, 40)}`)
-  if (typeof site.site_name !== 'string') throw new NeedsShapeError('site name is not a string')
-  const bounds = args.boundaries ?? slotBoundaries(coverage)
-  const power = needs.availablePowerKw
-  // DECISIONS.md "Besoins_Agreges publication": one slot per quarter-hour of the coverage.
-  if (!Array.isArray(power) || power.length !== coverage.slots) {
-    throw new NeedsShapeError(`solver gave ${Array.isArray(power) ? power.length : 'no'} available-power slots, the day has ${coverage.slots}`)
-  }
-  const puissance = new Array<PuissanceDisponible>(coverage.slots)
-  for (let i = 0; i < coverage.slots; i++) {
-    const kw = power[i]!
-    if (!Number.isFinite(kw)) throw new NeedsShapeError(`available power of slot ${i} is not a finite number`)
-    puissance[i] = { debut_utc: bounds[i]!, fin_utc: bounds[i + 1]!, p_max_kw: kw }
-  }
-  const jalons: JalonBesoin[] = needs.milestones.map((m, i) => ({
-    debut_utc: wireInstant(m.startUtc, `milestone ${i} start`),
-    deadline_utc: wireInstant(m.deadlineUtc, `milestone ${i} deadline`),
-    valeur_kwh: finite(m.energyKwh, `milestone ${i} energy`),
-    puissance_kW: finite(m.powerKw, `milestone ${i} power`),
-  }))
-  return {
-    schema_version: BESOINS_SCHEMA_VERSION,
-    type: BESOINS_TYPE,
-    emitted_by: args.emittedBy,
-    target_date: coverage.targetDate,
-    coverage_start_utc: coverage.startUtc,
-    coverage_end_utc: coverage.endUtc,
-    slot_duration_secs: BESOINS_SLOT_SECS,
-    sites: [{ site_id: site.site_id, site_name: site.site_name, jalons_besoin: jalons, puissance_disponible: puissance }],
-  }
+  return besoinsOf(checkNeeds(args.site, args.needs, args.coverage), args.coverage, args.emittedBy, args.boundaries)
 }
 
 /** The draft with its emission time, fields in contract order (the serializer orders them anyway). */

@@ -12,7 +12,7 @@ import { coverageOf, isCalendarDate } from '../contract/paris-day.ts'
 import { isPrm } from '../contract/ids.ts'
 import { serializeBesoinsAgreges } from '../contract/besoins-agreges.ts'
 import type { RevisionDraft, RevisionMeta, Revisions, StagedRevision } from '../store/revisions.ts'
-import { buildBesoins, slotBoundaries, withEmittedAt } from './build-besoins.ts'
+import { besoinsOf, checkNeeds, slotBoundaries, withEmittedAt } from './build-besoins.ts'
 import type { Leadership } from '../store/leadership.ts'
 
 export interface PublisherOptions {
@@ -120,10 +120,11 @@ export function createPublisher (opts: PublisherOptions): Publisher {
           const site = chunk[k]!
           if (r.status === 'rejected') { failures.push({ site, reason: reasonOf(r.reason) }); return }
           try {
-            const draft = buildBesoins({ site, needs: r.value, coverage, emittedBy: o.emittedBy, boundaries })
+            // What the document is made from, not the document: it exists only while rendered.
+            const checked = checkNeeds(site, r.value, coverage)
             drafts.push({
               site, siteId: site.site_id, targetDate: req.targetDate,
-              render: emittedAt => serializeBesoinsAgreges(withEmittedAt(draft, emittedAt)),
+              render: emittedAt => serializeBesoinsAgreges(withEmittedAt(besoinsOf(checked, coverage, o.emittedBy, boundaries), emittedAt)),
             })
           } catch (err) {
             failures.push({ site, reason: reasonOf(err) })

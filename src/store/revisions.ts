@@ -277,37 +277,49 @@ class Stager {
 
   constructor (segments: ReturnType<typeof openSegments>) { this.#segments = segments }
 
-  /** Renders, hashes and appends the bytes (not yet durable). */
+  /**
+   * Renders, hashes and appends the bytes (not yet durable). One document at a time: each
+   * text, and its serializer's pieces, is garbage before the next is rendered, so a
+   * chunk's documents never survive a scavenge together (bench/README.md "A publication's
+   * garbage").
+   */
   prepare (drafts: readonly { draft: RevisionDraft; previousMs: number | undefined }[], nowMs: number): StagedRevision[] {
-    const rendered = drafts.map(({ draft: d, previousMs }) => {
+    const n = drafts.length
+    const stamps = new Array<{ ms: number; iso: string; http: string }>(n)
+    const sizes = new Array<number>(n)
+    const etags = new Array<string>(n)
+    let buf = this.#scratch
+    let at = 0
+    for (let i = 0; i < n; i++) {
+      const { draft: d, previousMs } = drafts[i]!
       const emittedAtMs = nextEmittedAtMs(previousMs, nowMs)
       if (this.#stamp.ms !== emittedAtMs) this.#stamp = { ms: emittedAtMs, iso: formatUtcInstant(emittedAtMs), http: httpDate(emittedAtMs) }
-      const stamp = this.#stamp
+      const stamp = stamps[i] = this.#stamp
       const text = d.render(stamp.iso)
-      return { d, emittedAtMs, iso: stamp.iso, http: stamp.http, text, size: Buffer.byteLength(text) }
-    })
-    const total = rendered.reduce((n, r) => n + r.size, 0)
-    let buf = this.#scratch
-    if (buf.length < total) {
-      buf = Buffer.allocUnsafeSlow(2 ** Math.ceil(Math.log2(total)))
-      if (buf.length <= MAX_SCRATCH_BYTES) this.#scratch = buf
+      // A UTF-16 unit is at most 3 bytes of UTF-8: room for the text without measuring it first.
+      if (buf.length < at + 3 * text.length) buf = grown(buf, at, at + 3 * text.length)
+      const size = buf.write(text, at)
+      etags[i] = etagOf(buf.subarray(at, at + size))
+      sizes[i] = size
+      at += size
     }
-    const etags = new Array<string>(rendered.length)
-    let at = 0
-    for (let i = 0; i < rendered.length; i++) {
-      const r = rendered[i]!
-      buf.write(r.text, at)
-      etags[i] = etagOf(buf.subarray(at, at + r.size))
-      at += r.size
-    }
+    if (buf !== this.#scratch && buf.length <= MAX_SCRATCH_BYTES) this.#scratch = buf
+    const total = at
     let refs: SegmentRef[]
-    try { refs = this.#segments.append(buf.subarray(0, total), rendered.map(r => r.size), nowMs) } catch (err) { throw storeUnavailable(err) }
-    return rendered.map((r, i) => ({
-      draft: r.d,
+    try { refs = this.#segments.append(buf.subarray(0, total), sizes, nowMs) } catch (err) { throw storeUnavailable(err) }
+    return drafts.map(({ draft: d }, i) => ({
+      draft: d,
       meta: {
-        siteId: r.d.siteId, targetDate: r.d.targetDate, emittedAt: r.iso, emittedAtMs: r.emittedAtMs,
-        etag: etags[i]!, lastModified: r.http, size: r.size, segment: refs[i]!.segment, offset: refs[i]!.offset,
+        siteId: d.siteId, targetDate: d.targetDate, emittedAt: stamps[i]!.iso, emittedAtMs: stamps[i]!.ms,
+        etag: etags[i]!, lastModified: stamps[i]!.http, size: sizes[i]!, segment: refs[i]!.segment, offset: refs[i]!.offset,
       },
     }))
   }
+}
+
+/** A buffer of at least `need` bytes (a power of two) holding `buf`'s first `used` bytes. */
+function grown (buf: Buffer, used: number, need: number): Buffer<ArrayBuffer> {
+  const next = Buffer.allocUnsafeSlow(2 ** Math.ceil(Math.log2(need)))
+  buf.copy(next, 0, 0, used)
+  return next
 }

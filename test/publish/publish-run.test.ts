@@ -132,6 +132,44 @@ t.test('runs never overlap: a second run waits for the first; an identical reque
   t.equal(solver.calls.length, 20)
 })
 
+t.test('a revision committed by another writer between a site\'s turn and its commit: that document is rendered again with a later emitted_at, from the needs as the solver gave them then', async t => {
+  const given: number[][] = []
+  const solver = fakeSolver(3, async (siteId) => {
+    const kw = new Array<number>(96).fill(Number(siteId.slice(3)))
+    given.push(kw)
+    return { milestones: [], availablePowerKw: kw }
+  })
+  const store = openStore(join(t.testdir(), 'store'))
+  t.teardown(() => store.close())
+  const revisions = openRevisions(store, { retentionDays: 90 })
+  const raced = {
+    ...revisions,
+    async commit (staged: Parameters<typeof revisions.commit>[0], nowMs: number) {
+      // The solver moves on and reuses its arrays; another writer (a second instance,
+      // the CLI) publishes the first site in between.
+      for (const kw of given) kw.fill(-1)
+      await revisions.publish([{ siteId: prm(1), targetDate: DAY, render: at => JSON.stringify({ other: true, emitted_at: at }) }], nowMs)
+      return revisions.commit(staged, nowMs)
+    },
+  }
+  const publisher = createPublisher({
+    solver, revisions: raced, log: capture(), emittedBy: 'epx-test', chunkSize: 3,
+    clock: { now: () => new Date('2026-11-21T07:00:00Z') },
+  })
+  t.teardown(() => publisher.close())
+  const report = await publisher.publish({ targetDate: DAY })
+  t.same(report.failed, [])
+  t.same(report.published.map(p => p.emittedAt), ['2026-11-21T07:00:01Z', '2026-11-21T07:00:00Z', '2026-11-21T07:00:00Z'],
+    'the first site\'s revision comes after the other writer\'s')
+  for (const i of [1, 2, 3]) {
+    const latest = revisions.latest(prm(i), DAY)!
+    const doc = JSON.parse(revisions.bytesOf(latest)!.toString())
+    t.equal(doc.emitted_at, latest.emittedAt, `${prm(i)}: the document says its revision's emitted_at`)
+    t.same(new Set(doc.sites[0].puissance_disponible.map((s: { p_max_kw: number }) => s.p_max_kw)), new Set([i]), `${prm(i)}: its own powers`)
+  }
+  t.equal(revisions.list(prm(1), DAY).length, 2, 'the other writer\'s revision is kept as the older one')
+})
+
 t.test('a store failure fails the chunk it hit; its sites are retried like any failed site', async t => {
   const { store, publisher, revisions } = setup(t, fakeSolver(6), 2)
   store.faults.failWriteAfter = 2   // the second chunk's transaction fails once
