@@ -70,7 +70,7 @@ export interface Specials {
     readonly restarted?: RssReading & {
       /**
        * The same process read again `SETTLE_MS` later: V8 gives back the young generation
-       * the publication grew once allocation has been low for a few seconds.
+       * (grown at the start, filled by the publication) once allocation has been low for a few seconds.
        */
       readonly settled?: RssReading
     }
