@@ -27,6 +27,7 @@ export interface RunSpec {
   readonly warmupMs: number
   readonly durationMs: number
   readonly maxRequests: number
+  readonly targets?: ReadonlyArray<{ readonly path: string; readonly etag?: string }>
 }
 
 export interface LoadResult {
@@ -73,6 +74,7 @@ interface Tally {
 }
 
 async function drive (s: RunSpec, untilMs: number, max: number, record: boolean): Promise<Tally> {
+  const targets = s.targets?.map(tg => ({ path: tg.path, headers: tg.etag ? { ...s.headers, 'if-none-match': tg.etag } : s.headers }))
   const t: Tally = { latencies: [], errors: 0, unexpected: {}, bytes: 0, done: 0 }
   let issued = 0
   const worker = async () => {
@@ -80,7 +82,8 @@ async function drive (s: RunSpec, untilMs: number, max: number, record: boolean)
       issued++
       const t0 = performance.now()
       try {
-        const res = await pool!.request({ path: s.path, method: s.method, headers: s.headers, body })
+        const tg = targets ? targets[issued % targets.length]! : undefined
+        const res = await pool!.request({ path: tg ? tg.path : s.path, method: s.method, headers: tg ? tg.headers : s.headers, body })
         const bytes = Buffer.from(await res.body.arrayBuffer())
         const ms = performance.now() - t0
         t.done++

@@ -40,6 +40,13 @@ export interface Specials {
   }
   readonly largeProgrammeError?: string
   /**
+   * After the publication: GET 304 of every site in turn, each with its ETag (as a BSP
+   * polls), against one site again and again, in pairs of windows: E's CPU per request of
+   * each, and their ratio per round.
+   */
+  readonly polling?: { readonly sites: number; readonly ratios: number[]; readonly oneCpuPerReqUs: number; readonly everyCpuPerReqUs: number }
+  readonly pollingError?: string
+  /**
    * A whole day of meter values of every site handed to `reportMetering` at once, a few
    * times (the longest stall of the solver's loop over all of them), then GET realise of
    * that day and GET besoins-agreges in pairs of windows, rounds apart, the pair's order
@@ -139,14 +146,57 @@ export async function measureSpecials (i: SpecialsInput): Promise<Specials> {
     const ready = await e.next('ready', 120_000)
     const secrets = ready.secrets as { inbound: string; outbound: string; realise: string }
     const baseline = reading(await e.ask({ type: 'rss' }, 'rss', 30_000))
-    const publish = async (targetDate: string): Promise<PublicationRun & { firstFailure?: string; rssAnonMB: number; rssFileMB: number }> => {
-      const r = await e.ask({ type: 'publish', targetDate }, 'published', 300_000)
+    const publish = async (targetDate: string, etags = false): Promise<PublicationRun & { firstFailure?: string; rssAnonMB: number; rssFileMB: number; etags?: Array<[string, string]> }> => {
+      const r = await e.ask({ type: 'publish', targetDate, etags }, 'published', 300_000)
       return {
+        ...(etags ? { etags: r.etags as Array<[string, string]> } : {}),
         rssAnonMB: Number(r.rssAnon) / 2 ** 20, rssFileMB: Number(r.rssFile) / 2 ** 20,
         wallMs: Number(r.wallMs), cpuMs: Number(r.cpuUs) / 1000, maxStallMs: Number(r.maxStallMs),
         published: Number(r.published), failed: Number(r.failed),
         firstFailure: r.firstFailure === undefined ? undefined : String(r.firstFailure),
       }
+    }
+
+    /**
+     * GET 304 as a BSP polls: every site in turn, each with its ETag, against one site
+     * polled again and again; paired windows, the order alternated, E's CPU per request.
+     */
+    const pollEverySite = async (etags: ReadonlyArray<[string, string]>): Promise<NonNullable<Specials['polling']>> => {
+      const every = etags.map(([site, etag]) => ({ path: `${OUTBOUND_PATH}?site_id=${site}&target_date=${i.targetDate}`, etag }))
+      if (every.length < PUBLICATION_SITES) throw new Error(`${every.length} sites published, not ${PUBLICATION_SITES}`)
+      // The first pair warms up longer: the JIT settles on the paths a poller of every site takes.
+      const cpuPer304 = async (label: string, targets: typeof every, first: boolean): Promise<number> => {
+        const spec: RunSpec = {
+          type: 'run', origin: `https://127.0.0.1:${Number(ready.port)}`, tls: i.tls, connections: 8,
+          method: 'GET', path: targets[0]!.path, headers: { authorization: `Bearer ${secrets.outbound}` }, expect: 304,
+          warmupMs: (i.quick ? 300 : 1000) * (first ? 3 : 1), durationMs: i.quick ? 1000 : 2000, maxRequests: 3_000_000, targets,
+        }
+        await i.load.ask(spec, 'warmed', 30_000)
+        await e.ask({ type: 'start', label }, 'started', 10_000)
+        const r = await i.load.ask({ type: 'go' }, 'result', 60_000) as unknown as LoadResult
+        const w = await e.ask({ type: 'stop' }, 'window', 10_000)
+        await i.load.ask({ type: 'close' }, 'closed', 15_000).catch(() => {})
+        if (r.errors || Object.keys(r.unexpected).length) throw new Error(r.firstUnexpected ?? r.firstError ?? 'errors')
+        return (Number(w.cpuUserUs) + Number(w.cpuSystemUs)) / servedIn(w as { requests?: unknown }, r)
+      }
+      const ratios: number[] = []
+      const oneUs: number[] = []
+      const everyUs: number[] = []
+      for (let round = 0; round < (i.quick ? 1 : 3); round++) {
+        const pair: Array<[string, () => Promise<number>]> = [
+          ['one', () => cpuPer304('GET 304, one site', every.slice(0, 1), round === 0)],
+          ['every', () => cpuPer304(`GET 304, ${every.length} sites in turn`, every, round === 0)],
+        ]
+        if (round % 2) pair.reverse()
+        const got: Record<string, number> = {}
+        for (const [name, run] of pair) got[name] = await run()
+        ratios.push(got.every! / got.one!)
+        oneUs.push(got.one!)
+        everyUs.push(got.every!)
+        process.stderr.write(`  GET 304 of ${every.length} sites in turn ${got.every!.toFixed(1)} µs of CPU per request, of one site ${got.one!.toFixed(1)} µs: ${ratios.at(-1)!.toFixed(2)} × (load ${loadavg()[0]!.toFixed(1)})\n`)
+      }
+      const median = (v: number[]) => [...v].sort((a, b) => a - b)[v.length >> 1]!
+      return { sites: every.length, ratios, oneCpuPerReqUs: median(oneUs), everyCpuPerReqUs: median(everyUs) }
     }
 
     const parts: readonly string[] = i.parts ?? SPECIAL_PARTS
@@ -155,13 +205,18 @@ export async function measureSpecials (i: SpecialsInput): Promise<Specials> {
     if (wanted('publication')) try {
       const runs: PublicationRun[] = []
       let firstFailure: string | undefined
-      for (let n = 0; n < (i.quick ? 1 : 3); n++) {
-        const r = await publish(i.targetDate)
+      let etags: Array<[string, string]> = []
+      for (let n = 0, times = i.quick ? 1 : 3; n < times; n++) {
+        const r = await publish(i.targetDate, n === times - 1)
+        etags = r.etags ?? []
         firstFailure ??= r.firstFailure
         runs.push({ wallMs: r.wallMs, cpuMs: r.cpuMs, maxStallMs: r.maxStallMs, published: r.published, failed: r.failed })
         process.stderr.write(`  publication of ${PUBLICATION_SITES} sites: ${r.wallMs.toFixed(0)} ms, longest stall ${r.maxStallMs.toFixed(1)} ms\n`)
       }
       out.publication = { sites: PUBLICATION_SITES, runs, firstFailure }
+      if (!firstFailure) {
+        try { out.polling = await pollEverySite(etags) } catch (err) { out.pollingError = msg(err) }
+      }
     } catch (err) { out.publicationError = msg(err) }
 
     // 2. A 1,000-site programme (~8.7 MB) received while the event loop is watched.

@@ -127,6 +127,10 @@ export function targetsOf (i: SummaryInput): Target[] {
       sp?.metering?.realiseRatios?.length
         ? `${sp.metering.realiseCpuPerReqUs!.toFixed(0)} µs (${sp.metering.realiseBytes!.toFixed(0)} B) against ${sp.metering.besoinsCpuPerReqUs!.toFixed(0)} µs (${sp.metering.besoinsBytes!.toFixed(0)} B), paired windows in E`
         : why(sp?.meteringError ?? (sp?.metering ? 'no publication to compare with (--special without publication)' : undefined))),
+    // A BSP polls every site it holds, not one: what that adds is epx's (its caches, the receipts per site).
+    roundsTarget(`GET 304 of ${PUBLICATION_SITES.toLocaleString('en')} sites in turn: CPU/request ÷ one site's`, 1.3, '×', sp?.polling?.ratios ?? [], '≤ 1.3 × one site',
+      sp?.polling ? `${sp.polling.everyCpuPerReqUs.toFixed(1)} µs against ${sp.polling.oneCpuPerReqUs.toFixed(1)} µs, paired windows in E, each site with its ETag`
+        : why(sp?.pollingError ?? sp?.publicationError)),
     valueTarget(`RSS, ${PUBLICATION_SITES.toLocaleString('en')} sites × ${HISTORY_DAYS} days stored`, 150, 'MB',
       // The steady state over the stored history (a restart, then one daily run); the
       // figure of the process that wrote all 30 days is printed beside it.

@@ -183,6 +183,7 @@ async function main (): Promise<void> {
       send({
         type: 'published', startedAtMs, wallMs: w.wallMs, cpuUs: w.cpuUserUs + w.cpuSystemUs, maxStallMs: w.maxStallMs, delay: w.delay,
         published: report.published.length, failed: report.failed.length, firstFailure: report.failed[0]?.reason,
+        ...(msg.etags === true ? { etags: report.published.map(p => [p.siteId, p.etag]) } : {}),
         rss: process.memoryUsage.rss(), ...linuxRss(),
       })
     } else if (msg.type === 'metering') {

@@ -72,14 +72,14 @@ export function outboundRoute (deps: OutboundDeps): Route {
  * `invalid_params` by the door.
  */
 function readQuery (target: string, ctx: RequestContext): Pair {
-  // A BSP polls the same few targets: a valid one is parsed once (the answer depends on
-  // the target string alone).
+  // A BSP polls its sites again and again: a valid target is parsed once (the answer
+  // depends on the target string alone), as many as the revisions' cache holds.
   return validQueries.getOrCompute(target, parseQuery, ctx)
 }
 
 /** A valid query; `key` (`pairKeyOf`) is made once with it, not at each of its requests. */
 interface Pair { readonly siteId: string; readonly targetDate: string; readonly key: string }
-const validQueries = new BoundedCache<string, Pair>(1024)
+const validQueries = new BoundedCache<string, Pair>(16_384)
 
 function parseQuery (target: string, ctx: RequestContext): Pair {
   const q = ctx.url.searchParams

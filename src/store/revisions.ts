@@ -55,8 +55,12 @@ export type Stored = Omit<RevisionMeta, 'siteId' | 'targetDate'>
 const MAX_MS = 8.64e15   // the last instant a Date can hold: end of a pair's key range
 /** Largest encoding buffer kept between chunks (a chunk of 64 documents needs ~1 MiB). */
 const MAX_SCRATCH_BYTES = 4 * 2 ** 20
-/** Pairs whose latest revision (or its absence) is kept in memory between publications. */
-const MAX_CACHED_PAIRS = 4096
+/**
+ * Pairs whose latest revision (or its absence) is kept in memory between publications:
+ * a BSP polls each of its sites, so the cache holds a deployment's sites for tomorrow and
+ * today, or every poll misses it (bench/README.md "A BSP that polls every site").
+ */
+const MAX_CACHED_PAIRS = 16_384
 
 /** `W/"` + 160 bits of the SHA-256 of the bytes in base64url + `"`. */
 export function etagOf (bytes: Uint8Array): string {
