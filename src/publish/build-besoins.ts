@@ -35,8 +35,8 @@ export function slotBoundaries (coverage: Coverage): readonly string[] {
  * A site's needs once checked: what its document is made from, kept by a publication run
  * from the site's turn until its commit (and read again only if a commit must re-render
  * it): a copy of the powers (the solver may reuse its arrays) and the milestones in
- * wire form, ~1 KB, where the document's objects are ~7 KB (bench/README.md "A
- * publication's garbage").
+ * wire form, ~1 KB, where the document's objects are ~7 KB
+ * (bench/README.md#a-publications-garbage).
  */
 export interface CheckedNeeds {
   readonly site: Site

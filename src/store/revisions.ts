@@ -58,7 +58,7 @@ const MAX_SCRATCH_BYTES = 4 * 2 ** 20
 /**
  * Pairs whose latest revision (or its absence) is kept in memory between publications:
  * a BSP polls each of its sites, so the cache holds a deployment's sites for tomorrow and
- * today, or every poll misses it (bench/README.md "A BSP that polls every site").
+ * today, or every poll misses it (bench/README.md#a-bsp-that-polls-every-site).
  */
 const MAX_CACHED_PAIRS = 16_384
 
@@ -284,8 +284,7 @@ class Stager {
   /**
    * Renders, hashes and appends the bytes (not yet durable). One document at a time: each
    * text, and its serializer's pieces, is garbage before the next is rendered, so a
-   * chunk's documents never survive a scavenge together (bench/README.md "A publication's
-   * garbage").
+   * chunk's documents never survive a scavenge together (bench/README.md#a-publications-garbage).
    */
   prepare (drafts: readonly { draft: RevisionDraft; previousMs: number | undefined }[], nowMs: number): StagedRevision[] {
     const n = drafts.length
