@@ -145,6 +145,16 @@ export async function measureSpecials (i: SpecialsInput): Promise<Specials> {
   try {
     const ready = await e.next('ready', 120_000)
     const secrets = ready.secrets as { inbound: string; outbound: string; realise: string }
+    /** One window of GETs on E: its CPU per answer (the door answers in its worker thread, where the harness's counter cannot hear: the load's count then). */
+    const cpuPerAnswer = async (label: string, spec: RunSpec): Promise<{ us: number; bytes: number }> => {
+      await i.load.ask(spec, 'warmed', 30_000)
+      await e.ask({ type: 'start', label }, 'started', 10_000)
+      const r = await i.load.ask({ type: 'go' }, 'result', 60_000) as unknown as LoadResult
+      const w = await e.ask({ type: 'stop' }, 'window', 10_000)
+      await i.load.ask({ type: 'close' }, 'closed', 15_000).catch(() => {})
+      if (r.errors || Object.keys(r.unexpected).length) throw new Error(r.firstUnexpected ?? r.firstError ?? 'errors')
+      return { us: (Number(w.cpuUserUs) + Number(w.cpuSystemUs)) / servedIn(w as { requests?: unknown }, r), bytes: r.bytesPerResponse }
+    }
     const baseline = reading(await e.ask({ type: 'rss' }, 'rss', 30_000))
     const publish = async (targetDate: string, etags = false): Promise<PublicationRun & { firstFailure?: string; rssAnonMB: number; rssFileMB: number; etags?: Array<[string, string]> }> => {
       const r = await e.ask({ type: 'publish', targetDate, etags }, 'published', 300_000)
@@ -165,20 +175,11 @@ export async function measureSpecials (i: SpecialsInput): Promise<Specials> {
       const every = etags.map(([site, etag]) => ({ path: `${OUTBOUND_PATH}?site_id=${site}&target_date=${i.targetDate}`, etag }))
       if (every.length < PUBLICATION_SITES) throw new Error(`${every.length} sites published, not ${PUBLICATION_SITES}`)
       // The first pair warms up longer: the JIT settles on the paths a poller of every site takes.
-      const cpuPer304 = async (label: string, targets: typeof every, first: boolean): Promise<number> => {
-        const spec: RunSpec = {
-          type: 'run', origin: `https://127.0.0.1:${Number(ready.port)}`, tls: i.tls, connections: 8,
-          method: 'GET', path: targets[0]!.path, headers: { authorization: `Bearer ${secrets.outbound}` }, expect: 304,
-          warmupMs: (i.quick ? 300 : 1000) * (first ? 3 : 1), durationMs: i.quick ? 1000 : 2000, maxRequests: 3_000_000, targets,
-        }
-        await i.load.ask(spec, 'warmed', 30_000)
-        await e.ask({ type: 'start', label }, 'started', 10_000)
-        const r = await i.load.ask({ type: 'go' }, 'result', 60_000) as unknown as LoadResult
-        const w = await e.ask({ type: 'stop' }, 'window', 10_000)
-        await i.load.ask({ type: 'close' }, 'closed', 15_000).catch(() => {})
-        if (r.errors || Object.keys(r.unexpected).length) throw new Error(r.firstUnexpected ?? r.firstError ?? 'errors')
-        return (Number(w.cpuUserUs) + Number(w.cpuSystemUs)) / servedIn(w as { requests?: unknown }, r)
-      }
+      const cpuPer304 = async (label: string, targets: typeof every, first: boolean): Promise<number> => (await cpuPerAnswer(label, {
+        type: 'run', origin: `https://127.0.0.1:${Number(ready.port)}`, tls: i.tls, connections: 8,
+        method: 'GET', path: targets[0]!.path, headers: { authorization: `Bearer ${secrets.outbound}` }, expect: 304,
+        warmupMs: (i.quick ? 300 : 1000) * (first ? 3 : 1), durationMs: i.quick ? 1000 : 2000, maxRequests: 3_000_000, targets,
+      })).us
       const ratios: number[] = []
       const oneUs: number[] = []
       const everyUs: number[] = []
@@ -265,21 +266,11 @@ export async function measureSpecials (i: SpecialsInput): Promise<Specials> {
       out.metering = metering
       if (out.publication) {
         const site = 'PRM30000000000001'
-        const cpuPerGet = async (label: string, path: string, token: string): Promise<{ us: number; bytes: number }> => {
-          const spec: RunSpec = {
-            type: 'run', origin: `https://127.0.0.1:${Number(ready.port)}`, tls: i.tls, connections: 4,
-            method: 'GET', path, headers: { authorization: `Bearer ${token}` }, expect: 200,
-            warmupMs: i.quick ? 300 : 1000, durationMs: i.quick ? 1500 : 3000, maxRequests: 300_000,
-          }
-          await i.load.ask(spec, 'warmed', 30_000)
-          await e.ask({ type: 'start', label }, 'started', 10_000)
-          const r = await i.load.ask({ type: 'go' }, 'result', 60_000) as unknown as LoadResult
-          const w = await e.ask({ type: 'stop' }, 'window', 10_000)
-          await i.load.ask({ type: 'close' }, 'closed', 15_000).catch(() => {})
-          if (r.errors || Object.keys(r.unexpected).length) throw new Error(r.firstUnexpected ?? r.firstError ?? 'errors')
-          // The door answers in its worker thread, where the harness's counter cannot hear: the load's count then.
-          return { us: (Number(w.cpuUserUs) + Number(w.cpuSystemUs)) / servedIn(w as { requests?: unknown }, r), bytes: r.bytesPerResponse }
-        }
+        const cpuPerGet = (label: string, path: string, token: string) => cpuPerAnswer(label, {
+          type: 'run', origin: `https://127.0.0.1:${Number(ready.port)}`, tls: i.tls, connections: 4,
+          method: 'GET', path, headers: { authorization: `Bearer ${token}` }, expect: 200,
+          warmupMs: i.quick ? 300 : 1000, durationMs: i.quick ? 1500 : 3000, maxRequests: 300_000,
+        })
         // A Besoins_Agreges of the realise answer's size (bench/servers/epx.ts pads that site's).
         const besoinsPath = `${OUTBOUND_PATH}?site_id=${SAME_SIZE_SITE}&target_date=${i.targetDate}`
         const realisePath = `${REALISE_PATH}?site_id=${site}&target_date=${String(m.targetDate)}`
