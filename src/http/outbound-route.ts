@@ -11,7 +11,7 @@ import { BoundedCache } from '../bounded-cache.ts'
 import { isPrm } from '../contract/ids.ts'
 import { isCalendarDate } from '../contract/paris-day.ts'
 import { inPerimeter } from '../auth/tenancy.ts'
-import { pairKeyOf, type Revisions } from '../store/revisions.ts'
+import { LATEST_CACHED_PAIRS, pairKeyOf, type Revisions } from '../store/revisions.ts'
 import type { Deliveries } from '../store/deliveries.ts'
 import { isNotModified } from './conditional.ts'
 import { NOSNIFF, OUTBOUND_PATH, type RequestContext, type Route } from './route.ts'
@@ -73,13 +73,13 @@ export function outboundRoute (deps: OutboundDeps): Route {
  */
 function readQuery (target: string, ctx: RequestContext): Pair {
   // A BSP polls its sites again and again: a valid target is parsed once (the answer
-  // depends on the target string alone), as many as the revisions' cache holds.
+  // depends on the target string alone), as many as the latest revisions' cache holds.
   return validQueries.getOrCompute(target, parseQuery, ctx)
 }
 
 /** A valid query; `key` (`pairKeyOf`) is made once with it, not at each of its requests. */
 interface Pair { readonly siteId: string; readonly targetDate: string; readonly key: string }
-const validQueries = new BoundedCache<string, Pair>(16_384)
+const validQueries = new BoundedCache<string, Pair>(LATEST_CACHED_PAIRS)
 
 function parseQuery (target: string, ctx: RequestContext): Pair {
   const q = ctx.url.searchParams

@@ -40,7 +40,7 @@ export function slotBoundaries (coverage: Coverage): readonly string[] {
  */
 export interface CheckedNeeds {
   readonly site: Site
-  readonly jalons: readonly JalonBesoin[]
+  readonly jalons: JalonBesoin[]
   readonly power: readonly number[]
 }
 
@@ -83,7 +83,7 @@ export function besoinsOf (checked: CheckedNeeds, coverage: Coverage, emittedBy:
     coverage_start_utc: coverage.startUtc,
     coverage_end_utc: coverage.endUtc,
     slot_duration_secs: BESOINS_SLOT_SECS,
-    sites: [{ site_id: checked.site.site_id, site_name: checked.site.site_name, jalons_besoin: checked.jalons as JalonBesoin[], puissance_disponible: puissance }],
+    sites: [{ site_id: checked.site.site_id, site_name: checked.site.site_name, jalons_besoin: checked.jalons, puissance_disponible: puissance }],
   }
 }
 

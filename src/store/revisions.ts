@@ -60,7 +60,7 @@ const MAX_SCRATCH_BYTES = 4 * 2 ** 20
  * a BSP polls each of its sites, so the cache holds a deployment's sites for tomorrow and
  * today, or every poll misses it (bench/README.md#a-bsp-that-polls-every-site).
  */
-const MAX_CACHED_PAIRS = 16_384
+export const LATEST_CACHED_PAIRS = 16_384
 
 /** `W/"` + 160 bits of the SHA-256 of the bytes in base64url + `"`. */
 export function etagOf (bytes: Uint8Array): string {
@@ -152,7 +152,7 @@ export function openRevisions (store: Store, opts: { retentionDays: number }): R
   // generation moves, which every write of the latest index bumps (this process's, the
   // CLI's). A hit costs one small read instead of a read and a decode (bench/README.md#where-the-doors-thread-spends-a-get).
   const generation = openGeneration(store)
-  const cached = new BoundedCache<string, RevisionMeta | null>(MAX_CACHED_PAIRS)
+  const cached = new BoundedCache<string, RevisionMeta | null>(LATEST_CACHED_PAIRS)
   let cachedGeneration = -1
   const stored = ({ siteId: _s, targetDate: _d, ...v }: RevisionMeta): Stored => v
   /** A cache miss of `latest`: the key is the target date followed by the site id. */
@@ -307,9 +307,8 @@ class Stager {
       at += size
     }
     if (buf !== this.#scratch && buf.length <= MAX_SCRATCH_BYTES) this.#scratch = buf
-    const total = at
     let refs: SegmentRef[]
-    try { refs = this.#segments.append(buf.subarray(0, total), sizes, nowMs) } catch (err) { throw storeUnavailable(err) }
+    try { refs = this.#segments.append(buf.subarray(0, at), sizes, nowMs) } catch (err) { throw storeUnavailable(err) }
     return drafts.map(({ draft: d }, i) => ({
       draft: d,
       meta: {
