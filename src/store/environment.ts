@@ -52,7 +52,7 @@ export interface Environment {
    * next encoding, or later records would point at a shape that was never written.
    */
   forgetUnsavedStructures(): void
-  /** `Store.fresh`: this thread's read snapshot brought up to every commit of this process. */
+  /** `Store.fresh`: this thread's read snapshot brought up to every commit of this process, and to other processes' of more than a millisecond ago. */
   fresh(): void
   close(): Promise<void>
 }
@@ -66,6 +66,13 @@ export interface Environment {
  * environment), and a thread that sees the count moved renews its snapshot.
  */
 const COMMITS_KEY = 'epx:commits'
+/**
+ * Another process's commits (the CLI's) move no count here: a snapshot older than this is
+ * renewed at `fresh()` whatever the count, so a thread that lmdb-js's timer did not reach
+ * (a thread kept off its core, at nice 10 on a busy machine) does not answer from before a
+ * CLI's revocation or suspension, which apply from the next request on (docs/cli.md).
+ */
+const SNAPSHOT_MAX_AGE_MS = 1
 
 export function openEnvironment (path: string, opts: EnvironmentOptions = {}): Environment {
   try {
@@ -99,6 +106,7 @@ export function openEnvironment (path: string, opts: EnvironmentOptions = {}): E
   const commits = new Int32Array(shared.call(root, COMMITS_KEY, new ArrayBuffer(4), { envKey: true }))
   root.on('aftercommit', () => { Atomics.add(commits, 0, 1) })
   let seen = Atomics.load(commits, 0)
+  let renewedAt = performance.now()
   const faults: StoreFaults = opts.faults ?? {}
   const dbs = new Map<string, Database<any, any>>()
   const handles = new Map<string, StoreDb<any>>()
@@ -135,8 +143,10 @@ export function openEnvironment (path: string, opts: EnvironmentOptions = {}): E
     },
     fresh () {
       const count = Atomics.load(commits, 0)
-      if (count !== seen) {
+      const now = performance.now()
+      if (count !== seen || now - renewedAt > SNAPSHOT_MAX_AGE_MS) {
         seen = count
+        renewedAt = now
         root.resetReadTxn()
       }
     },

@@ -9,6 +9,7 @@
 import t, { type Test } from 'tap'
 import { createRequire } from 'node:module'
 import { Worker } from 'node:worker_threads'
+import { execFileSync } from 'node:child_process'
 import { openStore, type Store } from '../../src/store/open-store.ts'
 import { openEventBell } from '../../src/store/event-bell.ts'
 import { until } from '../helpers/eventually.ts'
@@ -108,4 +109,26 @@ t.test('without fresh(), a thread that read just before another thread\'s durabl
 
 t.test('fresh(): a thread reads what another thread of the process has committed, whenever it last read', async t => {
   t.same(await readAcrossDurableWrite(t, true), { first: 'before', second: 'after' })
+})
+
+/**
+ * The CLI's case: another process commits (a revocation, a suspension) while this thread's
+ * turn goes on, so lmdb-js's timer has not renewed the snapshot this thread read from. Its
+ * commit moves no count of this process; the snapshot's age renews it.
+ */
+t.test('fresh(): a thread reads what another process committed, once its snapshot is more than a millisecond old', async t => {
+  const path = t.testdir()
+  const store = openStore(path)
+  t.teardown(() => store.close())
+  const db = store.db<Buffer>('latest-test', { binary: true })
+  await store.writeDurable(() => db.putSync('k', Buffer.from('before')))
+  await new Promise(resolve => setTimeout(resolve, 5))   // a turn of its own: the write's own reset is past
+  store.fresh()
+  t.equal(db.get('k')?.toString(), 'before', 'the first read, which takes the turn\'s snapshot')
+  // Blocks this turn: lmdb-js's timer cannot renew the snapshot meanwhile.
+  execFileSync(process.execPath, ['-e', WRITER.replace("require('node:worker_threads')", `({ workerData: ${JSON.stringify({ path, lmdb: createRequire(import.meta.url).resolve('lmdb') })} })`)
+    .replace(/^.*flag.*$/gm, '')])
+  t.equal(db.get('k')?.toString(), 'before', 'without fresh(), the same turn reads its snapshot still')
+  store.fresh()
+  t.equal(db.get('k')?.toString(), 'after', 'after fresh(), the other process\'s commit')
 })
