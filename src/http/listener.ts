@@ -29,6 +29,7 @@ import { keepTickObjects } from './tick-objects.ts'
 import { budgetKindOf, createRateLimiter, type Bucket } from './rate-limit.ts'
 import { EpxError } from '../errors.ts'
 import { createReadSummary, isSummarizedRead } from './read-summary.ts'
+import { InFlight } from './in-flight.ts'
 
 export interface ListenApiOptions {
   readonly config: Readonly<EpxConfig>
@@ -73,6 +74,10 @@ interface RequestState {
   failure: unknown
   /** Its log line is written (when its handler ended it, or when it closed). */
   told: boolean
+  /** Its response, and its neighbours in the listener's requests in flight. */
+  readonly res: ServerResponse
+  prev: RequestState | undefined
+  next: RequestState | undefined
 }
 // load-bearing: GET 200, GET 304 and POST rows, no closure per request; no figure of its own (bench/README.md#where-the-doors-thread-spends-a-get)
 const STATE = Symbol('epx request state')
@@ -124,7 +129,7 @@ export async function listenApi (opts: ListenApiOptions): Promise<ApiListener> {
   server.on('error', (err: Error) => log.error({ err }, 'api listener error'))
 
   // Responses in progress: close() asks them to end their connection when done.
-  const inflight = new Set<ServerResponse>()
+  const inflight = new InFlight<RequestState>()
 
   /**
    * The store generation, read once per turn of the loop: lmdb-js reads a turn's gets from
@@ -161,9 +166,9 @@ export async function listenApi (opts: ListenApiOptions): Promise<ApiListener> {
     return l
   }
 
-  /** Ends a request: leaves the in-flight set and is told (if its handler did not end it). */
+  /** Ends a request: leaves the requests in flight and is told (if its handler did not end it). */
   function onClose (this: ServerResponse): void {
-    inflight.delete(this)
+    inflight.delete((this as Tracked)[STATE]!)
     tell(this, true)
   }
   function onEnd (this: ServerResponse): void { tell(this, false) }
@@ -201,13 +206,14 @@ export async function listenApi (opts: ListenApiOptions): Promise<ApiListener> {
     const state: RequestState = {
       started: performance.now(), method: req.method ?? '', target: req.url ?? '',
       caller: undefined, route: undefined, door: undefined, bucket: undefined, code: undefined, failed: false, failure: undefined, told: false,
+      res, prev: undefined, next: undefined,
     }
     ;(res as Tracked)[STATE] = state
     ;(res as ApiResponse)[ON_END] = onEnd
     // node 20 writes Connection: close on a connection's last allowed request
     // (maxRequestsPerSocket) but keeps it open until keepAliveTimeout; this closes it.
     if ((res as { maxRequestsOnConnectionReached?: boolean }).maxRequestsOnConnectionReached) res.shouldKeepAlive = false
-    inflight.add(res)
+    inflight.add(state)
     res.on('close', onClose)   // 'close' is emitted once: no `once` wrapper needed
     if (closing) closeWhenDone(res)
     try {
@@ -289,7 +295,7 @@ export async function listenApi (opts: ListenApiOptions): Promise<ApiListener> {
       const cut = setTimeout(() => { for (const s of sockets) s.destroy() }, CLOSE_GRACE_MS)
       server.close(() => { clearTimeout(cut); reads?.close(); afterHandlesReleased(resolve) })
       server.closeIdleConnections()
-      for (const res of inflight) closeWhenDone(res)
+      for (const { res } of inflight.now()) closeWhenDone(res)
     })
     return closing
   }

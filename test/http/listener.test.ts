@@ -100,6 +100,25 @@ t.test('close() lets an in-flight request finish before the server is gone', asy
   t.match(await done, /^HTTP\/1\.1 200[\s\S]*late but whole$/)
 })
 
+t.test('close() asks every request in flight to end its connection: each answer says Connection: close', async t => {
+  let release!: () => void
+  const gate = new Promise<void>(r => { release = r })
+  let inside = 0
+  let allInside!: () => void
+  const entered = new Promise<void>(r => { allInside = r })
+  const l = await startListener(t, { routes: [route({ GET: async (_q, res) => { if (++inside === 3) allInside(); await gate; res.end('done') } })] })
+  const sockets = await Promise.all([connectTls(l.api.url), connectTls(l.api.url), connectTls(l.api.url)])
+  const answers = sockets.map(s => closed(s))
+  for (const s of sockets) s.write(`GET ${OUTBOUND_PATH} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${l.secret}\r\n\r\n`)
+  await entered
+  const started = Date.now()
+  const closing = l.api.close()
+  release()
+  await closing
+  for (const answer of await Promise.all(answers)) t.match(answer, /^HTTP\/1\.1 200[\s\S]*\r\nConnection: close\r\n[\s\S]*done$/i)
+  t.ok(Date.now() - started < 900, 'each connection ends with its answer, not at the grace period\'s cut')
+})
+
 t.test('the url is https://<host>:<actual port>', async t => {
   const l = await startListener(t)
   t.match(l.api.url.href, /^https:\/\/127\.0\.0\.1:\d+\/$/)
