@@ -229,8 +229,12 @@ export function eventsOut (post: (m: EventsMessage, transfer?: ArrayBuffer[]) =>
     written.clear()
     for (const a of attempts.values()) parts.push(JSON.stringify([R.EVENT, { e: 'webhookAttempts', ...a }]))
     attempts.clear()
-    for (const ofCompany of receipts.values()) for (const r of ofCompany.values()) parts.push(JSON.stringify(r))
-    receipts.clear()
+    // Each company's entry deleted, not the map cleared: a cleared map's old table keeps
+    // what it held, reached from the old generation until a full collection (http/in-flight.ts).
+    for (const [companyId, ofCompany] of receipts) {
+      for (const r of ofCompany.values()) parts.push(JSON.stringify(r))
+      receipts.delete(companyId)
+    }
     receiptCount = 0
     if (handshakes) { parts.push(`[${R.HANDSHAKES},${handshakes}]`); handshakes = 0 }
     const answered = answerCount === 0 ? undefined : answers.slice(0, answerCount)

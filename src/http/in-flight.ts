@@ -1,9 +1,9 @@
 /**
- * The requests a listener is answering, as a list threaded through their own states, so
- * close() can reach each one.
+ * What a listener has in flight, its requests and its connections, as a list threaded
+ * through them, so close() can reach each one.
  *
  * Not a `Set`: V8 rehashes a hash table that entries keep entering and leaving (every few
- * requests), and the table it leaves keeps its entries, with a link to the new one, for
+ * requests or connections), and the table it leaves keeps its entries, with a link to the new one, for
  * iterators. Once such a table lives in the old generation, each table after it is made
  * there too, and every response any of them held is reached from the old generation:
  * each scavenge kept and promoted every request answered since the one before, until the

@@ -29,7 +29,7 @@ import { keepTickObjects } from './tick-objects.ts'
 import { budgetKindOf, createRateLimiter, type Bucket } from './rate-limit.ts'
 import { EpxError } from '../errors.ts'
 import { createReadSummary, isSummarizedRead } from './read-summary.ts'
-import { InFlight } from './in-flight.ts'
+import { InFlight, type Linked } from './in-flight.ts'
 
 export interface ListenApiOptions {
   readonly config: Readonly<EpxConfig>
@@ -79,6 +79,9 @@ interface RequestState {
   prev: RequestState | undefined
   next: RequestState | undefined
 }
+/** An open connection, in the listener's list of them. */
+interface OpenSocket extends Linked<OpenSocket> { readonly socket: Socket }
+
 // load-bearing: GET 200, GET 304 and POST rows, no closure per request; no figure of its own (bench/README.md#where-the-doors-thread-spends-a-get)
 const STATE = Symbol('epx request state')
 type Tracked = ServerResponse & { [STATE]?: RequestState }
@@ -99,12 +102,14 @@ export async function listenApi (opts: ListenApiOptions): Promise<ApiListener> {
     crlPath: inDataDir(opts.dataDir, api.tls.crlFile), caPath: inDataDir(opts.dataDir, api.tls.clientCaFile), log, clock,
   })
 
-  // Every TCP connection, handshaking or not, so close() can cut what the grace left.
-  const sockets = new Set<Socket>()
+  // Every TCP connection, handshaking or not, so close() can cut what the grace left
+  // (a list, not a Set, for the reason the requests in flight are one: in-flight.ts).
+  const sockets = new InFlight<OpenSocket>()
   const cap = capConnections(server, api.maxConnections, () => sockets.size, log)
   server.on('connection', (s: Socket) => {
-    sockets.add(s)
-    s.once('close', () => { sockets.delete(s); cap.onClosed() })
+    const open: OpenSocket = { socket: s, prev: undefined, next: undefined }
+    sockets.add(open)
+    s.once('close', () => { sockets.delete(open); cap.onClosed() })
   })
   // The certificate verdict is cached per connection: no renegotiation may change it.
   server.on('secureConnection', (s: TLSSocket) => { s.disableRenegotiation(); opts.observer?.handshake?.() })
@@ -292,7 +297,7 @@ export async function listenApi (opts: ListenApiOptions): Promise<ApiListener> {
     revocation?.close()
     if (!closing) for (const r of opts.routes) if ('close' in r) r.close?.()
     closing ??= new Promise<void>(resolve => {
-      const cut = setTimeout(() => { for (const s of sockets) s.destroy() }, CLOSE_GRACE_MS)
+      const cut = setTimeout(() => { for (const { socket } of sockets.now()) socket.destroy() }, CLOSE_GRACE_MS)
       server.close(() => { clearTimeout(cut); reads?.close(); afterHandlesReleased(resolve) })
       server.closeIdleConnections()
       for (const { res } of inflight.now()) closeWhenDone(res)
@@ -305,7 +310,7 @@ export async function listenApi (opts: ListenApiOptions): Promise<ApiListener> {
     close,
     abort () {
       void close()
-      for (const s of sockets) s.destroy()
+      for (const { socket } of sockets.now()) socket.destroy()
     },
   }
 }
