@@ -225,16 +225,9 @@ export function eventsOut (post: (m: EventsMessage, transfer?: ArrayBuffer[]) =>
     sentAt = Date.now()
     const parts = records
     records = []
-    for (const [type, n] of written) parts.push(JSON.stringify([R.EVENT, { e: 'eventsWritten', type, n }]))
-    written.clear()
-    for (const a of attempts.values()) parts.push(JSON.stringify([R.EVENT, { e: 'webhookAttempts', ...a }]))
-    attempts.clear()
-    // Each company's entry deleted, not the map cleared: a cleared map's old table keeps
-    // what it held, reached from the old generation until a full collection (http/in-flight.ts).
-    for (const [companyId, ofCompany] of receipts) {
-      for (const r of ofCompany.values()) parts.push(JSON.stringify(r))
-      receipts.delete(companyId)
-    }
+    drain(written, (n, type) => parts.push(JSON.stringify([R.EVENT, { e: 'eventsWritten', type, n }])))
+    drain(attempts, a => parts.push(JSON.stringify([R.EVENT, { e: 'webhookAttempts', ...a }])))
+    drain(receipts, ofCompany => { for (const r of ofCompany.values()) parts.push(JSON.stringify(r)) })
     receiptCount = 0
     if (handshakes) { parts.push(`[${R.HANDSHAKES},${handshakes}]`); handshakes = 0 }
     const answered = answerCount === 0 ? undefined : answers.slice(0, answerCount)
@@ -289,5 +282,17 @@ function jsonOf (values: unknown[]): string {
     return JSON.stringify(values.map(v => {
       try { JSON.stringify(v); return v } catch { return `[not serializable: ${(err as Error).message}]` }
     }))
+  }
+}
+
+/**
+ * Each entry of a map, then gone from it: deleted one by one, not cleared, because a
+ * cleared map's old table keeps what it held, reached from the old generation until a full
+ * collection (the same reason as http/in-flight.ts), and these are emptied at every flush.
+ */
+function drain<K, V> (map: Map<K, V>, each: (value: V, key: K) => void): void {
+  for (const [key, value] of map) {
+    each(value, key)
+    map.delete(key)
   }
 }

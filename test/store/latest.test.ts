@@ -11,30 +11,42 @@ import { createRequire } from 'node:module'
 import { Worker } from 'node:worker_threads'
 import { execFileSync } from 'node:child_process'
 import { openStore, type Store } from '../../src/store/open-store.ts'
+import type { StoreDb } from '../../src/store/guarded-db.ts'
 import { openEventBell } from '../../src/store/event-bell.ts'
 import { until } from '../helpers/eventually.ts'
 
-const WRITER = `
-const { workerData } = require('node:worker_threads')
+/** Opens the environment of `data.path` with lmdb-js itself and commits 'after' to `k`: in a worker, or in a process of its own. */
+const commitAfter = (data: string) => `
+const workerData = ${data}
 const { open } = require(workerData.lmdb)
 const root = open({ path: workerData.path, noSubdir: false, maxDbs: 32, compression: false })
 const db = root.openDB({ name: 'latest-test', encoding: 'binary' })
-const flag = new Int32Array(workerData.flag)
 db.putSync('k', Buffer.from('after'))
+`
+/** The worker's: it then tells this thread, which waits blocked in its turn. */
+const WRITER = commitAfter("require('node:worker_threads').workerData") + `
+const flag = new Int32Array(workerData.flag)
 Atomics.store(flag, 0, 1)
 Atomics.notify(flag, 0)
 `
+const LMDB = createRequire(import.meta.url).resolve('lmdb')
 
-/** Reads `k`, lets a worker commit 'after' to it (a synchronous write transaction), and reads it again in the same turn: the second read's value. */
-async function readAcrossCommit (t: Test, fresh: (store: Store) => void): Promise<string | undefined> {
+/** A store whose `k` holds 'before', durably. */
+async function storeWithBefore (t: Test): Promise<{ path: string; store: Store; db: StoreDb<Buffer> }> {
   const path = t.testdir()
   const store = openStore(path)
   t.teardown(() => store.close())
   const db = store.db<Buffer>('latest-test', { binary: true })
   await store.writeDurable(() => db.putSync('k', Buffer.from('before')))
+  return { path, store, db }
+}
+
+/** Reads `k`, lets a worker commit 'after' to it (a synchronous write transaction), and reads it again in the same turn: the second read's value. */
+async function readAcrossCommit (t: Test, fresh: (store: Store) => void): Promise<string | undefined> {
+  const { path, store, db } = await storeWithBefore(t)
   await new Promise(resolve => setTimeout(resolve, 5))   // a turn of its own: the write's own reset is past
   const flag = new Int32Array(new SharedArrayBuffer(4))
-  const worker = new Worker(WRITER, { eval: true, workerData: { path, lmdb: createRequire(import.meta.url).resolve('lmdb'), flag: flag.buffer } })
+  const worker = new Worker(WRITER, { eval: true, workerData: { path, lmdb: LMDB, flag: flag.buffer } })
   const ended = new Promise((resolve, reject) => { worker.once('exit', resolve); worker.once('error', reject) })
   t.equal(db.get('k')?.toString(), 'before', 'the first read, which takes the turn\'s snapshot')
   t.equal(Atomics.wait(flag, 0, 0, 30_000), 'ok', 'the worker committed while this turn went on')
@@ -72,11 +84,7 @@ t.test('the event bell reads afresh before it tells a waiter of a ring: on a rin
  * door's case, a request right after the host changed something (a revocation, a pin).
  */
 async function readAcrossDurableWrite (t: Test, fresh: boolean): Promise<{ first?: string; second?: string }> {
-  const path = t.testdir()
-  const store = openStore(path)
-  t.teardown(() => store.close())
-  const db = store.db<Buffer>('latest-test', { binary: true })
-  await store.writeDurable(() => db.putSync('k', Buffer.from('before')))
+  const { path, store, db } = await storeWithBefore(t)
   const flag = new Int32Array(new SharedArrayBuffer(4))
   const reader = new Worker(`
     const { parentPort, workerData } = require('node:worker_threads')
@@ -117,17 +125,12 @@ t.test('fresh(): a thread reads what another thread of the process has committed
  * commit moves no count of this process; the snapshot's age renews it.
  */
 t.test('fresh(): a thread reads what another process committed, once its snapshot is more than a millisecond old', async t => {
-  const path = t.testdir()
-  const store = openStore(path)
-  t.teardown(() => store.close())
-  const db = store.db<Buffer>('latest-test', { binary: true })
-  await store.writeDurable(() => db.putSync('k', Buffer.from('before')))
+  const { path, store, db } = await storeWithBefore(t)
   await new Promise(resolve => setTimeout(resolve, 5))   // a turn of its own: the write's own reset is past
   store.fresh()
   t.equal(db.get('k')?.toString(), 'before', 'the first read, which takes the turn\'s snapshot')
   // Blocks this turn: lmdb-js's timer cannot renew the snapshot meanwhile.
-  execFileSync(process.execPath, ['-e', WRITER.replace("require('node:worker_threads')", `({ workerData: ${JSON.stringify({ path, lmdb: createRequire(import.meta.url).resolve('lmdb') })} })`)
-    .replace(/^.*flag.*$/gm, '')])
+  execFileSync(process.execPath, ['-e', commitAfter(JSON.stringify({ path, lmdb: LMDB }))])
   t.equal(db.get('k')?.toString(), 'before', 'without fresh(), the same turn reads its snapshot still')
   store.fresh()
   t.equal(db.get('k')?.toString(), 'after', 'after fresh(), the other process\'s commit')
