@@ -21,6 +21,7 @@ import type { InstructionRef, Instructions } from '../store/instructions.ts'
 import type { Withdrawals } from '../store/withdrawals.ts'
 import { entryOf } from '../store/instruction-tree.ts'
 import { periodsOf } from './to-constraints.ts'
+import { slotsDigest } from './slots-digest.ts'
 
 /**
  * Sites handed to the solver per event-loop turn, one `enqueueNextCycle` call each: the
@@ -62,6 +63,8 @@ export interface EnqueueDeps {
  */
 export interface HandedBatch extends Pick<InstructionBatch, 'instructionId' | 'targetDate' | 'slotDurationSecs' | 'siteIds' | 'starts' | 'kwh'> {
   readonly slotEnds: ArrayLike<number>
+  /** Each site's `slotsDigest`, as the thread that saved the batch computed it (unset: computed here). */
+  readonly digests?: ArrayLike<number>
 }
 
 export interface Enqueuer {
@@ -551,37 +554,12 @@ interface Handed {
 
 function inputOf (batch: HandedBatch, i: number, nowMs: number): Fed {
   const [a, b] = rangeAt(batch.slotEnds, i)
-  return fedOf(batch.instructionId, batch.siteIds[i]!, batch.targetDate, batch.starts, batch.kwh, a, b, batch.slotDurationSecs, nowMs)
+  return fedOf(batch.instructionId, batch.siteIds[i]!, batch.targetDate, batch.starts, batch.kwh, a, b, batch.slotDurationSecs, nowMs, batch.digests?.[i])
 }
 
-function fedOf (instructionId: string, siteId: string, targetDate: string, starts: Float64Array, kwh: Float64Array, a: number, b: number, slotDurationSecs: number, nowMs: number): Fed {
-  return {
-    input: lazyInput(instructionId, siteId, targetDate, starts, kwh, a, b, slotDurationSecs, nowMs),
-    digest: slotsDigest(starts, kwh, a, b, slotDurationSecs),
-  }
-}
-
-const digestScratch = new Float64Array(1)
-const digestWords = new Int32Array(digestScratch.buffer)
-
-/**
- * A 53-bit digest of slots `[a, b)` (all of them, those over included: the instruction as
- * stored): two 32-bit FNV-1a-like lanes over the 64-bit words. Not a security property,
- * only what tells a re-send that changes an instruction from one that does not (~1 µs for 96 slots).
- */
-export function slotsDigest (starts: ArrayLike<number>, kwh: ArrayLike<number>, a: number, b: number, slotDurationSecs: number): number {
-  let h1 = Math.imul(0x811c9dc5 ^ slotDurationSecs, 0x01000193)
-  let h2 = Math.imul(0x9e3779b9 ^ (b - a), 0x5bd1e995)
-  for (let k = a; k < b; k++) {
-    digestScratch[0] = starts[k]!
-    h1 = Math.imul(h1 ^ digestWords[0]!, 0x01000193)
-    h2 = Math.imul(h2 ^ digestWords[1]!, 0x5bd1e995)
-    digestScratch[0] = kwh[k]!
-    h1 = Math.imul(h1 ^ digestWords[1]!, 0x01000193)
-    h2 = Math.imul(h2 ^ digestWords[0]!, 0x5bd1e995)
-    h2 ^= h1 >>> 15
-  }
-  return (h1 >>> 0) * 0x200000 + ((h2 >>> 0) & 0x1fffff)
+function fedOf (instructionId: string, siteId: string, targetDate: string, starts: Float64Array, kwh: Float64Array, a: number, b: number, slotDurationSecs: number, nowMs: number,
+  digest = slotsDigest(starts, kwh, a, b, slotDurationSecs)): Fed {
+  return { input: lazyInput(instructionId, siteId, targetDate, starts, kwh, a, b, slotDurationSecs, nowMs), digest }
 }
 
 /**

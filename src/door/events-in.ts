@@ -115,7 +115,7 @@ export function eventsIn (deps: EventsInDeps): EventsIn {
               const slotEnds = r[5] as number[]
               const n = slotEnds.length ? slotEnds[slotEnds.length - 1]! : 0
               batches.push({
-                instructionId: r[1], targetDate: r[2], slotDurationSecs: r[3], siteIds: r[4], slotEnds,
+                instructionId: r[1], targetDate: r[2], slotDurationSecs: r[3], siteIds: r[4], slotEnds, digests: r[6],
                 starts: m.slots!.subarray(at, at + n), kwh: m.slots!.subarray(at + n, at + 2 * n),
               })
               at += 2 * n

@@ -147,7 +147,7 @@ export const R = {
   RECEIPT: 6,
   /** [R.EVENT, RareEvent]. */
   EVENT: 7,
-  /** [R.HAND_OVER, instructionId, targetDate, slotDurationSecs, siteIds, slotEnds]: its slots are next in `slots`. */
+  /** [R.HAND_OVER, instructionId, targetDate, slotDurationSecs, siteIds, slotEnds, digests]: its slots are next in `slots`; a digest per site (`apply/slots-digest.ts`). */
   HAND_OVER: 8,
 } as const
 

@@ -1,6 +1,7 @@
 import t from 'tap'
 import { R } from '../../src/door/protocol.ts'
 import { batch, eventsPair as pair, records } from '../helpers/door-events.ts'
+import { slotsDigest } from '../../src/apply/slots-digest.ts'
 
 // The door's side of its events: what it sends costs the solver's thread as little as the
 // protocol can make it (shapes once, receipts deduplicated, nothing unobserved, hand-overs
@@ -155,6 +156,20 @@ t.test('a saved programme\'s hand-over: the chosen sites and their slots alone, 
   t.same(Array.from(h!.slotEnds), [4, 8])
   t.same([...h!.starts], [...b.starts.subarray(0, 4), ...b.starts.subarray(8, 12)])
   t.same([...h!.kwh], [...b.kwh.subarray(0, 4), ...b.kwh.subarray(8, 12)])
+})
+
+t.test('a hand-over carries each site\'s digest of its slots, made by the door: the one the solver\'s side would make of them', async t => {
+  const p = pair(t)
+  const b = batch('P1', ['S0', 'S1', 'S2'], 96)
+  b.kwh[100] = 7.25   // S1's slots alone differ from S0's and S2's pattern
+  p.door.handOver(b, [0, 1, 2])
+  p.door.flush()
+  const [h] = p.handed[0]!
+  const digests = Array.from(h!.digests!)
+  t.same(digests, [0, 1, 2].map(i => slotsDigest(h!.starts, h!.kwh, i * 96, (i + 1) * 96, 900)), 'each the digest of that site\'s slots, as received')
+  t.same(digests, [0, 1, 2].map(i => slotsDigest(b.starts, b.kwh, i * 96, (i + 1) * 96, 900)), '… and as saved')
+  t.equal(new Set(digests).size, 3, 'sites with other slots, other digests')
+  t.ok(digests.every(d => Number.isSafeInteger(d) && d >= 0), 'whole numbers JSON carries exactly, never the cleared mark (negative)')
 })
 
 t.test('a busy door\'s hand-overs share one message per flush interval, in the order they were saved', async t => {
