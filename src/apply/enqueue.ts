@@ -567,7 +567,7 @@ function fedOf (instructionId: string, siteId: string, targetDate: string, start
  * first time the solver reads them, then kept: ~96 objects a day, ~10 µs of the solver's
  * thread, paid for an input the solver uses, not for each POST (a BSP re-posting a site
  * supersedes inputs the solver never reads) nor for each instruction queued again at
- * activation (the memory row's restarted E held ~6 MB of periods before). The slots stay as they are (16 bytes each) until then.
+ * activation (the memory row's restarted E held ~6 MB of periods before). The slots stay as they are (16 bytes each) until then, and go once they are built.
  */
 function lazyInput (instructionId: string, siteId: string, targetDate: string, starts: Float64Array, kwh: Float64Array, a: number, b: number, slotDurationSecs: number, nowMs: number): SolverInput {
   return new LazyInput(instructionId, siteId, targetDate, starts, kwh, a + periodsOver(starts, a, b, slotDurationSecs, nowMs), b, slotDurationSecs)
@@ -582,15 +582,15 @@ function lazyInput (instructionId: string, siteId: string, targetDate: string, s
 class LazyInput implements SolverInput {
   static readonly #periods: PropertyDescriptor = {
     enumerable: true,
-    get (this: LazyInput) { return this.#built ??= periodsOf(this.#starts, this.#kwh, this.#a, this.#b, this.#slotDurationSecs) },
+    get (this: LazyInput) { return this.#built ?? this.#build() },
   }
 
   declare readonly periods: readonly Period[]
   readonly instructionId: string
   readonly siteId: string
   readonly targetDate: string
-  readonly #starts: Float64Array
-  readonly #kwh: Float64Array
+  #starts: Float64Array
+  #kwh: Float64Array
   readonly #a: number
   readonly #b: number
   readonly #slotDurationSecs: number
@@ -607,7 +607,20 @@ class LazyInput implements SolverInput {
     this.#slotDurationSecs = slotDurationSecs
     Object.defineProperty(this, 'periods', LazyInput.#periods)
   }
+
+  /**
+   * Built, the slots are let go: they are views of the message that handed them over,
+   * whose buffer holds every programme of a door's flush, and a solver keeps its inputs in
+   * force all day (one input kept would keep them all).
+   */
+  #build (): Period[] {
+    this.#built = periodsOf(this.#starts, this.#kwh, this.#a, this.#b, this.#slotDurationSecs)
+    this.#starts = this.#kwh = NO_SLOTS
+    return this.#built
+  }
 }
+
+const NO_SLOTS = new Float64Array(0)
 
 /**
  * How many of slots `[a, b)` are over at `nowMs` (they end at or before it): a

@@ -1,4 +1,6 @@
 import t, { type Test } from 'tap'
+import { setFlagsFromString } from 'node:v8'
+import { runInNewContext } from 'node:vm'
 import pino from 'pino'
 import { openStore } from '../../src/store/open-store.ts'
 import { openInstructions } from '../../src/store/instructions.ts'
@@ -190,6 +192,36 @@ t.test('hand-overs from the door\'s worker reach the solver in order, a big one 
   const lastForSite1 = queue.filter(i => i.siteId === siteId(1)).at(-1)!
   t.equal(lastForSite1.instructionId, newer.instructionId, 'the newest programme\'s input comes last: it is the one the solver keeps')
   t.same(lastForSite1.periods.map(p => p.minKw), [8, 8])
+})
+
+t.test('an input the solver keeps, once its periods are read, no longer keeps the hand-over\'s buffer (every programme of a door\'s flush)', async t => {
+  setFlagsFromString('--expose-gc')
+  const gc = runInNewContext('gc') as () => void
+  const { enqueuer, queue } = setup(t)
+  /** A hand-over of two programmes as the door's flush sends them: views of one buffer. */
+  const handedInOneBuffer = (second: number): WeakRef<ArrayBuffer> => {
+    const emittedAt = `2026-11-21T12:00:0${second}Z`
+    const a = batch({ sites: [siteId(1)], emittedAt, kwh: () => 1 })
+    const b = batch({ sites: [siteId(2)], emittedAt, kwh: () => 2 })
+    const slots = new Float64Array(8)
+    slots.set(a.starts, 0); slots.set(a.kwh, 2); slots.set(b.starts, 4); slots.set(b.kwh, 6)
+    const view = (x: typeof a, at: number) => ({ ...x, starts: slots.subarray(at, at + 2), kwh: slots.subarray(at + 2, at + 4) })
+    enqueuer.handOver([view(a, 0), view(b, 4)], () => {})
+    return new WeakRef(slots.buffer)
+  }
+  const collected = async (ref: WeakRef<ArrayBuffer>) => {
+    await new Promise(r => setImmediate(r))   // a WeakRef holds its target until the end of the turn that made it
+    gc()
+    return ref.deref() === undefined
+  }
+  const unread = handedInOneBuffer(1)
+  t.notOk(await collected(unread), 'while its periods are unread, an input holds its slots (they are built from them)')
+  const kept = queue.splice(0)
+  const read = handedInOneBuffer(2)
+  t.same(queue.map(i => i.periods.map(p => p.minKw)), [[4, 4], [8, 8]], 'the periods, built from the slots')
+  t.ok(await collected(read), 'then the buffer goes, the inputs kept')
+  t.same(queue.map(i => i.periods.map(p => p.minKw)), [[4, 4], [8, 8]], 'their periods stay')
+  t.equal(kept.length, 2)
 })
 
 t.test('a small hand-over with nothing before it is queued at once, without a promise', async t => {
