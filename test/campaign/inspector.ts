@@ -98,7 +98,8 @@ export async function inspectorFaults (o: InspectorOptions): Promise<InspectorRe
   const dataDir = tempDir('inspector')
   const { bsp } = await seedDataDir(dataDir, [{ id: 'bsp' }])
   const inspectPort = await freePort()
-  const host = await startHost({ dataDir, sites: 8, ...(o.config ? { config: o.config } : {}) }, { execArgv: [`--inspect-port=127.0.0.1:${inspectPort}`] })
+  // The solver's cycles every second, as soak.ts runs them: a solver takes its queue (no cycle: every input handed stays queued, and the RSS after the faults is that queue's).
+  const host = await startHost({ dataDir, sites: 8, cycleSeconds: 1, ...(o.config ? { config: o.config } : {}) }, { execArgv: [`--inspect-port=127.0.0.1:${inspectPort}`] })
   const loadStart = loadavg()
   const acks: Array<{ id: string; siteId: string }> = []
   const backMs: number[] = []
