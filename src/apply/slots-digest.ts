@@ -12,7 +12,7 @@ const words = new Int32Array(scratch.buffer)
 /**
  * A 53-bit digest of slots `[a, b)` (all of them, those over included: the instruction as
  * stored): two 32-bit FNV-1a-like lanes over the 64-bit words. Not a security property
- * (~1 µs for 96 slots). Never negative: a negative digest marks a cleared input.
+ * (~0.22 µs for 96 slots in one thread). Never negative: a negative digest marks a cleared input.
  */
 export function slotsDigest (starts: ArrayLike<number>, kwh: ArrayLike<number>, a: number, b: number, slotDurationSecs: number): number {
   let h1 = Math.imul(0x811c9dc5 ^ slotDurationSecs, 0x01000193)
