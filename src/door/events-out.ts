@@ -255,7 +255,7 @@ export function eventsOut (post: (m: EventsMessage, transfer?: ArrayBuffer[]) =>
         const to = batch.slotEnds[i]!
         slots.set(batch.starts.subarray(from, to), startsAt + end)
         slots.set(batch.kwh.subarray(from, to), startsAt + n + end)
-        // Here, not on the solver's thread: ~0.25 µs of hashing a site of 96 slots (bench/README.md#the-doors-events-in-one-message-per-flush).
+        // Here, not on the solver's thread: ~0.22 µs of hashing a site of 96 slots (bench/README.md#the-doors-events-in-one-message-per-flush).
         digests.push(slotsDigest(batch.starts, batch.kwh, from, to, batch.slotDurationSecs))
         end += to - from
         slotEnds.push(end)
