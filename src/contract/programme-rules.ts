@@ -184,6 +184,33 @@ export function checkProgrammeRules (body: unknown, opts: RuleOptions, details: 
   return typeof emittedAt === 'string' ? undefined : { emittedAt, starts, kwh, slotEnds }
 }
 
+/** What the bytes' reader (`apply/scan-programme.ts`) knows of the slots it read. */
+export interface ScannedSlots {
+  /** The length (ms) all slots share, the earliest start, the latest end, the greatest energy; NaN with no slot. */
+  readonly slotMs: number
+  readonly firstStartMs: number
+  readonly lastEndMs: number
+  readonly maxKwh: number
+}
+
+/**
+ * The slot rules above, for slots read from the bytes: that reader takes only slots that
+ * are objects of the three fields, instants on quarter-hours spelled canonically, each
+ * site's slots contiguous and of one length, energies finite and not negative. What is
+ * left to hold, for `body` already through the schema and the other rules: that length is
+ * slot_duration_secs, every slot inside the target day, and the greatest energy within
+ * the sanity bound (its power grows with it: one comparison stands for all). False sends
+ * the body to `checkProgrammeRules`, which says which slot is wrong.
+ */
+export function scannedSlotsHold (body: unknown, slots: ScannedSlots, maxSiteKw = DEFAULT_MAX_SITE_KW): boolean {
+  if (slots.slotMs !== slots.slotMs) return true   // no slot
+  if (!isObj(body) || typeof body.slot_duration_secs !== 'number') return false
+  const slotSecs = body.slot_duration_secs
+  const day = dayOf(body.target_date)
+  if (!day || day.offGrid || slots.slotMs !== slotSecs * 1000) return false
+  return slots.firstStartMs >= day.startMs && slots.lastEndMs <= day.endMs && !(slots.maxKwh * 3600 / slotSecs > maxSiteKw)
+}
+
 /**
  * What cannot be honoured in time (DECISIONS.md "Inbound"): a future emitted_at would
  * outrank every later, correct revision of its sites and day; a day over cannot be
