@@ -74,7 +74,8 @@ function bytesOf (name: string): Buffer {
   return Buffer.from(name, 'latin1')
 }
 
-const POW10 = Array.from({ length: 23 }, (_, k) => 10 ** k)
+/** 1 to 1e22, each exact: read from their text (`**` may round). */
+const POW10 = Array.from({ length: 23 }, (_, k) => Number(`1e${k}`))
 const NO_SLOTS: readonly never[] = Object.freeze([])
 
 // The reader's state, module-wide rather than in an object: one read allocates only what
@@ -315,6 +316,7 @@ function readSlots (): void {
       debut = i + DEBUT_AT
       fin = i + FIN_AT
       i += ENERGY_AT
+      skipSpace()
       energy = readNumber()
       expect(CLOSE_OBJECT)
     } else {

@@ -47,6 +47,8 @@ t.test('a programme as a serializer writes it is read from its bytes, into the b
     ['the tests\' programme, 3 sites', JSON.stringify(programme({ targetDate: '2027-03-28', emittedAt: '2027-03-27T11:00:00Z', sites: 3 }))],
     ['indented by JSON.stringify', JSON.stringify(programme({ targetDate: '2027-03-28', emittedAt: '2027-03-27T11:00:00Z', sites: 2 }), null, 2)],
     ['fields in another order, a slot\'s too', JSON.stringify(reordered(programme({ targetDate: '2027-03-28', emittedAt: '2027-03-27T11:00:00Z', sites: 2, kwh: j => j / 3 })))],
+    ['as Python\'s json.dumps writes it', JSON.stringify(programme({ targetDate: '2027-03-28', emittedAt: '2027-03-27T11:00:00Z', sites: 2 })).replaceAll('":', '": ').replaceAll(',"', ', "')],
+    ['a space after a slot\'s last colon', JSON.stringify(programme({ targetDate: '2027-03-28', emittedAt: '2027-03-27T11:00:00Z' })).replaceAll('"energie_kwh":', '"energie_kwh": ')],
     ['no slot at all', JSON.stringify(programme({ targetDate: '2027-03-28', emittedAt: '2027-03-27T11:00:00Z', slots: 0 }))],
     ['a site name in UTF-8', JSON.stringify({ ...programme({ targetDate: '2027-03-28', emittedAt: '2027-03-27T11:00:00Z' }), emitted_by: 'Agrégateur 🚚' })],
   ]
