@@ -31,7 +31,7 @@ t.test("samples are counted by thread: the door's and the others", async t => {
   const { total, shares } = sharesOf(text)
   t.equal(total, 3)
   t.same(shares.sort((a, b) => a.samples - b.samples), [
-    { thread: 'door', group: "the body's JSON parse", samples: 1 },
+    { thread: 'door', group: "the body's reading (JSON.parse, or E's reader of the bytes)", samples: 1 },
     { thread: 'other threads', group: 'the LMDB commit and its flush', samples: 2 },
   ])
 })
