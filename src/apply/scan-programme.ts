@@ -170,13 +170,19 @@ function readObject (names: readonly Buffer[], value: (k: number) => void): void
     expect(COLON)
     skipSpace()
     value(k)
-    skipSpace()
-    const c = b[i]
-    i++
-    if (c === CLOSE_OBJECT) return
-    if (c !== COMMA) decline()
+    if (atEnd(CLOSE_OBJECT)) return
     skipSpace()
   }
+}
+
+/** After a member or an element: true at the bracket that closes it, false at a comma (either taken). */
+function atEnd (close: number): boolean {
+  skipSpace()
+  const c = b[i]
+  i++
+  if (c === close) return true
+  if (c !== COMMA) decline()
+  return false
 }
 
 /** The index in `names` of the key at the cursor (spaces skipped). */
@@ -293,11 +299,7 @@ function readSites (): unknown[] {
     })
     sites.push(site)
     siteEnds.push(n)
-    skipSpace()
-    const c = b[i]
-    i++
-    if (c === CLOSE_ARRAY) return sites
-    if (c !== COMMA) decline()
+    if (atEnd(CLOSE_ARRAY)) return sites
   }
 }
 
@@ -345,11 +347,9 @@ function readSlots (): void {
     if (!(energy <= maxKwh)) maxKwh = energy
     prevFin = fin
     prevEnd = stop
-    skipSpace()
-    const c = b[i]
-    i++
-    if (c === CLOSE_ARRAY) return
-    if (c !== COMMA) decline()
+    // The usual case inline: a comma right after the slot.
+    if (b[i] === COMMA) i++
+    else if (atEnd(CLOSE_ARRAY)) return
     skipSpace()
   }
 }
