@@ -28,7 +28,7 @@ const ANYWHERE: ReadonlyArray<readonly [string, RegExp]> = [
 /** The frame nearest the leaf that one of these names decides (in this order, for one frame). */
 const NEAREST: ReadonlyArray<readonly [string, RegExp]> = [
   ['the LMDB commit and its flush', /mdb_|lmdb.*\.node|fdatasync|fsync|ext4_|jbd2|WriteWorker|EnvWrap/],
-  ["the body's reading (JSON.parse, or E's reader of the bytes)", /JsonParser|JsonParseInternalizer|secure-json-parse|JsonParse|scanProgramme|readSlots|readNumber|readObject|isCompactSlot|sameInstants|spells|quarterAt|scan-programme/],
+  ["the body's reading (JSON.parse, or E's reader of the bytes)", /JsonParser|JsonParseInternalizer|secure-json-parse|JsonParse|scanProgramme|readEnvelope|readSites|readSlots|readSlotObject|readNumber|isCompactSlot|sameInstants|spellsQuarter|quarterAt/],
   ["the schema and the contract's rules", /validate\d+|checkProgrammeRules|programme-validator|readUtcInstant|utcInstantMs|ucs2length/],
   ['the check against the published needs', /flagsOf|checkSlots|feasib/],
   ["the records' encoding", /encodeInstructionRecords|encodeFlag|msgpackr|Packr|writeKey|ordered-binary/],

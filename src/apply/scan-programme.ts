@@ -15,28 +15,18 @@
  * the general way would make it: test/apply/scan-programme.test.ts compares the two.
  * @module
  */
-import { instantText } from '../contract/instant-text.ts'
+import { instantText, spellsQuarter } from '../contract/instant-text.ts'
 import { utcInstantMs } from '../contract/instants.ts'
 import { QUARTER_HOUR_MS } from '../contract/paris-day.ts'
-import { BoundedCache } from '../bounded-cache.ts'
+import type { CheckedSlots, ScannedSlots } from '../contract/programme-rules.ts'
 
-/** A programme read by this reader: what JSON.parse would make of it, its slots in columns. */
-export interface ScannedProgramme {
+/** A programme read by this reader: what JSON.parse would make of it, its slots in columns, and what the slot rules are judged on. */
+export interface ScannedProgramme extends Omit<CheckedSlots, 'emittedAt'>, ScannedSlots {
   /**
    * The envelope and its sites as JSON.parse would make them, but each site's
    * `energie_programmee` empty (when present): its slots are in the columns.
    */
   readonly body: Record<string, unknown>
-  /** All slots of all sites in body order: start instant (ms since the epoch), energy (kWh). */
-  readonly starts: Float64Array
-  readonly kwh: Float64Array
-  /** Site i's slots are `[slotEnds[i - 1] ?? 0, slotEnds[i])`. */
-  readonly slotEnds: Uint32Array
-  /** What the slot rules are judged on: the slots' one length (ms), the earliest start, the latest end, the greatest energy. NaN with no slot. */
-  readonly slotMs: number
-  readonly firstStartMs: number
-  readonly lastEndMs: number
-  readonly maxKwh: number
 }
 
 /** Thrown inside the reader for anything it does not accept; never leaves it. */
@@ -337,7 +327,7 @@ function readSlots (): void {
       if (!(slotMs > 0)) decline()
     } else {
       stop = start + slotMs
-      if (!spells(view, fin, stop)) decline()
+      if (!spellsQuarter(view, fin, stop)) decline()
     }
     starts[n] = start
     kwh[n] = energy
@@ -404,30 +394,3 @@ function sameInstants (v: DataView, a: number, c: number): boolean {
     v.getUint32(a + 8, true) === v.getUint32(c + 8, true) && v.getUint32(a + 12, true) === v.getUint32(c + 12, true) &&
     v.getUint32(a + 16, true) === v.getUint32(c + 16, true)
 }
-
-/**
- * Whether the instant at `at` is quarter-hour `ms` as `instantText` spells it. Its five
- * words come from a table per UTC day, filled as its quarters are asked for.
- */
-function spells (v: DataView, at: number, ms: number): boolean {
-  const q = ms / QUARTER_HOUR_MS
-  const day = Math.floor(q / QUARTERS_PER_DAY)
-  if (day !== lastDay) {
-    lastWords = dayWords.getOrCompute(day, () => new Uint32Array(QUARTERS_PER_DAY * 5))
-    lastDay = day
-  }
-  const w = (q - day * QUARTERS_PER_DAY) * 5
-  if (lastWords[w] === 0) {
-    const text = Buffer.from(instantText(ms), 'latin1')
-    for (let k = 0; k < 5; k++) lastWords[w + k] = text.readUInt32LE(4 * k)
-  }
-  return v.getUint32(at, true) === lastWords[w] && v.getUint32(at + 4, true) === lastWords[w + 1] &&
-    v.getUint32(at + 8, true) === lastWords[w + 2] && v.getUint32(at + 12, true) === lastWords[w + 3] &&
-    v.getUint32(at + 16, true) === lastWords[w + 4]
-}
-
-const QUARTERS_PER_DAY = 96
-/** A programme names two or three UTC days; a word 0 is a quarter not yet spelled (no instant starts with a NUL). */
-const dayWords = new BoundedCache<number, Uint32Array>(64)
-let lastDay = NaN
-let lastWords: Uint32Array = new Uint32Array(0)
