@@ -18,7 +18,7 @@
 import type { Caller } from '../auth/caller.ts'
 import { parisDateOf, parisDayMs } from '../contract/paris-day.ts'
 import { EpxError } from '../errors.ts'
-import { readStore, type Store } from '../store/open-store.ts'
+import { readFailure, type Store } from '../store/open-store.ts'
 import { openQuotaUses, type DayUse, type QuotaUses } from '../store/quota.ts'
 
 /** A company's quota of one day, as `epx company show`, the console and the metrics say it. */
@@ -87,7 +87,9 @@ export function storageQuota (store: Store, defaultBytes: number): StorageQuota 
     beforeBody (caller, declared, at) {
       const atMs = at.getTime()
       const { date, endMs } = days.at(atMs)
-      const used = readStore(() => uses.useOf(caller.companyId, date)).bytes
+      // Not `readStore(() => …)`: a closure made per POST is compiled again and again (with-resolvers.ts).
+      let used: number
+      try { used = uses.useOf(caller.companyId, date).bytes } catch (err) { throw readFailure(err) }
       const limit = limitOf(caller)
       if (used >= limit) throw exceeded(caller, used, date, endMs, atMs, '')
       if (declared !== undefined && used + declared > limit) throw exceeded(caller, used, date, endMs, atMs, `, and this programme's ${bytesText(declared)} would cross it`)

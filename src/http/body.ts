@@ -7,6 +7,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import { EpxError } from '../errors.ts'
+import { withResolvers } from '../with-resolvers.ts'
 
 /** Reads the whole body of a JSON request, at most `maxBytes` of it. */
 export function readJsonBody (req: IncomingMessage, res: ServerResponse, maxBytes: number): Promise<Buffer> {
@@ -19,19 +20,18 @@ export function readJsonBody (req: IncomingMessage, res: ServerResponse, maxByte
   const declared = req.headers['content-length'] === undefined ? undefined : Number(req.headers['content-length'])
   if (declared !== undefined && declared > maxBytes) return Promise.reject(tooLarge(req, res, maxBytes))
 
-  return new Promise((resolve, reject) => {
-    const reading: Reading = { declared, whole: undefined, chunks: [], received: 0, maxBytes, res, resolve, reject }
-    ;(req as Reader)[READING] = reading
-    req.on('data', onData)
-    req.once('end', onEnd)
-    req.once('error', onAbort)
-    req.once('close', onAbort)
-  })
+  const { promise, resolve, reject } = withResolvers<Buffer>()
+  ;(req as Reader)[READING] = { declared, whole: undefined, chunks: [], received: 0, maxBytes, res, resolve, reject }
+  req.on('data', onData)
+  req.once('end', onEnd)
+  req.once('error', onAbort)
+  req.once('close', onAbort)
+  return promise
 }
 
 /**
  * One body being read. The listeners below are shared by every request (`this` is the
- * request): no closures to allocate and name per request, on the solver's thread.
+ * request): no closures to allocate and name per request, nor to compile again (with-resolvers.ts).
  */
 interface Reading {
   readonly declared: number | undefined

@@ -132,7 +132,11 @@ export function readStore<T> (read: () => T): T {
   try {
     return read()
   } catch (err) {
-    if (isEpxError(err) && err.code === 'NO_STORE') throw err
-    throw storeUnavailable(err)
+    throw readFailure(err)
   }
+}
+
+/** What `readStore` throws for a read that failed; for a hot path that reads without a closure. */
+export function readFailure (err: unknown): EpxError {
+  return isEpxError(err) && err.code === 'NO_STORE' ? err : storeUnavailable(err)
 }

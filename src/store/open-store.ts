@@ -17,7 +17,7 @@ import { openPostgresStore } from './postgres/engine.ts'
 import { postgresStoreOptions } from './postgres/pool-config.ts'
 import type { PostgresStoreOptions } from './postgres/replica.ts'
 
-export { readStore, storeUnavailable } from './engine.ts'
+export { readFailure, readStore, storeUnavailable } from './engine.ts'
 export type { AppliedChanges, Store, StoreFaults, StoreThreadShare, StoreVerification } from './engine.ts'
 
 export interface OpenStoreOptions {

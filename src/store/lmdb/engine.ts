@@ -14,6 +14,7 @@ import { guardedDb } from '../guarded-db.ts'
 import { soleInstance } from '../leadership.ts'
 import { backupEnvironment } from './backup.ts'
 import { openEnvironment } from '../environment.ts'
+import { withResolvers } from '../../with-resolvers.ts'
 
 export interface LmdbStoreOptions {
   readonly mapSizeBytes?: number
@@ -80,9 +81,9 @@ export function openLmdbStore (path: string, opts: LmdbStoreOptions = {}): Store
     afterDurable: fn => writes.afterDurable(fn),
     leadership: () => soleInstance,
     writeDurable<T> (fn: () => T): Promise<T> {
-      return new Promise<T>((resolve, reject) => {
-        writes.push({ fn, resolve: resolve as (v: unknown) => void, reject }, checks.readable)
-      })
+      const { promise, resolve, reject } = withResolvers<T>()
+      try { writes.push({ fn, resolve: resolve as (v: unknown) => void, reject }, checks.readable) } catch (err) { reject(err) }
+      return promise
     },
     backup: dir => backupEnvironment(root, path, dir),
     async close () {

@@ -20,6 +20,7 @@ import { openEnvironment } from '../environment.ts'
 import { pgLeadership, type PgLeadership } from './leader.ts'
 import { openReplica, type PostgresStoreOptions } from './replica.ts'
 import { revisionBytesMarkers } from './segment-mirror.ts'
+import { withResolvers } from '../../with-resolvers.ts'
 
 export interface PostgresEngineOptions {
   readonly mapSizeBytes?: number
@@ -85,16 +86,18 @@ export function openPostgresStore (path: string, opts: PostgresEngineOptions): S
       return leader ??= pgLeadership({ connection: opts.postgres.pool, log: opts.log })
     },
     writeDurable<T> (fn: () => T): Promise<T> {
-      return new Promise<T>((resolve, reject) => {
+      const { promise, resolve, reject } = withResolvers<T>()
+      try {
         const job = { fn, resolve: resolve as (v: unknown) => void, reject, fence: undefined as number | undefined }
         const fence = currentFence()
         if (fence) {
           const token = fence.token()
-          if (token === undefined) { reject(notLeading()); return }
+          if (token === undefined) { reject(notLeading()); return promise }
           job.fence = token
         }
         writes.push(job, checks.readable)
-      })
+      } catch (err) { reject(err) }
+      return promise
     },
     backup: () => Promise.reject(new EpxError('EPX_USAGE', [POSTGRES_BACKUP])),
     async close () {
