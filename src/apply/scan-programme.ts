@@ -145,10 +145,12 @@ function expect (c: number): void {
 }
 
 /**
- * `{ key: value, … }`, each key one of `names` at most once: `value(k)` reads key k's
- * value, the cursor on its first byte.
+ * `{ key: value, … }`, each key one of `names` at most once: `value(k, into)` reads key k's
+ * value, the cursor on its first byte. `value` is a function of this module, not a closure
+ * made per object: V8 keeps a closure's optimized code only while one of its kind lives,
+ * so closures made per POST were compiled again and again on its helper threads.
  */
-function readObject (names: readonly Buffer[], value: (k: number) => void): void {
+function readObject<T> (names: readonly Buffer[], value: (k: number, into: T) => void, into: T): void {
   expect(OPEN_OBJECT)
   skipSpace()
   if (b[i] === CLOSE_OBJECT) { i++; return }
@@ -159,7 +161,7 @@ function readObject (names: readonly Buffer[], value: (k: number) => void): void
     seen |= 1 << k
     expect(COLON)
     skipSpace()
-    value(k)
+    value(k, into)
     if (atEnd(CLOSE_OBJECT)) return
     skipSpace()
   }
@@ -269,12 +271,14 @@ const siteEnds: number[] = []
 
 function readEnvelope (): Record<string, unknown> {
   const body: Record<string, unknown> = {}
-  readObject(ENVELOPE_KEYS, k => {
-    if (k === SITES) body.sites = readSites()
-    else if (k === SLOT_DURATION) body.slot_duration_secs = readNumber()
-    else body[ENVELOPE_NAMES[k]!] = readString()
-  })
+  readObject(ENVELOPE_KEYS, readEnvelopeField, body)
   return body
+}
+
+function readEnvelopeField (k: number, body: Record<string, unknown>): void {
+  if (k === SITES) body.sites = readSites()
+  else if (k === SLOT_DURATION) body.slot_duration_secs = readNumber()
+  else body[ENVELOPE_NAMES[k]!] = readString()
 }
 
 function readSites (): unknown[] {
@@ -284,13 +288,15 @@ function readSites (): unknown[] {
   if (b[i] === CLOSE_ARRAY) { i++; return sites }
   for (;;) {
     const site: Record<string, unknown> = {}
-    readObject(SITE_KEYS, k => {
-      if (k === SLOTS) { readSlots(); site.energie_programmee = NO_SLOTS } else site[SITE_NAMES[k]!] = readString()
-    })
+    readObject(SITE_KEYS, readSiteField, site)
     sites.push(site)
     siteEnds.push(n)
     if (atEnd(CLOSE_ARRAY)) return sites
   }
+}
+
+function readSiteField (k: number, site: Record<string, unknown>): void {
+  if (k === SLOTS) { readSlots(); site.energie_programmee = NO_SLOTS } else site[SITE_NAMES[k]!] = readString()
 }
 
 /** A site's slots, into the columns; a site whose slot list appears twice was declined by `readObject`. */
@@ -353,7 +359,7 @@ let slotEnergy = NaN
 function readSlotObject (): void {
   slotDebut = slotFin = -1
   slotEnergy = NaN
-  readObject(SLOT_KEYS, readSlotField)
+  readObject(SLOT_KEYS, readSlotField, undefined)
 }
 
 function readSlotField (k: number): void {
