@@ -147,8 +147,7 @@ function expect (c: number): void {
 /**
  * `{ key: value, … }`, each key one of `names` at most once: `value(k, into)` reads key k's
  * value, the cursor on its first byte. `value` is a function of this module, not a closure
- * made per object: V8 keeps a closure's optimized code only while one of its kind lives,
- * so closures made per POST were compiled again and again on its helper threads.
+ * made per object (bench/README.md#closures-made-per-request).
  */
 function readObject<T> (names: readonly Buffer[], value: (k: number, into: T) => void, into: T): void {
   expect(OPEN_OBJECT)

@@ -36,6 +36,16 @@ t.test('the day of reception is the Paris day, and Retry-After runs to its end, 
     { date: '2026-11-21', used: { bytes: 60, programmes: 1 }, limit: 1000, own: true, resetsAtMs: Date.parse('2026-11-21T23:00:00Z') })
 })
 
+t.test('a quota that cannot be read is the store\'s failure, 503 NO_STORE (DECISIONS.md "Robustness"), never a programme let through', async t => {
+  const store = openStore(join(t.testdir(), 'store'))
+  t.teardown(() => store.close())
+  const quota = storageQuota(store, 100)
+  store.faults.unavailable = true
+  t.throws(() => quota.beforeBody(acme, 10, new Date('2026-11-21T12:00:00Z')), { code: 'NO_STORE', status: 503 })
+  store.faults.unavailable = false
+  t.doesNotThrow(() => quota.beforeBody(acme, 10, new Date('2026-11-21T12:00:00Z')), 'read again once the store answers')
+})
+
 t.test('bytes in words: the exact count, and its unit beside it', async t => {
   t.equal(bytesText(512), '512 bytes')
   t.equal(bytesText(1536), '1536 bytes (1.5 KiB)')
