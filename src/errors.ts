@@ -118,7 +118,7 @@ export class EpxError extends Error {
   readonly code: ErrorCode
   /** The HTTP status of a wire code; 500 for an operator code (an HTTP door answers it INTERNAL). */
   readonly status: number
-  /** JSON Pointer → message (inbound 400) or name → reason (outbound 400). */
+  /** JSON Pointer to message (inbound 400), or name to reason (outbound 400). */
   readonly details?: Readonly<Record<string, string>>
   /** Response headers the door must send: the code's own (the catalogue's), then the thrower's. */
   readonly headers?: Readonly<Record<string, string>>

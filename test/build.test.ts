@@ -60,6 +60,17 @@ t.test('the webhook deliverer\'s worker loads neither pino nor the console: only
   t.same([...new Set(packagesOf('webhooks-worker.js'))].sort(), ['lmdb', 'luxon', 'msgpackr', 'ordered-binary', 'pino-std-serializers'])
 })
 
+t.test('each thread\'s bundle is Latin-1: V8 keeps a module\'s source one byte a character, and one character above U+00FF doubles it', async t => {
+  // The console's templates write arrows, dashes and ellipses as HTML references
+  // (&larr;, &mdash;, &hellip;): esbuild escapes other strings, but keeps a tagged
+  // template's text and a kept comment as written.
+  for (const file of ['index.js', 'door-worker.js', 'programme-worker.js', 'webhooks-worker.js']) {
+    const lines = readFileSync(join(root, 'dist', file), 'utf8').split('\n')
+    const wide = lines.flatMap((line, i) => /[^\u0000-\u00ff]/.test(line) ? [`${i + 1}: ${line.trim().slice(0, 120)}`] : [])
+    t.same(wide, [], `dist/${file}: no character above U+00FF`)
+  }
+})
+
 /** The packages a built file imports (not node: modules, not its own chunks). */
 function packagesOf (file: string): string[] {
   const code = readFileSync(join(root, 'dist', file), 'utf8')

@@ -63,7 +63,7 @@ export function parisTime (at: InstantInput, style: TimeStyle = 'datetime'): Saf
 
 /** `parisTime`, a dash for an instant that is not there (never used, no expiry), and text that is not an instant shown as (escaped) text. */
 export function parisTimeOrDash (at: InstantInput | null | undefined, style: TimeStyle = 'datetime'): SafeHtml {
-  if (at === null || at === undefined || at === '') return html`<span aria-label="aucune">–</span>`
+  if (at === null || at === undefined || at === '') return html`<span aria-label="aucune">&ndash;</span>`
   return Number.isNaN(msOf(at)) ? html`${at}` : parisTime(at, style)
 }
 

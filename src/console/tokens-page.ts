@@ -43,7 +43,7 @@ function tokenRows (tokens: readonly TokenRecord[], viewer: Viewer, nowMs: numbe
 <tbody>${tokens.map(t => {
     const state = tokenState(t, nowMs)
     return html`
-<tr><td><code>${t.id}</code></td><td class="state-${state}">${STATE_LABELS[state]}</td><td>${t.label ?? html`<span class="hint">—</span>`}</td>${viewer.admin ? html`<td>${t.companyId}</td>` : ''}<td>${t.scopes.map(s => html`<code>${s}</code><br>`)}</td>
+<tr><td><code>${t.id}</code></td><td class="state-${state}">${STATE_LABELS[state]}</td><td>${t.label ?? html`<span class="hint">&mdash;</span>`}</td>${viewer.admin ? html`<td>${t.companyId}</td>` : ''}<td>${t.scopes.map(s => html`<code>${s}</code><br>`)}</td>
 <td>${parisTimeOrDash(t.createdAt, 'minute')}${t.createdBy ? html`<br><small>par ${t.createdBy}</small>` : ''}</td><td>${parisTimeOrDash(t.lastUsedAt, 'minute')}</td><td>${t.expiresAt ? parisTimeOrDash(t.expiresAt, 'minute') : 'jamais'}</td>
 <td>${state === 'revoked' ? '' : html`<a href="/tokens/${t.id}/revoke">Révoquer</a>`}</td></tr>`
   })}</tbody></table>`
@@ -57,7 +57,7 @@ ${problem ? html`<p class="error" role="alert">${problem}</p>` : ''}
 ${viewer.admin ? html`<p><label for="company">Entreprise</label>
 <select id="company" name="company" required>${companies.map(c => html`<option value="${c}">${c}</option>`)}</select></p>` : ''}
 <p><label for="label">Libellé</label><input id="label" name="label" maxlength="80" aria-describedby="label-hint">
-<span id="label-hint" class="hint">Facultatif : à quoi sert ce jeton (« collecte de nuit », « recette »…).</span></p>
+<span id="label-hint" class="hint">Facultatif : à quoi sert ce jeton (« collecte de nuit », « recette »&hellip;).</span></p>
 <fieldset><legend>Portées</legend>${SCOPES.map((s, i) => html`
 <p><input type="checkbox" id="scope-${i}" name="scope" value="${s}"> <label for="scope-${i}">${SCOPE_LABELS[s]}</label></p>`)}
 </fieldset>
@@ -93,7 +93,7 @@ function listPage (reply: FastifyReply, deps: ConsoleDeps, viewer: Viewer, q: Li
     body: html`
 ${notice ? html`<p class="notice" role="status">${notice}</p>` : ''}
 <p class="hint">Un jeton s'utilise avec le certificat client de ${viewer.admin ? "l'entreprise" : 'votre entreprise'} (mTLS) :
-<code>Authorization: Bearer epx_…</code>.</p>
+<code>Authorization: Bearer epx_&hellip;</code>.</p>
 ${createForm(viewer, companies, problem)}
 <h2>Jetons ${companyId ? html`de ${companyId}` : 'de toutes les entreprises'}</h2>
 <form method="get" action="/tokens" class="chooser">${viewer.admin ? html`<label for="filter">Entreprise</label>
@@ -103,9 +103,9 @@ ${createForm(viewer, companies, problem)}
 <button type="submit">Filtrer</button></form>
 ${!showAll && hidden > 0 ? html`<p class="hint">${hidden === 1 ? 'Un jeton révoqué ou expiré est masqué' : `${hidden} jetons révoqués ou expirés sont masqués`} : <a href="${href({ state: 'all' })}">les afficher</a>.</p>` : ''}
 ${tokenRows(tokens, viewer, nowMs, showAll || all.length === 0 ? "Aucun jeton pour l'instant." : 'Aucun jeton utilisable.')}
-${pages > 1 ? html`<nav class="days" aria-label="Pages de jetons">${page > 1 ? html`<a href="${href({ state: showAll ? 'all' : undefined, page: page - 1 })}">← Plus récents</a>` : ''}
+${pages > 1 ? html`<nav class="days" aria-label="Pages de jetons">${page > 1 ? html`<a href="${href({ state: showAll ? 'all' : undefined, page: page - 1 })}">&larr; Plus récents</a>` : ''}
 <span>Page ${page} sur ${pages}</span>
-${page < pages ? html`<a href="${href({ state: showAll ? 'all' : undefined, page: page + 1 })}">Plus anciens →</a>` : ''}</nav>` : ''}`,
+${page < pages ? html`<a href="${href({ state: showAll ? 'all' : undefined, page: page + 1 })}">Plus anciens &rarr;</a>` : ''}</nav>` : ''}`,
   })
 }
 

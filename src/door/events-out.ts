@@ -205,7 +205,7 @@ export function eventsOut (post: (m: EventsMessage, transfer?: ArrayBuffer[]) =>
       else attempts.set(key, { companyId, outcome, n: 1 })
       arm()
     },
-    // load-bearing: POST 1 × 96, the solver's thread 25–28 → ~7 µs a POST with the log off (bench/README.md#the-doors-events-in-one-message-per-flush)
+    // load-bearing: POST 1 × 96, the solver's thread from 25-28 to ~7 µs a POST with the log off (bench/README.md#the-doors-events-in-one-message-per-flush)
     handOver (batch, sites) {
       // One message carries every POST's hand-over of a busy flush: a message per POST
       // cost both threads a wake-up each (~45 µs of the

@@ -27,8 +27,8 @@ t.test('<time> keeps the UTC instant, at the precision sent, in datetime and tit
 })
 
 t.test('parisTimeOrDash: a dash for no instant, escaped text for text that is not one', async t => {
-  t.match(String(parisTimeOrDash(undefined)), '–')
-  t.match(String(parisTimeOrDash(null)), '–')
+  t.equal(String(parisTimeOrDash(undefined)), '<span aria-label="aucune">&ndash;</span>')
+  t.equal(String(parisTimeOrDash(null)), '<span aria-label="aucune">&ndash;</span>')
   t.equal(String(parisTimeOrDash('<b>not a date</b>')), '&lt;b&gt;not a date&lt;/b&gt;', 'shown as escaped text')
   t.match(String(parisTimeOrDash('2026-12-01T10:00:00.000Z')), '>01/12/2026 11:00:00 (UTC+01:00)<', 'winter: UTC+1')
 })

@@ -57,7 +57,7 @@ export function renderDeliveries (m: DeliveriesModel): SafeHtml {
 <input id="q" name="q" type="search" value="${f.q}" placeholder="PRM ou nom, même en partie">
 <button type="submit">Afficher</button>
 </form>
-<nav class="days" aria-label="Jours voisins"><a href="${listHref(m, { target_date: addDays(m.targetDate, -1) })}">← Jour précédent</a> <a href="${listHref(m, { target_date: addDays(m.targetDate, 1) })}">Jour suivant →</a></nav>
+<nav class="days" aria-label="Jours voisins"><a href="${listHref(m, { target_date: addDays(m.targetDate, -1) })}">&larr; Jour précédent</a> <a href="${listHref(m, { target_date: addDays(m.targetDate, 1) })}">Jour suivant &rarr;</a></nav>
 <p class="hint">Les récupérations sont écrites par le service toutes les quelques secondes : la dernière peut manquer encore.</p>
 <table class="deliveries-summary"><caption>Besoins agrégés du ${dayText(m.targetDate)} : sites publiés dans le périmètre de chaque entreprise</caption>
 <thead><tr><th scope="col">Entreprise</th><th scope="col" class="num">Publiés</th><th scope="col" class="num">À jour</th><th scope="col" class="num">Révision dépassée</th><th scope="col" class="num">Jamais récupérés</th></tr></thead>

@@ -81,7 +81,7 @@ function listPage (reply: FastifyReply, deps: ConsoleDeps, viewer: Viewer, top?:
 <form method="post" action="/admin/users">${csrfField(viewer)}
 <p><label for="username">Identifiant</label><input id="username" name="username" required></p>
 <p><label for="role">Rôle</label><select id="role" name="role">
-<option value="">Choisir…</option>
+<option value="">Choisir&hellip;</option>
 <option value="admin">Administrateur du service</option>
 ${companies.map(c => html`<option value="company:${c.id}">Membre de ${c.id} (${c.name})</option>`)}
 </select></p>

@@ -69,7 +69,7 @@ ${area ? html`<path class="available" d="${area}" fill="${COLOURS.availableFill}
     const mid = round((x(k.startMs) + x(k.endMs)) / 2)
     return html`<path class="clipped-marker clipped-${k.series}" d="M${round(mid - 5)},${M.top + 8}L${mid},${M.top}L${round(mid + 5)},${M.top + 8}Z" fill="${COLOURS.over}" stroke="#ffffff" stroke-width="1"><title>Hors échelle : ${clippedTitle(k, m)}</title></path>`
   })}
-${highest ? html`<text class="clipped-label" x="${W - M.right}" y="${M.top - 5}" text-anchor="end" fill="${COLOURS.over}" stroke="#ffffff" stroke-width="3" paint-order="stroke">▲ ${CLIPPED_NAMES[highest.series]} hors échelle : ${frNumber(round(highest.kw))} kW</text>` : ''}</g>
+${highest ? html`<text class="clipped-label" x="${W - M.right}" y="${M.top - 5}" text-anchor="end" fill="${COLOURS.over}" stroke="#ffffff" stroke-width="3" paint-order="stroke">&#x25B2; ${CLIPPED_NAMES[highest.series]} hors échelle : ${frNumber(round(highest.kw))} kW</text>` : ''}</g>
 <g class="x-axis"><line x1="${M.left}" x2="${W - M.right}" y1="${M.top + PLOT_H}" y2="${M.top + PLOT_H}" stroke="${COLOURS.text}"/>
 ${ticks.map(t => html`<line x1="${x(t.ms)}" x2="${x(t.ms)}" y1="${M.top + PLOT_H}" y2="${M.top + PLOT_H + 5}" stroke="${COLOURS.text}"/><text class="${t.repeated ? 'hour repeated' : t.afterSkip ? 'hour after-skip' : 'hour'}" x="${x(t.ms)}" y="${M.top + PLOT_H + 18}" text-anchor="middle" fill="${COLOURS.text}">${t.label}</text>`)}
 ${ticks.filter(t => t.afterSkip).map(t => html`<line class="skipped-hour" x1="${x(t.ms)}" x2="${x(t.ms)}" y1="${M.top}" y2="${M.top + PLOT_H}" stroke="${COLOURS.text}" stroke-dasharray="2 2"/><text x="${x(t.ms)}" y="${M.top + PLOT_H + 34}" text-anchor="middle" fill="${COLOURS.text}">02 h sautée (heure d'été)</text>`)}

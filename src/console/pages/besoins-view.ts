@@ -43,7 +43,7 @@ ${m.site === undefined ? '' : history(m)}`
 function chooser (m: BesoinsModel): SafeHtml {
   return html`<form method="get" action="${BESOINS_PATH}" class="chooser">
 <label for="site_id">Site</label>
-<select id="site_id" name="site_id">${m.sites.map(s => html`<option value="${s.site_id}"${s.site_id === m.site?.site_id ? html` selected` : ''}>${s.site_id} — ${s.site_name}</option>`)}</select>
+<select id="site_id" name="site_id">${m.sites.map(s => html`<option value="${s.site_id}"${s.site_id === m.site?.site_id ? html` selected` : ''}>${s.site_id} &mdash; ${s.site_name}</option>`)}</select>
 <label for="target_date">Jour</label>
 <input id="target_date" name="target_date" type="date" value="${m.targetDate}" required>
 <button type="submit">Afficher</button>
@@ -59,15 +59,15 @@ function latest (m: BesoinsModel): SafeHtml {
   const availableOf = (c: SlotConstraint) => lowestAvailable(series.available, utcInstantMs(c.startUtc), utcInstantMs(c.endUtc))
   const over = constraints.filter(c => isOver(c, availableOf(c)))
   return html`<section aria-labelledby="latest-h">
-<h2 id="latest-h">${site.site_name} (${site.site_id}) — ${parisText(Date.parse(doc.coverage_start_utc), 'date')}</h2>
+<h2 id="latest-h">${site.site_name} (${site.site_id}) &mdash; ${parisText(Date.parse(doc.coverage_start_utc), 'date')}</h2>
 <dl class="facts">
 <dt>Émise le</dt><dd>${parisTime(meta.emittedAt)}</dd>
 <dt>Émise par</dt><dd>${doc.emitted_by}</dd>
 <dt>ETag</dt><dd><code>${meta.etag}</code></dd>
-<dt>Couverture</dt><dd>${parisTime(doc.coverage_start_utc)} → ${parisTime(doc.coverage_end_utc)}</dd>
+<dt>Couverture</dt><dd>${parisTime(doc.coverage_start_utc)} &rarr; ${parisTime(doc.coverage_end_utc)}</dd>
 <dt>Créneaux</dt><dd>${dayKind(slots.length)}</dd>
 <dt>Consigne en vigueur</dt><dd>${m.instruction === undefined ? 'aucune' : html`${instructionLink(m.instruction.view.instruction.instructionId, m.instruction.view.instruction.siteId)} (${statusLabel(m.instruction.view)})`}
- — <a href="${programmesHref(meta.targetDate, meta.siteId)}">programmes reçus pour ce jour</a></dd>
+ &mdash; <a href="${programmesHref(meta.targetDate, meta.siteId)}">programmes reçus pour ce jour</a></dd>
 </dl>
 ${over.length ? html`<p class="flag-infeasible" role="note"><strong>Infaisable :</strong> ${over.length === 1 ? 'un créneau de la consigne demande' : `${over.length} créneaux de la consigne demandent`} un plancher au-delà de la puissance disponible (jusqu'à ${frNumber(roundKw(Math.max(...over.map(c => c.minKw!))))} kW pour ${frNumber(Math.min(...over.map(c => availableOf(c) ?? Infinity)))} kW disponibles). Le solveur l'applique tout de même et décide.</p>` : ''}
 <p><a class="download" href="${downloadHref(meta.siteId, meta.targetDate)}" download="${downloadName(meta)}">Télécharger le JSON (${frNumber(meta.size)} octets)</a></p>

@@ -99,8 +99,8 @@ ${m.companies ? html`<label for="company_id">Entreprise</label>
 ${f.siteId ? html`<input type="hidden" name="site_id" value="${f.siteId}">` : ''}
 <button type="submit">Afficher</button>
 </form>
-${f.siteId ? html`<p class="note">Site ${f.siteId} seulement — <a href="${listHref(m, { site_id: undefined })}">tous les sites</a></p>` : ''}
-<nav class="days" aria-label="Jours voisins"><a href="${listHref(m, { target_date: addDays(m.targetDate, -1) })}">← Jour précédent</a> <a href="${listHref(m, { target_date: addDays(m.targetDate, 1) })}">Jour suivant →</a></nav>
+${f.siteId ? html`<p class="note">Site ${f.siteId} seulement &mdash; <a href="${listHref(m, { site_id: undefined })}">tous les sites</a></p>` : ''}
+<nav class="days" aria-label="Jours voisins"><a href="${listHref(m, { target_date: addDays(m.targetDate, -1) })}">&larr; Jour précédent</a> <a href="${listHref(m, { target_date: addDays(m.targetDate, 1) })}">Jour suivant &rarr;</a></nav>
 <p class="counts">${f.status === undefined ? html`<strong>toutes : ${frNumber(m.counts.all)}</strong>` : html`<a href="${listHref(m, { status: undefined })}">toutes : ${frNumber(m.counts.all)}</a>`}${STATUS_FILTERS.map(s => html` · ${s === f.status
     ? html`<strong class="count-${s}">${STATUS_FILTER_LABELS[s]} : ${frNumber(m.counts[s])}</strong>`
     : html`<a class="count-${s}" href="${listHref(m, { status: s })}">${STATUS_FILTER_LABELS[s]} : ${frNumber(m.counts[s])}</a>`}`)}</p>
@@ -116,7 +116,7 @@ ${pagesNav(m.previous, m.next, m.paged, k => listHref(m, k))}`
 /** Previous and next pages by their cursor, and the first page once away from it. */
 export function pagesNav (previous: string | undefined, next: string | undefined, paged: boolean, href: (change: Record<string, string | undefined>) => string): SafeHtml {
   if (!previous && !next && !paged) return html``
-  return html`<nav class="pages" aria-label="Pages">${paged ? html`<a href="${href({})}">⇤ Première page</a> ` : ''}${previous ? html`<a rel="prev" href="${href({ before: previous })}">← Page précédente</a> ` : ''}${next ? html`<a rel="next" href="${href({ after: next })}">Page suivante →</a>` : ''}</nav>`
+  return html`<nav class="pages" aria-label="Pages">${paged ? html`<a href="${href({})}">&#x21E4; Première page</a> ` : ''}${previous ? html`<a rel="prev" href="${href({ before: previous })}">&larr; Page précédente</a> ` : ''}${next ? html`<a rel="next" href="${href({ after: next })}">Page suivante &rarr;</a>` : ''}</nav>`
 }
 
 /** The instruction in force at a quarter-hour's start (DECISIONS.md "In force, quarter-hour by quarter-hour"). */
@@ -205,7 +205,7 @@ function realisedSummary (m: ProgrammeModel): SafeHtml {
   }
   const t = r.totaux
   return html`<section class="realise" aria-labelledby="realise-title"><h2 id="realise-title">Programmé et réalisé</h2>
-<p class="totals">Programmé <strong>${frNumber(t.energie_programmee_kwh)} kWh</strong>, réalisé <strong>${frNumber(t.energie_realisee_kwh)} kWh</strong>, manque <strong class="${t.manque_kwh > 0 ? 'shortfall' : ''}">${frNumber(t.manque_kwh)} kWh</strong> —
+<p class="totals">Programmé <strong>${frNumber(t.energie_programmee_kwh)} kWh</strong>, réalisé <strong>${frNumber(t.energie_realisee_kwh)} kWh</strong>, manque <strong class="${t.manque_kwh > 0 ? 'shortfall' : ''}">${frNumber(t.manque_kwh)} kWh</strong> &mdash;
 ${(Object.keys(VERDICT_LABELS) as Verdict[]).filter(v => v !== 'unconstrained' && t.verdicts[v] > 0).map(v => `${frNumber(t.verdicts[v])} ${VERDICT_LABELS[v]}`).join(', ') || 'aucun créneau programmé relevé'}${t.tardifs > 0 ? ` ; ${frNumber(t.tardifs)} ${LATE_LABEL}, comptés à part` : ''}.</p>
 ${programmeChart(m)}</section>`
 }

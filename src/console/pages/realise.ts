@@ -57,7 +57,7 @@ ${m.companies ? html`<label for="company_id">Titulaire</label>
 <select id="sort" name="sort">${REALISE_SORTS.map(s => option(s, SORT_LABELS[s], f.sort))}</select>
 <button type="submit">Afficher</button>
 </form>
-<nav class="days" aria-label="Jours voisins"><a href="${listHref(m, { target_date: addDays(m.targetDate, -1) })}">← Jour précédent</a> <a href="${listHref(m, { target_date: addDays(m.targetDate, 1) })}">Jour suivant →</a></nav>
+<nav class="days" aria-label="Jours voisins"><a href="${listHref(m, { target_date: addDays(m.targetDate, -1) })}">&larr; Jour précédent</a> <a href="${listHref(m, { target_date: addDays(m.targetDate, 1) })}">Jour suivant &rarr;</a></nav>
 <p class="counts">${f.defaut ? html`<a href="${listHref(m, { defaut: undefined })}">sites : ${n(m.counts.sites)}</a>` : html`<strong>sites : ${n(m.counts.sites)}</strong>`} · avec un programme ou un relevé : ${n(m.counts.compared)} · ${f.defaut
     ? html`<strong class="count-defaut">en défaut : ${n(m.counts.defaut)}</strong>`
     : html`<a class="count-defaut" href="${listHref(m, { defaut: '1' })}">en défaut : ${n(m.counts.defaut)}</a>`}</p>

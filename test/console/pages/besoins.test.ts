@@ -97,7 +97,7 @@ t.test('the effective instruction is drawn for its company and the admin, not fo
   }
   const other = text(renderBesoins(ok(await loadBesoins(deps, member('beta'), { site_id: siteId(1), target_date: '2026-11-22' }))))
   t.notMatch(other, /ProgrammeSoutirage|class="floor"|class="curtailment"/)
-  t.match(other, /<dt>Consigne en vigueur<\/dt><dd>aucune\n — <a href="\/programmes\?target_date=2026-11-22&amp;site_id=PRM30000000000001">/)
+  t.match(other, /<dt>Consigne en vigueur<\/dt><dd>aucune\n &mdash; <a href="\/programmes\?target_date=2026-11-22&amp;site_id=PRM30000000000001">/)
 })
 
 t.test('the page over HTTP: a <script> site name is text; a foreign site is a 404 that names nothing', async t => {
