@@ -32,11 +32,15 @@ export interface Delay {
   readonly main?: { readonly runMs: number; readonly waitMs: number; readonly runs: number }
   /** New connections only: the whole process's CPU µs per connection (TLS 1.3 full handshake and one GET). */
   readonly cpuPerConnectionUs?: number
+  /** Keep-alive GETs only: the answers a second over the window (the load the server carried). */
+  readonly answersPerS?: number
 }
 export type LoopCase = 'quiet' | 'new connections' | 'keep-alive GET 200' | '1,000-site programme'
 export const LOOP_CASES: readonly LoopCase[] = ['quiet', 'new connections', 'keep-alive GET 200', '1,000-site programme']
 
 export interface HostProbe {
+  /** The load client's nice value (the rounds' client: bench/README.md "The load client's priority"). */
+  readonly clientNice: number
   readonly loop: Partial<Record<'A' | 'E', Partial<Record<LoopCase, Delay & { readonly note?: string }>>>>
   /**
    * Main-thread CPU µs per request, one figure per window, E with the request log on and
@@ -60,7 +64,9 @@ export interface ProbeServer {
 }
 
 export interface HostProbeInput {
+  /** The rounds' load client, and its nice value. */
   readonly load: Child
+  readonly clientNice: number
   readonly servers: Partial<Record<'A' | 'E', ProbeServer>>
   /** E with `api.logRequests: false`, started for the main-thread figures; undefined if it failed. */
   readonly eNoLog: () => Promise<ProbeServer | undefined>
@@ -119,7 +125,7 @@ const delayOf = (w: WindowReport): Delay => {
 
 export async function measureHost (i: HostProbeInput): Promise<HostProbe> {
   const out: HostProbe = {
-    loop: {}, failures: {},
+    clientNice: i.clientNice, loop: {}, failures: {},
     mainThread: { 'GET 200': { logOn: [], logOff: [], rawLogOn: [], rawLogOff: [] }, 'POST 1×96': { logOn: [], logOff: [], rawLogOn: [], rawLogOff: [] } },
     idle: { logOn: [], logOff: [] },
     handshake: { fullUs: [], resumedUs: [], resumed: 0, offered: 0 },
@@ -152,7 +158,10 @@ export async function measureHost (i: HostProbeInput): Promise<HostProbe> {
       const { w, r } = await newConnections(i.load, s.child, churnSpec(s), 'new connections', true)
       return { ...delayOf(w), cpuPerConnectionUs: (w.cpuUserUs + w.cpuSystemUs) / Math.max(1, r.connections) }
     })
-    await attempt('keep-alive GET 200', async () => delayOf(await keepAlive(i.load, s.child, getSpec(s, i.quick ? 1000 : 3000), 'keep-alive GET 200', true)))
+    await attempt('keep-alive GET 200', async () => {
+      const w = await keepAlive(i.load, s.child, getSpec(s, i.quick ? 1000 : 3000), 'keep-alive GET 200', true)
+      return { ...delayOf(w), answersPerS: w.requests / (w.wallMs / 1000) }
+    })
     await attempt('1,000-site programme', async () => delayOf(await keepAlive(i.load, s.child, {
       type: 'run', origin: `https://127.0.0.1:${s.port}`, tls: i.tls, connections: 1, method: 'POST', path: i.post.path,
       headers: postHeaders(s), body: i.post.large, expect: 202, warmupMs: 0, durationMs: 120_000, maxRequests: i.quick ? 1 : 3,

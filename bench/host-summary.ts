@@ -22,7 +22,7 @@ export function hostTargets (h: HostProbe | undefined): Target[] {
     const ref = a?.[what] && a.quiet ? `A: p99 ${a[what]!.p99Ms.toFixed(1)} ms (quiet ${a.quiet.p99Ms.toFixed(1)}), max ${a[what]!.maxMs.toFixed(1)} ms` : 'A not measured'
     const over = e && quiet ? e.p99Ms - quiet.p99Ms : undefined
     out.push(valueTarget(`Loop delay, ${what}: E p99 − quiet p99`, DELAY_P99_OVER_QUIET_MS, 'ms', over,
-      over === undefined ? why ?? failed : `p99 ${e!.p99Ms.toFixed(1)} ms, quiet ${quiet!.p99Ms.toFixed(1)} ms${waited(e!)}; ${ref}`))
+      over === undefined ? why ?? failed : `p99 ${e!.p99Ms.toFixed(1)} ms, quiet ${quiet!.p99Ms.toFixed(1)} ms${answered(e!, a?.[what])}${waited(e!)}; ${ref}; the client at nice ${h!.clientNice}`))
     out.push(valueTarget(`Loop delay, ${what}: E max`, DELAY_MAX_MS, 'ms', e?.maxMs, e ? undefined : why ?? failed))
   }
   for (const scenario of ['GET 200', 'POST 1×96'] as const) {
@@ -40,6 +40,12 @@ export function hostTargets (h: HostProbe | undefined): Target[] {
   return out
 }
 
+/** `, 9,400 answers/s (A 10,100)`: the load the window put on each server. */
+function answered (e: Delay, a: Delay | undefined): string {
+  if (e.answersPerS === undefined) return ''
+  return `, ${Math.round(e.answersPerS).toLocaleString('en')} answers/s${a?.answersPerS === undefined ? '' : ` (A ${Math.round(a.answersPerS).toLocaleString('en')})`}`
+}
+
 /** `; the main thread ran 21 ms and waited 314 ms for a core (117 µs a run)`: where its delay went. */
 function waited (d: Delay): string {
   const m = d.main
@@ -47,7 +53,7 @@ function waited (d: Delay): string {
 }
 
 export function hostLines (h: HostProbe): string[] {
-  const lines = ['Host probe (inside the server process, monitorEventLoopDelay at 1 ms): event-loop delay p50 / p99 / max ms']
+  const lines = [`Host probe (inside the server process, monitorEventLoopDelay at 1 ms; the load client at nice ${h.clientNice}): event-loop delay p50 / p99 / max ms`]
   for (const name of ['A', 'E'] as const) {
     const l = h.loop[name]
     if (!l) continue

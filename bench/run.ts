@@ -313,7 +313,6 @@ async function main (): Promise<void> {
     await runRound(++rounds, narrow)
   }
   loadAvg.end = loadavg()[0]!
-  if (roundsLoad !== load) await roundsLoad.stop()
   let sustained: Sustained | undefined
   if (plan.sustained) {
     sustained = await measureSustained({
@@ -333,7 +332,9 @@ async function main (): Promise<void> {
   if (plan.host) {
     const probeServer = (name: 'A' | 'E'): ProbeServer | undefined => servers[name] && { child: servers[name]!.child, port: servers[name]!.port, secrets }
     host = await measureHost({
-      load, tls, quick, rounds: plan.rounds, getPath,
+      // The rounds' client, for the reason it is theirs: a BSP's client, on another machine,
+      // never takes a core from the solver's thread (bench/README.md "The host's view").
+      load: roundsLoad, clientNice, tls, quick, rounds: plan.rounds, getPath,
       servers: { A: probeServer('A'), E: probeServer('E') },
       post: { path: INBOUND_PATH, body: bodies['POST 1×96']!, large: programme(targetDate, plan.eSites, emittedAt).body },
       // A second E, the request log off, for the main thread's own figure without it.
@@ -350,6 +351,7 @@ async function main (): Promise<void> {
       },
     })
   }
+  if (roundsLoad !== load) await roundsLoad.stop()
   for (const name of SERVERS) await servers[name]?.child.stop()
   await pgCluster?.destroy()
 

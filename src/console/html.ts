@@ -2,6 +2,10 @@
  * The console's template layer: a tagged template that escapes every interpolation
  * unless it is already `SafeHtml`. Pages are built only from `html` and `raw`, so a
  * `site_name` of `<script>` is text by construction, not by each page remembering.
+ * A template's own text writes a character above U+00FF as an HTML reference (`&larr;`,
+ * `&mdash;`, `&#x25B2;`): the bundler keeps a tagged template's text as written, and one
+ * such character makes V8 hold each thread's whole bundle at two bytes a character
+ * (test/build.test.ts).
  * @module
  */
 import { escape } from 'html-escaper'

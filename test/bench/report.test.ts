@@ -142,14 +142,15 @@ t.test('the webhook row fails on any event missing, repeated or out of order; a 
   t.match(webhookTargets(undefined)[0], { measured: null, note: 'left out (--special)' })
 })
 
-t.test("a loop-delay row says how long the host's main thread ran and how long it waited for a core", async t => {
+t.test("a loop-delay row says the load the server carried, how long the host's main thread ran and waited for a core, and the client's nice value", async t => {
   const { hostTargets, hostLines } = await import('../../bench/host-summary.ts')
   const main = (runMs: number, waitMs: number, runs: number) => ({ runMs, waitMs, runs })
   const probe = {
+    clientNice: 10,
     loop: {
       E: {
         quiet: { p50Ms: 1, p99Ms: 1.1, maxMs: 1.5, n: 2800, main: main(12, 0.2, 2843) },
-        'keep-alive GET 200': { p50Ms: 1, p99Ms: 4.1, maxMs: 8, n: 2700, main: main(21.3, 314.5, 2694) },
+        'keep-alive GET 200': { p50Ms: 1, p99Ms: 4.1, maxMs: 8, n: 2700, main: main(21.3, 314.5, 2694), answersPerS: 9412.4 },
         // A system without the figures (not Linux): the note leaves them out.
         'new connections': { p50Ms: 1, p99Ms: 2.1, maxMs: 6, n: 3000 },
       },
@@ -161,7 +162,10 @@ t.test("a loop-delay row says how long the host's main thread ran and how long i
   }
   const rows = hostTargets(probe)
   const keepAlive = rows.find(r => r.name === 'Loop delay, keep-alive GET 200: E p99 − quiet p99')!
-  t.match(keepAlive.note, 'p99 4.1 ms, quiet 1.1 ms; the main thread ran 21 ms and waited 315 ms for a core (117 µs a run); A not measured')
-  t.notMatch(rows.find(r => r.name === 'Loop delay, new connections: E p99 − quiet p99')!.note, 'waited')
+  t.equal(keepAlive.note, 'p99 4.1 ms, quiet 1.1 ms, 9,412 answers/s; the main thread ran 21 ms and waited 315 ms for a core (117 µs a run); A not measured; the client at nice 10')
+  const newConnections = rows.find(r => r.name === 'Loop delay, new connections: E p99 − quiet p99')!.note
+  t.notMatch(newConnections, 'waited')
+  t.notMatch(newConnections, 'answers/s')
   t.match(hostLines(probe).join('\n'), 'its main thread ran / waited for a core, ms: quiet 12 / 0; new connections n/a; keep-alive GET 200 21 / 315')
+  t.match(hostLines(probe)[0], 'the load client at nice 10')
 })
