@@ -28,6 +28,13 @@ t.test('a commit waiting for a synchronous standby that never answers fails with
 
   cluster.psql("ALTER SYSTEM SET synchronous_standby_names = 'nobody'")
   cluster.psql('SELECT pg_reload_conf()')
+  // pg_reload_conf() only signals the postmaster. A new session that reads the setting
+  // started after the postmaster reloaded it, and so after it signalled the store's own
+  // sessions, which reload before their next command: the commit below then waits.
+  const deadline = Date.now() + 10_000
+  while (cluster.psql('SHOW synchronous_standby_names').trim() !== 'nobody') {
+    if (Date.now() > deadline) throw new Error('the server did not reload synchronous_standby_names within 10 s')
+  }
   const started = Date.now()
   await t.rejects(store.writeDurable(() => db.putSync('probe', 'waiting')), { code: 'NO_STORE' })
   const waited = Date.now() - started
