@@ -186,7 +186,7 @@ async function worstDay (t: Test, kind: DoorFault | 'terminate', faults: number,
   const lost = acks.filter(a => !instructions.get(a.id, a.siteId))
   t.same(lost, [], `every one of the ${acks.length} programmes acknowledged with a 202 is in the store`)
   const errors = epx.logs().filter(l => l.level === 50)
-  t.equal(errors.length, faults, `one error line a fault (${errors.length} for ${faults})`)
+  t.equal(errors.length, faults, `one error line a fault (${errors.length} for ${faults}${errors.length === faults ? '' : `: ${JSON.stringify(errors.map(l => [l.msg, l.err?.message]))}`})`)
   // A faulted worker ends itself; one terminated after its bound was stuck (and kept its ports a while).
   const stuck = epx.logs().filter(l => /did not end/.test(String(l.msg)))
   t.equal(stuck.length, 0, `no faulted worker had to be terminated (${stuck.length}${stuck.length ? `; loop busy / CPU ms in the bound: ${stuck.map(l => `${l.loopBusy} / ${l.cpuMs}`).join(', ')}` : ''})`)
