@@ -47,12 +47,9 @@ function post (i: Instance, who: { agent: Agent; token: string }, body: unknown)
 async function status (i: Instance, who: { agent: Agent; token: string }, targetDate: string): Promise<{ text: string; body: any }> {
   const r = await call(who.agent, new URL(`${INBOUND_PATH}?target_date=${targetDate}`, i.api), { headers: { authorization: `Bearer ${who.token}` } })
   if (r.status !== 200) {
-    // A 500 is a fault of the daemon's: its log line holds the error and its stack, so the failure shows them.
-    // The door's lines reach the log within a flush of the answer (src/door/worker.ts), so wait for it a little.
-    const failedLines = () => i.logs().filter(l => l.msg === 'api request failed')
-    for (let waited = 0; r.status >= 500 && !failedLines().length && waited < 2000; waited += 100) await new Promise(resolve => setTimeout(resolve, 100))
-    const failed = failedLines()
-    throw new Error(`status read answered ${r.status}: ${r.text}${failed.length ? `; the daemon logged ${JSON.stringify(failed)}` : ''}`)
+    // A 5xx is a fault of the daemon's: its log line, within a flush of the answer (src/door/worker.ts), holds the error and its stack.
+    const failed = r.status >= 500 ? await i.logged(l => l.msg === 'api request failed', 2000, 'the failed request').catch(() => undefined) : undefined
+    throw new Error(`status read answered ${r.status}: ${r.text}${failed ? `; the daemon logged ${JSON.stringify(failed)}` : ''}`)
   }
   return { text: r.text, body: JSON.parse(r.text) }
 }
